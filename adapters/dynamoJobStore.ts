@@ -1,0 +1,308 @@
+import {
+  BatchWriteItemCommand,
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type QueryCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { ThrottledError } from '../core/errors';
+import { parseSortKey, sortKey } from '../core/jobId';
+import type { AcquiredRow, CancelRecord, DueKey, JobRow, JobStore, RowKey, RowState, StoredRow, TenantRecord, TenantStore } from '../core/ports';
+
+type Item = Record<string, AttributeValue>;
+
+/**
+ * Item layout of the scheduler table (one table, pk/sk strings):
+ *
+ * | item            | pk              | sk                   |
+ * |-----------------|-----------------|----------------------|
+ * | job row         | `<shard>`       | `<dueMs 13>#<jobId>` |
+ * | cancel record   | `c#<shard>`     | `<dueMs 13>#<jobId>` |
+ * | group lease     | `lease#<group>` | `lease`              |
+ * | tenant          | `tenant#<name>` | `tenant`             |
+ */
+export const keys = {
+  row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
+  cancelRecord: (k: RowKey): Item => ({ pk: { S: `c#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
+  groupLease: (group: number): Item => ({ pk: { S: `lease#${group}` }, sk: { S: 'lease' } }),
+  tenant: (name: string): Item => ({ pk: { S: `tenant#${name}` }, sk: { S: 'tenant' } }),
+};
+
+/** Counts what the store read, for the backlog-independence test and the benchmark. */
+export interface StoreStats {
+  itemsRead: number;
+}
+
+const isConditionFailure = (err: unknown) => err instanceof ConditionalCheckFailedException || (err as Error)?.name === 'ConditionalCheckFailedException';
+
+const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
+
+/** Rethrows throttling as {@link ThrottledError}, so rounds back off instead of failing. */
+function rethrow(err: unknown): never {
+  if (THROTTLE_NAMES.has((err as Error)?.name)) throw new ThrottledError(`DynamoDB throttled: ${(err as Error).message}`, err);
+  throw err;
+}
+
+/**
+ * The {@link JobStore} on DynamoDB. Every state change is one conditional write whose condition
+ * is explained beside it; nothing reads and then writes.
+ */
+export class DynamoJobStore implements JobStore, TenantStore {
+  readonly stats: StoreStats = { itemsRead: 0 };
+
+  constructor(
+    private readonly tableName: string,
+    private readonly client: DynamoDBClient = new DynamoDBClient({}),
+  ) {}
+
+  async putJob(row: JobRow): Promise<'created' | 'exists'> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...keys.row(row),
+            tenant: { S: row.tenant },
+            state: { S: 'SCHEDULED' },
+            leaseUntil: { N: '0' },
+            payload: { S: row.payload },
+          },
+          // Only into an empty key: a redelivered message finds its row, a cancelled job its tombstone.
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return 'created';
+    } catch (err) {
+      if (isConditionFailure(err)) return 'exists';
+      rethrow(err);
+    }
+  }
+
+  async queryDue(shard: number, untilMs: number): Promise<DueKey[]> {
+    const out: DueKey[] = [];
+    let start: Item | undefined;
+    do {
+      let page: QueryCommandOutput;
+      try {
+        page = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            // From the shard's start: late ingests and expired leases are found however old.
+            KeyConditionExpression: 'pk = :pk AND sk < :until',
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':until': { S: `${String(untilMs + 1).padStart(13, '0')}#` } },
+            ProjectionExpression: 'sk, #state, leaseUntil',
+            ExclusiveStartKey: start,
+          }),
+        );
+      } catch (err) {
+        rethrow(err);
+      }
+      this.stats.itemsRead += page.ScannedCount ?? 0;
+      for (const item of page.Items ?? []) {
+        const parsed = parseSortKey(item.sk?.S ?? '');
+        if (!parsed) continue;
+        out.push({ shard, dueMs: parsed.dueMs, jobId: parsed.jobId, state: (item.state?.S ?? 'SCHEDULED') as RowState, leaseUntil: Number(item.leaseUntil?.N ?? 0) });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return out;
+  }
+
+  async acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined> {
+    try {
+      const res = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.row(key),
+          UpdateExpression: 'SET #state = :acquired, leaseUntil = :lease',
+          // SCHEDULED, or ACQUIRED by a dispatcher whose lease has run out. Never a tombstone,
+          // never a row another round holds, never a key that is gone (sent and deleted).
+          ConditionExpression: 'attribute_exists(pk) AND (#state = :scheduled OR (#state = :acquired AND leaseUntil < :now))',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':acquired': { S: 'ACQUIRED' },
+            ':scheduled': { S: 'SCHEDULED' },
+            ':lease': { N: String(leaseUntil) },
+            ':now': { N: String(nowMs) },
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const a = res.Attributes ?? {};
+      return { ...key, tenant: a.tenant?.S ?? '', payload: a.payload?.S ?? 'null', leaseUntil };
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      rethrow(err);
+    }
+  }
+
+  async renew(key: RowKey, heldLeaseUntil: number, newLeaseUntil: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.row(key),
+          UpdateExpression: 'SET leaseUntil = :new',
+          // Still ours: ACQUIRED with the lease we wrote. Another round's acquire changed it.
+          ConditionExpression: '#state = :acquired AND leaseUntil = :held',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':acquired': { S: 'ACQUIRED' }, ':held': { N: String(heldLeaseUntil) }, ':new': { N: String(newLeaseUntil) } },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      rethrow(err);
+    }
+  }
+
+  async deleteRows(rowKeys: readonly RowKey[]): Promise<RowKey[]> {
+    const failed: RowKey[] = [];
+    for (let i = 0; i < rowKeys.length; i += 25) {
+      const chunk = rowKeys.slice(i, i + 25);
+      try {
+        // Unconditional: the send succeeded, so the row is done whoever holds it now.
+        const res = await this.client.send(
+          new BatchWriteItemCommand({ RequestItems: { [this.tableName]: chunk.map((k) => ({ DeleteRequest: { Key: keys.row(k) } })) } }),
+        );
+        const left = new Set((res.UnprocessedItems?.[this.tableName] ?? []).map((r) => r.DeleteRequest?.Key?.sk?.S));
+        for (const k of chunk) if (left.has(sortKey(k.dueMs, k.jobId))) failed.push(k);
+      } catch {
+        failed.push(...chunk);
+      }
+    }
+    return failed;
+  }
+
+  async cancel(key: RowKey, tenant: string, expiresAtMs: number): Promise<'cancelled' | 'acquired'> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.row(key),
+          UpdateExpression: 'SET #state = :cancelled, tenant = :tenant, expiresAt = :exp REMOVE payload, leaseUntil',
+          // SCHEDULED, already CANCELLED (a repeated cancel), or no row yet: the job still waits
+          // in the inbound queue and this tombstone makes its ingest fail. Never ACQUIRED.
+          ConditionExpression: 'attribute_not_exists(pk) OR #state = :scheduled OR #state = :cancelled',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':cancelled': { S: 'CANCELLED' },
+            ':scheduled': { S: 'SCHEDULED' },
+            ':tenant': { S: tenant },
+            ':exp': { N: String(Math.ceil(expiresAtMs / 1000)) },
+          },
+        }),
+      );
+      return 'cancelled';
+    } catch (err) {
+      if (isConditionFailure(err)) return 'acquired';
+      rethrow(err);
+    }
+  }
+
+  async getRow(key: RowKey): Promise<StoredRow | undefined> {
+    const res = await this.client.send(
+      new GetItemCommand({ TableName: this.tableName, Key: keys.row(key), ConsistentRead: true, ProjectionExpression: '#state, tenant', ExpressionAttributeNames: { '#state': 'state' } }),
+    );
+    if (!res.Item) return undefined;
+    return { state: (res.Item.state?.S ?? 'SCHEDULED') as RowState, tenant: res.Item.tenant?.S ?? '' };
+  }
+
+  async putCancelRecord(key: RowKey, record: CancelRecord, expiresAtMs: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { ...keys.cancelRecord(key), kind: { S: record.kind }, atMs: { N: String(record.atMs) }, expiresAt: { N: String(Math.ceil(expiresAtMs / 1000)) } },
+          // First writer wins: a late ingest's claim or a round's cancel record, never both.
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      rethrow(err);
+    }
+  }
+
+  async getCancelRecord(key: RowKey): Promise<CancelRecord | undefined> {
+    const res = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keys.cancelRecord(key), ConsistentRead: true }));
+    if (!res.Item) return undefined;
+    return { kind: res.Item.kind?.S === 'CANCELLED' ? 'CANCELLED' : 'INGESTED', atMs: Number(res.Item.atMs?.N ?? 0) };
+  }
+
+  async convertClaim(key: RowKey, claimAtMs: number, nowMs: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.cancelRecord(key),
+          UpdateExpression: 'SET kind = :cancelled, atMs = :now',
+          // The very claim we judged old enough: its ingest has finished (and failed on the tombstone).
+          ConditionExpression: 'kind = :ingested AND atMs = :claim',
+          ExpressionAttributeValues: { ':cancelled': { S: 'CANCELLED' }, ':ingested': { S: 'INGESTED' }, ':claim': { N: String(claimAtMs) }, ':now': { N: String(nowMs) } },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      rethrow(err);
+    }
+  }
+
+  async deleteTombstone(key: RowKey): Promise<void> {
+    try {
+      await this.client.send(
+        new DeleteItemCommand({
+          TableName: this.tableName,
+          Key: keys.row(key),
+          // Only a tombstone: never a live row.
+          ConditionExpression: '#state = :cancelled',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':cancelled': { S: 'CANCELLED' } },
+        }),
+      );
+    } catch (err) {
+      if (isConditionFailure(err)) return;
+      rethrow(err);
+    }
+  }
+
+  async takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.groupLease(group),
+          UpdateExpression: 'SET #owner = :owner, ownerStart = :start, leaseUntil = :until',
+          // Free, expired, ours already, or held by an older execution (the newer one takes over).
+          ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #owner = :owner OR ownerStart < :start',
+          ExpressionAttributeNames: { '#owner': 'owner' },
+          ExpressionAttributeValues: { ':owner': { S: owner }, ':start': { N: String(ownerStartMs) }, ':until': { N: String(untilMs) }, ':now': { N: String(nowMs) } },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      rethrow(err);
+    }
+  }
+
+  async getTenant(name: string): Promise<TenantRecord | undefined> {
+    const res = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keys.tenant(name) }));
+    if (!res.Item) return undefined;
+    return { name, queueUrl: res.Item.queueUrl?.S ?? '', dlqUrl: res.Item.dlqUrl?.S ?? '' };
+  }
+
+  async putTenant(record: TenantRecord): Promise<void> {
+    await this.client.send(
+      new PutItemCommand({ TableName: this.tableName, Item: { ...keys.tenant(record.name), queueUrl: { S: record.queueUrl }, dlqUrl: { S: record.dlqUrl } } }),
+    );
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Errors the API answers with. Each carries the HTTP status and the machine-readable code of
+ * DESIGN.md; handlers turn them into `{"error": {"code", "message"}}`. Messages say what is wrong
+ * and how to fix it.
+ */
+export abstract class ApiError extends Error {
+  abstract readonly status: number;
+  abstract readonly code: string;
+}
+
+/** 400: the request is malformed; nothing was written. */
+export class ValidationError extends ApiError {
+  readonly status = 400;
+  readonly code = 'ValidationError';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ValidationError';
+  }
+}
+
+/** 400: a job id that does not parse or whose HMAC does not verify. */
+export class InvalidJobIdError extends ApiError {
+  readonly status = 400;
+  readonly code = 'InvalidJobId';
+  constructor(message = 'jobId is not a job id issued by this scheduler: pass the jobId exactly as the submit reply returned it') {
+    super(message);
+    this.name = 'InvalidJobIdError';
+  }
+}
+
+/** 413: payload above 240 KiB, or a batch request above 5 MiB. */
+export class PayloadTooLargeError extends ApiError {
+  readonly status = 413;
+  readonly code = 'PayloadTooLarge';
+  constructor(message: string) {
+    super(message);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+/** 404: the tenant is not registered. */
+export class TenantNotFoundError extends ApiError {
+  readonly status = 404;
+  readonly code = 'TenantNotFound';
+  constructor(tenant: string) {
+    super(`tenant '${tenant}' is not registered with this scheduler: add it with scheduler.addTenant('${tenant}') or check the spelling`);
+    this.name = 'TenantNotFoundError';
+  }
+}
+
+/** 404: a valid job id of another tenant (never says more than "not found"). */
+export class JobNotFoundError extends ApiError {
+  readonly status = 404;
+  readonly code = 'JobNotFound';
+  constructor(tenant: string) {
+    super(`no such job for tenant '${tenant}': job ids are only valid under the tenant that created them`);
+    this.name = 'JobNotFoundError';
+  }
+}
+
+/** 409: the job was handed (or is being handed) to its tenant queue; nothing was written. */
+export class AlreadyQueuedError extends ApiError {
+  readonly status = 409;
+  readonly code = 'AlreadyQueued';
+  constructor(message = 'the job is already queued for delivery (or being dispatched) and can no longer be cancelled: cancel at least 5 s before runAt') {
+    super(message);
+    this.name = 'AlreadyQueuedError';
+  }
+}
+
+/** 409: the job was submitted with `cancellable: false` or went straight to its queue. */
+export class NotCancellableError extends ApiError {
+  readonly status = 409;
+  readonly code = 'NotCancellable';
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotCancellableError';
+  }
+}
+
+/** A storage or queue call was throttled; the caller backs off and retries. */
+export class ThrottledError extends Error {
+  constructor(message: string, override readonly cause?: unknown) {
+    super(message);
+    this.name = 'ThrottledError';
+  }
+}
+
+/** A configuration value is missing or invalid (cold start fails with this). */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

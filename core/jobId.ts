@@ -1,0 +1,96 @@
+import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { InvalidJobIdError } from './errors';
+
+/**
+ * Job ids are self-describing, authenticated tokens:
+ *
+ *   j1.<tenant>.<shard>.<dueMs>.<path>.<random>.<mac>
+ *
+ * - `path` is `t` (table, cancellable), `u` (table, not cancellable) or `d` (sent straight to
+ *   the tenant queue);
+ * - `random` is 12 bytes in base64url (random, or derived from the idempotency key);
+ * - `mac` is the first 16 bytes of HMAC-SHA256(key, everything before it), base64url.
+ *
+ * Status and cancel therefore find the row with one key lookup (`pk = shard`,
+ * `sk = dueMs#jobId`) and tell a forged or altered id apart from a real one without reading.
+ */
+export type JobPath = 't' | 'u' | 'd';
+
+export interface JobIdParts {
+  readonly tenant: string;
+  readonly shard: number;
+  readonly dueMs: number;
+  readonly path: JobPath;
+  readonly random: string;
+}
+
+export interface ParsedJobId extends JobIdParts {
+  readonly jobId: string;
+}
+
+export const TENANT_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
+const ID_PATTERN =
+  /^j1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,14})\.([tud])\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
+const MAX_ID_LENGTH = 120;
+
+/** Signs and parses job ids with one per-deployment key (at least 32 bytes). */
+export class JobIdCodec {
+  readonly #key: Buffer;
+
+  constructor(key: Buffer) {
+    if (key.length < 32) throw new RangeError(`job id key must be at least 32 bytes, got ${key.length}`);
+    this.#key = Buffer.from(key);
+  }
+
+  /** Builds the signed id for `parts`. */
+  encode(parts: JobIdParts): string {
+    const body = `j1.${parts.tenant}.${parts.shard}.${parts.dueMs}.${parts.path}.${parts.random}`;
+    return `${body}.${this.#mac(body)}`;
+  }
+
+  /**
+   * Parses and verifies an id; throws {@link InvalidJobIdError} for anything this deployment did
+   * not issue (malformed, altered, or signed with another key).
+   */
+  parse(jobId: string): ParsedJobId {
+    if (typeof jobId !== 'string' || jobId.length > MAX_ID_LENGTH) throw new InvalidJobIdError();
+    const m = ID_PATTERN.exec(jobId);
+    if (!m) throw new InvalidJobIdError();
+    const [, tenant, shard, dueMs, path, random, mac] = m as unknown as [string, string, string, string, JobPath, string, string];
+    const expected = Buffer.from(this.#mac(jobId.slice(0, jobId.length - mac.length - 1)));
+    const given = Buffer.from(mac);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw new InvalidJobIdError();
+    const due = Number(dueMs);
+    if (!Number.isSafeInteger(due)) throw new InvalidJobIdError();
+    return { jobId, tenant, shard: Number(shard), dueMs: due, path, random };
+  }
+
+  /**
+   * Shard and random part for a new job: uniformly random, or, with an idempotency key, derived
+   * from HMAC(tenant, key) so that a retry maps to the same row.
+   */
+  placement(tenant: string, shardCount: number, idempotencyKey?: string): { shard: number; random: string } {
+    if (idempotencyKey === undefined) {
+      return { shard: randomInt(shardCount), random: randomBytes(12).toString('base64url') };
+    }
+    const digest = createHmac('sha256', this.#key).update(`idem\n${tenant}\n${idempotencyKey}`).digest();
+    return { shard: digest.readUInt32BE(12) % shardCount, random: digest.subarray(0, 12).toString('base64url') };
+  }
+
+  #mac(body: string): string {
+    return createHmac('sha256', this.#key).update(`mac\n${body}`).digest().subarray(0, 16).toString('base64url');
+  }
+}
+
+/** Zero-padded due time: lexicographic order of sort keys is due order. */
+export function sortKey(dueMs: number, jobId: string): string {
+  return `${String(dueMs).padStart(13, '0')}#${jobId}`;
+}
+
+/** Inverse of {@link sortKey}; returns undefined for keys that are not job rows. */
+export function parseSortKey(sk: string): { dueMs: number; jobId: string } | undefined {
+  const hash = sk.indexOf('#');
+  if (hash !== 13) return undefined;
+  const dueMs = Number(sk.slice(0, 13));
+  return Number.isSafeInteger(dueMs) ? { dueMs, jobId: sk.slice(14) } : undefined;
+}

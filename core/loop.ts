@@ -1,0 +1,93 @@
+import { sleep } from './backoff';
+import { shardsOfGroup } from './config';
+import { dispatchRound, type DispatchDeps, type RoundReport } from './dispatch';
+
+/** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
+export interface DispatchStepInput {
+  /** Shard group to dispatch. */
+  readonly group: number;
+  /** The tick execution that owns this step (its name or ARN). */
+  readonly owner: string;
+  /** When that execution started, epoch ms: a newer execution takes the group over. */
+  readonly ownerStartMs: number;
+  /** The step returns by then, epoch ms. */
+  readonly deadlineMs: number;
+}
+
+export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs'> {
+  readonly group: number;
+  /** The group lease was not ours (a newer execution has the group): stop this iteration. */
+  readonly lostGroup: boolean;
+  /** Lateness summary of the rows sent. */
+  readonly lateness: { count: number; p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number };
+}
+
+/** How long a group lease lasts without renewal. */
+export const GROUP_LEASE_MS = 15_000;
+
+/**
+ * One dispatch step: take (or renew) the group lease, then run a round over the group's shards,
+ * renewing the lease every few seconds. This is what the `dispatch` Lambda does per invocation.
+ */
+export async function dispatchStep(
+  deps: DispatchDeps,
+  input: DispatchStepInput,
+  signal?: AbortSignal,
+  onLateness?: (latenessMs: readonly number[]) => void,
+): Promise<DispatchStepResult> {
+  const { store, clock, settings } = deps;
+  const takeLease = () => {
+    const now = clock.now();
+    return store.takeGroupLease(input.group, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS);
+  };
+  if (!(await takeLease())) {
+    return { ...emptyReport(), group: input.group, lostGroup: true, lateness: summarize([]) };
+  }
+  const { latenessMs, ...report } = await dispatchRound(deps, {
+    shards: shardsOfGroup(input.group, settings),
+    deadlineMs: input.deadlineMs,
+    stillOwner: takeLease,
+    signal,
+  });
+  onLateness?.(latenessMs);
+  return { ...report, group: input.group, lateness: summarize(latenessMs) };
+}
+
+/**
+ * The tick's loop for one group, in process: dispatch steps until `untilMs`, waiting
+ * `lookahead − 1 s` after an idle step. The state machine runs the same loop with a Choice and a
+ * Wait state around the `dispatch` task; the local stack and tests run this one.
+ */
+export async function dispatchLoop(
+  deps: DispatchDeps,
+  opts: { group: number; owner: string; ownerStartMs: number; untilMs: number; maxStepMs?: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
+): Promise<void> {
+  const { clock, settings } = deps;
+  const idleWait = Math.max(0, settings.lookaheadMs - 1_000);
+  while (!opts.signal?.aborted) {
+    const now = clock.now();
+    if (now >= opts.untilMs - 1_000) return;
+    const result = await dispatchStep(
+      deps,
+      { group: opts.group, owner: opts.owner, ownerStartMs: opts.ownerStartMs, deadlineMs: Math.min(opts.untilMs, now + (opts.maxStepMs ?? 60_000)) },
+      opts.signal,
+    );
+    opts.onStep?.(result);
+    if (result.lostGroup) return;
+    if (result.idle) await sleep(Math.min(idleWait, opts.untilMs - clock.now()), opts.signal);
+  }
+}
+
+/** Percentiles (nearest rank) of a list of lateness values. */
+export function summarize(values: readonly number[]): DispatchStepResult['lateness'] {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+  return { count: sorted.length, p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: sorted.length ? sorted[sorted.length - 1]! : 0 };
+}
+
+function emptyReport(): Omit<RoundReport, 'latenessMs' | 'lostGroup'> {
+  return {
+    acquired: 0, recovered: 0, conflicts: 0, tombstonesMoved: 0, queries: 0, itemsRead: 0, throttled: 0, errors: 0,
+    idle: false, abandoned: 0, durationMs: 0, sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0,
+  };
+}

@@ -1,0 +1,271 @@
+import { backoffMs } from './backoff';
+import type { DispatchDeps } from './dispatch';
+import { deliveryMessage, packBatches } from './messages';
+import type { AcquiredRow, RowKey } from './ports';
+
+export interface ReleaseStats {
+  /** Rows sent to their tenant queue. */
+  sent: number;
+  /** Rows deleted after their send. */
+  deleted: number;
+  /** Rows dropped unsent because their lease could not be renewed (another round has them). */
+  leaseLost: number;
+  /** Lease renewals that succeeded. */
+  renewed: number;
+  /** Batch entries sent again after a failure. */
+  sendRetries: number;
+  /** Per sent row: ms from its due time to the send's acknowledgement. */
+  latenessMs: number[];
+}
+
+interface Held {
+  readonly key: string;
+  readonly row: AcquiredRow;
+  readonly bytes: number;
+  leaseUntil: number;
+  attempts: number;
+  /** Not before this (epoch ms): the due time, later after a failed send. */
+  readyAt: number;
+  busy: boolean;
+  /** A renewal in flight, shared by whoever asks for one meanwhile. */
+  renewing?: Promise<boolean>;
+}
+
+export function rowKeyString(k: RowKey): string {
+  return `${k.shard}|${k.dueMs}|${k.jobId}`;
+}
+
+/**
+ * The release timer of a dispatch round: holds acquired rows and sends each at its due
+ * millisecond, never before, batching the rows that are due together, then deletes them.
+ *
+ * Before a send it makes sure the row's lease has at least `safetyMs` left (renewing it with a
+ * conditional write), so a row another round may re-acquire is never sent; held rows are renewed
+ * while they wait. Failed batch entries alone are retried, with backoff.
+ */
+export class Releaser {
+  readonly #held = new Map<string, Held>();
+  /** Held rows waiting to be sent, by `readyAt`. */
+  #queue: Held[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  readonly #inflight = new Set<Promise<void>>();
+  #bytes = 0;
+  readonly #safetyMs: number;
+
+  constructor(
+    private readonly deps: DispatchDeps,
+    private readonly stats: ReleaseStats,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.#safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
+    signal?.addEventListener('abort', () => this.abandon(), { once: true });
+  }
+
+  get size(): number {
+    return this.#held.size;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  holds(k: RowKey): boolean {
+    return this.#held.has(rowKeyString(k));
+  }
+
+  add(row: AcquiredRow): void {
+    if (this.signal?.aborted) return;
+    const key = rowKeyString(row);
+    if (this.#held.has(key)) return;
+    const h: Held = { key, row, bytes: row.payload.length, leaseUntil: row.leaseUntil, attempts: 0, readyAt: row.dueMs, busy: false };
+    this.#held.set(key, h);
+    this.#bytes += h.bytes;
+    this.#enqueue(h);
+    this.#renewTimer ??= setInterval(() => this.#track(this.#renewWaiting()), Math.max(250, Math.floor(this.deps.settings.leaseMs / 4)));
+  }
+
+  /** Waits until everything held is sent (or dropped), or until `deadlineMs`. */
+  async drain(deadlineMs: number): Promise<void> {
+    while ((this.#held.size > 0 || this.#inflight.size > 0) && !this.signal?.aborted) {
+      const left = deadlineMs - this.deps.clock.now();
+      if (left <= 0) return;
+      await Promise.race([...this.#inflight, new Promise((r) => setTimeout(r, Math.min(left, 20)))]);
+    }
+  }
+
+  /** Stops the timers and forgets what is held; returns how many rows were still held. */
+  abandon(): number {
+    clearTimeout(this.#timer);
+    clearInterval(this.#renewTimer);
+    this.#timer = this.#renewTimer = undefined;
+    const n = this.#held.size;
+    this.#held.clear();
+    this.#queue = [];
+    this.#bytes = 0;
+    return n;
+  }
+
+  #enqueue(h: Held): void {
+    // Binary insertion by readyAt keeps the queue sorted; ties keep arrival order.
+    let lo = 0;
+    let hi = this.#queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#queue[mid]!.readyAt <= h.readyAt) lo = mid + 1;
+      else hi = mid;
+    }
+    this.#queue.splice(lo, 0, h);
+    if (lo === 0) this.#arm();
+  }
+
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const first = this.#queue[0];
+    if (!first || this.signal?.aborted) return;
+    this.#timer = setTimeout(() => this.#fire(), Math.max(0, first.readyAt - this.deps.clock.now()));
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    const now = this.deps.clock.now();
+    let n = 0;
+    // Timers may fire a millisecond early: only rows whose time has come leave the queue.
+    while (n < this.#queue.length && this.#queue[n]!.readyAt <= now) n++;
+    const due = this.#queue.splice(0, n);
+    if (due.length > 0) this.#track(this.#release(due));
+    this.#arm();
+  }
+
+  #track(p: Promise<void>): void {
+    const tracked = p.catch((err) => this.deps.log?.('release failed', { error: (err as Error).message })).finally(() => this.#inflight.delete(tracked));
+    this.#inflight.add(tracked);
+  }
+
+  #forget(h: Held): void {
+    if (this.#held.delete(h.key)) this.#bytes -= h.bytes;
+  }
+
+  async #release(rows: Held[]): Promise<void> {
+    const { clock, settings, tenants, sender } = this.deps;
+    for (const h of rows) h.busy = true;
+    // Never send a row whose lease is about to expire: renew first, drop it if that fails.
+    const now = clock.now();
+    const stale = rows.filter((h) => h.leaseUntil - now < this.#safetyMs);
+    const lost = new Set<Held>();
+    await Promise.all(stale.map(async (h) => (await this.#renew(h, now + settings.leaseMs)) || lost.add(h)));
+    if (this.signal?.aborted) return;
+
+    const byTenant = new Map<string, Held[]>();
+    for (const h of rows) {
+      if (lost.has(h)) continue;
+      const list = byTenant.get(h.row.tenant) ?? [];
+      list.push(h);
+      byTenant.set(h.row.tenant, list);
+    }
+    const sentRows: Held[] = [];
+    const retry: Held[] = [];
+    await Promise.all(
+      [...byTenant].map(async ([tenant, list]) => {
+        const record = await tenants.lookup(tenant).catch(() => undefined);
+        if (!record) {
+          // Unknown tenant (deregistered?): leave the row ACQUIRED; it is retried after its lease.
+          this.deps.log?.('no queue for tenant; row left for a later round', { tenant, rows: list.length });
+          list.forEach((h) => this.#forget(h));
+          return;
+        }
+        const byId = new Map(list.map((h, i) => [String(i), h]));
+        await Promise.all(
+          packBatches(list.map((h, i) => deliveryMessage(String(i), h.row))).map(async (batch) => {
+            if (this.signal?.aborted) return;
+            let failed: Set<string>;
+            try {
+              failed = new Set((await sender.sendBatch(record.queueUrl, batch)).map((f) => f.id));
+            } catch {
+              failed = new Set(batch.map((m) => m.id));
+            }
+            if (this.signal?.aborted) return;
+            const at = clock.now();
+            for (const m of batch) {
+              const h = byId.get(m.id)!;
+              if (failed.has(m.id)) retry.push(h);
+              else {
+                this.stats.sent++;
+                this.stats.latenessMs.push(at - h.row.dueMs);
+                sentRows.push(h);
+              }
+            }
+          }),
+        );
+      }),
+    );
+    if (this.signal?.aborted) return;
+    for (const h of lost) this.#forget(h);
+    this.stats.leaseLost += lost.size;
+    for (const h of retry) {
+      h.busy = false;
+      h.attempts++;
+      this.stats.sendRetries++;
+      h.readyAt = clock.now() + backoffMs(h.attempts, { baseMs: 50, capMs: 1_000 });
+      this.#enqueue(h);
+    }
+    // A sent row is no longer held: its lease keeps other rounds off until it is deleted.
+    for (const h of sentRows) this.#forget(h);
+    await this.#delete(sentRows.map((h) => h.row));
+  }
+
+  async #delete(rows: AcquiredRow[]): Promise<void> {
+    let pending: readonly AcquiredRow[] | RowKey[] = rows;
+    for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, backoffMs(attempt, { baseMs: 50, capMs: 1_000 })));
+      if (this.signal?.aborted) return;
+      const before = pending.length;
+      try {
+        pending = await this.deps.store.deleteRows(pending);
+      } catch {
+        continue;
+      }
+      this.stats.deleted += before - pending.length;
+    }
+    // Rows not deleted are sent again once their lease expires: a duplicate, never a loss.
+    if (pending.length > 0) this.deps.log?.('rows sent but not deleted; they will be sent again', { rows: pending.length });
+  }
+
+  #renew(h: Held, newLeaseUntil: number): Promise<boolean> {
+    h.renewing ??= this.#renewOnce(h, newLeaseUntil).finally(() => (h.renewing = undefined));
+    return h.renewing;
+  }
+
+  async #renewOnce(h: Held, newLeaseUntil: number): Promise<boolean> {
+    try {
+      if (!(await this.deps.store.renew(h.row, h.leaseUntil, newLeaseUntil))) return false;
+    } catch {
+      return h.leaseUntil - this.deps.clock.now() >= this.#safetyMs;
+    }
+    h.leaseUntil = newLeaseUntil;
+    this.stats.renewed++;
+    return true;
+  }
+
+  /** Renews the leases of waiting rows that have used half of theirs. */
+  async #renewWaiting(): Promise<void> {
+    if (this.#held.size === 0) {
+      clearInterval(this.#renewTimer);
+      this.#renewTimer = undefined;
+      return;
+    }
+    const now = this.deps.clock.now();
+    const due = [...this.#held.values()].filter((h) => !h.busy && h.leaseUntil - now < this.deps.settings.leaseMs / 2);
+    await Promise.all(
+      due.map(async (h) => {
+        if (!(await this.#renew(h, now + this.deps.settings.leaseMs)) && !h.busy && this.#held.has(h.key)) {
+          this.#queue = this.#queue.filter((q) => q !== h);
+          this.#forget(h);
+          this.stats.leaseLost++;
+          this.#arm();
+        }
+      }),
+    );
+  }
+}

@@ -1,0 +1,52 @@
+import { TenantNotFoundError, ValidationError } from './errors';
+import { TENANT_PATTERN } from './jobId';
+import { systemClock, type Clock, type TenantRecord, type TenantStore } from './ports';
+
+/**
+ * The tenant registry read through a short cache: a Lambda reads each tenant at most once per
+ * `ttlMs` (unknown tenants are cached for a shorter time, so a new tenant appears quickly).
+ */
+export class TenantRegistry {
+  readonly #cache = new Map<string, { record: TenantRecord | undefined; until: number; pending?: Promise<TenantRecord | undefined> }>();
+
+  constructor(
+    private readonly store: TenantStore,
+    private readonly options: { ttlMs?: number; negativeTtlMs?: number; clock?: Clock } = {},
+  ) {}
+
+  /** The tenant's record; throws {@link ValidationError} for a bad name, {@link TenantNotFoundError} for an unknown one. */
+  async require(name: string): Promise<TenantRecord> {
+    assertTenantName(name);
+    const record = await this.lookup(name);
+    if (!record) throw new TenantNotFoundError(name);
+    return record;
+  }
+
+  /** The tenant's record or undefined, through the cache. */
+  async lookup(name: string): Promise<TenantRecord | undefined> {
+    const clock = this.options.clock ?? systemClock;
+    const now = clock.now();
+    const hit = this.#cache.get(name);
+    if (hit && hit.until > now) return hit.record;
+    if (hit?.pending) return hit.pending;
+    const pending = this.store.getTenant(name);
+    this.#cache.set(name, { record: hit?.record, until: 0, pending });
+    try {
+      const record = await pending;
+      const ttl = record ? (this.options.ttlMs ?? 30_000) : (this.options.negativeTtlMs ?? 2_000);
+      this.#cache.set(name, { record, until: clock.now() + ttl });
+      return record;
+    } catch (err) {
+      this.#cache.delete(name);
+      throw err;
+    }
+  }
+}
+
+export function assertTenantName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !TENANT_PATTERN.test(name)) {
+    throw new ValidationError(
+      `tenant name ${JSON.stringify(name)} is invalid: use 1 to 40 lowercase letters, digits or '-', starting with a letter or digit`,
+    );
+  }
+}

@@ -1,0 +1,7 @@
+/** One dispatch step for one shard group: the task inside the tick's Map iteration. */
+import { wireFromEnv } from './runtime/env';
+import { dispatchHandler } from './runtime/handlers';
+import { lambda } from './runtime/powertools';
+
+const wiring = await wireFromEnv();
+export const handler = lambda('dispatch', (t) => dispatchHandler(wiring, t));

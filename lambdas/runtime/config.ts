@@ -1,0 +1,72 @@
+import { ConfigError } from '../../core/errors';
+import { resolveSettings, type SchedulerSettings } from '../../core/config';
+
+/** What every Lambda reads from its environment, validated once at cold start. */
+export interface LambdaConfig {
+  readonly tableName: string;
+  readonly inboundQueueUrl: string;
+  readonly settings: SchedulerSettings;
+  /** The job id key, base64 (local stack, tests), or where to read it. */
+  readonly idKey: { readonly base64: string } | { readonly secretArn: string };
+  /** Optional SDK endpoints (the local stack's emulators). */
+  readonly dynamodbEndpoint?: string;
+  readonly sqsEndpoint?: string;
+}
+
+/**
+ * Reads and checks the environment; throws one {@link ConfigError} listing every problem.
+ *
+ * | variable | meaning |
+ * |---|---|
+ * | `DYNEIN_TABLE` | scheduler table name (required) |
+ * | `DYNEIN_INBOUND_QUEUE_URL` | inbound queue URL (submit) |
+ * | `DYNEIN_ID_KEY` or `DYNEIN_ID_KEY_SECRET_ARN` | job id HMAC key, base64 (≥ 32 bytes), or its secret |
+ * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES` | settings (defaults of DESIGN.md) |
+ * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
+ */
+export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boolean; storage?: boolean } = {}): LambdaConfig {
+  const storage = needs.storage ?? true;
+  const problems: string[] = [];
+  const str = (name: string, required: boolean): string | undefined => {
+    const v = env[name]?.trim();
+    if (!v && required) problems.push(`${name} is required`);
+    return v || undefined;
+  };
+  const int = (name: string): number | undefined => {
+    const v = env[name]?.trim();
+    if (!v) return undefined;
+    if (!/^\d+$/.test(v)) {
+      problems.push(`${name} must be a whole number, got '${v}'`);
+      return undefined;
+    }
+    return Number(v);
+  };
+  const tableName = str('DYNEIN_TABLE', storage) ?? '';
+  const inboundQueueUrl = str('DYNEIN_INBOUND_QUEUE_URL', needs.inboundQueue ?? false) ?? '';
+  const keyB64 = str('DYNEIN_ID_KEY', false);
+  const secretArn = str('DYNEIN_ID_KEY_SECRET_ARN', false);
+  if (storage && !keyB64 && !secretArn) problems.push('one of DYNEIN_ID_KEY (base64) or DYNEIN_ID_KEY_SECRET_ARN is required');
+  if (keyB64 && Buffer.from(keyB64, 'base64').length < 32) problems.push('DYNEIN_ID_KEY must be base64 of at least 32 bytes');
+  const overrides = {
+    shardCount: int('DYNEIN_SHARDS'),
+    groupCount: int('DYNEIN_GROUPS'),
+    lookaheadMs: int('DYNEIN_LOOKAHEAD_MS'),
+    leaseMs: int('DYNEIN_LEASE_MS'),
+    maxPayloadBytes: int('DYNEIN_MAX_PAYLOAD_BYTES'),
+  };
+  let settings: SchedulerSettings | undefined;
+  try {
+    settings = resolveSettings(overrides);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  if (problems.length > 0 || !settings) throw new ConfigError(`invalid Lambda configuration:\n- ${problems.join('\n- ')}`);
+  return {
+    tableName,
+    inboundQueueUrl,
+    settings,
+    idKey: keyB64 ? { base64: keyB64 } : { secretArn: secretArn ?? '' },
+    dynamodbEndpoint: str('DYNEIN_DYNAMODB_ENDPOINT', false),
+    sqsEndpoint: str('DYNEIN_SQS_ENDPOINT', false),
+  };
+}

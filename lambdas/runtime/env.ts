@@ -1,0 +1,10 @@
+import { readConfig } from './config';
+import { wire, type Wiring } from './wiring';
+
+/**
+ * Cold start: validate the environment and build the core once per instance. A bad
+ * configuration fails the cold start with every problem listed.
+ */
+export function wireFromEnv(needs: { inboundQueue?: boolean } = {}): Promise<Wiring> {
+  return wire(readConfig(process.env, needs));
+}

@@ -1,0 +1,133 @@
+import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { ingest, MalformedInboundError } from '../../core/ingest';
+import { shardsOfGroup, type SchedulerSettings } from '../../core/config';
+import { dispatchStep, type DispatchStepInput, type DispatchStepResult } from '../../core/loop';
+import type { JobReply } from '../../core/submit';
+import { bodyOf, pathParam, respond, type HttpResult } from './http';
+import type { Wiring } from './wiring';
+
+/** What handlers report besides their reply: metrics and unexpected errors. */
+export interface Telemetry {
+  count(name: string, n: number): void;
+  values(name: string, unit: 'Milliseconds' | 'Count', values: readonly number[]): void;
+  error(message: string, err: unknown): void;
+}
+
+export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} };
+
+/** `POST /v1/tenants/{tenant}/jobs` (201) and `POST /v1/tenants/{tenant}/jobs/batch` (200). */
+export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const isBatch = (event.routeKey ?? '').endsWith('/batch') || (event.rawPath ?? '').endsWith('/jobs/batch');
+    const unexpected = (err: unknown) => t.error('submit failed', err);
+    if (isBatch) {
+      return respond(event, 200, async () => {
+        const reply = await w.submitter.submitBatch(tenant, bodyOf(event));
+        countStates(t, reply.results.filter((r): r is JobReply => 'jobId' in r));
+        return reply;
+      }, unexpected);
+    }
+    return respond(event, 201, async () => {
+      const reply = await w.submitter.submit(tenant, bodyOf(event));
+      countStates(t, [reply]);
+      return reply;
+    }, unexpected);
+  };
+}
+
+function countStates(t: Telemetry, replies: readonly JobReply[]): void {
+  const queued = replies.filter((r) => r.state === 'QUEUED').length;
+  t.count('JobsSubmitted', replies.length);
+  t.count('JobsQueuedDirectly', queued);
+}
+
+/** `GET /v1/tenants/{tenant}/jobs/{jobId}`. */
+export function statusHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+    respond(event, 200, () => w.jobs.status(pathParam(event, 'tenant'), pathParam(event, 'jobId')), (err) => t.error('status failed', err));
+}
+
+/** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
+export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+    respond(event, 200, async () => {
+      const reply = await w.jobs.cancel(pathParam(event, 'tenant'), pathParam(event, 'jobId'));
+      t.count('JobsCancelled', 1);
+      return reply;
+    }, (err) => t.error('cancel failed', err));
+}
+
+/**
+ * The inbound queue's consumer: one conditional put per record, failures reported per record so
+ * that only those come back. A malformed record fails every time and so ends in the DLQ.
+ */
+export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+    const outcomes = await Promise.all(
+      event.Records.map(async (r) => {
+        try {
+          return await ingest(w.ingest, r.body);
+        } catch (err) {
+          t.error(err instanceof MalformedInboundError ? 'malformed inbound message' : 'ingest failed', err);
+          return r.messageId;
+        }
+      }),
+    );
+    const failures = outcomes.filter((o) => o !== 'created' && o !== 'duplicate' && o !== 'cancelled');
+    t.count('JobsIngested', outcomes.filter((o) => o === 'created').length);
+    t.count('IngestDuplicates', outcomes.filter((o) => o === 'duplicate').length);
+    return { batchItemFailures: failures.map((id) => ({ itemIdentifier: id })) };
+  };
+}
+
+/** One dispatch step for one shard group; returns before the function's own timeout. */
+export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return async (input: DispatchStepInput, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<DispatchStepResult> => {
+    const remaining = context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+    const deadlineMs = Math.min(input.deadlineMs, w.dispatch.clock.now() + remaining - 2_000);
+    const result = await dispatchStep(w.dispatch, { ...input, deadlineMs }, undefined, (l) => t.values('LatenessMs', 'Milliseconds', l));
+    t.count('JobsDispatched', result.sent);
+    t.count('AcquireConflicts', result.conflicts);
+    t.count('RowsRecovered', result.recovered);
+    t.count('LeasesLost', result.leaseLost);
+    return result;
+  };
+}
+
+/** The tick's input: what the state machine passes from its execution context. */
+export interface TickInput {
+  /** Execution name or id (the group-lease owner). */
+  readonly executionName: string;
+  /** Execution start time (RFC 3339, `$$.Execution.StartTime`). */
+  readonly executionStartTime: string;
+  /** How long the execution dispatches. @default 90_000 */
+  readonly runMs?: number;
+}
+
+export interface TickPlan {
+  readonly groups: (Omit<DispatchStepInput, 'deadlineMs'> & { readonly untilMs: number; readonly shards: number })[];
+  readonly idleWaitSeconds: number;
+}
+
+/**
+ * Plans one tick execution: one Map item per shard group, each dispatching until `untilMs`
+ * (about 90 s after the execution started, so consecutive executions overlap).
+ */
+export function tickHandler(settings: SchedulerSettings) {
+  return async (input: TickInput): Promise<TickPlan> => {
+    const startMs = Date.parse(input.executionStartTime);
+    const ownerStartMs = Number.isFinite(startMs) ? startMs : Date.now();
+    const untilMs = ownerStartMs + (input.runMs ?? 90_000);
+    return {
+      groups: Array.from({ length: settings.groupCount }, (_, group) => ({
+        group,
+        owner: input.executionName,
+        ownerStartMs,
+        untilMs,
+        shards: shardsOfGroup(group, settings).length,
+      })),
+      idleWaitSeconds: Math.max(0, Math.floor(settings.lookaheadMs / 1000) - 1),
+    };
+  };
+}

@@ -1,0 +1,31 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import type { Telemetry } from './handlers';
+
+export const NAMESPACE = 'DyneinServerless';
+
+/** Logger, EMF metrics and the {@link Telemetry} the handler factories report to. */
+export function powertools(service: string): { logger: Logger; metrics: Metrics; telemetry: Telemetry } {
+  const logger = new Logger({ serviceName: `dynein-${service}` });
+  const metrics = new Metrics({ namespace: NAMESPACE, serviceName: `dynein-${service}` });
+  const telemetry: Telemetry = {
+    count: (name, n) => {
+      if (n > 0) metrics.addMetric(name, MetricUnit.Count, n);
+    },
+    values: (name, unit, values) => {
+      for (const v of values) metrics.addMetric(name, unit === 'Milliseconds' ? MetricUnit.Milliseconds : MetricUnit.Count, v);
+    },
+    error: (message, err) => logger.error(message, err as Error),
+  };
+  return { logger, metrics, telemetry };
+}
+
+/** Wraps a handler with middy: Lambda context in every log line, metrics flushed per invocation. */
+export function lambda<E, R>(service: string, make: (t: Telemetry) => (event: E, context: Context) => Promise<R>) {
+  const { logger, metrics, telemetry } = powertools(service);
+  return middy(make(telemetry)).use(injectLambdaContext(logger)).use(logMetrics(metrics));
+}

@@ -1,0 +1,66 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoJobStore } from '../../adapters/dynamoJobStore';
+import { SqsSender } from '../../adapters/sqsSender';
+import { JobsService } from '../../core/cancel';
+import type { DispatchDeps } from '../../core/dispatch';
+import { ConfigError } from '../../core/errors';
+import type { IngestDeps } from '../../core/ingest';
+import { JobIdCodec } from '../../core/jobId';
+import { systemClock, type Clock } from '../../core/ports';
+import { Submitter } from '../../core/submit';
+import { TenantRegistry } from '../../core/tenants';
+import type { LambdaConfig } from './config';
+
+/** Everything a handler needs, built once per Lambda instance (clients at module load). */
+export interface Wiring {
+  readonly config: LambdaConfig;
+  readonly store: DynamoJobStore;
+  readonly submitter: Submitter;
+  readonly jobs: JobsService;
+  readonly ingest: IngestDeps;
+  readonly dispatch: DispatchDeps;
+}
+
+export interface WiringOptions {
+  readonly dynamo?: DynamoDBClient;
+  readonly sqs?: SQSClient;
+  readonly clock?: Clock;
+  /** The job id key itself (skips Secrets Manager). */
+  readonly idKey?: Buffer;
+  readonly log?: DispatchDeps['log'];
+}
+
+/** Builds the core over the AWS adapters. Reads the id key from Secrets Manager when configured so. */
+export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Promise<Wiring> {
+  const dynamo = opts.dynamo ?? new DynamoDBClient(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {});
+  const sqs = opts.sqs ?? new SQSClient(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {});
+  const clock = opts.clock ?? systemClock;
+  const store = new DynamoJobStore(config.tableName, dynamo);
+  const codec = new JobIdCodec(opts.idKey ?? (await loadIdKey(config)));
+  const tenants = new TenantRegistry(store, { clock });
+  const sender = new SqsSender(sqs);
+  const { settings } = config;
+  return {
+    config,
+    store,
+    submitter: new Submitter({ settings, codec, tenants, sender, inboundQueueUrl: config.inboundQueueUrl, clock }),
+    jobs: new JobsService({ store, codec, tenants, clock, settings }),
+    ingest: { store, codec, clock, settings },
+    dispatch: { store, sender, tenants, clock, settings, log: opts.log },
+  };
+}
+
+async function loadIdKey(config: LambdaConfig): Promise<Buffer> {
+  if ('base64' in config.idKey) return Buffer.from(config.idKey.base64, 'base64');
+  const client = new SecretsManagerClient({});
+  try {
+    const res = await client.send(new GetSecretValueCommand({ SecretId: config.idKey.secretArn }));
+    const key = Buffer.from(res.SecretString ?? '', 'base64');
+    if (key.length < 32) throw new ConfigError(`secret ${config.idKey.secretArn} must hold base64 of at least 32 bytes`);
+    return key;
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import dynalite from 'dynalite';
+import { startFauxqs, type FauxqsServer } from 'fauxqs';
+import { RequestCounter } from '../../adapters/requestCounter';
+import { createTableInput } from '../../adapters/tableSchema';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const region = 'us-east-1';
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+/** dynalite and fauxqs, started in-process on free ports, with SDK clients that count requests. */
+export interface Emulators {
+  readonly dynamo: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly counter: RequestCounter;
+  readonly dynamoEndpoint: string;
+  readonly sqsEndpoint: string;
+  /** Creates a table with the scheduler's key schema under a unique name. */
+  createTable(prefix?: string): Promise<string>;
+  /** Creates a queue (and, with `dlq`, its DLQ with redrive) under a unique name. */
+  createQueue(prefix: string, opts?: { dlq?: boolean; maxReceiveCount?: number; visibilityTimeout?: number }): Promise<{ url: string; dlqUrl?: string }>;
+  /** A fresh SDK client against the emulators (for fault-injecting wrappers and second "processes"). */
+  newClients(): { dynamo: DynamoDBClient; sqs: SQSClient };
+  stop(): Promise<void>;
+}
+
+export async function startEmulators(): Promise<Emulators> {
+  const dyn: Server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    dyn.once('error', reject);
+    dyn.listen(0, '127.0.0.1', () => resolve());
+  });
+  const fauxqs: FauxqsServer = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
+  const dynamoEndpoint = `http://127.0.0.1:${(dyn.address() as AddressInfo).port}`;
+  const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+  const counter = new RequestCounter();
+  const newClients = () => ({
+    dynamo: counter.attach(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 })),
+    sqs: counter.attach(new SQSClient({ endpoint: sqsEndpoint, region, credentials, maxAttempts: 3 })),
+  });
+  const { dynamo, sqs } = newClients();
+  const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+  return {
+    dynamo,
+    sqs,
+    counter,
+    dynamoEndpoint,
+    sqsEndpoint,
+    newClients,
+    async createTable(prefix = 'scheduler') {
+      const name = unique(prefix);
+      await dynamo.send(new CreateTableCommand(createTableInput(name)));
+      return name;
+    },
+    async createQueue(prefix, opts = {}) {
+      const name = unique(prefix);
+      let dlqUrl: string | undefined;
+      const attributes: Record<string, string> = { VisibilityTimeout: String(opts.visibilityTimeout ?? 30) };
+      if (opts.dlq) {
+        dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
+        const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+        attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount: opts.maxReceiveCount ?? 5 });
+      }
+      const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
+      return { url, dlqUrl };
+    },
+    async stop() {
+      dynamo.destroy();
+      sqs.destroy();
+      await fauxqs.stop();
+      await new Promise<void>((resolve) => dyn.close(() => resolve()));
+    },
+  };
+}
