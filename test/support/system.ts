@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { ReceiveMessageCommand, DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { resolveSettings, type SchedulerSettings } from '../../core/config';
+import type { Clock } from '../../core/ports';
+import type { LambdaConfig } from '../../lambdas/runtime/config';
+import { ingestHandler } from '../../lambdas/runtime/handlers';
+import { wire, type Wiring } from '../../lambdas/runtime/wiring';
+import { startSqsEventSource } from '../../local/sqsEventSource';
+import type { Emulators } from './emulators';
+
+export interface TestSystem {
+  readonly w: Wiring;
+  readonly tableName: string;
+  readonly inboundUrl: string;
+  readonly tenants: Record<string, { url: string; dlqUrl: string }>;
+  readonly idKey: Buffer;
+  /** A second, independent wiring over the same resources (another Lambda instance). */
+  another(opts?: { dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient; sqs?: SQSClient; clock?: Clock }): Promise<Wiring>;
+  /** Runs the inbound event source into the ingest handler until stopped. */
+  startIngest(): { stop(): Promise<void> };
+}
+
+/** Table, inbound queue and tenant queues under unique names, tenants registered, core wired. */
+export async function createSystem(em: Emulators, opts: { tenants?: string[]; settings?: Partial<SchedulerSettings>; clock?: Clock } = {}): Promise<TestSystem> {
+  const settings = resolveSettings(opts.settings);
+  const tableName = await em.createTable();
+  const inbound = await em.createQueue('inbound', { dlq: true, visibilityTimeout: 5 });
+  const idKey = randomBytes(32);
+  const config: LambdaConfig = { tableName, inboundQueueUrl: inbound.url, settings, idKey: { base64: idKey.toString('base64') } };
+  const make = (o: { dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient; sqs?: SQSClient; clock?: Clock } = {}) =>
+    wire(config, { dynamo: o.dynamo ?? em.dynamo, sqs: o.sqs ?? em.sqs, clock: o.clock ?? opts.clock, idKey });
+  const w = await make();
+  const tenants: TestSystem['tenants'] = {};
+  for (const name of opts.tenants ?? ['demo']) {
+    const q = await em.createQueue(`tenant-${name}`, { dlq: true });
+    tenants[name] = { url: q.url, dlqUrl: q.dlqUrl! };
+    await w.store.putTenant({ name, queueUrl: q.url, dlqUrl: q.dlqUrl! });
+  }
+  return {
+    w,
+    tableName,
+    inboundUrl: inbound.url,
+    tenants,
+    idKey,
+    another: make,
+    startIngest: () => {
+      const handle = ingestHandler(w);
+      return startSqsEventSource({ sqs: em.sqs, queueUrl: inbound.url, handler: (e: SQSEvent) => handle(e), waitTimeSeconds: 1 });
+    },
+  };
+}
+
+export interface Delivery {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly runAt: string;
+  readonly payload: unknown;
+  /** Local clock when the receive call returned. */
+  readonly receivedAt: number;
+  /** SQS's own first-receive timestamp. */
+  readonly firstReceiveAt: number;
+  readonly attributeRunAt: string | undefined;
+}
+
+/** Drains a queue until stopped, recording every delivery (duplicates included). */
+export function consume(sqs: SQSClient, queueUrl: string): { deliveries: Delivery[]; stop(): Promise<void>; waitFor(pred: (d: Delivery[]) => boolean, timeoutMs: number): Promise<void> } {
+  const deliveries: Delivery[] = [];
+  const abort = new AbortController();
+  const loop = (async () => {
+    while (!abort.signal.aborted) {
+      try {
+        const res = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+          { abortSignal: abort.signal },
+        );
+        const receivedAt = Date.now();
+        const msgs = res.Messages ?? [];
+        for (const m of msgs) {
+          const body = JSON.parse(m.Body ?? '{}');
+          deliveries.push({ ...body, receivedAt, firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0), attributeRunAt: m.MessageAttributes?.runAt?.StringValue });
+        }
+        if (msgs.length > 0) {
+          await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+        }
+      } catch {
+        if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  })();
+  return {
+    deliveries,
+    async stop() {
+      abort.abort();
+      await loop;
+    },
+    async waitFor(pred, timeoutMs) {
+      const until = Date.now() + timeoutMs;
+      while (!pred(deliveries) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    },
+  };
+}
+
+/** Nearest-rank percentile. */
+export function percentile(values: readonly number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+}
+
+/** An API Gateway HTTP API v2 event, as the routes deliver it. */
+export function httpEvent(method: string, path: string, opts: { body?: string; pathParameters?: Record<string, string>; routeKey?: string } = {}) {
+  return {
+    version: '2.0',
+    routeKey: opts.routeKey ?? `${method} ${path}`,
+    rawPath: path,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json' },
+    requestContext: { requestId: `req-${Math.random().toString(36).slice(2)}`, http: { method, path } },
+    pathParameters: opts.pathParameters,
+    body: opts.body,
+    isBase64Encoded: false,
+  } as unknown as import('aws-lambda').APIGatewayProxyEventV2;
+}
