@@ -59,8 +59,10 @@ export class Releaser {
     private readonly signal?: AbortSignal,
   ) {
     this.#safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
-    signal?.addEventListener('abort', () => this.abandon(), { once: true });
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
+
+  readonly #onAbort = () => this.abandon();
 
   get size(): number {
     return this.#held.size;
@@ -96,6 +98,7 @@ export class Releaser {
 
   /** Stops the timers and forgets what is held; returns how many rows were still held. */
   abandon(): number {
+    this.signal?.removeEventListener('abort', this.#onAbort);
     clearTimeout(this.#timer);
     clearInterval(this.#renewTimer);
     this.#timer = this.#renewTimer = undefined;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ReceiveMessageCommand, DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { resolveSettings, type SchedulerSettings } from '../../core/config';
+import { dispatchLoop } from '../../core/loop';
 import type { Clock } from '../../core/ports';
 import type { LambdaConfig } from '../../lambdas/runtime/config';
 import { ingestHandler } from '../../lambdas/runtime/handlers';
@@ -120,4 +121,46 @@ export function httpEvent(method: string, path: string, opts: { body?: string; p
     body: opts.body,
     isBase64Encoded: false,
   } as unknown as import('aws-lambda').APIGatewayProxyEventV2;
+}
+
+/** Submits job bodies through the batch API (chunks of 100); returns the replies in order. */
+export async function submitJobs(sys: TestSystem, tenant: string, jobs: readonly object[]): Promise<{ jobId: string; runAt: string; state: string }[]> {
+  const out: { jobId: string; runAt: string; state: string }[] = [];
+  for (let i = 0; i < jobs.length; i += 100) {
+    const { results } = await sys.w.submitter.submitBatch(tenant, JSON.stringify({ jobs: jobs.slice(i, i + 100) }));
+    for (const r of results) {
+      if ('error' in r) throw new Error(`submit failed: ${r.error.code} ${r.error.message}`);
+      out.push(r);
+    }
+  }
+  return out;
+}
+
+/** Waits until a queue holds nothing (visible, in flight or delayed). */
+export async function waitForEmptyQueue(sqs: SQSClient, queueUrl: string, timeoutMs = 20_000): Promise<void> {
+  const { GetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }))).Attributes ?? {};
+    const n = Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+    if (n === 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`queue ${queueUrl} still holds messages after ${timeoutMs} ms`);
+}
+
+/** Runs the dispatch loop for every group until the returned stop() is called. */
+export function runAllGroups(deps: Wiring['dispatch'], opts: { owner?: string; signal?: AbortSignal } = {}): { stop(): Promise<void> } {
+  const abort = new AbortController();
+  opts.signal?.addEventListener('abort', () => abort.abort(), { once: true });
+  const start = Date.now();
+  const loops = Array.from({ length: deps.settings.groupCount }, (_, group) =>
+    dispatchLoop(deps, { group, owner: opts.owner ?? `exec-${start}`, ownerStartMs: start, untilMs: start + 600_000, signal: abort.signal }),
+  );
+  return {
+    async stop() {
+      abort.abort();
+      await Promise.all(loops);
+    },
+  };
 }

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shardsOfGroup } from '../../core/config';
+import { dispatchRound, type DispatchDeps, type RoundReport } from '../../core/dispatch';
+import { startEmulators, type Emulators } from '../support/emulators';
+import { inProcess, SimProcess, sleepMs } from '../support/faults';
+import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system';
+
+let em: Emulators;
+beforeAll(async () => {
+  em = await startEmulators();
+});
+afterAll(async () => em?.stop());
+
+describe('lease safety', () => {
+  it('a round slowed past its lease never sends a row another round re-acquired', async () => {
+    const settings = { lookaheadMs: 1_000, leaseMs: 2_000, shardCount: 4, groupCount: 1 };
+    const sys = await createSystem(em, { settings });
+    const ingest = sys.startIngest();
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const replies = await submitJobs(sys, 'demo', Array.from({ length: 40 }, (_, i) => ({ payload: { i }, runAt: new Date(Date.now() + 2_500 + i * 10).toISOString() })));
+    await waitForEmptyQueue(em.sqs, sys.inboundUrl);
+
+    // Round A: every acquire succeeds in DynamoDB, but its reply reaches A only after the lease
+    // has run out (as SDK retries under throttling would make it).
+    let firstAcquire: () => void = () => {};
+    const acquiredOnce = new Promise<void>((r) => (firstAcquire = r));
+    const slow: DispatchDeps = {
+      ...sys.w.dispatch,
+      store: inProcess(sys.w.dispatch.store, new SimProcess(), {
+        acquire: async (orig, key, now, lease) => {
+          const row = await orig(key, now, lease);
+          firstAcquire();
+          await sleepMs(settings.leaseMs + 700);
+          return row;
+        },
+      }),
+    };
+    // Start A once the first job is within the lookahead (an idle round would return at once).
+    await sleepMs(Date.parse(replies[0]!.runAt) - settings.lookaheadMs + 100 - Date.now());
+    const roundA: Promise<RoundReport> = dispatchRound(slow, { shards: shardsOfGroup(0, settings), deadlineMs: Date.now() + 12_000 });
+    await acquiredOnce;
+    // Round B, healthy, starts once A holds rows: it re-acquires them when A's leases expire.
+    const other = await sys.another();
+    const roundsB = runAllGroups(other.dispatch, { owner: 'b' });
+
+    const a = await roundA;
+    await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= replies.length, 15_000);
+    await sleepMs(500);
+    await roundsB.stop();
+    await consumer.stop();
+    await ingest.stop();
+
+    const counts = new Map<string, number>();
+    for (const d of consumer.deliveries) counts.set(d.jobId, (counts.get(d.jobId) ?? 0) + 1);
+    expect(replies.filter((r) => !counts.has(r.jobId))).toEqual([]);
+    expect([...counts.values()].filter((n) => n > 1)).toEqual([]); // no row sent by both rounds
+    expect(a.acquired).toBeGreaterThan(0);
+    expect(a.sent).toBe(0);
+    expect(a.leaseLost).toBe(a.acquired);
+    expect(consumer.deliveries.filter((d) => d.firstReceiveAt < Date.parse(d.runAt))).toEqual([]);
+  }, 60_000);
+});
