@@ -17,6 +17,7 @@ import type { LambdaConfig } from './config';
 export interface Wiring {
   readonly config: LambdaConfig;
   readonly store: DynamoJobStore;
+  readonly codec: JobIdCodec;
   readonly submitter: Submitter;
   readonly jobs: JobsService;
   readonly ingest: IngestDeps;
@@ -45,6 +46,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   return {
     config,
     store,
+    codec,
     submitter: new Submitter({ settings, codec, tenants, sender, inboundQueueUrl: config.inboundQueueUrl, clock }),
     jobs: new JobsService({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },

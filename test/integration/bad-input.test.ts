@@ -36,7 +36,7 @@ interface Ids {
   readonly foreignKey: string;
   /** Tenant `ghost` (not registered), signed with the deployment's key. */
   readonly ghost: string;
-  /** Tenant `demo`, the path a job takes straight to its queue (`d`) (as a cancellable:false job due within 900 s would), due in a day. */
+  /** Tenant `demo`, the path a job takes straight to its queue (`d`) (as a cancellable:false job due within 900 s would), due in 10 min. */
   readonly direct: string;
   /** Tenant `demo`, `cancellable: false` job kept in the table (`u`), due in a day. */
   readonly uncancellable: string;
@@ -296,7 +296,7 @@ async function queueCounts(em: Emulators, url: string): Promise<{ visible: numbe
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
     }),
   );
-  const a = res.Attributes ?? {};
+  const a: Record<string, string | undefined> = res.Attributes ?? {};
   const num = (k: string) => {
     expect(a[k], `${k} of ${url}`).toMatch(/^\d+$/);
     return Number(a[k]);
@@ -348,7 +348,7 @@ describe('bad input gets a 4xx with a code and writes nothing', () => {
       other: codec.encode({ tenant: 'other', shard: 3, dueMs, path: 't', random: random() }),
       foreignKey: foreign.encode(demoParts),
       ghost: codec.encode({ tenant: 'ghost', shard: 1, dueMs, path: 't', random: random() }),
-      direct: codec.encode({ tenant: 'demo', shard: 2, dueMs, path: 'd', random: random() }),
+      direct: codec.encode({ tenant: 'demo', shard: 2, dueMs: Date.now() + 600_000, path: 'd', random: random() }),
       uncancellable: codec.encode({ tenant: 'demo', shard: 4, dueMs, path: 'u', random: random() }),
       pastCutOff: () => codec.encode({ tenant: 'demo', shard: 5, dueMs: Date.now() + LOOKAHEAD_MS / 2, path: 't', random: random() }),
       pastDue: codec.encode({ tenant: 'demo', shard: 6, dueMs: Date.now() - 60_000, path: 't', random: random() }),
