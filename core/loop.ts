@@ -63,7 +63,9 @@ export async function dispatchLoop(
   opts: { group: number; owner: string; ownerStartMs: number; untilMs: number; maxStepMs?: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
 ): Promise<void> {
   const { clock, settings } = deps;
-  const idleWait = Math.max(0, settings.lookaheadMs - 1_000);
+  // Nothing was due within the lookahead: the next look can wait until 1 s before that horizon
+  // (at least half a second, so short test lookaheads do not spin).
+  const idleWait = Math.max(500, settings.lookaheadMs - 1_000);
   while (!opts.signal?.aborted) {
     const now = clock.now();
     if (now >= opts.untilMs - 1_000) return;

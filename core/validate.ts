@@ -12,7 +12,7 @@ export interface JobRequest {
 }
 
 const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable']);
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,30}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /**
  * Parses a request body as JSON, refusing bodies above `maxBytes` before parsing them.
@@ -50,8 +50,9 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
     throw new ValidationError(hasRunAt ? 'give either runAt or delaySeconds, not both' : 'give exactly one of runAt (RFC 3339 time) or delaySeconds (number of seconds from now)');
   }
   const dueMs = hasRunAt ? parseRunAt(job.runAt) : nowMs + parseDelay(job.delaySeconds);
-  if (dueMs - nowMs > settings.horizonMs) {
-    throw new ValidationError(`the job is due ${new Date(dueMs).toISOString()}, beyond the horizon of ${Math.round(settings.horizonMs / 86_400_000)} days from now: schedule it nearer`);
+  if (!(dueMs - nowMs <= settings.horizonMs)) {
+    const when = Number.isFinite(dueMs) && dueMs < 8.64e15 ? new Date(dueMs).toISOString() : 'too far ahead';
+    throw new ValidationError(`the job is due ${when}, beyond the horizon of ${Math.round(settings.horizonMs / 86_400_000)} days from now: schedule it nearer`);
   }
 
   let idempotencyKey: string | undefined;
@@ -64,7 +65,12 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   if (job.cancellable !== undefined && typeof job.cancellable !== 'boolean') {
     throw new ValidationError('cancellable must be true or false');
   }
-  const payloadText = JSON.stringify(job.payload === undefined ? null : job.payload);
+  let payloadText: string;
+  try {
+    payloadText = JSON.stringify(job.payload === undefined ? null : job.payload);
+  } catch {
+    throw new ValidationError('payload nests too deeply to serialize: flatten it');
+  }
   const payloadBytes = Buffer.byteLength(payloadText, 'utf8');
   if (payloadBytes > settings.maxPayloadBytes) {
     throw new PayloadTooLargeError(`payload is ${payloadBytes} bytes serialized, above the limit of ${settings.maxPayloadBytes}: store large data elsewhere (S3) and send a reference`);
@@ -79,12 +85,15 @@ export function parseRunAt(value: unknown): number {
   const m = RFC3339.exec(value);
   if (!m) throw bad();
   const [, y, mo, d, h, mi, s, frac = '', zone] = m as unknown as string[];
-  const ms = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
-  const check = new Date(ms);
-  // Date.UTC rolls over out-of-range fields (Feb 30 becomes Mar 2): refuse instead.
-  if (check.getUTCFullYear() !== Number(y) || check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) {
+  // setUTCFullYear, unlike Date.UTC, keeps years 0-99 as written.
+  const date = new Date(0);
+  date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  // Out-of-range fields roll over (Feb 30 would become Mar 2): refuse them instead. A leap
+  // second (:60) is accepted and lands on the next second, which is never early.
+  if (date.getUTCFullYear() !== Number(y) || date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(s) > 60) {
     throw bad();
   }
+  const ms = date.getTime() + ((Number(h) * 60 + Number(mi)) * 60 + Number(s)) * 1000;
   const fracMs = Number(frac.padEnd(3, '0').slice(0, 3));
   const roundUp = /[1-9]/.test(frac.slice(3)) ? 1 : 0;
   let offsetMin = 0;
@@ -95,9 +104,8 @@ export function parseRunAt(value: unknown): number {
     if (oh > 23 || om > 59) throw bad();
     offsetMin = sign * (oh * 60 + om);
   }
-  const epoch = ms + fracMs + roundUp - offsetMin * 60_000;
-  if (epoch < 0) throw new ValidationError(`runAt ${value} is before 1970: use a current time (a time in the past means "now")`);
-  return epoch;
+  // A time in the past means "now"; times before 1970 are clamped to the epoch (also past).
+  return Math.max(0, ms + fracMs + roundUp - offsetMin * 60_000);
 }
 
 function parseDelay(value: unknown): number {

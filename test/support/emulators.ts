@@ -25,7 +25,7 @@ export interface Emulators {
   /** Creates a queue (and, with `dlq`, its DLQ with redrive) under a unique name. */
   createQueue(prefix: string, opts?: { dlq?: boolean; maxReceiveCount?: number; visibilityTimeout?: number }): Promise<{ url: string; dlqUrl?: string }>;
   /** A fresh SDK client against the emulators (for fault-injecting wrappers and second "processes"). */
-  newClients(): { dynamo: DynamoDBClient; sqs: SQSClient };
+  newClients(counter?: RequestCounter): { dynamo: DynamoDBClient; sqs: SQSClient };
   stop(): Promise<void>;
 }
 
@@ -39,9 +39,9 @@ export async function startEmulators(): Promise<Emulators> {
   const dynamoEndpoint = `http://127.0.0.1:${(dyn.address() as AddressInfo).port}`;
   const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
   const counter = new RequestCounter();
-  const newClients = () => ({
-    dynamo: counter.attach(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 })),
-    sqs: counter.attach(new SQSClient({ endpoint: sqsEndpoint, region, credentials, maxAttempts: 3 })),
+  const newClients = (c: RequestCounter = counter) => ({
+    dynamo: c.attach(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 })),
+    sqs: c.attach(new SQSClient({ endpoint: sqsEndpoint, region, credentials, maxAttempts: 3 })),
   });
   const { dynamo, sqs } = newClients();
   const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;

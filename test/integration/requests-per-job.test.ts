@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SQSEvent } from 'aws-lambda';
+import { RequestCounter } from '../../adapters/requestCounter';
+import { ingestHandler } from '../../lambdas/runtime/handlers';
+import { startSqsEventSource } from '../../local/sqsEventSource';
+import { startEmulators, type Emulators } from '../support/emulators';
+import { consume, createSystem, runAllGroups, submitJobs } from '../support/system';
+
+let em: Emulators;
+beforeAll(async () => {
+  em = await startEmulators();
+});
+afterAll(async () => em?.stop());
+
+describe('AWS requests per job', () => {
+  it('counts every request compute makes for batch-submitted jobs that go through the table', async () => {
+    const sys = await createSystem(em, { settings: { lookaheadMs: 1_000, leaseMs: 5_000, shardCount: 64, groupCount: 8 } });
+    // Compute (submit, event source + ingest, dispatch) gets its own clients and counter; the
+    // test's consumer uses the shared ones and is not counted.
+    const counter = new RequestCounter();
+    const clients = em.newClients(counter);
+    const w = await sys.another(clients);
+    const handle = ingestHandler(w);
+    const ingest = startSqsEventSource({ sqs: clients.sqs, queueUrl: sys.inboundUrl, handler: (e: SQSEvent) => handle(e), waitTimeSeconds: 1, pollers: 2 });
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const dispatch = runAllGroups(w.dispatch);
+
+    const n = 1_000;
+    const start = Date.now();
+    const jobs = Array.from({ length: n }, (_, i) => ({ payload: { i, pad: 'x'.repeat(1000) }, runAt: new Date(start + 8_000 + Math.floor((i / n) * 3_000)).toISOString() }));
+    const replies: { jobId: string }[] = [];
+    for (let i = 0; i < n; i += 100) {
+      const { results } = await w.submitter.submitBatch('demo', JSON.stringify({ jobs: jobs.slice(i, i + 100) }));
+      replies.push(...(results as { jobId: string }[]));
+    }
+    await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= n, 30_000);
+    await dispatch.stop();
+    await ingest.stop();
+    await consumer.stop();
+    expect(new Set(consumer.deliveries.map((d) => d.jobId)).size).toBe(n);
+
+    const c = counter.snapshot();
+    const per = (k: string) => (c[k] ?? 0) / n;
+    console.log('requests per job:', Object.fromEntries(Object.entries(c).map(([k, v]) => [k, +(v / n).toFixed(3)])));
+    // Writes: one conditional put (ingest; jobs are ingested well before they are due, so no
+    // late-ingest claim) and one conditional acquire per job, deletes in batches of 25.
+    expect(c['DynamoDB.PutItem']).toBe(n);
+    expect(c['DynamoDB.UpdateItem']).toBeGreaterThanOrEqual(n);
+    expect(per('DynamoDB.BatchWriteItem')).toBeLessThanOrEqual(1);
+    expect(c['DynamoDB.BatchWriteItem']).toBeGreaterThanOrEqual(n / 25);
+    expect(per('SQS.SendMessageBatch')).toBeLessThanOrEqual(1.1); // inbound (batches of 10) + tenant queue
+    expect(c['SQS.SendMessageBatch']).toBeGreaterThanOrEqual(n / 10 + n / 10);
+    expect(replies).toHaveLength(n);
+  }, 90_000);
+});
