@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import type { Context } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readConfig } from '../../lambdas/runtime/config';
+import { startEmulators, type Emulators } from '../support/emulators';
+import { consume, createSystem, httpEvent, type TestSystem } from '../support/system';
+
+/**
+ * The Lambda entry files as Lambda loads them: configuration from the environment at cold start,
+ * middy with Powertools around the handler, clients created once at module load.
+ */
+let em: Emulators;
+let sys: TestSystem;
+const context = (ms = 60_000) =>
+  ({ functionName: 'test', awsRequestId: 'req-1', getRemainingTimeInMillis: () => ms, invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:test', functionVersion: '1', memoryLimitInMB: '256' }) as unknown as Context;
+
+beforeAll(async () => {
+  em = await startEmulators();
+  sys = await createSystem(em, { settings: { lookaheadMs: 1_000, leaseMs: 3_000 } });
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+    DYNEIN_TABLE: sys.tableName,
+    DYNEIN_INBOUND_QUEUE_URL: sys.inboundUrl,
+    DYNEIN_ID_KEY: sys.idKey.toString('base64'),
+    DYNEIN_LOOKAHEAD_MS: '1000',
+    DYNEIN_LEASE_MS: '3000',
+    DYNEIN_DYNAMODB_ENDPOINT: em.dynamoEndpoint,
+    DYNEIN_SQS_ENDPOINT: em.sqsEndpoint,
+  });
+});
+afterAll(async () => em?.stop());
+
+describe('Lambda entry files', () => {
+  it('submit, ingest, dispatch, status and cancel work as deployed', async () => {
+    const submit = (await import('../../lambdas/submit')).handler;
+    const status = (await import('../../lambdas/status')).handler;
+    const cancel = (await import('../../lambdas/cancel')).handler;
+    const ingest = (await import('../../lambdas/ingest')).handler;
+    const dispatch = (await import('../../lambdas/dispatch')).handler;
+    const tick = (await import('../../lambdas/tick')).handler;
+
+    const runAt = new Date(Date.now() + 2_000).toISOString();
+    const created = await submit(httpEvent('POST', '/v1/tenants/demo/jobs', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ payload: { hello: 'world' }, runAt }) }), context());
+    expect(created.statusCode).toBe(201);
+    const job = JSON.parse(created.body!);
+    expect(job).toMatchObject({ tenant: 'demo', runAt, state: 'SCHEDULED' });
+    const other = JSON.parse((await submit(httpEvent('POST', '/v1/tenants/demo/jobs', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ payload: 2, delaySeconds: 600 }) }), context())).body!);
+
+    // The inbound queue, as Lambda's event source would hand it over.
+    const { ReceiveMessageCommand } = await import('@aws-sdk/client-sqs');
+    const msgs = (await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.inboundUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
+    expect(msgs).toHaveLength(2);
+    const res = await ingest({ Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! })) } as never, context());
+    expect(res).toEqual({ batchItemFailures: [] });
+    const { DeleteMessageBatchCommand } = await import('@aws-sdk/client-sqs');
+    await em.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: sys.inboundUrl, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+
+    const get = async (jobId: string) => JSON.parse((await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }), context())).body!);
+    expect((await get(job.jobId)).state).toBe('SCHEDULED');
+    const del = await cancel(httpEvent('DELETE', `/v1/tenants/demo/jobs/${other.jobId}`, { pathParameters: { tenant: 'demo', jobId: other.jobId } }), context());
+    expect(del.statusCode).toBe(200);
+    expect(JSON.parse(del.body!)).toEqual({ jobId: other.jobId, state: 'CANCELLED' });
+
+    // The tick plans every group; dispatching them delivers the job, not before runAt.
+    const plan = await tick({ executionName: 'exec-1', executionStartTime: new Date().toISOString() }, context());
+    expect(plan.groups.map((g) => g.group)).toEqual(Array.from({ length: 8 }, (_, i) => i));
+    expect(plan.groups.reduce((n, g) => n + g.shards, 0)).toBe(64);
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    await new Promise((r) => setTimeout(r, Date.parse(runAt) - 1_000 + 50 - Date.now()));
+    const results = await Promise.all(plan.groups.map((g) => dispatch({ group: g.group, owner: g.owner, ownerStartMs: g.ownerStartMs, deadlineMs: Date.now() + 4_000 }, context(10_000))));
+    expect(results.reduce((n, r) => n + r.sent, 0)).toBe(1);
+    await consumer.waitFor((d) => d.length >= 1, 5_000);
+    await consumer.stop();
+    expect(consumer.deliveries.map((d) => [d.jobId, d.payload])).toEqual([[job.jobId, { hello: 'world' }]]);
+    expect(consumer.deliveries[0]!.firstReceiveAt).toBeGreaterThanOrEqual(Date.parse(runAt));
+    expect((await get(job.jobId)).state).toBe('QUEUED');
+    expect((await get(other.jobId)).state).toBe('CANCELLED');
+  });
+
+  it('fails a cold start with every configuration problem listed', async () => {
+    expect(() => readConfig({ DYNEIN_SHARDS: 'many', DYNEIN_LEASE_MS: '-1', DYNEIN_ID_KEY: randomBytes(8).toString('base64') }, { inboundQueue: true })).toThrowError(
+      /DYNEIN_TABLE is required[\s\S]*DYNEIN_INBOUND_QUEUE_URL is required[\s\S]*DYNEIN_ID_KEY must be base64 of at least 32 bytes[\s\S]*DYNEIN_SHARDS must be a whole number[\s\S]*DYNEIN_LEASE_MS must be a whole number/,
+    );
+    expect(() => readConfig({ DYNEIN_TABLE: 't', DYNEIN_ID_KEY: randomBytes(32).toString('base64'), DYNEIN_GROUPS: '41' })).toThrowError(/groupCount must be an integer from 1 to 40/);
+    vi.resetModules();
+    const saved = process.env.DYNEIN_TABLE;
+    delete process.env.DYNEIN_TABLE;
+    try {
+      await expect(import('../../lambdas/status')).rejects.toThrowError(/DYNEIN_TABLE is required/);
+    } finally {
+      process.env.DYNEIN_TABLE = saved;
+    }
+  });
+});
