@@ -48,9 +48,9 @@ export interface RoundReport extends ReleaseStats {
   /** Shard queries (one per page) and the rows they returned. */
   queries: number;
   itemsRead: number;
-  /** Throttled calls (each followed by a backoff). */
+  /** Backoffs after throttling (one per failed step, however many of its calls were throttled). */
   throttled: number;
-  /** Errors other than throttling, each followed by a backoff. */
+  /** Backoffs after other errors, and failed tombstone moves. */
   errors: number;
   /** The round ended because nothing was due within the lookahead. */
   idle: boolean;
