@@ -10,47 +10,83 @@ export interface DispatchStepInput {
   readonly owner: string;
   /** When that execution started, epoch ms: a newer execution takes the group over. */
   readonly ownerStartMs: number;
-  /** The step returns by then, epoch ms. */
-  readonly deadlineMs: number;
+  /** The execution dispatches this group until then, epoch ms. */
+  readonly untilMs: number;
+  /** Wait after an idle step, seconds (the state machine's Wait state reads it). */
+  readonly idleWaitSeconds?: number;
 }
 
 export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs'> {
   readonly group: number;
   /** The group lease was not ours (a newer execution has the group): stop this iteration. */
   readonly lostGroup: boolean;
+  /** Stop this group's loop: the group was lost or the execution's time is up. */
+  readonly done: boolean;
+  /** Passed through for the next step. */
+  readonly untilMs: number;
+  readonly owner: string;
+  readonly ownerStartMs: number;
+  readonly idleWaitSeconds: number;
   /** Lateness summary of the rows sent. */
   readonly lateness: { count: number; p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number };
 }
 
 /** How long a group lease lasts without renewal. */
 export const GROUP_LEASE_MS = 15_000;
+/** Longest single step (one Lambda invocation). */
+export const MAX_STEP_MS = 60_000;
+/** A group loop stops this close to its execution's end. */
+const END_MARGIN_MS = 1_000;
+
+export interface StepOptions {
+  /** The step returns by then (e.g. the Lambda's remaining time); at most {@link MAX_STEP_MS} and `untilMs`. */
+  readonly deadlineMs?: number;
+  readonly signal?: AbortSignal;
+  /** Receives the lateness of every row sent (for metrics). */
+  readonly onLateness?: (latenessMs: readonly number[]) => void;
+}
 
 /**
  * One dispatch step: take (or renew) the group lease, then run a round over the group's shards,
  * renewing the lease every few seconds. This is what the `dispatch` Lambda does per invocation.
  */
-export async function dispatchStep(
-  deps: DispatchDeps,
-  input: DispatchStepInput,
-  signal?: AbortSignal,
-  onLateness?: (latenessMs: readonly number[]) => void,
-): Promise<DispatchStepResult> {
+export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput, opts: StepOptions = {}): Promise<DispatchStepResult> {
   const { store, clock, settings } = deps;
+  const pass = {
+    group: input.group,
+    owner: input.owner,
+    ownerStartMs: input.ownerStartMs,
+    untilMs: input.untilMs,
+    idleWaitSeconds: input.idleWaitSeconds ?? idleWaitSeconds(settings.lookaheadMs),
+  };
+  const start = clock.now();
+  if (start >= input.untilMs - END_MARGIN_MS) {
+    return { ...emptyReport(), ...pass, lostGroup: false, done: true, lateness: summarize([]) };
+  }
   const takeLease = () => {
     const now = clock.now();
     return store.takeGroupLease(input.group, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS);
   };
   if (!(await takeLease())) {
-    return { ...emptyReport(), group: input.group, lostGroup: true, lateness: summarize([]) };
+    return { ...emptyReport(), ...pass, lostGroup: true, done: true, lateness: summarize([]) };
   }
   const { latenessMs, ...report } = await dispatchRound(deps, {
     shards: shardsOfGroup(input.group, settings),
-    deadlineMs: input.deadlineMs,
+    deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
     stillOwner: takeLease,
-    signal,
+    signal: opts.signal,
   });
-  onLateness?.(latenessMs);
-  return { ...report, group: input.group, lateness: summarize(latenessMs) };
+  opts.onLateness?.(latenessMs);
+  const done = report.lostGroup || clock.now() >= input.untilMs - END_MARGIN_MS;
+  return { ...report, ...pass, done, lateness: summarize(latenessMs) };
+}
+
+/**
+ * After a step found nothing due within the lookahead, the next look can wait until 1 s before
+ * that horizon (at least half a second, so short test lookaheads do not spin).
+ */
+export function idleWaitSeconds(lookaheadMs: number): number {
+  return Math.max(0.5, (lookaheadMs - 1_000) / 1000);
 }
 
 /**
@@ -60,23 +96,14 @@ export async function dispatchStep(
  */
 export async function dispatchLoop(
   deps: DispatchDeps,
-  opts: { group: number; owner: string; ownerStartMs: number; untilMs: number; maxStepMs?: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
+  opts: { group: number; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
 ): Promise<void> {
-  const { clock, settings } = deps;
-  // Nothing was due within the lookahead: the next look can wait until 1 s before that horizon
-  // (at least half a second, so short test lookaheads do not spin).
-  const idleWait = Math.max(500, settings.lookaheadMs - 1_000);
+  const input: DispatchStepInput = { group: opts.group, owner: opts.owner, ownerStartMs: opts.ownerStartMs, untilMs: opts.untilMs };
   while (!opts.signal?.aborted) {
-    const now = clock.now();
-    if (now >= opts.untilMs - 1_000) return;
-    const result = await dispatchStep(
-      deps,
-      { group: opts.group, owner: opts.owner, ownerStartMs: opts.ownerStartMs, deadlineMs: Math.min(opts.untilMs, now + (opts.maxStepMs ?? 60_000)) },
-      opts.signal,
-    );
+    const result = await dispatchStep(deps, input, { signal: opts.signal });
     opts.onStep?.(result);
-    if (result.lostGroup) return;
-    if (result.idle) await sleep(Math.min(idleWait, opts.untilMs - clock.now()), opts.signal);
+    if (result.done) return;
+    if (result.idle) await sleep(Math.min(result.idleWaitSeconds * 1000, opts.untilMs - deps.clock.now()), opts.signal);
   }
 }
 

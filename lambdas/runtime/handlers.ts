@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { ingest, MalformedInboundError } from '../../core/ingest';
 import { shardsOfGroup, type SchedulerSettings } from '../../core/config';
-import { dispatchStep, type DispatchStepInput, type DispatchStepResult } from '../../core/loop';
+import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop';
 import type { JobReply } from '../../core/submit';
 import { bodyOf, pathParam, respond, type HttpResult } from './http';
 import type { Wiring } from './wiring';
@@ -85,8 +85,10 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return async (input: DispatchStepInput, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<DispatchStepResult> => {
     const remaining = context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
-    const deadlineMs = Math.min(input.deadlineMs, w.dispatch.clock.now() + remaining - 2_000);
-    const result = await dispatchStep(w.dispatch, { ...input, deadlineMs }, undefined, (l) => t.values('LatenessMs', 'Milliseconds', l));
+    const result = await dispatchStep(w.dispatch, input, {
+      deadlineMs: w.dispatch.clock.now() + remaining - 2_000,
+      onLateness: (l) => t.values('LatenessMs', 'Milliseconds', l),
+    });
     t.count('JobsDispatched', result.sent);
     t.count('AcquireConflicts', result.conflicts);
     t.count('RowsRecovered', result.recovered);
@@ -106,8 +108,8 @@ export interface TickInput {
 }
 
 export interface TickPlan {
-  readonly groups: (Omit<DispatchStepInput, 'deadlineMs'> & { readonly untilMs: number; readonly shards: number })[];
-  readonly idleWaitSeconds: number;
+  /** One Map item per group: the first dispatch step's input. */
+  readonly groups: (Required<DispatchStepInput> & { readonly shards: number })[];
 }
 
 /**
@@ -125,9 +127,9 @@ export function tickHandler(settings: SchedulerSettings) {
         owner: input.executionName,
         ownerStartMs,
         untilMs,
+        idleWaitSeconds: idleWaitSeconds(settings.lookaheadMs),
         shards: shardsOfGroup(group, settings).length,
       })),
-      idleWaitSeconds: Math.max(0, Math.floor(settings.lookaheadMs / 1000) - 1),
     };
   };
 }

@@ -71,8 +71,10 @@ describe('Lambda entry files', () => {
     expect(plan.groups.reduce((n, g) => n + g.shards, 0)).toBe(64);
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     await new Promise((r) => setTimeout(r, Date.parse(runAt) - 1_000 + 50 - Date.now()));
-    const results = await Promise.all(plan.groups.map((g) => dispatch({ group: g.group, owner: g.owner, ownerStartMs: g.ownerStartMs, deadlineMs: Date.now() + 4_000 }, context(10_000))));
+    const results = await Promise.all(plan.groups.map(({ shards: _, ...step }) => dispatch(step, context(6_000))));
     expect(results.reduce((n, r) => n + r.sent, 0)).toBe(1);
+    // Each result is the next step's input, as the state machine passes it on.
+    for (const [i, r] of results.entries()) expect(r).toMatchObject({ group: i, owner: 'exec-1', untilMs: plan.groups[i]!.untilMs, done: false });
     await consumer.waitFor((d) => d.length >= 1, 5_000);
     await consumer.stop();
     expect(consumer.deliveries.map((d) => [d.jobId, d.payload])).toEqual([[job.jobId, { hello: 'world' }]]);
