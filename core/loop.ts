@@ -83,10 +83,10 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
 
 /**
  * After a step found nothing due within the lookahead, the next look can wait until 1 s before
- * that horizon (at least half a second, so short test lookaheads do not spin).
+ * that horizon: whole seconds (a Wait state's `SecondsPath` takes integers), at least one.
  */
 export function idleWaitSeconds(lookaheadMs: number): number {
-  return Math.max(0.5, (lookaheadMs - 1_000) / 1000);
+  return Math.max(1, Math.floor(lookaheadMs / 1000) - 1);
 }
 
 /**
