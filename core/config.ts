@@ -48,9 +48,13 @@ export const MAX_GROUPS = 40;
 export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): SchedulerSettings {
   const s: SchedulerSettings = { ...DEFAULTS, ...stripUndefined(overrides) };
   const problems: string[] = [];
+  const bad = new Set<keyof SchedulerSettings>();
   const int = (name: keyof SchedulerSettings, min: number, max: number) => {
     const v = s[name];
-    if (!Number.isInteger(v) || v < min || v > max) problems.push(`${name} must be an integer from ${min} to ${max}, got ${v}`);
+    if (!Number.isInteger(v) || v < min || v > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max}, got ${v}`);
+      bad.add(name);
+    }
   };
   int('shardCount', 1, 10_000);
   int('groupCount', 1, MAX_GROUPS);
@@ -62,8 +66,11 @@ export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): Sch
   int('horizonMs', 1, DEFAULTS.horizonMs);
   int('cancelRecordRetentionMs', 0, 365 * 24 * 3600 * 1000);
   int('tombstoneGraceMs', 0, 3600 * 1000);
-  if (problems.length === 0 && s.groupCount > s.shardCount) problems.push(`groupCount (${s.groupCount}) must not exceed shardCount (${s.shardCount})`);
-  if (problems.length === 0 && s.leaseMs < 2 * s.lookaheadMs) problems.push(`leaseMs (${s.leaseMs}) must be at least twice lookaheadMs (${s.lookaheadMs})`);
+  // Cross-field checks run whatever else is wrong (every problem is listed at once), but only
+  // between values that are valid on their own.
+  const valid = (...names: (keyof SchedulerSettings)[]) => names.every((n) => !bad.has(n));
+  if (valid('groupCount', 'shardCount') && s.groupCount > s.shardCount) problems.push(`groupCount (${s.groupCount}) must not exceed shardCount (${s.shardCount})`);
+  if (valid('leaseMs', 'lookaheadMs') && s.leaseMs < 2 * s.lookaheadMs) problems.push(`leaseMs (${s.leaseMs}) must be at least twice lookaheadMs (${s.lookaheadMs})`);
   if (problems.length > 0) throw new RangeError(`invalid scheduler settings:\n- ${problems.join('\n- ')}`);
   return s;
 }

@@ -1,0 +1,224 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { JobIdCodec } from '../../core/jobId';
+import { deliveryMessage, inboundBody, packBatches, parseInboundBody, type InboundJob } from '../../core/messages';
+import type { OutgoingMessage } from '../../core/ports';
+
+const KIB = 1024;
+/** SendMessageBatch limits: 10 entries, 256 KiB in total. */
+const BATCH_ENTRIES = 10;
+const BATCH_BYTES = 256 * KIB;
+
+/** What SQS counts toward the size of a message: the body plus each attribute's name, type ("String") and value, in UTF-8. */
+function sqsBytes(m: OutgoingMessage): number {
+  let n = new TextEncoder().encode(m.body).length;
+  for (const [name, value] of Object.entries(m.attributes ?? {})) n += new TextEncoder().encode(name + 'String' + value).length;
+  return n;
+}
+
+const codec = new JobIdCodec(createHash('sha256').update('messages test key').digest());
+const tenantArb = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,39}$/);
+const dueArb = fc.integer({ min: 0, max: Date.UTC(2040, 0, 1) });
+/** Any JSON value, as the JSON text validateJob stores (JSON.stringify of a parsed value). */
+const payloadTextArb = fc.jsonValue().map((v) => JSON.stringify(v));
+const jobIdArb = fc
+  .record({ tenant: tenantArb, shard: fc.integer({ min: 0, max: 9_999 }), dueMs: dueArb, path: fc.constantFrom('t' as const, 'u' as const, 'd' as const) })
+  .map((p) => codec.encode({ ...p, random: codec.placement(p.tenant, 64).random }));
+
+/** Bodies from empty to ~200 KB, in 1- to 4-byte characters, so that both batch limits come into play. */
+const bodyArb = fc.oneof(
+  fc.string({ maxLength: 200 }),
+  fc
+    .constantFrom('a', 'é', '€', '😀')
+    .chain((ch) => fc.integer({ min: 0, max: Math.floor(200_000 / Buffer.byteLength(ch)) }).map((n) => ch.repeat(n))),
+);
+const messageArb = fc.record(
+  {
+    body: bodyArb,
+    attributes: fc.dictionary(fc.string({ minLength: 1, maxLength: 20 }), fc.string({ maxLength: 40 }), { maxKeys: 3 }),
+    delaySeconds: fc.integer({ min: 0, max: 900 }),
+  },
+  { requiredKeys: ['body'] },
+);
+const messagesArb = fc.array(messageArb, { maxLength: 40 }).map((ms) => ms.map((m, i): OutgoingMessage => ({ id: String(i), ...m })));
+
+describe('packBatches', () => {
+  it('never exceeds 10 entries or 256 KiB per batch, keeps order, loses and duplicates nothing (property)', () => {
+    fc.assert(
+      fc.property(messagesArb, (messages) => {
+        const batches = packBatches(messages);
+        for (const b of batches) {
+          expect(b.length).toBeGreaterThan(0);
+          expect(b.length).toBeLessThanOrEqual(BATCH_ENTRIES);
+          expect(b.reduce((n, m) => n + sqsBytes(m), 0)).toBeLessThanOrEqual(BATCH_BYTES);
+        }
+        // Same objects, same order, nothing lost or repeated.
+        const flat = batches.flat();
+        expect(flat).toHaveLength(messages.length);
+        flat.forEach((m, i) => expect(m).toBe(messages[i]));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('starts a new batch only when the next message would not fit (no needless calls) (property)', () => {
+    fc.assert(
+      fc.property(messagesArb, (messages) => {
+        const batches = packBatches(messages);
+        for (let i = 0; i + 1 < batches.length; i++) {
+          const full = batches[i]!.length === BATCH_ENTRIES;
+          const wouldOverflow = batches[i]!.reduce((n, m) => n + sqsBytes(m), 0) + sqsBytes(batches[i + 1]![0]!) > BATCH_BYTES;
+          expect(full || wouldOverflow).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('packs nothing into no batch', () => {
+    expect(packBatches([])).toEqual([]);
+  });
+
+  it('splits by count: 25 small messages give 10, 10 and 5', () => {
+    const messages = Array.from({ length: 25 }, (_, i): OutgoingMessage => ({ id: String(i), body: `m${i}` }));
+    expect(packBatches(messages).map((b) => b.map((m) => m.id))).toEqual([
+      messages.slice(0, 10).map((m) => m.id),
+      messages.slice(10, 20).map((m) => m.id),
+      messages.slice(20).map((m) => m.id),
+    ]);
+  });
+
+  it('splits by bytes at exactly 256 KiB, counting attributes', () => {
+    const half = 'x'.repeat(128 * KIB);
+    // Two halves fill a batch exactly.
+    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: half }]).map((b) => b.length)).toEqual([2]);
+    // One byte more does not fit.
+    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: half + 'x' }]).map((b) => b.length)).toEqual([1, 1]);
+    // Nor does an attribute on top: name "k" (1) + type "String" (6) + value "v" (1).
+    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: half, attributes: { k: 'v' } }]).map((b) => b.length)).toEqual([1, 1]);
+    // The type name counts: a 2-byte body cut does not make room for an 8-byte attribute.
+    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: 'x'.repeat(128 * KIB - 2), attributes: { k: 'v' } }]).map((b) => b.length)).toEqual([1, 1]);
+    const shorter = 'x'.repeat(128 * KIB - 8);
+    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: shorter, attributes: { k: 'v' } }]).map((b) => b.length)).toEqual([2]);
+    // Bytes, not characters: 64 Ki "é" are 128 KiB.
+    const halfE = 'é'.repeat(64 * KIB);
+    expect(packBatches([{ id: 'a', body: halfE }, { id: 'b', body: halfE }, { id: 'c', body: 'x' }]).map((b) => b.length)).toEqual([2, 1]);
+  });
+
+  it('sends a message of exactly 256 KiB alone', () => {
+    const batches = packBatches([
+      { id: 'a', body: 'x' },
+      { id: 'b', body: 'x'.repeat(BATCH_BYTES) },
+      { id: 'c', body: 'x' },
+    ]);
+    expect(batches.map((b) => b.map((m) => m.id))).toEqual([['a'], ['b'], ['c']]);
+  });
+});
+
+describe('deliveryMessage', () => {
+  it('is {"jobId", "tenant", "runAt" (RFC 3339, ms), "payload"} with the original payload (property)', () => {
+    fc.assert(
+      fc.property(jobIdArb, tenantArb, dueArb, payloadTextArb, fc.option(fc.integer({ min: 0, max: 900 }), { nil: undefined }), (jobId, tenant, dueMs, payload, delaySeconds) => {
+        const m = deliveryMessage('7', { jobId, tenant, dueMs, payload }, delaySeconds);
+        const body = JSON.parse(m.body) as Record<string, unknown>;
+        expect(Object.keys(body).sort()).toEqual(['jobId', 'payload', 'runAt', 'tenant']);
+        expect(body.jobId).toBe(jobId);
+        expect(body.tenant).toBe(tenant);
+        expect(body.payload).toEqual(JSON.parse(payload));
+        expect(body.runAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+        expect(Date.parse(body.runAt as string)).toBe(dueMs);
+        // The attribute carries the same value, so that a consumer need not parse the body.
+        expect(m.attributes).toEqual({ runAt: body.runAt });
+        expect(m.id).toBe('7');
+        if (delaySeconds === undefined) expect('delaySeconds' in m).toBe(false);
+        else expect(m.delaySeconds).toBe(delaySeconds);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('stays valid JSON whatever the strings hold', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (jobId, tenant, s) => {
+        const m = deliveryMessage('0', { jobId, tenant, dueMs: 1_000, payload: JSON.stringify(s) });
+        expect(JSON.parse(m.body)).toEqual({ jobId, tenant, runAt: '1970-01-01T00:00:01.000Z', payload: s });
+      }),
+    );
+  });
+
+  it('writes a concrete example as documented', () => {
+    const m = deliveryMessage('0', { jobId: 'j1.demo.3.1893456000250.d.abc.def', tenant: 'demo', dueMs: Date.UTC(2030, 0, 1, 0, 0, 0, 250), payload: '{"a":[1,"x"]}' });
+    expect(JSON.parse(m.body)).toEqual({ jobId: 'j1.demo.3.1893456000250.d.abc.def', tenant: 'demo', runAt: '2030-01-01T00:00:00.250Z', payload: { a: [1, 'x'] } });
+    expect(m.attributes).toEqual({ runAt: '2030-01-01T00:00:00.250Z' });
+  });
+});
+
+describe('inbound messages', () => {
+  const inboundArb = fc.record({
+    jobId: fc.oneof(jobIdArb, fc.string({ unit: 'binary' })),
+    tenant: fc.oneof(tenantArb, fc.string({ unit: 'binary' })),
+    shard: fc.integer({ min: 0, max: 9_999 }),
+    dueMs: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+    payload: payloadTextArb,
+  });
+
+  it('round-trip through inboundBody and parseInboundBody (property)', () => {
+    fc.assert(
+      fc.property(inboundArb, (job: InboundJob) => {
+        expect(parseInboundBody(inboundBody(job))).toEqual(job);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('keep a null payload', () => {
+    const job: InboundJob = { jobId: 'j', tenant: 'demo', shard: 0, dueMs: 5, payload: 'null' };
+    expect(parseInboundBody(inboundBody(job))).toEqual(job);
+  });
+
+  it('refuse garbage', () => {
+    const good = { v: 1, jobId: 'j', tenant: 'demo', shard: 1, dueMs: 2, payload: { a: 1 } };
+    expect(parseInboundBody(JSON.stringify(good))).toEqual({ jobId: 'j', tenant: 'demo', shard: 1, dueMs: 2, payload: '{"a":1}' });
+    const without = (k: keyof typeof good) => JSON.stringify(Object.fromEntries(Object.entries(good).filter(([key]) => key !== k)));
+    const bad = [
+      '',
+      'not json',
+      '{',
+      'null',
+      'true',
+      '42',
+      '"text"',
+      '[]',
+      JSON.stringify([good]),
+      '{}',
+      without('v'),
+      without('jobId'),
+      without('tenant'),
+      without('shard'),
+      without('dueMs'),
+      without('payload'),
+      JSON.stringify({ ...good, v: 2 }),
+      JSON.stringify({ ...good, v: '1' }),
+      JSON.stringify({ ...good, jobId: 5 }),
+      JSON.stringify({ ...good, tenant: null }),
+      JSON.stringify({ ...good, shard: '1' }),
+      JSON.stringify({ ...good, shard: 1.5 }),
+      JSON.stringify({ ...good, dueMs: '2' }),
+      JSON.stringify({ ...good, dueMs: 2.5 }),
+      JSON.stringify({ ...good, dueMs: 2 ** 60 }),
+      // A delivery message is not an inbound message.
+      deliveryMessage('0', { jobId: 'j', tenant: 'demo', dueMs: 2, payload: '1' }).body,
+    ];
+    for (const body of bad) expect(parseInboundBody(body)).toBeUndefined();
+  });
+
+  it('never throw, whatever the body (property)', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.json()), (body) => {
+        expect(() => parseInboundBody(body)).not.toThrow();
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+});
