@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { TenantNotFoundError, ValidationError } from '../../core/errors';
+import type { TenantRecord, TenantStore } from '../../core/ports';
+import { TenantRegistry } from '../../core/tenants';
+
+/** A registry store that counts reads, over a map the test edits. */
+function countingStore(initial: TenantRecord[]) {
+  const records = new Map(initial.map((r) => [r.name, r]));
+  const store: TenantStore & { reads: number } = {
+    reads: 0,
+    async getTenant(name) {
+      store.reads++;
+      return records.get(name);
+    },
+    async putTenant(r) {
+      records.set(r.name, r);
+    },
+  };
+  return store;
+}
+
+const demo: TenantRecord = { name: 'demo', queueUrl: 'https://q/demo', dlqUrl: 'https://q/demo-dlq' };
+
+describe('TenantRegistry', () => {
+  it('reads a tenant once per ttl and concurrent lookups share one read', async () => {
+    let now = 1_000;
+    const store = countingStore([demo]);
+    const reg = new TenantRegistry(store, { ttlMs: 30_000, clock: { now: () => now } });
+    const all = await Promise.all([reg.require('demo'), reg.require('demo'), reg.lookup('demo')]);
+    expect(all).toEqual([demo, demo, demo]);
+    expect(store.reads).toBe(1);
+    now += 29_999;
+    await reg.require('demo');
+    expect(store.reads).toBe(1);
+    now += 1;
+    await reg.require('demo');
+    expect(store.reads).toBe(2);
+  });
+
+  it('answers 404 for an unknown tenant and notices a new one after the short negative ttl', async () => {
+    let now = 0;
+    const store = countingStore([]);
+    const reg = new TenantRegistry(store, { negativeTtlMs: 2_000, clock: { now: () => now } });
+    await expect(reg.require('late')).rejects.toBeInstanceOf(TenantNotFoundError);
+    await store.putTenant({ ...demo, name: 'late' });
+    now += 1_999;
+    await expect(reg.require('late')).rejects.toBeInstanceOf(TenantNotFoundError);
+    now += 1;
+    await expect(reg.require('late')).resolves.toMatchObject({ name: 'late' });
+  });
+
+  it('refuses a malformed name without reading', async () => {
+    const store = countingStore([demo]);
+    const reg = new TenantRegistry(store);
+    for (const bad of ['Demo', '-demo', 'a'.repeat(41), '', 'de mo']) {
+      await expect(reg.require(bad)).rejects.toBeInstanceOf(ValidationError);
+    }
+    expect(store.reads).toBe(0);
+  });
+
+  it('does not cache a failed read', async () => {
+    const store = countingStore([demo]);
+    let fail = true;
+    const flaky: TenantStore = { getTenant: async (n) => (fail ? Promise.reject(new Error('network')) : store.getTenant(n)), putTenant: store.putTenant };
+    const reg = new TenantRegistry(flaky);
+    await expect(reg.require('demo')).rejects.toThrow('network');
+    fail = false;
+    await expect(reg.require('demo')).resolves.toEqual(demo);
+  });
+});
