@@ -3,5 +3,5 @@ import { wireFromEnv } from './runtime/env';
 import { dispatchHandler } from './runtime/handlers';
 import { lambda } from './runtime/powertools';
 
-const wiring = await wireFromEnv();
+const wiring = await wireFromEnv({ idKey: false });
 export const handler = lambda('dispatch', (t) => dispatchHandler(wiring, t));

@@ -6,8 +6,8 @@ export interface LambdaConfig {
   readonly tableName: string;
   readonly inboundQueueUrl: string;
   readonly settings: SchedulerSettings;
-  /** The job id key, base64 (local stack, tests), or where to read it. */
-  readonly idKey: { readonly base64: string } | { readonly secretArn: string };
+  /** The job id key, base64 (local stack, tests), or the secret holding it; absent where unused (dispatch, tick). */
+  readonly idKey?: { readonly base64: string } | { readonly secretArn: string };
   /** Optional SDK endpoints (the local stack's emulators). */
   readonly dynamodbEndpoint?: string;
   readonly sqsEndpoint?: string;
@@ -20,12 +20,13 @@ export interface LambdaConfig {
  * |---|---|
  * | `DYNEIN_TABLE` | scheduler table name (required) |
  * | `DYNEIN_INBOUND_QUEUE_URL` | inbound queue URL (submit) |
- * | `DYNEIN_ID_KEY` or `DYNEIN_ID_KEY_SECRET_ARN` | job id HMAC key, base64 (≥ 32 bytes), or its secret |
+ * | `DYNEIN_ID_KEY` or `DYNEIN_ID_KEY_SECRET_ARN` | job id HMAC key, base64 (≥ 32 bytes), or the secret whose string (≥ 32 bytes) is the key |
  * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES` | settings (defaults of DESIGN.md) |
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  */
-export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boolean; storage?: boolean } = {}): LambdaConfig {
+export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean } = {}): LambdaConfig {
   const storage = needs.storage ?? true;
+  const needsKey = storage && (needs.idKey ?? true);
   const problems: string[] = [];
   const str = (name: string, required: boolean): string | undefined => {
     const v = env[name]?.trim();
@@ -45,7 +46,7 @@ export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boole
   const inboundQueueUrl = str('DYNEIN_INBOUND_QUEUE_URL', needs.inboundQueue ?? false) ?? '';
   const keyB64 = str('DYNEIN_ID_KEY', false);
   const secretArn = str('DYNEIN_ID_KEY_SECRET_ARN', false);
-  if (storage && !keyB64 && !secretArn) problems.push('one of DYNEIN_ID_KEY (base64) or DYNEIN_ID_KEY_SECRET_ARN is required');
+  if (needsKey && !keyB64 && !secretArn) problems.push('one of DYNEIN_ID_KEY (base64) or DYNEIN_ID_KEY_SECRET_ARN is required');
   if (keyB64 && Buffer.from(keyB64, 'base64').length < 32) problems.push('DYNEIN_ID_KEY must be base64 of at least 32 bytes');
   const overrides = {
     shardCount: int('DYNEIN_SHARDS'),
@@ -65,7 +66,7 @@ export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boole
     tableName,
     inboundQueueUrl,
     settings,
-    idKey: keyB64 ? { base64: keyB64 } : { secretArn: secretArn ?? '' },
+    idKey: keyB64 ? { base64: keyB64 } : secretArn ? { secretArn } : undefined,
     dynamodbEndpoint: str('DYNEIN_DYNAMODB_ENDPOINT', false),
     sqsEndpoint: str('DYNEIN_SQS_ENDPOINT', false),
   };

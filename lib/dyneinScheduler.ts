@@ -1,0 +1,350 @@
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { TABLE_KEY } from '../adapters/tableSchema';
+import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config';
+import { NAMESPACE } from '../lambdas/runtime/powertools';
+import { SchedulerMonitoring } from './monitoring';
+import { secureQueue } from './queues';
+import { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant';
+import { DISPATCH_FUNCTION_ARN_KEY, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition';
+
+export interface DyneinSchedulerProps {
+  /** Shards of the scheduler table; raising it later is safe, lowering it is not. @default 64 */
+  readonly shardCount?: number;
+  /** Shard groups dispatched in parallel by each tick execution (at most 40). @default 8 */
+  readonly groupCount?: number;
+  /** Jobs due sooner skip the table; also the cancel cut-off before runAt. @default Duration.seconds(5) */
+  readonly lookahead?: Duration;
+  /** Lease of an acquired row, renewed while held. @default Duration.seconds(30) */
+  readonly lease?: Duration;
+  /** Largest serialized payload, bytes. @default 245760 (240 KiB) */
+  readonly maxPayloadBytes?: number;
+  /** How long each tick execution dispatches (executions start every minute and overlap). @default Duration.seconds(90) */
+  readonly tickRunTime?: Duration;
+  /** Topic for every alarm. @default - alarms without actions */
+  readonly alarmTopic?: sns.ITopic;
+  /** Lateness p99 above this raises the lateness alarm. @default Duration.seconds(2) */
+  readonly latenessAlarmThreshold?: Duration;
+  /** Oldest inbound message above this raises the ingest-backlog alarm. @default Duration.minutes(1) */
+  readonly inboundAgeAlarmThreshold?: Duration;
+  /** Default route throttling of the HTTP API. @default { rateLimit: 1000, burstLimit: 2000 } */
+  readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /** Retention of function, API access and state machine logs. @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Warm throughput of the table. A new on-demand table starts near 4,000 writes/s (about 1,300
+   * jobs/s at three writes a job); set this before a launch that needs more.
+   * @default - none (the table warms up with traffic)
+   */
+  readonly warmThroughput?: dynamodb.WarmThroughput;
+  /** Reserved concurrency of the dispatch function (at least twice the groups: executions overlap). @default 2 × groupCount + 2 */
+  readonly dispatchReservedConcurrency?: number;
+}
+
+type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status';
+
+/**
+ * The whole scheduler of DESIGN.md: the scheduler table (on demand, PITR, TTL, retained), the
+ * inbound queue with its DLQ, the six functions with least-privilege roles, the job id key in
+ * Secrets Manager, the IAM-authorized HTTP API, the tick (EventBridge every minute → Step
+ * Functions EXPRESS), a dashboard and alarms. Tenants are added with {@link addTenant}, or from
+ * another stack with {@link DyneinTenant} and {@link DyneinScheduler.fromAttributes}.
+ *
+ * @example
+ * const scheduler = new DyneinScheduler(this, 'Dynein', { alarmTopic });
+ * const billing = scheduler.addTenant('billing');
+ * billing.grantSchedule(billingApiRole);
+ * billing.grantConsume(billingWorkerRole);
+ */
+export class DyneinScheduler extends Construct implements IDyneinScheduler {
+  /** A scheduler deployed elsewhere, for {@link DyneinTenant} in another stack. */
+  static fromAttributes(attributes: SchedulerAttributes): IDyneinScheduler {
+    return { attributes };
+  }
+
+  readonly settings: SchedulerSettings;
+  readonly table: dynamodb.TableV2;
+  readonly inboundQueue: sqs.Queue;
+  readonly inboundDeadLetterQueue: sqs.Queue;
+  readonly idKey: secrets.Secret;
+  readonly httpApi: apigw.HttpApi;
+  readonly stage: apigw.HttpStage;
+  readonly stateMachine: sfn.StateMachine;
+  readonly tickRule: events.Rule;
+  readonly functions: Readonly<Record<FunctionName, nodejs.NodejsFunction>>;
+  readonly monitoring: SchedulerMonitoring;
+  readonly attributes: SchedulerAttributes;
+  readonly tenants: DyneinTenant[] = [];
+
+  constructor(scope: Construct, id: string, props: DyneinSchedulerProps = {}) {
+    super(scope, id);
+    this.settings = validateProps(id, props);
+    const s = this.settings;
+    const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+
+    this.table = new dynamodb.TableV2(this, 'Table', {
+      partitionKey: { name: TABLE_KEY.partitionKey, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE_KEY.sortKey, type: dynamodb.AttributeType.STRING },
+      billing: dynamodb.Billing.onDemand(),
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE_KEY.ttlAttribute,
+      removalPolicy: RemovalPolicy.RETAIN,
+      ...(props.warmThroughput ? { warmThroughput: props.warmThroughput } : {}),
+    });
+    // Ingest's timeout is 30 s; Lambda's event source wants the visibility at six times that.
+    ({ queue: this.inboundQueue, deadLetterQueue: this.inboundDeadLetterQueue } = secureQueue(this, 'Inbound', { visibilityTimeout: Duration.seconds(180) }));
+    this.idKey = new secrets.Secret(this, 'JobIdKey', {
+      description: 'Dynein Serverless: HMAC key that signs job ids (rotating it invalidates outstanding ids)',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+    });
+    Validations.of(this.idKey).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'The job id key signs ids that live as long as their jobs (up to 10 years); rotation would invalidate them until key versions are supported.',
+    });
+
+    const fn = (name: FunctionName, opts: { timeout: Duration; memorySize?: number; environment?: Record<string, string>; reservedConcurrentExecutions?: number }) =>
+      this.#function(name, retention, opts);
+    const env = {
+      DYNEIN_TABLE: this.table.tableName,
+      DYNEIN_SHARDS: String(s.shardCount),
+      DYNEIN_GROUPS: String(s.groupCount),
+      DYNEIN_LOOKAHEAD_MS: String(s.lookaheadMs),
+      DYNEIN_LEASE_MS: String(s.leaseMs),
+      DYNEIN_MAX_PAYLOAD_BYTES: String(s.maxPayloadBytes),
+    };
+    const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
+    const submit = fn('submit', { timeout: Duration.seconds(10), environment: { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl } });
+    const ingest = fn('ingest', { timeout: Duration.seconds(30), environment: withKey });
+    const status = fn('status', { timeout: Duration.seconds(10), environment: withKey });
+    const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withKey });
+    const tick = fn('tick', { timeout: Duration.seconds(10), environment: env });
+    const dispatch = fn('dispatch', {
+      timeout: Duration.seconds(70),
+      memorySize: 1024,
+      environment: env,
+      reservedConcurrentExecutions: props.dispatchReservedConcurrency ?? 2 * s.groupCount + 2,
+    });
+    this.functions = { submit, ingest, tick, dispatch, cancel, status };
+
+    // Least privilege, one statement per need (no wildcard actions).
+    const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
+      f.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources: [this.table.tableArn] }));
+    tableAccess(submit, 'GetItem');
+    tableAccess(ingest, 'GetItem', 'PutItem');
+    tableAccess(status, 'GetItem');
+    tableAccess(cancel, 'GetItem', 'UpdateItem');
+    tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
+    for (const f of [submit, ingest, status, cancel]) {
+      f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
+    }
+    submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
+    ingest.addEventSource(new SqsEventSource(this.inboundQueue, { batchSize: 10, reportBatchItemFailures: true }));
+    // Tenant queues (created later, possibly in other stacks) admit submit and dispatch through
+    // their own queue policies, which also deny every other sender: no identity grant needed.
+
+    ({ httpApi: this.httpApi, stage: this.stage } = this.#api(props, retention));
+    ({ stateMachine: this.stateMachine, rule: this.tickRule } = this.#tick(tick, dispatch, props, retention));
+
+    this.attributes = {
+      tableName: this.table.tableName,
+      tableArn: this.table.tableArn,
+      httpApiId: this.httpApi.apiId,
+      senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn],
+      alarmTopicArn: props.alarmTopic?.topicArn,
+    };
+    this.monitoring = new SchedulerMonitoring(this, 'Monitoring', {
+      scheduler: this,
+      alarmTopic: props.alarmTopic,
+      latenessAlarmThreshold: props.latenessAlarmThreshold ?? Duration.seconds(2),
+      inboundAgeAlarmThreshold: props.inboundAgeAlarmThreshold ?? Duration.minutes(1),
+    });
+  }
+
+  /** Adds a tenant in this stack: its queue and DLQ, registration, grants and dashboard widgets. */
+  addTenant(tenantName: string, props: Omit<DyneinTenantProps, 'scheduler' | 'tenantName'> = {}): DyneinTenant {
+    const tenant = new DyneinTenant(this, `Tenant-${tenantName}`, { ...props, scheduler: this, tenantName });
+    this.tenants.push(tenant);
+    this.monitoring.addTenant(tenant);
+    return tenant;
+  }
+
+  /** The API's base URL. */
+  get url(): string {
+    return this.stage.url;
+  }
+
+  /** Jobs accepted by submit (both paths). */
+  metricJobsSubmitted(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('JobsSubmitted', 'submit', { statistic: 'Sum', ...props });
+  }
+
+  /** Rows written by ingest. */
+  metricJobsIngested(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('JobsIngested', 'ingest', { statistic: 'Sum', ...props });
+  }
+
+  /** Jobs sent to tenant queues by dispatch rounds. */
+  metricJobsDispatched(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('JobsDispatched', 'dispatch', { statistic: 'Sum', ...props });
+  }
+
+  /** Lateness of dispatched jobs in ms (due time to send acknowledged); pass `statistic: 'p99'` etc. */
+  metricLateness(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('LatenessMs', 'dispatch', { statistic: 'p95', ...props });
+  }
+
+  #metric(name: string, fn: FunctionName, props: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return new cloudwatch.Metric({ namespace: NAMESPACE, metricName: name, dimensionsMap: { service: `dynein-${fn}` }, period: Duration.minutes(1), ...props });
+  }
+
+  #function(name: FunctionName, retention: logs.RetentionDays, opts: { timeout: Duration; memorySize?: number; environment?: Record<string, string>; reservedConcurrentExecutions?: number }): nodejs.NodejsFunction {
+    const logGroup = new logs.LogGroup(this, `${cap(name)}Logs`, { retention, removalPolicy: RemovalPolicy.DESTROY });
+    // A role of its own without managed policies: logs to its own group only, plus what each function needs.
+    const role = new iam.Role(this, `${cap(name)}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `Dynein ${name} function` });
+    role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
+    const f = new nodejs.NodejsFunction(this, cap(name), {
+      entry: fileURLToPath(new URL(`../lambdas/${name}.ts`, import.meta.url)),
+      projectRoot: fileURLToPath(new URL('..', import.meta.url)),
+      depsLockFilePath: fileURLToPath(new URL('../package-lock.json', import.meta.url)),
+      handler: 'handler',
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: opts.memorySize ?? 256,
+      timeout: opts.timeout,
+      role,
+      logGroup,
+      reservedConcurrentExecutions: opts.reservedConcurrentExecutions,
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_METRICS_NAMESPACE: NAMESPACE,
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        ...opts.environment,
+      },
+      bundling: {
+        format: nodejs.OutputFormat.ESM,
+        target: 'node22',
+        minify: true,
+        sourceMap: true,
+        mainFields: ['module', 'main'],
+        // ESM bundles of CommonJS dependencies need `require`.
+        banner: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);",
+        externalModules: ['@aws-sdk/*'],
+      },
+    });
+    Validations.of(f).acknowledge({ id: 'AwsSolutions-L1', reason: 'Dynein targets the Node.js 22 runtime (its dependencies and tests are pinned to it); upgrade deliberately.' });
+    return f;
+  }
+
+  #api(props: DyneinSchedulerProps, retention: logs.RetentionDays): { httpApi: apigw.HttpApi; stage: apigw.HttpStage } {
+    const httpApi = new apigw.HttpApi(this, 'Api', {
+      description: 'Dynein Serverless API (v1): every route is IAM-authorized',
+      createDefaultStage: false,
+      defaultAuthorizer: new HttpIamAuthorizer(),
+    });
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    const stage = new apigw.HttpStage(this, 'ApiStage', {
+      httpApi,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: props.throttle ?? { rateLimit: 1000, burstLimit: 2000 },
+      accessLogSettings: {
+        destination: new apigw.LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            caller: '$context.identity.caller',
+            userArn: '$context.identity.userArn',
+            requestTime: '$context.requestTime',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            latencyMs: '$context.responseLatency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+    const route = (path: string, method: apigw.HttpMethod, f: lambda.IFunction, name: string) =>
+      httpApi.addRoutes({ path, methods: [method], integration: new HttpLambdaIntegration(`${name}Integration`, f) });
+    const { submit, status, cancel } = this.functions;
+    route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
+    route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
+    route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
+    route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
+    return { httpApi, stage };
+  }
+
+  #tick(tick: lambda.IFunction, dispatch: lambda.IFunction, props: DyneinSchedulerProps, retention: logs.RetentionDays): { stateMachine: sfn.StateMachine; rule: events.Rule } {
+    const logGroup = new logs.LogGroup(this, 'TickExecutionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    const stateMachine = new sfn.StateMachine(this, 'TickStateMachine', {
+      stateMachineType: sfn.StateMachineType.EXPRESS,
+      comment: 'Dynein tick: plan shard groups, dispatch each in a loop until the execution ends',
+      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(tickDefinition({ runMs: (props.tickRunTime ?? Duration.seconds(90)).toMilliseconds() }))),
+      definitionSubstitutions: { [TICK_FUNCTION_ARN_KEY]: tick.functionArn, [DISPATCH_FUNCTION_ARN_KEY]: dispatch.functionArn },
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: true,
+    });
+    stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [tick.functionArn, dispatch.functionArn] }));
+    Validations.of(stateMachine).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups, ...) and X-Ray (PutTraceSegments, ...) actions do not support resource-level permissions; CDK writes them with Resource "*".',
+    });
+    const rule = new events.Rule(this, 'TickSchedule', {
+      description: 'Starts a Dynein tick execution every minute (each runs ~90 s, so they overlap)',
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.SfnStateMachine(stateMachine)],
+    });
+    return { stateMachine, rule };
+  }
+}
+
+function cap(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** Checks every prop and throws once with every problem listed. */
+function validateProps(id: string, props: DyneinSchedulerProps): SchedulerSettings {
+  const problems: string[] = [];
+  const ms = (d: Duration | undefined) => (d === undefined || Token.isUnresolved(d.toString()) ? undefined : d.toMilliseconds());
+  let settings: SchedulerSettings = DEFAULTS;
+  try {
+    settings = resolveSettings({
+      shardCount: props.shardCount,
+      groupCount: props.groupCount,
+      lookaheadMs: ms(props.lookahead),
+      leaseMs: ms(props.lease),
+      maxPayloadBytes: props.maxPayloadBytes,
+    });
+  } catch (err) {
+    problems.push(...(err as Error).message.split('\n- ').slice(1));
+  }
+  const run = ms(props.tickRunTime);
+  if (run !== undefined && (run < 60_000 || run > 240_000)) problems.push(`tickRunTime must be from 60 to 240 seconds (executions start every minute and must overlap), got ${run / 1000} s`);
+  const lat = ms(props.latenessAlarmThreshold);
+  if (lat !== undefined && lat <= 0) problems.push('latenessAlarmThreshold must be positive');
+  if (props.throttle && (!(props.throttle.rateLimit > 0) || !(props.throttle.burstLimit > 0))) problems.push('throttle.rateLimit and throttle.burstLimit must be positive');
+  const groups = props.groupCount ?? DEFAULTS.groupCount;
+  if (props.dispatchReservedConcurrency !== undefined && props.dispatchReservedConcurrency < 2 * groups) {
+    problems.push(`dispatchReservedConcurrency must be at least twice groupCount (${2 * groups}): tick executions overlap`);
+  }
+  if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
+  return settings;
+}

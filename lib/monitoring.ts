@@ -1,0 +1,129 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import type { DyneinScheduler } from './dyneinScheduler';
+import type { DyneinTenant } from './tenant';
+
+export interface SchedulerMonitoringProps {
+  readonly scheduler: DyneinScheduler;
+  readonly alarmTopic?: sns.ITopic;
+  readonly latenessAlarmThreshold: Duration;
+  readonly inboundAgeAlarmThreshold: Duration;
+}
+
+const minute = Duration.minutes(1);
+
+/**
+ * The scheduler's dashboard and alarms. Dashboard: jobs submitted, ingested, dispatched;
+ * lateness p50/p95/p99; inbound depth and oldest age; per tenant queue depth, oldest age and DLQ
+ * depth; Lambda errors, throttles and duration; tick failures. Alarms: inbound oldest age, any
+ * DLQ not empty, lateness p99, failed tick executions, dispatch errors.
+ */
+export class SchedulerMonitoring extends Construct {
+  readonly dashboard: cloudwatch.Dashboard;
+  readonly alarms: cloudwatch.Alarm[] = [];
+  #tenants = 0;
+
+  constructor(scope: Construct, id: string, private readonly props: SchedulerMonitoringProps) {
+    super(scope, id);
+    const s = props.scheduler;
+    const fns = Object.entries(s.functions);
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Jobs per minute',
+        left: [s.metricJobsSubmitted({ label: 'submitted' }), s.metricJobsIngested({ label: 'ingested' }), s.metricJobsDispatched({ label: 'dispatched' })],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Lateness (ms, due time to send)',
+        left: ['p50', 'p95', 'p99'].map((p) => s.metricLateness({ statistic: p, label: p })),
+        leftAnnotations: [{ value: props.latenessAlarmThreshold.toMilliseconds(), label: 'p99 alarm' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Inbound queue',
+        left: [s.inboundQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum', label: 'depth' })],
+        right: [s.inboundQueue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: 'Maximum', label: 'oldest age (s)' })],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({ title: 'Lambda errors', left: fns.map(([n, f]) => f.metricErrors({ period: minute, statistic: 'Sum', label: n })), width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'Lambda throttles', left: fns.map(([n, f]) => f.metricThrottles({ period: minute, statistic: 'Sum', label: n })), width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'Lambda duration p95 (ms)', left: fns.map(([n, f]) => f.metricDuration({ period: minute, statistic: 'p95', label: n })), width: 8 }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Tick executions',
+        left: [
+          s.stateMachine.metricStarted({ period: minute, statistic: 'Sum', label: 'started' }),
+          s.stateMachine.metricFailed({ period: minute, statistic: 'Sum', label: 'failed' }),
+          s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum', label: 'timed out' }),
+        ],
+        width: 12,
+      }),
+    );
+
+    this.#alarm('InboundBacklog', {
+      alarmDescription: `Jobs wait in the inbound queue longer than ${props.inboundAgeAlarmThreshold.toHumanString()}: ingest is failing or throttled (see its errors and the inbound DLQ).`,
+      metric: s.inboundQueue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: 'Maximum' }),
+      threshold: props.inboundAgeAlarmThreshold.toSeconds(),
+      evaluationPeriods: 3,
+    });
+    this.#alarm('InboundDlqNotEmpty', {
+      alarmDescription: 'Inbound messages failed ingest 5 times (malformed, or a persistent error): inspect the inbound DLQ, fix, then redrive it.',
+      metric: s.inboundDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum' }),
+      threshold: 0,
+      evaluationPeriods: 1,
+    });
+    this.#alarm('LatenessP99', {
+      alarmDescription: `Dispatch lateness p99 above ${props.latenessAlarmThreshold.toMilliseconds()} ms: rounds are throttled, slow or missing (see dispatch duration, throttles and tick failures).`,
+      metric: s.metricLateness({ statistic: 'p99' }),
+      threshold: props.latenessAlarmThreshold.toMilliseconds(),
+      evaluationPeriods: 3,
+    });
+    this.#alarm('TickFailures', {
+      alarmDescription: 'Tick executions failed or timed out: groups may go undispatched until the next execution (see the tick log group).',
+      metric: new cloudwatch.MathExpression({
+        expression: 'failed + timedout',
+        usingMetrics: { failed: s.stateMachine.metricFailed({ period: minute, statistic: 'Sum' }), timedout: s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum' }) },
+        period: minute,
+      }),
+      threshold: 0,
+      evaluationPeriods: 2,
+    });
+    this.#alarm('DispatchErrors', {
+      alarmDescription: 'The dispatch function failed: jobs are retried after their lease, but lateness grows (see the dispatch log group).',
+      metric: s.functions.dispatch.metricErrors({ period: minute, statistic: 'Sum' }),
+      threshold: 0,
+      evaluationPeriods: 2,
+    });
+  }
+
+  /** Adds a tenant's widgets to the dashboard and its DLQ alarm to the alarm list. */
+  addTenant(tenant: DyneinTenant): void {
+    if (this.#tenants++ === 0) this.dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: '### Tenant queues', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: `Tenant ${tenant.tenantName}`,
+        left: [tenant.metricDepth({ label: 'depth' }), tenant.metricDlqDepth({ label: 'DLQ depth' })],
+        right: [tenant.metricOldestAge({ label: 'oldest age (s)' })],
+        width: 8,
+      }),
+    );
+    this.alarms.push(tenant.dlqAlarm);
+  }
+
+  #alarm(id: string, props: Omit<cloudwatch.AlarmProps, 'comparisonOperator' | 'treatMissingData'>): void {
+    const alarm = new cloudwatch.Alarm(this, id, {
+      ...props,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    if (this.props.alarmTopic) alarm.addAlarmAction(new actions.SnsAction(this.props.alarmTopic));
+    this.alarms.push(alarm);
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * The tick state machine (Amazon States Language, JSONPath), defined once for both the CDK
+ * construct and the local stack. DESIGN.md, "Job lifecycle", Dispatch:
+ *
+ * ```
+ * Plan (tick Lambda) ─▶ Groups (inline Map, one iteration per shard group, ≤ 40 at once)
+ *                         └─ Dispatch ─▶ Decide ─┬─ done ─▶ GroupDone
+ *                              ▲   │ error       ├─ idle ─▶ Idle (Wait lookahead − 1 s) ─┐
+ *                              │   ▼             └─ else ───────────────────────────────┤
+ *                              │ AfterError (Wait 2 s) ─────────────────────────────────┤
+ *                              └────────────────────────────────────────────────────────┘
+ * ```
+ *
+ * Task resources are the placeholders `${TickFunctionArn}` and `${DispatchFunctionArn}`: CDK fills
+ * them with `definitionSubstitutions`, local runs and tests with {@link renderTickDefinition}.
+ * A task whose Resource is a Lambda function ARN passes its Parameters as the event and takes the
+ * function's return value as its result (no `Payload` wrapper).
+ */
+
+/** `definitionSubstitutions` key of the tick (plan) function's ARN. */
+export const TICK_FUNCTION_ARN_KEY = 'TickFunctionArn';
+/** `definitionSubstitutions` key of the dispatch function's ARN. */
+export const DISPATCH_FUNCTION_ARN_KEY = 'DispatchFunctionArn';
+
+export interface TickDefinitionOptions {
+  /** How long each execution dispatches, ms (the tick turns it into `untilMs`). @default 90_000 */
+  readonly runMs?: number;
+  /** Groups dispatched at once (an inline Map allows at most 40). @default 40 */
+  readonly maxConcurrency?: number;
+  /** The execution's timeout, seconds (Express allows at most 300). @default 150 */
+  readonly timeoutSeconds?: number;
+}
+
+/** Lambda errors worth retrying in place: the service's, not the function's own. */
+const LAMBDA_TRANSIENT_ERRORS = ['Lambda.ServiceException', 'Lambda.AWSLambdaException', 'Lambda.SdkClientException', 'Lambda.TooManyRequestsException'];
+
+/**
+ * The tick state machine's definition. Executions start every minute and each dispatches for
+ * `runMs` (~90 s), so two overlap; the group lease hands each group to the newer one. Retry and
+ * Catch sit inside the Map iteration, so one group's failure never stops the others.
+ *
+ * The execution context must provide `$$.Execution.Name` (the group-lease owner) and
+ * `$$.Execution.StartTime` (the newer execution takes the groups over).
+ */
+export function tickDefinition(opts: TickDefinitionOptions = {}): object {
+  const runMs = opts.runMs ?? 90_000;
+  const maxConcurrency = opts.maxConcurrency ?? 40;
+  const timeoutSeconds = opts.timeoutSeconds ?? 150;
+  if (!Number.isInteger(runMs) || runMs < 1_000) throw new RangeError(`runMs must be an integer ≥ 1000, got ${runMs}`);
+  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 40) throw new RangeError(`maxConcurrency must be an integer from 1 to 40, got ${maxConcurrency}`);
+  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 300) throw new RangeError(`timeoutSeconds must be an integer from 1 to 300 (Express), got ${timeoutSeconds}`);
+  if (timeoutSeconds * 1000 <= runMs) throw new RangeError(`timeoutSeconds (${timeoutSeconds}) must leave room after runMs (${runMs})`);
+
+  return {
+    Comment: 'Dynein tick: plan the shard groups, then dispatch each group until the execution\'s untilMs, handing groups over to the next execution through group leases.',
+    QueryLanguage: 'JSONPath',
+    TimeoutSeconds: timeoutSeconds,
+    StartAt: 'Plan',
+    States: {
+      Plan: {
+        Comment: 'Tick function: one Map item per shard group ({group, owner, ownerStartMs, untilMs, idleWaitSeconds, shards}); owner is this execution, untilMs its start + runMs.',
+        Type: 'Task',
+        Resource: `\${${TICK_FUNCTION_ARN_KEY}}`,
+        Parameters: {
+          'executionName.$': '$$.Execution.Name',
+          'executionStartTime.$': '$$.Execution.StartTime',
+          runMs,
+        },
+        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2 }],
+        Next: 'Groups',
+      },
+      Groups: {
+        Comment: 'One iteration per shard group, all at once (inline Map, at most 40). Iterations never fail: errors are retried or caught inside.',
+        Type: 'Map',
+        ItemsPath: '$.groups',
+        MaxConcurrency: maxConcurrency,
+        ResultPath: null,
+        ItemProcessor: {
+          ProcessorConfig: { Mode: 'INLINE' },
+          StartAt: 'Dispatch',
+          States: {
+            Dispatch: {
+              Comment: 'Dispatch function: take or renew the group lease, run one dispatch round; answers done (group lost or time up) and idle (nothing due within the lookahead).',
+              Type: 'Task',
+              Resource: `\${${DISPATCH_FUNCTION_ARN_KEY}}`,
+              Parameters: {
+                'group.$': '$.group',
+                'owner.$': '$.owner',
+                'ownerStartMs.$': '$.ownerStartMs',
+                'untilMs.$': '$.untilMs',
+                'idleWaitSeconds.$': '$.idleWaitSeconds',
+              },
+              // Only what the loop needs, so the iteration's state stays small.
+              ResultSelector: {
+                'group.$': '$.group',
+                'owner.$': '$.owner',
+                'ownerStartMs.$': '$.ownerStartMs',
+                'untilMs.$': '$.untilMs',
+                'idleWaitSeconds.$': '$.idleWaitSeconds',
+                'done.$': '$.done',
+                'idle.$': '$.idle',
+              },
+              Retry: [{ ErrorEquals: LAMBDA_TRANSIENT_ERRORS, IntervalSeconds: 1, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' }],
+              Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'AfterError' }],
+              Next: 'Decide',
+            },
+            AfterError: {
+              Comment: 'The step failed for good (error kept in $.error): pause, then dispatch again. Rows it held are dispatched again once their lease expires.',
+              Type: 'Wait',
+              Seconds: 2,
+              Next: 'Dispatch',
+            },
+            Decide: {
+              Comment: 'Stop when done; after an idle step wait before looking again; otherwise dispatch again at once.',
+              Type: 'Choice',
+              Choices: [
+                { Variable: '$.done', BooleanEquals: true, Next: 'GroupDone' },
+                { Variable: '$.idle', BooleanEquals: true, Next: 'Idle' },
+              ],
+              Default: 'Dispatch',
+            },
+            Idle: {
+              Comment: 'Nothing was due within the lookahead: wait lookahead − 1 s (whole seconds, from the step result).',
+              Type: 'Wait',
+              SecondsPath: '$.idleWaitSeconds',
+              Next: 'Dispatch',
+            },
+            GroupDone: {
+              Comment: 'This execution is done with the group: a newer execution took it over, or untilMs is near.',
+              Type: 'Succeed',
+            },
+          },
+        },
+        End: true,
+      },
+    },
+  };
+}
+
+/**
+ * The definition as JSON text with the task resources filled in (what CDK's
+ * `definitionSubstitutions` does on deploy), for local runs and tests.
+ */
+export function renderTickDefinition(def: object, arns: { tick: string; dispatch: string }): string {
+  const text = JSON.stringify(def)
+    .split(`\${${TICK_FUNCTION_ARN_KEY}}`).join(arns.tick)
+    .split(`\${${DISPATCH_FUNCTION_ARN_KEY}}`).join(arns.dispatch);
+  const left = /\$\{[A-Za-z0-9]+\}/.exec(text);
+  if (left) throw new Error(`tick definition still holds the placeholder ${left[0]}`);
+  return text;
+}

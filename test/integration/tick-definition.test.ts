@@ -1,0 +1,181 @@
+import '../../local/polyfills'; // before aws-local-stepfunctions: it needs Promise.withResolvers (Node 22+)
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { StateMachine } from 'aws-local-stepfunctions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DispatchStepInput, DispatchStepResult } from '../../core/loop';
+import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers';
+import type { Wiring } from '../../lambdas/runtime/wiring';
+import { renderTickDefinition, tickDefinition } from '../../lib/tickDefinition';
+import { startEmulators, type Emulators } from '../support/emulators';
+import { consume, createSystem, submitJobs, waitForEmptyQueue, type Delivery, type TestSystem } from '../support/system';
+
+/**
+ * The tick state machine as deployed (lib/tickDefinition.ts), validated, and run in
+ * aws-local-stepfunctions with its two tasks bound to the real tick and dispatch handlers against
+ * dynalite and fauxqs.
+ */
+const require = createRequire(import.meta.url);
+const aslValidator = require('asl-validator') as (definition: object) => { isValid: boolean; errors: { message?: string }[]; errorsText(sep?: string): string };
+
+const ARNS = { tick: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-tick', dispatch: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-dispatch' };
+const SETTINGS = { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 8, groupCount: 4 };
+
+interface Step { readonly exec: string; readonly endedAt: number; readonly input: DispatchStepInput; readonly result: DispatchStepResult }
+
+/**
+ * Starts one execution of the tick state machine, named `name` ($$.Execution.Name; the library
+ * sets $$.Execution.StartTime to the moment it starts), its tasks bound to the real handlers.
+ */
+function startTick(sys: TestSystem, w: Wiring, name: string, runMs: number, steps: Step[]) {
+  const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs, timeoutSeconds: 60 }), ARNS)));
+  const tick = tickHandler(sys.w.config.settings);
+  const dispatch = dispatchHandler(w);
+  // A Lambda invocation always has time left; without it a step would run up to 60 s, the
+  // library's default Task timeout.
+  const lambdaContext = { getRemainingTimeInMillis: () => 55_000 };
+  let plan: TickPlan | undefined;
+  const execution = machine.run({}, {
+    context: { Execution: { Name: name } },
+    overrides: {
+      taskResourceLocalHandlers: {
+        Plan: async (input) => (plan = await tick(input as unknown as TickInput)) as never,
+        Dispatch: async (input) => {
+          const result = await dispatch(input as unknown as DispatchStepInput, lambdaContext);
+          steps.push({ exec: name, endedAt: Date.now(), input: input as unknown as DispatchStepInput, result });
+          return result as never;
+        },
+      },
+      waitTimeOverrides: { AfterError: 200 },
+    },
+  });
+  return { result: execution.result, plan: () => plan };
+}
+
+/** Every job delivered exactly once, none before its runAt; returns the deliveries' lateness (ms). */
+function checkDeliveries(deliveries: readonly Delivery[], expected: Map<string, number>): number[] {
+  const perJob = new Map<string, number>();
+  for (const d of deliveries) perJob.set(d.jobId, (perJob.get(d.jobId) ?? 0) + 1);
+  expect([...expected.keys()].filter((id) => !perJob.has(id))).toEqual([]);
+  expect([...perJob].filter(([, n]) => n > 1)).toEqual([]);
+  expect(deliveries.filter((d) => !expected.has(d.jobId))).toEqual([]);
+  const early = deliveries.filter((d) => d.receivedAt < Date.parse(d.runAt) || d.firstReceiveAt < Date.parse(d.runAt));
+  expect(early).toEqual([]);
+  for (const d of deliveries) expect(Date.parse(d.runAt)).toBe(expected.get(d.jobId));
+  return deliveries.map((d) => d.firstReceiveAt - Date.parse(d.runAt));
+}
+
+/** Submits `n` jobs due at random milliseconds in [from, to] (epoch ms), all through the table. */
+async function submitDue(sys: TestSystem, n: number, from: number, to: number): Promise<Map<string, number>> {
+  const jobs = Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(from + Math.floor(Math.random() * (to - from))).toISOString() }));
+  const replies = await submitJobs(sys, 'demo', jobs);
+  // Due beyond the lookahead: each job goes through inbound, ingest and the table, not straight to the queue.
+  expect(replies.filter((r) => r.state !== 'SCHEDULED')).toEqual([]);
+  return new Map(replies.map((r) => [r.jobId, Date.parse(r.runAt)]));
+}
+
+let em: Emulators;
+beforeAll(async () => {
+  em = await startEmulators();
+});
+afterAll(async () => em?.stop());
+
+describe('tick state machine definition', () => {
+  it('is valid Amazon States Language, with Retry and Catch inside the iteration', () => {
+    const def = tickDefinition() as Record<string, any>;
+    const rendered = renderTickDefinition(def, ARNS);
+    const result = aslValidator(JSON.parse(rendered));
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.isValid).toBe(true);
+    expect(rendered).not.toContain('${');
+
+    const parsed = JSON.parse(rendered);
+    expect(parsed.TimeoutSeconds).toBe(150);
+    expect(parsed.States.Plan).toMatchObject({ Resource: ARNS.tick, Parameters: { runMs: 90_000, 'executionName.$': '$$.Execution.Name', 'executionStartTime.$': '$$.Execution.StartTime' } });
+    const map = parsed.States.Groups;
+    expect(map).toMatchObject({ Type: 'Map', ItemsPath: '$.groups', MaxConcurrency: 40, ResultPath: null, End: true, ItemProcessor: { ProcessorConfig: { Mode: 'INLINE' } } });
+    // A Retry or Catch on the Map itself would mean one group's failure stops (or restarts) them all.
+    expect(map.Retry).toBeUndefined();
+    expect(map.Catch).toBeUndefined();
+    const dispatch = map.ItemProcessor.States.Dispatch;
+    expect(dispatch.Resource).toBe(ARNS.dispatch);
+    expect(dispatch.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'AfterError' }]);
+    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual(['done.$', 'group.$', 'idle.$', 'idleWaitSeconds.$', 'owner.$', 'ownerStartMs.$', 'untilMs.$']);
+    for (const [name, state] of [...Object.entries(parsed.States), ...Object.entries(map.ItemProcessor.States)]) {
+      expect(typeof (state as { Comment?: unknown }).Comment, `${name} has a Comment`).toBe('string');
+    }
+  });
+
+  it('runs in aws-local-stepfunctions with the real handlers: every job arrives, none early', async () => {
+    const sys = await createSystem(em, { settings: SETTINGS });
+    const ingest = sys.startIngest();
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const steps: Step[] = [];
+    const name = `tick-${randomUUID()}`;
+    const started = Date.now();
+    const exec = startTick(sys, sys.w, name, 10_000, steps);
+    const expected = await submitDue(sys, 150, started + 3_000, started + 8_000);
+
+    const output = (await exec.result) as unknown as TickPlan;
+    const ended = Date.now();
+    await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
+    await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= expected.size, 5_000);
+    await consumer.stop();
+    await ingest.stop();
+
+    const lateness = checkDeliveries(consumer.deliveries, expected);
+    expect(Math.max(...lateness)).toBeLessThan(3_000);
+    // The execution's output is the plan (the Map keeps it: ResultPath null): one item per group, owned by this execution.
+    expect(output.groups.map((g) => [g.group, g.owner])).toEqual([0, 1, 2, 3].map((g) => [g, name]));
+    expect(Math.abs(output.groups[0]!.ownerStartMs - started)).toBeLessThan(1_000);
+    // Every step ran for this execution's groups, each group's loop ended with done, and the execution ended near untilMs.
+    expect(new Set(steps.map((s) => s.input.owner))).toEqual(new Set([name]));
+    for (const g of [0, 1, 2, 3]) expect(steps.filter((s) => s.input.group === g).at(-1)?.result.done).toBe(true);
+    expect(steps.reduce((n, s) => n + s.result.sent, 0)).toBe(expected.size);
+    expect(steps.some((s) => s.result.idle)).toBe(true);
+    expect(ended).toBeGreaterThanOrEqual(output.groups[0]!.untilMs - 1_000);
+    expect(ended).toBeLessThan(output.groups[0]!.untilMs + 3_000);
+  });
+
+  it('hands groups over between two overlapping executions: no gap, no double send, none early', async () => {
+    const sys = await createSystem(em, { settings: SETTINGS });
+    const ingest = sys.startIngest();
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const steps: Step[] = [];
+    const [nameA, nameB] = [`tick-A-${randomUUID()}`, `tick-B-${randomUUID()}`];
+    const t0 = Date.now();
+    const a = startTick(sys, sys.w, nameA, 12_000, steps);
+    // Jobs due before, during and after the overlap (A alone until ~t0+4 s, B alone after ~t0+11 s).
+    const expected = await submitDue(sys, 300, t0 + 3_000, t0 + 15_000);
+    await new Promise((r) => setTimeout(r, t0 + 4_000 - Date.now()));
+    // B runs on another wiring (another Lambda instance) over the same table and queues.
+    const b = startTick(sys, await sys.another(), nameB, 12_000, steps);
+
+    await Promise.all([a.result, b.result]);
+    await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
+    await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= expected.size, 5_000);
+    await consumer.stop();
+    await ingest.stop();
+
+    const lateness = checkDeliveries(consumer.deliveries, expected);
+    // No gap at the hand-over: a gap would leave jobs waiting for seconds (up to a whole execution).
+    expect(Math.max(...lateness)).toBeLessThan(3_000);
+    expect(a.plan()!.groups[0]!.ownerStartMs).toBeLessThan(b.plan()!.groups[0]!.ownerStartMs);
+
+    const ofA = steps.filter((s) => s.exec === nameA);
+    const ofB = steps.filter((s) => s.exec === nameB);
+    const firstLoss = Math.min(...ofA.filter((s) => s.result.lostGroup).map((s) => s.endedAt));
+    expect(Number.isFinite(firstLoss)).toBe(true);
+    expect(ofB.some((s) => s.endedAt > firstLoss && s.result.sent > 0)).toBe(true);
+    // B never lost a group, and each of A's groups ended (done) rather than running on.
+    expect(ofB.filter((s) => s.result.lostGroup)).toEqual([]);
+    for (const g of [0, 1, 2, 3]) expect(ofA.filter((s) => s.input.group === g).at(-1)?.result.done).toBe(true);
+    // Both executions sent, and every row was sent once in all.
+    const sentA = ofA.reduce((n, s) => n + s.result.sent, 0);
+    const sentB = ofB.reduce((n, s) => n + s.result.sent, 0);
+    expect(sentA).toBeGreaterThan(0);
+    expect(sentB).toBeGreaterThan(0);
+    expect(sentA + sentB).toBe(expected.size);
+    console.log(`hand-over: A sent ${sentA}, B sent ${sentB}; A lost ${ofA.filter((s) => s.result.lostGroup).length} groups; max lateness ${Math.max(...lateness)} ms`);
+  });
+});
