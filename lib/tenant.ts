@@ -105,7 +105,7 @@ export class DyneinTenant extends Construct {
     const key = keys.tenant(props.tenantName);
     const item = { ...key, queueUrl: { S: this.queue.queueUrl }, dlqUrl: { S: this.deadLetterQueue.queueUrl } };
     const tableName = props.scheduler.attributes.tableName;
-    const register = new cr.AwsCustomResource(this, 'Registration', {
+    new cr.AwsCustomResource(this, 'Registration', {
       onCreate: { service: 'DynamoDB', action: 'putItem', parameters: { TableName: tableName, Item: item }, physicalResourceId: cr.PhysicalResourceId.of(`dynein-tenant-${props.tenantName}`) },
       onUpdate: { service: 'DynamoDB', action: 'putItem', parameters: { TableName: tableName, Item: item }, physicalResourceId: cr.PhysicalResourceId.of(`dynein-tenant-${props.tenantName}`) },
       onDelete: { service: 'DynamoDB', action: 'deleteItem', parameters: { TableName: tableName, Key: key } },
@@ -114,7 +114,6 @@ export class DyneinTenant extends Construct {
       ]),
       installLatestAwsSdk: false,
     });
-    register.node.addDependency(this.queue);
     acknowledgeCustomResourceProvider(Stack.of(this));
 
     this.dlqAlarm = new cloudwatch.Alarm(this, 'DlqNotEmpty', {
