@@ -1,0 +1,78 @@
+/**
+ * The local stack's compute process: the API (as API Gateway + the submit, status and cancel
+ * Lambdas), the inbound event source (Lambda's SQS mapping into ingest) and the tick (the CDK
+ * stack's state machine running tick and dispatch). It holds no state of its own: it may be
+ * killed with SIGKILL at any moment, as a Lambda instance may die, and `npm start` starts another.
+ *
+ * Reads its configuration from the environment the Lambdas read on AWS (DYNEIN_TABLE, ...)
+ * plus the services' endpoints, set by `local/start.ts`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { RequestCounter } from '../adapters/requestCounter';
+import { readConfig, type LambdaConfig } from '../lambdas/runtime/config';
+import { cancelHandler, dispatchHandler, ingestHandler, statusHandler, submitHandler, tickHandler } from '../lambdas/runtime/handlers';
+import { wire } from '../lambdas/runtime/wiring';
+import { startApiServer } from './apiServer';
+import { LocalMetrics } from './metrics';
+import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } from './settings';
+import { startSqsEventSource } from './sqsEventSource';
+import { startLocalTick } from './tick';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+let settings: LocalSettings;
+let config: LambdaConfig;
+try {
+  settings = localSettings();
+  config = readConfig(process.env, { inboundQueue: true });
+} catch (err) {
+  console.error(`dynein compute: ${(err as Error).message}`);
+  process.exit(EXIT_CONFIG);
+}
+const secrets = JSON.parse(readFileSync(join(settings.dataDir, 'secrets.json'), 'utf8')) as LocalSecrets;
+const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+const counter = new RequestCounter();
+const dynamo = counter.attach(new DynamoDBClient({ endpoint: config.dynamodbEndpoint, region: settings.region, credentials }));
+const sqs = counter.attach(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials }));
+const metrics = new LocalMetrics(counter);
+const t = metrics.telemetry();
+const w = await wire(config, { dynamo, sqs, log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`) });
+
+const keys = Object.fromEntries(settings.tenants.map((name) => [name, secrets.tenants[name]!]));
+const api = await startApiServer({
+  port: settings.port,
+  region: settings.region,
+  keys,
+  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: cancelHandler(w, t) },
+  metrics: () => metrics.snapshot(),
+}).catch((err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EADDRINUSE') throw err;
+  console.error(`dynein compute: port ${settings.port} is in use: stop what uses it or set DYNEIN_PORT`);
+  process.exit(EXIT_CONFIG);
+});
+const ingest = ingestHandler(w, t);
+const eventSource = startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, onError: (err) => t.error('inbound event source', err) });
+const dispatch = dispatchHandler(w, t);
+const tick = startLocalTick({
+  runMs: settings.tickRunMs,
+  everyMs: settings.tickEveryMs,
+  tick: tickHandler(config.settings),
+  dispatch: (input, context) => dispatch(input, context),
+  onError: (err) => t.error('tick execution failed', err),
+});
+
+if (process.send) process.send({ type: 'ready', pid: process.pid });
+console.log(`dynein compute: ready (pid ${process.pid})`);
+
+const stop = async () => {
+  tick.stop();
+  await eventSource.stop();
+  api.close();
+  process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+process.on('disconnect', () => process.exit(0));

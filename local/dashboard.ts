@@ -1,0 +1,31 @@
+/** The local dashboard at `/`: live counts, backlog, lateness histogram, AWS requests per job. */
+export const DASHBOARD_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Dynein Serverless (local)</title>
+<style>
+ body{font:14px system-ui,sans-serif;margin:2rem;color:#222;max-width:60rem}
+ h1{font-size:1.3rem} h2{font-size:1rem;margin-top:1.5rem}
+ .cards{display:flex;gap:1rem;flex-wrap:wrap} .card{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem;min-width:7rem}
+ .card b{display:block;font-size:1.4rem} table{border-collapse:collapse} td,th{padding:.15rem .6rem;text-align:left}
+ .bar{background:#4a7;height:.8rem;display:inline-block} .muted{color:#888}
+</style></head><body>
+<h1>Dynein Serverless — local stack</h1>
+<p class="muted">Counters since compute started: <span id="since"></span>. Raw data: <a href="/local/metrics">/local/metrics</a>.</p>
+<div class="cards" id="cards"></div>
+<h2>Lateness (due time to send acknowledged)</h2><table id="hist"></table>
+<h2>AWS requests per job</h2><table id="req"></table>
+<script>
+const fmt = (n) => n.toLocaleString();
+async function refresh() {
+  try {
+    const m = await (await fetch('/local/metrics')).json();
+    document.getElementById('since').textContent = m.since;
+    const j = m.jobs;
+    document.getElementById('cards').innerHTML = [['submitted', j.submitted], ['scheduled (backlog)', j.backlog], ['queued directly', j.queuedDirectly], ['dispatched', j.dispatched], ['cancelled', j.cancelled], ['lateness mean ms', m.lateness.meanMs], ['lateness max ms', m.lateness.maxMs]]
+      .map(([k, v]) => '<div class="card">' + k + '<b>' + fmt(v) + '</b></div>').join('');
+    const max = Math.max(1, ...m.lateness.buckets.map((b) => b.count));
+    document.getElementById('hist').innerHTML = m.lateness.buckets.map((b) => '<tr><td>≤ ' + (b.le === null ? '∞' : b.le) + ' ms</td><td>' + fmt(b.count) + '</td><td><span class="bar" style="width:' + (300 * b.count / max) + 'px"></span></td></tr>').join('');
+    document.getElementById('req').innerHTML = Object.entries(m.requestsPerJob).map(([k, v]) => '<tr><td>' + k + '</td><td>' + v + '</td><td class="muted">' + fmt(m.requests[k]) + ' in all</td></tr>').join('') || '<tr><td class="muted">no jobs handled yet</td></tr>';
+  } catch (e) { document.getElementById('since').textContent = 'compute unreachable (restarting?)'; }
+}
+refresh(); setInterval(refresh, 1000);
+</script></body></html>`;

@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { TENANT_PATTERN } from '../core/jobId';
+
+/**
+ * The local stack's settings, from the environment of DESIGN.md's "Local stack" section:
+ * `DYNEIN_PORT`, `DYNEIN_TENANTS`, `DYNEIN_DATA_DIR`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`.
+ */
+export interface LocalSettings {
+  readonly port: number;
+  readonly tenants: readonly string[];
+  readonly dataDir: string;
+  readonly region: string;
+  readonly lookaheadMs?: number;
+  readonly leaseMs?: number;
+  /** How long each tick execution runs and how often one starts (as on AWS: 90 s every 60 s). */
+  readonly tickRunMs: number;
+  readonly tickEveryMs: number;
+}
+
+/** Exit code of a compute process that a restart cannot fix (port in use, bad configuration). */
+export const EXIT_CONFIG = 78;
+
+export const TABLE_NAME = 'dynein-scheduler';
+export const INBOUND_QUEUE = 'dynein-inbound';
+export const tenantQueueName = (tenant: string) => `dynein-tenant-${tenant}`;
+
+/** Reads and checks the environment; throws one error listing every problem. */
+export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettings {
+  const problems: string[] = [];
+  const int = (name: string, fallback: number | undefined, min: number, max: number): number | undefined => {
+    const raw = env[name]?.trim();
+    if (!raw) return fallback;
+    const v = Number(raw);
+    if (!Number.isInteger(v) || v < min || v > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max}, got '${raw}'`);
+      return fallback;
+    }
+    return v;
+  };
+  const port = int('DYNEIN_PORT', 8080, 1, 65_535)!;
+  const tenants = (env.DYNEIN_TENANTS?.trim() || 'demo').split(',').map((t) => t.trim()).filter(Boolean);
+  for (const t of tenants) if (!TENANT_PATTERN.test(t)) problems.push(`DYNEIN_TENANTS: '${t}' is not a valid tenant name (1-40 lowercase letters, digits or '-')`);
+  if (new Set(tenants).size !== tenants.length) problems.push('DYNEIN_TENANTS lists a tenant twice');
+  const settings: LocalSettings = {
+    port,
+    tenants,
+    dataDir: resolve(env.DYNEIN_DATA_DIR?.trim() || '.dynein'),
+    region: env.AWS_REGION?.trim() || 'us-east-1',
+    lookaheadMs: int('DYNEIN_LOOKAHEAD_MS', undefined, 1_000, 60_000),
+    leaseMs: int('DYNEIN_LEASE_MS', undefined, 2_000, 900_000),
+    tickRunMs: int('DYNEIN_TICK_RUN_MS', 90_000, 5_000, 240_000)!,
+    tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
+  };
+  if (problems.length > 0) throw new Error(`invalid local stack settings:\n- ${problems.join('\n- ')}`);
+  return settings;
+}
+
+export interface TenantKeys {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+/** Per-deployment secrets kept in the data directory, so job ids and keys survive restarts. */
+export interface LocalSecrets {
+  /** Job id HMAC key, base64. */
+  readonly idKey: string;
+  readonly tenants: Record<string, TenantKeys>;
+}
+
+/** Loads `secrets.json` from the data directory, adding what is missing (new tenants). */
+export function loadSecrets(dataDir: string, tenants: readonly string[]): LocalSecrets {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, 'secrets.json');
+  const existing: Partial<LocalSecrets> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  const secrets: LocalSecrets = { idKey: existing.idKey ?? randomBytes(32).toString('base64'), tenants: { ...existing.tenants } };
+  for (const t of tenants) {
+    secrets.tenants[t] ??= {
+      accessKeyId: `AKIA${randomBytes(8).toString('hex').toUpperCase()}`,
+      secretAccessKey: randomBytes(30).toString('base64url'),
+    };
+  }
+  writeAtomic(file, JSON.stringify(secrets, null, 2), 0o600);
+  return secrets;
+}
+
+/** Writes a file atomically: a temporary file, then a rename. */
+export function writeAtomic(file: string, content: string, mode = 0o644): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, content, { mode });
+  renameSync(tmp, file);
+}

@@ -1,0 +1,61 @@
+import './polyfills';
+import { StateMachine } from 'aws-local-stepfunctions';
+
+type JSONValue = Parameters<StateMachine['run']>[0];
+import type { DispatchStepInput } from '../core/loop';
+import { renderTickDefinition, tickDefinition } from '../lib/tickDefinition';
+import type { TickInput } from '../lambdas/runtime/handlers';
+
+const ARNS = {
+  tick: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-tick',
+  dispatch: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-dispatch',
+};
+
+export interface LocalTickOptions {
+  readonly runMs: number;
+  readonly everyMs: number;
+  readonly tick: (input: TickInput) => Promise<unknown>;
+  /** The dispatch handler, given the Lambda's remaining time as AWS would (70 s timeout). */
+  readonly dispatch: (input: DispatchStepInput, context: { getRemainingTimeInMillis(): number }) => Promise<unknown>;
+  readonly onError?: (err: unknown) => void;
+}
+
+/**
+ * The tick as EventBridge and Step Functions run it on AWS: the very state machine definition
+ * the CDK stack deploys, in aws-local-stepfunctions, its tasks bound to the in-process handlers.
+ * An execution starts at once and then every `everyMs`; each runs `runMs`, so they overlap.
+ */
+export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
+  const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS)));
+  const running = new Set<{ abort(): void }>();
+  let n = 0;
+  const start = () => {
+    const name = `local-${Date.now()}-${n++}`;
+    const execution = machine.run(
+      {},
+      {
+        context: { Execution: { Name: name } },
+        overrides: {
+          // Keyed by state name: the Plan and Dispatch tasks run the in-process handlers.
+          taskResourceLocalHandlers: {
+            Plan: async (input) => (await opts.tick(input as unknown as TickInput)) as JSONValue,
+            Dispatch: async (input) => {
+              const deadline = Date.now() + 58_000; // under the library's 60 s task timeout
+              return (await opts.dispatch(input as unknown as DispatchStepInput, { getRemainingTimeInMillis: () => deadline - Date.now() })) as JSONValue;
+            },
+          },
+        },
+      },
+    );
+    running.add(execution);
+    execution.result.catch((err: unknown) => opts.onError?.(err)).finally(() => running.delete(execution));
+  };
+  start();
+  const timer = setInterval(start, opts.everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      for (const e of running) e.abort();
+    },
+  };
+}
