@@ -1,0 +1,405 @@
+/**
+ * DyneinScheduler as the app deploys it (lib/stack.ts, tenants demo and billing) and with
+ * non-default props: the HTTP API, queues, IAM, functions, table and tick of DESIGN.md.
+ */
+import { Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as cr from 'aws-cdk-lib/custom-resources';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DyneinScheduler } from '../../lib/dyneinScheduler';
+import { DyneinStack } from '../../lib/stack';
+import type { DyneinTenant } from '../../lib/tenant';
+import {
+  allowed,
+  allPermissionStatements,
+  fastApp,
+  getAtt,
+  idOf,
+  isAnyone,
+  queuePolicyStatements,
+  ref,
+  render,
+  resource,
+  resourcesOf,
+  roleStatements,
+  type Json,
+  type Resource,
+  type Statement,
+} from './support';
+
+type FunctionName = keyof DyneinScheduler['functions'];
+const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status'];
+
+// Non-default props of the second stack.
+const CUSTOM_GROUPS = 12;
+const CUSTOM_THROTTLE = { rateLimit: 50, burstLimit: 120 };
+
+let main: DyneinStack;
+let mainT: Template;
+let custom: Stack;
+let customScheduler: DyneinScheduler;
+let customT: Template;
+let gamma: DyneinTenant;
+let delta: DyneinTenant;
+
+beforeAll(() => {
+  const app = fastApp();
+  main = new DyneinStack(app, 'Main');
+  custom = new Stack(app, 'Custom');
+  customScheduler = new DyneinScheduler(custom, 'Dynein', { groupCount: CUSTOM_GROUPS, shardCount: 96, throttle: CUSTOM_THROTTLE });
+  gamma = customScheduler.addTenant('gamma', { maxReceiveCount: 3 });
+  delta = customScheduler.addTenant('delta');
+  mainT = Template.fromStack(main);
+  customT = Template.fromStack(custom);
+});
+
+/** Both stacks, for checks that hold in every configuration. */
+const both = (): [string, DyneinScheduler, Template][] => [
+  ['Main', main.scheduler, mainT],
+  ['Custom', customScheduler, customT],
+];
+
+describe('HTTP API', () => {
+  const ROUTES = ['POST /v1/tenants/{tenant}/jobs', 'POST /v1/tenants/{tenant}/jobs/batch', 'GET /v1/tenants/{tenant}/jobs/{jobId}', 'DELETE /v1/tenants/{tenant}/jobs/{jobId}'];
+
+  it('has exactly the four routes of DESIGN.md, every one AWS_IAM, each on the function that serves it', () => {
+    const s = main.scheduler;
+    const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
+    expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
+    const served: Record<string, FunctionName> = { [ROUTES[0]!]: 'submit', [ROUTES[1]!]: 'submit', [ROUTES[2]!]: 'status', [ROUTES[3]!]: 'cancel' };
+    for (const [id, r] of routes) {
+      expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
+      expect(r.Properties.ApiId).toEqual({ Ref: idOf(s.httpApi) });
+      const integrationId = /^integrations\/\{Ref:(.+)\}$/.exec(render(r.Properties.Target))?.[1];
+      expect(integrationId, `${id} target`).toBeDefined();
+      const integration = resource(mainT, integrationId!);
+      expect(render(integration.Properties.IntegrationUri)).toBe(getAtt(s.functions[served[render(r.Properties.RouteKey)]!], 'Arn'));
+    }
+  });
+
+  it('has one stage with access logs to a retained log group and default route throttling', () => {
+    const stages = resourcesOf(mainT, 'AWS::ApiGatewayV2::Stage');
+    expect(stages).toHaveLength(1);
+    const [, stage] = stages[0]!;
+    const access = stage.Properties.AccessLogSettings as { DestinationArn: Json; Format: string } | undefined;
+    expect(access, 'access log settings').toBeDefined();
+    const logGroupId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(access!.DestinationArn))?.[1];
+    expect(resource(mainT, logGroupId!).Type).toBe('AWS::Logs::LogGroup');
+    expect(resource(mainT, logGroupId!).Properties.RetentionInDays).toBeGreaterThan(0);
+    expect(access!.Format).toContain('$context.requestId');
+    expect(access!.Format).toContain('$context.identity.userArn'); // who called, for IAM-authorized requests
+    expect(stage.Properties.DefaultRouteSettings).toEqual(
+      expect.objectContaining({ ThrottlingRateLimit: expect.any(Number), ThrottlingBurstLimit: expect.any(Number) }),
+    );
+    const throttle = stage.Properties.DefaultRouteSettings as { ThrottlingRateLimit: number; ThrottlingBurstLimit: number };
+    expect(throttle.ThrottlingRateLimit).toBeGreaterThan(0);
+    expect(throttle.ThrottlingBurstLimit).toBeGreaterThan(0);
+  });
+
+  it('applies the throttle prop to the stage', () => {
+    customT.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingRateLimit: CUSTOM_THROTTLE.rateLimit, ThrottlingBurstLimit: CUSTOM_THROTTLE.burstLimit },
+      AccessLogSettings: Match.objectLike({ DestinationArn: Match.anyValue() }),
+    });
+  });
+});
+
+describe('queues', () => {
+  /** Logical id of the queue a RedrivePolicy points at. */
+  const dlqOf = (q: Resource) => /^\{GetAtt:(.+)\.Arn\}$/.exec(render((q.Properties.RedrivePolicy as { deadLetterTargetArn?: Json } | undefined)?.deadLetterTargetArn))?.[1];
+
+  it.each(['Main', 'Custom'])('%s: every queue is one the scheduler or a tenant owns, and all have SSE', (name) => {
+    const [, s, t] = both().find(([n]) => n === name)!;
+    const owned = [s.inboundQueue, s.inboundDeadLetterQueue, ...s.tenants.flatMap((x) => [x.queue, x.deadLetterQueue])].map(idOf);
+    const queues = resourcesOf(t, 'AWS::SQS::Queue');
+    expect(queues.map(([id]) => id).sort()).toEqual([...owned].sort());
+    for (const [id, q] of queues) {
+      const sse = q.Properties.SqsManagedSseEnabled === true || q.Properties.KmsMasterKeyId !== undefined;
+      expect(sse, `${id} SSE`).toBe(true);
+    }
+  });
+
+  it.each(['Main', 'Custom'])('%s: every queue that is not a DLQ redrives to a DLQ of its own', (name) => {
+    const [, s, t] = both().find(([n]) => n === name)!;
+    const queues = resourcesOf(t, 'AWS::SQS::Queue');
+    const dlqs = new Set(queues.map(([, q]) => dlqOf(q)).filter((x): x is string => x !== undefined));
+    // The DLQs are exactly the scheduler's and the tenants' dead-letter queues, none shared.
+    expect([...dlqs].sort()).toEqual([s.inboundDeadLetterQueue, ...s.tenants.map((x) => x.deadLetterQueue)].map(idOf).sort());
+    const sources = queues.filter(([id]) => !dlqs.has(id));
+    expect(sources.length).toBe(1 + s.tenants.length);
+    for (const [id, q] of sources) {
+      const redrive = q.Properties.RedrivePolicy as { maxReceiveCount?: number } | undefined;
+      expect(redrive, `${id} RedrivePolicy`).toBeDefined();
+      expect(redrive!.maxReceiveCount, `${id} maxReceiveCount`).toBeGreaterThanOrEqual(1);
+      expect(dlqOf(q)).not.toBe(id);
+    }
+    for (const [id, q] of queues.filter(([x]) => dlqs.has(x))) expect(q.Properties.RedrivePolicy, `${id} is a DLQ`).toBeUndefined();
+  });
+
+  it('tenant queues redrive after 5 receives by default, and maxReceiveCount overrides it', () => {
+    const mrc = (t: Template, tenant: DyneinTenant) => {
+      const q = resource(t, idOf(tenant.queue));
+      expect(dlqOf(q)).toBe(idOf(tenant.deadLetterQueue));
+      return (q.Properties.RedrivePolicy as { maxReceiveCount: number }).maxReceiveCount;
+    };
+    expect(main.scheduler.tenants.map((x) => x.tenantName).sort()).toEqual(['billing', 'demo']);
+    for (const tenant of main.scheduler.tenants) expect(mrc(mainT, tenant), tenant.tenantName).toBe(5);
+    expect(mrc(customT, delta)).toBe(5);
+    expect(mrc(customT, gamma)).toBe(3);
+  });
+
+  it.each(['Main', 'Custom'])('%s: every queue has a policy that denies every action without TLS', (name) => {
+    const [, , t] = both().find(([n]) => n === name)!;
+    const queues = resourcesOf(t, 'AWS::SQS::Queue');
+    expect(queues.length).toBeGreaterThanOrEqual(4);
+    for (const [id] of queues) {
+      const tlsDeny = queuePolicyStatements(t, id).filter(
+        (s) =>
+          s.Effect === 'Deny' &&
+          isAnyone(s.Principal) &&
+          (s.Action.includes('sqs:*') || s.Action.includes('*')) &&
+          s.Resource.includes(getAtt(id, 'Arn')) &&
+          String((s.Condition.Bool as Record<string, Json> | undefined)?.['aws:SecureTransport']) === 'false',
+      );
+      expect(tlsDeny, `${id} TLS-only deny`).toHaveLength(1);
+    }
+  });
+});
+
+describe('IAM', () => {
+  const WILDCARD = /[*?]/;
+  const isTlsDeny = (s: Statement) => s.Effect === 'Deny' && String((s.Condition.Bool as Record<string, Json> | undefined)?.['aws:SecureTransport']) === 'false';
+
+  it.each(['Main', 'Custom'])('%s: no statement grants a wildcard action (identity, inline and queue policies)', (name) => {
+    const [, , t] = both().find(([n]) => n === name)!;
+    const statements = allPermissionStatements(t);
+    // Identity policies of the six functions, the state machine, the rule, the registration and queue policies.
+    expect(statements.length).toBeGreaterThan(20);
+    expect(statements.some((s) => s.source.includes('QueuePolicy') || s.source.includes('Policy'))).toBe(true);
+    for (const s of statements) {
+      expect(s.NotAction, `${s.source}: NotAction`).toEqual([]);
+      for (const a of s.Action) {
+        expect(a, `${s.source}: action ${a}`).toMatch(/^[a-z0-9-]+:/);
+        // A Deny may only be broad where broader is safer: the TLS-only deny of every queue.
+        if (WILDCARD.test(a)) expect(isTlsDeny(s), `${s.source}: ${s.Effect} ${a} is a wildcard`).toBe(true);
+      }
+    }
+  });
+
+  it('the wildcard check catches service:* and service:Get* patterns', () => {
+    // The same predicate as above, on statements it must reject.
+    const bad: Statement[] = ['sqs:*', 'dynamodb:Get*', 's3:?etObject', '*'].map((a) => ({ Effect: 'Allow', Action: [a], NotAction: [], Resource: ['x'], NotResource: [], Principal: undefined, Condition: {}, source: 'probe' }));
+    for (const s of bad) expect(s.Action.some((a) => WILDCARD.test(a)) && !isTlsDeny(s)).toBe(true);
+  });
+});
+
+describe('functions', () => {
+  it('the six Dynein functions (and only the registration provider besides) use nodejs22.x on arm64 with a retained log group', () => {
+    const s = main.scheduler;
+    const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
+    expect(new Set(ids).size).toBe(6);
+    const provider = `AWS${cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`;
+    const others = resourcesOf(mainT, 'AWS::Lambda::Function').map(([id]) => id).filter((id) => !ids.includes(id));
+    expect(others.every((id) => id.startsWith(provider)), `unexpected functions ${others.join(', ')}`).toBe(true);
+    for (const n of FUNCTIONS) {
+      const f = resource(mainT, idOf(s.functions[n]));
+      expect(f.Properties.Runtime, n).toBe('nodejs22.x');
+      expect(f.Properties.Architectures, n).toEqual(['arm64']);
+      const lg = /^\{Ref:(.+)\}$/.exec(render((f.Properties.LoggingConfig as { LogGroup?: Json } | undefined)?.LogGroup))?.[1];
+      expect(lg, `${n} log group`).toBeDefined();
+      const group = resource(mainT, lg!);
+      expect(group.Type).toBe('AWS::Logs::LogGroup');
+      expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
+    }
+  });
+
+  it.each(['Main', 'Custom'])('%s: dispatch reserves at least two concurrent executions per shard group', (name) => {
+    const [, s, t] = both().find(([n]) => n === name)!;
+    const groups = name === 'Custom' ? CUSTOM_GROUPS : s.settings.groupCount;
+    const reserved = resource(t, idOf(s.functions.dispatch)).Properties.ReservedConcurrentExecutions;
+    expect(reserved).toEqual(expect.any(Number));
+    expect(reserved as number).toBeGreaterThanOrEqual(2 * groups);
+  });
+
+  // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
+  // outside `allowed` may be; logs go to the function's own group only.
+  const NEEDS: Record<FunctionName, { required: string[]; allowed: string[] }> = {
+    // Tenant registry read, id signing, inbound send (tenant queues admit it by their own policy).
+    submit: { required: ['dynamodb:GetItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'], allowed: [] },
+    // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
+    ingest: {
+      required: ['dynamodb:PutItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
+      allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+    },
+    // One key lookup.
+    status: { required: ['dynamodb:GetItem', 'secretsmanager:GetSecretValue'], allowed: [] },
+    // Conditional update to CANCELLED, or a tombstone.
+    cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
+    // Plans groups from its settings: no data access at all.
+    tick: { required: [], allowed: [] },
+    // Query the due range, CAS acquire and lease renewals, cancel records, deletes; sends through tenant queue policies; never the id key.
+    dispatch: {
+      required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:GetItem'],
+      allowed: ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
+    },
+  };
+  const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+
+  it.each(FUNCTIONS)('%s: its role grants only what its flow needs, on the scheduler resources only', (n) => {
+    const s = main.scheduler;
+    const f = resource(mainT, idOf(s.functions[n]));
+    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(f.Properties.Role))?.[1];
+    expect(roleId, `${n} role`).toBeDefined();
+    const role = resource(mainT, roleId!);
+    expect(role.Properties.ManagedPolicyArns ?? [], `${n} managed policies`).toEqual([]);
+    const statements = roleStatements(mainT, roleId!);
+    for (const st of statements) expect(st.Effect, st.source).toBe('Allow');
+    const granted = allowed(statements);
+    const need = NEEDS[n];
+    for (const a of [...need.required, ...LOGS]) expect(granted.has(a), `${n} needs ${a}`).toBe(true);
+    for (const a of granted.keys()) expect([...need.required, ...need.allowed, ...LOGS], `${n} must not have ${a}`).toContain(a);
+
+    const logGroup = `{GetAtt:${render((f.Properties.LoggingConfig as { LogGroup: Json }).LogGroup).slice('{Ref:'.length, -1)}.Arn}`;
+    const expectedResource = (a: string): string => {
+      if (a.startsWith('dynamodb:')) return getAtt(s.table, 'Arn');
+      if (a.startsWith('secretsmanager:')) return ref(s.idKey);
+      if (a.startsWith('sqs:')) return getAtt(s.inboundQueue, 'Arn');
+      if (a.startsWith('logs:')) return logGroup;
+      throw new Error(`unexpected ${a}`);
+    };
+    for (const [a, resources] of granted) expect([...resources], `${n}: ${a}`).toEqual([expectedResource(a)]);
+  });
+
+  it('the DESIGN.md examples hold: status reads only, tick touches no data, dispatch has no key, submit sends to inbound', () => {
+    const s = main.scheduler;
+    const grantsOf = (n: FunctionName) => allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
+    const status = grantsOf('status');
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
+    expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
+    expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual([]);
+    expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:') || a.startsWith('sqs:'))).toEqual([]);
+    expect([...(grantsOf('submit').get('sqs:SendMessage') ?? [])]).toEqual([getAtt(s.inboundQueue, 'Arn')]);
+  });
+
+  it('ingest reads the inbound queue through an event source that reports partial batch failures', () => {
+    const s = main.scheduler;
+    const mappings = resourcesOf(mainT, 'AWS::Lambda::EventSourceMapping');
+    expect(mappings).toHaveLength(1);
+    const [, m] = mappings[0]!;
+    expect(render(m.Properties.EventSourceArn)).toBe(getAtt(s.inboundQueue, 'Arn'));
+    expect(render(m.Properties.FunctionName)).toBe(ref(s.functions.ingest));
+    expect(m.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+    // Lambda's guidance for SQS sources: visibility timeout at least six times the function timeout.
+    const timeout = resource(mainT, idOf(s.functions.ingest)).Properties.Timeout as number;
+    expect(resource(mainT, idOf(s.inboundQueue)).Properties.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * timeout);
+  });
+});
+
+describe('scheduler table', () => {
+  it('is one on-demand table keyed pk/sk with PITR, TTL on expiresAt, retained on delete and replace', () => {
+    const tables = resourcesOf(mainT, 'AWS::DynamoDB::GlobalTable');
+    expect(tables).toHaveLength(1);
+    expect(resourcesOf(mainT, 'AWS::DynamoDB::Table')).toHaveLength(0);
+    const [id, table] = tables[0]!;
+    expect(id).toBe(idOf(main.scheduler.table));
+    expect(table.DeletionPolicy).toBe('Retain');
+    expect(table.UpdateReplacePolicy).toBe('Retain');
+    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
+    expect(table.Properties.KeySchema).toEqual([
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ]);
+    const replicas = table.Properties.Replicas as { PointInTimeRecoverySpecification?: { PointInTimeRecoveryEnabled?: boolean } }[];
+    expect(replicas.length).toBeGreaterThanOrEqual(1);
+    for (const r of replicas) expect(r.PointInTimeRecoverySpecification?.PointInTimeRecoveryEnabled).toBe(true);
+  });
+});
+
+describe('tick', () => {
+  interface State { Type: string; Resource?: string; Retry?: unknown[]; Catch?: { ErrorEquals: string[]; Next: string }[]; MaxConcurrency?: number; ItemProcessor?: Machine; Iterator?: Machine; Parameters?: Record<string, Json>; Next?: string }
+  interface Machine { StartAt: string; States: Record<string, State>; TimeoutSeconds?: number }
+
+  /** The deployed definition, with definitionSubstitutions applied as Step Functions does. */
+  function definition(t: Template, smId: string): Machine {
+    const sm = resource(t, smId);
+    let text = render(sm.Properties.DefinitionString);
+    const subs = (sm.Properties.DefinitionSubstitutions ?? {}) as Record<string, Json>;
+    for (const [k, v] of Object.entries(subs)) text = text.split(`\${${k}}`).join(render(v));
+    expect(text).not.toMatch(/\$\{[A-Za-z0-9_]+\}/);
+    return JSON.parse(text) as Machine;
+  }
+
+  it.each(['Main', 'Custom'])('%s: EXPRESS, one Map of at most 40 (and at least groupCount) with Retry and Catch inside each iteration', (name) => {
+    const [, s, t] = both().find(([n]) => n === name)!;
+    const machines = resourcesOf(t, 'AWS::StepFunctions::StateMachine');
+    expect(machines).toHaveLength(1);
+    expect(machines[0]![1].Properties.StateMachineType).toBe('EXPRESS');
+    const def = definition(t, idOf(s.stateMachine));
+    const functionArns = [getAtt(s.functions.tick, 'Arn'), getAtt(s.functions.dispatch, 'Arn')];
+
+    const maps = Object.entries(def.States).filter(([, st]) => st.Type === 'Map');
+    expect(maps).toHaveLength(1);
+    const [, map] = maps[0]!;
+    const groups = name === 'Custom' ? CUSTOM_GROUPS : s.settings.groupCount;
+    // MaxConcurrency 0 would mean unlimited; fewer than the groups would starve some groups.
+    expect(Number.isInteger(map.MaxConcurrency)).toBe(true);
+    expect(map.MaxConcurrency!).toBeLessThanOrEqual(40);
+    expect(map.MaxConcurrency!).toBeGreaterThanOrEqual(groups);
+
+    const iteration = map.ItemProcessor ?? map.Iterator;
+    expect(iteration).toBeDefined();
+    const inner = Object.entries(iteration!.States);
+    const tasks = inner.filter(([, st]) => st.Type === 'Task');
+    expect(tasks.length).toBeGreaterThan(0);
+    expect(inner.filter(([, st]) => st.Type === 'Fail')).toEqual([]);
+    for (const [n, task] of tasks) {
+      expect(task.Retry?.length ?? 0, `${n} Retry`).toBeGreaterThan(0);
+      const catchAll = (task.Catch ?? []).filter((c) => c.ErrorEquals.includes('States.ALL'));
+      expect(catchAll, `${n} Catch States.ALL`).toHaveLength(1);
+      expect(Object.keys(iteration!.States), `${n} catches to a state inside the iteration`).toContain(catchAll[0]!.Next);
+    }
+
+    // Every task runs the tick or the dispatch function, and both are used.
+    const allTasks = [...Object.values(def.States), ...Object.values(iteration!.States)].filter((st) => st.Type === 'Task');
+    for (const task of allTasks) expect(functionArns).toContain(task.Resource);
+    expect(new Set(allTasks.map((x) => x.Resource))).toEqual(new Set(functionArns));
+  });
+
+  it('runs each execution ~90 s within the Express limit, so consecutive executions overlap', () => {
+    const def = definition(mainT, idOf(main.scheduler.stateMachine));
+    const plan = Object.values(def.States).find((st) => st.Resource === getAtt(main.scheduler.functions.tick, 'Arn'));
+    expect(plan?.Parameters?.runMs).toBe(90_000);
+    expect(def.TimeoutSeconds).toBeGreaterThan(90);
+    expect(def.TimeoutSeconds).toBeLessThanOrEqual(300);
+  });
+
+  it('an EventBridge rule starts it every minute', () => {
+    const smRef = { Ref: idOf(main.scheduler.stateMachine) };
+    const rules = resourcesOf(mainT, 'AWS::Events::Rule').filter(([, r]) => (r.Properties.Targets as { Arn: Json }[] | undefined)?.some((x) => JSON.stringify(x.Arn) === JSON.stringify(smRef)));
+    expect(rules).toHaveLength(1);
+    const [, rule] = rules[0]!;
+    expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    expect(rule.Properties.State ?? 'ENABLED').toBe('ENABLED');
+  });
+
+  it('the state machine role invokes the tick and dispatch functions and nothing else', () => {
+    const s = main.scheduler;
+    const sm = resource(mainT, idOf(s.stateMachine));
+    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(sm.Properties.RoleArn))![1]!;
+    const statements = roleStatements(mainT, roleId);
+    const lambdaStatements = statements.filter((st) => st.Action.some((a) => a.startsWith('lambda:') || a === '*'));
+    const actions = new Set(lambdaStatements.flatMap((st) => st.Action));
+    expect([...actions]).toEqual(['lambda:InvokeFunction']);
+    const targets = new Set(lambdaStatements.flatMap((st) => st.Resource));
+    const tick = getAtt(s.functions.tick, 'Arn');
+    const dispatch = getAtt(s.functions.dispatch, 'Arn');
+    expect(targets.has(tick) && targets.has(dispatch)).toBe(true);
+    // Versions and aliases of the two functions are fine; any other resource is not.
+    for (const r of targets) expect([tick, dispatch, `${tick}:*`, `${dispatch}:*`]).toContain(r);
+    // No other service may be reached with the role's Resource "*" statements than logs delivery and X-Ray.
+    for (const st of statements.filter((x) => x.Resource.includes('*'))) {
+      for (const a of st.Action) expect(a, st.source).toMatch(/^(logs|xray):/);
+    }
+  });
+});

@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+
+export interface LocalJson {
+  endpoint: string;
+  region: string;
+  sqsEndpoint: string;
+  dynamodbEndpoint: string;
+  pids: { services: number; compute: number };
+  tenants: Record<string, { accessKeyId: string; secretAccessKey: string; queueUrl: string; dlqUrl: string }>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** `npm start` as a user runs it, in its own process group, with a fresh data directory. */
+export async function startLocalStack(env: Record<string, string>): Promise<{ proc: ChildProcess; dataDir: string; output: () => string; localJson: () => LocalJson | undefined; waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>; stop(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
+  const port = await freePort();
+  let out = '';
+  const proc = spawn('npm', ['start'], {
+    cwd: process.cwd(),
+    env: { ...process.env, DYNEIN_DATA_DIR: dataDir, DYNEIN_PORT: String(port), ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const file = join(dataDir, 'local.json');
+  const read = () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as LocalJson) : undefined);
+  return {
+    proc,
+    dataDir,
+    output: () => out,
+    localJson: read,
+    async waitForLocalJson(pred = () => true, timeoutMs = 30_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        let l: LocalJson | undefined;
+        try {
+          l = read();
+        } catch {
+          l = undefined; // never half-written (atomic rename), but be safe
+        }
+        if (l && pred(l)) return l;
+        if (Date.now() > until) throw new Error(`local.json not ready after ${timeoutMs} ms; output:\n${out}`);
+        if (proc.exitCode !== null) throw new Error(`npm start exited (${proc.exitCode}); output:\n${out}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async stop() {
+      const running = () => proc.exitCode === null && proc.signalCode === null;
+      const signal = (s: NodeJS.Signals) => {
+        try {
+          process.kill(-proc.pid!, s);
+        } catch {
+          // the group is gone already
+        }
+      };
+      if (!running()) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      signal('SIGINT');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 8_000))]);
+      if (running()) signal('SIGKILL');
+    },
+  };
+}
+
+/** A SigV4-signed request to the API (service execute-api), as the SDK and curl sign it. */
+export async function signedFetch(
+  endpoint: string,
+  creds: { accessKeyId: string; secretAccessKey: string },
+  method: string,
+  path: string,
+  body?: string,
+  opts: { region?: string; tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined; date?: Date } = {},
+): Promise<{ status: number; json: any; headers: Headers }> {
+  const url = new URL(path, endpoint);
+  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? 'us-east-1', credentials: creds, sha256: Hash.bind(null, 'sha256') });
+  const request = await signer.sign(
+    { method, protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body },
+    opts.date ? { signingDate: opts.date } : undefined,
+  );
+  const headers = { ...(request.headers as Record<string, string>) };
+  delete headers.host;
+  const sent = opts.tamper ? opts.tamper(headers, body) : body;
+  const res = await fetch(url, { method, headers, body: sent });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: res.status, json, headers: res.headers };
+}
