@@ -1,0 +1,55 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { signedFetch, startLocalStack } from '../support/localStack';
+import { consume } from '../support/system';
+
+/**
+ * The compute process (API, event source, tick: the Lambdas) is SIGKILLed twice while a burst is
+ * being dispatched; `npm start` restarts it, as Lambda starts a new instance, and every job
+ * still arrives, none early.
+ */
+let stack: Awaited<ReturnType<typeof startLocalStack>> | undefined;
+afterAll(async () => stack?.stop());
+
+describe('compute killed mid-dispatch', () => {
+  it('loses nothing when compute is SIGKILLed twice during a burst', async () => {
+    stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
+    const local = await stack.waitForLocalJson();
+    const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const consumer = consume(sqs, local.tenants.alpha!.queueUrl);
+
+    // A burst of 300 jobs due over 4 s, starting 3 s from now, through the table.
+    const start = Date.now();
+    const jobs = Array.from({ length: 300 }, (_, i) => ({ payload: { i }, runAt: new Date(start + 3_000 + Math.floor((i / 300) * 4_000)).toISOString() }));
+    const ids: string[] = [];
+    for (let i = 0; i < jobs.length; i += 100) {
+      const res = await signedFetch(local.endpoint, local.tenants.alpha!, 'POST', '/v1/tenants/alpha/jobs/batch', JSON.stringify({ jobs: jobs.slice(i, i + 100) }));
+      expect(res.status).toBe(200);
+      for (const r of res.json.results) {
+        expect(r.state).toBe('SCHEDULED');
+        ids.push(r.jobId);
+      }
+    }
+
+    const pids: number[] = [local.pids.compute];
+    for (const at of [start + 3_800, start + 5_800]) {
+      await new Promise((r) => setTimeout(r, at - Date.now()));
+      const victim = stack.localJson()!.pids.compute;
+      process.kill(victim, 'SIGKILL');
+      const next = await stack.waitForLocalJson((l) => l.pids.compute !== victim, 30_000);
+      pids.push(next.pids.compute);
+    }
+    expect(new Set(pids).size).toBe(3);
+    expect(stack.output()).toMatch(/compute died \(SIGKILL\); starting a new one/);
+
+    await consumer.waitFor((d) => ids.every((id) => d.some((x) => x.jobId === id)), 60_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    await consumer.stop();
+    sqs.destroy();
+
+    const received = new Set(consumer.deliveries.map((d) => d.jobId));
+    expect(ids.filter((id) => !received.has(id))).toEqual([]);
+    expect(consumer.deliveries.filter((d) => d.firstReceiveAt < Date.parse(d.runAt))).toEqual([]);
+    console.log(`compute killed twice: ${received.size} jobs delivered, ${consumer.deliveries.length - received.size} duplicates`);
+  }, 120_000);
+});
