@@ -294,10 +294,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
 
   #tick(tick: lambda.IFunction, dispatch: lambda.IFunction, props: DyneinSchedulerProps, retention: logs.RetentionDays): { stateMachine: sfn.StateMachine; rule: events.Rule } {
     const logGroup = new logs.LogGroup(this, 'TickExecutionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    const runMs = (props.tickRunTime ?? Duration.seconds(90)).toMilliseconds();
+    // A minute after the run for the last steps to return (150 s for the default 90 s), within Express's 300 s.
+    const timeoutSeconds = Math.min(300, Math.ceil(runMs / 1000) + 60);
     const stateMachine = new sfn.StateMachine(this, 'TickStateMachine', {
       stateMachineType: sfn.StateMachineType.EXPRESS,
       comment: 'Dynein tick: plan shard groups, dispatch each in a loop until the execution ends',
-      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(tickDefinition({ runMs: (props.tickRunTime ?? Duration.seconds(90)).toMilliseconds() }))),
+      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(tickDefinition({ runMs, timeoutSeconds }))),
       definitionSubstitutions: { [TICK_FUNCTION_ARN_KEY]: tick.functionArn, [DISPATCH_FUNCTION_ARN_KEY]: dispatch.functionArn },
       logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
       tracingEnabled: true,
@@ -342,8 +345,9 @@ function validateProps(id: string, props: DyneinSchedulerProps): SchedulerSettin
   if (lat !== undefined && lat <= 0) problems.push('latenessAlarmThreshold must be positive');
   if (props.throttle && (!(props.throttle.rateLimit > 0) || !(props.throttle.burstLimit > 0))) problems.push('throttle.rateLimit and throttle.burstLimit must be positive');
   const groups = props.groupCount ?? DEFAULTS.groupCount;
-  if (props.dispatchReservedConcurrency !== undefined && props.dispatchReservedConcurrency < 2 * groups) {
-    problems.push(`dispatchReservedConcurrency must be at least twice groupCount (${2 * groups}): tick executions overlap`);
+  const reserved = props.dispatchReservedConcurrency;
+  if (reserved !== undefined && (!Number.isInteger(reserved) || reserved < 2 * groups)) {
+    problems.push(`dispatchReservedConcurrency must be an integer at least twice groupCount (${2 * groups}): tick executions overlap, got ${reserved}`);
   }
   if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
   return settings;

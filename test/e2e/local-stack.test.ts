@@ -86,7 +86,7 @@ describe('npm start', () => {
     expect(all().filter((d) => d.firstReceiveAt < Date.parse(d.runAt) || d.receivedAt < Date.parse(d.runAt))).toEqual([]);
     // Each tenant's queue holds its own jobs only.
     for (const [tenant, c] of Object.entries(consumers)) expect(c.deliveries.every((d) => d.tenant === tenant)).toBe(true);
-    const metrics = await (await fetch(`${local.endpoint}/local/metrics`)).json();
+    const metrics = (await (await fetch(`${local.endpoint}/local/metrics`)).json()) as { jobs: { dispatched: number; cancelled: number } };
     expect(metrics.jobs.dispatched).toBeGreaterThanOrEqual(expected.length);
     expect(metrics.jobs.cancelled).toBe(cancelled.size);
   }, 90_000);

@@ -1,0 +1,75 @@
+/**
+ * Props validation: a bad DyneinScheduler throws once with every problem listed; a bad tenant
+ * name throws; valid values at the edges are accepted.
+ */
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import type { CfnStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
+import { describe, expect, it } from 'vitest';
+import { DyneinScheduler } from '../../lib/dyneinScheduler';
+import { DyneinTenant } from '../../lib/tenant';
+import { fastApp } from './support';
+
+let n = 0;
+/** A fresh stack per construction: nothing is synthesized in this file. */
+const stack = (app: App = fastApp()) => new Stack(app, `S${n++}`);
+
+describe('DyneinScheduler props', () => {
+  it('throws ONE error listing every problem', () => {
+    let error: unknown;
+    try {
+      new DyneinScheduler(stack(), 'X', { shardCount: 0, groupCount: 50, tickRunTime: Duration.seconds(10), dispatchReservedConcurrency: 1 });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(Error);
+    const message = (error as Error).message;
+    // One line per problem, each naming its prop.
+    for (const prop of ['shardCount', 'groupCount', 'tickRunTime', 'dispatchReservedConcurrency']) expect(message, prop).toMatch(new RegExp(`^- ${prop}\\b`, 'm'));
+    expect(message.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(4);
+    expect(message).toContain("'X'");
+  });
+
+  it('names the cross-field problems too (groupCount above shardCount, lease shorter than twice the lookahead)', () => {
+    expect(() => new DyneinScheduler(stack(), 'X', { shardCount: 10, groupCount: 20, lookahead: Duration.seconds(5), lease: Duration.seconds(6) })).toThrow(
+      /groupCount \(20\) must not exceed shardCount \(10\)[\s\S]*leaseMs \(6000\) must be at least twice lookaheadMs \(5000\)/,
+    );
+  });
+
+  it('rejects a dispatch reserved concurrency that is not a whole number', () => {
+    expect(() => new DyneinScheduler(stack(), 'X', { dispatchReservedConcurrency: 17.5 })).toThrow(/dispatchReservedConcurrency/);
+  });
+
+  it('accepts the defaults and every tickRunTime the validator allows (60 to 240 s)', () => {
+    const app = fastApp();
+    expect(() => new DyneinScheduler(stack(app), 'X')).not.toThrow();
+    for (const s of [60, 90, 150, 200, 240]) {
+      let scheduler: DyneinScheduler | undefined;
+      expect(() => (scheduler = new DyneinScheduler(stack(app), 'X', { tickRunTime: Duration.seconds(s) })), `${s} s`).not.toThrow();
+      // The execution may run that long: its timeout leaves room after the run, within Express's 300 s.
+      const definition = JSON.parse((scheduler!.stateMachine.node.defaultChild as CfnStateMachine).definitionString as string) as { TimeoutSeconds: number };
+      expect(definition.TimeoutSeconds, `${s} s`).toBeGreaterThan(s);
+      expect(definition.TimeoutSeconds, `${s} s`).toBeLessThanOrEqual(300);
+    }
+    expect(() => new DyneinScheduler(stack(app), 'X', { tickRunTime: Duration.seconds(241) })).toThrow(/tickRunTime/);
+    expect(() => new DyneinScheduler(stack(app), 'X', { tickRunTime: Duration.seconds(59) })).toThrow(/tickRunTime/);
+  });
+});
+
+describe('DyneinTenant props', () => {
+  const attributes = { tableName: 'table', tableArn: 'arn:aws:dynamodb:eu-west-1:111111111111:table/table', httpApiId: 'api', senderRoleArns: ['arn:aws:iam::111111111111:role/submit', 'arn:aws:iam::111111111111:role/dispatch'] };
+  const tenant = (tenantName: string, extra: { maxReceiveCount?: number } = {}) =>
+    new DyneinTenant(stack(), 'T', { scheduler: DyneinScheduler.fromAttributes(attributes), tenantName, ...extra });
+
+  it.each(['', 'Billing', '-billing', 'billing_team', 'billing.team', 'a'.repeat(41), 'bill ing', 'billing/x'])('rejects tenant name %j', (name) => {
+    expect(() => tenant(name)).toThrow(/tenantName/);
+  });
+
+  it.each(['a', '0', 'billing', 'team-42', 'a'.repeat(40)])('accepts tenant name %j', (name) => {
+    expect(() => tenant(name)).not.toThrow();
+  });
+
+  it('lists a bad name and a bad maxReceiveCount together, and needs the scheduler senders', () => {
+    expect(() => tenant('Bad_Name', { maxReceiveCount: 0 })).toThrow(/tenantName[\s\S]*maxReceiveCount/);
+    expect(() => new DyneinTenant(stack(), 'T', { scheduler: DyneinScheduler.fromAttributes({ ...attributes, senderRoleArns: [] }), tenantName: 'ok' })).toThrow(/senderRoleArns/);
+  });
+});
