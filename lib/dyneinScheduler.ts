@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Duration, Lazy, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -18,6 +18,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { QUEUE_SETTINGS } from '../adapters/resources';
 import { TABLE_KEY } from '../adapters/tableSchema';
 import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config';
 import { NAMESPACE } from '../lambdas/runtime/powertools';
@@ -93,6 +94,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   readonly monitoring: SchedulerMonitoring;
   readonly attributes: SchedulerAttributes;
   readonly tenants: DyneinTenant[] = [];
+  /** Principals allowed to send to the inbound queue: submit, and roles given {@link grantInboundRedrive}. */
+  readonly #inboundSenders: string[] = [];
 
   constructor(scope: Construct, id: string, props: DyneinSchedulerProps = {}) {
     super(scope, id);
@@ -110,7 +113,12 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       ...(props.warmThroughput ? { warmThroughput: props.warmThroughput } : {}),
     });
     // Ingest's timeout is 30 s; Lambda's event source wants the visibility at six times that.
-    ({ queue: this.inboundQueue, deadLetterQueue: this.inboundDeadLetterQueue } = secureQueue(this, 'Inbound', { visibilityTimeout: Duration.seconds(180) }));
+    const inbound = QUEUE_SETTINGS.inbound;
+    ({ queue: this.inboundQueue, deadLetterQueue: this.inboundDeadLetterQueue } = secureQueue(this, 'Inbound', {
+      visibilityTimeout: Duration.seconds(inbound.visibilityTimeoutSeconds),
+      maxReceiveCount: inbound.maxReceiveCount,
+      retentionPeriod: Duration.seconds(inbound.retentionSeconds),
+    }));
     this.idKey = new secrets.Secret(this, 'JobIdKey', {
       description: 'Dynein Serverless: HMAC key that signs job ids (rotating it invalidates outstanding ids)',
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
@@ -157,6 +165,18 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     }
     submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
     ingest.addEventSource(new SqsEventSource(this.inboundQueue, { batchSize: 10, reportBatchItemFailures: true }));
+    // Only submit writes the inbound queue (ingest trusts what it reads there, beyond the id's MAC).
+    this.#inboundSenders.push(submit.role!.roleArn);
+    this.inboundQueue.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OnlySubmitSends',
+        effect: iam.Effect.DENY,
+        actions: ['sqs:SendMessage'],
+        principals: [new iam.AnyPrincipal()],
+        resources: [this.inboundQueue.queueArn],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => this.#inboundSenders }) } },
+      }),
+    );
     // Tenant queues (created later, possibly in other stacks) admit submit and dispatch through
     // their own queue policies, which also deny every other sender: no identity grant needed.
 
@@ -184,6 +204,17 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     this.tenants.push(tenant);
     this.monitoring.addTenant(tenant);
     return tenant;
+  }
+
+  /**
+   * Lets `role` move the inbound DLQ back to the inbound queue after a fix (console "Start DLQ
+   * redrive" or `StartMessageMoveTask`): receive and delete on the DLQ, `sqs:StartMessageMoveTask`,
+   * `sqs:ListMessageMoveTasks`, and send on the inbound queue (its policy admits the role).
+   */
+  grantInboundRedrive(role: iam.IRole): iam.Grant {
+    this.#inboundSenders.push(role.roleArn);
+    this.inboundDeadLetterQueue.grant(role, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:StartMessageMoveTask', 'sqs:ListMessageMoveTasks', 'sqs:GetQueueAttributes');
+    return this.inboundQueue.grant(role, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
   }
 
   /** The API's base URL. */

@@ -10,7 +10,10 @@ import { keys } from '../adapters/dynamoJobStore';
 import { TENANT_PATTERN } from '../core/jobId';
 import { secureQueue } from './queues';
 
-/** What a tenant needs to know of its scheduler; pass it across stacks or accounts' stacks. */
+/**
+ * What a tenant needs to know of its scheduler, to attach from another stack of the same account
+ * and region (queue policies, registration and grants assume one account).
+ */
 export interface SchedulerAttributes {
   /** The scheduler table (the tenant registry lives in it). */
   readonly tableName: string;
@@ -130,14 +133,21 @@ export class DyneinTenant extends Construct {
   }
 
   /**
-   * Lets `grantee` schedule, read and cancel this tenant's jobs: `execute-api:Invoke` on
-   * `/v1/tenants/<name>/jobs` and `/v1/tenants/<name>/jobs/*` (any stage and method), nothing else.
+   * Lets `grantee` schedule, read and cancel this tenant's jobs: `execute-api:Invoke` on exactly
+   * its four routes of the `$default` stage (`POST /v1/tenants/<name>/jobs`, `POST .../jobs/batch`,
+   * `GET` and `DELETE .../jobs/*`), nothing else. The only wildcard is the job id; teams running
+   * cdk-nag acknowledge `AwsSolutions-IAM5` for it on the grantee.
    */
   grantSchedule(grantee: iam.IGrantable): iam.Grant {
     const stack = Stack.of(this);
-    const arn = (path: string) =>
-      stack.formatArn({ service: 'execute-api', resource: this.#scheduler.attributes.httpApiId, resourceName: `*/*/v1/tenants/${this.tenantName}${path}`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
-    return iam.Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns: [arn('/jobs'), arn('/jobs/*')] });
+    const base = `/v1/tenants/${this.tenantName}/jobs`;
+    const arn = (method: string, path: string) =>
+      stack.formatArn({ service: 'execute-api', resource: this.#scheduler.attributes.httpApiId, resourceName: `$default/${method}${path}`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: [arn('POST', base), arn('POST', `${base}/batch`), arn('GET', `${base}/*`), arn('DELETE', `${base}/*`)],
+    });
   }
 
   /** Lets `grantee` consume the tenant queue: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:ChangeMessageVisibility` on it only. */

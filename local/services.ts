@@ -52,7 +52,7 @@ await dynamo.send(new DescribeTableCommand({ TableName: TABLE_NAME }));
 
 /** A queue and its DLQ with redrive, as lib/queues.ts builds them. */
 async function queueWithDlq(name: string, s: { visibilityTimeoutSeconds: number; maxReceiveCount: number; retentionSeconds: number }) {
-  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq`, Attributes: { MessageRetentionPeriod: String(s.retentionSeconds) } }))).QueueUrl!;
+  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq`, Attributes: { MessageRetentionPeriod: String(QUEUE_SETTINGS.dlqRetentionSeconds) } }))).QueueUrl!;
   const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
   const queueUrl = (
     await sqs.send(

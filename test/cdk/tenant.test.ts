@@ -106,13 +106,22 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(2);
+    expect(patterns).toHaveLength(4);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
       expect(p.startsWith(`arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/`), p).toBe(true);
     }
-    expect(patterns.map((p) => p.slice(p.indexOf('/v1/'))).sort()).toEqual(['/v1/tenants/alpha/jobs', '/v1/tenants/alpha/jobs/*']);
+    // Exactly the four routes, on the $default stage, each with its own method.
+    expect(patterns.map((p) => p.slice(p.indexOf('/$default/'))).sort()).toEqual([
+      '/$default/DELETE/v1/tenants/alpha/jobs/*',
+      '/$default/GET/v1/tenants/alpha/jobs/*',
+      '/$default/POST/v1/tenants/alpha/jobs',
+      '/$default/POST/v1/tenants/alpha/jobs/batch',
+    ]);
+    for (const [method, path] of [['POST', '/v1/tenants/alpha/jobs/x'], ['PUT', '/v1/tenants/alpha/jobs/x'], ['GET', '/v1/tenants/alpha/jobs']] as [string, string][]) {
+      expect(patterns.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(false);
+    }
     // Every route of alpha is allowed; no route of beta is; nor is a route outside /v1/tenants.
     for (const [method, path] of requests('alpha')) expect(patterns.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(true);
     for (const [method, path] of [...requests('beta'), ...requests('alphabet'), ['GET', '/v1/tenants/alpha'] as [string, string]]) {
@@ -241,7 +250,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(2);
+    expect(invoke).toHaveLength(4);
     for (const [method, path] of requests(TENANT)) expect(invoke.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(true);
     for (const [method, path] of requests('demo')) expect(invoke.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(false);
     const consume = allowed(roleStatements(teamT, idOf(workerRole), imports));

@@ -1,0 +1,51 @@
+import { Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DyneinScheduler } from '../../lib/dyneinScheduler';
+import { fastApp, getAtt, idOf, render, type Json } from './support';
+
+type Resource = { Type: string; Properties: Record<string, Json> };
+
+let t: Template;
+let scheduler: DyneinScheduler;
+let ops: iam.Role;
+
+beforeAll(() => {
+  const stack = new Stack(fastApp(), 'Inbound');
+  scheduler = new DyneinScheduler(stack, 'Dynein');
+  scheduler.addTenant('alpha');
+  ops = new iam.Role(stack, 'Ops', { assumedBy: new iam.AccountRootPrincipal() });
+  scheduler.grantInboundRedrive(ops);
+  t = Template.fromStack(stack);
+});
+
+const resources = () => Object.entries(t.toJSON().Resources as Record<string, Resource>);
+
+describe('inbound queue', () => {
+  it('denies sqs:SendMessage to everyone but submit and the redrive role', () => {
+    const policy = resources().find(([, r]) => r.Type === 'AWS::SQS::QueuePolicy' && render(r.Properties.Queues).includes(idOf(scheduler.inboundQueue)));
+    expect(policy).toBeDefined();
+    const statements = (policy![1].Properties.PolicyDocument as { Statement: Record<string, Json>[] }).Statement;
+    const deny = statements.filter((s) => s.Effect === 'Deny' && s.Sid === 'OnlySubmitSends');
+    expect(deny).toHaveLength(1);
+    expect(deny[0]!.Action).toBe('sqs:SendMessage');
+    const allowed = ((deny[0]!.Condition as Record<string, Record<string, Json[]>>).ArnNotEquals!['aws:PrincipalArn'] ?? []).map((v) => render(v)).sort();
+    expect(allowed).toEqual([getAtt(scheduler.functions.submit.role!.node.defaultChild as never, 'Arn'), getAtt(ops.node.defaultChild as never, 'Arn')].sort());
+  });
+
+  it('keeps DLQ messages longer than their source queues', () => {
+    const queues = resources().filter(([, r]) => r.Type === 'AWS::SQS::Queue');
+    const byId = new Map(queues);
+    let pairs = 0;
+    for (const [, q] of queues) {
+      const redrive = q.Properties.RedrivePolicy as { deadLetterTargetArn: Json } | undefined;
+      if (!redrive) continue;
+      const dlqId = render(redrive.deadLetterTargetArn).replace(/^\{GetAtt:|\.Arn\}$/g, '');
+      const dlq = byId.get(dlqId)!;
+      expect(Number(dlq.Properties.MessageRetentionPeriod)).toBeGreaterThan(Number(q.Properties.MessageRetentionPeriod));
+      pairs++;
+    }
+    expect(pairs).toBe(2); // inbound and the tenant
+  });
+});
