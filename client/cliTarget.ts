@@ -1,0 +1,152 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  StartMessageMoveTaskCommand,
+} from '@aws-sdk/client-sqs';
+import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
+import { sleep } from '../core/backoff';
+import type { Credentials } from './client';
+
+/** `$DYNEIN_DATA_DIR/local.json`, as `npm start` writes it. */
+export interface LocalJson {
+  readonly endpoint: string;
+  readonly region: string;
+  readonly sqsEndpoint: string;
+  readonly tenants: Readonly<Record<string, { accessKeyId: string; secretAccessKey: string; queueUrl: string; dlqUrl: string }>>;
+}
+
+/** Where the CLI talks to: the API, the tenant's queues, and the credentials for both. */
+export interface Target {
+  readonly endpoint: string;
+  readonly region: string;
+  readonly credentials: Credentials;
+  readonly local: boolean;
+  readonly queueUrl?: string;
+  readonly dlqUrl?: string;
+  /** An SQS client for the tenant's queues (created on first use). */
+  sqs(): SQSClient;
+  /** Destroys the SQS client, if one was made. */
+  close(): void;
+}
+
+/** A mistake in the command line: exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export interface TargetOptions {
+  readonly tenant: string;
+  readonly endpoint?: string;
+  readonly region?: string;
+  readonly profile?: string;
+  readonly dataDir?: string;
+  readonly queueUrl?: string;
+  readonly dlqUrl?: string;
+}
+
+/**
+ * Without `--endpoint`: the local stack's `local.json` (the tenant's keys and queues). With it:
+ * AWS, credentials from the default provider chain (`--profile`), region from `--region`, the
+ * environment or the endpoint's host name, and queues from `--queue-url` / `--dlq-url`.
+ */
+export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process.env): Target {
+  let sqs: SQSClient | undefined;
+  if (o.endpoint) {
+    const region = o.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com/.exec(o.endpoint)?.[1];
+    if (!region) throw new UsageError('no region: pass --region, or set AWS_REGION');
+    const credentials = fromNodeProviderChain(o.profile ? { profile: o.profile } : {});
+    return {
+      endpoint: o.endpoint,
+      region,
+      credentials,
+      local: false,
+      queueUrl: o.queueUrl,
+      dlqUrl: o.dlqUrl,
+      sqs: () => (sqs ??= new SQSClient({ region, credentials })),
+      close: () => sqs?.destroy(),
+    };
+  }
+  const dir = resolve(o.dataDir ?? env.DYNEIN_DATA_DIR ?? '.dynein');
+  const file = join(dir, 'local.json');
+  if (!existsSync(file)) throw new Error(`no local stack running (${file} not found): start it with \`npm start\`, or pass --endpoint for AWS`);
+  let local: LocalJson;
+  try {
+    local = JSON.parse(readFileSync(file, 'utf8')) as LocalJson;
+  } catch (err) {
+    throw new Error(`${file} is not valid JSON (${(err as Error).message}): restart \`npm start\``);
+  }
+  const tenant = local.tenants?.[o.tenant];
+  if (!tenant) throw new Error(`tenant '${o.tenant}' is not in the local stack (it has ${Object.keys(local.tenants ?? {}).join(', ') || 'none'}): start it with DYNEIN_TENANTS=${o.tenant}`);
+  const credentials = { accessKeyId: tenant.accessKeyId, secretAccessKey: tenant.secretAccessKey };
+  return {
+    endpoint: local.endpoint,
+    region: local.region,
+    credentials,
+    local: true,
+    queueUrl: o.queueUrl ?? tenant.queueUrl,
+    dlqUrl: o.dlqUrl ?? tenant.dlqUrl,
+    sqs: () => (sqs ??= new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials })),
+    close: () => sqs?.destroy(),
+  };
+}
+
+/** Errors SQS (or a stand-in) answers for an action it does not implement. */
+const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImplemented/;
+
+/**
+ * Moves every message of the DLQ back to the queue: `StartMessageMoveTask` where SQS has it
+ * (waiting for the task to finish), else a receive, send, delete loop (a message leaves the DLQ
+ * only after its copy was sent: a crash duplicates, never loses).
+ */
+export async function redrive(sqs: SQSClient, queueUrl: string, dlqUrl: string, log: (line: string) => void): Promise<{ moved: number; method: 'StartMessageMoveTask' | 'copy' }> {
+  const arnOf = async (url: string) => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+  const [sourceArn, destinationArn] = await Promise.all([arnOf(dlqUrl), arnOf(queueUrl)]);
+  try {
+    const { TaskHandle } = await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }));
+    log(`started message move task ${TaskHandle}`);
+    for (;;) {
+      const [task] = (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: 1 }))).Results ?? [];
+      if (task && task.Status !== 'RUNNING') {
+        if (task.Status !== 'COMPLETED') throw new Error(`message move task ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ''}`);
+        return { moved: task.ApproximateNumberOfMessagesMoved ?? 0, method: 'StartMessageMoveTask' };
+      }
+      await sleep(2_000);
+    }
+  } catch (err) {
+    if (!UNSUPPORTED.test((err as Error).name ?? '')) throw err;
+  }
+  let moved = 0;
+  for (let empty = 0; empty < 2; ) {
+    const { Messages: msgs = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60, MessageAttributeNames: ['All'] }),
+    );
+    if (msgs.length === 0) {
+      empty++;
+      continue;
+    }
+    empty = 0;
+    const sent = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: msgs.map((m, i) => {
+          const { dyneinError: _dropped, ...attributes } = m.MessageAttributes ?? {};
+          return { Id: String(i), MessageBody: m.Body ?? '', MessageAttributes: attributes };
+        }),
+      }),
+    );
+    if (sent.Failed?.length) throw new Error(`could not send ${sent.Failed.length} message(s) to the queue: ${sent.Failed[0]!.Code}: ${sent.Failed[0]!.Message ?? ''} (they stay in the DLQ)`);
+    const ok = (sent.Successful ?? []).map((s) => msgs[Number(s.Id)]!);
+    if (ok.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: dlqUrl, Entries: ok.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    moved += ok.length;
+  }
+  return { moved, method: 'copy' };
+}

@@ -1,0 +1,301 @@
+import { randomUUID } from 'node:crypto';
+import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { backoffMs, forEachLimit, sleep } from '../core/backoff';
+import { DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors';
+
+/** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
+export type Credentials = ConstructorParameters<typeof SignatureV4>[0]['credentials'];
+
+export interface RetryOptions {
+  /** HTTP attempts per request, the first included. @default 5 */
+  readonly maxAttempts?: number;
+  /** Backoff base: attempt n waits a uniform delay in `[0, min(capMs, baseMs * 2^(n-1)))`. @default 100 */
+  readonly baseMs?: number;
+  /** @default 5_000 */
+  readonly capMs?: number;
+  /** No retry starts later than this after the first attempt. @default 30_000 */
+  readonly maxElapsedMs?: number;
+  /** Each attempt is abandoned (and retried) after this. @default 10_000 */
+  readonly attemptTimeoutMs?: number;
+}
+
+export interface DyneinClientOptions {
+  /** The HTTP API's URL, e.g. `https://abc123.execute-api.eu-west-1.amazonaws.com` or `http://127.0.0.1:8080`. */
+  readonly endpoint: string;
+  /** Region the API lives in (the SigV4 scope). */
+  readonly region: string;
+  /** @default the AWS default provider chain (environment, SSO, profile, container, instance) */
+  readonly credentials?: Credentials;
+  readonly retry?: RetryOptions;
+  /** Clock and randomness, for tests. */
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/** One job as the API takes it. Exactly one of `runAt` and `delaySeconds`. */
+export interface JobRequest<P = unknown> {
+  readonly payload?: P;
+  /** When it is due: a Date or an RFC 3339 time with an offset. */
+  readonly runAt?: Date | string;
+  /** Seconds from now (fractions allowed); the client turns it into an absolute `runAt` first. */
+  readonly delaySeconds?: number;
+  /** Same key and `runAt` means the same job, stored once. @default a random UUID per call */
+  readonly idempotencyKey?: string;
+  /** @default true */
+  readonly cancellable?: boolean;
+}
+
+export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED';
+
+/** Reply of `schedule`: `QUEUED` when the job went straight to its queue. */
+export interface ScheduledJob {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly runAt: string;
+  readonly state: 'SCHEDULED' | 'QUEUED';
+}
+
+/** Reply of `get`. */
+export interface JobStatus {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly runAt: string;
+  readonly state: JobState;
+}
+
+/** Reply of `cancel` (repeatable). */
+export interface CancelledJob {
+  readonly jobId: string;
+  readonly state: 'CANCELLED';
+}
+
+/** One job's outcome in `scheduleBatch`, in request order. */
+export type BatchItemResult = { readonly ok: true; readonly job: ScheduledJob } | { readonly ok: false; readonly error: DyneinApiError };
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+}
+
+export interface BatchOptions extends CallOptions {
+  /** Called after each request with jobs done so far (succeeded or failed) and the total. */
+  readonly onProgress?: (done: number, total: number) => void;
+  /** Batch requests in flight at once. @default 4 */
+  readonly concurrency?: number;
+}
+
+const MAX_BATCH_JOBS = 100;
+/** Under the API's 5 MiB, leaving room for the envelope. */
+const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024;
+
+/**
+ * The Dynein HTTP API, signed with SigV4 (service `execute-api`), with typed replies and errors.
+ *
+ * Retries 429, 5xx and network errors with exponential backoff and full jitter, honouring
+ * `Retry-After`, bounded in attempts and total time. A retried `schedule` never schedules twice:
+ * a delay becomes an absolute `runAt` before the first attempt, and every job carries an
+ * idempotency key (the caller's, or one the client makes), so each attempt names the same job.
+ *
+ * @example
+ * const client = new DyneinClient({ endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com', region: 'eu-west-1' });
+ * const { jobId } = await client.schedule('billing', { payload: { invoice: 42 }, delaySeconds: 3600 });
+ */
+export class DyneinClient {
+  readonly #base: URL;
+  readonly #signer: SignatureV4;
+  readonly #retry: Required<RetryOptions>;
+  readonly #now: () => number;
+  readonly #random: () => number;
+
+  constructor(opts: DyneinClientOptions) {
+    this.#base = new URL(opts.endpoint.endsWith('/') ? opts.endpoint : `${opts.endpoint}/`);
+    this.#signer = new SignatureV4({ service: 'execute-api', region: opts.region, credentials: opts.credentials ?? fromNodeProviderChain(), sha256: Hash.bind(null, 'sha256') });
+    this.#retry = { maxAttempts: 5, baseMs: 100, capMs: 5_000, maxElapsedMs: 30_000, attemptTimeoutMs: 10_000, ...opts.retry };
+    this.#now = opts.now ?? Date.now;
+    this.#random = opts.random ?? Math.random;
+  }
+
+  /**
+   * Schedules one job.
+   * @throws ValidationError, PayloadTooLargeError, TenantNotFoundError, ForbiddenError, and the retried kinds once retries run out
+   */
+  async schedule<P>(tenant: string, job: JobRequest<P>, opts: CallOptions = {}): Promise<ScheduledJob> {
+    const body = this.#absolute(job);
+    return this.#request<ScheduledJob>('POST', `v1/tenants/${enc(tenant)}/jobs`, JSON.stringify(body), opts.signal);
+  }
+
+  /**
+   * Schedules many jobs in requests of at most 100 jobs and 5 MiB, and returns one result per
+   * job in order. Jobs that failed with a server error alone are sent again (same keys, same
+   * `runAt`); a job the API refused (e.g. `ValidationError`) is reported, not retried.
+   * @throws for a request refused as a whole (ForbiddenError, TenantNotFoundError...)
+   */
+  async scheduleBatch<P>(tenant: string, jobs: readonly JobRequest<P>[], opts: BatchOptions = {}): Promise<BatchItemResult[]> {
+    const results: BatchItemResult[] = new Array(jobs.length);
+    const bodies: Record<string, unknown>[] = new Array(jobs.length);
+    const valid: number[] = [];
+    jobs.forEach((job, i) => {
+      try {
+        bodies[i] = this.#absolute(job);
+        valid.push(i);
+      } catch (err) {
+        if (!(err instanceof ValidationError)) throw err;
+        results[i] = { ok: false, error: new ValidationError({ source: 'client', message: `jobs[${i}]: ${err.message}` }) };
+      }
+    });
+    let done = jobs.length - valid.length;
+    const requests = chunk(valid, (i) => Buffer.byteLength(JSON.stringify(bodies[i])) + 1);
+    await forEachLimit(requests, opts.concurrency ?? 4, async (indexes) => {
+      let pending = indexes;
+      for (let attempt = 1; pending.length > 0; attempt++) {
+        const reply = await this.#request<{ results: (ScheduledJob | { error: { code: string; message: string } })[] }>(
+          'POST',
+          `v1/tenants/${enc(tenant)}/jobs/batch`,
+          JSON.stringify({ jobs: pending.map((i) => bodies[i]) }),
+          opts.signal,
+        );
+        const retry: number[] = [];
+        pending.forEach((index, k) => {
+          const r = reply.results[k];
+          if (r && 'jobId' in r) return void (results[index] = { ok: true, job: r });
+          // Messages say jobs[k] of this request: name the caller's index instead.
+          const message = (r?.error.message ?? 'no result for this job').replace(/^jobs\[\d+\]/, `jobs[${index}]`);
+          const error = errorFromCode(r?.error.code ?? 'InternalError', message);
+          if (error.retryable && attempt < this.#retry.maxAttempts) retry.push(index);
+          else results[index] = { ok: false, error: Object.assign(error, { attempts: attempt }) };
+        });
+        done += pending.length - retry.length;
+        opts.onProgress?.(done, jobs.length);
+        pending = retry;
+        if (retry.length > 0) await sleep(backoffMs(attempt - 1, this.#retry, this.#random), opts.signal);
+        if (opts.signal?.aborted) throw opts.signal.reason;
+      }
+    });
+    return results;
+  }
+
+  /**
+   * A job's state.
+   * @throws InvalidJobIdError (malformed or forged id), JobNotFoundError (another tenant's)
+   */
+  get(tenant: string, jobId: string, opts: CallOptions = {}): Promise<JobStatus> {
+    return this.#request<JobStatus>('GET', `v1/tenants/${enc(tenant)}/jobs/${enc(jobId)}`, undefined, opts.signal);
+  }
+
+  /**
+   * Cancels a job; repeating a successful cancel answers `CANCELLED` again.
+   * @throws AlreadyQueuedError or NotCancellableError (409: too late, nothing written), InvalidJobIdError, JobNotFoundError
+   */
+  cancel(tenant: string, jobId: string, opts: CallOptions = {}): Promise<CancelledJob> {
+    return this.#request<CancelledJob>('DELETE', `v1/tenants/${enc(tenant)}/jobs/${enc(jobId)}`, undefined, opts.signal);
+  }
+
+  /** The body sent for a job: an absolute `runAt` and an idempotency key, fixed before the first attempt. */
+  #absolute<P>(job: JobRequest<P>): Record<string, unknown> {
+    if ((job.runAt === undefined) === (job.delaySeconds === undefined)) {
+      throw new ValidationError({ source: 'client', message: 'give exactly one of runAt (a Date or RFC 3339 time) or delaySeconds' });
+    }
+    let runAt: string;
+    if (job.delaySeconds !== undefined) {
+      if (typeof job.delaySeconds !== 'number' || !Number.isFinite(job.delaySeconds) || job.delaySeconds < 0) {
+        throw new ValidationError({ source: 'client', message: `delaySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(job.delaySeconds)}` });
+      }
+      runAt = new Date(this.#now() + Math.ceil(job.delaySeconds * 1000)).toISOString();
+    } else if (job.runAt instanceof Date) {
+      if (Number.isNaN(job.runAt.getTime())) throw new ValidationError({ source: 'client', message: 'runAt is an invalid Date' });
+      runAt = job.runAt.toISOString();
+    } else {
+      runAt = job.runAt!;
+    }
+    return {
+      payload: job.payload === undefined ? null : job.payload,
+      runAt,
+      idempotencyKey: job.idempotencyKey ?? `sdk-${randomUUID()}`,
+      ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
+    };
+  }
+
+  /** One API call with retries; resolves with the parsed 2xx body or throws a typed error. */
+  async #request<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<T> {
+    const { maxAttempts, maxElapsedMs } = this.#retry;
+    const started = this.#now();
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.#once<T>(method, path, body, signal);
+      if (outcome.ok) return outcome.value;
+      const { error, retryAfterMs } = outcome;
+      error.attempts = attempt;
+      if (!error.retryable || attempt >= maxAttempts) throw error;
+      const delay = retryAfterMs ?? backoffMs(attempt - 1, this.#retry, this.#random);
+      if (this.#now() + delay - started > maxElapsedMs) throw error;
+      await sleep(delay, signal);
+      if (signal?.aborted) throw signal.reason;
+    }
+  }
+
+  /** One attempt: the parsed reply, or the typed error (and the server's `Retry-After`). */
+  async #once<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<{ ok: true; value: T } | { ok: false; error: DyneinError; retryAfterMs?: number }> {
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.#attempt(method, path, body, signal);
+      text = await res.text();
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      return { ok: false, error: new NetworkError(`${method} ${new URL(path, this.#base).href} failed: ${describe(err)}`, err) };
+    }
+    const requestId = res.headers.get('apigw-requestid') ?? res.headers.get('x-request-id') ?? undefined;
+    if (!res.ok) return { ok: false, error: errorFromResponse(res.status, text, requestId), retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), this.#now()) };
+    try {
+      return { ok: true, value: JSON.parse(text) as T };
+    } catch {
+      throw new DyneinApiError({ status: res.status, code: 'InvalidResponse', message: `the API answered ${res.status} with a body that is not JSON (${text.slice(0, 100)}): check the endpoint`, requestId, source: 'gateway' });
+    }
+  }
+
+  /** Signs (afresh: each attempt has its own date) and sends one HTTP request. */
+  async #attempt(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const url = new URL(path, this.#base);
+    const headers: Record<string, string> = { host: url.host, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
+    const signed = await this.#signer.sign({ method, protocol: url.protocol, hostname: url.hostname, ...(url.port ? { port: Number(url.port) } : {}), path: url.pathname, query: {}, headers, body });
+    const sent = { ...(signed.headers as Record<string, string>) };
+    delete sent.host; // fetch sets it from the URL
+    const timeout = AbortSignal.timeout(this.#retry.attemptTimeoutMs);
+    return fetch(url, { method, headers: sent, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+  }
+}
+
+/** Splits indexes into batch requests of ≤ 100 jobs and ≤ 5 MiB. */
+function chunk(indexes: readonly number[], bytes: (i: number) => number): number[][] {
+  const out: number[][] = [];
+  let current: number[] = [];
+  let size = 0;
+  for (const i of indexes) {
+    const b = bytes(i);
+    if (current.length > 0 && (current.length === MAX_BATCH_JOBS || size + b > MAX_BATCH_BYTES)) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(i);
+    size += b;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** `Retry-After` as milliseconds from now: delay-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return Math.ceil(Number(value) * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+}
+
+const enc = encodeURIComponent;
+
+function describe(err: unknown): string {
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError') return 'timed out';
+  return [e?.message ?? String(err), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(': ');
+}

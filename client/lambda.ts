@@ -1,0 +1,105 @@
+import { ChangeMessageVisibilityCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { forEachLimit } from '../core/backoff';
+import {
+  DEFAULT_RETRY_BACKOFF,
+  UnrecoverableError,
+  latenessMs,
+  parseDelivery,
+  queueUrlOfArn,
+  receiveCountOf,
+  retryDelaySeconds,
+  type DeliveredJob,
+  type JobHandler,
+  type RetryBackoff,
+} from './delivery';
+
+export interface LambdaConsumerOptions {
+  /** Records handled at once within one invocation. @default 10 */
+  readonly concurrency?: number;
+  /**
+   * With a client, a failed record's visibility is set by backoff from its receive count (needs
+   * `sqs:ChangeMessageVisibility`), and an {@link UnrecoverableError} sends the record to
+   * `deadLetterQueueUrl` (needs `sqs:SendMessage` there). Without one, failures come back after
+   * the queue's visibility timeout, and unrecoverable ones are retried until `maxReceiveCount`.
+   */
+  readonly sqs?: SQSClient;
+  /** @default derived from the record's eventSourceARN */
+  readonly queueUrl?: string;
+  readonly deadLetterQueueUrl?: string;
+  /** @default { baseMs: 10_000, capMs: 900_000 } */
+  readonly backoff?: RetryBackoff;
+  /** Handlers' signals abort this long before the function's timeout. @default 2_000 */
+  readonly timeoutMarginMs?: number;
+  /** Failures, for logs (the handler's error, and the record). */
+  readonly onError?: (error: unknown, record: SQSRecord, job?: DeliveredJob) => void;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/**
+ * A Lambda handler for a function consuming a tenant queue (event source mapping with
+ * `ReportBatchItemFailures`): runs `handler` for each record, and reports the records that failed
+ * so that only those come back. One bad record never fails the others.
+ *
+ * @example
+ * // lambda/worker.ts, with the function subscribed to the tenant queue (reportBatchItemFailures: true)
+ * export const handler = dyneinLambdaHandler<{ invoiceId: string }>(async (job, { latenessMs }) => {
+ *   await sendReminder(job.payload.invoiceId);
+ * });
+ */
+export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: LambdaConsumerOptions = {}) {
+  const now = opts.now ?? Date.now;
+  const random = opts.random ?? Math.random;
+  const backoff = opts.backoff ?? DEFAULT_RETRY_BACKOFF;
+  return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
+    const abort = new AbortController();
+    const remaining = context?.getRemainingTimeInMillis?.();
+    const timer = remaining === undefined ? undefined : setTimeout(() => abort.abort(new Error('the function is about to time out')), Math.max(0, remaining - (opts.timeoutMarginMs ?? 2_000)));
+    const failures: string[] = [];
+    try {
+      await forEachLimit(event.Records, opts.concurrency ?? 10, async (record) => {
+        const receivedAt = now();
+        const receiveCount = receiveCountOf(record.attributes as unknown as Record<string, string>);
+        let job: DeliveredJob<P> | undefined;
+        try {
+          job = parseDelivery<P>(record.body);
+          const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
+          await handler(job, { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId: record.messageId });
+        } catch (error) {
+          opts.onError?.(error, record, job);
+          if (error instanceof UnrecoverableError && (await toDeadLetterQueue(opts, record, error))) return;
+          failures.push(record.messageId);
+          if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
+        }
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    return { batchItemFailures: failures.map((itemIdentifier) => ({ itemIdentifier })) };
+  };
+}
+
+async function toDeadLetterQueue(opts: LambdaConsumerOptions, record: SQSRecord, error: Error): Promise<boolean> {
+  if (!opts.sqs || !opts.deadLetterQueueUrl) return false;
+  const attributes: Record<string, MessageAttributeValue> = {};
+  for (const [k, v] of Object.entries(record.messageAttributes ?? {})) {
+    if (v.stringValue !== undefined) attributes[k] = { DataType: v.dataType, StringValue: v.stringValue };
+  }
+  attributes.dyneinError = { DataType: 'String', StringValue: error.message.slice(0, 1024) || 'unrecoverable' };
+  try {
+    await opts.sqs.send(new SendMessageCommand({ QueueUrl: opts.deadLetterQueueUrl, MessageBody: record.body, MessageAttributes: attributes }));
+    return true; // reported as a success: the event source mapping deletes it from the queue
+  } catch (sendError) {
+    opts.onError?.(sendError, record);
+    return false;
+  }
+}
+
+async function backOff(opts: LambdaConsumerOptions, record: SQSRecord, seconds: number): Promise<void> {
+  try {
+    await opts.sqs!.send(new ChangeMessageVisibilityCommand({ QueueUrl: opts.queueUrl ?? queueUrlOfArn(record.eventSourceARN), ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }));
+  } catch (error) {
+    opts.onError?.(error, record); // the record still comes back, after the queue's visibility timeout
+  }
+}

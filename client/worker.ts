@@ -1,0 +1,373 @@
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+  type Message,
+  type MessageAttributeValue,
+} from '@aws-sdk/client-sqs';
+import { backoffMs, sleep } from '../core/backoff';
+import {
+  DEFAULT_RETRY_BACKOFF,
+  MAX_VISIBILITY_SECONDS,
+  UnrecoverableError,
+  latenessMs,
+  parseDelivery,
+  receiveCountOf,
+  retryDelaySeconds,
+  type DeliveredJob,
+  type JobHandler,
+  type RetryBackoff,
+} from './delivery';
+
+export interface WorkerOptions<P = unknown> {
+  /** The tenant queue (`local.json`'s `queueUrl`, or the DyneinTenant's `queue.queueUrl`). */
+  readonly queueUrl: string;
+  readonly handler: JobHandler<P>;
+  /** Handlers running at once. @default 10 */
+  readonly concurrency?: number;
+  /** @default a new SQSClient (region from the queue URL or the environment), destroyed on stop */
+  readonly sqs?: SQSClient;
+  /**
+   * Where an {@link UnrecoverableError} sends the message (needs `sqs:SendMessage` on it). Without
+   * it, the worker releases the message at once on every receive until SQS moves it to the DLQ
+   * (after `maxReceiveCount`), never running the handler again in this process.
+   */
+  readonly deadLetterQueueUrl?: string;
+  /** Visibility timeout asked for on receive and renewed by the heartbeat. @default 30 */
+  readonly visibilityTimeoutSeconds?: number;
+  /** Heartbeat period while a handler runs. @default a third of the visibility timeout */
+  readonly heartbeatMs?: number;
+  /** Visibility after a failure, from the receive count. @default { baseMs: 10_000, capMs: 900_000 } */
+  readonly backoff?: RetryBackoff;
+  /** Long-poll wait. On stop, a receive under way is left to finish (within the grace period). @default 20 */
+  readonly waitTimeSeconds?: number;
+  /** On stop, how long in-flight handlers may finish before they are aborted and their messages released. @default 25_000 */
+  readonly shutdownGraceMs?: number;
+  /** Stop gracefully on SIGTERM and SIGINT. @default true */
+  readonly handleSignals?: boolean;
+  /** Everything that happens, for logs and metrics. */
+  readonly onEvent?: (event: WorkerEvent<P>) => void;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+export type WorkerEvent<P = unknown> =
+  | { type: 'completed'; job: DeliveredJob<P>; messageId: string; receiveCount: number; durationMs: number }
+  | { type: 'failed'; job: DeliveredJob<P>; messageId: string; receiveCount: number; error: unknown; retryInSeconds: number }
+  | { type: 'dead'; job?: DeliveredJob<P>; messageId: string; receiveCount: number; error: unknown; to: 'dead-letter-queue' | 'redrive-policy' }
+  | { type: 'released'; job?: DeliveredJob<P>; messageId: string; reason: 'shutdown' | 'unrecoverable' }
+  | { type: 'lost'; job: DeliveredJob<P>; messageId: string; error: unknown }
+  | { type: 'error'; operation: string; error: unknown };
+
+interface InFlight {
+  readonly msg: Message;
+  readonly abort: AbortController;
+  readonly done: Promise<void>;
+  released: boolean;
+}
+
+/** Message ids remembered as unrecoverable when no DLQ URL is known (bounded). */
+const MAX_DOOMED = 10_000;
+
+/**
+ * Consumes a tenant queue: long-polls (20 s, up to 10 messages), runs at most `concurrency`
+ * handlers, deletes a message when its handler succeeds, and on failure sets its visibility
+ * timeout by exponential backoff with jitter from the receive count, so SQS moves it to the DLQ
+ * after `maxReceiveCount`. A heartbeat extends the visibility while a handler runs. `stop()` (or
+ * SIGTERM) stops receiving, lets in-flight handlers finish within the grace period, then aborts
+ * the rest and releases their messages: nothing is lost. One bad message never affects others.
+ *
+ * @example
+ * const worker = new Worker({ queueUrl, concurrency: 5, handler: async (job, { signal }) => { await charge(job.payload, signal); } });
+ * await worker.run(); // until SIGTERM
+ */
+export class Worker<P = unknown> {
+  readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent'>> & Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent'> & { heartbeatMs: number };
+  readonly #sqs: SQSClient;
+  readonly #ownsClient: boolean;
+  readonly #inFlight = new Map<string, InFlight>();
+  readonly #doomed = new Set<string>();
+  readonly #poll = new AbortController();
+  #reserved = 0;
+  #wake: (() => void)[] = [];
+  #running: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+  #stopRequested = false;
+  readonly #stopAbort = new AbortController();
+  readonly #receiving = new Set<Promise<void>>();
+  readonly #onSignal = () => void this.stop();
+
+  constructor(opts: WorkerOptions<P>) {
+    const visibility = opts.visibilityTimeoutSeconds ?? 30;
+    const concurrency = opts.concurrency ?? 10;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number ≥ 1, got ${concurrency}`);
+    if (!Number.isInteger(visibility) || visibility < 1 || visibility > MAX_VISIBILITY_SECONDS) throw new RangeError(`visibilityTimeoutSeconds must be a whole number from 1 to ${MAX_VISIBILITY_SECONDS}, got ${visibility}`);
+    this.#o = {
+      concurrency,
+      visibilityTimeoutSeconds: visibility,
+      heartbeatMs: opts.heartbeatMs ?? Math.max(200, (visibility * 1000) / 3),
+      backoff: opts.backoff ?? DEFAULT_RETRY_BACKOFF,
+      waitTimeSeconds: opts.waitTimeSeconds ?? 20,
+      shutdownGraceMs: opts.shutdownGraceMs ?? 25_000,
+      handleSignals: opts.handleSignals ?? true,
+      now: opts.now ?? Date.now,
+      random: opts.random ?? Math.random,
+      queueUrl: opts.queueUrl,
+      handler: opts.handler,
+      deadLetterQueueUrl: opts.deadLetterQueueUrl,
+      onEvent: opts.onEvent,
+    };
+    this.#ownsClient = opts.sqs === undefined;
+    const region = /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com/.exec(opts.queueUrl)?.[1];
+    this.#sqs = opts.sqs ?? new SQSClient(region && !process.env.AWS_REGION ? { region } : {});
+  }
+
+  /** Handlers running now. */
+  get active(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Starts consuming; resolves once the worker has stopped (after `stop()` or a signal). */
+  run(): Promise<void> {
+    if (this.#running) return this.#running;
+    if (this.#o.handleSignals) {
+      process.once('SIGTERM', this.#onSignal);
+      process.once('SIGINT', this.#onSignal);
+    }
+    const pollers = Array.from({ length: Math.ceil(this.#o.concurrency / 10) }, () => this.#pollLoop());
+    this.#running = Promise.all(pollers).then(() => this.stop());
+    return this.#running;
+  }
+
+  /**
+   * Stops receiving: no new receive starts, and what a receive already under way brings back is
+   * released at once (a long poll is left to finish rather than cut, since SQS may already have
+   * handed its messages to the cut connection). Waits up to the grace period for in-flight
+   * handlers and receives, then aborts the rest and makes their messages visible again.
+   * Idempotent; resolves when the worker has stopped.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#stopRequested = true;
+      this.#stopAbort.abort();
+      this.#wakeAll();
+      const grace = new AbortController();
+      const idle = (async () => {
+        while (this.#receiving.size > 0 || this.#inFlight.size > 0) {
+          await Promise.race([...this.#receiving, ...[...this.#inFlight.values()].map((f) => f.done)]);
+        }
+      })();
+      await Promise.race([idle, sleep(this.#o.shutdownGraceMs, grace.signal)]);
+      grace.abort();
+      // Past the grace period: cut the receives (their messages, if any, come back after the
+      // visibility timeout) and hand the running jobs back.
+      this.#poll.abort();
+      await Promise.all(
+        [...this.#inFlight.values()].map(async (f) => {
+          f.released = true;
+          f.abort.abort(new Error('the worker is shutting down: the message is released to another worker'));
+          if (await this.#setVisibility(f.msg, 0, 'release')) this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
+        }),
+      );
+      process.off('SIGTERM', this.#onSignal);
+      process.off('SIGINT', this.#onSignal);
+      if (this.#ownsClient) this.#sqs.destroy();
+    })();
+    return this.#stopping;
+  }
+
+  async #pollLoop(): Promise<void> {
+    let errors = 0;
+    while (!this.#stopRequested) {
+      const free = this.#o.concurrency - this.#inFlight.size - this.#reserved;
+      if (free <= 0) {
+        await new Promise<void>((r) => this.#wake.push(r));
+        continue;
+      }
+      const want = Math.min(10, free);
+      this.#reserved += want;
+      let messages: Message[];
+      const receiving = this.#sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: this.#o.queueUrl,
+          MaxNumberOfMessages: want,
+          WaitTimeSeconds: this.#o.waitTimeSeconds,
+          VisibilityTimeout: this.#o.visibilityTimeoutSeconds,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount', 'SentTimestamp'],
+          MessageAttributeNames: ['All'],
+        }),
+        { abortSignal: this.#poll.signal },
+      );
+      const tracked: Promise<void> = receiving.then(
+        () => void this.#receiving.delete(tracked),
+        () => void this.#receiving.delete(tracked),
+      );
+      this.#receiving.add(tracked);
+      try {
+        messages = (await receiving).Messages ?? [];
+        errors = 0;
+      } catch (error) {
+        messages = [];
+        if (!this.#stopRequested) this.#emit({ type: 'error', operation: 'ReceiveMessage', error });
+        errors++;
+      }
+      this.#reserved -= want;
+      if (errors > 0 && !this.#stopRequested) {
+        await sleep(backoffMs(errors - 1, { baseMs: 200, capMs: 10_000 }, this.#o.random), this.#stopAbort.signal);
+        continue;
+      }
+      for (const msg of messages) this.#start(msg);
+    }
+  }
+
+  #start(msg: Message): void {
+    const abort = new AbortController();
+    const entry: InFlight = { msg, abort, released: false, done: Promise.resolve() };
+    (entry as { done: Promise<void> }).done = this.#process(entry)
+      .catch((error) => this.#emit({ type: 'error', operation: 'process', error }))
+      .finally(() => {
+        this.#inFlight.delete(msg.ReceiptHandle!);
+        this.#wakeAll();
+      });
+    this.#inFlight.set(msg.ReceiptHandle!, entry);
+  }
+
+  async #process(entry: InFlight): Promise<void> {
+    const { msg, abort } = entry;
+    const receivedAt = this.#o.now();
+    const receiveCount = receiveCountOf(msg.Attributes);
+    const messageId = msg.MessageId!;
+    if (this.#stopRequested) {
+      // Received while stopping: hand it straight back.
+      if (await this.#setVisibility(msg, 0, 'release')) this.#emit({ type: 'released', messageId, reason: 'shutdown' });
+      return;
+    }
+    if (this.#doomed.has(messageId)) {
+      // Unrecoverable, no DLQ URL: hand it back at once until the redrive policy takes it.
+      if (await this.#setVisibility(msg, 0, 'release')) this.#emit({ type: 'released', messageId, reason: 'unrecoverable' });
+      return;
+    }
+    let job: DeliveredJob<P>;
+    try {
+      job = parseDelivery<P>(msg.Body);
+    } catch (error) {
+      return this.#dead(msg, undefined, receiveCount, error);
+    }
+    const runAt = msg.MessageAttributes?.runAt?.StringValue ?? job.runAt;
+    const heartbeat = this.#heartbeat(entry, job, receivedAt);
+    let outcome: { ok: true } | { ok: false; error: unknown };
+    try {
+      await this.#o.handler(job, { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId });
+      outcome = { ok: true };
+    } catch (error) {
+      outcome = { ok: false, error };
+    } finally {
+      heartbeat.stop();
+    }
+    if (outcome.ok) {
+      // Even after a release (shutdown) the job did complete: deleting avoids a duplicate.
+      if (await this.#delete(msg)) this.#emit({ type: 'completed', job, messageId, receiveCount, durationMs: this.#o.now() - receivedAt });
+      return;
+    }
+    if (entry.released) return; // already handed back; its next delivery retries it
+    if (outcome.error instanceof UnrecoverableError) return this.#dead(msg, job, receiveCount, outcome.error);
+    const retryInSeconds = retryDelaySeconds(receiveCount, this.#o.backoff, this.#o.random);
+    await this.#setVisibility(msg, retryInSeconds, 'backoff');
+    this.#emit({ type: 'failed', job, messageId, receiveCount, error: outcome.error, retryInSeconds });
+  }
+
+  /** Renews the visibility every `heartbeatMs` while the handler runs; aborts the handler if the message is lost. */
+  #heartbeat(entry: InFlight, job: DeliveredJob<P>, receivedAt: number): { stop(): void } {
+    const vis = this.#o.visibilityTimeoutSeconds;
+    let visibleAt = receivedAt + vis * 1000;
+    let busy = false;
+    const lose = (error: unknown) => {
+      entry.released = true;
+      clearInterval(timer);
+      entry.abort.abort(error);
+      this.#emit({ type: 'lost', job, messageId: entry.msg.MessageId!, error });
+    };
+    const timer = setInterval(async () => {
+      if (busy || entry.released) return;
+      busy = true;
+      const now = this.#o.now();
+      // SQS caps a message's total visibility at 12 h from its receipt.
+      const seconds = Math.min(vis, MAX_VISIBILITY_SECONDS - Math.ceil((now - receivedAt) / 1000));
+      try {
+        if (seconds <= 0) return lose(new Error('the message reached SQS\'s 12-hour visibility limit'));
+        await this.#sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: entry.msg.ReceiptHandle, VisibilityTimeout: seconds }));
+        visibleAt = now + seconds * 1000;
+      } catch (error) {
+        const gone = /ReceiptHandleIsInvalid|MessageNotInflight|InvalidParameterValue/.test((error as Error).name ?? '');
+        if (gone || this.#o.now() >= visibleAt) lose(error);
+        else this.#emit({ type: 'error', operation: 'ChangeMessageVisibility', error });
+      } finally {
+        busy = false;
+      }
+    }, this.#o.heartbeatMs);
+    return { stop: () => clearInterval(timer) };
+  }
+
+  /** Skips the remaining retries: to the DLQ when its URL is known, else released until the redrive policy moves it. */
+  async #dead(msg: Message, job: DeliveredJob<P> | undefined, receiveCount: number, error: unknown): Promise<void> {
+    const messageId = msg.MessageId!;
+    if (this.#o.deadLetterQueueUrl) {
+      try {
+        const attributes: Record<string, MessageAttributeValue> = { ...msg.MessageAttributes };
+        if (Object.keys(attributes).length < 10) attributes.dyneinError = { DataType: 'String', StringValue: String((error as Error)?.message ?? error).slice(0, 1024) || 'unrecoverable' };
+        await this.#sqs.send(new SendMessageCommand({ QueueUrl: this.#o.deadLetterQueueUrl, MessageBody: msg.Body ?? '', MessageAttributes: attributes }));
+        if (await this.#delete(msg)) this.#emit({ type: 'dead', job, messageId, receiveCount, error, to: 'dead-letter-queue' });
+        return;
+      } catch (sendError) {
+        this.#emit({ type: 'error', operation: 'SendMessage (dead-letter queue)', error: sendError });
+      }
+    }
+    if (this.#doomed.size >= MAX_DOOMED) this.#doomed.delete(this.#doomed.values().next().value!);
+    this.#doomed.add(messageId);
+    await this.#setVisibility(msg, 0, 'release');
+    this.#emit({ type: 'dead', job, messageId, receiveCount, error, to: 'redrive-policy' });
+  }
+
+  async #delete(msg: Message): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#sqs.send(new DeleteMessageCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: msg.ReceiptHandle }));
+        return true;
+      } catch (error) {
+        if (attempt >= 2) {
+          // The message comes back after its visibility timeout: a duplicate, never a loss.
+          this.#emit({ type: 'error', operation: 'DeleteMessage', error });
+          return false;
+        }
+        await sleep(backoffMs(attempt, { baseMs: 100, capMs: 1_000 }, this.#o.random));
+      }
+    }
+  }
+
+  async #setVisibility(msg: Message, seconds: number, why: string): Promise<boolean> {
+    try {
+      await this.#sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_SECONDS, seconds)) }));
+      return true;
+    } catch (error) {
+      // The message still comes back when its current visibility timeout ends.
+      this.#emit({ type: 'error', operation: `ChangeMessageVisibility (${why})`, error });
+      return false;
+    }
+  }
+
+  #wakeAll(): void {
+    const waiting = this.#wake;
+    this.#wake = [];
+    for (const w of waiting) w();
+  }
+
+  #emit(event: WorkerEvent<P>): void {
+    try {
+      this.#o.onEvent?.(event);
+    } catch {
+      // a listener's error never stops the worker
+    }
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The examples of docs/client.md, type-checked by `npm run typecheck` (tsconfig includes
+ * `examples/`). Each section is a function, so importing this file runs nothing.
+ */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { fromIni } from '@aws-sdk/credential-providers';
+import {
+  AlreadyQueuedError,
+  DyneinClient,
+  ForbiddenError,
+  NotCancellableError,
+  UnrecoverableError,
+  ValidationError,
+  Worker,
+  dyneinLambdaHandler,
+} from '../client';
+
+declare function sendReminder(invoiceId: string, signal?: AbortSignal): Promise<void>;
+declare function invoiceExists(invoiceId: string): Promise<boolean>;
+
+// --- SDK: schedule, read, cancel -------------------------------------------------------------
+
+export async function sdk(): Promise<void> {
+  const client = new DyneinClient({
+    endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com',
+    region: 'eu-west-1',
+    // credentials: omitted = the AWS default provider chain (env, SSO, profile, ECS, EC2...)
+  });
+
+  // In an hour. The client turns the delay into an absolute runAt and adds an idempotency key,
+  // so a retried request (503, timeout, reset) names the same job: it is scheduled once.
+  const job = await client.schedule('billing', { payload: { invoiceId: 'inv-42' }, delaySeconds: 3600 });
+  console.log(job.jobId, job.state); // 'j1.billing....', 'SCHEDULED'
+
+  // At a given time, with your own key (a retry of *your* request, e.g. after a crash, is deduplicated too).
+  await client.schedule('billing', {
+    payload: { invoiceId: 'inv-42' },
+    runAt: new Date('2030-01-31T09:00:00Z'),
+    idempotencyKey: 'reminder-inv-42',
+  });
+
+  const status = await client.get('billing', job.jobId);
+  console.log(status.state); // SCHEDULED | ACQUIRED | QUEUED | CANCELLED
+
+  try {
+    await client.cancel('billing', job.jobId);
+  } catch (err) {
+    if (err instanceof AlreadyQueuedError || err instanceof NotCancellableError) {
+      console.log('too late to cancel: the job is on its way to the queue');
+    } else {
+      throw err;
+    }
+  }
+}
+
+// --- SDK: batches, credentials, retries, errors ----------------------------------------------
+
+export async function batchesAndErrors(): Promise<void> {
+  const client = new DyneinClient({
+    endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com',
+    region: 'eu-west-1',
+    credentials: fromIni({ profile: 'billing' }),
+    retry: { maxAttempts: 5, baseMs: 100, capMs: 5_000, maxElapsedMs: 30_000 },
+  });
+
+  const jobs = Array.from({ length: 1_000 }, (_, i) => ({ payload: { n: i }, delaySeconds: 60 + i }));
+  const results = await client.scheduleBatch('billing', jobs, {
+    onProgress: (done, total) => console.log(`${done}/${total}`),
+  });
+  for (const [i, r] of results.entries()) {
+    if (!r.ok) console.error(`job ${i}: ${r.error.code}: ${r.error.message}`);
+  }
+
+  try {
+    await client.schedule('billing', { payload: {}, runAt: 'next tuesday' });
+  } catch (err) {
+    if (err instanceof ValidationError) console.error(err.code, err.message, err.requestId);
+    else if (err instanceof ForbiddenError) console.error('not allowed: check the role has grantSchedule for this tenant');
+    else throw err;
+  }
+}
+
+// --- Worker ---------------------------------------------------------------------------------
+
+export async function worker(): Promise<void> {
+  const w = new Worker<{ invoiceId: string }>({
+    queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing-queue',
+    deadLetterQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing-dlq',
+    concurrency: 10,
+    visibilityTimeoutSeconds: 30, // renewed by the heartbeat while a handler runs
+    backoff: { baseMs: 10_000, capMs: 900_000 }, // visibility after a failure, by receive count
+    shutdownGraceMs: 25_000, // SIGTERM: finish within this, then release the rest
+    handler: async (job, { signal, receiveCount, latenessMs }) => {
+      console.log(`${job.jobId} due ${job.runAt}, ${latenessMs} ms late, attempt ${receiveCount}`);
+      if (!(await invoiceExists(job.payload.invoiceId))) {
+        throw new UnrecoverableError(`invoice ${job.payload.invoiceId} is gone`); // straight to the DLQ
+      }
+      await sendReminder(job.payload.invoiceId, signal); // throw = retry later
+    },
+    onEvent: (e) => {
+      if (e.type === 'failed') console.warn(`${e.job.jobId} failed, retry in ${e.retryInSeconds} s`);
+    },
+  });
+  await w.run(); // until SIGTERM / SIGINT (or w.stop())
+}
+
+// --- Lambda consuming a tenant queue ----------------------------------------------------------
+
+const sqs = new SQSClient({});
+
+/** The function's handler; its event source mapping has `reportBatchItemFailures: true`. */
+export const handler = dyneinLambdaHandler<{ invoiceId: string }>(
+  async (job, { signal }) => {
+    await sendReminder(job.payload.invoiceId, signal);
+  },
+  {
+    sqs, // optional: failed records get a backoff visibility, unrecoverable ones go to the DLQ
+    deadLetterQueueUrl: process.env.DLQ_URL,
+  },
+);

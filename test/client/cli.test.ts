@@ -1,0 +1,237 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../client/cli';
+import { startLocalStack, type LocalJson } from '../support/localStack';
+import { sendDeliveries, waitUntil } from './support';
+
+/**
+ * The `dynein` CLI end to end, as a user runs it (`bin/dynein.js`), against `npm start`: every
+ * command, its output, and its errors (one line on stderr, a non-zero exit code).
+ */
+let stack: Awaited<ReturnType<typeof startLocalStack>>;
+let local: LocalJson;
+let sqs: SQSClient;
+const tmp = mkdtempSync(join(tmpdir(), 'dynein-cli-'));
+
+beforeAll(async () => {
+  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta,gamma', DYNEIN_LOOKAHEAD_MS: '2000' });
+  local = await stack.waitForLocalJson();
+  sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+}, 60_000);
+afterAll(async () => {
+  sqs?.destroy();
+  await stack?.stop();
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function dynein(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/dynein.js', ...args], { env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** An error: exit code, and exactly one line on stderr. */
+function expectError(run: Run, code: number, pattern: RegExp): void {
+  expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(run.stderr).toMatch(/^dynein: /);
+  expect(run.stderr).toMatch(pattern);
+  expect(run.stdout).toBe('');
+  expect(run.code).toBe(code);
+}
+
+const depth = async (url: string) => {
+  const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ?? {};
+  return Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed);
+};
+
+describe('dynein CLI', () => {
+  it('prints its usage', async () => {
+    const help = await dynein(['--help']);
+    expect(help.code).toBe(0);
+    for (const c of ['schedule', 'batch', 'get', 'cancel', 'worker', 'redrive', '--endpoint']) expect(help.stdout).toContain(c);
+    const none = await dynein([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('Usage: dynein');
+    expectError(await dynein(['reschedule', '--tenant', 'alpha']), 2, /unknown command 'reschedule'/);
+  });
+
+  it('schedule, get and cancel', async () => {
+    const scheduled = await dynein(['schedule', '--tenant', 'alpha', '--in', '5m', '--payload', '{"invoice":42}']);
+    expect(scheduled.code).toBe(0);
+    const jobId = scheduled.stdout.trim();
+    expect(jobId).toMatch(/^j1\.alpha\.\S+$/);
+
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const json = await dynein(['schedule', '--tenant', 'alpha', '--at', at, '--json', '--idempotency-key', 'k-1']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ tenant: 'alpha', runAt: at, state: 'SCHEDULED' });
+    const again = await dynein(['schedule', '--tenant', 'alpha', '--at', at, '--json', '--idempotency-key', 'k-1']);
+    expect(JSON.parse(again.stdout).jobId).toBe(JSON.parse(json.stdout).jobId);
+
+    const got = await dynein(['get', '--tenant', 'alpha', jobId]);
+    expect(got.code).toBe(0);
+    expect(got.stdout).toMatch(new RegExp(`^SCHEDULED  runAt \\S+Z  ${jobId.replace(/\./g, '\\.')}\\n$`));
+    const gotJson = JSON.parse((await dynein(['get', '--tenant', 'alpha', jobId, '--json'])).stdout);
+    expect(gotJson).toMatchObject({ jobId, tenant: 'alpha', state: 'SCHEDULED' });
+
+    const cancelled = await dynein(['cancel', '--tenant', 'alpha', jobId]);
+    expect([cancelled.code, cancelled.stdout]).toEqual([0, `CANCELLED  ${jobId}\n`]);
+    expect(JSON.parse((await dynein(['cancel', '--tenant', 'alpha', jobId, '--json'])).stdout)).toEqual({ jobId, state: 'CANCELLED' });
+    expect(JSON.parse((await dynein(['get', '--tenant', 'alpha', jobId, '--json'])).stdout).state).toBe('CANCELLED');
+  }, 30_000);
+
+  it('reports each error on one line with a non-zero exit code', async () => {
+    const queued = (await dynein(['schedule', '--tenant', 'alpha', '--in', '1s', '--json'])).stdout;
+    expect(JSON.parse(queued).state).toBe('QUEUED');
+    const big = join(tmp, 'big.json');
+    writeFileSync(big, JSON.stringify('x'.repeat(250_000)));
+    const runs: [string[], Record<string, string>?][] = [
+      [['schedule', '--tenant', 'alpha', '--at', '2030-02-30T00:00:00Z']],
+      [['get', '--tenant', 'alpha', 'j1.forged']],
+      [['cancel', '--tenant', 'alpha', JSON.parse(queued).jobId]],
+      [['get', '--tenant', 'beta', JSON.parse(queued).jobId]],
+      [['schedule', '--tenant', 'delta', '--in', '5s']],
+      [['schedule', '--tenant', 'alpha', '--in', '5s'], { DYNEIN_DATA_DIR: tmp }],
+      [['schedule', '--tenant', 'alpha', '--in', '5s', '--payload', `@${big}`]],
+    ];
+    const results: Run[] = [];
+    for (let i = 0; i < runs.length; i += 2) results.push(...(await Promise.all(runs.slice(i, i + 2).map(([args, env]) => dynein(args, env)))));
+    const expected: [number, RegExp][] = [
+      [1, /ValidationError \(HTTP 400\): runAt "2030-02-30T00:00:00Z" is not an RFC 3339 time.*\[request [0-9a-f-]+\]$/m],
+      [1, /InvalidJobId \(HTTP 400\)/],
+      [1, /NotCancellable \(HTTP 409\)/],
+      [1, /JobNotFound \(HTTP 404\)/],
+      [1, /tenant 'delta' is not in the local stack \(it has alpha, beta, gamma\)/],
+      [1, /no local stack running .*local\.json not found.*npm start/],
+      [1, /PayloadTooLarge \(HTTP 413\)/],
+    ];
+    results.forEach((run, i) => expectError(run, expected[i]![0], expected[i]![1]));
+  }, 30_000);
+
+  it('refuses a bad command line with exit code 2 before calling anything', async () => {
+    // The same main() as bin/dynein.js, in process: these never reach the network.
+    const usage: [string[], RegExp][] = [
+      [['schedule', '--tenant', 'alpha', '--in', '5s', '--at', '2030-01-01T00:00:00Z'], /exactly one of --at .* or --in/],
+      [['schedule', '--tenant', 'alpha'], /exactly one of --at .* or --in/],
+      [['schedule', '--tenant', 'alpha', '--in', 'soon'], /--in 'soon' is not a duration/],
+      [['schedule', '--tenant', 'alpha', '--in', '5s', '--payload', '{nope'], /--payload is not JSON/],
+      [['schedule', '--in', '5s'], /schedule needs --tenant/],
+      [['schedule', '--tenant', 'alpha', '--in', '5s', '--colour', 'blue'], /Unknown option '--colour'/],
+      [['get', '--tenant', 'alpha'], /get needs one job id/],
+      [['cancel', '--tenant', 'alpha', 'a', 'b'], /cancel needs one job id/],
+      [['worker', '--tenant', 'alpha', '--concurrency', '0'], /--concurrency must be a whole number/],
+      [['worker', '--tenant', 'alpha', '--wait-time', '30'], /--wait-time must be a whole number of seconds from 0 to 20/],
+    ];
+    for (const [args, pattern] of usage) {
+      const out: string[] = [];
+      const err: string[] = [];
+      // An empty data directory: the command line is checked before the local stack is looked for.
+      const code = await main([...args, '--data-dir', tmp], { out: (l) => out.push(l), err: (l) => err.push(l) });
+      expect([code, out, err.length]).toEqual([2, [], 1]);
+      expect(err[0]).toMatch(/^dynein: /);
+      expect(err[0]).toMatch(pattern);
+    }
+  });
+
+  it('talks to an --endpoint with credentials from the AWS default chain', async () => {
+    const keys = local.tenants.alpha!;
+    const env = { AWS_ACCESS_KEY_ID: keys.accessKeyId, AWS_SECRET_ACCESS_KEY: keys.secretAccessKey, AWS_PROFILE: undefined, DYNEIN_DATA_DIR: tmp };
+    const ok = await dynein(['schedule', '--tenant', 'alpha', '--in', '10m', '--endpoint', local.endpoint, '--region', local.region], env);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/^j1\.alpha\./);
+    const wrongKey = await dynein(['get', '--tenant', 'alpha', ok.stdout.trim(), '--endpoint', local.endpoint, '--region', local.region], { ...env, AWS_SECRET_ACCESS_KEY: 'wrong' });
+    expectError(wrongKey, 1, /Forbidden \(HTTP 403\): The request signature we calculated does not match/);
+    expectError(await dynein(['worker', '--tenant', 'alpha', '--endpoint', local.endpoint, '--region', local.region], env), 2, /worker needs --queue-url/);
+    expectError(await dynein(['get', '--tenant', 'alpha', 'x', '--endpoint', 'http://127.0.0.1:9'], { ...env, AWS_REGION: undefined, AWS_DEFAULT_REGION: undefined }), 2, /no region/);
+  }, 30_000);
+
+  it('batch schedules a JSON Lines file with a summary, and refuses a malformed file before sending anything', async () => {
+    const lines = Array.from({ length: 150 }, (_, i) => JSON.stringify(i === 41 ? { payload: i, runAt: 'yesterday' } : { payload: { i }, delaySeconds: 3_600 + i }));
+    const file = join(tmp, 'jobs.jsonl');
+    writeFileSync(file, `${lines.join('\n')}\n\n`);
+    const run = await dynein(['batch', '--tenant', 'alpha', file]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('scheduled 149 of 150 jobs, 1 failed\n');
+    expect(run.stderr).toMatch(/^line 42: ValidationError: jobs\[41\]: runAt "yesterday" is not an RFC 3339 time/m);
+
+    const good = join(tmp, 'good.jsonl');
+    writeFileSync(good, lines.filter((_, i) => i !== 41).slice(0, 10).join('\n'));
+    const ok = await dynein(['batch', '--tenant', 'alpha', good, '--json']);
+    expect(ok.code).toBe(0);
+    const replies = ok.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(replies).toHaveLength(10);
+    expect(replies.every((r) => r.state === 'SCHEDULED')).toBe(true);
+
+    // On a terminal, a progress bar redraws on stderr (here through main()'s Io, in process).
+    const drawn: string[] = [];
+    const out: string[] = [];
+    const code = await main(['batch', '--tenant', 'alpha', good, '--data-dir', stack.dataDir], { out: (l) => out.push(l), err: () => {}, progress: (l) => drawn.push(l) });
+    expect([code, out]).toEqual([0, ['scheduled 10 of 10 jobs']]);
+    expect(drawn[0]).toBe(`[${'.'.repeat(30)}] 0/10 jobs`);
+    expect(drawn.at(-1)).toBe(`[${'#'.repeat(30)}] 10/10 jobs`);
+
+    const bad = join(tmp, 'bad.jsonl');
+    writeFileSync(bad, '{"payload":1,"delaySeconds":60}\n{"payload":\n');
+    expectError(await dynein(['batch', '--tenant', 'alpha', bad]), 2, /line 2 is not JSON.*nothing was sent/);
+    expectError(await dynein(['batch', '--tenant', 'alpha', join(tmp, 'missing.jsonl')]), 1, /cannot read .*missing\.jsonl: ENOENT/);
+  }, 30_000);
+
+  it('worker prints one JSON line per delivery, never early, and exits cleanly on SIGTERM', async () => {
+    const ids = await Promise.all(['1s', '1s', '3s'].map(async (d, i) => (await dynein(['schedule', '--tenant', 'beta', '--in', d, '--payload', String(i)])).stdout.trim()));
+    const child = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--json', '--wait-time', '1'], { env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines: Record<string, any>[] = [];
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    createInterface({ input: child.stdout }).on('line', (l) => lines.push(JSON.parse(l)));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    await waitUntil(() => ids.every((id) => lines.some((l) => l.jobId === id)), 20_000, 'three deliveries');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+    for (const id of ids) {
+      const line = lines.find((l) => l.jobId === id)!;
+      expect(Object.keys(line)).toEqual(expect.arrayContaining(['jobId', 'runAt', 'receivedAt', 'latenessMs']));
+      expect(line.latenessMs).toBe(Date.parse(line.receivedAt) - Date.parse(line.runAt));
+      expect(line.latenessMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(lines.map((l) => l.payload).sort()).toEqual([0, 1, 2]);
+    // It deleted what it printed.
+    expect(await depth(local.tenants.beta!.queueUrl)).toBe(0);
+
+    const human = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--wait-time', '1'], { env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const humanLines: string[] = [];
+    createInterface({ input: human.stdout }).on('line', (l) => humanLines.push(l));
+    const id = (await dynein(['schedule', '--tenant', 'beta', '--in', '1s', '--payload', '{"x":1}'])).stdout.trim();
+    await waitUntil(() => humanLines.length > 0, 15_000, 'a delivery line');
+    human.kill('SIGTERM');
+    expect(await new Promise((r) => human.once('exit', r))).toBe(0);
+    expect(humanLines[0]).toMatch(new RegExp(`^\\S+Z  ${id.replace(/\./g, '\\.')}  runAt \\S+Z  late \\d+ ms  receive #1  \\{"x":1\\}$`));
+  }, 45_000);
+
+  it('redrive moves the DLQ messages back to the queue', async () => {
+    const { queueUrl, dlqUrl } = local.tenants.gamma!;
+    await sendDeliveries(sqs, dlqUrl, [{ jobId: 'dead-1' }, { jobId: 'dead-2' }, { jobId: 'dead-3' }]);
+    const run = await dynein(['redrive', '--tenant', 'gamma']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^moved 3 messages from the DLQ back to the queue/);
+    expect(await depth(dlqUrl)).toBe(0);
+    expect(await depth(queueUrl)).toBe(3);
+    const empty = await dynein(['redrive', '--tenant', 'gamma']);
+    expect(empty.stdout).toMatch(/^moved 0 messages/);
+  }, 30_000);
+});

@@ -1,0 +1,101 @@
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UnrecoverableError, dyneinLambdaHandler, type JobContext } from '../../client';
+import { startSqsEventSource } from '../../local/sqsEventSource';
+import { startEmulators, type Emulators } from '../support/emulators';
+import { waitForEmptyQueue } from '../support/system';
+import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support';
+
+/**
+ * The Lambda wrapper, driven by the local stack's Lambda SQS event source (partial batch
+ * failures) against fauxqs: only failed records come back, with the backoff's visibility.
+ */
+let em: Emulators;
+beforeAll(async () => {
+  em = await startEmulators();
+});
+afterAll(async () => em?.stop());
+
+describe('dyneinLambdaHandler', () => {
+  it('reports only the failed records, backs them off, and sends unrecoverable ones to the DLQ', async () => {
+    const q = await em.createQueue('l-batch', { dlq: true, maxReceiveCount: 5 });
+    await sendDeliveries(em.sqs, q.url, [{ jobId: 'ok-1' }, { jobId: 'ok-2' }, { jobId: 'flaky' }, { jobId: 'doomed' }, { jobId: 'ok-3', runAtMs: Date.now() - 2_000 }]);
+    const sqs = em.newClients().sqs;
+    const calls = recordCalls(sqs);
+    const seen: { jobId: string; ctx: JobContext }[] = [];
+    const handler = dyneinLambdaHandler(
+      async (job, ctx) => {
+        seen.push({ jobId: job.jobId, ctx });
+        if (job.jobId === 'flaky' && ctx.receiveCount === 1) throw new Error('downstream timeout');
+        if (job.jobId === 'doomed') throw new UnrecoverableError('no such customer');
+      },
+      { sqs, queueUrl: q.url, deadLetterQueueUrl: q.dlqUrl, backoff: { baseMs: 1_000, capMs: 1_000 }, random: () => 0.5 },
+    );
+    const replies: string[][] = [];
+    const source = startSqsEventSource({
+      sqs: em.sqs,
+      queueUrl: q.url,
+      pollers: 1,
+      handler: async (event) => {
+        const res = await handler(event, { getRemainingTimeInMillis: () => 30_000 });
+        replies.push(res.batchItemFailures.map((f) => f.itemIdentifier));
+        return res;
+      },
+    });
+    await waitUntil(() => seen.filter((s) => s.jobId === 'flaky').length === 2, 10_000, 'the retry of flaky');
+    await waitForEmptyQueue(em.sqs, q.url, 5_000);
+    await source.stop();
+
+    const count = (id: string) => seen.filter((s) => s.jobId === id).length;
+    expect([count('ok-1'), count('ok-2'), count('ok-3'), count('flaky'), count('doomed')]).toEqual([1, 1, 1, 2, 1]);
+    expect(seen.filter((s) => s.jobId === 'flaky').map((s) => s.ctx.receiveCount)).toEqual([1, 2]);
+    expect(seen.find((s) => s.jobId === 'ok-3')!.ctx.latenessMs).toBeGreaterThanOrEqual(2_000);
+    expect(replies.flat()).toHaveLength(1); // flaky, once
+    // floor(0.5 * 1000) ms, rounded up to 1 s.
+    expect(calls.filter((c) => c.command === 'ChangeMessageVisibility').map((c) => c.input.VisibilityTimeout)).toEqual([1]);
+    const dlq = await receiveAll(em.sqs, q.dlqUrl!);
+    expect(dlq.map((m) => [JSON.parse(m.Body!).jobId, m.MessageAttributes?.dyneinError?.StringValue])).toEqual([['doomed', 'no such customer']]);
+  }, 20_000);
+
+  it('without an SQS client, reports malformed and failed records as batch item failures', async () => {
+    const q = await em.createQueue('l-plain');
+    await sendRaw(em.sqs, q.url, '{"not":"a job"}');
+    await sendDeliveries(em.sqs, q.url, [{ jobId: 'fine' }, { jobId: 'broken' }]);
+    const msgs = await receiveAll(em.sqs, q.url);
+    const event: SQSEvent = {
+      Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: m.Attributes ?? {}, messageAttributes: {} }) as unknown as SQSRecord),
+    };
+    const handled: string[] = [];
+    const errors: string[] = [];
+    const res = await dyneinLambdaHandler(
+      (job) => {
+        if (job.jobId === 'broken') throw new UnrecoverableError('cannot be retried, but no DLQ URL was given');
+        handled.push(job.jobId);
+      },
+      { onError: (e) => void errors.push((e as Error).name) },
+    )(event);
+    const idOf = (body: string) => msgs.find((m) => m.Body!.includes(body))!.MessageId!;
+    expect(handled).toEqual(['fine']);
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual([idOf('not'), idOf('broken')].sort());
+    expect(errors.sort()).toEqual(['MalformedMessageError', 'UnrecoverableError']);
+  });
+
+  it('aborts the handlers\' signal before the function times out', async () => {
+    const q = await em.createQueue('l-timeout');
+    await sendDeliveries(em.sqs, q.url, [{ jobId: 'slow' }]);
+    const [m] = await receiveAll(em.sqs, q.url);
+    let reason = '';
+    const res = await dyneinLambdaHandler(
+      (_job, { signal }) =>
+        new Promise<void>((_resolve, reject) =>
+          signal.addEventListener('abort', () => {
+            reason = (signal.reason as Error).message;
+            reject(signal.reason);
+          }),
+        ),
+      { timeoutMarginMs: 900 },
+    )({ Records: [{ messageId: m!.MessageId!, receiptHandle: m!.ReceiptHandle!, body: m!.Body!, attributes: {}, messageAttributes: {} } as unknown as SQSRecord] }, { getRemainingTimeInMillis: () => 1_000 });
+    expect(reason).toMatch(/about to time out/);
+    expect(res.batchItemFailures).toEqual([{ itemIdentifier: m!.MessageId! }]);
+  });
+});

@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+
+/** One SDK call as the client made it (command name and input), captured by a middleware: the real call still goes out. */
+export interface SentCall {
+  readonly command: string;
+  readonly input: Record<string, any>;
+  readonly at: number;
+  /** The reply, once it arrived. */
+  output?: Record<string, any>;
+}
+
+/** Records every command a real SQS client sends (an `initialize` middleware; nothing is mocked). */
+export function recordCalls(sqs: SQSClient): SentCall[] {
+  const calls: SentCall[] = [];
+  sqs.middlewareStack.add(
+    (next: any, context: any) => async (args: any) => {
+      const call: SentCall = { command: String(context.commandName).replace(/Command$/, ''), input: args.input, at: Date.now() };
+      calls.push(call);
+      const result = await next(args);
+      call.output = result.output;
+      return result;
+    },
+    { step: 'initialize', name: `recordCalls-${randomUUID()}` },
+  );
+  return calls;
+}
+
+/** A tenant-queue message as the scheduler sends it: `{"jobId", "tenant", "runAt", "payload"}` plus the `runAt` attribute. */
+export function deliveryBody(jobId: string, payload: unknown = null, runAtMs = Date.now()): { body: string; runAt: string } {
+  const runAt = new Date(runAtMs).toISOString();
+  return { body: JSON.stringify({ jobId, tenant: 'demo', runAt, payload }), runAt };
+}
+
+export async function sendDeliveries(sqs: SQSClient, queueUrl: string, jobs: readonly { jobId: string; payload?: unknown; runAtMs?: number }[]): Promise<void> {
+  for (let i = 0; i < jobs.length; i += 10) {
+    const entries = jobs.slice(i, i + 10).map((j, k) => {
+      const { body, runAt } = deliveryBody(j.jobId, j.payload ?? null, j.runAtMs);
+      return { Id: String(k), MessageBody: body, MessageAttributes: { runAt: { DataType: 'String', StringValue: runAt } } };
+    });
+    const res = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+    if (res.Failed?.length) throw new Error(`send failed: ${JSON.stringify(res.Failed)}`);
+  }
+}
+
+export async function sendRaw(sqs: SQSClient, queueUrl: string, body: string): Promise<void> {
+  await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body }));
+}
+
+/** Receipt handles the recorded ReceiveMessage calls returned (fauxqs accepts any handle on delete: check them here). */
+export function receivedHandles(calls: readonly SentCall[]): Set<string> {
+  return new Set(calls.filter((c) => c.command === 'ReceiveMessage').flatMap((c) => (c.output?.Messages ?? []).map((m: { ReceiptHandle: string }) => m.ReceiptHandle)));
+}
+
+/** Receives (and leaves in flight for `visibility` s) every message currently visible in a queue. */
+export async function receiveAll(sqs: SQSClient, queueUrl: string, opts: { waitMs?: number; visibility?: number } = {}): Promise<Message[]> {
+  const out: Message[] = [];
+  const until = Date.now() + (opts.waitMs ?? 1_500);
+  while (Date.now() < until) {
+    const res = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: opts.visibility ?? 60, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+    );
+    out.push(...(res.Messages ?? []));
+  }
+  return out;
+}
+
+export async function waitUntil(pred: () => boolean, timeoutMs: number, what = 'condition'): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** A deterministic `random` that returns `values` in turn (and repeats the last one). */
+export function sequence(values: readonly number[]): () => number {
+  let i = 0;
+  return () => values[Math.min(i++, values.length - 1)]!;
+}
