@@ -150,8 +150,13 @@ export class DyneinTenant extends Construct {
     });
   }
 
-  /** Lets `grantee` consume the tenant queue: `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:ChangeMessageVisibility` on it only. */
-  grantConsume(grantee: iam.IGrantable): iam.Grant {
+  /**
+   * Lets `grantee` consume the tenant queue: `sqs:ReceiveMessage`, `sqs:DeleteMessage`,
+   * `sqs:ChangeMessageVisibility` on it only. With `deadLetter`, also `sqs:SendMessage` on the
+   * DLQ, so a Worker can send a job that failed with `UnrecoverableError` there at once.
+   */
+  grantConsume(grantee: iam.IGrantable, opts: { readonly deadLetter?: boolean } = {}): iam.Grant {
+    if (opts.deadLetter) this.deadLetterQueue.grant(grantee, 'sqs:SendMessage');
     return this.queue.grant(grantee, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility');
   }
 
