@@ -7,17 +7,21 @@ import { describe, expect, it } from 'vitest';
  */
 const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
 
-describe('docs/client.md', () => {
-  const doc = readFileSync('docs/client.md', 'utf8');
-  const examples = lines(readFileSync('examples/client-usage.ts', 'utf8'));
+const examples = ['examples/client-usage.ts', 'examples/cdk-usage.ts'].map((f) => lines(readFileSync(f, 'utf8')));
+const found = (block: string[]) => examples.some((ex) => ex.some((_, i) => block.every((l, k) => ex[i + k] === l)));
+
+describe.each([
+  ['docs/client.md', 4],
+  ['README.md', 4],
+])('%s', (file, atLeast) => {
+  const doc = readFileSync(file, 'utf8');
   const blocks = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => lines(m[1]!));
 
   it('has TypeScript examples', () => {
-    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    expect(blocks.length).toBeGreaterThanOrEqual(atLeast);
   });
 
-  it.each(blocks.map((b, i) => [i + 1, b] as const))('example %i is in examples/client-usage.ts', (_n, block) => {
-    const at = examples.findIndex((_, i) => block.every((l, k) => examples[i + k] === l));
-    expect(at, `not found in examples/client-usage.ts:\n${block.join('\n')}`).toBeGreaterThanOrEqual(0);
+  it.each(blocks.map((b, i) => [i + 1, b] as const))('example %i is in examples/', (_n, block) => {
+    expect(found(block), `not found in examples/*.ts:\n${block.join('\n')}`).toBe(true);
   });
 });
