@@ -10,3 +10,10 @@ export const QUEUE_SETTINGS = {
   /** Every DLQ keeps the maximum, longer than its source (a moved message keeps its timestamp). */
   dlqRetentionSeconds: 14 * 86_400,
 } as const;
+
+/**
+ * The inbound event source's batching window: ingest waits up to this long to fill a batch of
+ * 10, so receives, deletes and invocations are about a tenth of the jobs. Jobs through the
+ * inbound queue are due at least the lookahead (5 s) ahead, so the wait costs no lateness.
+ */
+export const INGEST_BATCHING_WINDOW_MS = 1_000;

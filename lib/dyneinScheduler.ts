@@ -18,7 +18,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { QUEUE_SETTINGS } from '../adapters/resources';
+import { INGEST_BATCHING_WINDOW_MS, QUEUE_SETTINGS } from '../adapters/resources';
 import { TABLE_KEY } from '../adapters/tableSchema';
 import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config';
 import { NAMESPACE } from '../lambdas/runtime/powertools';
@@ -164,7 +164,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
     }
     submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
-    ingest.addEventSource(new SqsEventSource(this.inboundQueue, { batchSize: 10, reportBatchItemFailures: true }));
+    ingest.addEventSource(
+      new SqsEventSource(this.inboundQueue, { batchSize: 10, maxBatchingWindow: Duration.millis(INGEST_BATCHING_WINDOW_MS), reportBatchItemFailures: true }),
+    );
     // Only submit writes the inbound queue (ingest trusts what it reads there, beyond the id's MAC).
     this.#inboundSenders.push(submit.role!.roleArn);
     this.inboundQueue.addToResourcePolicy(

@@ -17,6 +17,7 @@ import { cancelHandler, dispatchHandler, ingestHandler, statusHandler, submitHan
 import { wire } from '../lambdas/runtime/wiring';
 import { startApiServer } from './apiServer';
 import { LocalMetrics } from './metrics';
+import { INGEST_BATCHING_WINDOW_MS } from '../adapters/resources';
 import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } from './settings';
 import { startSqsEventSource } from './sqsEventSource';
 import { startLocalTick } from './tick';
@@ -54,7 +55,7 @@ const api = await startApiServer({
   process.exit(EXIT_CONFIG);
 });
 const ingest = ingestHandler(w, t);
-const eventSource = startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, onError: (err) => t.error('inbound event source', err) });
+const eventSource = startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS, onError: (err) => t.error('inbound event source', err) });
 const dispatch = dispatchHandler(w, t);
 const tick = startLocalTick({
   runMs: settings.tickRunMs,
