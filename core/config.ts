@@ -23,6 +23,12 @@ export interface SchedulerSettings {
    * that read its clock before runAt has landed its write (ingest's timeout is shorter).
    */
   readonly tombstoneGraceMs: number;
+  /**
+   * Rows due within this many ms of the first due row share its `SendMessageBatch`, sent when
+   * the last of them is due (never early; at most this much later). Only rows that would share
+   * a batch wait, so a lone row is sent at its due millisecond. 0 sends each due ms on its own.
+   */
+  readonly releaseWindowMs: number;
 }
 
 export const DEFAULTS: SchedulerSettings = {
@@ -36,6 +42,7 @@ export const DEFAULTS: SchedulerSettings = {
   horizonMs: Math.round(10 * 365.25 * 24 * 3600 * 1000),
   cancelRecordRetentionMs: 7 * 24 * 3600 * 1000,
   tombstoneGraceMs: 60_000,
+  releaseWindowMs: 20,
 };
 
 /** Largest number of shard groups: an inline Map state's concurrency limit. */
@@ -66,6 +73,7 @@ export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): Sch
   int('horizonMs', 1, DEFAULTS.horizonMs);
   int('cancelRecordRetentionMs', 0, 365 * 24 * 3600 * 1000);
   int('tombstoneGraceMs', 0, 3600 * 1000);
+  int('releaseWindowMs', 0, 1_000);
   // Cross-field checks run whatever else is wrong (every problem is listed at once), but only
   // between values that are valid on their own.
   const valid = (...names: (keyof SchedulerSettings)[]) => names.every((n) => !bad.has(n));

@@ -1,6 +1,6 @@
 import { backoffMs } from './backoff';
 import type { DispatchDeps } from './dispatch';
-import { deliveryMessage, packBatches } from './messages';
+import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages';
 import type { AcquiredRow, RowKey } from './ports';
 
 export interface ReleaseStats {
@@ -133,6 +133,17 @@ export class Releaser {
   #fire(): void {
     this.#timer = undefined;
     const now = this.deps.clock.now();
+    // Rows due within the release window of the first share its batch, sent when the last of
+    // them (at most ten) is due: never early, and a lone row is not held at all.
+    const first = this.#queue[0];
+    if (!first) return;
+    const windowEnd = first.readyAt + this.deps.settings.releaseWindowMs;
+    let last = first.readyAt;
+    for (let k = 0; k < this.#queue.length && k < MAX_BATCH_ENTRIES && this.#queue[k]!.readyAt <= windowEnd; k++) last = this.#queue[k]!.readyAt;
+    if (last > now) {
+      this.#timer = setTimeout(() => this.#fire(), last - now);
+      return;
+    }
     let n = 0;
     // Timers may fire a millisecond early: only rows whose time has come leave the queue.
     while (n < this.#queue.length && this.#queue[n]!.readyAt <= now) n++;

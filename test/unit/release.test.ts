@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { resolveSettings } from '../../core/config';
+import type { DispatchDeps } from '../../core/dispatch';
+import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/ports';
+import { Releaser, type ReleaseStats } from '../../core/release';
+import { TenantRegistry } from '../../core/tenants';
+
+/** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */
+function harness(releaseWindowMs: number) {
+  const batches: { at: number; jobIds: string[] }[] = [];
+  const sender: QueueSender = {
+    async sendBatch(_url, messages: readonly OutgoingMessage[]) {
+      batches.push({ at: Date.now(), jobIds: messages.map((m) => JSON.parse(m.body).jobId) });
+      return [];
+    },
+  };
+  const store = { renew: async () => true, deleteRows: async () => [] } as unknown as JobStore;
+  const tenants = new TenantRegistry({ getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }), putTenant: async () => {} });
+  const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
+  const stats: ReleaseStats = { sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
+  const releaser = new Releaser(deps, stats);
+  const row = (jobId: string, dueMs: number): AcquiredRow => ({ shard: 0, dueMs, jobId, tenant: 'demo', payload: '{}', leaseUntil: dueMs + 60_000 });
+  return { batches, stats, releaser, row };
+}
+
+describe('Releaser', () => {
+  it('sends rows due within the window in one batch when the last is due, and a lone row at once', async () => {
+    const { batches, releaser, row, stats } = harness(40);
+    const base = Date.now() + 100;
+    const due: Record<string, number> = { a: base, b: base + 10, c: base + 30, lone: base + 300, d: base + 600, e: base + 639, f: base + 800 };
+    for (const [id, t] of Object.entries(due)) releaser.add(row(id, t));
+    await releaser.drain(base + 2_000);
+    expect(batches.map((b) => b.jobIds)).toEqual([['a', 'b', 'c'], ['lone'], ['d', 'e'], ['f']]);
+    for (const b of batches) for (const id of b.jobIds) expect(b.at).toBeGreaterThanOrEqual(due[id]!); // never early
+    // A batch leaves once its last row is due: not before, whatever the window allows.
+    expect(batches[0]!.at).toBeGreaterThanOrEqual(due.c!);
+    expect(stats.sent).toBe(7);
+    expect(stats.deleted).toBe(7);
+  });
+
+  it('with a window of 0 sends each due millisecond on its own', async () => {
+    const { batches, releaser, row } = harness(0);
+    const base = Date.now() + 50;
+    for (const [id, t] of [['a', base], ['b', base], ['c', base + 15]] as const) releaser.add(row(id, t));
+    await releaser.drain(base + 1_000);
+    expect(batches.map((b) => b.jobIds.sort())).toEqual([['a', 'b'], ['c']]);
+  });
+
+  it('caps a batch at ten rows', async () => {
+    const { batches, releaser, row } = harness(100);
+    const base = Date.now() + 50;
+    for (let i = 0; i < 12; i++) releaser.add(row(`r${String(i).padStart(2, '0')}`, base + i));
+    await releaser.drain(base + 1_000);
+    expect(batches.map((b) => b.jobIds.length)).toEqual([10, 2]);
+    expect(batches[0]!.at).toBeGreaterThanOrEqual(base + 9);
+  });
+});
