@@ -51,7 +51,11 @@ describe('Releaser', () => {
     const base = Date.now() + 50;
     for (let i = 0; i < 12; i++) releaser.add(row(`r${String(i).padStart(2, '0')}`, base + i));
     await releaser.drain(base + 1_000);
-    expect(batches.map((b) => b.jobIds.length)).toEqual([10, 2]);
+    // The first ten leave together once the tenth is due; the rest follow (how they split
+    // depends on how late the timer fires), never more than ten in a batch.
+    expect(batches[0]!.jobIds).toEqual(Array.from({ length: 10 }, (_, i) => `r${String(i).padStart(2, '0')}`));
     expect(batches[0]!.at).toBeGreaterThanOrEqual(base + 9);
+    expect(batches.flatMap((b) => b.jobIds)).toHaveLength(12);
+    expect(batches.every((b) => b.jobIds.length <= 10)).toBe(true);
   });
 });
