@@ -1,0 +1,36 @@
+/**
+ * Phase 4: backlog independence. The dispatch rate of the same burst as phase 2, on the same
+ * table, once `rows` future jobs (due between an hour and a year ahead, in every shard) wait in
+ * it, over the rate phase 2 measured with none. A due-range query starts at its shard's first
+ * row and stops at `now + lookahead`, so future rows are never read: the ratio should be about 1.
+ */
+import type { Emulators } from '../test/support/emulators';
+import type { TestSystem } from '../test/support/system';
+import { burst, writeRows, type BurstResult } from './dispatch';
+import { progress } from './support';
+
+export interface BacklogResult {
+  /** Dispatch rate with the backlog over the rate without (phase 2's burst). */
+  ratio: number;
+  futureRows: number;
+  loadMs: number;
+  /** Rows written per second while loading (parallel BatchWriteItem). */
+  loadRowsPerSec: number;
+  without: BurstResult;
+  with: BurstResult;
+  /** Items the due-range queries read during the burst with the backlog: the burst's rows only. */
+  itemsRead: number;
+}
+
+export async function runBacklog(em: Emulators, sys: TestSystem, opts: { rows: number; without: BurstResult }): Promise<BacklogResult> {
+  progress(`backlog: loading ${opts.rows} future rows (parallel BatchWriteItem)`);
+  const now = Date.now();
+  const t0 = performance.now();
+  await writeRows(em, sys, opts.rows, () => now + 3_600_000 + Math.floor(Math.random() * 365 * 86_400_000), { prefix: 'f' });
+  const loadMs = performance.now() - t0;
+  progress(`backlog: loaded in ${(loadMs / 1000).toFixed(1)} s; the same burst of ${opts.without.jobs} again`);
+  const w = await burst(em, sys, opts.without.jobs, 'k');
+  const ratio = +(w.jobsPerSec / opts.without.jobsPerSec).toFixed(3);
+  progress(`backlog: ${w.jobsPerSec} jobs/s with ${opts.rows} future rows vs ${opts.without.jobsPerSec} without: ratio ${ratio}; queries read ${w.itemsRead} items`);
+  return { ratio, futureRows: opts.rows, loadMs: Math.round(loadMs), loadRowsPerSec: Math.round(opts.rows / (loadMs / 1000)), without: opts.without, with: w, itemsRead: w.itemsRead };
+}

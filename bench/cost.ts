@@ -1,0 +1,293 @@
+/**
+ * Dollars from billing units: pure functions over the price table (bench/prices.ts), so every
+ * figure in the results can be recomputed by hand.
+ *
+ * @example
+ * costPerMillion({ dynamodbWru: 3, dynamodbRru: 0, sqsRequests: 0.4, lambdaInvocations: 0.11, lambdaGbSeconds: 0.001, apiRequests: 0.01 }).totalUsd
+ */
+import { dollars, PRICES, type PriceTable } from './prices';
+
+/** Billing units one job uses, by service. */
+export interface PerJobUsage {
+  /** DynamoDB write request units (1 KB each). */
+  readonly dynamodbWru: number;
+  /** DynamoDB read request units (4 KB each, eventually consistent 0.5). */
+  readonly dynamodbRru: number;
+  /** SQS billed requests (each 64 KB chunk of payload is one). */
+  readonly sqsRequests: number;
+  /** Lambda invocations. */
+  readonly lambdaInvocations: number;
+  /** Lambda GB-seconds (arm64). */
+  readonly lambdaGbSeconds: number;
+  /** API Gateway HTTP API billed requests (each 512 KB is one). */
+  readonly apiRequests: number;
+  /** EventBridge Scheduler invocations. */
+  readonly schedulerInvocations?: number;
+}
+
+export interface Cost {
+  readonly totalUsd: number;
+  readonly byServiceUsd: Record<string, number>;
+}
+
+const round = (x: number, digits = 4) => +x.toFixed(digits);
+
+/** Dollars per million jobs for a per-job usage. */
+export function costPerMillion(u: PerJobUsage, prices: PriceTable = PRICES): Cost {
+  const m = 1e6;
+  const byServiceUsd = {
+    dynamodb: dollars(prices.dynamodbWrite, u.dynamodbWru * m) + dollars(prices.dynamodbRead, u.dynamodbRru * m),
+    sqs: dollars(prices.sqsRequest, u.sqsRequests * m),
+    lambda: dollars(prices.lambdaRequest, u.lambdaInvocations * m) + dollars(prices.lambdaArmGbSecond, u.lambdaGbSeconds * m),
+    apiGateway: dollars(prices.httpApiRequest, u.apiRequests * m),
+    eventBridgeScheduler: dollars(prices.eventBridgeSchedulerInvocation, (u.schedulerInvocations ?? 0) * m),
+  };
+  const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
+  return { totalUsd: round(totalUsd), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v)])) };
+}
+
+/** Write request units of one write of an item of `bytes` (DynamoDB rounds up to 1 KB). */
+export const wruOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
+/** Read request units of reading `bytes` eventually consistently (4 KB units, halved; 0.5 minimum). */
+export const rruOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 4096)) * 0.5;
+
+/**
+ * Dynein's request pattern (Airbnb's design on EC2): per job, a put, a share of a query that
+ * returns 10 due jobs, a conditional update (acquire) and a delete, each writing the whole row;
+ * unbatched SQS: SendMessage to the inbound queue, ReceiveMessage and DeleteMessage by the
+ * scheduler, SendMessage to the destination queue. Its servers (EC2) are not included.
+ */
+export function dyneinPatternUsage(rowBytes: number): PerJobUsage {
+  return {
+    dynamodbWru: 3 * wruOf(rowBytes),
+    dynamodbRru: rruOf(10 * rowBytes) / 10,
+    sqsRequests: 4 * Math.max(1, Math.ceil(rowBytes / 65_536)),
+    lambdaInvocations: 0,
+    lambdaGbSeconds: 0,
+    apiRequests: 0,
+  };
+}
+
+/**
+ * EventBridge Scheduler one-time schedules (`at(...)`, `ActionAfterCompletion: DELETE`) with an
+ * SQS target: one invocation per job (per 64 KB of payload) plus the SendMessage it makes to the
+ * queue. CreateSchedule calls are not billed. Its schedules fire within the minute, not at the
+ * millisecond.
+ */
+export function eventBridgeSchedulerUsage(payloadBytes: number): PerJobUsage {
+  const chunks = Math.max(1, Math.ceil(payloadBytes / 65_536));
+  return { dynamodbWru: 0, dynamodbRru: 0, sqsRequests: chunks, lambdaInvocations: 0, lambdaGbSeconds: 0, apiRequests: 0, schedulerInvocations: chunks };
+}
+
+/** Settings the fixed cost of the tick depends on (defaults: DESIGN.md's). */
+export interface TickModel {
+  /** Shard groups, one Map iteration (and dispatch Lambda) each. @default 8 */
+  readonly groups: number;
+  /** Shards. @default 64 */
+  readonly shards: number;
+  /** A tick execution starts this often. @default 60 */
+  readonly executionEverySeconds: number;
+  /** Each execution runs this long. @default 90 */
+  readonly executionRunSeconds: number;
+  /** Wait after an idle dispatch step (lookahead − 1 s). @default 4 */
+  readonly idleWaitSeconds: number;
+  /** Wall time of an idle dispatch step (lease write and one query per shard). @default 0.05 */
+  readonly idleStepSeconds: number;
+  /** Re-query interval while busy. @default 0.5 */
+  readonly busyQueryIntervalSeconds: number;
+  /** Group lease renewal while busy. @default 5 */
+  readonly leaseRenewSeconds: number;
+  /** @default 1024 */
+  readonly dispatchMemoryMb: number;
+  /** The tick (plan) Lambda. @default 256 and 0.01 s */
+  readonly tickMemoryMb: number;
+  readonly tickSeconds: number;
+  /** Step Functions Express bills at least 64 MB. @default 64 */
+  readonly stepFunctionsMemoryMb: number;
+  /** Lambda's SQS event source polls the inbound queue with this many long-polls (20 s) while idle. @default 5 */
+  readonly ingestIdlePollers: number;
+}
+
+export const DEFAULT_TICK: TickModel = {
+  groups: 8,
+  shards: 64,
+  executionEverySeconds: 60,
+  executionRunSeconds: 90,
+  idleWaitSeconds: 4,
+  idleStepSeconds: 0.05,
+  busyQueryIntervalSeconds: 0.5,
+  leaseRenewSeconds: 5,
+  dispatchMemoryMb: 1024,
+  tickMemoryMb: 256,
+  tickSeconds: 0.01,
+  stepFunctionsMemoryMb: 64,
+  ingestIdlePollers: 5,
+};
+
+/** AWS prices a month as 730 hours. */
+export const MONTH_SECONDS = 730 * 3600;
+
+/**
+ * The fixed monthly cost of an idle deployment: the tick's executions (EventBridge → Step
+ * Functions Express, ~90 s each, every minute), its idle dispatch steps (every idle wait plus the
+ * step itself, per group, each a Lambda invocation with one group-lease write and one query per
+ * shard) and the ingest event source's idle long polls.
+ */
+export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES): Cost {
+  const executions = MONTH_SECONDS / t.executionEverySeconds;
+  // Per group, one step every (wait + step) seconds, plus the older execution's last step, which
+  // finds its group taken by the newer one.
+  const steps = t.groups * (MONTH_SECONDS / (t.idleWaitSeconds + t.idleStepSeconds) + executions);
+  const shardsPerGroup = t.shards / t.groups;
+  const byServiceUsd = {
+    eventBridge: dollars(prices.eventBridgeScheduledRule, executions),
+    stepFunctions:
+      dollars(prices.stepFunctionsExpressRequest, executions) +
+      dollars(prices.stepFunctionsExpressGbSecond, executions * Math.ceil(t.executionRunSeconds * 10) / 10 * (Math.max(64, t.stepFunctionsMemoryMb) / 1024)),
+    lambda:
+      dollars(prices.lambdaRequest, steps + executions) +
+      dollars(prices.lambdaArmGbSecond, steps * t.idleStepSeconds * (t.dispatchMemoryMb / 1024) + executions * t.tickSeconds * (t.tickMemoryMb / 1024)),
+    dynamodb: dollars(prices.dynamodbWrite, steps) + dollars(prices.dynamodbRead, steps * shardsPerGroup * 0.5),
+    sqs: dollars(prices.sqsRequest, t.ingestIdlePollers * (MONTH_SECONDS / 20)),
+  };
+  const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
+  return { totalUsd: round(totalUsd, 2), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v, 2)])) };
+}
+
+/**
+ * What a busy month adds: while any row of a group is due within the lookahead, its dispatch
+ * Lambda runs without pause (one 60 s step after another), queries each shard every 0.5 s and
+ * renews the group lease every 5 s. `busyFraction` is the share of the month that is so.
+ */
+export function busyMonthlyCost(busyFraction: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, groups = t.groups, shards = t.shards): Cost {
+  const s = MONTH_SECONDS * busyFraction;
+  const byServiceUsd = {
+    lambda: dollars(prices.lambdaArmGbSecond, groups * s * (t.dispatchMemoryMb / 1024)) + dollars(prices.lambdaRequest, (groups * s) / 60),
+    dynamodb: dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * 0.5) + dollars(prices.dynamodbWrite, (groups / t.leaseRenewSeconds) * s),
+  };
+  const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
+  return { totalUsd: round(totalUsd, 2), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v, 2)])) };
+}
+
+/**
+ * Share of the time a group has a row due within the lookahead, for jobs due at `jobsPerSecond`
+ * spread evenly over the groups (Poisson arrivals).
+ */
+export function busyFraction(jobsPerSecond: number, groups: number, lookaheadSeconds: number): number {
+  return 1 - Math.exp(-(jobsPerSecond / groups) * lookaheadSeconds);
+}
+
+type AttributeValue = { S: string } | { N: string } | { B: Uint8Array };
+
+/**
+ * DynamoDB's size of an item: attribute names plus values (strings and binaries by their bytes,
+ * numbers by about one byte per two significant digits plus one).
+ */
+export function itemBytes(item: Record<string, AttributeValue>): number {
+  let n = 0;
+  for (const [name, v] of Object.entries(item)) {
+    n += Buffer.byteLength(name);
+    if ('S' in v) n += Buffer.byteLength(v.S);
+    else if ('N' in v) n += Math.ceil(v.N.replace(/^-|\.|^0+/g, '').length / 2) + 1;
+    else n += v.B.length;
+  }
+  return n;
+}
+
+/**
+ * A job row as ingest writes it (adapters/dynamoJobStore.ts `putJob`), for a payload of
+ * `payloadBytes`; `jobId` a real one (about 80 characters).
+ */
+export function jobRowBytes(payloadBytes: number, jobId: string, tenant = 'demo'): number {
+  return itemBytes({
+    pk: { S: '37' },
+    sk: { S: `${'1'.repeat(13)}#${jobId}` },
+    tenant: { S: tenant },
+    state: { S: 'SCHEDULED' },
+    leaseUntil: { N: '1795320629774' },
+    payload: { S: 'x'.repeat(payloadBytes) },
+  });
+}
+
+/** AWS limits the capacity model plans against (defaults as documented; most are adjustable). */
+export const AWS_LIMITS = {
+  /** Writes one DynamoDB partition takes per second. */
+  partitionWruPerSec: 1_000,
+  /** Keep each shard's partition under this share of its limit. */
+  partitionHeadroom: 0.7,
+  /** On-demand table-level write throughput quota per table (adjustable). */
+  tableWruPerSecQuota: 40_000,
+  /** A new on-demand table's initial write throughput (set warm throughput above it). */
+  newTableWruPerSec: 4_000,
+  /** Lambda concurrent executions per account and region (adjustable). */
+  lambdaAccountConcurrency: 1_000,
+  /** vCPU share of a 1,024 MB Lambda (1,769 MB is one full vCPU). */
+  vcpuAt1024Mb: 1024 / 1769,
+  /** An inline Map state's concurrency: at most 40 shard groups. */
+  maxGroups: 40,
+  /** API Gateway account-level throttle, requests per second (adjustable). */
+  apiRequestsPerSec: 10_000,
+};
+
+export interface CapacityRow {
+  jobsPerSec: number;
+  /** Writes per second on the table (3 item writes per job). */
+  tableWruPerSec: number;
+  /** Shards so that each partition stays under the headroom. */
+  shardsNeeded: number;
+  /** Dispatch groups (Lambdas) the dispatch CPU needs, and whether the 40-group cap holds it. */
+  groupsNeeded: number;
+  withinGroupCap: boolean;
+  lambdaConcurrency: { submit: number; ingest: number; dispatch: number };
+  apiRequestsPerSec: number;
+  monthlyUsd: number;
+  perMillionUsd: number;
+  /** Limits to raise or settings to change at this rate. */
+  notes: string[];
+}
+
+/**
+ * What a steady `jobsPerSec` of batch-submitted jobs needs on AWS and costs a month: shards from
+ * DynamoDB's per-partition write limit, dispatch groups from the dispatch's measured CPU per job
+ * on a 1,024 MB Lambda, Lambda concurrency from assumed AWS durations, and the per-job cost plus
+ * the fixed costs.
+ */
+export function capacityRow(
+  jobsPerSec: number,
+  m: { usagePerJob: PerJobUsage; wruPerWrite: number; dispatchCpuUsPerJob: number; submitSeconds?: number; ingestSeconds?: number },
+  t: TickModel = DEFAULT_TICK,
+  prices: PriceTable = PRICES,
+): CapacityRow {
+  const L = AWS_LIMITS;
+  const tableWruPerSec = jobsPerSec * 3 * m.wruPerWrite;
+  const shardsNeeded = Math.max(t.shards, Math.ceil(tableWruPerSec / (L.partitionWruPerSec * L.partitionHeadroom)));
+  const perGroupJobsPerSec = (L.vcpuAt1024Mb * 1e6) / m.dispatchCpuUsPerJob;
+  const groupsNeeded = Math.max(t.groups, Math.ceil(jobsPerSec / (perGroupJobsPerSec * 0.7)));
+  const groups = Math.min(groupsNeeded, L.maxGroups);
+  const submit = Math.ceil((jobsPerSec / 100) * (m.submitSeconds ?? 0.03));
+  const ingest = Math.ceil((jobsPerSec / 10) * (m.ingestSeconds ?? 0.03));
+  const dispatch = 2 * groups;
+  const jobsPerMonth = jobsPerSec * MONTH_SECONDS;
+  const perJob = costPerMillion(m.usagePerJob, prices).totalUsd * (jobsPerMonth / 1e6);
+  const fixed = idleMonthlyCost({ ...t, groups, shards: shardsNeeded }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, groups, 5), t, prices, groups, shardsNeeded).totalUsd;
+  const monthlyUsd = perJob + fixed;
+  const notes: string[] = [];
+  if (shardsNeeded > t.shards) notes.push(`${shardsNeeded} shards (default ${t.shards})`);
+  if (tableWruPerSec > L.tableWruPerSecQuota) notes.push(`raise the table's write quota (${L.tableWruPerSecQuota.toLocaleString('en-US')} WRU/s default) to ${Math.ceil(tableWruPerSec).toLocaleString('en-US')}`);
+  if (tableWruPerSec > L.newTableWruPerSec) notes.push(`warm throughput ≥ ${Math.ceil(tableWruPerSec).toLocaleString('en-US')} WRU/s on a new table`);
+  if (groupsNeeded > t.groups) notes.push(`${Math.min(groupsNeeded, L.maxGroups)} groups (default ${t.groups})`);
+  if (groupsNeeded > L.maxGroups) notes.push(`dispatch needs ${groupsNeeded} groups of 1,024 MB, over the 40-group cap: ${Math.round(L.maxGroups * perGroupJobsPerSec * 0.7).toLocaleString('en-US')} jobs/s is the ceiling without less CPU per job or a second Map`);
+  if (submit + ingest + dispatch > L.lambdaAccountConcurrency * 0.8) notes.push('raise the account Lambda concurrency');
+  return {
+    jobsPerSec,
+    tableWruPerSec: Math.round(tableWruPerSec),
+    shardsNeeded,
+    groupsNeeded,
+    withinGroupCap: groupsNeeded <= L.maxGroups,
+    lambdaConcurrency: { submit, ingest, dispatch },
+    apiRequestsPerSec: Math.ceil(jobsPerSec / 100),
+    monthlyUsd: Math.round(monthlyUsd),
+    perMillionUsd: +((monthlyUsd / jobsPerMonth) * 1e6).toFixed(3),
+    notes,
+  };
+}

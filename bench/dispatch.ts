@@ -1,0 +1,198 @@
+/**
+ * Phase 2: dispatch throughput against the storage ceiling.
+ *
+ * A burst of rows all due at the same millisecond (already due when dispatch starts) goes
+ * through the real dispatch loop (every shard group in parallel, as the tick runs them): query,
+ * conditional acquire, send to the tenant queue, batched delete. In the same run, on the same
+ * table, the storage ceiling: how fast dynalite performs exactly the writes a dispatched job
+ * needs (one conditional acquire, one delete in a batch of 25) at the same concurrency, with
+ * nothing else going on. The ratio says how much of the storage's speed the dispatcher uses.
+ */
+import { setMaxListeners } from 'node:events';
+import { BatchWriteItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { keys } from '../adapters/dynamoJobStore';
+import { forEachLimit } from '../core/backoff';
+import { dispatchLoop } from '../core/loop';
+import type { QueueSender, RowKey } from '../core/ports';
+import type { Emulators } from '../test/support/emulators';
+import { createSystem, type TestSystem } from '../test/support/system';
+import { progress, realisticPayload, sleep } from './support';
+
+/** Conditional acquires in flight per group: core/dispatch.ts's default. */
+export const ACQUIRE_CONCURRENCY = 32;
+
+export interface BurstResult {
+  jobs: number;
+  /** Jobs sent and deleted per second, from the start of dispatch to the last delete. */
+  jobsPerSec: number;
+  /** Jobs sent per second, from the start of dispatch to the last send. */
+  sentPerSec: number;
+  durationMs: number;
+  /** Items the due-range queries read (DynamoDB's ScannedCount). */
+  itemsRead: number;
+  /** CPU time of the dispatching process per job (the emulators run in processes of their own). */
+  cpuUsPerJob: number;
+}
+
+export interface DispatchResult extends BurstResult {
+  ceilingJobsPerSec: number;
+  ratioToCeiling: number;
+  ceiling: {
+    concurrency: number;
+    rows: number;
+    /** Conditional acquires (UpdateItem) per second, alone. */
+    conditionalWritesPerSec: number;
+    /** Rows deleted per second in BatchWriteItem of 25, alone. */
+    batchedDeletesPerSec: number;
+    /** Writes a dispatched job needs: the acquire and the delete (its put came with ingest). */
+    writesPerJob: number;
+  };
+  settings: { shards: number; groups: number; lookaheadMs: number; payloadBytes: number };
+}
+
+/** The system phases 2 and 4 share: default settings (64 shards, 8 groups, 5 s lookahead). */
+export function dispatchSystem(em: Emulators): Promise<TestSystem> {
+  return createSystem(em, { tenants: ['demo'] });
+}
+
+/** Writes `n` job rows straight into the table (parallel BatchWriteItem), as ingest would have. */
+export async function writeRows(em: Emulators, sys: TestSystem, n: number, due: (i: number) => number, opts: { payload?: string; prefix?: string } = {}): Promise<RowKey[]> {
+  const { settings } = sys.w.config;
+  const payload = opts.payload ?? JSON.stringify(realisticPayload(0));
+  const rows: RowKey[] = [];
+  const items: Record<string, AttributeValue>[] = [];
+  for (let i = 0; i < n; i++) {
+    const shard = i % settings.shardCount;
+    const dueMs = due(i);
+    const jobId = sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random: `${opts.prefix ?? 'b'}${String(i).padStart(15, '0')}`.slice(-16) });
+    rows.push({ shard, dueMs, jobId });
+    items.push({ ...keys.row({ shard, dueMs, jobId }), tenant: { S: 'demo' }, state: { S: 'SCHEDULED' }, leaseUntil: { N: '0' }, payload: { S: payload } });
+  }
+  const chunks: Record<string, AttributeValue>[][] = [];
+  for (let i = 0; i < items.length; i += 25) chunks.push(items.slice(i, i + 25));
+  await forEachLimit(chunks, 32, async (chunk) => {
+    let pending = chunk.map((Item) => ({ PutRequest: { Item } }));
+    while (pending.length > 0) {
+      const res = await em.dynamo.send(new BatchWriteItemCommand({ RequestItems: { [sys.tableName]: pending } }));
+      pending = (res.UnprocessedItems?.[sys.tableName] ?? []) as typeof pending;
+    }
+  });
+  return rows;
+}
+
+/**
+ * Dispatches a burst of `n` rows all due at one millisecond (already past) with the real loop
+ * over every group, and times it until every row is sent and deleted.
+ */
+export async function burst(em: Emulators, sys: TestSystem, n: number, label: string): Promise<BurstResult> {
+  const dueMs = Date.now() - 1_000;
+  await writeRows(em, sys, n, () => dueMs, { prefix: label });
+  let sent = 0;
+  let deleted = 0;
+  let lastSent = 0;
+  const inner = sys.w.dispatch.sender;
+  const sender: QueueSender = {
+    async sendBatch(url, messages) {
+      const failed = await inner.sendBatch(url, messages);
+      sent += messages.length - failed.length;
+      lastSent = performance.now();
+      return failed;
+    },
+  };
+  const store = sys.w.store;
+  const countingStore = Object.create(store) as typeof store;
+  countingStore.deleteRows = async (rows) => {
+    const left = await store.deleteRows(rows);
+    deleted += rows.length - left.length;
+    return left;
+  };
+  const deps = { ...sys.w.dispatch, sender, store: countingStore };
+  const readBefore = store.stats.itemsRead;
+  const abort = new AbortController();
+  setMaxListeners(100, abort.signal);
+  const cpu0 = process.cpuUsage();
+  const started = performance.now();
+  const owner = `bench-${label}-${Date.now()}`;
+  const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
+    dispatchLoop(deps, { group, owner, ownerStartMs: Date.now(), untilMs: Date.now() + 600_000, signal: abort.signal }),
+  );
+  const timeoutAt = started + 300_000;
+  while (deleted < n && performance.now() < timeoutAt) await sleep(5);
+  const done = performance.now();
+  const cpu = process.cpuUsage(cpu0);
+  abort.abort();
+  await Promise.all(loops);
+  if (deleted < n) throw new Error(`burst ${label}: only ${deleted} of ${n} rows dispatched within 300 s`);
+  const durationMs = done - started;
+  return {
+    jobs: n,
+    jobsPerSec: Math.round(n / (durationMs / 1000)),
+    sentPerSec: Math.round(n / ((lastSent - started) / 1000)),
+    durationMs: Math.round(durationMs),
+    itemsRead: store.stats.itemsRead - readBefore,
+    cpuUsPerJob: Math.round((cpu.user + cpu.system) / n),
+  };
+}
+
+/**
+ * The storage alone, doing exactly the writes a dispatched job needs at the dispatch's
+ * concurrency and nothing else (no queries, no queue, no timers): chunks of 25 rows, each
+ * acquired with the dispatch's own conditional UpdateItem (25 in parallel) and then deleted in
+ * one BatchWriteItem, `concurrency / 25` chunks in flight. Before that, the conditional writes
+ * alone, at `concurrency` in flight.
+ */
+export async function storageCeiling(em: Emulators, sys: TestSystem, n: number, concurrency: number): Promise<DispatchResult['ceiling'] & { jobsPerSec: number }> {
+  const store = sys.w.store;
+  const acquire = async (k: RowKey) => {
+    const now = Date.now();
+    if (!(await store.acquire(k, now, now + 30_000))) throw new Error('ceiling: acquire failed');
+  };
+  const chunked = (rows: RowKey[]) => Array.from({ length: Math.ceil(rows.length / 25) }, (_, i) => rows.slice(i * 25, i * 25 + 25));
+
+  const alone = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'a' });
+  const t0 = performance.now();
+  await forEachLimit(alone, concurrency, acquire);
+  const t1 = performance.now();
+  await forEachLimit(chunked(alone), Math.max(1, Math.round(concurrency / 25)), async (chunk) => {
+    if ((await store.deleteRows(chunk)).length > 0) throw new Error('ceiling: delete failed');
+  });
+  const t2 = performance.now();
+
+  const mixed = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'c' });
+  const t3 = performance.now();
+  await forEachLimit(chunked(mixed), Math.max(1, Math.round(concurrency / 25)), async (chunk) => {
+    await Promise.all(chunk.map(acquire));
+    if ((await store.deleteRows(chunk)).length > 0) throw new Error('ceiling: delete failed');
+  });
+  const t4 = performance.now();
+  return {
+    concurrency,
+    rows: n,
+    conditionalWritesPerSec: Math.round(n / ((t1 - t0) / 1000)),
+    batchedDeletesPerSec: Math.round(n / ((t2 - t1) / 1000)),
+    writesPerJob: 2,
+    jobsPerSec: Math.round(n / ((t4 - t3) / 1000)),
+  };
+}
+
+export async function runDispatch(em: Emulators, sys: TestSystem, opts: { burst: number; warmup: number }): Promise<DispatchResult> {
+  const { settings } = sys.w.config;
+  const concurrency = settings.groupCount * ACQUIRE_CONCURRENCY;
+  progress(`dispatch: warm-up burst of ${opts.warmup}`);
+  await burst(em, sys, opts.warmup, 'w');
+  progress(`dispatch: burst of ${opts.burst} rows due at once, ${settings.groupCount} groups over ${settings.shardCount} shards`);
+  const b = await burst(em, sys, opts.burst, 'd');
+  progress(`dispatch: ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s) in ${(b.durationMs / 1000).toFixed(1)} s, ${b.cpuUsPerJob} µs of dispatch CPU per job`);
+  const ceilingRows = Math.min(opts.burst, 5_000);
+  progress(`dispatch: storage ceiling: ${ceilingRows} conditional acquires alone, then ${ceilingRows} jobs' acquires and batched deletes, ${concurrency} in flight`);
+  const c = await storageCeiling(em, sys, ceilingRows, concurrency);
+  const { jobsPerSec: ceilingJobsPerSec, ...ceiling } = c;
+  progress(`dispatch: ceiling ${ceilingJobsPerSec} jobs/s (${c.conditionalWritesPerSec} conditional writes/s, ${c.batchedDeletesPerSec} batched deletes/s): ratio ${(b.jobsPerSec / ceilingJobsPerSec).toFixed(2)}`);
+  return {
+    ...b,
+    ceilingJobsPerSec,
+    ratioToCeiling: +(b.jobsPerSec / ceilingJobsPerSec).toFixed(3),
+    ceiling,
+    settings: { shards: settings.shardCount, groups: settings.groupCount, lookaheadMs: settings.lookaheadMs, payloadBytes: JSON.stringify(realisticPayload(0)).length },
+  };
+}

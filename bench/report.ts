@@ -1,0 +1,106 @@
+/** The benchmark's targets (from the issue) and the Markdown rendering of a result. */
+import { PRICE_REGION, PRICES_CHECKED } from './prices';
+import type { BenchResult } from './run';
+
+export interface Target {
+  readonly name: string;
+  readonly target: string;
+  readonly value: string;
+  /** undefined: not measured in this run. */
+  readonly met: boolean | undefined;
+}
+
+export function targets(r: BenchResult): Target[] {
+  const t: Target[] = [];
+  const l = r.lateness;
+  const bq = r.peers.bullmq;
+  if (l) {
+    t.push({ name: 'Lateness p95', target: bq ? `≤ 100 ms and ≤ BullMQ's (${bq.p95Ms} ms)` : '≤ 100 ms', value: `${l.p95Ms} ms`, met: l.p95Ms <= 100 && (!bq || l.p95Ms <= bq.p95Ms) });
+    t.push({ name: 'Lateness p99', target: '≤ 250 ms', value: `${l.p99Ms} ms`, met: l.p99Ms <= 250 });
+    t.push({ name: 'Early deliveries', target: '0', value: String(l.early), met: l.early === 0 });
+    t.push({ name: 'Delivered', target: `all ${l.expected} accepted`, value: String(l.delivered), met: l.delivered === l.expected });
+  }
+  if (r.dispatch) t.push({ name: 'Dispatch vs storage ceiling', target: '≥ 70%', value: `${Math.round(r.dispatch.ratioToCeiling * 100)}% (${r.dispatch.jobsPerSec} of ${r.dispatch.ceilingJobsPerSec} jobs/s)`, met: r.dispatch.ratioToCeiling >= 0.7 });
+  if (r.requests) {
+    const b = r.requests.batch;
+    t.push({ name: 'DynamoDB writes per batch-submitted job', target: '≤ 3', value: `${b.itemWritesPerJob} item writes (${b.requestsPerJob.dynamodbWrite} requests, ${b.usagePerJob.dynamodbWru} WRU)`, met: b.itemWritesPerJob <= 3 });
+    t.push({ name: 'SQS requests per batch-submitted job', target: '≤ 0.5', value: String(b.requestsPerJob.sqs), met: b.requestsPerJob.sqs <= 0.5 });
+  }
+  if (r.costPerMillionUsd) t.push({ name: 'Cost per million batch-submitted 1 KB jobs', target: '≤ $2.50', value: `$${r.costPerMillionUsd.ours.toFixed(2)}`, met: r.costPerMillionUsd.ours <= 2.5 });
+  if (r.backlog) t.push({ name: 'Backlog ratio', target: '≥ 0.9', value: `${r.backlog.ratio} (${r.backlog.futureRows.toLocaleString('en-US')} future rows)`, met: r.backlog.ratio >= 0.9 });
+  return t;
+}
+
+const mark = (met: boolean | undefined) => (met === undefined ? '–' : met ? 'yes' : '**no**');
+const usd = (x: number) => `$${x.toFixed(2)}`;
+
+export function markdown(r: BenchResult): string {
+  const lines: string[] = [];
+  const m = r.machine;
+  lines.push(`# Dynein Serverless benchmark (${r.mode} mode)`, '');
+  lines.push(`${r.date.slice(0, 10)} · ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node} · load average ${m.loadAvgAtStart.join(' / ')} at start, ${m.loadAvgAtEnd.join(' / ')} at the end (1/5/15 min; the machine was shared) · ${Math.round(r.durationS)} s · \`npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}\``, '');
+  if (r.mode === 'quick') lines.push(`Quick mode: ${r.sizes.description}. A smoke check: its timings are not the published figures.`, '');
+
+  lines.push('## Targets', '', '| | target | this run | met |', '|---|---|---|---|');
+  for (const t of r.targets) lines.push(`| ${t.name} | ${t.target} | ${t.value} | ${mark(t.met)} |`);
+  lines.push('');
+
+  const l = r.lateness;
+  const bq = r.peers.bullmq;
+  if (l) {
+    lines.push(`## Lateness (${l.load.rate} jobs/s for ${l.load.durationMs / 1000} s, due ${l.load.minAheadMs / 1000}–${l.load.maxAheadMs / 1000} s ahead, ${l.load.payloadBytes}-byte payloads)`, '');
+    lines.push('| | p50 | p95 | p99 | max | early | delivered |', '|---|---|---|---|---|---|---|');
+    lines.push(`| Dynein Serverless, local stack (signed POST → … → consumer receive) | ${l.p50Ms} ms | ${l.p95Ms} ms | ${l.p99Ms} ms | ${l.maxMs} ms | ${l.early} | ${l.delivered}/${l.expected} |`);
+    lines.push(`| same jobs, SQS ApproximateFirstReceiveTimestamp | ${l.firstReceive.p50Ms} ms | ${l.firstReceive.p95Ms} ms | ${l.firstReceive.p99Ms} ms | ${l.firstReceive.maxMs} ms | | |`);
+    if (bq) lines.push(`| BullMQ ${bq.bullmqVersion} delayed jobs, Redis ${bq.redisVersion} (worker start; ${bq.load.durationMs / 1000} s of the same load) | ${bq.p50Ms} ms | ${bq.p95Ms} ms | ${bq.p99Ms} ms | ${bq.maxMs} ms | ${bq.early} | ${bq.delivered}/${bq.expected} |`);
+    else lines.push(`| BullMQ | ${r.peers.bullmqSkipped ?? 'not run'} | | | | | |`);
+    lines.push('', `Submit (signed POST acknowledged): p50 ${l.load.report.submitMs.p50Ms} ms, p99 ${l.load.report.submitMs.p99Ms} ms; ${l.direct} job(s) went straight to the queue (due within the lookahead by the time submit ran); duplicates ${l.duplicates}; inbound backlog (accepted, not yet ingested) at most ${l.ingestBacklog.max} jobs.`, '');
+  }
+
+  if (r.dispatch) {
+    const d = r.dispatch;
+    lines.push('## Dispatch throughput and backlog', '');
+    lines.push('| | jobs | jobs/s |', '|---|---|---|');
+    lines.push(`| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`);
+    lines.push(`| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delete in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedDeletesPerSec} batched deletes/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`);
+    if (r.backlog) lines.push(`| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}) |`);
+    lines.push('');
+  }
+
+  if (r.requests && r.costPerMillionUsd) {
+    const b = r.requests.batch;
+    const s = r.requests.single;
+    const c = r.costPerMillionUsd;
+    lines.push(`## Requests and dollars per job (${b.jobs} jobs each, ${r.requests.payloadBytes}-byte payloads, prices ${PRICE_REGION} as of ${PRICES_CHECKED})`, '');
+    lines.push('| per job | DynamoDB write req. | item writes (WRU) | DynamoDB read req. | SQS | Lambda | API Gateway | $ per million |', '|---|---|---|---|---|---|---|---|');
+    lines.push(`| ours, batch submits of 100 | ${b.requestsPerJob.dynamodbWrite} | ${b.itemWritesPerJob} (${b.usagePerJob.dynamodbWru}) | ${b.requestsPerJob.dynamodbRead} | ${b.requestsPerJob.sqs} | ${b.requestsPerJob.lambda} | ${b.requestsPerJob.apiGateway} | ${usd(c.ours)} |`);
+    lines.push(`| ours, single POSTs | ${s.requestsPerJob.dynamodbWrite} | ${s.itemWritesPerJob} (${s.usagePerJob.dynamodbWru}) | ${s.requestsPerJob.dynamodbRead} | ${s.requestsPerJob.sqs} | ${s.requestsPerJob.lambda} | ${s.requestsPerJob.apiGateway} | ${usd(c.oursSinglePost)} |`);
+    lines.push(`| Dynein's pattern (servers not included) | 3 | 3 (${c.usage.dyneinPattern.dynamodbWru}) | 0.1 | 4 | – | – | ${usd(c.dyneinPattern)} |`);
+    lines.push(`| EventBridge Scheduler one-time schedules → SQS | – | – | – | 1 | – | – | ${usd(c.eventBridgeScheduler)} |`);
+    lines.push('');
+    lines.push(`Polling is apart: an idle deployment costs ${usd(r.fixedMonthlyUsd.idle.totalUsd)} a month (tick executions, idle dispatch steps, the event source's long polls); a deployment that always has something due within the lookahead adds ${usd(r.fixedMonthlyUsd.busy.totalUsd)} a month (${r.fixedMonthlyUsd.model.groups} dispatch Lambdas of ${r.fixedMonthlyUsd.model.dispatchMemoryMb} MB running, ${r.fixedMonthlyUsd.model.shards * 2} queries/s). All in at a steady 100 jobs/s: ${usd(c.oursAllInAt100PerSec)} per million batch-submitted jobs. With the payload stored as plain text instead (the design before deflating): ${usd(c.whatIfCompressedPayload)}.`, '');
+  }
+
+  if (r.capacity) {
+    lines.push(`## Capacity model on AWS (steady batch-submitted 1 KB jobs; dispatch CPU ${r.capacity.basis.dispatchCpuUsPerJob} µs per job measured here)`, '');
+    lines.push('| jobs/s | table WRU/s | shards | dispatch groups | Lambda concurrency (submit / ingest / dispatch) | $ a month | $ per million | to change |', '|---|---|---|---|---|---|---|---|');
+    for (const [label, rows] of [['as built', r.capacity.asBuilt], ['payload as plain text', r.capacity.compressedPayload]] as const) {
+      for (const c of rows) {
+        lines.push(`| ${c.jobsPerSec.toLocaleString('en-US')} (${label}) | ${c.tableWruPerSec.toLocaleString('en-US')} | ${c.shardsNeeded} | ${c.groupsNeeded}${c.withinGroupCap ? '' : ' (> 40)'} | ${c.lambdaConcurrency.submit} / ${c.lambdaConcurrency.ingest} / ${c.lambdaConcurrency.dispatch} | $${c.monthlyUsd.toLocaleString('en-US')} | ${usd(c.perMillionUsd)} | ${c.notes.join('; ') || '–'} |`);
+      }
+    }
+    lines.push('');
+  }
+
+  if (r.bundles) {
+    lines.push('## Lambda bundles (esbuild, the CDK options)', '', '| function | bundle | import in a fresh process (median) |', '|---|---|---|');
+    for (const [name, b] of Object.entries(r.bundles)) lines.push(`| ${name} | ${(b.bytes / 1024).toFixed(1)} KiB | ${b.loadMs} ms |`);
+    lines.push('');
+  }
+  if (r.notes.length > 0) {
+    lines.push('## Notes', '');
+    for (const n of r.notes) lines.push(`- ${n}`);
+    lines.push('');
+  }
+  return lines.join('\n');
+}
