@@ -89,7 +89,7 @@ export interface TickModel {
   readonly executionEverySeconds: number;
   /** Each execution runs this long. @default 90 */
   readonly executionRunSeconds: number;
-  /** Wait after an idle dispatch step (lookahead − 1 s). @default 4 */
+  /** Wait after an idle dispatch step (lookahead − 2 s). @default 3 */
   readonly idleWaitSeconds: number;
   /** Wall time of an idle dispatch step (lease write and one query per shard). @default 0.05 */
   readonly idleStepSeconds: number;
@@ -113,7 +113,7 @@ export const DEFAULT_TICK: TickModel = {
   shards: 64,
   executionEverySeconds: 60,
   executionRunSeconds: 90,
-  idleWaitSeconds: 4,
+  idleWaitSeconds: 3,
   idleStepSeconds: 0.05,
   busyQueryIntervalSeconds: 0.5,
   leaseRenewSeconds: 5,

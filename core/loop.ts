@@ -82,16 +82,18 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
 }
 
 /**
- * After a step found nothing due within the lookahead, the next look can wait until 1 s before
- * that horizon: whole seconds (a Wait state's `SecondsPath` takes integers), at least one.
+ * After a step found nothing due within the lookahead, the next look waits whole seconds (a Wait
+ * state's `SecondsPath` takes integers): the lookahead less 2 s, at least 1. The 2 s are the
+ * margin for a row that reaches the table after the look: jobs go through the table only when due
+ * more than the lookahead ahead, and ingest's batching window (1 s) plus its work delay them.
  */
 export function idleWaitSeconds(lookaheadMs: number): number {
-  return Math.max(1, Math.floor(lookaheadMs / 1000) - 1);
+  return Math.max(1, Math.floor(lookaheadMs / 1000) - 2);
 }
 
 /**
  * The tick's loop for one group, in process: dispatch steps until `untilMs`, waiting
- * `lookahead − 1 s` after an idle step. The state machine runs the same loop with a Choice and a
+ * `lookahead − 2 s` after an idle step. The state machine runs the same loop with a Choice and a
  * Wait state around the `dispatch` task; the local stack and tests run this one.
  */
 export async function dispatchLoop(

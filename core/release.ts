@@ -31,6 +31,9 @@ interface Held {
   renewing?: Promise<boolean>;
 }
 
+const DELETE_BATCH = 25;
+const DELETE_DELAY_MS = 1_000;
+
 export function rowKeyString(k: RowKey): string {
   return `${k.shard}|${k.dueMs}|${k.jobId}`;
 }
@@ -49,6 +52,9 @@ export class Releaser {
   #queue: Held[] = [];
   #timer: NodeJS.Timeout | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
+  /** Sent rows waiting to be deleted: flushed at 25 (one BatchWriteItem) or after a second. */
+  #toDelete: AcquiredRow[] = [];
+  #deleteTimer: NodeJS.Timeout | undefined;
   readonly #inflight = new Set<Promise<void>>();
   #bytes = 0;
   readonly #safetyMs: number;
@@ -87,9 +93,10 @@ export class Releaser {
     this.#renewTimer ??= setInterval(() => this.#track(this.#renewWaiting()), Math.max(250, Math.floor(this.deps.settings.leaseMs / 4)));
   }
 
-  /** Waits until everything held is sent (or dropped), or until `deadlineMs`. */
+  /** Waits until everything held is sent (or dropped) and deleted, or until `deadlineMs`. */
   async drain(deadlineMs: number): Promise<void> {
-    while ((this.#held.size > 0 || this.#inflight.size > 0) && !this.signal?.aborted) {
+    while ((this.#held.size > 0 || this.#inflight.size > 0 || this.#toDelete.length > 0) && !this.signal?.aborted) {
+      if (this.#held.size === 0 && this.#toDelete.length > 0) this.#flushDeletes();
       const left = deadlineMs - this.deps.clock.now();
       if (left <= 0) return;
       await Promise.race([...this.#inflight, new Promise((r) => setTimeout(r, Math.min(left, 20)))]);
@@ -100,8 +107,11 @@ export class Releaser {
   abandon(): number {
     this.signal?.removeEventListener('abort', this.#onAbort);
     clearTimeout(this.#timer);
+    clearTimeout(this.#deleteTimer);
     clearInterval(this.#renewTimer);
-    this.#timer = this.#renewTimer = undefined;
+    this.#timer = this.#renewTimer = this.#deleteTimer = undefined;
+    // Sent rows not yet deleted keep their lease: a later round sends them again (a duplicate).
+    this.#toDelete = [];
     const n = this.#held.size;
     this.#held.clear();
     this.#queue = [];
@@ -226,7 +236,23 @@ export class Releaser {
     }
     // A sent row is no longer held: its lease keeps other rounds off until it is deleted.
     for (const h of sentRows) this.#forget(h);
-    await this.#delete(sentRows.map((h) => h.row));
+    this.#toDelete.push(...sentRows.map((h) => h.row));
+    // Flush a full batch, or when nothing else is held (the end of a burst: no reason to wait).
+    if (this.#toDelete.length >= DELETE_BATCH || this.#queue.length === 0) this.#flushDeletes();
+    else if (this.#toDelete.length > 0) this.#deleteTimer ??= setTimeout(() => this.#flushDeletes(), DELETE_DELAY_MS);
+  }
+
+  /**
+   * Deletes sent rows in full batches: across releases, so a delete request carries up to 25 rows
+   * even when rows are sent one by one. A crash before the flush re-sends those rows once their
+   * lease expires: duplicates, never losses.
+   */
+  #flushDeletes(): void {
+    clearTimeout(this.#deleteTimer);
+    this.#deleteTimer = undefined;
+    const rows = this.#toDelete;
+    this.#toDelete = [];
+    if (rows.length > 0 && !this.signal?.aborted) this.#track(this.#delete(rows));
   }
 
   async #delete(rows: AcquiredRow[]): Promise<void> {

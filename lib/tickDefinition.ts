@@ -5,7 +5,7 @@
  * ```
  * Plan (tick Lambda) ─▶ Groups (inline Map, one iteration per shard group, ≤ 40 at once)
  *                         └─ Dispatch ─▶ Decide ─┬─ done ─▶ GroupDone
- *                              ▲   │ error       ├─ idle ─▶ Idle (Wait lookahead − 1 s) ─┐
+ *                              ▲   │ error       ├─ idle ─▶ Idle (Wait lookahead − 2 s) ─┐
  *                              │   ▼             └─ else ───────────────────────────────┤
  *                              │ AfterError (Wait 2 s) ─────────────────────────────────┤
  *                              └────────────────────────────────────────────────────────┘
@@ -120,7 +120,7 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
               Default: 'Dispatch',
             },
             Idle: {
-              Comment: 'Nothing was due within the lookahead: wait lookahead − 1 s (whole seconds, from the step result).',
+              Comment: 'Nothing was due within the lookahead: wait lookahead − 2 s (whole seconds, from the step result).',
               Type: 'Wait',
               SecondsPath: '$.idleWaitSeconds',
               Next: 'Dispatch',
