@@ -5,12 +5,18 @@
  * installed.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
 import { freePort } from '../test/support/localStack';
 import { load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support';
 
-export const BULLMQ_SKIP_MESSAGE = 'BullMQ peer skipped: install redis-server (apt-get install redis-server)';
+export const BULLMQ_SKIP_MESSAGE =
+  'BullMQ peer skipped: install redis-server (apt-get install redis-server) and the client (npm i --no-save bullmq@6 ioredis@5)';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- bullmq and ioredis are optional: loaded at run time, untyped here. */
+type RedisLike = any;
+// Not dependencies of the project: the registry some machines use lacks bullmq's optional
+// native parts for other platforms, which would break `npm ci`. Installed on demand (above).
+const optional = (name: string): Promise<any> => import(name);
 
 export interface BullmqResult extends Summary {
   early: number;
@@ -24,10 +30,18 @@ export interface BullmqResult extends Summary {
 }
 
 export function redisServerAvailable(): boolean {
-  return spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).status === 0;
+  if (spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).status !== 0) return false;
+  try {
+    const req = createRequire(import.meta.url);
+    req.resolve('bullmq');
+    req.resolve('ioredis');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
-async function startRedis(): Promise<{ port: number; proc: ChildProcess; version: string }> {
+async function startRedis(Redis: RedisLike): Promise<{ port: number; proc: ChildProcess; version: string }> {
   const port = await freePort();
   const version = /v=(\S+)/.exec(spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout)?.[1] ?? 'unknown';
   // In memory only: no RDB snapshots, no AOF.
@@ -51,7 +65,9 @@ async function startRedis(): Promise<{ port: number; proc: ChildProcess; version
 
 export async function runBullmq(shape: LoadShape): Promise<BullmqResult> {
   const loadBefore = load();
-  const redis = await startRedis();
+  const { Queue, Worker } = await optional('bullmq');
+  const { Redis } = await optional('ioredis');
+  const redis = await startRedis(Redis);
   const connection = () => new Redis({ port: redis.port, host: '127.0.0.1', maxRetriesPerRequest: null });
   const producer = connection();
   const workerConn = connection();
@@ -62,7 +78,7 @@ export async function runBullmq(shape: LoadShape): Promise<BullmqResult> {
   const workerConcurrency = 50;
   const worker = new Worker(
     'bench',
-    async (job) => {
+    async (job: { id?: string; data: unknown }) => {
       const at = Date.now();
       const dueMs = (job.data as { dueMs: number }).dueMs;
       if (!lateness.has(job.id!)) lateness.set(job.id!, at - dueMs);
@@ -70,7 +86,7 @@ export async function runBullmq(shape: LoadShape): Promise<BullmqResult> {
     },
     { connection: workerConn, concurrency: workerConcurrency },
   );
-  const bullmqVersion = ((await import('bullmq/package.json', { with: { type: 'json' } })) as { default: { version: string } }).default.version;
+  const bullmqVersion = (createRequire(import.meta.url)('bullmq/package.json') as { version: string }).version;
   try {
     await worker.waitUntilReady();
     const payloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i));
