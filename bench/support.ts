@@ -7,11 +7,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { cpus, freemem, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter';
-import { createTableInput } from '../adapters/tableSchema';
-import type { Emulators } from '../test/support/emulators';
+import { emulatorsAt, type Emulators } from '../test/support/emulators';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -73,9 +72,6 @@ export function summarize(values: readonly number[]): Summary {
 
 export const median = (xs: readonly number[]) => summarize(xs).p50Ms;
 
-const region = 'us-east-1';
-const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
-
 function startChild(kind: 'dynalite' | 'fauxqs'): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(fileURLToPath(new URL('./emulator.ts', import.meta.url)), [kind], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
@@ -91,51 +87,15 @@ function startChild(kind: 'dynalite' | 'fauxqs'): Promise<{ child: ChildProcess;
  */
 export async function startRemoteEmulators(): Promise<Emulators> {
   const [dyn, sqsChild] = await Promise.all([startChild('dynalite'), startChild('fauxqs')]);
-  const dynamoEndpoint = `http://127.0.0.1:${dyn.port}`;
-  const sqsEndpoint = `http://127.0.0.1:${sqsChild.port}`;
-  const counter = new RequestCounter();
-  const newClients = (c: RequestCounter = counter) => ({
-    dynamo: c.attach(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 })),
-    sqs: c.attach(new SQSClient({ endpoint: sqsEndpoint, region, credentials, maxAttempts: 3 })),
+  return emulatorsAt(`http://127.0.0.1:${dyn.port}`, `http://127.0.0.1:${sqsChild.port}`, async () => {
+    for (const c of [dyn.child, sqsChild.child]) {
+      if (c.exitCode !== null || c.signalCode !== null) continue;
+      const exited = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      await Promise.race([exited, sleep(3_000)]);
+      if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    }
   });
-  const { dynamo, sqs } = newClients();
-  const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
-  return {
-    dynamo,
-    sqs,
-    counter,
-    dynamoEndpoint,
-    sqsEndpoint,
-    newClients,
-    async createTable(prefix = 'scheduler') {
-      const name = unique(prefix);
-      await dynamo.send(new CreateTableCommand(createTableInput(name)));
-      return name;
-    },
-    async createQueue(prefix, opts = {}) {
-      const name = unique(prefix);
-      let dlqUrl: string | undefined;
-      const attributes: Record<string, string> = { VisibilityTimeout: String(opts.visibilityTimeout ?? 30) };
-      if (opts.dlq) {
-        dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
-        const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-        attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount: opts.maxReceiveCount ?? 5 });
-      }
-      const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
-      return { url, dlqUrl };
-    },
-    async stop() {
-      dynamo.destroy();
-      sqs.destroy();
-      for (const c of [dyn.child, sqsChild.child]) {
-        if (c.exitCode !== null || c.signalCode !== null) continue;
-        const exited = new Promise((r) => c.once('exit', r));
-        c.kill('SIGTERM');
-        await Promise.race([exited, sleep(3_000)]);
-        if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-      }
-    },
-  };
 }
 
 /** Billing units of one service operation: requests, and what AWS bills them in. */

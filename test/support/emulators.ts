@@ -36,8 +36,17 @@ export async function startEmulators(): Promise<Emulators> {
     dyn.listen(0, '127.0.0.1', () => resolve());
   });
   const fauxqs: FauxqsServer = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
-  const dynamoEndpoint = `http://127.0.0.1:${(dyn.address() as AddressInfo).port}`;
-  const sqsEndpoint = `http://127.0.0.1:${fauxqs.port}`;
+  return emulatorsAt(`http://127.0.0.1:${(dyn.address() as AddressInfo).port}`, `http://127.0.0.1:${fauxqs.port}`, async () => {
+    await fauxqs.stop();
+    await new Promise<void>((resolve) => dyn.close(() => resolve()));
+  });
+}
+
+/**
+ * The {@link Emulators} interface over DynamoDB and SQS endpoints that are already running
+ * (in process here, in child processes in the benchmark); `stopServers` runs after the clients close.
+ */
+export function emulatorsAt(dynamoEndpoint: string, sqsEndpoint: string, stopServers: () => Promise<void>): Emulators {
   const counter = new RequestCounter();
   const newClients = (c: RequestCounter = counter) => ({
     dynamo: c.attach(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 })),
@@ -73,8 +82,7 @@ export async function startEmulators(): Promise<Emulators> {
     async stop() {
       dynamo.destroy();
       sqs.destroy();
-      await fauxqs.stop();
-      await new Promise<void>((resolve) => dyn.close(() => resolve()));
+      await stopServers();
     },
   };
 }
