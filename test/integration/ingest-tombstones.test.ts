@@ -6,7 +6,7 @@ import { ingest } from '../../core/ingest';
 import type { JobStore } from '../../core/ports';
 import { ingestHandler } from '../../lambdas/runtime/handlers';
 import { startEmulators, type Emulators } from '../support/emulators';
-import { inProcess, SimProcess, sleepMs } from '../support/faults';
+import { gate, inProcess, SimProcess, sleepMs } from '../support/faults';
 import { consume, createSystem, submitJobs, type TestSystem } from '../support/system';
 
 let em: Emulators;
@@ -34,6 +34,17 @@ const keyOf = (jobId: string, sys: TestSystem) => {
   const id = sys.w.codec.parse(jobId);
   return { shard: id.shard, dueMs: id.dueMs, jobId };
 };
+
+/** A job cancelled while still inbound (a tombstone), its inbound body in hand, now due + grace. */
+async function cancelledPastGrace() {
+  const sys = await createSystem(em, { settings });
+  const [job] = await submitJobs(sys, 'demo', [{ payload: { late: true }, runAt: new Date(Date.now() + 1_200).toISOString() }]);
+  const [body] = await takeInbound(sys, 1);
+  const key = keyOf(job!.jobId, sys);
+  await sys.w.jobs.cancel('demo', job!.jobId);
+  await sleepMs(key.dueMs + settings.tombstoneGraceMs + 50 - Date.now());
+  return { sys, job: job!, body: body!, key };
+}
 
 const round = (deps: DispatchDeps) => dispatchRound(deps, { shards: shardsOfGroup(0, settings), deadlineMs: Date.now() + 5_000 });
 
@@ -88,32 +99,23 @@ describe('ingest', () => {
   });
 
   it('a late ingest that claims first makes the round back off; the tombstone fails its put', async () => {
-    const sys = await createSystem(em, { settings });
-    const [job] = await submitJobs(sys, 'demo', [{ payload: { c: 1 }, runAt: new Date(Date.now() + 1_200).toISOString() }]);
-    const [body] = await takeInbound(sys, 1);
-    const key = keyOf(job!.jobId, sys);
-    await sys.w.jobs.cancel('demo', job!.jobId);
-    await sleepMs(key.dueMs + settings.tombstoneGraceMs + 50 - Date.now());
+    const { sys, job, body, key } = await cancelledPastGrace();
 
     // Ingest pauses between its claim and its put; a round runs in that gap.
-    let resume: () => void = () => {};
-    const paused = new Promise<void>((r) => (resume = r));
-    let claimed: () => void = () => {};
-    const claimDone = new Promise<void>((r) => (claimed = r));
+    const pause = gate();
     const store = inProcess<JobStore>(sys.w.store, new SimProcess(), {
       putCancelRecord: async (orig, ...args) => {
         const ok = await orig(...args);
-        claimed();
-        await paused;
+        await pause.hold();
         return ok;
       },
     });
     const lateIngest = ingest({ ...sys.w.ingest, store }, body!);
-    await claimDone;
+    await pause.reached;
     const r1 = await round(sys.w.dispatch);
     expect(r1.tombstonesMoved).toBe(0); // the claim is young: the round leaves the tombstone
     expect((await sys.w.store.getRow(key))?.state).toBe('CANCELLED');
-    resume();
+    pause.release();
     expect(await lateIngest).toBe('duplicate'); // its put met the tombstone
     expect((await sys.w.store.getRow(key))?.state).toBe('CANCELLED');
 
@@ -123,33 +125,24 @@ describe('ingest', () => {
     expect(r2.tombstonesMoved).toBe(1);
     expect(await sys.w.store.getRow(key)).toBeUndefined();
     expect((await sys.w.store.getCancelRecord(key))?.kind).toBe('CANCELLED');
-    expect((await sys.w.jobs.status('demo', job!.jobId)).state).toBe('CANCELLED');
+    expect((await sys.w.jobs.status('demo', job.jobId)).state).toBe('CANCELLED');
   });
 
   it('a late ingest that arrives while the round moves the tombstone backs off', async () => {
-    const sys = await createSystem(em, { settings });
-    const [job] = await submitJobs(sys, 'demo', [{ payload: { d: 1 }, runAt: new Date(Date.now() + 1_200).toISOString() }]);
-    const [body] = await takeInbound(sys, 1);
-    const key = keyOf(job!.jobId, sys);
-    await sys.w.jobs.cancel('demo', job!.jobId);
-    await sleepMs(key.dueMs + settings.tombstoneGraceMs + 50 - Date.now());
+    const { sys, body, key } = await cancelledPastGrace();
 
     // The round has written the cancel record and pauses before deleting the tombstone.
-    let resume: () => void = () => {};
-    const paused = new Promise<void>((r) => (resume = r));
-    let atDelete: () => void = () => {};
-    const reachedDelete = new Promise<void>((r) => (atDelete = r));
+    const pause = gate();
     const store = inProcess<JobStore>(sys.w.store, new SimProcess(), {
       deleteTombstone: async (orig, k) => {
-        atDelete();
-        await paused;
+        await pause.hold();
         return orig(k);
       },
     });
     const moving = round({ ...sys.w.dispatch, store });
-    await reachedDelete;
+    await pause.reached;
     expect(await ingest(sys.w.ingest, body!)).toBe('cancelled');
-    resume();
+    pause.release();
     expect((await moving).tombstonesMoved).toBe(1);
     expect(await ingest(sys.w.ingest, body!)).toBe('cancelled');
     expect(await sys.w.store.getRow(key)).toBeUndefined();

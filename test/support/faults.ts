@@ -45,3 +45,22 @@ export function inProcess<T extends object>(target: T, proc: SimProcess, hooks: 
 }
 
 export const sleepMs = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A pause point for interleaving tests: the code under test awaits `hold()`, the test awaits
+ * `reached` (the code got there), checks what it wants, then calls `release()`.
+ */
+export function gate(): { hold(): Promise<void>; reached: Promise<void>; release(): void } {
+  let arrived: () => void = () => {};
+  let release: () => void = () => {};
+  const reached = new Promise<void>((r) => (arrived = r));
+  const released = new Promise<void>((r) => (release = r));
+  return {
+    reached,
+    release: () => release(),
+    hold: () => {
+      arrived();
+      return released;
+    },
+  };
+}
