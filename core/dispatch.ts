@@ -63,6 +63,8 @@ export interface RoundReport extends ReleaseStats {
 
 /** Leaves this much before the deadline to release what the round holds. */
 const RELEASE_MARGIN_MS = 1_000;
+/** How long a round waits at its end for its own requests still in flight (within the 2 s margin the Lambda entry leaves). */
+const SETTLE_MS = 1_500;
 
 /**
  * One dispatch round over a shard group, as DESIGN.md's "Job lifecycle" describes it.
@@ -167,6 +169,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     await Promise.all(moving.values());
   } finally {
     report.abandoned = releaser.abandon();
+    await releaser.settled(SETTLE_MS);
     report.durationMs = clock.now() - started;
   }
   return report;

@@ -58,6 +58,8 @@ export class Releaser {
   readonly #inflight = new Set<Promise<void>>();
   #bytes = 0;
   readonly #safetyMs: number;
+  /** Set by abandon(): a release still in flight then neither re-queues rows nor arms timers. */
+  #ended = false;
 
   constructor(
     private readonly deps: DispatchDeps,
@@ -83,7 +85,7 @@ export class Releaser {
   }
 
   add(row: AcquiredRow): void {
-    if (this.signal?.aborted) return;
+    if (this.signal?.aborted || this.#ended) return;
     const key = rowKeyString(row);
     if (this.#held.has(key)) return;
     const h: Held = { key, row, bytes: row.payload.length, leaseUntil: row.leaseUntil, attempts: 0, readyAt: row.dueMs, busy: false };
@@ -103,8 +105,24 @@ export class Releaser {
     }
   }
 
+  /**
+   * Resolves once no send, delete or renewal of this releaser is still running (each stops
+   * retrying once aborted), or after `maxWaitMs`. A round awaits it so that none of its requests
+   * outlives it: on Lambda, a request left running would resume in a later invocation. The bound
+   * keeps a hung connection from holding the round past its deadline margin.
+   */
+  async settled(maxWaitMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((r) => (timer = setTimeout(r, maxWaitMs)));
+    const all = (async () => {
+      while (this.#inflight.size > 0) await Promise.all([...this.#inflight]);
+    })();
+    await Promise.race([all, timeout]).finally(() => clearTimeout(timer));
+  }
+
   /** Stops the timers and forgets what is held; returns how many rows were still held. */
   abandon(): number {
+    this.#ended = true;
     this.signal?.removeEventListener('abort', this.#onAbort);
     clearTimeout(this.#timer);
     clearTimeout(this.#deleteTimer);
@@ -120,6 +138,7 @@ export class Releaser {
   }
 
   #enqueue(h: Held): void {
+    if (this.#ended) return;
     // Binary insertion by readyAt keeps the queue sorted; ties keep arrival order.
     let lo = 0;
     let hi = this.#queue.length;
@@ -239,7 +258,7 @@ export class Releaser {
     this.#toDelete.push(...sentRows.map((h) => h.row));
     // Flush a full batch, or when nothing else is held (the end of a burst: no reason to wait).
     if (this.#toDelete.length >= DELETE_BATCH || this.#queue.length === 0) this.#flushDeletes();
-    else if (this.#toDelete.length > 0) this.#deleteTimer ??= setTimeout(() => this.#flushDeletes(), DELETE_DELAY_MS);
+    else if (this.#toDelete.length > 0 && !this.#ended) this.#deleteTimer ??= setTimeout(() => this.#flushDeletes(), DELETE_DELAY_MS);
   }
 
   /**

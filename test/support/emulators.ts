@@ -35,11 +35,39 @@ export async function startEmulators(): Promise<Emulators> {
     dyn.once('error', reject);
     dyn.listen(0, '127.0.0.1', () => resolve());
   });
+  const inFlight = trackRequests(dyn);
   const fauxqs: FauxqsServer = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
   return emulatorsAt(`http://127.0.0.1:${(dyn.address() as AddressInfo).port}`, `http://127.0.0.1:${fauxqs.port}`, async () => {
     await fauxqs.stop();
+    // dynalite closes its database once the last connection ends, but a request whose client
+    // went away keeps running (a batch of deletes, say) and then throws "Database is closed"
+    // outside any test. Let such requests finish first.
+    await inFlight.idle(5_000);
     await new Promise<void>((resolve) => dyn.close(() => resolve()));
   });
+}
+
+/** Counts the requests a server is still answering (until it calls `end`, even on a dead socket). */
+function trackRequests(server: Server): { idle(maxWaitMs: number): Promise<void> } {
+  let n = 0;
+  server.prependListener('request', (_req, res) => {
+    n++;
+    const end = res.end.bind(res) as (...a: unknown[]) => typeof res;
+    let done = false;
+    res.end = ((...args: unknown[]) => {
+      if (!done) {
+        done = true;
+        n--;
+      }
+      return end(...args);
+    }) as typeof res.end;
+  });
+  return {
+    async idle(maxWaitMs) {
+      const until = Date.now() + maxWaitMs;
+      while (n > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    },
+  };
 }
 
 /**

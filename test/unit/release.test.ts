@@ -4,9 +4,10 @@ import type { DispatchDeps } from '../../core/dispatch';
 import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/ports';
 import { Releaser, type ReleaseStats } from '../../core/release';
 import { TenantRegistry } from '../../core/tenants';
+import { gate } from '../support/faults';
 
 /** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */
-function harness(releaseWindowMs: number) {
+function harness(releaseWindowMs: number, deleteRows: JobStore['deleteRows'] = async () => []) {
   const batches: { at: number; jobIds: string[] }[] = [];
   const sender: QueueSender = {
     async sendBatch(_url, messages: readonly OutgoingMessage[]) {
@@ -14,7 +15,7 @@ function harness(releaseWindowMs: number) {
       return [];
     },
   };
-  const store = { renew: async () => true, deleteRows: async () => [] } as unknown as JobStore;
+  const store = { renew: async () => true, deleteRows } as unknown as JobStore;
   const tenants = new TenantRegistry({ getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }), putTenant: async () => {} });
   const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
   const stats: ReleaseStats = { sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
@@ -57,5 +58,39 @@ describe('Releaser', () => {
     expect(batches[0]!.at).toBeGreaterThanOrEqual(base + 9);
     expect(batches.flatMap((b) => b.jobIds)).toHaveLength(12);
     expect(batches.every((b) => b.jobIds.length <= 10)).toBe(true);
+  });
+
+  it('lets a round end only once its own delete in flight has finished, and re-arms nothing after', async () => {
+    const g = gate();
+    let deletes = 0;
+    const { releaser, row, stats } = harness(0, async (rows) => {
+      deletes++;
+      await g.hold();
+      return [];
+    });
+    releaser.add(row('a', Date.now() + 10));
+    await g.reached; // sent, and its delete is in flight
+    expect(stats.sent).toBe(1);
+    releaser.abandon();
+    let settled = false;
+    const done = releaser.settled(10_000).then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(settled).toBe(false); // the delete is still running: the round must not end yet
+    g.release();
+    await done;
+    expect(deletes).toBe(1);
+    // Nothing added after abandon is held or sent.
+    releaser.add(row('b', Date.now()));
+    expect(releaser.size).toBe(0);
+  });
+
+  it('bounds the wait for a request that never returns', async () => {
+    const { releaser, row } = harness(0, () => new Promise(() => {}));
+    releaser.add(row('a', Date.now()));
+    while (releaser.size > 0) await new Promise((r) => setTimeout(r, 5)); // sent; its delete hangs
+    releaser.abandon();
+    const started = Date.now();
+    await releaser.settled(100);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
   });
 });
