@@ -1,6 +1,7 @@
 import type { SchedulerSettings } from './config';
 import { JobIdCodec } from './jobId';
-import { parseInboundBody } from './messages';
+import { unlimited, type Limit } from './limit';
+import { parseInboundBody, type InboundJob } from './messages';
 import type { Clock, JobStore } from './ports';
 
 export type IngestOutcome = 'created' | 'duplicate' | 'cancelled';
@@ -20,6 +21,37 @@ export interface IngestDeps {
   readonly settings: SchedulerSettings;
 }
 
+/** What became of one inbound message: the outcome of each job written, and the first failure. */
+export interface MessageIngest {
+  /** Outcomes of the jobs that did not fail (all of them when `error` is undefined). */
+  readonly outcomes: IngestOutcome[];
+  /** Set when the message must be retried (or, when malformed, sent to the DLQ). */
+  readonly error?: unknown;
+}
+
+/**
+ * Writes the jobs of one inbound message into the table. Every job is attempted; when any fails,
+ * the message is to be retried whole (the jobs already written then come back as duplicates). A
+ * malformed message or job fails with a {@link MalformedInboundError}, which retrying cannot mend,
+ * so it ends in the DLQ. `limit` bounds the writes in flight (shared across the messages of one
+ * invocation).
+ */
+export async function ingestMessage(deps: IngestDeps, body: string, limit: Limit = unlimited): Promise<MessageIngest> {
+  const jobs = parseInboundBody(body);
+  if (!jobs) return { outcomes: [], error: new MalformedInboundError('inbound message is not one written by submit') };
+  const settled = await Promise.allSettled(jobs.map((job) => limit(() => ingestJob(deps, job))));
+  const outcomes = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  return failed ? { outcomes, error: failed.reason } : { outcomes };
+}
+
+/** {@link ingestMessage}, throwing its failure: each job's outcome, in order. */
+export async function ingest(deps: IngestDeps, body: string): Promise<IngestOutcome[]> {
+  const { outcomes, error } = await ingestMessage(deps, body);
+  if (error !== undefined) throw error;
+  return outcomes;
+}
+
 /**
  * Writes one inbound job into the table. Idempotent: the put is conditional on the key being
  * empty, so a redelivered message, or a tombstone left by an early cancel, never yields a second
@@ -30,9 +62,7 @@ export interface IngestDeps {
  * with a conditional put before deleting the tombstone and leaves a young claim alone. Whichever
  * write loses backs off, so a cancelled job is never revived.
  */
-export async function ingest(deps: IngestDeps, body: string): Promise<IngestOutcome> {
-  const job = parseInboundBody(body);
-  if (!job) throw new MalformedInboundError('inbound message is not a job written by submit');
+export async function ingestJob(deps: IngestDeps, job: InboundJob): Promise<IngestOutcome> {
   let id;
   try {
     id = deps.codec.parse(job.jobId);

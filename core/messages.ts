@@ -23,7 +23,7 @@ export function deliveryMessage(id: string, job: { jobId: string; tenant: string
   };
 }
 
-/** An inbound message: what ingest needs to write the row. */
+/** An inbound job: what ingest needs to write the row. */
 export interface InboundJob {
   readonly jobId: string;
   readonly tenant: string;
@@ -32,12 +32,66 @@ export interface InboundJob {
   readonly payload: string;
 }
 
-export function inboundBody(job: InboundJob): string {
-  return `{"v":1,"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},"payload":${job.payload}}`;
+/**
+ * Largest inbound message body we build: SQS's classic 256 KiB limit, less room for attributes.
+ * Submit packs the table-path jobs of a request into as few messages as fit, so a batch of 100
+ * small jobs costs one send, one receive and one delete instead of ten of each.
+ */
+export const MAX_INBOUND_MESSAGE_BYTES = 256 * 1024 - 1024;
+
+function inboundJobJson(job: InboundJob): string {
+  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},"payload":${job.payload}}`;
 }
 
-/** Parses an inbound message body; returns undefined when it is not one. */
-export function parseInboundBody(body: string): InboundJob | undefined {
+/** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
+export function inboundBody(jobs: readonly InboundJob[]): string {
+  return `{"v":2,"jobs":[${jobs.map(inboundJobJson).join(',')}]}`;
+}
+
+/**
+ * Packs jobs into inbound message bodies of at most {@link MAX_INBOUND_MESSAGE_BYTES}, keeping
+ * order; each body lists the indexes (into `jobs`) it carries. A job too large to share a
+ * message travels alone (submit's payload limit keeps it under SQS's).
+ */
+export function packInbound(jobs: readonly InboundJob[]): { body: string; indexes: number[] }[] {
+  const out: { body: string; indexes: number[] }[] = [];
+  const overhead = Buffer.byteLength(inboundBody([]));
+  let parts: string[] = [];
+  let indexes: number[] = [];
+  let bytes = overhead;
+  const flush = () => {
+    if (parts.length > 0) out.push({ body: `{"v":2,"jobs":[${parts.join(',')}]}`, indexes });
+    parts = [];
+    indexes = [];
+    bytes = overhead;
+  };
+  jobs.forEach((job, i) => {
+    const json = inboundJobJson(job);
+    const size = Buffer.byteLength(json) + 1; // with its comma
+    if (parts.length > 0 && bytes + size > MAX_INBOUND_MESSAGE_BYTES) flush();
+    bytes += size;
+    parts.push(json);
+    indexes.push(i);
+  });
+  flush();
+  return out;
+}
+
+function parseInboundJob(m: unknown): InboundJob | undefined {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return undefined;
+  const o = m as Record<string, unknown>;
+  if (typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || !Number.isSafeInteger(o.shard) || !Number.isSafeInteger(o.dueMs) || !('payload' in o)) {
+    return undefined;
+  }
+  return { jobId: o.jobId, tenant: o.tenant, shard: o.shard as number, dueMs: o.dueMs as number, payload: JSON.stringify(o.payload) };
+}
+
+/**
+ * Parses an inbound message body into its jobs; undefined when it is not one. Reads version 2
+ * (`{"v":2,"jobs":[...]}`) and version 1 (one job: `{"v":1,"jobId":...}`), which earlier
+ * releases wrote and which may still wait in the queue after an upgrade.
+ */
+export function parseInboundBody(body: string): InboundJob[] | undefined {
   let m: unknown;
   try {
     m = JSON.parse(body);
@@ -46,10 +100,13 @@ export function parseInboundBody(body: string): InboundJob | undefined {
   }
   if (typeof m !== 'object' || m === null) return undefined;
   const o = m as Record<string, unknown>;
-  if (o.v !== 1 || typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || !Number.isSafeInteger(o.shard) || !Number.isSafeInteger(o.dueMs) || !('payload' in o)) {
-    return undefined;
+  if (o.v === 1) {
+    const job = parseInboundJob(o);
+    return job && [job];
   }
-  return { jobId: o.jobId, tenant: o.tenant, shard: o.shard as number, dueMs: o.dueMs as number, payload: JSON.stringify(o.payload) };
+  if (o.v !== 2 || !Array.isArray(o.jobs) || o.jobs.length === 0) return undefined;
+  const jobs = o.jobs.map(parseInboundJob);
+  return jobs.every((j) => j !== undefined) ? (jobs as InboundJob[]) : undefined;
 }
 
 /** Bytes SQS counts for a message: body plus attribute names, types and values. */

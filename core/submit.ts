@@ -1,7 +1,7 @@
 import type { SchedulerSettings } from './config';
 import { ApiError, ValidationError } from './errors';
 import { JobIdCodec, type JobPath } from './jobId';
-import { deliveryMessage, inboundBody, isoMs, packBatches } from './messages';
+import { deliveryMessage, isoMs, packBatches, packInbound, type InboundJob } from './messages';
 import type { Clock, OutgoingMessage, QueueSender, TenantRecord } from './ports';
 import type { TenantRegistry } from './tenants';
 import { parseJsonBody, validateJob, type JobRequest } from './validate';
@@ -94,17 +94,30 @@ export class Submitter {
     const now = clock.now();
     const replies: JobReply[] = [];
     const direct: OutgoingMessage[] = [];
-    const inbound: OutgoingMessage[] = [];
+    const tableJobs: InboundJob[] = [];
+    const tableIndex: number[] = [];
     jobs.forEach((job, i) => {
       const placement = place(job, now, settings.lookaheadMs);
       const { shard, random } = codec.placement(tenant.name, settings.shardCount, job.idempotencyKey);
       const jobId = codec.encode({ tenant: tenant.name, shard, dueMs: job.dueMs, path: placement.path, random });
       const row = { jobId, tenant: tenant.name, shard, dueMs: job.dueMs, payload: job.payloadText };
       if (placement.path === 'd') direct.push(deliveryMessage(String(i), row, placement.delaySeconds));
-      else inbound.push({ id: String(i), body: inboundBody(row) });
+      else {
+        tableJobs.push(row);
+        tableIndex.push(i);
+      }
       replies.push({ jobId, tenant: tenant.name, runAt: isoMs(job.dueMs), state: placement.path === 'd' ? 'QUEUED' : 'SCHEDULED' });
     });
+    // Table-path jobs share inbound messages: a message that fails fails all of its jobs.
+    const carried = new Map<string, number[]>();
+    const inbound: OutgoingMessage[] = packInbound(tableJobs).map(({ body, indexes }, k) => {
+      carried.set(`m${k}`, indexes.map((j) => tableIndex[j]!));
+      return { id: `m${k}`, body };
+    });
     const failures = new Map<string, string>();
+    const fail = (id: string, message: string) => {
+      for (const i of carried.get(id) ?? [Number(id)]) failures.set(String(i), message);
+    };
     const sends = [
       ...packBatches(direct).map((b) => ({ url: tenant.queueUrl, batch: b })),
       ...packBatches(inbound).map((b) => ({ url: this.deps.inboundQueueUrl, batch: b })),
@@ -112,9 +125,9 @@ export class Submitter {
     await Promise.all(
       sends.map(async ({ url, batch }) => {
         try {
-          for (const f of await this.deps.sender.sendBatch(url, batch)) failures.set(f.id, f.message);
+          for (const f of await this.deps.sender.sendBatch(url, batch)) fail(f.id, f.message);
         } catch (err) {
-          for (const m of batch) failures.set(m.id, (err as Error).message);
+          for (const m of batch) fail(m.id, (err as Error).message);
         }
       }),
     );

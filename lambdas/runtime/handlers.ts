@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { ingest, MalformedInboundError } from '../../core/ingest';
+import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest';
+import { limiter } from '../../core/limit';
 import { shardsOfGroup, type SchedulerSettings } from '../../core/config';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop';
 import type { JobReply } from '../../core/submit';
@@ -58,23 +59,29 @@ export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     }, (err) => t.error('cancel failed', err));
 }
 
+/** Table writes one ingest invocation keeps in flight (an inbound message carries up to ~250 jobs). */
+const INGEST_CONCURRENCY = 32;
+
 /**
- * The inbound queue's consumer: one conditional put per record, failures reported per record so
- * that only those come back. A malformed record fails every time and so ends in the DLQ.
+ * The inbound queue's consumer: one conditional put per job (a record carries one or more),
+ * failures reported per record so that only those come back. A malformed record fails every time
+ * and so ends in the DLQ.
  */
 export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
-    const outcomes = await Promise.all(
+    const limit = limiter(INGEST_CONCURRENCY);
+    const failures: string[] = [];
+    const outcomes: IngestOutcome[] = [];
+    await Promise.all(
       event.Records.map(async (r) => {
-        try {
-          return await ingest(w.ingest, r.body);
-        } catch (err) {
-          t.error(err instanceof MalformedInboundError ? 'malformed inbound message' : 'ingest failed', err);
-          return r.messageId;
+        const { outcomes: done, error } = await ingestMessage(w.ingest, r.body, limit);
+        outcomes.push(...done);
+        if (error !== undefined) {
+          t.error(error instanceof MalformedInboundError ? 'malformed inbound message' : 'ingest failed', error);
+          failures.push(r.messageId);
         }
       }),
     );
-    const failures = outcomes.filter((o) => o !== 'created' && o !== 'duplicate' && o !== 'cancelled');
     t.count('JobsIngested', outcomes.filter((o) => o === 'created').length);
     t.count('IngestDuplicates', outcomes.filter((o) => o === 'duplicate').length);
     return { batchItemFailures: failures.map((id) => ({ itemIdentifier: id })) };

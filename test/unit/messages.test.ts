@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JobIdCodec } from '../../core/jobId';
-import { deliveryMessage, inboundBody, packBatches, parseInboundBody, type InboundJob } from '../../core/messages';
+import { deliveryMessage, inboundBody, MAX_INBOUND_MESSAGE_BYTES, packBatches, packInbound, parseInboundBody, type InboundJob } from '../../core/messages';
 import type { OutgoingMessage } from '../../core/ports';
 
 const KIB = 1024;
@@ -165,21 +165,57 @@ describe('inbound messages', () => {
 
   it('round-trip through inboundBody and parseInboundBody (property)', () => {
     fc.assert(
-      fc.property(inboundArb, (job: InboundJob) => {
-        expect(parseInboundBody(inboundBody(job))).toEqual(job);
+      fc.property(fc.array(inboundArb, { minLength: 1, maxLength: 20 }), (jobs: InboundJob[]) => {
+        expect(parseInboundBody(inboundBody(jobs))).toEqual(jobs);
       }),
-      { numRuns: 1_000 },
+      { numRuns: 500 },
     );
   });
 
   it('keep a null payload', () => {
     const job: InboundJob = { jobId: 'j', tenant: 'demo', shard: 0, dueMs: 5, payload: 'null' };
-    expect(parseInboundBody(inboundBody(job))).toEqual(job);
+    expect(parseInboundBody(inboundBody([job]))).toEqual([job]);
+  });
+
+  it('read the one-job version 1 that earlier releases left in the queue', () => {
+    const v1 = '{"v":1,"jobId":"j","tenant":"demo","shard":3,"dueMs":7,"payload":{"a":[1]}}';
+    expect(parseInboundBody(v1)).toEqual([{ jobId: 'j', tenant: 'demo', shard: 3, dueMs: 7, payload: '{"a":[1]}' }]);
+  });
+
+  it('pack jobs into as few messages as fit, in order, each under the limit (property)', () => {
+    const sized = fc.record({
+      jobId: jobIdArb,
+      tenant: tenantArb,
+      shard: fc.integer({ min: 0, max: 63 }),
+      dueMs: fc.integer({ min: 0, max: 2 ** 45 }),
+      // Up to 240 KiB, as submit allows; mostly small.
+      payload: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 2, max: 2_000 }) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 240 * 1024 }) }).map((n) => JSON.stringify('x'.repeat(n - 2))),
+    });
+    fc.assert(
+      fc.property(fc.array(sized, { minLength: 1, maxLength: 100 }), (jobs: InboundJob[]) => {
+        const packed = packInbound(jobs);
+        expect(packed.flatMap((m) => m.indexes)).toEqual(jobs.map((_, i) => i));
+        for (const m of packed) {
+          expect(Buffer.byteLength(m.body)).toBeLessThanOrEqual(MAX_INBOUND_MESSAGE_BYTES);
+          expect(parseInboundBody(m.body)).toEqual(m.indexes.map((i) => jobs[i]));
+        }
+        // Greedy: no two neighbouring messages would have fitted in one.
+        for (let k = 1; k < packed.length; k++) {
+          expect(Buffer.byteLength(packed[k - 1]!.body) + Buffer.byteLength(inboundBody([jobs[packed[k]!.indexes[0]!]!])) - Buffer.byteLength(inboundBody([]))).toBeGreaterThan(MAX_INBOUND_MESSAGE_BYTES - 2);
+        }
+      }),
+      { numRuns: 200 },
+    );
+    // A hundred 1 KB jobs: one message.
+    const small = Array.from({ length: 100 }, (_, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i % 64, dueMs: 1e12 + i, payload: JSON.stringify('p'.repeat(1_000)) }));
+    expect(packInbound(small)).toHaveLength(1);
   });
 
   it('refuse garbage', () => {
     const good = { v: 1, jobId: 'j', tenant: 'demo', shard: 1, dueMs: 2, payload: { a: 1 } };
-    expect(parseInboundBody(JSON.stringify(good))).toEqual({ jobId: 'j', tenant: 'demo', shard: 1, dueMs: 2, payload: '{"a":1}' });
+    expect(parseInboundBody(JSON.stringify(good))).toEqual([{ jobId: 'j', tenant: 'demo', shard: 1, dueMs: 2, payload: '{"a":1}' }]);
+    const { v: _v, ...job } = good;
+    expect(parseInboundBody(JSON.stringify({ v: 2, jobs: [job, job] }))).toHaveLength(2);
     const without = (k: keyof typeof good) => JSON.stringify(Object.fromEntries(Object.entries(good).filter(([key]) => key !== k)));
     const bad = [
       '',
@@ -199,6 +235,12 @@ describe('inbound messages', () => {
       without('dueMs'),
       without('payload'),
       JSON.stringify({ ...good, v: 2 }),
+      JSON.stringify({ ...good, v: 3 }),
+      JSON.stringify({ v: 2, jobs: [] }),
+      JSON.stringify({ v: 2, jobs: job }),
+      JSON.stringify({ v: 2, jobs: [job, { ...job, shard: 'x' }] }),
+      JSON.stringify({ v: 2, jobs: [job, null] }),
+      JSON.stringify({ v: 2, jobs: [[job]] }),
       JSON.stringify({ ...good, v: '1' }),
       JSON.stringify({ ...good, jobId: 5 }),
       JSON.stringify({ ...good, tenant: null }),
