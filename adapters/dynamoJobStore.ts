@@ -138,6 +138,36 @@ export class DynamoJobStore implements JobStore, TenantStore {
     return out;
   }
 
+  async dueTimes(shard: number, untilMs: number, limit: number): Promise<{ dueMs: number[]; more: boolean }> {
+    const dueMs: number[] = [];
+    let start: Item | undefined;
+    do {
+      let page: QueryCommandOutput;
+      try {
+        page = await this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk AND sk < :until',
+            ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':until': { S: `${String(untilMs + 1).padStart(13, '0')}#` } },
+            ProjectionExpression: 'sk',
+            // No filter: Limit then bounds exactly the rows returned.
+            Limit: limit - dueMs.length,
+            ExclusiveStartKey: start,
+          }),
+        );
+      } catch (err) {
+        rethrow(err);
+      }
+      this.stats.itemsRead += page.ScannedCount ?? 0;
+      for (const item of page.Items ?? []) {
+        const parsed = parseSortKey(item.sk?.S ?? '');
+        if (parsed) dueMs.push(parsed.dueMs);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start && dueMs.length < limit);
+    return { dueMs, more: start !== undefined };
+  }
+
   async acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined> {
     try {
       const res = await this.client.send(

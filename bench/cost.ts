@@ -81,8 +81,10 @@ export function eventBridgeSchedulerUsage(payloadBytes: number): PerJobUsage {
 
 /** Settings the fixed cost of the tick depends on (defaults: DESIGN.md's). */
 export interface TickModel {
-  /** Shard groups, one Map iteration (and dispatch Lambda) each. @default 8 */
+  /** Shard groups (each with its lease); the tick packs them into dispatchers. @default 8 */
   readonly groups: number;
+  /** Due rows per second one dispatcher (Map iteration, dispatch Lambda) is planned to carry. @default 300 */
+  readonly dispatcherRowsPerSecond: number;
   /** Shards. @default 64 */
   readonly shards: number;
   /** A tick execution starts this often. @default 60 */
@@ -110,6 +112,7 @@ export interface TickModel {
 
 export const DEFAULT_TICK: TickModel = {
   groups: 8,
+  dispatcherRowsPerSecond: 300,
   shards: 64,
   executionEverySeconds: 60,
   executionRunSeconds: 90,
@@ -127,18 +130,25 @@ export const DEFAULT_TICK: TickModel = {
 /** AWS prices a month as 730 hours. */
 export const MONTH_SECONDS = 730 * 3600;
 
+/** Dispatchers the tick plans for a steady `jobsPerSec` (core/plan.ts): 1 to `groups`. */
+export function dispatchersAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK): number {
+  if (t.dispatcherRowsPerSecond === 0) return t.groups;
+  return Math.min(t.groups, Math.max(1, Math.ceil(jobsPerSec / t.dispatcherRowsPerSecond)));
+}
+
 /**
  * The fixed monthly cost of an idle deployment: the tick's executions (EventBridge → Step
- * Functions Express, ~90 s each, every minute), its idle dispatch steps (every idle wait plus the
- * step itself, per group, each a Lambda invocation with one group-lease write and one query per
- * shard) and the ingest event source's idle long polls.
+ * Functions Express, ~90 s each, every minute, each plan sampling one shard per group), its idle
+ * dispatch steps (every idle wait plus the step itself, per dispatcher: one at idle unless
+ * packing is off; each a Lambda invocation writing its groups' leases and querying its shards)
+ * and the ingest event source's idle long polls.
  */
 export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES): Cost {
   const executions = MONTH_SECONDS / t.executionEverySeconds;
-  // Per group, one step every (wait + step) seconds, plus the older execution's last step, which
-  // finds its group taken by the newer one.
-  const steps = t.groups * (MONTH_SECONDS / (t.idleWaitSeconds + t.idleStepSeconds) + executions);
-  const shardsPerGroup = t.shards / t.groups;
+  const dispatchers = dispatchersAt(0, t);
+  // Per dispatcher, one step every (wait + step) seconds, plus the older execution's last step,
+  // which finds its groups taken by the newer one.
+  const steps = dispatchers * (MONTH_SECONDS / (t.idleWaitSeconds + t.idleStepSeconds) + executions);
   const byServiceUsd = {
     eventBridge: dollars(prices.eventBridgeScheduledRule, executions),
     stepFunctions:
@@ -147,7 +157,9 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
     lambda:
       dollars(prices.lambdaRequest, steps + executions) +
       dollars(prices.lambdaArmGbSecond, steps * t.idleStepSeconds * (t.dispatchMemoryMb / 1024) + executions * t.tickSeconds * (t.tickMemoryMb / 1024)),
-    dynamodb: dollars(prices.dynamodbWrite, steps) + dollars(prices.dynamodbRead, steps * shardsPerGroup * 0.5),
+    dynamodb:
+      dollars(prices.dynamodbWrite, steps * (t.groups / dispatchers)) +
+      dollars(prices.dynamodbRead, steps * (t.shards / dispatchers) * 0.5 + executions * t.groups * 0.5),
     sqs: dollars(prices.sqsRequest, t.ingestIdlePollers * (MONTH_SECONDS / 20)),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
@@ -155,26 +167,33 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
 }
 
 /**
- * What a busy month adds: while any row of a group is due within the lookahead, its dispatch
- * Lambda runs without pause (one 60 s step after another), queries each shard every 0.5 s and
- * renews the group lease every 5 s. `busyFraction` is the share of the month that is so.
+ * What a busy month adds: while any row of a dispatcher is due within the lookahead, its
+ * dispatch Lambda runs without pause (one 60 s step after another), queries each of its shards
+ * every 0.5 s and renews its groups' leases every 5 s. `busyFraction` is the share of the month
+ * that is so; `dispatchers` how many the tick plans.
  */
-export function busyMonthlyCost(busyFraction: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, groups = t.groups, shards = t.shards): Cost {
+export function busyMonthlyCost(busyFraction: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, dispatchers = t.groups, shards = t.shards): Cost {
   const s = MONTH_SECONDS * busyFraction;
   const byServiceUsd = {
-    lambda: dollars(prices.lambdaArmGbSecond, groups * s * (t.dispatchMemoryMb / 1024)) + dollars(prices.lambdaRequest, (groups * s) / 60),
-    dynamodb: dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * 0.5) + dollars(prices.dynamodbWrite, (groups / t.leaseRenewSeconds) * s),
+    lambda: dollars(prices.lambdaArmGbSecond, dispatchers * s * (t.dispatchMemoryMb / 1024)) + dollars(prices.lambdaRequest, (dispatchers * s) / 60),
+    dynamodb: dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * 0.5) + dollars(prices.dynamodbWrite, (t.groups / t.leaseRenewSeconds) * s),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
   return { totalUsd: round(totalUsd, 2), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v, 2)])) };
 }
 
 /**
- * Share of the time a group has a row due within the lookahead, for jobs due at `jobsPerSecond`
- * spread evenly over the groups (Poisson arrivals).
+ * Share of the time a dispatcher has a row due within the lookahead, for jobs due at
+ * `jobsPerSecond` spread evenly over `dispatchers` (Poisson arrivals).
  */
-export function busyFraction(jobsPerSecond: number, groups: number, lookaheadSeconds: number): number {
-  return 1 - Math.exp(-(jobsPerSecond / groups) * lookaheadSeconds);
+export function busyFraction(jobsPerSecond: number, dispatchers: number, lookaheadSeconds: number): number {
+  return 1 - Math.exp(-(jobsPerSecond / dispatchers) * lookaheadSeconds);
+}
+
+/** Fixed monthly cost at a steady `jobsPerSec`: idle polling plus the busy dispatchers the tick plans. */
+export function fixedMonthlyCostAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, shards = t.shards): number {
+  const d = dispatchersAt(jobsPerSec, t);
+  return idleMonthlyCost({ ...t, shards }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, d, 5), t, prices, d, shards).totalUsd;
 }
 
 type AttributeValue = { S: string } | { N: string } | { B: Uint8Array };
@@ -269,7 +288,7 @@ export function capacityRow(
   const dispatch = 2 * groups;
   const jobsPerMonth = jobsPerSec * MONTH_SECONDS;
   const perJob = costPerMillion(m.usagePerJob, prices).totalUsd * (jobsPerMonth / 1e6);
-  const fixed = idleMonthlyCost({ ...t, groups, shards: shardsNeeded }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, groups, 5), t, prices, groups, shardsNeeded).totalUsd;
+  const fixed = fixedMonthlyCostAt(jobsPerSec, { ...t, groups }, prices, shardsNeeded);
   const monthlyUsd = perJob + fixed;
   const notes: string[] = [];
   if (shardsNeeded > t.shards) notes.push(`${shardsNeeded} shards (default ${t.shards})`);

@@ -114,7 +114,7 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   const started = performance.now();
   const owner = `bench-${label}-${Date.now()}`;
   const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, { group, owner, ownerStartMs: Date.now(), untilMs: Date.now() + 600_000, signal: abort.signal }),
+    dispatchLoop(deps, { groups: [group], owner, ownerStartMs: Date.now(), untilMs: Date.now() + 600_000, signal: abort.signal }),
   );
   const timeoutAt = started + 300_000;
   while (deleted < n && performance.now() < timeoutAt) await sleep(5);

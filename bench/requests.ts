@@ -14,14 +14,14 @@
 import { setMaxListeners } from 'node:events';
 import type { SQSEvent } from 'aws-lambda';
 import { RequestCounter } from '../adapters/requestCounter';
-import { dispatchLoop, type DispatchStepResult } from '../core/loop';
+import type { DispatchStepResult } from '../core/loop';
 import type { JobStore } from '../core/ports';
 import { ingestHandler, submitHandler } from '../lambdas/runtime/handlers';
 import { startSqsEventSource } from '../local/sqsEventSource';
 import type { Emulators } from '../test/support/emulators';
 import { createSystem, httpEvent } from '../test/support/system';
 import { costPerMillion, type PerJobUsage } from './cost';
-import { BillingMeter, consumeQueue, progress, realisticPayload, sleep, steadyLoad, summarize } from './support';
+import { BillingMeter, consumeQueue, progress, realisticPayload, runTicks, sleep, steadyLoad, summarize } from './support';
 
 /** Memory of the submit and ingest functions (lib/dyneinScheduler.ts's default). */
 const HANDLER_MEMORY_GB = 256 / 1024;
@@ -51,6 +51,8 @@ export interface ModeResult {
   usagePerJob: PerJobUsage;
   lambda: { submitInvocations: number; submitMs: number; ingestInvocations: number; ingestMs: number; ingestRecordsPerInvocation: number };
   polling: { queries: number; leaseWrites: number; emptyReceives: number; windowMs: number };
+  /** Dispatchers each tick execution planned (core/plan.ts), in order. */
+  dispatchersPlanned: number[];
 }
 
 export interface IdlePolling {
@@ -131,9 +133,9 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
   setMaxListeners(100, abort.signal);
   const start = Date.now();
   const deps = { ...w.dispatch, store };
-  const loops = Array.from({ length: w.config.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, { group, owner: `bench-${mode}-${start}`, ownerStartMs: start, untilMs: start + 600_000, signal: abort.signal }),
-  );
+  // The tick as deployed: each execution plans its dispatchers from the rows coming due.
+  const dispatchers: number[] = [];
+  const ticks = runTicks(deps, { name: `bench-${mode}-${start}`, signal: abort.signal, onPlan: (p) => dispatchers.push(p.dispatchers.length) });
 
   const callSubmit = async (path: string, body: string) => {
     const t0 = performance.now();
@@ -168,7 +170,7 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
     while (deleted < accepted && Date.now() < until) await sleep(20);
     const windowMs = Date.now() - start;
     abort.abort();
-    await Promise.all(loops);
+    await ticks;
     await eventSource.stop();
     await consumer.stop();
 
@@ -227,6 +229,7 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
         ingestRecordsPerInvocation: +(ingestRecords / Math.max(1, ingestInvocations)).toFixed(2),
       },
       polling: { queries, leaseWrites, emptyReceives, windowMs },
+      dispatchersPlanned: dispatchers,
     };
   })();
   return { counter, meter, run };
@@ -240,12 +243,10 @@ async function idlePolling(em: Emulators, windowMs: number): Promise<IdlePolling
   const abort = new AbortController();
   setMaxListeners(100, abort.signal);
   const start = Date.now();
-  const loops = Array.from({ length: w.config.settings.groupCount }, (_, group) =>
-    dispatchLoop(w.dispatch, { group, owner: `bench-idle-${start}`, ownerStartMs: start, untilMs: start + 600_000, signal: abort.signal, onStep: (r) => steps.push(r) }),
-  );
+  const ticks = runTicks(w.dispatch, { name: `bench-idle-${start}`, signal: abort.signal, onStep: (r) => steps.push(r) });
   await sleep(windowMs);
   abort.abort();
-  await Promise.all(loops);
+  await ticks;
   const elapsed = Date.now() - start;
   const c = counter.snapshot();
   const done = steps.filter((s) => s.idle);
@@ -271,6 +272,7 @@ export async function runRequests(em: Emulators, opts: { jobs: number }): Promis
         `SQS ${r.requestsPerJob.sqs}, Lambda ${r.requestsPerJob.lambda}, API ${r.requestsPerJob.apiGateway}; $${costPerMillion(r.usagePerJob).totalUsd} per million`,
     );
   }
+  progress(`requests: dispatchers planned per tick execution: batch ${b.dispatchersPlanned.join(', ')}; single ${s.dispatchersPlanned.join(', ')}`);
   progress(`requests/idle: ${idle.steps} idle steps in ${(idle.windowMs / 1000).toFixed(1)} s, ${idle.queriesPerStep} queries and ${idle.leaseWritesPerStep} lease writes each, ${idle.stepMs} ms per step`);
   return { batch: b, single: s, idle, payloadBytes: payloads[0]!.length };
 }

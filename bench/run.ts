@@ -23,6 +23,8 @@ import {
   capacityRow,
   costPerMillion,
   DEFAULT_TICK,
+  dispatchersAt,
+  fixedMonthlyCostAt,
   dyneinPatternUsage,
   eventBridgeSchedulerUsage,
   idleMonthlyCost,
@@ -68,7 +70,7 @@ export interface BenchResult {
     rowBytes: number;
     compressedRowBytes: number;
   };
-  fixedMonthlyUsd: { idle: Cost; busy: Cost; model: TickModel; measuredLocalIdleStepMs?: number };
+  fixedMonthlyUsd: { idle: Cost; busy: Cost; busyAt100PerSec: Cost; model: TickModel; measuredLocalIdleStepMs?: number };
   /** Steady batch-submitted 1 KB jobs on AWS: as built, and with the payload deflated in the row. */
   capacity?: { basis: Record<string, number | string>; asBuilt: CapacityRow[]; compressedPayload: CapacityRow[] };
   backlog?: BacklogResult;
@@ -119,7 +121,8 @@ const r: BenchResult = {
   durationS: 0,
   machine: { ...machine, loadAvgAtEnd: machine.loadAvgAtStart },
   sizes,
-  fixedMonthlyUsd: { idle: idleMonthlyCost(), busy: busyMonthlyCost(1), model: DEFAULT_TICK },
+  // Busy: every group's dispatcher running all month (the tick's plan at ≥ 2,400 jobs/s).
+  fixedMonthlyUsd: { idle: idleMonthlyCost(), busy: busyMonthlyCost(1), busyAt100PerSec: busyMonthlyCost(busyFraction(100, dispatchersAt(100), 5), DEFAULT_TICK, undefined, dispatchersAt(100)), model: DEFAULT_TICK },
   peers: {},
   targets: [],
   prices: { region: PRICE_REGION, checked: PRICES_CHECKED, table: PRICES },
@@ -194,7 +197,7 @@ if (r.requests) {
   };
   const costs = Object.fromEntries(Object.entries(usage).map(([k, u]) => [k, costPerMillion(u)])) as Record<keyof typeof usage, Cost>;
   const jobsPerMonthAt100 = 100 * MONTH_SECONDS;
-  const fixedAt100 = idleMonthlyCost().totalUsd + busyMonthlyCost(busyFraction(100, DEFAULT_TICK.groups, 5)).totalUsd;
+  const fixedAt100 = fixedMonthlyCostAt(100);
   r.requestsPerJob = b.requestsPerJob;
   r.costPerMillionUsd = {
     ours: costs.ours.totalUsd,

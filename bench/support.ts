@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter';
+import type { DispatchDeps } from '../core/dispatch';
+import { dispatchLoop, type DispatchStepResult } from '../core/loop';
+import { planDispatchers, type DispatchPlan } from '../core/plan';
 import { emulatorsAt, type Emulators } from '../test/support/emulators';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -362,4 +365,31 @@ export async function steadyLoad(shape: LoadShape, submit: (i: number, dueMs: nu
   }
   await Promise.all(pending);
   return { submitted: total - failed, failed, maxInFlight, maxLagMs, submitMs: summarize(took), ...(firstError ? { firstError } : {}) };
+}
+
+/**
+ * The tick in process, as the state machine runs it: an execution at once and every `everyMs`,
+ * each planning its dispatchers from the table (core/plan.ts) and running them until
+ * `runMs` after its start, overlapping the next. Resolves once aborted and every loop ended.
+ */
+export async function runTicks(
+  deps: DispatchDeps,
+  opts: { name: string; signal: AbortSignal; everyMs?: number; runMs?: number; onPlan?: (p: DispatchPlan) => void; onStep?: (r: DispatchStepResult) => void },
+): Promise<void> {
+  const loops: Promise<void>[] = [];
+  let n = 0;
+  const execute = async () => {
+    const start = Date.now();
+    const untilMs = start + (opts.runMs ?? 90_000);
+    const plan = await planDispatchers({ store: deps.store, settings: deps.settings, log: deps.log }, start, untilMs);
+    opts.onPlan?.(plan);
+    const owner = `${opts.name}-${n++}`;
+    for (const groups of plan.dispatchers) loops.push(dispatchLoop(deps, { groups, owner, ownerStartMs: start, untilMs, signal: opts.signal, onStep: opts.onStep }));
+  };
+  const executions: Promise<void>[] = [execute()];
+  const timer = setInterval(() => executions.push(execute()), opts.everyMs ?? 60_000);
+  await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener('abort', () => resolve(), { once: true })));
+  clearInterval(timer);
+  await Promise.all(executions);
+  await Promise.all(loops);
 }

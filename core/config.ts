@@ -29,6 +29,13 @@ export interface SchedulerSettings {
    * a batch wait, so a lone row is sent at its due millisecond. 0 sends each due ms on its own.
    */
   readonly releaseWindowMs: number;
+  /**
+   * Due rows per second one dispatcher (a Map iteration of the tick, one Lambda at a time) is
+   * planned to carry. Each tick execution estimates the peak rate coming due during its run and
+   * packs the groups into just enough dispatchers: one at low load (fewer Lambdas running, fuller
+   * `SendMessageBatch`es), one per group at high load. 0 always runs one dispatcher per group.
+   */
+  readonly dispatcherRowsPerSecond: number;
 }
 
 export const DEFAULTS: SchedulerSettings = {
@@ -43,6 +50,7 @@ export const DEFAULTS: SchedulerSettings = {
   cancelRecordRetentionMs: 7 * 24 * 3600 * 1000,
   tombstoneGraceMs: 60_000,
   releaseWindowMs: 20,
+  dispatcherRowsPerSecond: 300,
 };
 
 /** Largest number of shard groups: an inline Map state's concurrency limit. */
@@ -74,6 +82,7 @@ export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): Sch
   int('cancelRecordRetentionMs', 0, 365 * 24 * 3600 * 1000);
   int('tombstoneGraceMs', 0, 3600 * 1000);
   int('releaseWindowMs', 0, 1_000);
+  int('dispatcherRowsPerSecond', 0, 1_000_000);
   // Cross-field checks run whatever else is wrong (every problem is listed at once), but only
   // between values that are valid on their own.
   const valid = (...names: (keyof SchedulerSettings)[]) => names.every((n) => !bad.has(n));

@@ -4,8 +4,10 @@ import { dispatchRound, type DispatchDeps, type RoundReport } from './dispatch';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
 export interface DispatchStepInput {
-  /** Shard group to dispatch. */
-  readonly group: number;
+  /** Shard groups to dispatch (the tick packs several into one dispatcher at low load). */
+  readonly groups?: readonly number[];
+  /** One group: what state machine definitions before packing passed. */
+  readonly group?: number;
   /** The tick execution that owns this step (its name or ARN). */
   readonly owner: string;
   /** When that execution started, epoch ms: a newer execution takes the group over. */
@@ -17,10 +19,11 @@ export interface DispatchStepInput {
 }
 
 export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs'> {
-  readonly group: number;
-  /** The group lease was not ours (a newer execution has the group): stop this iteration. */
+  /** The groups still held, for the next step (those lost to a newer execution are dropped). */
+  readonly groups: number[];
+  /** A group lease was not ours any more (a newer execution took it over). */
   readonly lostGroup: boolean;
-  /** Stop this group's loop: the group was lost or the execution's time is up. */
+  /** Stop this dispatcher's loop: every group was lost, or the execution's time is up. */
   readonly done: boolean;
   /** Passed through for the next step. */
   readonly untilMs: number;
@@ -46,14 +49,28 @@ export interface StepOptions {
   readonly onLateness?: (latenessMs: readonly number[]) => void;
 }
 
+/** Conditional acquires in flight per group a step dispatches. */
+const ACQUIRE_CONCURRENCY_PER_GROUP = 32;
+
+/** The groups a step input names, checked: a malformed input is a bug in the caller. */
+export function stepGroups(input: Pick<DispatchStepInput, 'groups' | 'group'>, groupCount: number): number[] {
+  const groups = input.groups ?? (input.group !== undefined ? [input.group] : []);
+  if (!Array.isArray(groups) || groups.length === 0 || new Set(groups).size !== groups.length || !groups.every((g) => Number.isInteger(g) && g >= 0 && g < groupCount)) {
+    throw new TypeError(`a dispatch step needs 'groups': distinct integers from 0 to ${groupCount - 1}, got ${JSON.stringify(input.groups ?? input.group)}`);
+  }
+  return [...groups];
+}
+
 /**
- * One dispatch step: take (or renew) the group lease, then run a round over the group's shards,
- * renewing the lease every few seconds. This is what the `dispatch` Lambda does per invocation.
+ * One dispatch step: take (or renew) the leases of its groups, then run one round over the
+ * shards of the groups it holds, renewing the leases every few seconds. This is what the
+ * `dispatch` Lambda does per invocation. A group whose lease a newer execution took is dropped;
+ * the round then ends and the next step goes on with the others.
  */
 export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput, opts: StepOptions = {}): Promise<DispatchStepResult> {
   const { store, clock, settings } = deps;
+  const wanted = stepGroups(input, settings.groupCount);
   const pass = {
-    group: input.group,
     owner: input.owner,
     ownerStartMs: input.ownerStartMs,
     untilMs: input.untilMs,
@@ -61,24 +78,35 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   };
   const start = clock.now();
   if (start >= input.untilMs - END_MARGIN_MS) {
-    return { ...emptyReport(), ...pass, lostGroup: false, done: true, lateness: summarize([]) };
+    return { ...emptyReport(), ...pass, groups: wanted, lostGroup: false, done: true, lateness: summarize([]) };
   }
-  const takeLease = () => {
+  /** Takes or renews the leases of `groups`; returns those now held. */
+  const takeLeases = async (groups: readonly number[]) => {
     const now = clock.now();
-    return store.takeGroupLease(input.group, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS);
+    const held = await Promise.all(groups.map((g) => store.takeGroupLease(g, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS)));
+    return groups.filter((_, i) => held[i]);
   };
-  if (!(await takeLease())) {
-    return { ...emptyReport(), ...pass, lostGroup: true, done: true, lateness: summarize([]) };
+  let held = await takeLeases(wanted);
+  if (held.length === 0) {
+    return { ...emptyReport(), ...pass, groups: [], lostGroup: true, done: true, lateness: summarize([]) };
   }
+  const lostAtStart = held.length < wanted.length;
   const { latenessMs, ...report } = await dispatchRound(deps, {
-    shards: shardsOfGroup(input.group, settings),
+    shards: held.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
-    stillOwner: takeLease,
+    acquireConcurrency: ACQUIRE_CONCURRENCY_PER_GROUP * held.length,
+    stillOwner: async () => {
+      const still = await takeLeases(held);
+      const kept = still.length === held.length;
+      held = still;
+      return kept;
+    },
     signal: opts.signal,
   });
   opts.onLateness?.(latenessMs);
-  const done = report.lostGroup || clock.now() >= input.untilMs - END_MARGIN_MS;
-  return { ...report, ...pass, done, lateness: summarize(latenessMs) };
+  const lostGroup = lostAtStart || report.lostGroup;
+  const done = held.length === 0 || clock.now() >= input.untilMs - END_MARGIN_MS;
+  return { ...report, ...pass, groups: held, lostGroup, done, lateness: summarize(latenessMs) };
 }
 
 /**
@@ -92,19 +120,20 @@ export function idleWaitSeconds(lookaheadMs: number): number {
 }
 
 /**
- * The tick's loop for one group, in process: dispatch steps until `untilMs`, waiting
+ * One dispatcher of the tick, in process: dispatch steps over `groups` until `untilMs`, waiting
  * `lookahead − 2 s` after an idle step. The state machine runs the same loop with a Choice and a
  * Wait state around the `dispatch` task; the local stack and tests run this one.
  */
 export async function dispatchLoop(
   deps: DispatchDeps,
-  opts: { group: number; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
+  opts: { groups: readonly number[]; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
 ): Promise<void> {
-  const input: DispatchStepInput = { group: opts.group, owner: opts.owner, ownerStartMs: opts.ownerStartMs, untilMs: opts.untilMs };
+  let input: DispatchStepInput = { groups: opts.groups, owner: opts.owner, ownerStartMs: opts.ownerStartMs, untilMs: opts.untilMs };
   while (!opts.signal?.aborted) {
     const result = await dispatchStep(deps, input, { signal: opts.signal });
     opts.onStep?.(result);
     if (result.done) return;
+    input = { ...input, groups: result.groups };
     if (result.idle) await sleep(Math.min(result.idleWaitSeconds * 1000, opts.untilMs - deps.clock.now()), opts.signal);
   }
 }

@@ -60,6 +60,11 @@ export interface JobStore {
   putJob(row: JobRow): Promise<'created' | 'exists'>;
   /** Read the keys, states and leases of rows in `shard` due up to `untilMs` (inclusive), in due order. */
   queryDue(shard: number, untilMs: number): Promise<DueKey[]>;
+  /**
+   * Due times of the rows in `shard` due before `untilMs` (from the shard's start), at most
+   * `limit` of them (`more` when there are others): what the tick samples to size its plan.
+   */
+  dueTimes(shard: number, untilMs: number, limit: number): Promise<{ dueMs: number[]; more: boolean }>;
   /** SCHEDULED, or ACQUIRED with a lease that ended before `nowMs`, becomes ACQUIRED until `leaseUntil`. */
   acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined>;
   /** Extends a lease this round still holds (its `leaseUntil` is unchanged since). */

@@ -56,6 +56,13 @@ export interface DyneinSchedulerProps {
    * @default - none (the table warms up with traffic)
    */
   readonly warmThroughput?: dynamodb.WarmThroughput;
+  /**
+   * Due rows per second one dispatcher is planned to carry: each tick execution samples the rows
+   * coming due during its run and packs the groups into just enough dispatchers (one Lambda each),
+   * from one at low load to one per group. 0 runs one dispatcher per group always.
+   * @default 300
+   */
+  readonly dispatcherRowsPerSecond?: number;
   /** Reserved concurrency of the dispatch function (at least twice the groups: executions overlap). @default 2 × groupCount + 2 */
   readonly dispatchReservedConcurrency?: number;
 }
@@ -137,6 +144,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       DYNEIN_LOOKAHEAD_MS: String(s.lookaheadMs),
       DYNEIN_LEASE_MS: String(s.leaseMs),
       DYNEIN_MAX_PAYLOAD_BYTES: String(s.maxPayloadBytes),
+      DYNEIN_DISPATCHER_ROWS_PER_SECOND: String(s.dispatcherRowsPerSecond),
     };
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
     const submit = fn('submit', { timeout: Duration.seconds(10), environment: { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl } });
@@ -159,6 +167,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     tableAccess(ingest, 'GetItem', 'PutItem');
     tableAccess(status, 'GetItem');
     tableAccess(cancel, 'GetItem', 'UpdateItem');
+    // The tick samples the rows coming due to size its plan (keys only, read-only).
+    tableAccess(tick, 'Query');
     tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
     for (const f of [submit, ingest, status, cancel]) {
       f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
@@ -368,6 +378,7 @@ function validateProps(id: string, props: DyneinSchedulerProps): SchedulerSettin
       lookaheadMs: ms(props.lookahead),
       leaseMs: ms(props.lease),
       maxPayloadBytes: props.maxPayloadBytes,
+      dispatcherRowsPerSecond: props.dispatcherRowsPerSecond,
     });
   } catch (err) {
     problems.push(...(err as Error).message.split('\n- ').slice(1));

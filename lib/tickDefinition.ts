@@ -3,7 +3,7 @@
  * construct and the local stack. DESIGN.md, "Job lifecycle", Dispatch:
  *
  * ```
- * Plan (tick Lambda) ─▶ Groups (inline Map, one iteration per shard group, ≤ 40 at once)
+ * Plan (tick Lambda) ─▶ Groups (inline Map, one iteration per dispatcher, ≤ 40 at once)
  *                         └─ Dispatch ─▶ Decide ─┬─ done ─▶ GroupDone
  *                              ▲   │ error       ├─ idle ─▶ Idle (Wait lookahead − 2 s) ─┐
  *                              │   ▼             └─ else ───────────────────────────────┤
@@ -36,8 +36,10 @@ const LAMBDA_TRANSIENT_ERRORS = ['Lambda.ServiceException', 'Lambda.AWSLambdaExc
 
 /**
  * The tick state machine's definition. Executions start every minute and each dispatches for
- * `runMs` (~90 s), so two overlap; the group lease hands each group to the newer one. Retry and
- * Catch sit inside the Map iteration, so one group's failure never stops the others.
+ * `runMs` (~90 s), so two overlap; the group lease hands each group to the newer one. Plan packs
+ * the groups into dispatchers by the load coming due (one at low load, one per group at high
+ * load). Retry and Catch sit inside the Map iteration, so one dispatcher's failure never stops
+ * the others.
  *
  * The execution context must provide `$$.Execution.Name` (the group-lease owner) and
  * `$$.Execution.StartTime` (the newer execution takes the groups over).
@@ -58,7 +60,7 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
     StartAt: 'Plan',
     States: {
       Plan: {
-        Comment: 'Tick function: one Map item per shard group ({group, owner, ownerStartMs, untilMs, idleWaitSeconds, shards}); owner is this execution, untilMs its start + runMs.',
+        Comment: 'Tick function: samples the rows coming due and packs the shard groups into dispatchers, one Map item each ({groups, owner, ownerStartMs, untilMs, idleWaitSeconds, shards}); owner is this execution, untilMs its start + runMs.',
         Type: 'Task',
         Resource: `\${${TICK_FUNCTION_ARN_KEY}}`,
         Parameters: {
@@ -70,9 +72,9 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
         Next: 'Groups',
       },
       Groups: {
-        Comment: 'One iteration per shard group, all at once (inline Map, at most 40). Iterations never fail: errors are retried or caught inside.',
+        Comment: 'One iteration per dispatcher, all at once (inline Map, at most 40). Iterations never fail: errors are retried or caught inside.',
         Type: 'Map',
-        ItemsPath: '$.groups',
+        ItemsPath: '$.items',
         MaxConcurrency: maxConcurrency,
         ResultPath: null,
         ItemProcessor: {
@@ -80,11 +82,11 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
           StartAt: 'Dispatch',
           States: {
             Dispatch: {
-              Comment: 'Dispatch function: take or renew the group lease, run one dispatch round; answers done (group lost or time up) and idle (nothing due within the lookahead).',
+              Comment: 'Dispatch function: take or renew the leases of its groups, run one dispatch round; answers the groups still held, done (all lost or time up) and idle (nothing due within the lookahead).',
               Type: 'Task',
               Resource: `\${${DISPATCH_FUNCTION_ARN_KEY}}`,
               Parameters: {
-                'group.$': '$.group',
+                'groups.$': '$.groups',
                 'owner.$': '$.owner',
                 'ownerStartMs.$': '$.ownerStartMs',
                 'untilMs.$': '$.untilMs',
@@ -92,7 +94,7 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
               },
               // Only what the loop needs, so the iteration's state stays small.
               ResultSelector: {
-                'group.$': '$.group',
+                'groups.$': '$.groups',
                 'owner.$': '$.owner',
                 'ownerStartMs.$': '$.ownerStartMs',
                 'untilMs.$': '$.untilMs',
@@ -126,7 +128,7 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
               Next: 'Dispatch',
             },
             GroupDone: {
-              Comment: 'This execution is done with the group: a newer execution took it over, or untilMs is near.',
+              Comment: 'This execution is done with these groups: a newer execution took them over, or untilMs is near.',
               Type: 'Succeed',
             },
           },

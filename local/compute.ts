@@ -60,7 +60,7 @@ const dispatch = dispatchHandler(w, t);
 const tick = startLocalTick({
   runMs: settings.tickRunMs,
   everyMs: settings.tickEveryMs,
-  tick: tickHandler(config.settings),
+  tick: tickHandler({ store: w.store, settings: config.settings, clock: w.dispatch.clock }, t),
   dispatch: (input, context) => dispatch(input, context),
   onError: (err) => t.error('tick execution failed', err),
 });

@@ -21,7 +21,7 @@ export interface LambdaConfig {
  * | `DYNEIN_TABLE` | scheduler table name (required) |
  * | `DYNEIN_INBOUND_QUEUE_URL` | inbound queue URL (submit) |
  * | `DYNEIN_ID_KEY` or `DYNEIN_ID_KEY_SECRET_ARN` | job id HMAC key, base64 (≥ 32 bytes), or the secret whose string (≥ 32 bytes) is the key |
- * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES`, `DYNEIN_RELEASE_WINDOW_MS` | settings (defaults of DESIGN.md) |
+ * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES`, `DYNEIN_RELEASE_WINDOW_MS`, `DYNEIN_DISPATCHER_ROWS_PER_SECOND` | settings (defaults of DESIGN.md) |
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  */
 export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean } = {}): LambdaConfig {
@@ -55,6 +55,7 @@ export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boole
     leaseMs: int('DYNEIN_LEASE_MS'),
     maxPayloadBytes: int('DYNEIN_MAX_PAYLOAD_BYTES'),
     releaseWindowMs: int('DYNEIN_RELEASE_WINDOW_MS'),
+    dispatcherRowsPerSecond: int('DYNEIN_DISPATCHER_ROWS_PER_SECOND'),
   };
   let settings: SchedulerSettings | undefined;
   try {

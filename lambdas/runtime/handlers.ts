@@ -1,7 +1,9 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest';
 import { limiter } from '../../core/limit';
-import { shardsOfGroup, type SchedulerSettings } from '../../core/config';
+import { shardsOfGroup } from '../../core/config';
+import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan';
+import { systemClock, type Clock } from '../../core/ports';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop';
 import type { JobReply } from '../../core/submit';
 import { bodyOf, pathParam, respond, type HttpResult } from './http';
@@ -115,28 +117,37 @@ export interface TickInput {
 }
 
 export interface TickPlan {
-  /** One Map item per group: the first dispatch step's input. */
-  readonly groups: (Required<DispatchStepInput> & { readonly shards: number })[];
+  /** One Map item per dispatcher: the first dispatch step's input, and how many shards it covers. */
+  readonly items: (Required<Omit<DispatchStepInput, 'group'>> & { readonly shards: number })[];
+  /** The peak rate the plan was sized for, rows/s (null: unknown, one dispatcher per group). */
+  readonly peakRowsPerSecond: number | null;
+  readonly reason: DispatchPlan['reason'];
 }
 
 /**
- * Plans one tick execution: one Map item per shard group, each dispatching until `untilMs`
- * (about 90 s after the execution started, so consecutive executions overlap).
+ * Plans one tick execution: it samples the table for the rows coming due during the run and
+ * packs the shard groups into just enough dispatchers (core/plan.ts), each dispatching until
+ * `untilMs` (about 90 s after the execution started, so consecutive executions overlap).
  */
-export function tickHandler(settings: SchedulerSettings) {
+export function tickHandler(deps: PlanDeps & { readonly clock?: Clock }, t: Telemetry = silentTelemetry) {
+  const { settings } = deps;
   return async (input: TickInput): Promise<TickPlan> => {
     const startMs = Date.parse(input.executionStartTime);
     const ownerStartMs = Number.isFinite(startMs) ? startMs : Date.now();
     const untilMs = ownerStartMs + (input.runMs ?? 90_000);
+    const plan = await planDispatchers(deps, (deps.clock ?? systemClock).now(), untilMs);
+    t.count('Dispatchers', plan.dispatchers.length);
     return {
-      groups: Array.from({ length: settings.groupCount }, (_, group) => ({
-        group,
+      items: plan.dispatchers.map((groups) => ({
+        groups,
         owner: input.executionName,
         ownerStartMs,
         untilMs,
         idleWaitSeconds: idleWaitSeconds(settings.lookaheadMs),
-        shards: shardsOfGroup(group, settings).length,
+        shards: groups.reduce((n, g) => n + shardsOfGroup(g, settings).length, 0),
       })),
+      peakRowsPerSecond: Number.isFinite(plan.peakRowsPerSecond) ? Math.round(plan.peakRowsPerSecond) : null,
+      reason: plan.reason,
     };
   };
 }

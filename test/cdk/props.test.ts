@@ -3,6 +3,7 @@
  * name throws; valid values at the edges are accepted.
  */
 import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { DyneinScheduler } from '../../lib/dyneinScheduler';
@@ -10,7 +11,7 @@ import { DyneinTenant } from '../../lib/tenant';
 import { fastApp } from './support';
 
 let n = 0;
-/** A fresh stack per construction: nothing is synthesized in this file. */
+/** A fresh stack per construction (bundling skipped: one test synthesizes to read the functions' environment). */
 const stack = (app: App = fastApp()) => new Stack(app, `S${n++}`);
 
 describe('DyneinScheduler props', () => {
@@ -33,6 +34,16 @@ describe('DyneinScheduler props', () => {
     expect(() => new DyneinScheduler(stack(), 'X', { shardCount: 10, groupCount: 20, lookahead: Duration.seconds(5), lease: Duration.seconds(6) })).toThrow(
       /groupCount \(20\) must not exceed shardCount \(10\)[\s\S]*leaseMs \(6000\) must be at least twice lookaheadMs \(5000\)/,
     );
+  });
+
+  it('rejects a dispatcher rate that is negative or fractional, and passes a valid one to the functions', () => {
+    expect(() => new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: -1 })).toThrow(/dispatcherRowsPerSecond must be an integer from 0/);
+    expect(() => new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: 2.5 })).toThrow(/dispatcherRowsPerSecond/);
+    const s = new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: 0 });
+    const env = Template.fromStack(Stack.of(s)).findResources('AWS::Lambda::Function');
+    const values = Object.values(env).map((f) => (f as { Properties: { Environment?: { Variables?: Record<string, string> } } }).Properties.Environment?.Variables?.DYNEIN_DISPATCHER_ROWS_PER_SECOND);
+    expect(values.filter((v) => v !== undefined).length).toBeGreaterThanOrEqual(6);
+    expect(new Set(values.filter((v) => v !== undefined))).toEqual(new Set(['0']));
   });
 
   it('rejects a dispatch reserved concurrency that is not a whole number', () => {

@@ -240,8 +240,8 @@ describe('functions', () => {
     status: { required: ['dynamodb:GetItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
-    // Plans groups from its settings: no data access at all.
-    tick: { required: [], allowed: [] },
+    // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
+    tick: { required: ['dynamodb:Query'], allowed: [] },
     // Query the due range, CAS acquire and lease renewals, cancel records, deletes; sends through tenant queue policies; never the id key.
     dispatch: {
       required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:GetItem'],
@@ -275,13 +275,14 @@ describe('functions', () => {
     for (const [a, resources] of granted) expect([...resources], `${n}: ${a}`).toEqual([expectedResource(a)]);
   });
 
-  it('the DESIGN.md examples hold: status reads only, tick touches no data, dispatch has no key, submit sends to inbound', () => {
+  it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
     const s = main.scheduler;
     const grantsOf = (n: FunctionName) => allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
     expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
-    expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual([]);
+    expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
+    expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:') || a.startsWith('sqs:'))).toEqual([]);
     expect([...(grantsOf('submit').get('sqs:SendMessage') ?? [])]).toEqual([getAtt(s.inboundQueue, 'Arn')]);
   });

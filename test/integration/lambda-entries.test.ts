@@ -65,16 +65,18 @@ describe('Lambda entry files', () => {
     expect(del.statusCode).toBe(200);
     expect(JSON.parse(del.body!)).toEqual({ jobId: other.jobId, state: 'CANCELLED' });
 
-    // The tick plans every group; dispatching them delivers the job, not before runAt.
+    // The tick samples the table (one row coming due): one dispatcher carries every group, and
+    // dispatching it delivers the job, not before runAt.
     const plan = await tick({ executionName: 'exec-1', executionStartTime: new Date().toISOString() }, context());
-    expect(plan.groups.map((g) => g.group)).toEqual(Array.from({ length: 8 }, (_, i) => i));
-    expect(plan.groups.reduce((n, g) => n + g.shards, 0)).toBe(64);
+    expect(plan).toMatchObject({ reason: 'sampled' });
+    expect(plan.items.map((i) => i.groups)).toEqual([Array.from({ length: 8 }, (_, i) => i)]);
+    expect(plan.items[0]!.shards).toBe(64);
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     await new Promise((r) => setTimeout(r, Date.parse(runAt) - 1_000 + 50 - Date.now()));
-    const results = await Promise.all(plan.groups.map(({ shards: _, ...step }) => dispatch(step, context(6_000))));
+    const results = await Promise.all(plan.items.map(({ shards: _, ...step }) => dispatch(step, context(6_000))));
     expect(results.reduce((n, r) => n + r.sent, 0)).toBe(1);
     // Each result is the next step's input, as the state machine passes it on.
-    for (const [i, r] of results.entries()) expect(r).toMatchObject({ group: i, owner: 'exec-1', untilMs: plan.groups[i]!.untilMs, done: false });
+    for (const [i, r] of results.entries()) expect(r).toMatchObject({ groups: plan.items[i]!.groups, owner: 'exec-1', untilMs: plan.items[i]!.untilMs, done: false });
     await consumer.waitFor((d) => d.length >= 1, 5_000);
     await consumer.stop();
     expect(consumer.deliveries.map((d) => [d.jobId, d.payload])).toEqual([[job.jobId, { hello: 'world' }]]);

@@ -19,7 +19,7 @@ describe('never early and precise', () => {
     const start = Date.now();
     const stop = new AbortController();
     const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
-      dispatchLoop(sys.w.dispatch, { group, owner: 'test-exec', ownerStartMs: start, untilMs: start + 40_000, signal: stop.signal }),
+      dispatchLoop(sys.w.dispatch, { groups: [group], owner: 'test-exec', ownerStartMs: start, untilMs: start + 40_000, signal: stop.signal }),
     );
 
     const expected = new Map<string, number>();

@@ -27,9 +27,9 @@ interface Step { readonly exec: string; readonly endedAt: number; readonly input
  * Starts one execution of the tick state machine, named `name` ($$.Execution.Name; the library
  * sets $$.Execution.StartTime to the moment it starts), its tasks bound to the real handlers.
  */
-function startTick(sys: TestSystem, w: Wiring, name: string, runMs: number, steps: Step[]) {
+function startTick(sys: TestSystem, w: Wiring, name: string, runMs: number, steps: Step[], dispatcherRowsPerSecond = 300) {
   const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs, timeoutSeconds: 60 }), ARNS)));
-  const tick = tickHandler(sys.w.config.settings);
+  const tick = tickHandler({ store: w.store, settings: { ...sys.w.config.settings, dispatcherRowsPerSecond } });
   const dispatch = dispatchHandler(w);
   // A Lambda invocation always has time left; without it a step would run up to 60 s, the
   // library's default Task timeout.
@@ -65,6 +65,11 @@ function checkDeliveries(deliveries: readonly Delivery[], expected: Map<string, 
   return deliveries.map((d) => d.firstReceiveAt - Date.parse(d.runAt));
 }
 
+/** Each planned dispatcher's last step (a step belongs to the item whose groups hold its first group). */
+function lastSteps(steps: readonly Step[], exec: string, plan: TickPlan): (Step | undefined)[] {
+  return plan.items.map((item) => steps.filter((s) => s.exec === exec && item.groups.includes(s.input.groups![0]!)).at(-1));
+}
+
 /** Submits `n` jobs due at random milliseconds in [from, to] (epoch ms), all through the table. */
 async function submitDue(sys: TestSystem, n: number, from: number, to: number): Promise<Map<string, number>> {
   const jobs = Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(from + Math.floor(Math.random() * (to - from))).toISOString() }));
@@ -93,27 +98,30 @@ describe('tick state machine definition', () => {
     expect(parsed.TimeoutSeconds).toBe(150);
     expect(parsed.States.Plan).toMatchObject({ Resource: ARNS.tick, Parameters: { runMs: 90_000, 'executionName.$': '$$.Execution.Name', 'executionStartTime.$': '$$.Execution.StartTime' } });
     const map = parsed.States.Groups;
-    expect(map).toMatchObject({ Type: 'Map', ItemsPath: '$.groups', MaxConcurrency: 40, ResultPath: null, End: true, ItemProcessor: { ProcessorConfig: { Mode: 'INLINE' } } });
+    expect(map).toMatchObject({ Type: 'Map', ItemsPath: '$.items', MaxConcurrency: 40, ResultPath: null, End: true, ItemProcessor: { ProcessorConfig: { Mode: 'INLINE' } } });
     // A Retry or Catch on the Map itself would mean one group's failure stops (or restarts) them all.
     expect(map.Retry).toBeUndefined();
     expect(map.Catch).toBeUndefined();
     const dispatch = map.ItemProcessor.States.Dispatch;
     expect(dispatch.Resource).toBe(ARNS.dispatch);
     expect(dispatch.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'AfterError' }]);
-    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual(['done.$', 'group.$', 'idle.$', 'idleWaitSeconds.$', 'owner.$', 'ownerStartMs.$', 'untilMs.$']);
+    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual(['done.$', 'groups.$', 'idle.$', 'idleWaitSeconds.$', 'owner.$', 'ownerStartMs.$', 'untilMs.$']);
     for (const [name, state] of [...Object.entries(parsed.States), ...Object.entries(map.ItemProcessor.States)]) {
       expect(typeof (state as { Comment?: unknown }).Comment, `${name} has a Comment`).toBe('string');
     }
   });
 
-  it('runs in aws-local-stepfunctions with the real handlers: every job arrives, none early', async () => {
+  it.each([
+    ['packed into one dispatcher (light load)', 300, [[0, 1, 2, 3]]],
+    ['one dispatcher per group (packing off)', 0, [[0], [1], [2], [3]]],
+  ])('runs in aws-local-stepfunctions with the real handlers, %s: every job arrives, none early', async (_, rowsPerSecond, dispatchers) => {
     const sys = await createSystem(em, { settings: SETTINGS });
     const ingest = sys.startIngest();
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     const steps: Step[] = [];
     const name = `tick-${randomUUID()}`;
     const started = Date.now();
-    const exec = startTick(sys, sys.w, name, 10_000, steps);
+    const exec = startTick(sys, sys.w, name, 10_000, steps, rowsPerSecond);
     const expected = await submitDue(sys, 150, started + 3_000, started + 8_000);
 
     const output = (await exec.result) as unknown as TickPlan;
@@ -125,31 +133,35 @@ describe('tick state machine definition', () => {
 
     const lateness = checkDeliveries(consumer.deliveries, expected);
     expect(Math.max(...lateness)).toBeLessThan(3_000);
-    // The execution's output is the plan (the Map keeps it: ResultPath null): one item per group, owned by this execution.
-    expect(output.groups.map((g) => [g.group, g.owner])).toEqual([0, 1, 2, 3].map((g) => [g, name]));
-    expect(Math.abs(output.groups[0]!.ownerStartMs - started)).toBeLessThan(1_000);
-    // Every step ran for this execution's groups, each group's loop ended with done, and the execution ended near untilMs.
+    // The execution's output is the plan (the Map keeps it: ResultPath null): its dispatchers, owned by this execution.
+    expect(output.items.map((i) => [i.groups, i.owner])).toEqual(dispatchers.map((g) => [g, name]));
+    expect(output.items.reduce((n, i) => n + i.shards, 0)).toBe(SETTINGS.shardCount);
+    expect(Math.abs(output.items[0]!.ownerStartMs - started)).toBeLessThan(1_000);
+    // Every step ran for this execution, each dispatcher's loop ended with done, and the execution ended near untilMs.
     expect(new Set(steps.map((s) => s.input.owner))).toEqual(new Set([name]));
-    for (const g of [0, 1, 2, 3]) expect(steps.filter((s) => s.input.group === g).at(-1)?.result.done).toBe(true);
+    for (const last of lastSteps(steps, name, output)) expect(last?.result.done).toBe(true);
     expect(steps.reduce((n, s) => n + s.result.sent, 0)).toBe(expected.size);
     expect(steps.some((s) => s.result.idle)).toBe(true);
-    expect(ended).toBeGreaterThanOrEqual(output.groups[0]!.untilMs - 1_000);
-    expect(ended).toBeLessThan(output.groups[0]!.untilMs + 3_000);
+    expect(ended).toBeGreaterThanOrEqual(output.items[0]!.untilMs - 1_000);
+    expect(ended).toBeLessThan(output.items[0]!.untilMs + 3_000);
   });
 
-  it('hands groups over between two overlapping executions: no gap, no double send, none early', async () => {
+  it.each([
+    ['from one packed dispatcher to one per group', 300, 0],
+    ['from one dispatcher per group to one packed', 0, 300],
+  ])('hands groups over between two overlapping executions, %s: no gap, no double send, none early', async (_, ratesA, ratesB) => {
     const sys = await createSystem(em, { settings: SETTINGS });
     const ingest = sys.startIngest();
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     const steps: Step[] = [];
     const [nameA, nameB] = [`tick-A-${randomUUID()}`, `tick-B-${randomUUID()}`];
     const t0 = Date.now();
-    const a = startTick(sys, sys.w, nameA, 12_000, steps);
+    const a = startTick(sys, sys.w, nameA, 12_000, steps, ratesA);
     // Jobs due before, during and after the overlap (A alone until ~t0+4 s, B alone after ~t0+11 s).
     const expected = await submitDue(sys, 300, t0 + 3_000, t0 + 15_000);
     await new Promise((r) => setTimeout(r, t0 + 4_000 - Date.now()));
     // B runs on another wiring (another Lambda instance) over the same table and queues.
-    const b = startTick(sys, await sys.another(), nameB, 12_000, steps);
+    const b = startTick(sys, await sys.another(), nameB, 12_000, steps, ratesB);
 
     await Promise.all([a.result, b.result]);
     await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
@@ -160,16 +172,17 @@ describe('tick state machine definition', () => {
     const lateness = checkDeliveries(consumer.deliveries, expected);
     // No gap at the hand-over: a gap would leave jobs waiting for seconds (up to a whole execution).
     expect(Math.max(...lateness)).toBeLessThan(3_000);
-    expect(a.plan()!.groups[0]!.ownerStartMs).toBeLessThan(b.plan()!.groups[0]!.ownerStartMs);
+    expect(a.plan()!.items[0]!.ownerStartMs).toBeLessThan(b.plan()!.items[0]!.ownerStartMs);
+    expect([a.plan()!.items.length, b.plan()!.items.length]).toEqual([ratesA === 0 ? 4 : 1, ratesB === 0 ? 4 : 1]);
 
     const ofA = steps.filter((s) => s.exec === nameA);
     const ofB = steps.filter((s) => s.exec === nameB);
     const firstLoss = Math.min(...ofA.filter((s) => s.result.lostGroup).map((s) => s.endedAt));
     expect(Number.isFinite(firstLoss)).toBe(true);
     expect(ofB.some((s) => s.endedAt > firstLoss && s.result.sent > 0)).toBe(true);
-    // B never lost a group, and each of A's groups ended (done) rather than running on.
+    // B never lost a group, and each of A's dispatchers ended (done, all its groups lost) rather than running on.
     expect(ofB.filter((s) => s.result.lostGroup)).toEqual([]);
-    for (const g of [0, 1, 2, 3]) expect(ofA.filter((s) => s.input.group === g).at(-1)?.result.done).toBe(true);
+    for (const last of lastSteps(steps, nameA, a.plan()!)) expect(last?.result).toMatchObject({ done: true, groups: [] });
     // Both executions sent, and every row was sent once in all.
     const sentA = ofA.reduce((n, s) => n + s.result.sent, 0);
     const sentB = ofB.reduce((n, s) => n + s.result.sent, 0);

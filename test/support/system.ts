@@ -26,7 +26,8 @@ export interface TestSystem {
 export async function createSystem(em: Emulators, opts: { tenants?: string[]; settings?: Partial<SchedulerSettings>; clock?: Clock } = {}): Promise<TestSystem> {
   const settings = resolveSettings(opts.settings);
   const tableName = await em.createTable();
-  const inbound = await em.createQueue('inbound', { dlq: true, visibilityTimeout: 5 });
+  // 30 s: ingest's Lambda timeout (AWS sets 180 s); an invocation of 10 packed messages may write 1,000 rows.
+  const inbound = await em.createQueue('inbound', { dlq: true, visibilityTimeout: 30 });
   const idKey = randomBytes(32);
   const config: LambdaConfig = { tableName, inboundQueueUrl: inbound.url, settings, idKey: { base64: idKey.toString('base64') } };
   const make = (o: { dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient; sqs?: SQSClient; clock?: Clock } = {}) =>
@@ -155,7 +156,7 @@ export function runAllGroups(deps: Wiring['dispatch'], opts: { owner?: string; s
   opts.signal?.addEventListener('abort', () => abort.abort(), { once: true });
   const start = Date.now();
   const loops = Array.from({ length: deps.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, { group, owner: opts.owner ?? `exec-${start}`, ownerStartMs: start, untilMs: start + 600_000, signal: abort.signal }),
+    dispatchLoop(deps, { groups: [group], owner: opts.owner ?? `exec-${start}`, ownerStartMs: start, untilMs: start + 600_000, signal: abort.signal }),
   );
   return {
     async stop() {

@@ -1,0 +1,86 @@
+import { shardsOfGroup, type SchedulerSettings } from './config';
+import type { JobStore } from './ports';
+
+/**
+ * How a tick execution splits the shard groups among its dispatchers (Map iterations).
+ *
+ * Each execution dispatches for `runMs` (~90 s). Before it starts, it samples the table: the
+ * first shard of every group (shards are chosen at random per job, so a group's first shard
+ * sees 1/shardCount of the load), every row due before the run ends, overdue rows counted as due
+ * now. The busiest 5-second bucket, scaled to all shards, is the peak rate the run must carry;
+ * the groups are packed into `ceil(peak / dispatcherRowsPerSecond)` dispatchers, between 1 and
+ * `groupCount`.
+ *
+ * Why: a dispatcher holds a Lambda for as long as anything is due within the lookahead, and
+ * batches only what it dispatches itself. At 100 jobs/s, eight dispatchers each see 12.5 rows a
+ * second, so nearly every `SendMessageBatch` carries one row and eight Lambdas run; one
+ * dispatcher sends ~3 rows per batch from one Lambda. Rows already in the table at plan time are
+ * all a plan can see: a load that starts after it is carried by the planned dispatchers until
+ * the next execution (a minute later) plans again.
+ */
+export interface DispatchPlan {
+  /** The groups of each dispatcher; every group in exactly one. */
+  readonly dispatchers: number[][];
+  /** Estimated peak rows due per second during the run (Infinity when a sample was cut short). */
+  readonly peakRowsPerSecond: number;
+  /** Rows read by the sample. */
+  readonly sampledRows: number;
+  /** Why the plan is what it is (for the log). */
+  readonly reason: 'packing off' | 'sampled' | 'sample cut short' | 'sample failed';
+}
+
+/** Width of the buckets the peak rate is taken over. */
+export const PLAN_BUCKET_MS = 5_000;
+
+export interface PlanDeps {
+  readonly store: Pick<JobStore, 'dueTimes'>;
+  readonly settings: SchedulerSettings;
+  readonly log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/** Plans the dispatchers of a run from `nowMs` to `untilMs` (rows due up to `untilMs + lookahead`). */
+export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: number): Promise<DispatchPlan> {
+  const { settings } = deps;
+  const groups = settings.groupCount;
+  const perGroup = (reason: DispatchPlan['reason'], peakRowsPerSecond: number, sampledRows: number): DispatchPlan => ({
+    dispatchers: packGroups(groups, groups),
+    peakRowsPerSecond,
+    sampledRows,
+    reason,
+  });
+  if (settings.dispatcherRowsPerSecond === 0) return perGroup('packing off', 0, 0);
+
+  const horizon = untilMs + settings.lookaheadMs;
+  const sampled = Array.from({ length: groups }, (_, g) => shardsOfGroup(g, settings)[0]!);
+  const scale = settings.shardCount / sampled.length;
+  // Enough rows to tell that every group needs its own dispatcher, and no more.
+  const enough = Math.ceil((groups * settings.dispatcherRowsPerSecond * (horizon - nowMs)) / 1000 / settings.shardCount) + 1;
+  let samples: { dueMs: number[]; more: boolean }[];
+  try {
+    samples = await Promise.all(sampled.map((shard) => deps.store.dueTimes(shard, horizon, enough)));
+  } catch (err) {
+    deps.log?.('plan: sampling the table failed; one dispatcher per group', { error: (err as Error).message });
+    return perGroup('sample failed', Number.POSITIVE_INFINITY, 0);
+  }
+  const sampledRows = samples.reduce((n, s) => n + s.dueMs.length, 0);
+  if (samples.some((s) => s.more)) return perGroup('sample cut short', Number.POSITIVE_INFINITY, sampledRows);
+
+  const buckets = new Map<number, number>();
+  for (const s of samples) {
+    for (const due of s.dueMs) {
+      const b = Math.max(0, Math.floor((due - nowMs) / PLAN_BUCKET_MS));
+      buckets.set(b, (buckets.get(b) ?? 0) + 1);
+    }
+  }
+  const peakInSample = Math.max(0, ...buckets.values());
+  const peakRowsPerSecond = (peakInSample * scale * 1000) / PLAN_BUCKET_MS;
+  const count = Math.min(groups, Math.max(1, Math.ceil(peakRowsPerSecond / settings.dispatcherRowsPerSecond)));
+  return { dispatchers: packGroups(groups, count), peakRowsPerSecond, sampledRows, reason: 'sampled' };
+}
+
+/** Deals `groups` groups to `count` dispatchers round-robin: sizes differ by at most one. */
+export function packGroups(groups: number, count: number): number[][] {
+  const out: number[][] = Array.from({ length: count }, () => []);
+  for (let g = 0; g < groups; g++) out[g % count]!.push(g);
+  return out;
+}
