@@ -83,7 +83,7 @@ export function eventBridgeSchedulerUsage(payloadBytes: number): PerJobUsage {
 export interface TickModel {
   /** Shard groups (each with its lease); the tick packs them into dispatchers. @default 8 */
   readonly groups: number;
-  /** Due rows per second one dispatcher (Map iteration, dispatch Lambda) is planned to carry. @default 300 */
+  /** Due rows per second one dispatcher (Map iteration, dispatch Lambda) is planned to carry. @default 200 */
   readonly dispatcherRowsPerSecond: number;
   /** Shards. @default 64 */
   readonly shards: number;
@@ -112,7 +112,7 @@ export interface TickModel {
 
 export const DEFAULT_TICK: TickModel = {
   groups: 8,
-  dispatcherRowsPerSecond: 300,
+  dispatcherRowsPerSecond: 200,
   shards: 64,
   executionEverySeconds: 60,
   executionRunSeconds: 90,

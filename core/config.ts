@@ -50,7 +50,7 @@ export const DEFAULTS: SchedulerSettings = {
   cancelRecordRetentionMs: 7 * 24 * 3600 * 1000,
   tombstoneGraceMs: 60_000,
   releaseWindowMs: 20,
-  dispatcherRowsPerSecond: 300,
+  dispatcherRowsPerSecond: 200,
 };
 
 /** Largest number of shard groups: an inline Map state's concurrency limit. */

@@ -63,6 +63,7 @@ export class SchedulerMonitoring extends Construct {
           s.stateMachine.metricFailed({ period: minute, statistic: 'Sum', label: 'failed' }),
           s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum', label: 'timed out' }),
         ],
+        right: [s.metricDispatchers({ label: 'dispatchers planned' })],
         width: 12,
       }),
     );

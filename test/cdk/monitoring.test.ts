@@ -93,7 +93,7 @@ describe('dashboard', () => {
     }
   });
 
-  it('shows errors, throttles and duration of all six functions, and tick failures', () => {
+  it('shows errors, throttles and duration of all six functions, tick failures and the dispatchers planned', () => {
     const { lines } = dashboardLines(t);
     const fns = Object.entries(scheduler.functions);
     expect(fns).toHaveLength(6);
@@ -103,6 +103,8 @@ describe('dashboard', () => {
       }
     }
     expect(has(lines, 'AWS/States', 'ExecutionsFailed', ['StateMachineArn', ref(scheduler.stateMachine)]), 'tick failures').toBe(true);
+    const planned = scheduler.metricDispatchers();
+    expect(lines.some((l) => l.namespace === planned.namespace && l.name === 'Dispatchers' && l.stat === 'Maximum'), 'dispatchers planned').toBe(true);
   });
 });
 

@@ -37,8 +37,8 @@ describe('planDispatchers', () => {
     expect(plan).toMatchObject({ dispatchers: [[0, 1, 2, 3, 4, 5, 6, 7]], peakRowsPerSecond: 0, reason: 'sampled' });
   });
 
-  it('sizes the plan by the peak rate coming due: 100/s → 1, 1,000/s → 4, 5,000/s → 8 (the most)', async () => {
-    for (const [rate, expected] of [[100, 1], [250, 1], [1_000, 4], [5_000, 8]] as const) {
+  it('sizes the plan by the peak rate coming due: 100/s → 1, 900/s → 5, 5,000/s → 8 (the most)', async () => {
+    for (const [rate, expected] of [[100, 1], [150, 1], [900, 5], [5_000, 8]] as const) {
       const plan = await planDispatchers({ store: table(steady(settings, rate, NOW, 95)).store, settings }, NOW, UNTIL);
       expect(plan.dispatchers, `${rate}/s`).toHaveLength(expected);
       expect(plan.peakRowsPerSecond).toBeGreaterThanOrEqual(rate * 0.9);
@@ -53,7 +53,7 @@ describe('planDispatchers', () => {
     const backlog = Array.from({ length: 3_840 }, (_, i) => ({ shard: i % 64, dueMs: NOW - 600_000 + i }));
     const plan = await planDispatchers({ store: table(backlog).store, settings }, NOW, UNTIL);
     expect(plan.peakRowsPerSecond).toBe(768); // 3,840 rows due now, over a 5 s bucket
-    expect(plan.dispatchers).toHaveLength(3);
+    expect(plan.dispatchers).toHaveLength(4);
   });
 
   it('ignores rows due after the run (and its lookahead), and samples one shard per group, each read bounded', async () => {
@@ -61,8 +61,8 @@ describe('planDispatchers', () => {
     const plan = await planDispatchers({ store: t.store, settings }, NOW, UNTIL);
     expect(plan.dispatchers).toHaveLength(1);
     expect(t.calls.map((c) => c.shard)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    // Enough to tell that every group needs a dispatcher: 8 × 300 rows/s over 95 s, per shard.
-    for (const c of t.calls) expect(c.limit).toBe(Math.ceil((8 * 300 * 95) / 64) + 1);
+    // Enough to tell that every group needs a dispatcher: 8 × 200 rows/s over 95 s, per shard.
+    for (const c of t.calls) expect(c.limit).toBe(Math.ceil((8 * 200 * 95) / 64) + 1);
   });
 
   it('runs one dispatcher per group when the sample is cut short, when it fails, or when packing is off', async () => {
