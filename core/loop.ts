@@ -36,8 +36,13 @@ export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs'> {
 
 /** How long a group lease lasts without renewal. */
 export const GROUP_LEASE_MS = 15_000;
-/** Longest single step (one Lambda invocation). */
-export const MAX_STEP_MS = 60_000;
+/**
+ * Longest single step (one Lambda invocation): Express's 5 minutes. A busy step runs to its
+ * execution's `untilMs` (the dispatch Lambda's timeout covers the run), so that an execution
+ * dispatches in one step: between two steps, rows falling due would wait for the next step's
+ * leases, queries and acquires. Between executions there is no such gap: they overlap.
+ */
+export const MAX_STEP_MS = 300_000;
 /** A group loop stops this close to its execution's end. */
 const END_MARGIN_MS = 1_000;
 

@@ -25,7 +25,7 @@ import { NAMESPACE } from '../lambdas/runtime/powertools';
 import { SchedulerMonitoring } from './monitoring';
 import { secureQueue } from './queues';
 import { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant';
-import { DISPATCH_FUNCTION_ARN_KEY, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition';
+import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition';
 
 export interface DyneinSchedulerProps {
   /** Shards of the scheduler table; raising it later is safe, lowering it is not. @default 64 */
@@ -153,7 +153,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withKey });
     const tick = fn('tick', { timeout: Duration.seconds(10), environment: env });
     const dispatch = fn('dispatch', {
-      timeout: Duration.seconds(70),
+      // One step dispatches a whole tick run (no gap between steps): the run plus 30 s.
+      timeout: Duration.seconds(dispatchTimeoutSeconds((props.tickRunTime ?? Duration.seconds(90)).toMilliseconds())),
       memorySize: 1024,
       environment: env,
       reservedConcurrentExecutions: props.dispatchReservedConcurrency ?? 2 * s.groupCount + 2,

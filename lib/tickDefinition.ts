@@ -31,6 +31,14 @@ export interface TickDefinitionOptions {
   readonly timeoutSeconds?: number;
 }
 
+/**
+ * The dispatch function's timeout for executions of `runMs`: one step dispatches a whole run
+ * (core/loop.ts MAX_STEP_MS), so the timeout covers it, plus 30 s for the step's own start and end.
+ */
+export function dispatchTimeoutSeconds(runMs: number): number {
+  return Math.ceil(runMs / 1000) + 30;
+}
+
 /** Lambda errors worth retrying in place: the service's, not the function's own. */
 const LAMBDA_TRANSIENT_ERRORS = ['Lambda.ServiceException', 'Lambda.AWSLambdaException', 'Lambda.SdkClientException', 'Lambda.TooManyRequestsException'];
 
@@ -102,6 +110,8 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
                 'done.$': '$.done',
                 'idle.$': '$.idle',
               },
+              // A busy step runs to untilMs: its timeout is the dispatch function's (run + 30 s).
+              TimeoutSeconds: dispatchTimeoutSeconds(runMs),
               Retry: [{ ErrorEquals: LAMBDA_TRANSIENT_ERRORS, IntervalSeconds: 1, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' }],
               Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'AfterError' }],
               Next: 'Decide',

@@ -3,7 +3,7 @@ import { StateMachine } from 'aws-local-stepfunctions';
 
 type JSONValue = Parameters<StateMachine['run']>[0];
 import type { DispatchStepInput } from '../core/loop';
-import { renderTickDefinition, tickDefinition } from '../lib/tickDefinition';
+import { dispatchTimeoutSeconds, renderTickDefinition, tickDefinition } from '../lib/tickDefinition';
 import type { TickInput } from '../lambdas/runtime/handlers';
 
 const ARNS = {
@@ -40,7 +40,8 @@ export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
           taskResourceLocalHandlers: {
             Plan: async (input) => (await opts.tick(input as unknown as TickInput)) as JSONValue,
             Dispatch: async (input) => {
-              const deadline = Date.now() + 58_000; // under the library's 60 s task timeout
+              // The dispatch function's timeout on AWS (the task state's TimeoutSeconds is the same).
+              const deadline = Date.now() + dispatchTimeoutSeconds(opts.runMs) * 1000;
               return (await opts.dispatch(input as unknown as DispatchStepInput, { getRemainingTimeInMillis: () => deadline - Date.now() })) as JSONValue;
             },
           },

@@ -378,6 +378,14 @@ describe('tick', () => {
     expect(plan?.Parameters?.runMs).toBe(90_000);
     expect(def.TimeoutSeconds).toBeGreaterThan(90);
     expect(def.TimeoutSeconds).toBeLessThanOrEqual(300);
+    // One dispatch step covers a whole run (no gap between steps): the function's timeout and the
+    // task's cover 90 s and fit in the execution.
+    const fnTimeout = resource(mainT, idOf(main.scheduler.functions.dispatch)).Properties.Timeout as number;
+    expect(fnTimeout).toBeGreaterThan(90);
+    expect(fnTimeout).toBeLessThan(def.TimeoutSeconds!);
+    const map = Object.values(def.States).find((st) => st.Type === 'Map')!;
+    const dispatchTask = Object.values((map.ItemProcessor ?? map.Iterator)!.States).find((st) => st.Type === 'Task') as { TimeoutSeconds?: number };
+    expect(dispatchTask.TimeoutSeconds).toBe(fnTimeout);
   });
 
   it('an EventBridge rule starts it every minute', () => {
