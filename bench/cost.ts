@@ -284,7 +284,8 @@ export function capacityRow(
   const groupsNeeded = Math.max(t.groups, Math.ceil(jobsPerSec / (perGroupJobsPerSec * 0.7)));
   const groups = Math.min(groupsNeeded, L.maxGroups);
   const submit = Math.ceil((jobsPerSec / 100) * (m.submitSeconds ?? 0.03));
-  const ingest = Math.ceil((jobsPerSec / 10) * (m.ingestSeconds ?? 0.03));
+  // One inbound message per batch of 100 jobs; `ingestSeconds` per message (100 conditional puts, 32 in flight).
+  const ingest = Math.ceil((jobsPerSec / 100) * (m.ingestSeconds ?? 0.1));
   const dispatch = 2 * groups;
   const jobsPerMonth = jobsPerSec * MONTH_SECONDS;
   const perJob = costPerMillion(m.usagePerJob, prices).totalUsd * (jobsPerMonth / 1e6);

@@ -15,6 +15,7 @@ import { setMaxListeners } from 'node:events';
 import type { SQSEvent } from 'aws-lambda';
 import { RequestCounter } from '../adapters/requestCounter';
 import type { DispatchStepResult } from '../core/loop';
+import { parseInboundBody } from '../core/messages';
 import type { JobStore } from '../core/ports';
 import { ingestHandler, submitHandler } from '../lambdas/runtime/handlers';
 import { startSqsEventSource } from '../local/sqsEventSource';
@@ -49,7 +50,7 @@ export interface ModeResult {
   byOperation: Record<string, number>;
   /** Billing units per job, polling excluded: what the cost is computed from. */
   usagePerJob: PerJobUsage;
-  lambda: { submitInvocations: number; submitMs: number; ingestInvocations: number; ingestMs: number; ingestRecordsPerInvocation: number };
+  lambda: { submitInvocations: number; submitMs: number; ingestInvocations: number; ingestMs: number; ingestRecordsPerInvocation: number; ingestJobsPerInvocation: number };
   polling: { queries: number; leaseWrites: number; emptyReceives: number; windowMs: number };
   /** Dispatchers each tick execution planned (core/plan.ts), in order. */
   dispatchersPlanned: number[];
@@ -101,6 +102,7 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
   const submitMs: number[] = [];
   const ingestMs: number[] = [];
   let ingestRecords = 0;
+  let ingestJobs = 0;
   let emptyReceives = 0;
   const submit = submitHandler(w);
   const ingest = ingestHandler(w);
@@ -125,6 +127,7 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
       } finally {
         ingestMs.push(performance.now() - t0);
         ingestRecords += e.Records.length;
+        for (const r of e.Records) ingestJobs += parseInboundBody(r.body)?.length ?? 0;
       }
     },
   });
@@ -227,6 +230,7 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
         ingestInvocations,
         ingestMs: +summarize(ingestMs).meanMs.toFixed(1),
         ingestRecordsPerInvocation: +(ingestRecords / Math.max(1, ingestInvocations)).toFixed(2),
+        ingestJobsPerInvocation: +(ingestJobs / Math.max(1, ingestInvocations)).toFixed(1),
       },
       polling: { queries, leaseWrites, emptyReceives, windowMs },
       dispatchersPlanned: dispatchers,
