@@ -21,6 +21,11 @@ export interface DispatchStepInput {
 export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs'> {
   /** The groups still held, for the next step (those lost to a newer execution are dropped). */
   readonly groups: number[];
+  /**
+   * The one group of an input from an earlier definition (`group`), echoed: an execution that
+   * started before a deploy selects `$.group` from the result, and keeps dispatching.
+   */
+  readonly group?: number;
   /** A group lease was not ours any more (a newer execution took it over). */
   readonly lostGroup: boolean;
   /** Stop this dispatcher's loop: every group was lost, or the execution's time is up. */
@@ -76,6 +81,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   const { store, clock, settings } = deps;
   const wanted = stepGroups(input, settings.groupCount);
   const pass = {
+    ...(input.groups === undefined && input.group !== undefined ? { group: input.group } : {}),
     owner: input.owner,
     ownerStartMs: input.ownerStartMs,
     untilMs: input.untilMs,

@@ -122,6 +122,12 @@ export interface TickPlan {
   /** The peak rate the plan was sized for, rows/s (null: unknown, one dispatcher per group). */
   readonly peakRowsPerSecond: number | null;
   readonly reason: DispatchPlan['reason'];
+  /**
+   * One item per group, in the shape definitions before packing read (`$.groups`, `{group}`):
+   * CloudFormation updates this function before the state machine, and an execution starting in
+   * between still dispatches.
+   */
+  readonly groups: (Omit<TickPlan['items'][number], 'groups'> & { readonly group: number })[];
 }
 
 /**
@@ -137,17 +143,13 @@ export function tickHandler(deps: PlanDeps & { readonly clock?: Clock }, t: Tele
     const untilMs = ownerStartMs + (input.runMs ?? 90_000);
     const plan = await planDispatchers(deps, (deps.clock ?? systemClock).now(), untilMs);
     t.count('Dispatchers', plan.dispatchers.length);
+    const common = { owner: input.executionName, ownerStartMs, untilMs, idleWaitSeconds: idleWaitSeconds(settings.lookaheadMs) };
+    const shards = (groups: readonly number[]) => groups.reduce((n, g) => n + shardsOfGroup(g, settings).length, 0);
     return {
-      items: plan.dispatchers.map((groups) => ({
-        groups,
-        owner: input.executionName,
-        ownerStartMs,
-        untilMs,
-        idleWaitSeconds: idleWaitSeconds(settings.lookaheadMs),
-        shards: groups.reduce((n, g) => n + shardsOfGroup(g, settings).length, 0),
-      })),
+      items: plan.dispatchers.map((groups) => ({ groups, ...common, shards: shards(groups) })),
       peakRowsPerSecond: Number.isFinite(plan.peakRowsPerSecond) ? Math.round(plan.peakRowsPerSecond) : null,
       reason: plan.reason,
+      groups: Array.from({ length: settings.groupCount }, (_, group) => ({ group, ...common, shards: shards([group]) })),
     };
   };
 }

@@ -83,6 +83,11 @@ describe('Lambda entry files', () => {
     expect(consumer.deliveries[0]!.firstReceiveAt).toBeGreaterThanOrEqual(Date.parse(runAt));
     expect((await get(job.jobId)).state).toBe('QUEUED');
     expect((await get(other.jobId)).state).toBe('CANCELLED');
+
+    // The shape definitions before packing read, for an execution that starts mid-deploy.
+    expect(plan.groups.map((g) => [g.group, g.shards, g.owner])).toEqual(Array.from({ length: 8 }, (_, i) => [i, 8, 'exec-1']));
+    const legacy = await dispatch({ ...plan.groups[5]!, untilMs: Date.now() + 1_500 }, context(6_000));
+    expect(legacy).toMatchObject({ group: 5, groups: [5] });
   });
 
   it('fails a cold start with every configuration problem listed', async () => {

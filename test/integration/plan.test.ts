@@ -57,8 +57,10 @@ describe('tick plan', () => {
     // Once B has them all, A is done.
     await step('B', t0 + 60_000, { groups: [0, 2, 3] });
     expect(await step('A', t0, { groups: second.groups })).toMatchObject({ groups: [], lostGroup: true, done: true });
-    // The one-group input of earlier definitions still works.
-    expect(await step('B', t0 + 60_000, { group: 3 })).toMatchObject({ groups: [3], done: false });
+    // The one-group input of earlier definitions still works, and its result still carries
+    // `group` (an execution started before a deploy selects it for its next step).
+    expect(await step('B', t0 + 60_000, { group: 3 })).toMatchObject({ group: 3, groups: [3], done: false });
+    expect(await step('B', t0 + 60_000, { groups: [3] })).not.toHaveProperty('group');
     // A malformed input is refused before anything is written.
     for (const bad of [{}, { groups: [] }, { groups: [4] }, { groups: [1, 1] }, { groups: [0.5] }, { group: -1 }]) {
       await expect(step('C', t0 + 120_000, bad as never)).rejects.toThrow(/distinct integers from 0 to 3/);
