@@ -260,7 +260,7 @@ function notes(res: BenchResult): string[] {
     const b = res.requests.batch;
     const tenantSends = (b.byOperation['SQS.SendMessageBatch'] ?? 0) - 0.1;
     if (b.requestsPerJob.sqs > 0.5) out.push(`SQS per batch-submitted job: ${b.requestsPerJob.sqs} = inbound SendMessageBatch 0.1 + event source ReceiveMessage ${((b.byOperation['SQS.ReceiveMessage'] ?? 0) - b.polling.emptyReceives / b.jobs).toFixed(2)} (its ${b.polling.emptyReceives} empty long polls are polling) + DeleteMessageBatch ${(b.byOperation['SQS.DeleteMessageBatch'] ?? 0).toFixed(2)} + tenant SendMessageBatch ${tenantSends.toFixed(2)}: the release timer sends each row at its due millisecond, and at 100 jobs/s spread over 8 groups few rows of a group share a millisecond.`);
-    out.push(`Lambda GB-seconds come from handler wall times measured here (submit ${b.lambda.submitMs} ms per batch request, ingest ${b.lambda.ingestMs} ms per invocation of ${b.lambda.ingestRecordsPerInvocation} inbound messages carrying ${b.lambda.ingestJobsPerInvocation} jobs, 256 MB): against dynalite on a shared machine these are upper bounds of what AWS bills.`);
+    out.push(`Lambda GB-seconds come from handler wall times measured here (submit ${b.lambda.submitMs} ms per batch request, ingest ${b.lambda.ingestMs} ms per invocation of ${b.lambda.ingestRecordsPerInvocation} inbound message(s) carrying ${b.lambda.ingestJobsPerInvocation} jobs, 256 MB): against dynalite on a shared machine these are upper bounds of what AWS bills.`);
     out.push(`The idle step takes ${res.requests.idle.stepMs} ms here; the fixed monthly cost assumes ${DEFAULT_TICK.idleStepSeconds * 1000} ms on AWS (a lease write and ${res.requests.idle.queriesPerStep} parallel queries).`);
   }
   if (res.costPerMillionUsd) {
