@@ -109,38 +109,32 @@ export class DynamoJobStore implements JobStore, TenantStore {
 
   async queryDue(shard: number, untilMs: number): Promise<DueKey[]> {
     const out: DueKey[] = [];
-    let start: Item | undefined;
-    do {
-      let page: QueryCommandOutput;
-      try {
-        page = await this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            // From the shard's start: late ingests and expired leases are found however old.
-            KeyConditionExpression: 'pk = :pk AND sk < :until',
-            ExpressionAttributeNames: { '#state': 'state' },
-            ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':until': { S: `${String(untilMs + 1).padStart(13, '0')}#` } },
-            ProjectionExpression: 'sk, #state, leaseUntil',
-            ExclusiveStartKey: start,
-          }),
-        );
-      } catch (err) {
-        rethrow(err);
-      }
-      this.stats.itemsRead += page.ScannedCount ?? 0;
-      for (const item of page.Items ?? []) {
-        const parsed = parseSortKey(item.sk?.S ?? '');
-        if (!parsed) continue;
-        out.push({ shard, dueMs: parsed.dueMs, jobId: parsed.jobId, state: (item.state?.S ?? 'SCHEDULED') as RowState, leaseUntil: Number(item.leaseUntil?.N ?? 0) });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
+    await this.#dueRange(shard, untilMs, { projection: 'sk, #state, leaseUntil', names: { '#state': 'state' } }, (item, key) => {
+      out.push({ shard, ...key, state: (item.state?.S ?? 'SCHEDULED') as RowState, leaseUntil: Number(item.leaseUntil?.N ?? 0) });
+    });
     return out;
   }
 
   async dueTimes(shard: number, untilMs: number, limit: number): Promise<{ dueMs: number[]; more: boolean }> {
     const dueMs: number[] = [];
+    const more = await this.#dueRange(shard, untilMs, { projection: 'sk', limit }, (_, key) => void dueMs.push(key.dueMs));
+    return { dueMs, more };
+  }
+
+  /**
+   * Reads a shard's rows due before `untilMs`, from the shard's start (late ingests and expired
+   * leases are found however old), page by page, projecting `projection` only; stops after
+   * `limit` rows when given (no filter, so Limit bounds exactly the rows returned). Returns
+   * whether rows may remain (the read stopped at the limit).
+   */
+  async #dueRange(
+    shard: number,
+    untilMs: number,
+    opts: { projection: string; names?: Record<string, string>; limit?: number },
+    onRow: (item: Item, key: { dueMs: number; jobId: string }) => void,
+  ): Promise<boolean> {
     let start: Item | undefined;
+    let rows = 0;
     do {
       let page: QueryCommandOutput;
       try {
@@ -148,10 +142,10 @@ export class DynamoJobStore implements JobStore, TenantStore {
           new QueryCommand({
             TableName: this.tableName,
             KeyConditionExpression: 'pk = :pk AND sk < :until',
+            ExpressionAttributeNames: opts.names,
             ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':until': { S: `${String(untilMs + 1).padStart(13, '0')}#` } },
-            ProjectionExpression: 'sk',
-            // No filter: Limit then bounds exactly the rows returned.
-            Limit: limit - dueMs.length,
+            ProjectionExpression: opts.projection,
+            Limit: opts.limit === undefined ? undefined : opts.limit - rows,
             ExclusiveStartKey: start,
           }),
         );
@@ -160,12 +154,13 @@ export class DynamoJobStore implements JobStore, TenantStore {
       }
       this.stats.itemsRead += page.ScannedCount ?? 0;
       for (const item of page.Items ?? []) {
+        rows++;
         const parsed = parseSortKey(item.sk?.S ?? '');
-        if (parsed) dueMs.push(parsed.dueMs);
+        if (parsed) onRow(item, parsed);
       }
       start = page.LastEvaluatedKey;
-    } while (start && dueMs.length < limit);
-    return { dueMs, more: start !== undefined };
+    } while (start && (opts.limit === undefined || rows < opts.limit));
+    return start !== undefined;
   }
 
   async acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined> {
