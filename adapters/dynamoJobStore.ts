@@ -109,7 +109,7 @@ export class DynamoJobStore implements JobStore, TenantStore {
 
   async queryDue(shard: number, untilMs: number): Promise<DueKey[]> {
     const out: DueKey[] = [];
-    await this.#dueRange(shard, untilMs, { projection: 'sk, #state, leaseUntil', names: { '#state': 'state' } }, (item, key) => {
+    await this.dueRange(shard, untilMs, { projection: 'sk, #state, leaseUntil', names: { '#state': 'state' } }, (item, key) => {
       out.push({ shard, ...key, state: (item.state?.S ?? 'SCHEDULED') as RowState, leaseUntil: Number(item.leaseUntil?.N ?? 0) });
     });
     return out;
@@ -117,7 +117,7 @@ export class DynamoJobStore implements JobStore, TenantStore {
 
   async dueTimes(shard: number, untilMs: number, limit: number): Promise<{ dueMs: number[]; more: boolean }> {
     const dueMs: number[] = [];
-    const more = await this.#dueRange(shard, untilMs, { projection: 'sk', limit }, (_, key) => void dueMs.push(key.dueMs));
+    const more = await this.dueRange(shard, untilMs, { projection: 'sk', limit }, (_, key) => void dueMs.push(key.dueMs));
     return { dueMs, more };
   }
 
@@ -125,9 +125,10 @@ export class DynamoJobStore implements JobStore, TenantStore {
    * Reads a shard's rows due before `untilMs`, from the shard's start (late ingests and expired
    * leases are found however old), page by page, projecting `projection` only; stops after
    * `limit` rows when given (no filter, so Limit bounds exactly the rows returned). Returns
-   * whether rows may remain (the read stopped at the limit).
+   * whether rows may remain (the read stopped at the limit). TypeScript-private rather than
+   * `#private`: the bench wraps the store with `Object.create`, which carries no `#` brand.
    */
-  async #dueRange(
+  private async dueRange(
     shard: number,
     untilMs: number,
     opts: { projection: string; names?: Record<string, string>; limit?: number },
