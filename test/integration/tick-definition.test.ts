@@ -70,6 +70,15 @@ function lastSteps(steps: readonly Step[], exec: string, plan: TickPlan): (Step 
   return plan.items.map((item) => steps.filter((s) => s.exec === exec && item.groups.includes(s.input.groups![0]!)).at(-1));
 }
 
+/** Waits for every job to arrive, stops the consumer and ingest, and checks the deliveries; returns their lateness. */
+async function finish(sys: TestSystem, consumer: ReturnType<typeof consume>, ingest: { stop(): Promise<void> }, expected: Map<string, number>): Promise<number[]> {
+  await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
+  await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= expected.size, 5_000);
+  await consumer.stop();
+  await ingest.stop();
+  return checkDeliveries(consumer.deliveries, expected);
+}
+
 /** Submits `n` jobs due at random milliseconds in [from, to] (epoch ms), all through the table. */
 async function submitDue(sys: TestSystem, n: number, from: number, to: number): Promise<Map<string, number>> {
   const jobs = Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(from + Math.floor(Math.random() * (to - from))).toISOString() }));
@@ -126,12 +135,7 @@ describe('tick state machine definition', () => {
 
     const output = (await exec.result) as unknown as TickPlan;
     const ended = Date.now();
-    await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
-    await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= expected.size, 5_000);
-    await consumer.stop();
-    await ingest.stop();
-
-    const lateness = checkDeliveries(consumer.deliveries, expected);
+    const lateness = await finish(sys, consumer, ingest, expected);
     expect(Math.max(...lateness)).toBeLessThan(3_000);
     // The execution's output is the plan (the Map keeps it: ResultPath null): its dispatchers, owned by this execution.
     expect(output.items.map((i) => [i.groups, i.owner])).toEqual(dispatchers.map((g) => [g, name]));
@@ -164,12 +168,7 @@ describe('tick state machine definition', () => {
     const b = startTick(sys, await sys.another(), nameB, 12_000, steps, ratesB);
 
     await Promise.all([a.result, b.result]);
-    await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
-    await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= expected.size, 5_000);
-    await consumer.stop();
-    await ingest.stop();
-
-    const lateness = checkDeliveries(consumer.deliveries, expected);
+    const lateness = await finish(sys, consumer, ingest, expected);
     // No gap at the hand-over: a gap would leave jobs waiting for seconds (up to a whole execution).
     expect(Math.max(...lateness)).toBeLessThan(3_000);
     expect(a.plan()!.items[0]!.ownerStartMs).toBeLessThan(b.plan()!.items[0]!.ownerStartMs);
