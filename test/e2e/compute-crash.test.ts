@@ -1,5 +1,5 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { signedFetch, startLocalStack } from '../support/localStack';
 import { consume } from '../support/system';
 
@@ -40,7 +40,7 @@ describe('compute killed mid-dispatch', () => {
       pids.push(next.pids.compute);
     }
     expect(new Set(pids).size).toBe(3);
-    expect(stack.output()).toMatch(/compute died \(SIGKILL\); starting a new one/);
+    await vi.waitFor(() => expect(stack.output()).toMatch(/compute died \(SIGKILL\); starting a new one/), { timeout: 5_000, interval: 50 });
 
     await consumer.waitFor((d) => ids.every((id) => d.some((x) => x.jobId === id)), 60_000);
     await new Promise((r) => setTimeout(r, 1_000));

@@ -1,5 +1,5 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consume } from '../support/system';
 import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack';
 
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 describe('npm start', () => {
-  it('writes local.json with the endpoints, pids, and per-tenant keys and queues', () => {
+  it('writes local.json with the endpoints, pids, and per-tenant keys and queues', async () => {
     expect(local.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(Object.keys(local.tenants).sort()).toEqual(['alpha', 'beta']);
     for (const t of Object.values(local.tenants)) {
@@ -36,7 +36,8 @@ describe('npm start', () => {
     }
     expect(local.tenants.alpha!.accessKeyId).not.toBe(local.tenants.beta!.accessKeyId);
     for (const pid of [local.pids.services, local.pids.compute]) expect(() => process.kill(pid, 0)).not.toThrow();
-    expect(stack.output()).toMatch(/Dynein Serverless is running locally/);
+    // The banner follows local.json, and reaches us through npm's pipe a moment later.
+    await vi.waitFor(() => expect(stack.output()).toMatch(/Dynein Serverless is running locally/), { timeout: 5_000, interval: 50 });
   });
 
   it('delivers every job that was not cancelled, none early, and never a cancelled one', async () => {
