@@ -40,7 +40,7 @@ describe('compute killed mid-dispatch', () => {
       pids.push(next.pids.compute);
     }
     expect(new Set(pids).size).toBe(3);
-    await vi.waitFor(() => expect(stack.output()).toMatch(/compute died \(SIGKILL\); starting a new one/), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(() => expect(stack!.output()).toMatch(/compute died \(SIGKILL\); starting a new one/), { timeout: 5_000, interval: 50 });
 
     await consumer.waitFor((d) => ids.every((id) => d.some((x) => x.jobId === id)), 60_000);
     await new Promise((r) => setTimeout(r, 1_000));
