@@ -3,6 +3,7 @@ import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { backoffMs, forEachLimit, sleep } from '../core/backoff';
+import { packGreedy } from '../core/messages';
 import { DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
@@ -267,21 +268,7 @@ export class DyneinClient {
 
 /** Splits indexes into batch requests of ≤ 100 jobs and ≤ 5 MiB. */
 function chunk(indexes: readonly number[], bytes: (i: number) => number): number[][] {
-  const out: number[][] = [];
-  let current: number[] = [];
-  let size = 0;
-  for (const i of indexes) {
-    const b = bytes(i);
-    if (current.length > 0 && (current.length === MAX_BATCH_JOBS || size + b > MAX_BATCH_BYTES)) {
-      out.push(current);
-      current = [];
-      size = 0;
-    }
-    current.push(i);
-    size += b;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
+  return packGreedy(indexes, bytes, MAX_BATCH_JOBS, MAX_BATCH_BYTES);
 }
 
 /** `Retry-After` as milliseconds from now: delay-seconds or an HTTP date. */

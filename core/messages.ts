@@ -45,7 +45,11 @@ function inboundJobJson(job: InboundJob): string {
 
 /** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
 export function inboundBody(jobs: readonly InboundJob[]): string {
-  return `{"v":2,"jobs":[${jobs.map(inboundJobJson).join(',')}]}`;
+  return bodyOfParts(jobs.map(inboundJobJson));
+}
+
+function bodyOfParts(parts: readonly string[]): string {
+  return `{"v":2,"jobs":[${parts.join(',')}]}`;
 }
 
 /**
@@ -54,27 +58,11 @@ export function inboundBody(jobs: readonly InboundJob[]): string {
  * message travels alone (submit's payload limit keeps it under SQS's).
  */
 export function packInbound(jobs: readonly InboundJob[]): { body: string; indexes: number[] }[] {
-  const out: { body: string; indexes: number[] }[] = [];
-  const overhead = Buffer.byteLength(inboundBody([]));
-  let parts: string[] = [];
-  let indexes: number[] = [];
-  let bytes = overhead;
-  const flush = () => {
-    if (parts.length > 0) out.push({ body: `{"v":2,"jobs":[${parts.join(',')}]}`, indexes });
-    parts = [];
-    indexes = [];
-    bytes = overhead;
-  };
-  jobs.forEach((job, i) => {
-    const json = inboundJobJson(job);
-    const size = Buffer.byteLength(json) + 1; // with its comma
-    if (parts.length > 0 && bytes + size > MAX_INBOUND_MESSAGE_BYTES) flush();
-    bytes += size;
-    parts.push(json);
-    indexes.push(i);
-  });
-  flush();
-  return out;
+  const parts = jobs.map(inboundJobJson);
+  const room = MAX_INBOUND_MESSAGE_BYTES - Buffer.byteLength(bodyOfParts([]));
+  // Each part counts with its comma.
+  const runs = packGreedy(parts.map((_, i) => i), (i) => Buffer.byteLength(parts[i]!) + 1, Number.POSITIVE_INFINITY, room);
+  return runs.map((indexes) => ({ body: bodyOfParts(indexes.map((i) => parts[i]!)), indexes }));
 }
 
 function parseInboundJob(m: unknown): InboundJob | undefined {
@@ -116,21 +104,30 @@ export function messageBytes(m: OutgoingMessage): number {
   return n;
 }
 
-/** Packs messages into SendMessageBatch calls of at most 10 entries and 256 KiB, keeping order. */
-export function packBatches(messages: readonly OutgoingMessage[]): OutgoingMessage[][] {
-  const batches: OutgoingMessage[][] = [];
-  let current: OutgoingMessage[] = [];
+/**
+ * Splits `items`, in order, into runs of at most `maxCount` items whose `size`s sum to at most
+ * `maxBytes`; an item larger than `maxBytes` goes alone. Greedy: a run closes only when the next
+ * item would not fit.
+ */
+export function packGreedy<T>(items: readonly T[], size: (item: T) => number, maxCount: number, maxBytes: number): T[][] {
+  const runs: T[][] = [];
+  let current: T[] = [];
   let bytes = 0;
-  for (const m of messages) {
-    const size = messageBytes(m);
-    if (current.length > 0 && (current.length === MAX_BATCH_ENTRIES || bytes + size > MAX_BATCH_BYTES)) {
-      batches.push(current);
+  for (const item of items) {
+    const n = size(item);
+    if (current.length > 0 && (current.length === maxCount || bytes + n > maxBytes)) {
+      runs.push(current);
       current = [];
       bytes = 0;
     }
-    current.push(m);
-    bytes += size;
+    current.push(item);
+    bytes += n;
   }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  if (current.length > 0) runs.push(current);
+  return runs;
+}
+
+/** Packs messages into SendMessageBatch calls of at most 10 entries and 256 KiB, keeping order. */
+export function packBatches(messages: readonly OutgoingMessage[]): OutgoingMessage[][] {
+  return packGreedy(messages, messageBytes, MAX_BATCH_ENTRIES, MAX_BATCH_BYTES);
 }
