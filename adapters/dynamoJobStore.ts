@@ -11,9 +11,9 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { ThrottledError } from '../core/errors';
-import { parseSortKey, sortKey } from '../core/jobId';
-import type { AcquiredRow, CancelRecord, DueKey, JobRow, JobStore, RowKey, RowState, StoredRow, TenantRecord, TenantStore } from '../core/ports';
+import { ThrottledError } from '../core/errors.js';
+import { parseSortKey, sortKey } from '../core/jobId.js';
+import type { AcquiredRow, CancelRecord, DueKey, JobRow, JobStore, RowKey, RowState, StoredRow, TenantRecord, TenantStore } from '../core/ports.js';
 
 type Item = Record<string, AttributeValue>;
 

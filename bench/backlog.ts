@@ -9,10 +9,10 @@
  * after a 200,000-row load, whichever table is written), so the ratio shows the design alone.
  * Phase 2's rate is kept beside it.
  */
-import type { Emulators } from '../test/support/emulators';
-import { createSystem, type TestSystem } from '../test/support/system';
-import { burst, writeRows, type BurstResult } from './dispatch';
-import { progress } from './support';
+import type { Emulators } from '../test/support/emulators.js';
+import { createSystem, type TestSystem } from '../test/support/system.js';
+import { burst, writeRows, type BurstResult } from './dispatch.js';
+import { progress } from './support.js';
 
 export interface BacklogResult {
   /** Dispatch rate with the backlog over the rate without, measured right after on a fresh table. */

@@ -6,8 +6,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { freePort } from '../test/support/localStack';
-import { load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support';
+import { freePort } from '../test/support/localStack.js';
+import { load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support.js';
 
 export const BULLMQ_SKIP_MESSAGE =
   'BullMQ peer skipped: install redis-server (apt-get install redis-server) and the client (npm i --no-save bullmq@6 ioredis@5)';

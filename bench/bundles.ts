@@ -8,7 +8,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { median, progress } from './support';
+import { median, progress } from './support.js';
 
 export const LAMBDAS = ['submit', 'ingest', 'dispatch', 'tick', 'status', 'cancel'] as const;
 

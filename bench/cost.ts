@@ -5,7 +5,7 @@
  * @example
  * costPerMillion({ dynamodbWru: 3, dynamodbRru: 0, sqsRequests: 0.4, lambdaInvocations: 0.11, lambdaGbSeconds: 0.001, apiRequests: 0.01 }).totalUsd
  */
-import { dollars, PRICES, type PriceTable } from './prices';
+import { dollars, PRICES, type PriceTable } from './prices.js';
 
 /** Billing units one job uses, by service. */
 export interface PerJobUsage {

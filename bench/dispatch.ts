@@ -10,13 +10,13 @@
  */
 import { setMaxListeners } from 'node:events';
 import { BatchWriteItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { keys } from '../adapters/dynamoJobStore';
-import { forEachLimit } from '../core/backoff';
-import { dispatchLoop } from '../core/loop';
-import type { QueueSender, RowKey } from '../core/ports';
-import type { Emulators } from '../test/support/emulators';
-import { createSystem, type TestSystem } from '../test/support/system';
-import { progress, realisticPayload, sleep } from './support';
+import { keys } from '../adapters/dynamoJobStore.js';
+import { forEachLimit } from '../core/backoff.js';
+import { dispatchLoop } from '../core/loop.js';
+import type { QueueSender, RowKey } from '../core/ports.js';
+import type { Emulators } from '../test/support/emulators.js';
+import { createSystem, type TestSystem } from '../test/support/system.js';
+import { progress, realisticPayload, sleep } from './support.js';
 
 /** Conditional acquires in flight per group: core/dispatch.ts's default. */
 export const ACQUIRE_CONCURRENCY = 32;

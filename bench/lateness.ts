@@ -11,8 +11,8 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { startLocalStack } from '../test/support/localStack';
-import { consumeQueue, load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support';
+import { startLocalStack } from '../test/support/localStack.js';
+import { consumeQueue, load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support.js';
 
 export interface LatenessResult {
   p50Ms: number;

@@ -1,6 +1,6 @@
 /** The benchmark's targets (from the issue) and the Markdown rendering of a result. */
-import { PRICE_REGION, PRICES_CHECKED } from './prices';
-import type { BenchResult } from './run';
+import { PRICE_REGION, PRICES_CHECKED } from './prices.js';
+import type { BenchResult } from './run.js';
 
 export interface Target {
   readonly name: string;

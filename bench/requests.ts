@@ -13,16 +13,16 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { SQSEvent } from 'aws-lambda';
-import { RequestCounter } from '../adapters/requestCounter';
-import type { DispatchStepResult } from '../core/loop';
-import { parseInboundBody } from '../core/messages';
-import type { JobStore } from '../core/ports';
-import { ingestHandler, submitHandler } from '../lambdas/runtime/handlers';
-import { startSqsEventSource } from '../local/sqsEventSource';
-import type { Emulators } from '../test/support/emulators';
-import { createSystem, httpEvent } from '../test/support/system';
-import { costPerMillion, type PerJobUsage } from './cost';
-import { BillingMeter, consumeQueue, progress, realisticPayload, runTicks, sleep, steadyLoad, summarize } from './support';
+import { RequestCounter } from '../adapters/requestCounter.js';
+import type { DispatchStepResult } from '../core/loop.js';
+import { parseInboundBody } from '../core/messages.js';
+import type { JobStore } from '../core/ports.js';
+import { ingestHandler, submitHandler } from '../lambdas/runtime/handlers.js';
+import { startSqsEventSource } from '../local/sqsEventSource.js';
+import type { Emulators } from '../test/support/emulators.js';
+import { createSystem, httpEvent } from '../test/support/system.js';
+import { costPerMillion, type PerJobUsage } from './cost.js';
+import { BillingMeter, consumeQueue, progress, realisticPayload, runTicks, sleep, steadyLoad, summarize } from './support.js';
 
 /** Memory of the submit and ingest functions (lib/dyneinScheduler.ts's default). */
 const HANDLER_MEMORY_GB = 256 / 1024;

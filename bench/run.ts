@@ -13,10 +13,10 @@
  * `--quick`; `--only=lateness,bullmq,dispatch,backlog,requests,bundles` for a subset.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { payloadAttribute } from '../adapters/dynamoJobStore';
-import { runBacklog, type BacklogResult } from './backlog';
-import { BULLMQ_SKIP_MESSAGE, redisServerAvailable, runBullmq, type BullmqResult } from './bullmq';
-import { runBundles, type BundleResult } from './bundles';
+import { payloadAttribute } from '../adapters/dynamoJobStore.js';
+import { runBacklog, type BacklogResult } from './backlog.js';
+import { BULLMQ_SKIP_MESSAGE, redisServerAvailable, runBullmq, type BullmqResult } from './bullmq.js';
+import { runBundles, type BundleResult } from './bundles.js';
 import {
   busyFraction,
   busyMonthlyCost,
@@ -35,13 +35,13 @@ import {
   type Cost,
   type PerJobUsage,
   type TickModel,
-} from './cost';
-import { dispatchSystem, runDispatch, type DispatchResult } from './dispatch';
-import { runLateness, type LatenessResult } from './lateness';
-import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices';
-import { markdown, targets, type Target } from './report';
-import { runRequests, type RequestsResult, type ServiceFigures } from './requests';
-import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support';
+} from './cost.js';
+import { dispatchSystem, runDispatch, type DispatchResult } from './dispatch.js';
+import { runLateness, type LatenessResult } from './lateness.js';
+import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices.js';
+import { markdown, targets, type Target } from './report.js';
+import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
+import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
 const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'requests', 'bundles'] as const;
 type Phase = (typeof PHASES)[number];

@@ -9,11 +9,11 @@ import { cpus, freemem, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { RequestCounter } from '../adapters/requestCounter';
-import type { DispatchDeps } from '../core/dispatch';
-import { dispatchLoop, type DispatchStepResult } from '../core/loop';
-import { planDispatchers, type DispatchPlan } from '../core/plan';
-import { emulatorsAt, type Emulators } from '../test/support/emulators';
+import { RequestCounter } from '../adapters/requestCounter.js';
+import type { DispatchDeps } from '../core/dispatch.js';
+import { dispatchLoop, type DispatchStepResult } from '../core/loop.js';
+import { planDispatchers, type DispatchPlan } from '../core/plan.js';
+import { emulatorsAt, type Emulators } from '../test/support/emulators.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

@@ -5,7 +5,7 @@
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { DyneinStack } from '../lib/stack';
+import { DyneinStack } from '../lib/stack.js';
 
 const app = new App();
 new DyneinStack(app, app.node.tryGetContext('dynein:stackName') ?? 'DyneinServerless', {

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { DyneinClient, type JobRequest } from './client';
-import { UsageError, redrive, resolveTarget, type Target } from './cliTarget';
-import { DyneinApiError } from './errors';
-import { Worker } from './worker';
+import { DyneinClient, type JobRequest } from './client.js';
+import { UsageError, redrive, resolveTarget, type Target } from './cliTarget.js';
+import { DyneinApiError } from './errors.js';
+import { Worker } from './worker.js';
 
 const USAGE = `Usage: dynein <command> --tenant <name> [options]
 

@@ -10,8 +10,8 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { sleep } from '../core/backoff';
-import type { Credentials } from './client';
+import { sleep } from '../core/backoff.js';
+import type { Credentials } from './client.js';
 
 /** `$DYNEIN_DATA_DIR/local.json`, as `npm start` writes it. */
 export interface LocalJson {

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { backoffMs, forEachLimit, sleep } from '../core/backoff';
-import { packGreedy } from '../core/messages';
-import { DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors';
+import { backoffMs, forEachLimit, sleep } from '../core/backoff.js';
+import { packGreedy } from '../core/messages.js';
+import { DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors.js';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
 export type Credentials = ConstructorParameters<typeof SignatureV4>[0]['credentials'];

@@ -1,4 +1,4 @@
-import { backoffMs } from '../core/backoff';
+import { backoffMs } from '../core/backoff.js';
 
 /** A job as delivered to a tenant queue (DESIGN.md, "Message delivered to a tenant queue"). */
 export interface DeliveredJob<P = unknown> {

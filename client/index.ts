@@ -16,7 +16,7 @@ export {
   type JobStatus,
   type RetryOptions,
   type ScheduledJob,
-} from './client';
+} from './client.js';
 export {
   AlreadyQueuedError,
   DyneinApiError,
@@ -36,7 +36,7 @@ export {
   errorFromCode,
   errorFromResponse,
   type ErrorSource,
-} from './errors';
+} from './errors.js';
 export {
   MalformedMessageError,
   UnrecoverableError,
@@ -46,6 +46,6 @@ export {
   type JobContext,
   type JobHandler,
   type RetryBackoff,
-} from './delivery';
-export { Worker, type WorkerEvent, type WorkerOptions } from './worker';
-export { dyneinLambdaHandler, type LambdaConsumerOptions } from './lambda';
+} from './delivery.js';
+export { Worker, type WorkerEvent, type WorkerOptions } from './worker.js';
+export { dyneinLambdaHandler, type LambdaConsumerOptions } from './lambda.js';

@@ -1,6 +1,6 @@
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { forEachLimit } from '../core/backoff';
+import { forEachLimit } from '../core/backoff.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   UnrecoverableError,
@@ -12,7 +12,7 @@ import {
   type DeliveredJob,
   type JobHandler,
   type RetryBackoff,
-} from './delivery';
+} from './delivery.js';
 
 export interface LambdaConsumerOptions {
   /** Records handled at once within one invocation. @default 10 */

@@ -7,7 +7,7 @@ import {
   type Message,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import { backoffMs, sleep } from '../core/backoff';
+import { backoffMs, sleep } from '../core/backoff.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   MAX_VISIBILITY_SECONDS,
@@ -19,7 +19,7 @@ import {
   type DeliveredJob,
   type JobHandler,
   type RetryBackoff,
-} from './delivery';
+} from './delivery.js';
 
 export interface WorkerOptions<P = unknown> {
   /** The tenant queue (`local.json`'s `queueUrl`, or the DyneinTenant's `queue.queueUrl`). */

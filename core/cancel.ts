@@ -1,9 +1,9 @@
-import type { SchedulerSettings } from './config';
-import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors';
-import { JobIdCodec, type ParsedJobId } from './jobId';
-import { isoMs } from './messages';
-import type { Clock, JobStore } from './ports';
-import type { TenantRegistry } from './tenants';
+import type { SchedulerSettings } from './config.js';
+import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
+import { JobIdCodec, type ParsedJobId } from './jobId.js';
+import { isoMs } from './messages.js';
+import type { Clock, JobStore } from './ports.js';
+import type { TenantRegistry } from './tenants.js';
 
 export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED';
 

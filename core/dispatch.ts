@@ -1,9 +1,9 @@
-import { backoffMs, forEachLimit, sleep } from './backoff';
-import type { SchedulerSettings } from './config';
-import { ThrottledError } from './errors';
-import { Releaser, rowKeyString, type ReleaseStats } from './release';
-import type { Clock, DueKey, JobStore, QueueSender, RowKey } from './ports';
-import type { TenantRegistry } from './tenants';
+import { backoffMs, forEachLimit, sleep } from './backoff.js';
+import type { SchedulerSettings } from './config.js';
+import { ThrottledError } from './errors.js';
+import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
+import type { Clock, DueKey, JobStore, QueueSender, RowKey } from './ports.js';
+import type { TenantRegistry } from './tenants.js';
 
 export interface DispatchDeps {
   readonly store: JobStore;

@@ -1,8 +1,8 @@
-import type { SchedulerSettings } from './config';
-import { JobIdCodec } from './jobId';
-import { unlimited, type Limit } from './limit';
-import { parseInboundBody, type InboundJob } from './messages';
-import type { Clock, JobStore } from './ports';
+import type { SchedulerSettings } from './config.js';
+import { JobIdCodec } from './jobId.js';
+import { unlimited, type Limit } from './limit.js';
+import { parseInboundBody, type InboundJob } from './messages.js';
+import type { Clock, JobStore } from './ports.js';
 
 export type IngestOutcome = 'created' | 'duplicate' | 'cancelled';
 

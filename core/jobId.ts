@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import { InvalidJobIdError } from './errors';
+import { InvalidJobIdError } from './errors.js';
 
 /**
  * Job ids are self-describing, authenticated tokens:

@@ -1,6 +1,6 @@
-import { sleep } from './backoff';
-import { shardsOfGroup } from './config';
-import { dispatchRound, type DispatchDeps, type RoundReport } from './dispatch';
+import { sleep } from './backoff.js';
+import { shardsOfGroup } from './config.js';
+import { dispatchRound, type DispatchDeps, type RoundReport } from './dispatch.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
 export interface DispatchStepInput {

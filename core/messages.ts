@@ -1,4 +1,4 @@
-import type { OutgoingMessage } from './ports';
+import type { OutgoingMessage } from './ports.js';
 
 /** Largest total size of one SendMessageBatch call we build (SQS's classic 256 KiB limit). */
 export const MAX_BATCH_BYTES = 256 * 1024;

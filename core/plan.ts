@@ -1,5 +1,5 @@
-import { shardsOfGroup, type SchedulerSettings } from './config';
-import type { JobStore } from './ports';
+import { shardsOfGroup, type SchedulerSettings } from './config.js';
+import type { JobStore } from './ports.js';
 
 /**
  * How a tick execution splits the shard groups among its dispatchers (Map iterations).

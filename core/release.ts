@@ -1,7 +1,7 @@
-import { backoffMs } from './backoff';
-import type { DispatchDeps } from './dispatch';
-import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages';
-import type { AcquiredRow, RowKey } from './ports';
+import { backoffMs } from './backoff.js';
+import type { DispatchDeps } from './dispatch.js';
+import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
+import type { AcquiredRow, RowKey } from './ports.js';
 
 export interface ReleaseStats {
   /** Rows sent to their tenant queue. */

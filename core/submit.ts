@@ -1,10 +1,10 @@
-import type { SchedulerSettings } from './config';
-import { ApiError, ValidationError } from './errors';
-import { JobIdCodec, type JobPath } from './jobId';
-import { deliveryMessage, isoMs, packBatches, packInbound, type InboundJob } from './messages';
-import type { Clock, OutgoingMessage, QueueSender, TenantRecord } from './ports';
-import type { TenantRegistry } from './tenants';
-import { parseJsonBody, validateJob, type JobRequest } from './validate';
+import type { SchedulerSettings } from './config.js';
+import { ApiError, ValidationError } from './errors.js';
+import { JobIdCodec, type JobPath } from './jobId.js';
+import { deliveryMessage, isoMs, packBatches, packInbound, type InboundJob } from './messages.js';
+import type { Clock, OutgoingMessage, QueueSender, TenantRecord } from './ports.js';
+import type { TenantRegistry } from './tenants.js';
+import { parseJsonBody, validateJob, type JobRequest } from './validate.js';
 
 export interface JobReply {
   readonly jobId: string;

@@ -1,6 +1,6 @@
-import { TenantNotFoundError, ValidationError } from './errors';
-import { TENANT_PATTERN } from './jobId';
-import { systemClock, type Clock, type TenantRecord, type TenantStore } from './ports';
+import { TenantNotFoundError, ValidationError } from './errors.js';
+import { TENANT_PATTERN } from './jobId.js';
+import { systemClock, type Clock, type TenantRecord, type TenantStore } from './ports.js';
 
 /**
  * The tenant registry read through a short cache: a Lambda reads each tenant at most once per

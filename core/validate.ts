@@ -1,5 +1,5 @@
-import type { SchedulerSettings } from './config';
-import { PayloadTooLargeError, ValidationError } from './errors';
+import type { SchedulerSettings } from './config.js';
+import { PayloadTooLargeError, ValidationError } from './errors.js';
 
 /** A job request after validation. */
 export interface JobRequest {

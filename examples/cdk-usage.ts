@@ -6,8 +6,8 @@ import { App, Stack, type StackProps } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { DyneinScheduler } from '../lib/dyneinScheduler';
-import { DyneinTenant } from '../lib/tenant';
+import { DyneinScheduler } from '../lib/dyneinScheduler.js';
+import { DyneinTenant } from '../lib/tenant.js';
 
 const role = (scope: Construct, id: string) => new iam.Role(scope, id, { assumedBy: new iam.AccountRootPrincipal() });
 

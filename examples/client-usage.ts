@@ -13,7 +13,7 @@ import {
   ValidationError,
   Worker,
   dyneinLambdaHandler,
-} from '../client';
+} from '../client/index.js';
 
 declare function sendReminder(invoiceId: string, signal?: AbortSignal): Promise<void>;
 declare function invoiceExists(invoiceId: string): Promise<boolean>;

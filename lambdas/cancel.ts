@@ -1,7 +1,7 @@
 /** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
-import { wireFromEnv } from './runtime/env';
-import { cancelHandler } from './runtime/handlers';
-import { lambda } from './runtime/powertools';
+import { wireFromEnv } from './runtime/env.js';
+import { cancelHandler } from './runtime/handlers.js';
+import { lambda } from './runtime/powertools.js';
 
 const wiring = await wireFromEnv();
 export const handler = lambda('cancel', (t) => cancelHandler(wiring, t));

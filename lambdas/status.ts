@@ -1,7 +1,7 @@
 /** `GET /v1/tenants/{tenant}/jobs/{jobId}`. */
-import { wireFromEnv } from './runtime/env';
-import { statusHandler } from './runtime/handlers';
-import { lambda } from './runtime/powertools';
+import { wireFromEnv } from './runtime/env.js';
+import { statusHandler } from './runtime/handlers.js';
+import { lambda } from './runtime/powertools.js';
 
 const wiring = await wireFromEnv();
 export const handler = lambda('status', (t) => statusHandler(wiring, t));

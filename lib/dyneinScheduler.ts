@@ -18,14 +18,14 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { INGEST_BATCHING_WINDOW_MS, QUEUE_SETTINGS } from '../adapters/resources';
-import { TABLE_KEY } from '../adapters/tableSchema';
-import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config';
-import { NAMESPACE } from '../lambdas/runtime/powertools';
-import { SchedulerMonitoring } from './monitoring';
-import { secureQueue } from './queues';
-import { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant';
-import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition';
+import { INGEST_BATCHING_WINDOW_MS, QUEUE_SETTINGS } from '../adapters/resources.js';
+import { TABLE_KEY } from '../adapters/tableSchema.js';
+import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config.js';
+import { NAMESPACE } from '../lambdas/runtime/powertools.js';
+import { SchedulerMonitoring } from './monitoring.js';
+import { secureQueue } from './queues.js';
+import { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
+import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition.js';
 
 export interface DyneinSchedulerProps {
   /** Shards of the scheduler table; raising it later is safe, lowering it is not. @default 64 */

@@ -3,8 +3,8 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import type { DyneinScheduler } from './dyneinScheduler';
-import type { DyneinTenant } from './tenant';
+import type { DyneinScheduler } from './dyneinScheduler.js';
+import type { DyneinTenant } from './tenant.js';
 
 export interface SchedulerMonitoringProps {
   readonly scheduler: DyneinScheduler;

@@ -1,7 +1,7 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { QUEUE_SETTINGS } from '../adapters/resources';
+import { QUEUE_SETTINGS } from '../adapters/resources.js';
 
 export interface SecureQueueProps {
   /** Visibility timeout of the main queue. @default Duration.seconds(30) */

@@ -1,6 +1,6 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { DyneinScheduler, type DyneinSchedulerProps } from './dyneinScheduler';
+import { DyneinScheduler, type DyneinSchedulerProps } from './dyneinScheduler.js';
 
 export interface DyneinStackProps extends StackProps {
   readonly scheduler?: DyneinSchedulerProps;

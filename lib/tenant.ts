@@ -6,9 +6,9 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
-import { keys } from '../adapters/dynamoJobStore';
-import { TENANT_PATTERN } from '../core/jobId';
-import { secureQueue } from './queues';
+import { keys } from '../adapters/dynamoJobStore.js';
+import { TENANT_PATTERN } from '../core/jobId.js';
+import { secureQueue } from './queues.js';
 
 /**
  * What a tenant needs to know of its scheduler, to attach from another stack of the same account

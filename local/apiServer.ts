@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { HttpResult } from '../lambdas/runtime/http';
-import { DASHBOARD_HTML } from './dashboard';
-import type { TenantKeys } from './settings';
-import { verifySigV4 } from './sigv4';
+import type { HttpResult } from '../lambdas/runtime/http.js';
+import { DASHBOARD_HTML } from './dashboard.js';
+import type { TenantKeys } from './settings.js';
+import { verifySigV4 } from './sigv4.js';
 
 type Handler = (event: APIGatewayProxyEventV2) => Promise<HttpResult>;
 

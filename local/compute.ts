@@ -11,16 +11,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { RequestCounter } from '../adapters/requestCounter';
-import { readConfig, type LambdaConfig } from '../lambdas/runtime/config';
-import { cancelHandler, dispatchHandler, ingestHandler, statusHandler, submitHandler, tickHandler } from '../lambdas/runtime/handlers';
-import { wire } from '../lambdas/runtime/wiring';
-import { startApiServer } from './apiServer';
-import { LocalMetrics } from './metrics';
-import { INGEST_BATCHING_WINDOW_MS } from '../adapters/resources';
-import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } from './settings';
-import { startSqsEventSource } from './sqsEventSource';
-import { startLocalTick } from './tick';
+import { RequestCounter } from '../adapters/requestCounter.js';
+import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
+import { cancelHandler, dispatchHandler, ingestHandler, statusHandler, submitHandler, tickHandler } from '../lambdas/runtime/handlers.js';
+import { wire } from '../lambdas/runtime/wiring.js';
+import { startApiServer } from './apiServer.js';
+import { LocalMetrics } from './metrics.js';
+import { INGEST_BATCHING_WINDOW_MS } from '../adapters/resources.js';
+import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } from './settings.js';
+import { startSqsEventSource } from './sqsEventSource.js';
+import { startLocalTick } from './tick.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

@@ -1,5 +1,5 @@
-import type { RequestCounter } from '../adapters/requestCounter';
-import type { Telemetry } from '../lambdas/runtime/handlers';
+import type { RequestCounter } from '../adapters/requestCounter.js';
+import type { Telemetry } from '../lambdas/runtime/handlers.js';
 
 /** Upper bounds (ms) of the lateness histogram's buckets; the last bucket is open. */
 export const LATENESS_BUCKETS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000];

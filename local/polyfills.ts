@@ -3,7 +3,7 @@
  *
  * aws-local-stepfunctions 3 (which runs the tick state machine locally) calls
  * `Promise.withResolvers` (ES2024, Node 22+) in every Task state. Import this module before
- * anything that runs aws-local-stepfunctions: `import '../local/polyfills';`.
+ * anything that runs aws-local-stepfunctions: `import '../local/polyfills.js';`.
  */
 
 interface Resolvers<T> {

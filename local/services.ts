@@ -11,10 +11,10 @@ import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUse
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { DynamoJobStore } from '../adapters/dynamoJobStore';
-import { QUEUE_SETTINGS } from '../adapters/resources';
-import { createTableInput } from '../adapters/tableSchema';
-import { INBOUND_QUEUE, localSettings, TABLE_NAME, tenantQueueName } from './settings';
+import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
+import { QUEUE_SETTINGS } from '../adapters/resources.js';
+import { createTableInput } from '../adapters/tableSchema.js';
+import { INBOUND_QUEUE, localSettings, TABLE_NAME, tenantQueueName } from './settings.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { TENANT_PATTERN } from '../core/jobId';
+import { TENANT_PATTERN } from '../core/jobId.js';
 
 /**
  * The local stack's settings, from the environment of DESIGN.md's "Local stack" section:

@@ -8,8 +8,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ServicesReady } from './services';
-import { EXIT_CONFIG, loadSecrets, localSettings, writeAtomic, type LocalSettings } from './settings';
+import type { ServicesReady } from './services.js';
+import { EXIT_CONFIG, loadSecrets, localSettings, writeAtomic, type LocalSettings } from './settings.js';
 
 let settings: LocalSettings;
 try {

@@ -1,10 +1,10 @@
-import './polyfills';
+import './polyfills.js';
 import { StateMachine } from 'aws-local-stepfunctions';
 
 type JSONValue = Parameters<StateMachine['run']>[0];
-import type { DispatchStepInput } from '../core/loop';
-import { dispatchTimeoutSeconds, renderTickDefinition, tickDefinition } from '../lib/tickDefinition';
-import type { TickInput } from '../lambdas/runtime/handlers';
+import type { DispatchStepInput } from '../core/loop.js';
+import { dispatchTimeoutSeconds, renderTickDefinition, tickDefinition } from '../lib/tickDefinition.js';
+import type { TickInput } from '../lambdas/runtime/handlers.js';
 
 const ARNS = {
   tick: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-tick',

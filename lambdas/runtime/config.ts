@@ -1,5 +1,5 @@
-import { ConfigError } from '../../core/errors';
-import { resolveSettings, type SchedulerSettings } from '../../core/config';
+import { ConfigError } from '../../core/errors.js';
+import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
 
 /** What every Lambda reads from its environment, validated once at cold start. */
 export interface LambdaConfig {

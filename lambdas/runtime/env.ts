@@ -1,5 +1,5 @@
-import { readConfig } from './config';
-import { wire, type Wiring } from './wiring';
+import { readConfig } from './config.js';
+import { wire, type Wiring } from './wiring.js';
 
 /**
  * Cold start: validate the environment and build the core once per instance. A bad

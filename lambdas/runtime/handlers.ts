@@ -1,13 +1,13 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest';
-import { limiter } from '../../core/limit';
-import { shardsOfGroup } from '../../core/config';
-import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan';
-import { systemClock, type Clock } from '../../core/ports';
-import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop';
-import type { JobReply } from '../../core/submit';
-import { bodyOf, pathParam, respond, type HttpResult } from './http';
-import type { Wiring } from './wiring';
+import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest.js';
+import { limiter } from '../../core/limit.js';
+import { shardsOfGroup } from '../../core/config.js';
+import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
+import { systemClock, type Clock } from '../../core/ports.js';
+import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
+import type { JobReply } from '../../core/submit.js';
+import { bodyOf, pathParam, respond, type HttpResult } from './http.js';
+import type { Wiring } from './wiring.js';
 
 /** What handlers report besides their reply: metrics and unexpected errors. */
 export interface Telemetry {

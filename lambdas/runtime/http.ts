@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ApiError } from '../../core/errors';
+import { ApiError } from '../../core/errors.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 

@@ -4,7 +4,7 @@ import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import type { Telemetry } from './handlers';
+import type { Telemetry } from './handlers.js';
 
 export const NAMESPACE = 'DyneinServerless';
 

@@ -2,17 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoJobStore } from '../../adapters/dynamoJobStore';
-import { SqsSender } from '../../adapters/sqsSender';
-import { JobsService } from '../../core/cancel';
-import type { DispatchDeps } from '../../core/dispatch';
-import { ConfigError } from '../../core/errors';
-import type { IngestDeps } from '../../core/ingest';
-import { JobIdCodec } from '../../core/jobId';
-import { systemClock, type Clock } from '../../core/ports';
-import { Submitter } from '../../core/submit';
-import { TenantRegistry } from '../../core/tenants';
-import type { LambdaConfig } from './config';
+import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import { SqsSender } from '../../adapters/sqsSender.js';
+import { JobsService } from '../../core/cancel.js';
+import type { DispatchDeps } from '../../core/dispatch.js';
+import { ConfigError } from '../../core/errors.js';
+import type { IngestDeps } from '../../core/ingest.js';
+import { JobIdCodec } from '../../core/jobId.js';
+import { systemClock, type Clock } from '../../core/ports.js';
+import { Submitter } from '../../core/submit.js';
+import { TenantRegistry } from '../../core/tenants.js';
+import type { LambdaConfig } from './config.js';
 
 /** Everything a handler needs, built once per Lambda instance (clients at module load). */
 export interface Wiring {

@@ -2,8 +2,8 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
-import { DyneinScheduler } from '../../lib/dyneinScheduler';
-import { fastApp, getAtt, render, type Json } from './support';
+import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
+import { fastApp, getAtt, render, type Json } from './support.js';
 
 /** Actions granted to a role by the policies attached to it, with their resources rendered. */
 function grants(t: Template, roleId: string): Map<string, string[]> {

@@ -2,8 +2,8 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DyneinScheduler } from '../../lib/dyneinScheduler';
-import { fastApp, getAtt, idOf, render, type Json } from './support';
+import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
+import { fastApp, getAtt, idOf, render, type Json } from './support.js';
 
 type Resource = { Type: string; Properties: Record<string, Json> };
 

@@ -7,8 +7,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DyneinScheduler } from '../../lib/dyneinScheduler';
-import { fastApp, getAtt, ref, render, resourcesOf, type Json, type Resource } from './support';
+import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
+import { fastApp, getAtt, ref, render, resourcesOf, type Json, type Resource } from './support.js';
 
 const TENANTS = ['alpha', 'beta'];
 

@@ -8,8 +8,8 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { CDK_APP_MODE_CONTEXT, FAIL_SYNTH_ON_VALIDATION_ERRORS_CONTEXT } from 'aws-cdk-lib/cx-api';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, expect, it } from 'vitest';
-import { DyneinStack } from '../../lib/stack';
-import { fastApp } from './support';
+import { DyneinStack } from '../../lib/stack.js';
+import { fastApp } from './support.js';
 
 /**
  * An app with the AwsSolutions checks, as bin/app.ts adds them. In-memory mode makes a failed

@@ -6,9 +6,9 @@ import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { describe, expect, it } from 'vitest';
-import { DyneinScheduler } from '../../lib/dyneinScheduler';
-import { DyneinTenant } from '../../lib/tenant';
-import { fastApp } from './support';
+import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
+import { DyneinTenant } from '../../lib/tenant.js';
+import { fastApp } from './support.js';
 
 let n = 0;
 /** A fresh stack per construction (bundling skipped: one test synthesizes to read the functions' environment). */

@@ -6,9 +6,9 @@ import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DyneinScheduler } from '../../lib/dyneinScheduler';
-import { DyneinStack } from '../../lib/stack';
-import type { DyneinTenant } from '../../lib/tenant';
+import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
+import { DyneinStack } from '../../lib/stack.js';
+import type { DyneinTenant } from '../../lib/tenant.js';
 import {
   allowed,
   allPermissionStatements,
@@ -25,7 +25,7 @@ import {
   type Json,
   type Resource,
   type Statement,
-} from './support';
+} from './support.js';
 
 type FunctionName = keyof DyneinScheduler['functions'];
 const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status'];

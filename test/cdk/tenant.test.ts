@@ -8,9 +8,9 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../adapters/dynamoJobStore';
-import { DyneinScheduler } from '../../lib/dyneinScheduler';
-import { DyneinTenant } from '../../lib/tenant';
+import { keys } from '../../adapters/dynamoJobStore.js';
+import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
+import { DyneinTenant } from '../../lib/tenant.js';
 import {
   allowed,
   conditionValues,
@@ -26,7 +26,7 @@ import {
   resourcesOf,
   roleStatements,
   type Json,
-} from './support';
+} from './support.js';
 
 /** IAM's wildcard match of an ARN pattern (`*` any run of characters, `?` one). */
 function arnMatches(pattern: string, arn: string): boolean {

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli';
-import { startLocalStack, type LocalJson } from '../support/localStack';
-import { sendDeliveries, waitUntil } from './support';
+import { main } from '../../client/cli.js';
+import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { sendDeliveries, waitUntil } from './support.js';
 
 /**
  * The `dynein` CLI end to end, as a user runs it (`bin/dynein.js`), against `npm start`: every

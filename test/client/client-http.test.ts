@@ -19,7 +19,7 @@ import {
   ValidationError,
   parseRetryAfter,
   type DyneinClientOptions,
-} from '../../client';
+} from '../../client/index.js';
 
 /**
  * The client's HTTP behaviour against a scripted HTTP server: every error shape the API and its

@@ -10,9 +10,9 @@ import {
   NotCancellableError,
   PayloadTooLargeError,
   ValidationError,
-} from '../../client';
-import { startLocalStack, type LocalJson } from '../support/localStack';
-import { consume } from '../support/system';
+} from '../../client/index.js';
+import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { consume } from '../support/system.js';
 
 /**
  * DyneinClient against `npm start` (the local API gateway checks SigV4 and answers as API

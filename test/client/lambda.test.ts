@@ -1,10 +1,10 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UnrecoverableError, dyneinLambdaHandler, type JobContext } from '../../client';
-import { startSqsEventSource } from '../../local/sqsEventSource';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { waitForEmptyQueue } from '../support/system';
-import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support';
+import { UnrecoverableError, dyneinLambdaHandler, type JobContext } from '../../client/index.js';
+import { startSqsEventSource } from '../../local/sqsEventSource.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { waitForEmptyQueue } from '../support/system.js';
+import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support.js';
 
 /**
  * The Lambda wrapper, driven by the local stack's Lambda SQS event source (partial batch

@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UnrecoverableError, Worker, type DeliveredJob, type JobContext, type WorkerEvent } from '../../client';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { waitForEmptyQueue } from '../support/system';
-import { receiveAll, receivedHandles, recordCalls, sendDeliveries, sendRaw, sequence, waitUntil } from './support';
+import { UnrecoverableError, Worker, type DeliveredJob, type JobContext, type WorkerEvent } from '../../client/index.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { waitForEmptyQueue } from '../support/system.js';
+import { receiveAll, receivedHandles, recordCalls, sendDeliveries, sendRaw, sequence, waitUntil } from './support.js';
 
 /**
  * The Worker against fauxqs with the real SQS client: what it deletes, the visibility timeouts it

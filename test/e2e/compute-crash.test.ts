@@ -1,7 +1,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { signedFetch, startLocalStack } from '../support/localStack';
-import { consume } from '../support/system';
+import { signedFetch, startLocalStack } from '../support/localStack.js';
+import { consume } from '../support/system.js';
 
 /**
  * The compute process (API, event source, tick: the Lambdas) is SIGKILLed twice while a burst is

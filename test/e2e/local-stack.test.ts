@@ -1,7 +1,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { consume } from '../support/system';
-import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack';
+import { consume } from '../support/system.js';
+import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
 
 /**
  * `npm start` end to end, as a user runs it: two tenants, SigV4-signed jobs, cancels, plain SQS

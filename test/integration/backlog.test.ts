@@ -1,10 +1,10 @@
 import { BatchWriteItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../adapters/dynamoJobStore';
-import type { DueKey, JobStore } from '../../core/ports';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { inProcess, SimProcess } from '../support/faults';
-import { consume, createSystem, runAllGroups, submitJobs } from '../support/system';
+import { keys } from '../../adapters/dynamoJobStore.js';
+import type { DueKey, JobStore } from '../../core/ports.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { inProcess, SimProcess } from '../support/faults.js';
+import { consume, createSystem, runAllGroups, submitJobs } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

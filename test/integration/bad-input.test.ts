@@ -8,12 +8,12 @@ import { randomBytes } from 'node:crypto';
 import { ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobIdCodec, type JobIdParts } from '../../core/jobId';
-import { parseInboundBody } from '../../core/messages';
-import { cancelHandler, statusHandler, submitHandler } from '../../lambdas/runtime/handlers';
-import type { HttpResult } from '../../lambdas/runtime/http';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { createSystem, httpEvent, type TestSystem } from '../support/system';
+import { JobIdCodec, type JobIdParts } from '../../core/jobId.js';
+import { parseInboundBody } from '../../core/messages.js';
+import { cancelHandler, statusHandler, submitHandler } from '../../lambdas/runtime/handlers.js';
+import type { HttpResult } from '../../lambdas/runtime/http.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelHandler, statusHandler } from '../../lambdas/runtime/handlers';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { sleepMs } from '../support/faults';
-import { consume, createSystem, httpEvent, runAllGroups, submitJobs } from '../support/system';
+import { cancelHandler, statusHandler } from '../../lambdas/runtime/handlers.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { sleepMs } from '../support/faults.js';
+import { consume, createSystem, httpEvent, runAllGroups, submitJobs } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DispatchDeps } from '../../core/dispatch';
-import type { JobStore, QueueSender } from '../../core/ports';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { inProcess, SimProcess, sleepMs } from '../support/faults';
-import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system';
+import type { DispatchDeps } from '../../core/dispatch.js';
+import type { JobStore, QueueSender } from '../../core/ports.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
+import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config';
-import { dispatchRound, type DispatchDeps } from '../../core/dispatch';
-import { ThrottledError } from '../../core/errors';
-import type { JobStore, OutgoingMessage, QueueSender } from '../../core/ports';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { inProcess, SimProcess, sleepMs } from '../support/faults';
-import { consume, createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system';
+import { shardsOfGroup } from '../../core/config.js';
+import { dispatchRound, type DispatchDeps } from '../../core/dispatch.js';
+import { ThrottledError } from '../../core/errors.js';
+import type { JobStore, OutgoingMessage, QueueSender } from '../../core/ports.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
+import { consume, createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

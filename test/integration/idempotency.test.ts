@@ -1,7 +1,7 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -6,14 +6,14 @@
  */
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Submitter } from '../../core/submit';
-import { ThrottledError } from '../../core/errors';
-import { parseInboundBody } from '../../core/messages';
-import type { JobStore, QueueSender } from '../../core/ports';
-import { ingestHandler } from '../../lambdas/runtime/handlers';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { inProcess, SimProcess } from '../support/faults';
-import { createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system';
+import { Submitter } from '../../core/submit.js';
+import { ThrottledError } from '../../core/errors.js';
+import { parseInboundBody } from '../../core/messages.js';
+import type { JobStore, QueueSender } from '../../core/ports.js';
+import { ingestHandler } from '../../lambdas/runtime/handlers.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { inProcess, SimProcess } from '../support/faults.js';
+import { createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -1,13 +1,13 @@
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config';
-import { dispatchRound, type DispatchDeps } from '../../core/dispatch';
-import { ingest } from '../../core/ingest';
-import type { JobStore } from '../../core/ports';
-import { ingestHandler } from '../../lambdas/runtime/handlers';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { gate, inProcess, SimProcess, sleepMs } from '../support/faults';
-import { consume, createSystem, submitJobs, type TestSystem } from '../support/system';
+import { shardsOfGroup } from '../../core/config.js';
+import { dispatchRound, type DispatchDeps } from '../../core/dispatch.js';
+import { ingest } from '../../core/ingest.js';
+import type { JobStore } from '../../core/ports.js';
+import { ingestHandler } from '../../lambdas/runtime/handlers.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { gate, inProcess, SimProcess, sleepMs } from '../support/faults.js';
+import { consume, createSystem, submitJobs, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { readConfig } from '../../lambdas/runtime/config';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { consume, createSystem, httpEvent, type TestSystem } from '../support/system';
+import { readConfig } from '../../lambdas/runtime/config.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, httpEvent, type TestSystem } from '../support/system.js';
 
 /**
  * The Lambda entry files as Lambda loads them: configuration from the environment at cold start,
@@ -36,12 +36,12 @@ afterAll(async () => em?.stop());
 
 describe('Lambda entry files', () => {
   it('submit, ingest, dispatch, status and cancel work as deployed', async () => {
-    const submit = (await import('../../lambdas/submit')).handler;
-    const status = (await import('../../lambdas/status')).handler;
-    const cancel = (await import('../../lambdas/cancel')).handler;
-    const ingest = (await import('../../lambdas/ingest')).handler;
-    const dispatch = (await import('../../lambdas/dispatch')).handler;
-    const tick = (await import('../../lambdas/tick')).handler;
+    const submit = (await import('../../lambdas/submit.js')).handler;
+    const status = (await import('../../lambdas/status.js')).handler;
+    const cancel = (await import('../../lambdas/cancel.js')).handler;
+    const ingest = (await import('../../lambdas/ingest.js')).handler;
+    const dispatch = (await import('../../lambdas/dispatch.js')).handler;
+    const tick = (await import('../../lambdas/tick.js')).handler;
 
     const runAt = new Date(Date.now() + 2_000).toISOString();
     const created = await submit(httpEvent('POST', '/v1/tenants/demo/jobs', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ payload: { hello: 'world' }, runAt }) }), context());
@@ -99,7 +99,7 @@ describe('Lambda entry files', () => {
     const saved = process.env.DYNEIN_TABLE;
     delete process.env.DYNEIN_TABLE;
     try {
-      await expect(import('../../lambdas/status')).rejects.toThrowError(/DYNEIN_TABLE is required/);
+      await expect(import('../../lambdas/status.js')).rejects.toThrowError(/DYNEIN_TABLE is required/);
     } finally {
       process.env.DYNEIN_TABLE = saved;
     }

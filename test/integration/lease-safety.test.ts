@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config';
-import { dispatchRound, type DispatchDeps, type RoundReport } from '../../core/dispatch';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { inProcess, SimProcess, sleepMs } from '../support/faults';
-import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system';
+import { shardsOfGroup } from '../../core/config.js';
+import { dispatchRound, type DispatchDeps, type RoundReport } from '../../core/dispatch.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
+import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchLoop } from '../../core/loop';
-import { submitHandler } from '../../lambdas/runtime/handlers';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { consume, createSystem, httpEvent, percentile } from '../support/system';
+import { dispatchLoop } from '../../core/loop.js';
+import { submitHandler } from '../../lambdas/runtime/handlers.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, httpEvent, percentile } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 import { ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

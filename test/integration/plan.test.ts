@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchStep } from '../../core/loop';
-import { tickHandler } from '../../lambdas/runtime/handlers';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { createSystem } from '../support/system';
+import { dispatchStep } from '../../core/loop.js';
+import { tickHandler } from '../../lambdas/runtime/handlers.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { createSystem } from '../support/system.js';
 
 /** The tick's plan against dynalite: the sampling query (keys only, bounded by Limit) and the packing it drives. */
 let em: Emulators;

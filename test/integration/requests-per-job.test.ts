@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SQSEvent } from 'aws-lambda';
-import { RequestCounter } from '../../adapters/requestCounter';
-import { ingestHandler } from '../../lambdas/runtime/handlers';
-import { startSqsEventSource } from '../../local/sqsEventSource';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { consume, createSystem, runAllGroups, submitJobs } from '../support/system';
+import { RequestCounter } from '../../adapters/requestCounter.js';
+import { ingestHandler } from '../../lambdas/runtime/handlers.js';
+import { startSqsEventSource } from '../../local/sqsEventSource.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, runAllGroups, submitJobs } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {

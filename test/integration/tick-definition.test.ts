@@ -1,14 +1,14 @@
-import '../../local/polyfills'; // before aws-local-stepfunctions: it needs Promise.withResolvers (Node 22+)
+import '../../local/polyfills.js'; // before aws-local-stepfunctions: it needs Promise.withResolvers (Node 22+)
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DispatchStepInput, DispatchStepResult } from '../../core/loop';
-import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers';
-import type { Wiring } from '../../lambdas/runtime/wiring';
-import { renderTickDefinition, tickDefinition } from '../../lib/tickDefinition';
-import { startEmulators, type Emulators } from '../support/emulators';
-import { consume, createSystem, submitJobs, waitForEmptyQueue, type Delivery, type TestSystem } from '../support/system';
+import type { DispatchStepInput, DispatchStepResult } from '../../core/loop.js';
+import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers.js';
+import type { Wiring } from '../../lambdas/runtime/wiring.js';
+import { renderTickDefinition, tickDefinition } from '../../lib/tickDefinition.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, submitJobs, waitForEmptyQueue, type Delivery, type TestSystem } from '../support/system.js';
 
 /**
  * The tick state machine as deployed (lib/tickDefinition.ts), validated, and run in

@@ -5,8 +5,8 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
-import { RequestCounter } from '../../adapters/requestCounter';
-import { createTableInput } from '../../adapters/tableSchema';
+import { RequestCounter } from '../../adapters/requestCounter.js';
+import { createTableInput } from '../../adapters/tableSchema.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

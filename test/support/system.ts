@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { ReceiveMessageCommand, DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { resolveSettings, type SchedulerSettings } from '../../core/config';
-import { dispatchLoop } from '../../core/loop';
-import type { Clock } from '../../core/ports';
-import type { LambdaConfig } from '../../lambdas/runtime/config';
-import { ingestHandler } from '../../lambdas/runtime/handlers';
-import { wire, type Wiring } from '../../lambdas/runtime/wiring';
-import { startSqsEventSource } from '../../local/sqsEventSource';
-import type { Emulators } from './emulators';
+import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
+import { dispatchLoop } from '../../core/loop.js';
+import type { Clock } from '../../core/ports.js';
+import type { LambdaConfig } from '../../lambdas/runtime/config.js';
+import { ingestHandler } from '../../lambdas/runtime/handlers.js';
+import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
+import { startSqsEventSource } from '../../local/sqsEventSource.js';
+import type { Emulators } from './emulators.js';
 
 export interface TestSystem {
   readonly w: Wiring;

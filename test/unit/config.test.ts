@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffMs } from '../../core/backoff';
-import { DEFAULTS, MAX_GROUPS, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/config';
-import { summarize } from '../../core/loop';
+import { backoffMs } from '../../core/backoff.js';
+import { DEFAULTS, MAX_GROUPS, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/config.js';
+import { summarize } from '../../core/loop.js';
 
 const DAY = 24 * 3600 * 1000;
 

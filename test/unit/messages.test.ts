@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JobIdCodec } from '../../core/jobId';
-import { deliveryMessage, inboundBody, MAX_INBOUND_MESSAGE_BYTES, packBatches, packInbound, parseInboundBody, type InboundJob } from '../../core/messages';
-import type { OutgoingMessage } from '../../core/ports';
+import { JobIdCodec } from '../../core/jobId.js';
+import { deliveryMessage, inboundBody, MAX_INBOUND_MESSAGE_BYTES, packBatches, packInbound, parseInboundBody, type InboundJob } from '../../core/messages.js';
+import type { OutgoingMessage } from '../../core/ports.js';
 
 const KIB = 1024;
 /** SendMessageBatch limits: 10 entries, 256 KiB in total. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { place } from '../../core/submit';
+import { place } from '../../core/submit.js';
 
 /** A fixed "now" (the clock is injected): 2030-01-01T00:00:00Z. */
 const NOW = Date.UTC(2030, 0, 1);

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../core/config';
-import type { DispatchDeps } from '../../core/dispatch';
-import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/ports';
-import { Releaser, type ReleaseStats } from '../../core/release';
-import { TenantRegistry } from '../../core/tenants';
-import { gate } from '../support/faults';
+import { resolveSettings } from '../../core/config.js';
+import type { DispatchDeps } from '../../core/dispatch.js';
+import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/ports.js';
+import { Releaser, type ReleaseStats } from '../../core/release.js';
+import { TenantRegistry } from '../../core/tenants.js';
+import { gate } from '../support/faults.js';
 
 /** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */
 function harness(releaseWindowMs: number, deleteRows: JobStore['deleteRows'] = async () => []) {

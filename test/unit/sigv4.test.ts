@@ -1,7 +1,7 @@
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
-import { verifySigV4, type SignedRequest } from '../../local/sigv4';
+import { verifySigV4, type SignedRequest } from '../../local/sigv4.js';
 
 const creds = { accessKeyId: 'AKIAEXAMPLE000000000', secretAccessKey: 'secret-of-alpha-0123456789abcdef' };
 const secretOf = (id: string) => (id === creds.accessKeyId ? creds.secretAccessKey : undefined);

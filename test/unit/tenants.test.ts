@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { TenantNotFoundError, ValidationError } from '../../core/errors';
-import type { TenantRecord, TenantStore } from '../../core/ports';
-import { TenantRegistry } from '../../core/tenants';
+import { TenantNotFoundError, ValidationError } from '../../core/errors.js';
+import type { TenantRecord, TenantStore } from '../../core/ports.js';
+import { TenantRegistry } from '../../core/tenants.js';
 
 /** A registry store that counts reads, over a map the test edits. */
 function countingStore(initial: TenantRecord[]) {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../core/config';
-import { PayloadTooLargeError, ValidationError } from '../../core/errors';
-import { parseJsonBody, parseRunAt, validateJob } from '../../core/validate';
+import { resolveSettings } from '../../core/config.js';
+import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
+import { parseJsonBody, parseRunAt, validateJob } from '../../core/validate.js';
 
 const settings = resolveSettings();
 /** A fixed "now" (the clock is injected): 2030-01-01T00:00:00Z. */
