@@ -86,10 +86,11 @@ export async function signedFetch(
   method: string,
   path: string,
   body?: string,
-  opts: { region?: string; tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined; date?: Date } = {},
+  opts: { region?: string; tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined; date?: Date; sessionToken?: string } = {},
 ): Promise<{ status: number; json: any; headers: Headers }> {
   const url = new URL(path, endpoint);
-  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? 'us-east-1', credentials: creds, sha256: Hash.bind(null, 'sha256') });
+  const credentials = opts.sessionToken ? { ...creds, sessionToken: opts.sessionToken } : creds;
+  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? 'us-east-1', credentials, sha256: Hash.bind(null, 'sha256') });
   const request = await signer.sign(
     { method, protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body },
     opts.date ? { signingDate: opts.date } : undefined,
