@@ -23,6 +23,8 @@ import { startSqsEventSource } from './sqsEventSource.js';
 import { startLocalTick } from './tick.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// Installed first: a parent that dies during start-up never leaves an orphan holding the port.
+process.on('disconnect', () => process.exit(0));
 
 let settings: LocalSettings;
 let config: LambdaConfig;
@@ -76,4 +78,4 @@ const stop = async () => {
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
-process.on('disconnect', () => process.exit(0));
+if (process.send && !process.connected) process.exit(0);

@@ -27,6 +27,19 @@ export interface ServicesReady {
   readonly tenants: Record<string, { queueUrl: string; dlqUrl: string }>;
 }
 
+// Until the services are up there is nothing to close: any stop request just exits. Installed
+// first, so that a parent that dies during start-up (its IPC channel closes) never leaves an
+// orphan holding the data directory.
+let stop: () => void | Promise<void> = () => process.exit(0);
+process.on('SIGTERM', () => void stop());
+process.on('disconnect', () => void stop());
+// Ctrl-C reaches the whole process group: under `npm start`, leave it to the parent, which stops
+// compute first (it still talks to the queues) and then sends SIGTERM here.
+process.on('SIGINT', () => {
+  if (!process.connected) void stop();
+});
+if (process.send && !process.connected) process.exit(0);
+
 const settings = localSettings();
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 const dbDir = join(settings.dataDir, 'dynamodb');
@@ -82,11 +95,19 @@ const ready: ServicesReady = { type: 'ready', dynamodbEndpoint, sqsEndpoint, tab
 if (process.send) process.send(ready);
 else console.log(JSON.stringify(ready));
 
-const stop = async () => {
-  await sqsServer.stop().catch(() => {});
-  await new Promise<void>((r) => db.close(() => r()));
-  process.exit(0);
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-process.on('disconnect', stop);
+let stopping: Promise<void> | undefined;
+stop = () =>
+  (stopping ??= (async () => {
+    // A request that arrived just before its client died may still be queued inside dynalite
+    // (it defers work with setImmediate) and find the database closed: nobody waits for its
+    // answer any more, so that one error is not worth a stack trace on the way out.
+    process.on('uncaughtException', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'LEVEL_DATABASE_NOT_OPEN') return;
+      console.error(`dynein services: ${err.message}`);
+      process.exit(1);
+    });
+    await sqsServer.stop().catch(() => {});
+    await new Promise<void>((r) => db.close(() => r()));
+    process.exit(0);
+  })());
+if (process.send && !process.connected) void stop();

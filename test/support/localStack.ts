@@ -27,8 +27,11 @@ export async function freePort(): Promise<number> {
 }
 
 /** `npm start` as a user runs it, in its own process group, with a fresh data directory. */
-export async function startLocalStack(env: Record<string, string>): Promise<{ proc: ChildProcess; dataDir: string; output: () => string; localJson: () => LocalJson | undefined; waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>; stop(): Promise<void> }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
+export async function startLocalStack(
+  env: Record<string, string>,
+  opts: { dataDir?: string } = {},
+): Promise<{ proc: ChildProcess; dataDir: string; output: () => string; exited: Promise<number | null>; localJson: () => LocalJson | undefined; waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>; stop(): Promise<void> }> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
   const port = await freePort();
   let out = '';
   const proc = spawn('npm', ['start'], {
@@ -39,11 +42,14 @@ export async function startLocalStack(env: Record<string, string>): Promise<{ pr
   });
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
+  // Resolves with the exit code once npm has exited and its output pipes are drained.
+  const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
   const file = join(dataDir, 'local.json');
   const read = () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as LocalJson) : undefined);
   return {
     proc,
     dataDir,
+    exited,
     output: () => out,
     localJson: read,
     async waitForLocalJson(pred = () => true, timeoutMs = 30_000) {
