@@ -57,7 +57,8 @@ const api = await startApiServer({
   process.exit(EXIT_CONFIG);
 });
 const ingest = ingestHandler(w, t);
-const eventSource = startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS, onError: (err) => t.error('inbound event source', err) });
+// DYNEIN_INGEST_ENABLED=false: as an event source mapping disabled, the inbound queue just keeps its messages.
+const eventSource = !settings.ingestEnabled ? { stop: async () => {} } : startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS, onError: (err) => t.error('inbound event source', err) });
 const dispatch = dispatchHandler(w, t);
 const tick = startLocalTick({
   runMs: settings.tickRunMs,

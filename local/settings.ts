@@ -18,6 +18,8 @@ export interface LocalSettings {
   /** How long each tick execution runs and how often one starts (as on AWS: 90 s every 60 s). */
   readonly tickRunMs: number;
   readonly tickEveryMs: number;
+  /** Whether the inbound event source runs (an event source mapping's `Enabled`; `DYNEIN_INGEST_ENABLED`). */
+  readonly ingestEnabled: boolean;
 }
 
 /** Exit code of a compute process that a restart cannot fix (port in use, bad configuration). */
@@ -40,6 +42,14 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     }
     return v;
   };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (!raw) return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    problems.push(`${name} must be true or false, got '${env[name]}'`);
+    return fallback;
+  };
   const port = int('DYNEIN_PORT', 8080, 1, 65_535)!;
   const tenants = (env.DYNEIN_TENANTS?.trim() || 'demo').split(',').map((t) => t.trim()).filter(Boolean);
   for (const t of tenants) if (!TENANT_PATTERN.test(t)) problems.push(`DYNEIN_TENANTS: '${t}' is not a valid tenant name (1-40 lowercase letters, digits or '-')`);
@@ -53,6 +63,7 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     leaseMs: int('DYNEIN_LEASE_MS', undefined, 2_000, 900_000),
     tickRunMs: int('DYNEIN_TICK_RUN_MS', 90_000, 5_000, 240_000)!,
     tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
+    ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
   };
   if (problems.length > 0) throw new Error(`invalid local stack settings:\n- ${problems.join('\n- ')}`);
   return settings;
