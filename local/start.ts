@@ -125,7 +125,7 @@ console.log(
     `  API         ${endpoint}   (SigV4, service execute-api, region ${settings.region})`,
     `  dashboard   ${endpoint}/   metrics ${endpoint}/local/metrics`,
     `  DynamoDB    ${svc.dynamodbEndpoint}   (data in ${join(settings.dataDir, 'dynamodb')})`,
-    `  SQS         ${svc.sqsEndpoint}   (in memory: a restart empties the queues)`,
+    `  SQS         ${svc.sqsEndpoint}   (in memory; the inbound queue is journaled, tenant queues empty at restart)`,
     ...settings.tenants.map((t) => `  tenant ${t.padEnd(12)} queue ${svc.tenants[t]!.queueUrl}`),
     `  keys        ${localJson}`,
     '',
