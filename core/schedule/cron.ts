@@ -22,7 +22,7 @@ const FORM = 'cron(minutes hours day-of-month month day-of-week year)';
 export function parseCron(body: string): CronSpec {
   const fields = body.trim().split(/\s+/).filter((field) => field !== '');
   if (fields.length !== 6) {
-    const hint = fields.length === 5 ? '; AWS cron ends with a year field: add * at the end (e.g. cron(0 10 * * ? *))' : '';
+    const hint = fields.length === 5 ? '; AWS cron ends with a year field: add * at the end (e.g. cron(0 10 * * ? *))' : '; write all six, e.g. cron(0 10 * * ? *)';
     throw expressionError('cron', `cron has ${fields.length} field${fields.length === 1 ? '' : 's'} but needs exactly 6, ${FORM}${hint}`);
   }
   const [minutes = '', hours = '', dom = '', month = '', dow = '', year = ''] = fields;

@@ -38,9 +38,16 @@ export function parseDays(dom: string, dow: string): DayRule {
   return dow === '?' ? parseMonthDays(dom) : parseWeekdays(dow);
 }
 
-function loneSpecial(field: 'dayOfMonth' | 'dayOfWeek', text: string, special: string): never {
+const LONE_FORMS: Readonly<Record<string, string>> = {
+  W: "one day with W as the whole field (e.g. 15W), or LW",
+  L: "L or LW alone as the whole field",
+  dowL: "L or one weekday with L as the whole field (e.g. 6L = last Friday)",
+};
+
+function loneSpecial(field: 'dayOfMonth' | 'dayOfWeek', text: string, special: 'L' | 'W'): never {
   const label = FIELDS[field].label;
-  throw expressionError(field, `${label} '${text}' combines '${special}' with other values: '${special}' must be the whole ${label} field (e.g. ${field === 'dayOfMonth' ? 'L, LW or 15W' : '6L or 2#1'})`);
+  const forms = field === 'dayOfWeek' ? LONE_FORMS.dowL : LONE_FORMS[special];
+  throw expressionError(field, `${label} '${text}' combines '${special}' with other values or ranges: use ${forms}`);
 }
 
 function parseMonthDays(text: string): DayRule {
@@ -56,10 +63,10 @@ function parseMonthDays(text: string): DayRule {
     loneSpecial('dayOfMonth', text, upper.includes('W') ? 'W' : 'L');
   }
   if (text.includes('?')) {
-    throw expressionError('dayOfMonth', `day-of-month '${text}' mixes '?' with values: '?' must be the whole field`);
+    throw expressionError('dayOfMonth', `day-of-month '${text}' mixes '?' with values: use '?' alone, or values without '?'`);
   }
   if (text.includes('#')) {
-    throw expressionError('dayOfMonth', `day-of-month '${text}' uses '#', which only day-of-week allows (e.g. 2#1 = first Monday)`);
+    throw expressionError('dayOfMonth', `day-of-month '${text}' uses '#', which only day-of-week allows: put ? in day-of-month and use # in day-of-week (e.g. cron(0 9 ? * 2#1 *) = first Monday)`);
   }
   return { kind: 'monthDays', days: parseField(FIELDS.dayOfMonth, text) };
 }
@@ -75,7 +82,7 @@ function parseWeekdays(text: string): DayRule {
   if (upper.includes('#')) {
     const nth = /^([0-9A-Z]+)#(\d+)$/.exec(upper);
     if (nth?.[1] === undefined || nth[2] === undefined) {
-      throw expressionError('dayOfWeek', `day-of-week '${text}' is not a valid '#' expression: AWS allows one weekday#n in the field (e.g. 2#1 = first Monday; '3#1,6#3' is refused)`);
+      throw expressionError('dayOfWeek', `day-of-week '${text}' is not a valid '#' expression: AWS allows one weekday#n as the whole field, so use a single one such as 2#1 (first Monday) and a second schedule for another`);
     }
     const n = Number(nth[2]);
     if (n < 1 || n > 5) {
@@ -86,10 +93,10 @@ function parseWeekdays(text: string): DayRule {
   // Weekday names end in letters that are not L (SUN..SAT), so an L here is the special.
   if (/L(,|-|$)/.test(upper)) loneSpecial('dayOfWeek', text, 'L');
   if (upper.replace(/WED/g, '').includes('W')) {
-    throw expressionError('dayOfWeek', `day-of-week '${text}' uses 'W', which only day-of-month allows (e.g. 15W)`);
+    throw expressionError('dayOfWeek', `day-of-week '${text}' uses 'W', which only day-of-month allows: put ? in day-of-week and use W in day-of-month (e.g. cron(0 9 15W * ? *))`);
   }
   if (text.includes('?')) {
-    throw expressionError('dayOfWeek', `day-of-week '${text}' mixes '?' with values: '?' must be the whole field`);
+    throw expressionError('dayOfWeek', `day-of-week '${text}' mixes '?' with values: use '?' alone, or values without '?'`);
   }
   return { kind: 'weekdays', weekdays: parseField(def, text) };
 }

@@ -75,7 +75,7 @@ function parseRate(body: string): { value: number; unit: RateUnit; periodMs: num
   const parts = body.trim().split(/\s+/);
   const [valueText = '', unitText = ''] = parts;
   if (parts.length !== 2) {
-    throw expressionError('rate', `rate(${body}) must be a value and a unit, e.g. rate(5 minutes), rate(1 hour) or rate(7 days)`);
+    throw expressionError('rate', `rate(${body}) is not a value and a unit: write e.g. rate(5 minutes), rate(1 hour) or rate(7 days)`);
   }
   if (!/^\d+$/.test(valueText) || Number(valueText) < 1 || Number(valueText) > MAX_RATE_VALUE) {
     throw expressionError('rate', `rate value '${valueText}' is not valid: use a whole number from 1 to ${MAX_RATE_VALUE}, e.g. rate(5 minutes)`);
@@ -106,8 +106,11 @@ function parseAt(body: string): number {
   if (year < MIN_YEAR || year > MAX_YEAR) {
     throw expressionError('at', `at(${body}): year ${year} is out of range: use ${MIN_YEAR}-${MAX_YEAR}`);
   }
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) {
-    throw expressionError('at', `at(${body}) is not a calendar date: check the month (01-12) and the day (this month has ${month >= 1 && month <= 12 ? daysInMonth(year, month) : 'at most 31'} days)`);
+  if (month < 1 || month > 12) {
+    throw expressionError('at', `at(${body}) is not a calendar date: use a month from 01 to 12, ${example}`);
+  }
+  if (day < 1 || day > daysInMonth(year, month)) {
+    throw expressionError('at', `at(${body}) is not a calendar date: use a day from 01 to ${daysInMonth(year, month)}, the days of that month`);
   }
   if (hour > 23 || minute > 59 || second > 59) {
     throw expressionError('at', `at(${body}) is not a time of day: use hh 00-23, mm 00-59, ss 00-59, ${example}`);

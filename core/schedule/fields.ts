@@ -46,7 +46,7 @@ export function parseValue(def: FieldDef, token: string, whole: string): number 
   if (/^\d{1,4}$/.test(token)) {
     const value = Number(token);
     if (value < def.min || value > def.max) {
-      throw expressionError(def.name, `${def.label} value ${quote(token, whole)} is out of range: the ${def.label} field takes ${rangeText(def)}`);
+      throw expressionError(def.name, `${def.label} value ${quote(token, whole)} is out of range: use a value in ${rangeText(def)}, the range of the ${def.label} field`);
     }
     return value;
   }
