@@ -38,7 +38,8 @@ function quote(token: string, whole: string): string {
 
 function rangeText(def: FieldDef): string {
   const names = def.names ? ` or ${def.names[0]}-${def.names[def.names.length - 1]}` : '';
-  return `${def.min}-${def.max}${names}`;
+  const first = def.name === 'dayOfWeek' ? ' (1 = SUN)' : '';
+  return `${def.min}-${def.max}${first}${names}`;
 }
 
 /** One value of a field: digits or (where the field has names) a name, case-insensitive. */

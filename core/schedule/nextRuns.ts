@@ -6,8 +6,14 @@ import { firstInstant, wallTime } from './zone.js';
 /** Most occurrences one call computes (the API previews 5, a dry run up to 100). */
 export const MAX_RUNS_PER_CALL = 1000;
 
-/** No occurrence is at or after this instant: the year field and `at()` stop at 2199. */
-export const END_OF_TIME = Date.UTC(MAX_YEAR + 1, 0, 1);
+/**
+ * No occurrence is at or after this instant: the year field and `at()` stop at the end of 2199 on
+ * the local clock, which is 2200-01-01T12:00Z at the latest (UTC-12). `rate()` stops there too.
+ */
+export const END_OF_TIME = Date.UTC(MAX_YEAR + 1, 0, 1, 12);
+
+/** Wall-clock searches start no earlier than this: the year field starts in 1970 (local). */
+const START_OF_TIME = Date.UTC(1969, 11, 31);
 
 /** The widest UTC offset in use (+14:00): a wall time is never shown later than this after it. */
 const MAX_OFFSET_MS = 14 * 3_600_000;
@@ -86,7 +92,7 @@ function cronRuns(schedule: Extract<Schedule, { kind: 'cron' }>, from: number, u
   const runs: number[] = [];
   // Walk wall-clock minutes from the one showing at `from`. A wall time repeated by a fall back
   // maps to its first instance, which may precede `from`: such minutes are passed over.
-  let wall: number | null = Math.floor(wallTime(zone, from) / 60_000) * 60_000;
+  let wall: number | null = Math.floor(wallTime(zone, Math.max(from, START_OF_TIME)) / 60_000) * 60_000;
   while (runs.length < count) {
     wall = nextCronWall(schedule.cron, wall);
     if (wall === null || wall - MAX_OFFSET_MS >= until) break;

@@ -118,8 +118,16 @@ describe('the year field and expressions that stop', () => {
     expect(runs('cron(0 0 30 2 ? *)', 'Pacific/Chatham', SAT_5_SEP_2026, 100)).toEqual([]);
   });
 
-  it('the last possible occurrence is in 2199', () => {
+  it('the last possible occurrence is in 2199 on the local clock', () => {
     expect(runs('cron(59 23 31 12 ? *)', undefined, '2199-01-01T00:00:00Z', 3)).toEqual([z('2199-12-31T23:59:00')]);
+    expect(runs('cron(0 20 31 12 ? 2199)', 'America/New_York', '2199-01-01T00:00:00Z', 3)).toEqual([z('2200-01-01T01:00:00')]);
+    expect(runs('at(2199-12-31T23:59:59)', 'Etc/GMT+12', '2199-01-01T00:00:00Z', 3)).toEqual([z('2200-01-01T11:59:59')]);
+  });
+
+  it('the first possible occurrence is in 1970, whenever the search starts', () => {
+    const first = (zone: string): string[] => runs('cron(0 0 1 1 ? *)', zone, '-271821-04-20T00:00:00Z', 1);
+    expect(first('Asia/Tokyo')).toEqual([z('1969-12-31T15:00:00')]);
+    expect(first('Pacific/Kiritimati')).toEqual([z('1970-01-01T10:40:00')]); // -10:40 until 1979
   });
 });
 

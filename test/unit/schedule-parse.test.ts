@@ -26,7 +26,7 @@ const INVALID_EXPRESSIONS: ReadonlyArray<readonly [string, SchedulePart, RegExp?
   ['cron(0 0 32 * ? *)', 'dayOfMonth', /1-31/],
   ['cron(0 0 0 * ? *)', 'dayOfMonth', /1-31/],
   ['cron(0 0 * 13 ? *)', 'month', /1-12 or JAN-DEC/],
-  ['cron(0 0 ? * 8 *)', 'dayOfWeek', /1-7 or SUN-SAT/],
+  ['cron(0 0 ? * 8 *)', 'dayOfWeek', /1-7 \(1 = SUN\) or SUN-SAT/],
   ['cron(0 0 ? * 0 *)', 'dayOfWeek', /1-7/],
   ['cron(0 0 * * ? 1969)', 'year', /1970-2199/],
   ['cron(0 0 * * ? 2200)', 'year', /1970-2199/],
