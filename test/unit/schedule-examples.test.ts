@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextRuns, parseSchedule, type NextRunsOptions } from '../../core/schedule/index.js';
+import { instantsOf, nextRuns, offsetAt, parseSchedule, type NextRunsOptions } from '../../core/schedule/index.js';
 
 // Worked examples with next runs computed by hand (calendars: 1 Sep 2026 is a Tuesday, 1 Jan 2027
 // a Friday). The first block is the example table of the AWS cron reference
@@ -174,6 +174,31 @@ describe('time zones and DST (2026 transitions)', () => {
 
   it('the day of week is the local one: Monday 00:30 in Tokyo is Sunday in UTC', () => {
     expect(runs('cron(30 0 ? * MON *)', 'Asia/Tokyo', SAT_5_SEP_2026, 1)).toEqual([z('2026-09-06T15:30:00')]);
+  });
+});
+
+describe('zone conversion', () => {
+  const H = 3_600_000;
+  const M = 60_000;
+
+  it('offsets that are not whole hours, both DST seasons', () => {
+    expect(offsetAt('Asia/Kolkata', Date.UTC(2026, 0, 1))).toBe(5 * H + 30 * M);
+    expect(offsetAt('Asia/Kathmandu', Date.UTC(2026, 0, 1))).toBe(5 * H + 45 * M);
+    expect(offsetAt('Pacific/Chatham', Date.UTC(2026, 0, 1))).toBe(13 * H + 45 * M);
+    expect(offsetAt('Pacific/Chatham', Date.UTC(2026, 6, 1))).toBe(12 * H + 45 * M);
+    expect(offsetAt('Australia/Lord_Howe', Date.UTC(2026, 0, 1))).toBe(11 * H);
+    expect(offsetAt('Australia/Lord_Howe', Date.UTC(2026, 6, 1))).toBe(10 * H + 30 * M);
+    expect(offsetAt('America/Santiago', Date.UTC(2026, 0, 1))).toBe(-3 * H);
+    expect(offsetAt('America/Santiago', Date.UTC(2026, 6, 1))).toBe(-4 * H);
+  });
+
+  it('a wall time has two instants in an overlap, none in a gap, one otherwise', () => {
+    const iso = (wall: number, zone: string): string[] => instantsOf(zone, wall).map((t) => new Date(t).toISOString());
+    expect(iso(Date.UTC(2026, 10, 1, 1, 30), 'America/New_York')).toEqual([z('2026-11-01T05:30:00'), z('2026-11-01T06:30:00')]);
+    expect(iso(Date.UTC(2026, 2, 8, 2, 30), 'America/New_York')).toEqual([]);
+    expect(iso(Date.UTC(2026, 3, 5, 1, 45), 'Australia/Lord_Howe')).toEqual([z('2026-04-04T14:45:00'), z('2026-04-04T15:15:00')]);
+    expect(iso(Date.UTC(2026, 8, 6, 0, 30), 'America/Santiago')).toEqual([]);
+    expect(iso(Date.UTC(2026, 8, 6, 1, 0), 'America/Santiago')).toEqual([z('2026-09-06T04:00:00')]);
   });
 });
 
