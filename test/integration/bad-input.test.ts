@@ -506,10 +506,12 @@ describe('a batch mixing valid and invalid jobs', () => {
     expectError(await send(h, 'cancel', 'demo', { jobId: withPart(queued[0]!, 4, () => 't') }), { status: 400, code: BAD_ID, message: /job ?id/i });
 
     // Exactly the valid jobs were written: the table jobs wait in the inbound queue (no ingest
-    // runs here), the direct ones in the tenant queue; the table holds only the tenant registry.
+    // runs here), the direct ones in the tenant queue; the table holds the tenant registry and
+    // the idempotency record of jobs[7], the one job with a key.
     const table = await scanAll(em, sys.tableName);
-    expect(table).toHaveLength(1);
-    expect(table[0]!.queueUrl?.S).toBe(sys.tenants.demo!.url);
+    expect(table.map((i) => i.pk?.S?.replace(/^idem#.+$/, 'idem#')).sort()).toEqual(['idem#', 'tenant#demo']);
+    expect(table.find((i) => i.pk?.S === 'tenant#demo')!.queueUrl?.S).toBe(sys.tenants.demo!.url);
+    expect(table.find((i) => i.pk?.S?.startsWith('idem#'))!.jobId?.S).toBe(accepted.find((a) => a.index === 7)!.jobId);
     // One batch request: its table-path jobs share one inbound message.
     expect(total(await queueCounts(em, sys.inboundUrl))).toBe(1);
     expect(total(await queueCounts(em, sys.tenants.demo!.url))).toBe(queued.length);

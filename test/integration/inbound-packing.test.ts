@@ -64,7 +64,7 @@ describe('inbound packing', () => {
       sendBatch: async (orig, url, messages) =>
         url === sys.inboundUrl ? messages.map((m) => ({ id: m.id, retryable: true, message: 'ServiceUnavailable (injected)' })) : orig(url, messages),
     });
-    const submitter = new Submitter({ ...sys.w.ingest, tenants: sys.w.dispatch.tenants, sender, inboundQueueUrl: sys.inboundUrl });
+    const submitter = new Submitter({ ...sys.w.submitter.deps, sender, send: { backoff: { baseMs: 1, capMs: 5 } } });
     const now = Date.now();
     const jobs = [
       { payload: 1, delaySeconds: 600 },
