@@ -57,5 +57,6 @@ export interface IdempotencyStore {
  * record's address. SHA-256, base64url.
  */
 export function fingerprint(job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText'>): string {
-  return createHash('sha256').update(`dynein-idem-v1\n${job.schedule}\n${job.cancellable ? 'c' : 'n'}\n`).update(job.payloadText, 'utf8').digest('base64url');
+  // Length-prefixed schedule, one-character flag, then the payload: no two requests share a preimage.
+  return createHash('sha256').update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}\n`).update(job.payloadText, 'utf8').digest('base64url');
 }
