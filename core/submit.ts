@@ -58,7 +58,7 @@ export function place(job: Pick<JobRequest, 'dueMs' | 'cancellable'>, nowMs: num
 }
 
 /** Idempotency records written at once by one request. */
-const CLAIM_CONCURRENCY = 16;
+const CLAIM_CONCURRENCY = 32;
 
 /** One job on its way: a new one, or the job an idempotency record names. */
 interface Planned {

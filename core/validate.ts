@@ -61,7 +61,7 @@ export function assertNoDuplicateFields(obj: object, where: string): void {
  * @throws ValidationError, PayloadTooLargeError
  */
 export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: number, source?: string): JobRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || body instanceof RawJson) {
     throw new ValidationError('a job must be a JSON object like {"payload": ..., "runAt": "2030-01-01T00:00:00Z"}');
   }
   const job = body as Record<string, unknown>;

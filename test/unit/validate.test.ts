@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolveSettings } from '../../core/config.js';
 import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
-import { JOB_PAYLOAD, MAX_PAYLOAD_DEPTH, parseJsonBody, parseRunAt, validateJob } from '../../core/validate.js';
+import { BATCH_PAYLOADS, JOB_PAYLOAD, MAX_PAYLOAD_DEPTH, parseJsonBody, parseRunAt, validateJob } from '../../core/validate.js';
 
 const settings = resolveSettings();
 /** A fixed "now" (the clock is injected): 2030-01-01T00:00:00Z. */
@@ -423,5 +423,16 @@ describe('validateJob on a request body as parsed (payload kept as raw text)', (
   it('refuses an idempotency key holding an unpaired surrogate (it has no UTF-8 form)', () => {
     expectValidationError(() => fromBody('{"delaySeconds":1,"idempotencyKey":"k\\ud800"}'), /idempotencyKey/);
     expect(fromBody('{"delaySeconds":1,"idempotencyKey":"k\\ud83d\\ude00"}').idempotencyKey).toBe('k😀');
+  });
+});
+
+describe('a batch body as parsed', () => {
+  it('refuses a job nested too deep to be built as a job, not as an object with odd fields', () => {
+    const body = `{"jobs":[${'['.repeat(100)}${']'.repeat(100)}]}`;
+    const parsed = parseJsonBody(body, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
+    expectValidationError(() => validateJob(parsed.jobs[0], settings, NOW, body), /a job must be a JSON object/);
+    const deepObject = `{"jobs":[${'{"a":'.repeat(100)}1${'}'.repeat(100)}]}`;
+    const parsedObject = parseJsonBody(deepObject, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
+    expectValidationError(() => validateJob(parsedObject.jobs[0], settings, NOW, deepObject), /unknown field 'a'/);
   });
 });
