@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isJson } from '../core/jsonText.js';
 import { DyneinClient, type JobRequest } from './client.js';
 import { UsageError, redrive, resolveTarget, type Target } from './cliTarget.js';
 import { DyneinApiError } from './errors.js';
@@ -118,17 +119,14 @@ const COMMANDS: Record<string, (c: Ctx) => Promise<number>> = {
   async schedule({ values, rest, target, tenant, io }) {
     noPositionals('schedule', rest);
     if ((values.at === undefined) === (values.in === undefined)) throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
-    let payload: unknown = null;
+    // The payload travels as the text given (payloadJson), byte for byte.
+    let payloadJson = 'null';
     if (values.payload !== undefined) {
-      const text = values.payload.startsWith('@') ? readText(values.payload.slice(1)) : values.payload;
-      try {
-        payload = JSON.parse(text);
-      } catch (err) {
-        throw new UsageError(`--payload is not JSON (${(err as Error).message}): quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
-      }
+      payloadJson = values.payload.startsWith('@') ? readText(values.payload.slice(1)) : values.payload;
+      if (!isJson(payloadJson)) throw new UsageError(`--payload is not JSON: quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
     }
     const job: JobRequest = {
-      payload,
+      payloadJson,
       ...(values.at !== undefined ? { runAt: values.at } : { delaySeconds: parseDuration(values.in!) }),
       ...(values['idempotency-key'] !== undefined ? { idempotencyKey: values['idempotency-key'] } : {}),
       ...(values['not-cancellable'] ? { cancellable: false } : {}),

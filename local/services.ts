@@ -14,6 +14,7 @@ import { startFauxqs } from 'fauxqs';
 import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
+import { alignFauxqsCharset } from './fauxqsCharset.js';
 import { INBOUND_QUEUE, localSettings, TABLE_NAME, tenantQueueName } from './settings.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -38,6 +39,8 @@ await new Promise<void>((resolve, reject) => {
   db.listen(Number(process.env.DYNEIN_DYNAMODB_PORT ?? 0), '127.0.0.1', () => resolve());
 });
 const sqsServer = await startFauxqs({ port: Number(process.env.DYNEIN_SQS_PORT ?? 0), host: '127.0.0.1', logger: false, defaultRegion: settings.region });
+// SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
+await alignFauxqsCharset();
 const dynamodbEndpoint = `http://127.0.0.1:${(db.address() as AddressInfo).port}`;
 const sqsEndpoint = `http://127.0.0.1:${sqsServer.port}`;
 const dynamo = new DynamoDBClient({ endpoint: dynamodbEndpoint, region: settings.region, credentials });
