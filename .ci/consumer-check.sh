@@ -25,6 +25,28 @@ fail() {
   exit 1
 }
 install() { npm install --prefer-offline --no-audit --no-fund "$@" >/dev/null; }
+# The npm packages the given examples import (but dynein-serverless itself and aws-cdk-lib and
+# constructs, installed explicitly), at the ranges the repository's package.json uses.
+example_deps() {
+  node -e '
+    const { readFileSync } = require("node:fs");
+    const { builtinModules } = require("node:module");
+    const pkg = require(process.argv[1] + "/package.json");
+    const known = { ...pkg.peerDependencies, ...pkg.devDependencies, ...pkg.dependencies };
+    const skip = new Set(["dynein-serverless", "aws-cdk-lib", "constructs", ...builtinModules]);
+    const names = new Set();
+    for (const f of process.argv.slice(2)) {
+      for (const [, spec] of readFileSync(f, "utf8").matchAll(/^(?:import|export)\s[^;]*?from\s+\x27([^\x27.][^\x27]*)\x27/gm)) {
+        const name = spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
+        if (!spec.startsWith("node:") && !skip.has(name)) names.add(name);
+      }
+    }
+    for (const n of [...names].sort()) {
+      if (!known[n]) { console.error(`examples import ${n}, which package.json does not list: add it to devDependencies`); process.exit(1); }
+      console.log(`${n}@${known[n]}`);
+    }
+  ' "$repo" "$@"
+}
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dynein-consumer.XXXXXX")
 local_pid=
@@ -98,7 +120,8 @@ install_cmd=$(sed -n 's/.*: \(npm install -D .*\)$/\1/p' <<<"$missing")
 [[ -n $install_cmd ]] || fail "dynein local without its peers should print the npm install -D command, got: $missing"
 
 step "client-only project: tsc (nodenext, strict, skipLibCheck false) on the client examples"
-install -D "$TYPESCRIPT" "$TYPES_NODE"
+deps=($(example_deps "$repo"/examples/client-*.ts))
+install -D "$TYPESCRIPT" "$TYPES_NODE" "${deps[@]}"
 cp "$repo"/examples/client-*.ts src/
 cat >tsconfig.json <<'EOF'
 {
@@ -134,11 +157,13 @@ local_pid=
 unset DYNEIN_DATA_DIR
 
 # (b) CDK ---------------------------------------------------------------------------------------
-step "CDK project: npm install the tarball, $CDK_LIB, $CONSTRUCTS, $TYPESCRIPT"
+step "CDK project: npm install the tarball, $CDK_LIB, $CONSTRUCTS, $TYPESCRIPT and what the examples import"
 cdk=$scratch/cdk
 mkdir -p "$cdk/src" && cd "$cdk"
 npm init -y >/dev/null && npm pkg set type=module
-install "$tarball" "$CDK_LIB" "$CONSTRUCTS" "$TYPESCRIPT" "$TYPES_NODE"
+deps=($(example_deps "$repo"/examples/*.ts))
+echo "the examples also import: ${deps[*]:-nothing else}"
+install "$tarball" "$CDK_LIB" "$CONSTRUCTS" "$TYPESCRIPT" "$TYPES_NODE" "${deps[@]}"
 cp "$repo"/examples/*.ts src/
 cat >tsconfig.json <<'EOF'
 {
