@@ -43,14 +43,18 @@ const QUEUES: Record<string, Flag> = {
   'dlq-url': { type: 'string', arg: '<url>', help: "the tenant's dead-letter queue (default from the local stack)" },
 };
 
+const VERSION: Record<string, Flag> = { version: { type: 'boolean', help: 'print the version of dynein-serverless' } };
+
 /** Every flag any command takes, for the first pass that finds the command. */
-const ALL_FLAGS = (): Record<string, Flag> => Object.assign({ version: { type: 'boolean', help: '' } }, HELP, ...Object.values(COMMANDS).map((c) => c.flags));
+const ALL_FLAGS = (): Record<string, Flag> => Object.assign({}, VERSION, HELP, ...Object.values(COMMANDS).map((c) => c.flags));
+
+/** The command of that name (own properties only: `dynein constructor` is an unknown command). */
+const commandOf = (name: string): Command | undefined => (Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined);
 
 const parseOptions = (flags: Readonly<Record<string, Flag>>) =>
   Object.fromEntries(Object.entries(flags).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
 
-function usageOf(name: string): string {
-  const c = COMMANDS[name]!;
+function usageOf(name: string, c: Command): string {
   const rows = Object.entries(c.flags).map(([flag, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${flag}${f.arg ? ` ${f.arg}` : ''}`, f.help] as const);
   const width = Math.max(...rows.map(([l]) => l.length));
   return [`Usage: dynein ${name} ${c.usage}`, '', c.summary ?? c.brief, '', 'Options:', ...rows.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`), ''].join('\n');
@@ -107,11 +111,12 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
     const [command, topic] = first.positionals;
     if (command === undefined || command === 'help') {
       if (topic !== undefined && command === 'help') {
-        if (!COMMANDS[topic]) throw unknownCommand(topic);
-        io.out(usageOf(topic));
+        const spec = commandOf(topic);
+        if (!spec) throw unknownCommand(topic);
+        io.out(usageOf(topic, spec));
         return 0;
       }
-      const { values } = parse(args, { ...HELP, version: { type: 'boolean', help: '' } }, true);
+      const { values } = parse(args, { ...HELP, ...VERSION }, true);
       if (values.version) {
         io.out(packageJson().version);
         return 0;
@@ -123,11 +128,11 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
       io.err(generalUsage());
       return 2;
     }
-    const spec = COMMANDS[command];
+    const spec = commandOf(command);
     if (!spec) throw unknownCommand(command);
     const { values, positionals } = parse(args, spec.flags, true, command);
     if (values.help) {
-      io.out(usageOf(command));
+      io.out(usageOf(command, spec));
       return 0;
     }
     const rest = positionals.slice(1);

@@ -61,6 +61,8 @@ describe('dynein --version and --help', () => {
     const cases: [string[], RegExp][] = [
       [['frobnicate'], /^dynein: unknown command 'frobnicate': one of schedule, .*local \(see `dynein --help`\)$/],
       [['help', 'frobnicate'], /unknown command 'frobnicate'/],
+      [['constructor'], /unknown command 'constructor'/],
+      [['help', 'toString'], /unknown command 'toString'/],
       [['--colour'], /^dynein: Unknown option '--colour' \(see `dynein --help`\)$/],
       [['get', '--tenant', 'demo', 'j1', '--at', 'now'], /^dynein: Unknown option '--at' \(see `dynein get --help`\)$/],
       [['local', '--tenant', 'demo'], /Unknown option '--tenant' \(see `dynein local --help`\)/],
