@@ -56,6 +56,12 @@ export function fillContext(input: string, c: { scheduleArn: string; occurrence:
     .replaceAll('<aws.scheduler.attempt-number>', String(c.attempt));
 }
 
+/** Server faults, throttling and network errors are retried; other client faults are not. */
+function retryable(err: Error): boolean {
+  const fault = (err as { $fault?: unknown }).$fault;
+  return fault !== 'client' || /throttl/i.test(err.name);
+}
+
 export class ScheduleClock {
   private timer: NodeJS.Timeout | undefined;
   /** Cached next occurrence per schedule key (null: none left). */
@@ -162,6 +168,11 @@ export class ScheduleClock {
         lastError = err as Error;
       }
       if (this.stopped) break;
+      // A request SQS refuses (missing queue, invalid body) fails the same way again: no retry.
+      if (!retryable(lastError)) {
+        exhausted = 'NonRetryableError';
+        break;
+      }
       if (attempt > MaximumRetryAttempts) break;
       if (clock.now() + delay - occurrence > MaximumEventAgeInSeconds * 1000) {
         exhausted = 'MaximumEventAgeExceeded';
