@@ -1,8 +1,17 @@
 #!/usr/bin/env node
-// The `dynein` CLI (client/cli.ts), run through tsx so that it works from a checkout without a build.
-import { register } from 'tsx/esm/api';
+// The `dynein` CLI. Installed from npm, it runs the built CLI (dist/client/cli.js) on plain node.
+// In a clone of the repository (client/cli.ts is there; the package does not ship it), it runs
+// the source through tsx, so it needs no build and never runs a stale one.
+import { existsSync } from 'node:fs';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-register();
-const { main } = await import('../client/cli.ts');
-process.exitCode = await main(process.argv.slice(2));
+const source = new URL('../client/cli.ts', import.meta.url);
+let cli;
+if (existsSync(source)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  cli = await import(source.href);
+} else {
+  cli = await import('../dist/client/cli.js');
+}
+process.exitCode = await cli.main(process.argv.slice(2));

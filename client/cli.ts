@@ -1,48 +1,84 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isJson } from '../core/jsonText.js';
 import { DyneinClient, type JobRequest } from './client.js';
-import { UsageError, redrive, resolveTarget, type Target } from './cliTarget.js';
+import { startLocal } from './cliLocal.js';
+import { UsageError, packageJson, redrive, resolveTarget, type Target } from './cliTarget.js';
 import { DyneinApiError } from './errors.js';
 import { Worker } from './worker.js';
 
-const USAGE = `Usage: dynein <command> --tenant <name> [options]
+/** One command-line flag: its parseArgs type and the line `--help` prints for it. */
+interface Flag {
+  readonly type: 'string' | 'boolean';
+  readonly short?: string;
+  /** The value's placeholder, e.g. `<name>` (string flags). */
+  readonly arg?: string;
+  readonly help: string;
+}
 
-Commands:
-  schedule --tenant T (--at <RFC 3339> | --in <30s|5m|2h|3d>) [--payload <JSON> | @file]
-           [--idempotency-key K] [--not-cancellable] [--json]    schedule a job, print its id
-  batch    --tenant T <file.jsonl>            schedule one job per line ({"payload", "runAt" | "delaySeconds"})
-  get      --tenant T <jobId> [--json]        print a job's state
-  cancel   --tenant T <jobId> [--json]        cancel a job
-  worker   --tenant T [--json] [--concurrency N] [--wait-time S]
-                                              print one line per delivery (and delete it) until SIGTERM
-  redrive  --tenant T                         move the tenant's DLQ messages back to its queue
+/** A command: its usage line, what it does, its flags, and its run function. */
+interface Command {
+  readonly usage: string;
+  /** One line in `dynein --help`. */
+  readonly brief: string;
+  /** The paragraph of `dynein <command> --help` (default: the brief). */
+  readonly summary?: string;
+  readonly flags: Readonly<Record<string, Flag>>;
+  /** Needs `--tenant` and talks to a scheduler (the local stack or `--endpoint`). */
+  readonly targeted: boolean;
+  readonly run: (c: Ctx) => Promise<number>;
+}
 
-Where:
-  (default)          the local stack: $DYNEIN_DATA_DIR/local.json (--data-dir, default .dynein)
-  --endpoint <url>   the API on AWS; credentials from the default chain (--profile), --region;
-                     worker and redrive also need --queue-url (and redrive --dlq-url)
-`;
+const HELP: Record<string, Flag> = { help: { type: 'boolean', short: 'h', help: "print this command's usage" } };
+const JSON_OUT: Record<string, Flag> = { json: { type: 'boolean', help: 'print the reply as one JSON line' } };
+const TENANT: Record<string, Flag> = { tenant: { type: 'string', short: 't', arg: '<name>', help: 'the tenant (required)' } };
+/** Where the scheduler is: the local stack (default) or the API on AWS. */
+const WHERE: Record<string, Flag> = {
+  'data-dir': { type: 'string', arg: '<dir>', help: "the local stack's data directory (default $DYNEIN_DATA_DIR, else .dynein)" },
+  endpoint: { type: 'string', arg: '<url>', help: 'the API on AWS instead of the local stack; credentials from the AWS default chain' },
+  profile: { type: 'string', arg: '<name>', help: 'with --endpoint: the AWS profile for credentials' },
+  region: { type: 'string', arg: '<region>', help: 'with --endpoint: the region (default $AWS_REGION, else from the URL)' },
+};
+const QUEUES: Record<string, Flag> = {
+  'queue-url': { type: 'string', arg: '<url>', help: "the tenant's queue (default from the local stack; required with --endpoint)" },
+  'dlq-url': { type: 'string', arg: '<url>', help: "the tenant's dead-letter queue (default from the local stack)" },
+};
 
-const OPTIONS = {
-  tenant: { type: 'string', short: 't' },
-  endpoint: { type: 'string' },
-  region: { type: 'string' },
-  profile: { type: 'string' },
-  'data-dir': { type: 'string' },
-  'queue-url': { type: 'string' },
-  'dlq-url': { type: 'string' },
-  at: { type: 'string' },
-  in: { type: 'string' },
-  payload: { type: 'string' },
-  'idempotency-key': { type: 'string' },
-  'not-cancellable': { type: 'boolean' },
-  concurrency: { type: 'string' },
-  'wait-time': { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
+const VERSION: Record<string, Flag> = { version: { type: 'boolean', help: 'print the version of dynein-serverless' } };
 
-type Values = ReturnType<typeof parse>['values'];
+/** Every flag any command takes, for the first pass that finds the command. */
+const ALL_FLAGS = (): Record<string, Flag> => Object.assign({}, VERSION, HELP, ...Object.values(COMMANDS).map((c) => c.flags));
+
+/** The command of that name (own properties only: `dynein constructor` is an unknown command). */
+const commandOf = (name: string): Command | undefined => (Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined);
+
+const parseOptions = (flags: Readonly<Record<string, Flag>>) =>
+  Object.fromEntries(Object.entries(flags).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
+
+function usageOf(name: string, c: Command): string {
+  const rows = Object.entries(c.flags).map(([flag, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${flag}${f.arg ? ` ${f.arg}` : ''}`, f.help] as const);
+  const width = Math.max(...rows.map(([l]) => l.length));
+  return [`Usage: dynein ${name} ${c.usage}`, '', c.summary ?? c.brief, '', 'Options:', ...rows.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`), ''].join('\n');
+}
+
+function generalUsage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
+  return [
+    'Usage: dynein <command> [options]',
+    '',
+    'Commands:',
+    ...Object.entries(COMMANDS).map(([n, c]) => `  ${n.padEnd(width)}  ${c.brief}`),
+    '',
+    'Every command but local talks to the local stack by default ($DYNEIN_DATA_DIR/local.json, or',
+    '--data-dir); --endpoint <url> talks to the API on AWS instead (--profile, --region).',
+    '',
+    "  dynein <command> --help   that command's usage and options",
+    '  dynein --version          the version of dynein-serverless',
+    '',
+  ].join('\n');
+}
+
+type Values = Record<string, string | boolean | undefined>;
 
 export interface Io {
   out(line: string): void;
@@ -57,43 +93,66 @@ const stdio: Io = {
   ...(process.stderr.isTTY ? { progress: (l: string) => process.stderr.write(`\r\x1b[2K${l}`) } : {}),
 };
 
-function parse(args: readonly string[]) {
+/** parseArgs, with its errors as one-line usage errors that say where the options are listed. */
+function parse(args: readonly string[], flags: Readonly<Record<string, Flag>>, strict: boolean, command?: string) {
   try {
-    return parseArgs({ args: [...args], options: OPTIONS, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args: [...args], options: parseOptions(flags), allowPositionals: true, strict });
+    return { values: values as Values, positionals };
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    const first = (err as Error).message.split(/\.\s/)[0]!.replace(/\.$/, '');
+    throw new UsageError(`${first} (see \`dynein ${command ? `${command} ` : ''}--help\`)`);
   }
 }
 
 /** Runs the CLI; resolves with the process exit code (0 ok, 1 failed, 2 usage). */
 export async function main(args: readonly string[], io: Io = stdio): Promise<number> {
   try {
-    const { values, positionals } = parse(args);
-    const [command, ...rest] = positionals;
-    if (values.help || command === 'help') {
-      io.out(USAGE);
-      return 0;
-    }
-    if (command === undefined) {
-      io.err(USAGE);
+    // First pass: find the command (flags may come before it). Second: that command's own flags, strictly.
+    const first = parse(args, ALL_FLAGS(), false);
+    const [command, topic] = first.positionals;
+    if (command === undefined || command === 'help') {
+      if (topic !== undefined && command === 'help') {
+        const spec = commandOf(topic);
+        if (!spec) throw unknownCommand(topic);
+        io.out(usageOf(topic, spec));
+        return 0;
+      }
+      const { values } = parse(args, { ...HELP, ...VERSION }, true);
+      if (values.version) {
+        io.out(packageJson().version);
+        return 0;
+      }
+      if (values.help || command === 'help') {
+        io.out(generalUsage());
+        return 0;
+      }
+      io.err(generalUsage());
       return 2;
     }
-    const run = COMMANDS[command];
-    if (!run) throw new UsageError(`unknown command '${command}': one of ${Object.keys(COMMANDS).join(', ')}`);
-    if (!values.tenant) throw new UsageError(`${command} needs --tenant <name>`);
+    const spec = commandOf(command);
+    if (!spec) throw unknownCommand(command);
+    const { values, positionals } = parse(args, spec.flags, true, command);
+    if (values.help) {
+      io.out(usageOf(command, spec));
+      return 0;
+    }
+    const rest = positionals.slice(1);
+    const str = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
+    const tenant = str('tenant');
+    if (spec.targeted && !tenant) throw new UsageError(`${command} needs --tenant <name>`);
     let resolved: Target | undefined;
     const target = () =>
       (resolved ??= resolveTarget({
-        tenant: values.tenant!,
-        endpoint: values.endpoint,
-        region: values.region,
-        profile: values.profile,
-        dataDir: values['data-dir'],
-        queueUrl: values['queue-url'],
-        dlqUrl: values['dlq-url'],
+        tenant: tenant ?? '',
+        endpoint: str('endpoint'),
+        region: str('region'),
+        profile: str('profile'),
+        dataDir: str('data-dir'),
+        queueUrl: str('queue-url'),
+        dlqUrl: str('dlq-url'),
       }));
     try {
-      return await run({ values, rest, target, tenant: values.tenant, io });
+      return await spec.run({ values, str, rest, target, tenant: tenant ?? '', io });
     } finally {
       resolved?.close();
     }
@@ -103,8 +162,12 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
   }
 }
 
+const unknownCommand = (name: string) => new UsageError(`unknown command '${name}': one of ${Object.keys(COMMANDS).join(', ')} (see \`dynein --help\`)`);
+
 interface Ctx {
   readonly values: Values;
+  /** A string flag's value (undefined when absent). */
+  readonly str: (name: string) => string | undefined;
   readonly rest: readonly string[];
   /** Where to talk to, resolved on first use (after the command line was checked). */
   readonly target: () => Target;
@@ -114,107 +177,188 @@ interface Ctx {
 
 const client = (t: Target) => new DyneinClient({ endpoint: t.endpoint, region: t.region, credentials: t.credentials });
 
-const COMMANDS: Record<string, (c: Ctx) => Promise<number>> = {
-  async schedule({ values, rest, target, tenant, io }) {
-    noPositionals('schedule', rest);
-    if ((values.at === undefined) === (values.in === undefined)) throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
-    let payload: unknown = null;
-    if (values.payload !== undefined) {
-      const text = values.payload.startsWith('@') ? readText(values.payload.slice(1)) : values.payload;
-      try {
-        payload = JSON.parse(text);
-      } catch (err) {
-        throw new UsageError(`--payload is not JSON (${(err as Error).message}): quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
+const COMMANDS: Record<string, Command> = {
+  schedule: {
+    brief: 'schedule a job, print its id',
+    usage: '--tenant <name> (--at <time> | --in <duration>) [--payload <JSON> | @file] [options]',
+    summary: 'Schedule a job; print its id.',
+    targeted: true,
+    flags: {
+      ...TENANT,
+      at: { type: 'string', arg: '<time>', help: 'when, as an RFC 3339 time: 2030-01-31T09:00:00Z' },
+      in: { type: 'string', arg: '<duration>', help: 'or in how long: 30s, 5m, 2h, 3d, 1h30m' },
+      payload: { type: 'string', arg: '<JSON>', help: "the payload (default null); @file.json reads it from a file" },
+      'idempotency-key': { type: 'string', arg: '<key>', help: 'a retry with the same key and time stores one job' },
+      'not-cancellable': { type: 'boolean', help: 'may go straight to the queue when due within 900 s' },
+      ...JSON_OUT,
+      ...WHERE,
+      ...HELP,
+    },
+    async run({ values, str, rest, target, tenant, io }) {
+      noPositionals('schedule', rest);
+      const [at, inText, payloadText, key] = [str('at'), str('in'), str('payload'), str('idempotency-key')];
+      if ((at === undefined) === (inText === undefined)) throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
+      // The payload travels as the text given (payloadJson), byte for byte.
+      let payloadJson = 'null';
+      if (payloadText !== undefined) {
+        payloadJson = payloadText.startsWith('@') ? readText(payloadText.slice(1)) : payloadText;
+        if (!isJson(payloadJson)) throw new UsageError(`--payload is not JSON: quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
       }
-    }
-    const job: JobRequest = {
-      payload,
-      ...(values.at !== undefined ? { runAt: values.at } : { delaySeconds: parseDuration(values.in!) }),
-      ...(values['idempotency-key'] !== undefined ? { idempotencyKey: values['idempotency-key'] } : {}),
-      ...(values['not-cancellable'] ? { cancellable: false } : {}),
-    };
-    const reply = await client(target()).schedule(tenant, job);
-    io.out(values.json ? JSON.stringify(reply) : reply.jobId);
-    return 0;
+      const job: JobRequest = {
+        payloadJson,
+        ...(at !== undefined ? { runAt: at } : { delaySeconds: parseDuration(inText ?? '') }),
+        ...(key !== undefined ? { idempotencyKey: key } : {}),
+        ...(values['not-cancellable'] ? { cancellable: false } : {}),
+      };
+      const reply = await client(target()).schedule(tenant, job);
+      io.out(values.json ? JSON.stringify(reply) : reply.jobId);
+      return 0;
+    },
   },
 
-  async batch({ values, rest, target, tenant, io }) {
-    if (rest.length !== 1) throw new UsageError('batch needs one file: dynein batch --tenant T <file.jsonl>');
-    const jobs = readJsonl(rest[0]!);
-    const draw = (done: number) => {
-      const width = 30;
-      const filled = Math.round((done / jobs.length) * width);
-      io.progress?.(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${jobs.length} jobs`);
-    };
-    draw(0);
-    const results = await client(target()).scheduleBatch(tenant, jobs.map((j) => j.job), { onProgress: draw });
-    if (io.progress) io.err('');
-    const failed = results.flatMap((r, i) => (r.ok ? [] : [{ line: jobs[i]!.line, error: r.error }]));
-    if (values.json) for (const r of results) io.out(JSON.stringify(r.ok ? r.job : { error: { code: r.error.code, message: r.error.message } }));
-    for (const f of failed) io.err(`line ${f.line}: ${f.error.code}: ${f.error.message}`);
-    const summary = `scheduled ${results.length - failed.length} of ${results.length} jobs${failed.length ? `, ${failed.length} failed` : ''}`;
-    (values.json ? io.err : io.out)(summary);
-    return failed.length > 0 ? 1 : 0;
+  batch: {
+    brief: 'schedule one job per line of a JSON Lines file',
+    usage: '--tenant <name> <file.jsonl> [options]',
+    summary: 'Schedule one job per line of a JSON Lines file ({"payload": ..., "runAt" | "delaySeconds": ...});\nprint a summary (a progress bar on a terminal). Exit 1 if any job failed.',
+    targeted: true,
+    flags: { ...TENANT, json: { type: 'boolean', help: 'print one JSON line per job (its reply or its error)' }, ...WHERE, ...HELP },
+    async run({ values, rest, target, tenant, io }) {
+      if (rest.length !== 1) throw new UsageError('batch needs one file: dynein batch --tenant T <file.jsonl>');
+      const jobs = readJsonl(rest[0]!);
+      const draw = (done: number) => {
+        const width = 30;
+        const filled = Math.round((done / jobs.length) * width);
+        io.progress?.(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${jobs.length} jobs`);
+      };
+      draw(0);
+      const results = await client(target()).scheduleBatch(tenant, jobs.map((j) => j.job), { onProgress: draw });
+      if (io.progress) io.err('');
+      const failed = results.flatMap((r, i) => (r.ok ? [] : [{ line: jobs[i]!.line, error: r.error }]));
+      if (values.json) for (const r of results) io.out(JSON.stringify(r.ok ? r.job : { error: { code: r.error.code, message: r.error.message } }));
+      for (const f of failed) io.err(`line ${f.line}: ${f.error.code}: ${f.error.message}`);
+      const summary = `scheduled ${results.length - failed.length} of ${results.length} jobs${failed.length ? `, ${failed.length} failed` : ''}`;
+      (values.json ? io.err : io.out)(summary);
+      return failed.length > 0 ? 1 : 0;
+    },
   },
 
-  async get({ values, rest, target, tenant, io }) {
-    const jobId = jobIdOf('get', rest);
-    const reply = await client(target()).get(tenant, jobId);
-    io.out(values.json ? JSON.stringify(reply) : `${reply.state}  runAt ${reply.runAt}  ${reply.jobId}`);
-    return 0;
+  get: {
+    brief: "print a job's state",
+    usage: '--tenant <name> <jobId> [options]',
+    summary: "Print a job's state and due time.",
+    targeted: true,
+    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    async run({ values, rest, target, tenant, io }) {
+      const jobId = jobIdOf('get', rest);
+      const reply = await client(target()).get(tenant, jobId);
+      io.out(values.json ? JSON.stringify(reply) : `${reply.state}  runAt ${reply.runAt}  ${reply.jobId}`);
+      return 0;
+    },
   },
 
-  async cancel({ values, rest, target, tenant, io }) {
-    const jobId = jobIdOf('cancel', rest);
-    const reply = await client(target()).cancel(tenant, jobId);
-    io.out(values.json ? JSON.stringify(reply) : `${reply.state}  ${reply.jobId}`);
-    return 0;
+  cancel: {
+    brief: 'cancel a job',
+    usage: '--tenant <name> <jobId> [options]',
+    summary: 'Cancel a job (exit 1 with AlreadyQueued or NotCancellable when it is too late).',
+    targeted: true,
+    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    async run({ values, rest, target, tenant, io }) {
+      const jobId = jobIdOf('cancel', rest);
+      const reply = await client(target()).cancel(tenant, jobId);
+      io.out(values.json ? JSON.stringify(reply) : `${reply.state}  ${reply.jobId}`);
+      return 0;
+    },
   },
 
-  async worker({ values, rest, target: resolve, io }) {
-    noPositionals('worker', rest);
-    const concurrency = values.concurrency === undefined ? 10 : Number(values.concurrency);
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number ≥ 1, got '${values.concurrency}'`);
-    const waitTimeSeconds = values['wait-time'] === undefined ? 20 : Number(values['wait-time']);
-    if (!Number.isInteger(waitTimeSeconds) || waitTimeSeconds < 0 || waitTimeSeconds > 20) throw new UsageError(`--wait-time must be a whole number of seconds from 0 to 20, got '${values['wait-time']}'`);
-    const target = resolve();
-    if (!target.queueUrl) throw new UsageError('worker needs --queue-url with --endpoint (the tenant queue)');
-    const worker = new Worker({
-      queueUrl: target.queueUrl,
-      sqs: target.sqs(),
-      concurrency,
-      waitTimeSeconds,
-      ...(target.dlqUrl ? { deadLetterQueueUrl: target.dlqUrl } : {}),
-      handler: (job, ctx) => {
-        const receivedAt = new Date(ctx.receivedAt).toISOString();
-        if (values.json) {
-          io.out(JSON.stringify({ jobId: job.jobId, tenant: job.tenant, runAt: job.runAt, receivedAt, latenessMs: ctx.latenessMs, receiveCount: ctx.receiveCount, payload: job.payload }));
-        } else {
-          io.out(`${receivedAt}  ${job.jobId}  runAt ${job.runAt}  late ${ctx.latenessMs} ms  receive #${ctx.receiveCount}  ${JSON.stringify(job.payload)}`);
-        }
-      },
-      onEvent: (e) => {
-        if (e.type === 'error') io.err(`dynein worker: ${e.operation}: ${oneLine(e.error)}`);
-        if (e.type === 'dead') io.err(`dynein worker: message ${e.messageId} is not a Dynein job (${oneLine(e.error)}): moved to the DLQ`);
-      },
-    });
-    if (!values.json) io.err(`dynein worker: consuming ${target.queueUrl} (Ctrl-C stops)`);
-    const stopping = () => !values.json && io.err(`dynein worker: stopping after the receive under way (up to ${waitTimeSeconds} s) and ${worker.active} running job(s); Ctrl-C again quits at once`);
-    process.once('SIGINT', stopping);
-    process.once('SIGTERM', stopping);
-    await worker.run();
-    process.off('SIGINT', stopping);
-    process.off('SIGTERM', stopping);
-    return 0;
+  worker: {
+    brief: "consume the tenant's queue, one line per delivery",
+    usage: '--tenant <name> [options]',
+    summary: "Consume the tenant's queue: print one line per delivery and delete it, until Ctrl-C or SIGTERM.",
+    targeted: true,
+    flags: {
+      ...TENANT,
+      concurrency: { type: 'string', arg: '<n>', help: 'jobs handled at once (default 10)' },
+      'wait-time': { type: 'string', arg: '<seconds>', help: 'long-poll wait, 0 to 20 (default 20)' },
+      json: { type: 'boolean', help: 'one JSON line per delivery, with latenessMs and receiveCount' },
+      ...QUEUES,
+      ...WHERE,
+      ...HELP,
+    },
+    async run({ values, str, rest, target: resolve, io }) {
+      noPositionals('worker', rest);
+      const concurrency = str('concurrency') === undefined ? 10 : Number(str('concurrency'));
+      if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number ≥ 1, got '${str('concurrency')}'`);
+      const waitTimeSeconds = str('wait-time') === undefined ? 20 : Number(str('wait-time'));
+      if (!Number.isInteger(waitTimeSeconds) || waitTimeSeconds < 0 || waitTimeSeconds > 20) throw new UsageError(`--wait-time must be a whole number of seconds from 0 to 20, got '${str('wait-time')}'`);
+      const target = resolve();
+      if (!target.queueUrl) throw new UsageError('worker needs --queue-url with --endpoint (the tenant queue)');
+      const worker = new Worker({
+        queueUrl: target.queueUrl,
+        sqs: target.sqs(),
+        concurrency,
+        waitTimeSeconds,
+        ...(target.dlqUrl ? { deadLetterQueueUrl: target.dlqUrl } : {}),
+        handler: (job, ctx) => {
+          const receivedAt = new Date(ctx.receivedAt).toISOString();
+          if (values.json) {
+            io.out(JSON.stringify({ jobId: job.jobId, tenant: job.tenant, runAt: job.runAt, receivedAt, latenessMs: ctx.latenessMs, receiveCount: ctx.receiveCount, payload: job.payload }));
+          } else {
+            io.out(`${receivedAt}  ${job.jobId}  runAt ${job.runAt}  late ${ctx.latenessMs} ms  receive #${ctx.receiveCount}  ${JSON.stringify(job.payload)}`);
+          }
+        },
+        onEvent: (e) => {
+          if (e.type === 'error') io.err(`dynein worker: ${e.operation}: ${oneLine(e.error)}`);
+          if (e.type === 'dead') io.err(`dynein worker: message ${e.messageId} is not a Dynein job (${oneLine(e.error)}): moved to the DLQ`);
+        },
+      });
+      if (!values.json) io.err(`dynein worker: consuming ${target.queueUrl} (Ctrl-C stops)`);
+      const stopping = () => !values.json && io.err(`dynein worker: stopping after the receive under way (up to ${waitTimeSeconds} s) and ${worker.active} running job(s); Ctrl-C again quits at once`);
+      process.once('SIGINT', stopping);
+      process.once('SIGTERM', stopping);
+      await worker.run();
+      process.off('SIGINT', stopping);
+      process.off('SIGTERM', stopping);
+      return 0;
+    },
   },
 
-  async redrive({ rest, target: resolve, io }) {
-    noPositionals('redrive', rest);
-    const target = resolve();
-    if (!target.queueUrl || !target.dlqUrl) throw new UsageError('redrive needs --queue-url and --dlq-url with --endpoint');
-    const { moved, method } = await redrive(target.sqs(), target.queueUrl, target.dlqUrl, io.err);
-    io.out(`moved ${moved} message${moved === 1 ? '' : 's'} from the DLQ back to the queue${method === 'copy' ? ' (receive, send, delete: this SQS has no StartMessageMoveTask)' : ''}`);
-    return 0;
+  redrive: {
+    brief: "move the tenant's DLQ messages back to its queue",
+    usage: '--tenant <name> [options]',
+    summary: "Move the tenant's dead-letter queue messages back to its queue (StartMessageMoveTask where SQS has it).",
+    targeted: true,
+    flags: { ...TENANT, ...QUEUES, ...WHERE, ...HELP },
+    async run({ rest, target: resolve, io }) {
+      noPositionals('redrive', rest);
+      const target = resolve();
+      if (!target.queueUrl || !target.dlqUrl) throw new UsageError('redrive needs --queue-url and --dlq-url with --endpoint');
+      const { moved, method } = await redrive(target.sqs(), target.queueUrl, target.dlqUrl, io.err);
+      io.out(`moved ${moved} message${moved === 1 ? '' : 's'} from the DLQ back to the queue${method === 'copy' ? ' (receive, send, delete: this SQS has no StartMessageMoveTask)' : ''}`);
+      return 0;
+    },
+  },
+
+  local: {
+    brief: 'start the local stack (API, DynamoDB, SQS, tick, dashboard)',
+    usage: '[--port <n>] [--tenants <a,b>] [--data-dir <dir>]',
+    summary:
+      'Start the local stack (API, DynamoDB, SQS, tick, dashboard) until Ctrl-C; the same as `npm start` in a clone.\n' +
+      'It writes <data dir>/local.json, which the other commands read. From an installed package it needs\n' +
+      'dynalite, fauxqs, aws-local-stepfunctions, @aws-sdk/client-dynamodb and @aws-sdk/client-secrets-manager\n' +
+      '(`npm install -D ...`: it prints the exact command when one is missing). Other settings come from the\n' +
+      'environment: DYNEIN_LOOKAHEAD_MS, DYNEIN_LEASE_MS, DYNEIN_TICK_RUN_MS, DYNEIN_TICK_EVERY_MS, AWS_REGION.',
+    targeted: false,
+    flags: {
+      port: { type: 'string', arg: '<n>', help: 'the API port (default $DYNEIN_PORT, else 8080)' },
+      tenants: { type: 'string', arg: '<a,b>', help: 'the tenants, comma-separated (default $DYNEIN_TENANTS, else demo)' },
+      'data-dir': { type: 'string', arg: '<dir>', help: 'where local.json, keys and DynamoDB data live (default $DYNEIN_DATA_DIR, else .dynein)' },
+      ...HELP,
+    },
+    async run({ str, rest }) {
+      noPositionals('local', rest);
+      await startLocal({ port: str('port'), tenants: str('tenants'), dataDir: str('data-dir') });
+      return 0;
+    },
   },
 };
 

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
@@ -77,15 +78,15 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
   }
   const dir = resolve(o.dataDir ?? env.DYNEIN_DATA_DIR ?? '.dynein');
   const file = join(dir, 'local.json');
-  if (!existsSync(file)) throw new Error(`no local stack running (${file} not found): start it with \`npm start\`, or pass --endpoint for AWS`);
+  if (!existsSync(file)) throw new Error(`no local stack running (${file} not found): start it with \`npx dynein local\` (\`npm start\` in a clone), or pass --endpoint for AWS`);
   let local: LocalJson;
   try {
     local = JSON.parse(readFileSync(file, 'utf8')) as LocalJson;
   } catch (err) {
-    throw new Error(`${file} is not valid JSON (${(err as Error).message}): restart \`npm start\``);
+    throw new Error(`${file} is not valid JSON (${(err as Error).message}): restart the local stack`);
   }
   const tenant = local.tenants?.[o.tenant];
-  if (!tenant) throw new Error(`tenant '${o.tenant}' is not in the local stack (it has ${Object.keys(local.tenants ?? {}).join(', ') || 'none'}): start it with DYNEIN_TENANTS=${o.tenant}`);
+  if (!tenant) throw new Error(`tenant '${o.tenant}' is not in the local stack (it has ${Object.keys(local.tenants ?? {}).join(', ') || 'none'}): start it with \`dynein local --tenants ${o.tenant}\` (or DYNEIN_TENANTS=${o.tenant} npm start)`);
   const credentials = { accessKeyId: tenant.accessKeyId, secretAccessKey: tenant.secretAccessKey };
   return {
     endpoint: local.endpoint,
@@ -97,6 +98,21 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
     sqs: () => (sqs ??= new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials })),
     close: () => sqs?.destroy(),
   };
+}
+
+/**
+ * The package's own package.json (name, version, peerDependencies), found by walking up from this
+ * file: `client/` in the repository, `dist/client/` in the installed package.
+ */
+export function packageJson(from: string = fileURLToPath(import.meta.url)): { name: string; version: string; peerDependencies?: Record<string, string> } {
+  for (let dir = dirname(from); ; dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string; peerDependencies?: Record<string, string> };
+      if (pkg.name === 'dynein-serverless' && typeof pkg.version === 'string') return { ...pkg, name: pkg.name, version: pkg.version };
+    }
+    if (dirname(dir) === dir) throw new Error(`no package.json of dynein-serverless above ${from}`);
+  }
 }
 
 /** Errors SQS (or a stand-in) answers for an action it does not implement. */

@@ -3,7 +3,9 @@ import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { backoffMs, forEachLimit, sleep } from '../core/backoff.js';
+import { isJson } from '../core/jsonText.js';
 import { packGreedy } from '../core/messages.js';
+import { describeSqsUnsafeChar, findSqsUnsafeChar } from '../core/sqsChars.js';
 import { DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors.js';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
@@ -35,14 +37,25 @@ export interface DyneinClientOptions {
   readonly random?: () => number;
 }
 
-/** One job as the API takes it. Exactly one of `runAt` and `delaySeconds`. */
+/** One job as the API takes it. Exactly one of `runAt` and `delaySeconds`; at most one of `payload` and `payloadJson`. */
 export interface JobRequest<P = unknown> {
+  /** Any JSON value, serialized with `JSON.stringify` (the worker gets an equal value). Omitted: `null`. */
   readonly payload?: P;
+  /**
+   * The payload as JSON text, delivered byte for byte (64-bit integers, `1.0`, key order,
+   * duplicate keys, whitespace inside the value): what a worker's `payloadText` will be. Checked
+   * before sending: one JSON value, and no raw U+FFFE / U+FFFF (write them as `\uFFFF`).
+   */
+  readonly payloadJson?: string;
   /** When it is due: a Date or an RFC 3339 time with an offset. */
   readonly runAt?: Date | string;
   /** Seconds from now (fractions allowed); the client turns it into an absolute `runAt` first. */
   readonly delaySeconds?: number;
-  /** Same key and `runAt` means the same job, stored once. @default a random UUID per call */
+  /**
+   * Names the job for 24 hours: the same key with the same request answers the same job (also
+   * when retried); with another payload, time or `cancellable` the API answers
+   * `IdempotencyKeyReusedError`. @default a random UUID per call (so retries of this call are safe)
+   */
   readonly idempotencyKey?: string;
   /** @default true */
   readonly cancellable?: boolean;
@@ -96,7 +109,8 @@ const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024;
  * Retries 429, 5xx and network errors with exponential backoff and full jitter, honouring
  * `Retry-After`, bounded in attempts and total time. A retried `schedule` never schedules twice:
  * a delay becomes an absolute `runAt` before the first attempt, and every job carries an
- * idempotency key (the caller's, or one the client makes), so each attempt names the same job.
+ * idempotency key (the caller's, or one the client makes), so each attempt sends the same bytes
+ * and the API answers the job the first attempt created.
  *
  * @example
  * const client = new DyneinClient({ endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com', region: 'eu-west-1' });
@@ -122,8 +136,7 @@ export class DyneinClient {
    * @throws ValidationError, PayloadTooLargeError, TenantNotFoundError, ForbiddenError, and the retried kinds once retries run out
    */
   async schedule<P>(tenant: string, job: JobRequest<P>, opts: CallOptions = {}): Promise<ScheduledJob> {
-    const body = this.#absolute(job);
-    return this.#request<ScheduledJob>('POST', `v1/tenants/${enc(tenant)}/jobs`, JSON.stringify(body), opts.signal);
+    return this.#request<ScheduledJob>('POST', `v1/tenants/${enc(tenant)}/jobs`, this.#absolute(job), opts.signal);
   }
 
   /**
@@ -134,7 +147,7 @@ export class DyneinClient {
    */
   async scheduleBatch<P>(tenant: string, jobs: readonly JobRequest<P>[], opts: BatchOptions = {}): Promise<BatchItemResult[]> {
     const results: BatchItemResult[] = new Array(jobs.length);
-    const bodies: Record<string, unknown>[] = new Array(jobs.length);
+    const bodies: string[] = new Array(jobs.length);
     const valid: number[] = [];
     jobs.forEach((job, i) => {
       try {
@@ -146,14 +159,14 @@ export class DyneinClient {
       }
     });
     let done = jobs.length - valid.length;
-    const requests = chunk(valid, (i) => Buffer.byteLength(JSON.stringify(bodies[i])) + 1);
+    const requests = chunk(valid, (i) => Buffer.byteLength(bodies[i]!) + 1);
     await forEachLimit(requests, opts.concurrency ?? 4, async (indexes) => {
       let pending = indexes;
       for (let attempt = 1; pending.length > 0; attempt++) {
         const reply = await this.#request<{ results: (ScheduledJob | { error: { code: string; message: string } })[] }>(
           'POST',
           `v1/tenants/${enc(tenant)}/jobs/batch`,
-          JSON.stringify({ jobs: pending.map((i) => bodies[i]) }),
+          `{"jobs":[${pending.map((i) => bodies[i]).join(',')}]}`,
           opts.signal,
         );
         const retry: number[] = [];
@@ -192,8 +205,12 @@ export class DyneinClient {
     return this.#request<CancelledJob>('DELETE', `v1/tenants/${enc(tenant)}/jobs/${enc(jobId)}`, undefined, opts.signal);
   }
 
-  /** The body sent for a job: an absolute `runAt` and an idempotency key, fixed before the first attempt. */
-  #absolute<P>(job: JobRequest<P>): Record<string, unknown> {
+  /**
+   * The body sent for a job, as JSON text: an absolute `runAt` and an idempotency key, fixed
+   * before the first attempt, so that every attempt sends the same bytes. The payload is spliced
+   * in as text (`payloadJson` as given).
+   */
+  #absolute<P>(job: JobRequest<P>): string {
     if ((job.runAt === undefined) === (job.delaySeconds === undefined)) {
       throw new ValidationError({ source: 'client', message: 'give exactly one of runAt (a Date or RFC 3339 time) or delaySeconds' });
     }
@@ -209,12 +226,12 @@ export class DyneinClient {
     } else {
       runAt = job.runAt!;
     }
-    return {
-      payload: job.payload === undefined ? null : job.payload,
+    const envelope = JSON.stringify({
       runAt,
       idempotencyKey: job.idempotencyKey ?? `sdk-${randomUUID()}`,
       ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
-    };
+    });
+    return `{"payload":${payloadText(job)},${envelope.slice(1)}`;
   }
 
   /** One API call with retries; resolves with the parsed 2xx body or throws a typed error. */
@@ -264,6 +281,32 @@ export class DyneinClient {
     const timeout = AbortSignal.timeout(this.#retry.attemptTimeoutMs);
     return fetch(url, { method, headers: sent, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
   }
+}
+
+/**
+ * A job's payload as JSON text: `payloadJson` checked and kept as given, or `payload` through
+ * `JSON.stringify` with U+FFFE and U+FFFF escaped (SQS refuses them raw; the value is the same).
+ */
+function payloadText(job: JobRequest<unknown>): string {
+  if (job.payloadJson !== undefined) {
+    if (job.payload !== undefined) throw new ValidationError({ source: 'client', message: 'give payload (a value) or payloadJson (JSON text), not both' });
+    if (typeof job.payloadJson !== 'string' || !isJson(job.payloadJson)) {
+      throw new ValidationError({ source: 'client', message: 'payloadJson must be JSON text holding one value, e.g. \'{"id": 9007199254740993}\'' });
+    }
+    const bad = findSqsUnsafeChar(job.payloadJson);
+    if (bad) {
+      throw new ValidationError({ source: 'client', message: `payloadJson holds ${describeSqsUnsafeChar(bad.codePoint)} at character ${bad.index}: write it as a JSON escape (\\u${bad.codePoint.toString(16).toUpperCase().padStart(4, '0')})` });
+    }
+    return job.payloadJson.trim();
+  }
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(job.payload === undefined ? null : job.payload);
+  } catch (err) {
+    throw new ValidationError({ source: 'client', message: `payload cannot be serialized as JSON: ${(err as Error).message}` });
+  }
+  if (text === undefined) throw new ValidationError({ source: 'client', message: 'payload cannot be serialized as JSON (a function or a symbol)' });
+  return text.replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 /** Splits indexes into batch requests of ≤ 100 jobs and ≤ 5 MiB. */

@@ -1,12 +1,19 @@
 import { backoffMs } from '../core/backoff.js';
+import { parseJson, RawJson, type JsonPath } from '../core/jsonText.js';
 
-/** A job as delivered to a tenant queue (DESIGN.md, "Message delivered to a tenant queue"). */
+/** A job as delivered to a tenant queue (docs/api.md, "The delivered message"). */
 export interface DeliveredJob<P = unknown> {
   readonly jobId: string;
   readonly tenant: string;
   /** RFC 3339 with milliseconds. */
   readonly runAt: string;
+  /** The payload, parsed (`JSON.parse` of {@link payloadText}). */
   readonly payload: P;
+  /**
+   * The payload as the JSON text the job was submitted with, byte for byte: parse it yourself
+   * where `JSON.parse` would lose something (64-bit integers, `1.0`, duplicate keys).
+   */
+  readonly payloadText: string;
 }
 
 /** What a handler gets besides the job. */
@@ -46,11 +53,13 @@ export class MalformedMessageError extends UnrecoverableError {
   }
 }
 
-/** Parses a delivered message body; throws {@link MalformedMessageError}. */
+const PAYLOAD = (path: JsonPath) => path.length === 1 && path[0] === 'payload';
+
+/** Parses a delivered message body, keeping the payload's text; throws {@link MalformedMessageError}. */
 export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
   let m: unknown;
   try {
-    m = JSON.parse(body ?? '');
+    m = parseJson(body ?? '', { raw: PAYLOAD });
   } catch {
     throw new MalformedMessageError('the body is not JSON');
   }
@@ -58,7 +67,8 @@ export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
   if (typeof o !== 'object' || o === null || typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || typeof o.runAt !== 'string' || Number.isNaN(Date.parse(o.runAt))) {
     throw new MalformedMessageError('jobId, tenant or runAt is missing');
   }
-  return { jobId: o.jobId, tenant: o.tenant, runAt: o.runAt, payload: o.payload as P };
+  const payloadText = o.payload instanceof RawJson ? o.payload.text : 'null';
+  return { jobId: o.jobId, tenant: o.tenant, runAt: o.runAt, payload: JSON.parse(payloadText) as P, payloadText };
 }
 
 /** Receive time minus `runAt` (the message attribute when present, else the body's). */

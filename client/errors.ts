@@ -77,6 +77,8 @@ export class JobNotFoundError extends kind('JobNotFoundError', 404, 'JobNotFound
 export class AlreadyQueuedError extends kind('AlreadyQueuedError', 409, 'AlreadyQueued') {}
 /** 409 `NotCancellable`: the job was submitted with `cancellable: false` or went straight to its queue. */
 export class NotCancellableError extends kind('NotCancellableError', 409, 'NotCancellable') {}
+/** 409 `IdempotencyKeyReused`: the key names a job created by another request (payload, time or `cancellable` differ) in the last 24 hours; nothing was written. */
+export class IdempotencyKeyReusedError extends kind('IdempotencyKeyReusedError', 409, 'IdempotencyKeyReused') {}
 /** 409 `TenantPaused`: the tenant is paused (tenant controls). */
 export class TenantPausedError extends kind('TenantPausedError', 409, 'TenantPaused') {}
 /** 403 from the gateway: missing or wrong signature, unknown key, expired signature, or another tenant's path. */
@@ -104,6 +106,7 @@ const BY_CODE: Record<string, new (init: SubInit) => DyneinApiError> = {
   JobNotFound: JobNotFoundError,
   AlreadyQueued: AlreadyQueuedError,
   NotCancellable: NotCancellableError,
+  IdempotencyKeyReused: IdempotencyKeyReusedError,
   TenantPaused: TenantPausedError,
   Throttled: ThrottledError,
 };

@@ -22,6 +22,7 @@ export {
   DyneinApiError,
   DyneinError,
   ForbiddenError,
+  IdempotencyKeyReusedError,
   InvalidJobIdError,
   JobNotFoundError,
   NetworkError,

@@ -78,6 +78,19 @@ export class NotCancellableError extends ApiError {
   }
 }
 
+/**
+ * 409: the idempotency key already names a job created by a different request (another payload,
+ * schedule or `cancellable`) within the idempotency window; nothing was written.
+ */
+export class IdempotencyKeyReusedError extends ApiError {
+  readonly status = 409;
+  readonly code = 'IdempotencyKeyReused';
+  constructor(message: string) {
+    super(message);
+    this.name = 'IdempotencyKeyReusedError';
+  }
+}
+
 /** A storage or queue call was throttled; the caller backs off and retries. */
 export class ThrottledError extends Error {
   constructor(message: string, override readonly cause?: unknown) {

@@ -1,7 +1,7 @@
 import type { SchedulerSettings } from './config.js';
 import { JobIdCodec } from './jobId.js';
 import { unlimited, type Limit } from './limit.js';
-import { parseInboundBody, type InboundJob } from './messages.js';
+import { parseInboundJobs, type InboundJob } from './messages.js';
 import type { Clock, JobStore } from './ports.js';
 
 export type IngestOutcome = 'created' | 'duplicate' | 'cancelled';
@@ -30,16 +30,19 @@ export interface MessageIngest {
 }
 
 /**
- * Writes the jobs of one inbound message into the table. Every job is attempted; when any fails,
- * the message is to be retried whole (the jobs already written then come back as duplicates). A
- * malformed message or job fails with a {@link MalformedInboundError}, which retrying cannot mend,
- * so it ends in the DLQ. `limit` bounds the writes in flight (shared across the messages of one
+ * Writes the jobs of one inbound message into the table. Every job is attempted, each on its own;
+ * when any fails, the message is to be retried whole (the jobs already written then come back as
+ * duplicates). A malformed message fails with a {@link MalformedInboundError}, which retrying
+ * cannot mend, so it ends in the DLQ; a malformed job entry does too, after the well-formed jobs
+ * beside it were written. `limit` bounds the writes in flight (shared across the messages of one
  * invocation).
  */
 export async function ingestMessage(deps: IngestDeps, body: string, limit: Limit = unlimited): Promise<MessageIngest> {
-  const jobs = parseInboundBody(body);
+  const jobs = parseInboundJobs(body);
   if (!jobs) return { outcomes: [], error: new MalformedInboundError('inbound message is not one written by submit') };
-  const settled = await Promise.allSettled(jobs.map((job) => limit(() => ingestJob(deps, job))));
+  const settled = await Promise.allSettled(
+    jobs.map((job, i) => (job ? limit(() => ingestJob(deps, job)) : Promise.reject(new MalformedInboundError(`job ${i} of the inbound message is not one written by submit`)))),
+  );
   const outcomes = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   return failed ? { outcomes, error: failed.reason } : { outcomes };

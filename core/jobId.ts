@@ -8,7 +8,7 @@ import { InvalidJobIdError } from './errors.js';
  *
  * - `path` is `t` (table, cancellable), `u` (table, not cancellable) or `d` (sent straight to
  *   the tenant queue);
- * - `random` is 12 bytes in base64url (random, or derived from the idempotency key);
+ * - `random` is 12 random bytes in base64url;
  * - `mac` is the first 16 bytes of HMAC-SHA256(key, everything before it), base64url.
  *
  * Status and cancel therefore find the row with one key lookup (`pk = shard`,
@@ -65,16 +65,18 @@ export class JobIdCodec {
     return { jobId, tenant, shard: Number(shard), dueMs: due, path, random };
   }
 
+  /** Shard and random part for a new job: uniformly random. */
+  placement(_tenant: string, shardCount: number): { shard: number; random: string } {
+    return { shard: randomInt(shardCount), random: randomBytes(12).toString('base64url') };
+  }
+
   /**
-   * Shard and random part for a new job: uniformly random, or, with an idempotency key, derived
-   * from HMAC(tenant, key) so that a retry maps to the same row.
+   * The id of an idempotency key within its tenant: HMAC-SHA256(tenant, key), 16 bytes in
+   * base64url. The idempotency record lives under it (spread over partitions, fixed length,
+   * whatever characters the key holds).
    */
-  placement(tenant: string, shardCount: number, idempotencyKey?: string): { shard: number; random: string } {
-    if (idempotencyKey === undefined) {
-      return { shard: randomInt(shardCount), random: randomBytes(12).toString('base64url') };
-    }
-    const digest = createHmac('sha256', this.#key).update(`idem\n${tenant}\n${idempotencyKey}`).digest();
-    return { shard: digest.readUInt32BE(12) % shardCount, random: digest.subarray(0, 12).toString('base64url') };
+  keyId(tenant: string, idempotencyKey: string): string {
+    return createHmac('sha256', this.#key).update(`idem\n${tenant}\n${idempotencyKey}`).digest().subarray(0, 16).toString('base64url');
   }
 
   #mac(body: string): string {

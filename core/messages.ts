@@ -1,3 +1,4 @@
+import { parseJson, RawJson, type JsonPath } from './jsonText.js';
 import type { OutgoingMessage } from './ports.js';
 
 /** Largest total size of one SendMessageBatch call we build (SQS's classic 256 KiB limit). */
@@ -68,21 +69,26 @@ export function packInbound(jobs: readonly InboundJob[]): { body: string; indexe
 function parseInboundJob(m: unknown): InboundJob | undefined {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) return undefined;
   const o = m as Record<string, unknown>;
-  if (typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || !Number.isSafeInteger(o.shard) || !Number.isSafeInteger(o.dueMs) || !('payload' in o)) {
+  if (typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || !Number.isSafeInteger(o.shard) || !Number.isSafeInteger(o.dueMs) || !(o.payload instanceof RawJson)) {
     return undefined;
   }
-  return { jobId: o.jobId, tenant: o.tenant, shard: o.shard as number, dueMs: o.dueMs as number, payload: JSON.stringify(o.payload) };
+  return { jobId: o.jobId, tenant: o.tenant, shard: o.shard as number, dueMs: o.dueMs as number, payload: o.payload.text };
 }
 
+/** The payloads of an inbound body, kept as the text submit wrote (version 1: `payload`; 2: `jobs[i].payload`). */
+const INBOUND_PAYLOADS = (path: JsonPath) => (path.length === 1 && path[0] === 'payload') || (path.length === 3 && path[0] === 'jobs' && path[2] === 'payload');
+
 /**
- * Parses an inbound message body into its jobs; undefined when it is not one. Reads version 2
- * (`{"v":2,"jobs":[...]}`) and version 1 (one job: `{"v":1,"jobId":...}`), which earlier
- * releases wrote and which may still wait in the queue after an upgrade.
+ * Parses an inbound message body into its jobs, each on its own: a job entry that is not one
+ * submit wrote is `undefined` in its place, so that the others are still written. Undefined as a
+ * whole when the body is not an inbound message. Reads version 2 (`{"v":2,"jobs":[...]}`) and
+ * version 1 (one job: `{"v":1,"jobId":...}`), which earlier releases wrote and which may still
+ * wait in the queue after an upgrade. Payloads stay the JSON text they were sent as.
  */
-export function parseInboundBody(body: string): InboundJob[] | undefined {
+export function parseInboundJobs(body: string): (InboundJob | undefined)[] | undefined {
   let m: unknown;
   try {
-    m = JSON.parse(body);
+    m = parseJson(body, { raw: INBOUND_PAYLOADS });
   } catch {
     return undefined;
   }
@@ -93,8 +99,13 @@ export function parseInboundBody(body: string): InboundJob[] | undefined {
     return job && [job];
   }
   if (o.v !== 2 || !Array.isArray(o.jobs) || o.jobs.length === 0) return undefined;
-  const jobs = o.jobs.map(parseInboundJob);
-  return jobs.every((j) => j !== undefined) ? (jobs as InboundJob[]) : undefined;
+  return o.jobs.map(parseInboundJob);
+}
+
+/** {@link parseInboundJobs}, undefined unless every job of the body is well formed. */
+export function parseInboundBody(body: string): InboundJob[] | undefined {
+  const jobs = parseInboundJobs(body);
+  return jobs?.every((j) => j !== undefined) ? (jobs as InboundJob[]) : undefined;
 }
 
 /** Bytes SQS counts for a message: body plus attribute names, types and values. */

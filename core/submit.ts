@@ -1,10 +1,13 @@
 import type { SchedulerSettings } from './config.js';
-import { ApiError, ValidationError } from './errors.js';
+import { ApiError, IdempotencyKeyReusedError, ValidationError } from './errors.js';
+import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
 import { JobIdCodec, type JobPath } from './jobId.js';
-import { deliveryMessage, isoMs, packBatches, packInbound, type InboundJob } from './messages.js';
-import type { Clock, OutgoingMessage, QueueSender, TenantRecord } from './ports.js';
+import { limiter } from './limit.js';
+import { deliveryMessage, inboundBody, isoMs, packInbound, type InboundJob } from './messages.js';
+import type { Clock, QueueSender, TenantRecord } from './ports.js';
+import { sendParcels, type Parcel, type SendOptions } from './submitSend.js';
 import type { TenantRegistry } from './tenants.js';
-import { parseJsonBody, validateJob, type JobRequest } from './validate.js';
+import { assertNoDuplicateFields, BATCH_PAYLOADS, JOB_PAYLOAD, parseJsonBody, validateJob, type JobRequest } from './validate.js';
 
 export interface JobReply {
   readonly jobId: string;
@@ -17,6 +20,12 @@ export interface ErrorReply {
   readonly error: { readonly code: string; readonly message: string };
 }
 
+/** A single submit's outcome: 201 for a new job, 200 for a retry that named an existing one. */
+export interface SubmitResult {
+  readonly status: 200 | 201;
+  readonly job: JobReply;
+}
+
 export interface SubmitDeps {
   readonly settings: SchedulerSettings;
   readonly codec: JobIdCodec;
@@ -24,6 +33,9 @@ export interface SubmitDeps {
   readonly sender: QueueSender;
   readonly inboundQueueUrl: string;
   readonly clock: Clock;
+  readonly idempotency: IdempotencyStore;
+  /** Retries of SQS sends within one request. */
+  readonly send?: SendOptions;
 }
 
 /** Where a job goes: straight to its queue with a delay, or through the inbound queue to the table. */
@@ -45,26 +57,54 @@ export function place(job: Pick<JobRequest, 'dueMs' | 'cancellable'>, nowMs: num
   return { path: job.cancellable ? 't' : 'u' };
 }
 
+/** Idempotency records written at once by one request. */
+const CLAIM_CONCURRENCY = 32;
+
+/** One job on its way: a new one, or the job an idempotency record names. */
+interface Planned {
+  readonly jobId: string;
+  readonly shard: number;
+  readonly dueMs: number;
+  readonly path: JobPath;
+  readonly payload: string;
+  /** With a key: its record. */
+  readonly entry?: IdempotencyEntry;
+  /** This request wrote the record (so it releases it if SQS refuses the job). */
+  readonly claimed: boolean;
+  /** A retry that named an existing job. */
+  readonly replayed: boolean;
+  /** Whether to hand the job to SQS (false for a replay whose first send completed). */
+  readonly send: boolean;
+}
+
+type Outcome = { readonly reply: JobReply; readonly replayed: boolean } | ApiError;
+
 /** Submits jobs: `POST /v1/tenants/{tenant}/jobs` and `.../jobs/batch`. */
 export class Submitter {
-  constructor(private readonly deps: SubmitDeps) {}
+  constructor(readonly deps: SubmitDeps) {}
 
-  /** One job; the raw request body. Throws an {@link ApiError} for bad input. */
-  async submit(tenantName: string, rawBody: string | undefined): Promise<JobReply> {
+  /** One job; the raw request body. Throws an {@link ApiError} for bad input or a job not accepted. */
+  async submit(tenantName: string, rawBody: string | undefined): Promise<SubmitResult> {
     const tenant = await this.deps.tenants.require(tenantName);
-    const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes);
-    const [result] = await this.#submitValid(tenant, [validateJob(body, this.deps.settings, this.deps.clock.now())]);
-    if (result === undefined || 'error' in result) throw new SubmitFailedError(result?.error.message ?? 'no result');
-    return result;
+    const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, JOB_PAYLOAD);
+    const [outcome] = await this.#accept(tenant, [validateJob(body, this.deps.settings, this.deps.clock.now(), rawBody)]);
+    if (outcome === undefined) throw new SubmitFailedError('no result');
+    if (outcome instanceof ApiError) throw outcome;
+    return { status: outcome.replayed ? 200 : 201, job: outcome.reply };
   }
 
-  /** Up to 100 jobs; per-job results in request order. Throws for a bad request as a whole. */
+  /**
+   * Up to 100 jobs; a result per job in request order. Each job stands alone: an invalid job, a
+   * reused key or a job SQS refused answers an error in its place and the others are accepted.
+   * Throws only for a bad request as a whole.
+   */
   async submitBatch(tenantName: string, rawBody: string | undefined): Promise<{ results: (JobReply | ErrorReply)[] }> {
     const tenant = await this.deps.tenants.require(tenantName);
-    const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes);
+    const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, BATCH_PAYLOADS);
     if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray((body as { jobs?: unknown }).jobs)) {
       throw new ValidationError('a batch must be a JSON object like {"jobs": [{"payload": ..., "delaySeconds": 30}]}');
     }
+    assertNoDuplicateFields(body, 'the batch');
     const extra = Object.keys(body).filter((k) => k !== 'jobs');
     if (extra.length > 0) throw new ValidationError(`unknown field ${extra.map((k) => `'${k}'`).join(', ')} in batch: only 'jobs' is allowed`);
     const jobs = (body as { jobs: unknown[] }).jobs;
@@ -72,70 +112,159 @@ export class Submitter {
     if (jobs.length === 0 || jobs.length > max) throw new ValidationError(`a batch holds 1 to ${max} jobs, got ${jobs.length}: split it into several requests`);
 
     const now = this.deps.clock.now();
-    const results: (JobReply | ErrorReply | undefined)[] = new Array(jobs.length);
+    const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
     const valid: JobRequest[] = [];
     const validIndex: number[] = [];
     jobs.forEach((job, i) => {
       try {
-        valid.push(validateJob(job, this.deps.settings, now));
+        valid.push(validateJob(job, this.deps.settings, now, rawBody));
         validIndex.push(i);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
-        results[i] = { error: { code: err.code, message: `jobs[${i}]: ${err.message}` } };
+        outcomes[i] = err;
       }
     });
-    const sent = await this.#submitValid(tenant, valid);
-    sent.forEach((r, k) => (results[validIndex[k]!] = r));
-    return { results: results as (JobReply | ErrorReply)[] };
+    (await this.#accept(tenant, valid)).forEach((o, k) => (outcomes[validIndex[k]!] = o));
+    return {
+      results: outcomes.map((o, i) => {
+        if (o === undefined) return { error: { code: 'InternalError', message: `jobs[${i}]: no result: retry the request` } };
+        return o instanceof ApiError ? { error: { code: o.code, message: `jobs[${i}]: ${o.message}` } } : o.reply;
+      }),
+    };
   }
 
-  async #submitValid(tenant: TenantRecord, jobs: readonly JobRequest[]): Promise<(JobReply | ErrorReply)[]> {
+  /**
+   * Accepts valid jobs: claims their idempotency keys, hands them to SQS (each job on its own:
+   * see {@link sendParcels}) and answers an outcome per job.
+   */
+  async #accept(tenant: TenantRecord, jobs: readonly JobRequest[]): Promise<Outcome[]> {
     const { settings, codec, clock } = this.deps;
     const now = clock.now();
-    const replies: JobReply[] = [];
-    const direct: OutgoingMessage[] = [];
-    const tableJobs: InboundJob[] = [];
-    const tableIndex: number[] = [];
+    const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
+    const planned: (Planned | undefined)[] = jobs.map((job) => {
+      const { path } = place(job, now, settings.lookaheadMs);
+      const { shard, random } = codec.placement(tenant.name, settings.shardCount);
+      const jobId = codec.encode({ tenant: tenant.name, shard, dueMs: job.dueMs, path, random });
+      return { jobId, shard, dueMs: job.dueMs, path, payload: job.payloadText, claimed: false, replayed: false, send: true };
+    });
+
+    // Keys: the first job of the request with a key claims it; a later one with the same key is
+    // the same job when it is the same request, and refused otherwise.
+    const leaders = new Map<string, number>();
+    const followers: [number, number][] = [];
     jobs.forEach((job, i) => {
-      const placement = place(job, now, settings.lookaheadMs);
-      const { shard, random } = codec.placement(tenant.name, settings.shardCount, job.idempotencyKey);
-      const jobId = codec.encode({ tenant: tenant.name, shard, dueMs: job.dueMs, path: placement.path, random });
-      const row = { jobId, tenant: tenant.name, shard, dueMs: job.dueMs, payload: job.payloadText };
-      if (placement.path === 'd') direct.push(deliveryMessage(String(i), row, placement.delaySeconds));
-      else {
-        tableJobs.push(row);
-        tableIndex.push(i);
+      if (job.idempotencyKey === undefined) return;
+      const keyId = codec.keyId(tenant.name, job.idempotencyKey);
+      const entry: IdempotencyEntry = { keyId, jobId: planned[i]!.jobId, fingerprint: fingerprint(job), expiresAtMs: now + IDEMPOTENCY_WINDOW_MS };
+      const leader = leaders.get(keyId);
+      if (leader === undefined) {
+        leaders.set(keyId, i);
+        planned[i] = { ...planned[i]!, entry };
+      } else if (planned[leader]!.entry?.fingerprint === entry.fingerprint) {
+        followers.push([i, leader]);
+        planned[i] = undefined;
+      } else {
+        outcomes[i] = reusedKey(job.idempotencyKey, 'an earlier job of this batch');
+        planned[i] = undefined;
       }
-      replies.push({ jobId, tenant: tenant.name, runAt: isoMs(job.dueMs), state: placement.path === 'd' ? 'QUEUED' : 'SCHEDULED' });
     });
-    // Table-path jobs share inbound messages: a message that fails fails all of its jobs.
-    const carried = new Map<string, number[]>();
-    const inbound: OutgoingMessage[] = packInbound(tableJobs).map(({ body, indexes }, k) => {
-      carried.set(`m${k}`, indexes.map((j) => tableIndex[j]!));
-      return { id: `m${k}`, body };
-    });
-    const failures = new Map<string, string>();
-    const fail = (id: string, message: string) => {
-      for (const i of carried.get(id) ?? [Number(id)]) failures.set(String(i), message);
-    };
-    const sends = [
-      ...packBatches(direct).map((b) => ({ url: tenant.queueUrl, batch: b })),
-      ...packBatches(inbound).map((b) => ({ url: this.deps.inboundQueueUrl, batch: b })),
-    ];
+    const limit = limiter(CLAIM_CONCURRENCY);
     await Promise.all(
-      sends.map(async ({ url, batch }) => {
-        try {
-          for (const f of await this.deps.sender.sendBatch(url, batch)) fail(f.id, f.message);
-        } catch (err) {
-          for (const m of batch) fail(m.id, (err as Error).message);
-        }
-      }),
+      [...leaders.values()].map((i) =>
+        limit(async () => {
+          try {
+            const result = await this.#claim(planned[i]!, jobs[i]!, now);
+            if (result instanceof ApiError) {
+              outcomes[i] = result;
+              planned[i] = undefined;
+            } else planned[i] = result;
+          } catch (err) {
+            outcomes[i] = new SubmitFailedError(`idempotency record: ${(err as Error)?.message ?? err}`);
+            planned[i] = undefined;
+          }
+        }),
+      ),
     );
-    return replies.map((r, i) => {
-      const failure = failures.get(String(i));
-      return failure === undefined ? r : { error: { code: 'InternalError', message: `the job was not accepted (${failure}): retry the request` } };
+
+    // Hand the jobs to SQS: direct jobs to the tenant queue, the table-path jobs of the request
+    // packed into shared inbound messages.
+    const parcels: Parcel[] = [];
+    const inbound: InboundJob[] = [];
+    const inboundIndex: number[] = [];
+    planned.forEach((p, i) => {
+      if (!p?.send) return;
+      const job: InboundJob = { jobId: p.jobId, tenant: tenant.name, shard: p.shard, dueMs: p.dueMs, payload: p.payload };
+      if (p.path === 'd') {
+        parcels.push({ queueUrl: tenant.queueUrl, jobs: [i], build: () => deliveryMessage('', job, delayOf(p.dueMs, clock.now())) });
+      } else {
+        inbound.push(job);
+        inboundIndex.push(i);
+      }
     });
+    const inboundByIndex = new Map(inboundIndex.map((i, k) => [i, inbound[k]!]));
+    for (const { indexes } of packInbound(inbound)) {
+      parcels.push({ queueUrl: this.deps.inboundQueueUrl, jobs: indexes.map((k) => inboundIndex[k]!), build: (js) => ({ body: inboundBody(js.map((i) => inboundByIndex.get(i)!)) }) });
+    }
+    const problems = await sendParcels(this.deps.sender, parcels, this.deps.send);
+
+    // Records: sent ones are marked (a retry then sends nothing); a refused job's record is
+    // released (it was never accepted). A job whose send may or may not have happened keeps its
+    // unsent record: a retry sends it again, under the same job id.
+    const sent: IdempotencyEntry[] = [];
+    const released: Promise<void>[] = [];
+    planned.forEach((p, i) => {
+      if (!p?.entry || !p.send) return;
+      const problem = problems.get(i);
+      if (!problem) sent.push(p.entry);
+      else if (problem.refused && p.claimed) released.push(this.deps.idempotency.release(p.entry.keyId, p.jobId).catch(() => {}));
+    });
+    await Promise.all([this.deps.idempotency.markSent(sent).catch(() => {}), ...released]);
+
+    planned.forEach((p, i) => {
+      if (!p) return;
+      const problem = problems.get(i);
+      if (problem?.refused) outcomes[i] = new ValidationError(`SQS refused the job (${problem.message}): it was not accepted, and sending it unchanged will not help`);
+      else if (problem) outcomes[i] = new SubmitFailedError(problem.message);
+      else outcomes[i] = { reply: { jobId: p.jobId, tenant: tenant.name, runAt: isoMs(p.dueMs), state: p.path === 'd' ? 'QUEUED' : 'SCHEDULED' }, replayed: p.replayed };
+    });
+    for (const [i, leader] of followers) {
+      const o = outcomes[leader]!;
+      outcomes[i] = o instanceof ApiError ? o : { reply: o.reply, replayed: true };
+    }
+    return outcomes.map((o) => o ?? new SubmitFailedError('no result'));
   }
+
+  /**
+   * Claims a job's idempotency key: the job as planned when the record was written; the job the
+   * record names when it is the same request; {@link IdempotencyKeyReusedError} otherwise.
+   */
+  async #claim(p: Planned, job: JobRequest, now: number): Promise<Planned | ApiError> {
+    const entry = p.entry!;
+    for (let tries = 0; tries < 3; tries++) {
+      const result = await this.deps.idempotency.claim(entry, now);
+      if (result.claimed) return { ...p, claimed: true };
+      const existing = result.existing;
+      if (existing === undefined) continue; // its window ended in between: claim again
+      if (existing.fingerprint !== entry.fingerprint) return reusedKey(job.idempotencyKey!, `job ${existing.jobId}`);
+      const id = this.deps.codec.parse(existing.jobId);
+      // The same request again: the same job. Its first request may have died between writing
+      // the record and sending, so it is sent again until the record says the send completed.
+      return { jobId: id.jobId, shard: id.shard, dueMs: id.dueMs, path: id.path, payload: p.payload, entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs }, claimed: false, replayed: true, send: !existing.sent };
+    }
+    return new SubmitFailedError('the idempotency record kept changing');
+  }
+}
+
+/** The SQS delay of a direct job: rounded up, never early; 0 once due. */
+function delayOf(dueMs: number, nowMs: number): number {
+  return Math.min(900, Math.max(0, Math.ceil((dueMs - nowMs) / 1000)));
+}
+
+function reusedKey(key: string, holder: string): IdempotencyKeyReusedError {
+  const shown = key.length > 40 ? `${key.slice(0, 40)}…` : key;
+  return new IdempotencyKeyReusedError(
+    `idempotencyKey ${JSON.stringify(shown)} already names ${holder}, submitted in the last ${IDEMPOTENCY_WINDOW_MS / 3_600_000} hours with another payload, runAt/delaySeconds or cancellable: use a new key for a new job, or repeat the original request unchanged to get its job; nothing was written`,
+  );
 }
 
 /** 500: the job could not be handed to SQS; the client retries. */

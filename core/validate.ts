@@ -1,45 +1,71 @@
 import type { SchedulerSettings } from './config.js';
 import { PayloadTooLargeError, ValidationError } from './errors.js';
+import { duplicateKeysOf, JsonSyntaxError, parseJson, RawJson, type JsonPath } from './jsonText.js';
+import { describeSqsUnsafeChar, findSqsUnsafeChar } from './sqsChars.js';
 
 /** A job request after validation. */
 export interface JobRequest {
   /** When it is due, epoch ms (a fraction of a millisecond rounds up: never early). */
   readonly dueMs: number;
-  /** The payload serialized as JSON text. */
+  /** The payload as the JSON text the client sent, byte for byte (`null` when omitted). */
   readonly payloadText: string;
   readonly idempotencyKey?: string;
   readonly cancellable: boolean;
+  /**
+   * How the due time was given, for the idempotency fingerprint: `runAt:<ms>` (the instant
+   * `runAt` names) or `delay:<ms>` (the delay, not the due time it moves with).
+   */
+  readonly schedule: string;
 }
 
 const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable']);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,30}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
+/** Deepest nesting of arrays and objects a payload may have (workers' parsers have limits too). */
+export const MAX_PAYLOAD_DEPTH = 1_000;
+
+/** Where the payloads sit in a single-job body and in a batch body: kept as raw text. */
+export const JOB_PAYLOAD = (path: JsonPath) => path.length === 1 && path[0] === 'payload';
+export const BATCH_PAYLOADS = (path: JsonPath) => path.length === 3 && path[0] === 'jobs' && typeof path[1] === 'number' && path[2] === 'payload';
+
 /**
- * Parses a request body as JSON, refusing bodies above `maxBytes` before parsing them.
+ * Parses a request body as JSON, refusing bodies above `maxBytes` before parsing them. Values at
+ * the paths `raw` selects (the payloads) are kept as {@link RawJson}: their exact source text.
  * @throws PayloadTooLargeError, ValidationError
  */
-export function parseJsonBody(raw: string | undefined, maxBytes: number): unknown {
+export function parseJsonBody(raw: string | undefined, maxBytes: number, rawPaths?: (path: JsonPath) => boolean): unknown {
   if (raw === undefined || raw === '') throw new ValidationError('request body is empty: send a JSON object');
   const bytes = Buffer.byteLength(raw, 'utf8');
   if (bytes > maxBytes) throw new PayloadTooLargeError(`request body is ${bytes} bytes, above the limit of ${maxBytes}: split it into smaller requests`);
   try {
-    return JSON.parse(raw);
+    return parseJson(raw, { raw: rawPaths });
   } catch (err) {
-    throw new ValidationError(`request body is not valid JSON (${(err as Error).message}): send a JSON object`);
+    if (!(err instanceof JsonSyntaxError)) throw err;
+    throw new ValidationError(`request body is not valid JSON (${err.message}): send a JSON object`);
   }
 }
 
+/** Refuses an object whose members repeat (`{"payload": 1, "payload": 2}`): which one was meant? */
+export function assertNoDuplicateFields(obj: object, where: string): void {
+  const dup = duplicateKeysOf(obj);
+  if (dup.length > 0) throw new ValidationError(`${where} has the field ${dup.map((k) => `'${k}'`).join(', ')} more than once: send each field once`);
+}
+
 /**
- * Validates one job body as DESIGN.md's API table describes it.
+ * Validates one job body as DESIGN.md's API table describes it. The HTTP path passes the body as
+ * {@link parseJsonBody} read it, the payload a {@link RawJson} kept byte for byte; a payload
+ * given as a JavaScript value (programmatic callers) is serialized with `JSON.stringify`.
+ * `source` is the request body the job came from, for error positions.
  *
- * @example validateJob({ payload: { a: 1 }, delaySeconds: 30 }, settings, Date.now())
+ * @example validateJob(parseJsonBody('{"payload": {"a": 1.0}, "delaySeconds": 30}', 1e6, JOB_PAYLOAD), settings, Date.now())
  * @throws ValidationError, PayloadTooLargeError
  */
-export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: number): JobRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: number, source?: string): JobRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || body instanceof RawJson) {
     throw new ValidationError('a job must be a JSON object like {"payload": ..., "runAt": "2030-01-01T00:00:00Z"}');
   }
   const job = body as Record<string, unknown>;
+  assertNoDuplicateFields(job, 'the job');
   const unknown = Object.keys(job).filter((k) => !FIELDS.has(k));
   if (unknown.length > 0) {
     throw new ValidationError(`unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable`);
@@ -57,25 +83,62 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
 
   let idempotencyKey: string | undefined;
   if (job.idempotencyKey !== undefined) {
-    if (typeof job.idempotencyKey !== 'string' || job.idempotencyKey.length < 1 || job.idempotencyKey.length > 128) {
-      throw new ValidationError('idempotencyKey must be a string of 1 to 128 characters');
+    if (typeof job.idempotencyKey !== 'string' || job.idempotencyKey.length < 1 || job.idempotencyKey.length > 128 || !isWellFormed(job.idempotencyKey)) {
+      throw new ValidationError('idempotencyKey must be a string of 1 to 128 characters (no unpaired surrogate escapes)');
     }
     idempotencyKey = job.idempotencyKey;
   }
   if (job.cancellable !== undefined && typeof job.cancellable !== 'boolean') {
     throw new ValidationError('cancellable must be true or false');
   }
-  let payloadText: string;
-  try {
-    payloadText = JSON.stringify(job.payload === undefined ? null : job.payload);
-  } catch {
-    throw new ValidationError('payload nests too deeply to serialize: flatten it');
+  const payloadText = payloadTextOf(job.payload, settings, source);
+  const schedule = hasRunAt ? `runAt:${dueMs}` : `delay:${dueMs - nowMs}`;
+  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false, schedule };
+}
+
+/**
+ * The payload's JSON text, checked: size, nesting, and the characters SQS carries. An omitted
+ * payload is `null`, like an explicit one.
+ */
+function payloadTextOf(payload: unknown, settings: SchedulerSettings, source: string | undefined): string {
+  let text: string;
+  let depth = 0;
+  let start: number | undefined;
+  if (payload instanceof RawJson) {
+    ({ text, depth, start } = payload);
+  } else {
+    try {
+      text = JSON.stringify(payload === undefined ? null : payload);
+    } catch {
+      throw new ValidationError(`payload nests more than ${MAX_PAYLOAD_DEPTH} levels deep: flatten it`);
+    }
+    depth = nesting(text);
   }
-  const payloadBytes = Buffer.byteLength(payloadText, 'utf8');
+  const payloadBytes = Buffer.byteLength(text, 'utf8');
   if (payloadBytes > settings.maxPayloadBytes) {
     throw new PayloadTooLargeError(`payload is ${payloadBytes} bytes serialized, above the limit of ${settings.maxPayloadBytes}: store large data elsewhere (S3) and send a reference`);
   }
-  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false };
+  if (depth > MAX_PAYLOAD_DEPTH) throw new ValidationError(`payload nests ${depth} levels deep, more than ${MAX_PAYLOAD_DEPTH}: flatten it`);
+  const bad = findSqsUnsafeChar(text);
+  if (bad) {
+    const inPayload = Buffer.byteLength(text.slice(0, bad.index), 'utf8');
+    const inBody = start !== undefined && source !== undefined ? `, byte ${Buffer.byteLength(source.slice(0, start + bad.index), 'utf8')} of the request body` : '';
+    throw new ValidationError(
+      `payload holds ${describeSqsUnsafeChar(bad.codePoint)} at byte ${inPayload} of the payload${inBody}: write it as the JSON escape "\\u${bad.codePoint.toString(16).toUpperCase().padStart(4, '0')}" inside the string, which travels as six ASCII characters`,
+    );
+  }
+  return text;
+}
+
+/** Nesting depth of JSON text serialized by JSON.stringify (brackets outside strings). */
+function nesting(text: string): number {
+  const raw = parseJson(`{"p":${text}}`, { raw: (path) => path.length === 1 }) as { p: RawJson };
+  return raw.p.depth;
+}
+
+/** No unpaired surrogate (a `\uD800` escape can make one): such a string has no UTF-8 form. */
+function isWellFormed(s: string): boolean {
+  return !/\p{Surrogate}/u.test(s);
 }
 
 /** Epoch ms of an RFC 3339 time with an explicit offset; sub-millisecond fractions round up. */

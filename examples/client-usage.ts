@@ -1,6 +1,9 @@
 /**
  * The examples of docs/client.md, type-checked by `npm run typecheck` (tsconfig includes
- * `examples/`). Each section is a function, so importing this file runs nothing.
+ * `examples/`; its `paths` map `dynein-serverless` to client/index.ts) and, in CI, by a consumer
+ * project that installs the packed tarball (.ci/consumer-check.sh). Consumer code: it imports only
+ * `dynein-serverless` and npm packages. Each section is a function, so importing this file runs
+ * nothing.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { fromIni } from '@aws-sdk/credential-providers';
@@ -13,7 +16,7 @@ import {
   ValidationError,
   Worker,
   dyneinLambdaHandler,
-} from '../client/index.js';
+} from 'dynein-serverless';
 
 declare function sendReminder(invoiceId: string, signal?: AbortSignal): Promise<void>;
 declare function invoiceExists(invoiceId: string): Promise<boolean>;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
@@ -133,8 +134,10 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
         timeEpoch: t,
         authorizer: { iam: { accessKey: caller.accessKeyId, accountId: ACCOUNT, callerId: caller.accessKeyId, principalOrgId: null, userArn: `arn:aws:iam::${ACCOUNT}:user/dynein-${caller.tenant}`, userId: caller.accessKeyId, cognitoIdentity: null } },
       } as unknown as APIGatewayProxyEventV2['requestContext'],
-      ...(body.length > 0 ? { body: body.toString('utf8') } : {}),
-      isBase64Encoded: false,
+      // Text as text; bytes that are not UTF-8 base64-encoded (as API Gateway passes a body it
+      // does not treat as text), so the handler refuses them instead of reading U+FFFD.
+      ...(body.length > 0 ? { body: isUtf8(body) ? body.toString('utf8') : body.toString('base64') } : {}),
+      isBase64Encoded: body.length > 0 && !isUtf8(body),
     };
   }
 

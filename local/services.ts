@@ -15,6 +15,7 @@ import { startFauxqs } from 'fauxqs';
 import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
+import { alignFauxqsCharset } from './fauxqsCharset.js';
 import { restoreInboundJournal } from './inboundJournal.js';
 import { INBOUND_QUEUE, localSettings, TABLE_NAME, tenantQueueName } from './settings.js';
 
@@ -69,6 +70,8 @@ await new Promise<void>((resolve, reject) => {
 });
 // The message spy (one event kept) is where the inbound journal hooks in (local/inboundJournal.ts).
 const sqsServer = await startFauxqs({ port: Number(process.env.DYNEIN_SQS_PORT ?? 0), host: '127.0.0.1', logger: false, defaultRegion: settings.region, messageSpies: { bufferSize: 1 } });
+// SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
+await alignFauxqsCharset();
 const dynamodbEndpoint = `http://127.0.0.1:${(db.address() as AddressInfo).port}`;
 const sqsEndpoint = `http://127.0.0.1:${sqsServer.port}`;
 const dynamo = new DynamoDBClient({ endpoint: dynamodbEndpoint, region: settings.region, credentials });

@@ -44,8 +44,12 @@ async function prepareDataDir(s: LocalSettings, localJsonFile: string): Promise<
   }
 }
 
+// `npm start` runs the .ts files through tsx; `dynein local` (this file bundled as dist/local/start.mjs) forks the bundles beside it on plain node.
+const fromSource = import.meta.url.endsWith('.ts');
+
 function spawn(file: string, env: Record<string, string | undefined>): ChildProcess {
-  return fork(here(file), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, ...env }, stdio: 'inherit' });
+  const execArgv = fromSource ? ['--import', 'tsx'] : ['--enable-source-maps'];
+  return fork(here(fromSource ? file : file.replace(/\.ts$/, '.mjs')), [], { execArgv, env: { ...process.env, ...env }, stdio: 'inherit' });
 }
 
 function ready<T>(child: ChildProcess, what: string): Promise<T> {

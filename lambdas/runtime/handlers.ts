@@ -6,7 +6,7 @@ import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/pl
 import { systemClock, type Clock } from '../../core/ports.js';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
 import type { JobReply } from '../../core/submit.js';
-import { bodyOf, pathParam, respond, type HttpResult } from './http.js';
+import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
 import type { Wiring } from './wiring.js';
 
 /** What handlers report besides their reply: metrics and unexpected errors. */
@@ -18,7 +18,7 @@ export interface Telemetry {
 
 export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} };
 
-/** `POST /v1/tenants/{tenant}/jobs` (201) and `POST /v1/tenants/{tenant}/jobs/batch` (200). */
+/** `POST /v1/tenants/{tenant}/jobs` (201; 200 for a retry naming an existing job) and `POST /v1/tenants/{tenant}/jobs/batch` (200). */
 export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
     const tenant = pathParam(event, 'tenant');
@@ -32,9 +32,9 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       }, unexpected);
     }
     return respond(event, 201, async () => {
-      const reply = await w.submitter.submit(tenant, bodyOf(event));
-      countStates(t, [reply]);
-      return reply;
+      const { status, job } = await w.submitter.submit(tenant, bodyOf(event));
+      countStates(t, [job]);
+      return new WithStatus(status, job);
     }, unexpected);
   };
 }

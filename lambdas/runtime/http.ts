@@ -1,12 +1,31 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ApiError } from '../../core/errors.js';
+import { ApiError, ValidationError } from '../../core/errors.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 
-/** The raw body of an HTTP API event (decoded when API Gateway base64-encoded it). */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The raw body of an HTTP API event, decoded when API Gateway base64-encoded it (it does for a
+ * body it does not treat as text). Bytes that are not UTF-8 are a 400, never U+FFFD in their place.
+ * @throws ValidationError
+ */
 export function bodyOf(event: APIGatewayProxyEventV2): string | undefined {
   if (event.body === undefined || event.body === null) return undefined;
-  return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  if (!event.isBase64Encoded) return event.body;
+  try {
+    return utf8.decode(Buffer.from(event.body, 'base64'));
+  } catch {
+    throw new ValidationError('request body is not valid UTF-8: send JSON text encoded in UTF-8');
+  }
+}
+
+/** A reply whose status the operation chooses (a replayed submit answers 200, a new job 201). */
+export class WithStatus {
+  constructor(
+    readonly statusCode: number,
+    readonly value: unknown,
+  ) {}
 }
 
 export function json(statusCode: number, value: unknown, requestId?: string): HttpResult {
@@ -18,7 +37,8 @@ export function json(statusCode: number, value: unknown, requestId?: string): Ht
 }
 
 /**
- * Runs an API operation and shapes its reply: an {@link ApiError} becomes its status and
+ * Runs an API operation and shapes its reply (`status`, unless the operation answers a
+ * {@link WithStatus}): an {@link ApiError} becomes its status and
  * `{"error": {"code", "message"}}`; anything else is logged and answers 500 without details.
  */
 export async function respond(
@@ -29,7 +49,8 @@ export async function respond(
 ): Promise<HttpResult> {
   const requestId = event.requestContext?.requestId;
   try {
-    return json(status, await op(), requestId);
+    const value = await op();
+    return value instanceof WithStatus ? json(value.statusCode, value.value, requestId) : json(status, value, requestId);
   } catch (err) {
     if (err instanceof ApiError) return json(err.status, { error: { code: err.code, message: err.message } }, requestId);
     onUnexpected(err);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
@@ -48,7 +49,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     config,
     store,
     codec,
-    submitter: new Submitter({ settings, codec, tenants, sender, inboundQueueUrl: config.inboundQueueUrl, clock }),
+    submitter: new Submitter({ settings, codec, tenants, sender, inboundQueueUrl: config.inboundQueueUrl, clock, idempotency: new DynamoIdempotencyStore(config.tableName, dynamo) }),
     jobs: new JobsService({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },
     dispatch: { store, sender, tenants, clock, settings, log: opts.log },

@@ -1,13 +1,15 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 /**
- * docs/client.md's TypeScript examples are excerpts of examples/client-usage.ts, which the
- * type check covers: each block must appear there, line for line (indentation aside).
+ * The TypeScript examples of README.md and docs/client.md are excerpts of examples/*.ts, which the
+ * type check covers (and CI compiles as a consumer of the packed tarball): each block must appear
+ * in one of them, line for line (indentation aside).
  */
 const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
 
-const examples = ['examples/client-usage.ts', 'examples/cdk-usage.ts'].map((f) => lines(readFileSync(f, 'utf8')));
+const exampleFiles = readdirSync('examples').filter((f) => f.endsWith('.ts'));
+const examples = exampleFiles.map((f) => lines(readFileSync(`examples/${f}`, 'utf8')));
 const found = (block: string[]) => examples.some((ex) => ex.some((_, i) => block.every((l, k) => ex[i + k] === l)));
 
 describe.each([
@@ -18,6 +20,7 @@ describe.each([
   const blocks = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => lines(m[1]!));
 
   it('has TypeScript examples', () => {
+    expect(exampleFiles).toContain('client-usage.ts');
     expect(blocks.length).toBeGreaterThanOrEqual(atLeast);
   });
 

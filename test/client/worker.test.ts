@@ -34,7 +34,7 @@ describe('Worker', () => {
     await waitForEmptyQueue(em.sqs, q.url, 5_000);
     await worker.stop();
     await running;
-    expect(seen[0]!.job).toEqual({ jobId: 'j-1', tenant: 'demo', runAt: new Date(runAtMs).toISOString(), payload: { hello: 'world' } });
+    expect(seen[0]!.job).toEqual({ jobId: 'j-1', tenant: 'demo', runAt: new Date(runAtMs).toISOString(), payload: { hello: 'world' }, payloadText: '{"hello":"world"}' });
     expect(seen[0]!.ctx.receiveCount).toBe(1);
     expect(seen[0]!.ctx.latenessMs).toBeGreaterThanOrEqual(1_500);
     expect(seen[0]!.ctx.latenessMs).toBe(seen[0]!.ctx.receivedAt - runAtMs);

@@ -224,6 +224,13 @@ const cases: Case[] = [
   { name: 'DELETE a cancellable:false job', route: 'cancel', jobId: (ids) => ids.uncancellable, status: 409, code: NO_CANCEL, message: /./ },
   { name: 'DELETE a job inside the cancel cut-off', route: 'cancel', jobId: (ids) => ids.pastCutOff(), status: 409, code: NO_CANCEL, message: /./ },
   { name: 'DELETE a job already due', route: 'cancel', jobId: (ids) => ids.pastDue, status: 409, code: NO_CANCEL, message: /./ },
+  // Issue #12: characters SQS cannot carry (once a 500), ambiguous envelopes, limits of the raw payload.
+  { name: 'payload holding a raw U+FFFF', route: 'submit', body: '{"payload": "a\uFFFF", "delaySeconds": 30}', status: 400, code: V, message: [/U\+FFFF/, /byte \d+ of the payload/, /\\uFFFF/] },
+  { name: 'payload holding a raw U+FFFE, due at once (straight to the queue)', route: 'submit', body: '{"payload": {"k": "\uFFFE"}, "delaySeconds": 0}', status: 400, code: V, message: /U\+FFFE/ },
+  { name: 'a field given twice', route: 'submit', body: '{"payload": 1, "delaySeconds": 30, "payload": 2}', status: 400, code: V, message: /'payload'.*more than once/ },
+  { name: 'a batch with jobs given twice', route: 'batch', body: `{"jobs": [${j(validJob())}], "jobs": [${j(validJob())}]}`, status: 400, code: V, message: /'jobs'.*more than once/ },
+  { name: 'payload nested 1,001 deep', route: 'submit', body: `{"delaySeconds": 60, "payload": ${'['.repeat(1_001)}${']'.repeat(1_001)}}`, status: 400, code: V, message: /nests 1001 levels/ },
+  { name: 'idempotencyKey an unpaired surrogate escape', route: 'submit', body: '{"payload": 1, "delaySeconds": 30, "idempotencyKey": "k\\ud800"}', status: 400, code: V, message: /idempotencyKey/ },
   // Once answered 500 (an out-of-range Date in the error message, a stack overflow): now 400.
   { name: 'payload nested 100,000 deep', route: 'submit', body: () => `{"delaySeconds": 60, "payload": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`, status: 400, code: V, message: /nest/ },
   { name: 'delaySeconds 1e300 (far beyond the horizon)', route: 'submit', body: '{"payload": 1, "delaySeconds": 1e300}', status: 400, code: V, message: /delaySeconds|horizon/ },
@@ -506,10 +513,12 @@ describe('a batch mixing valid and invalid jobs', () => {
     expectError(await send(h, 'cancel', 'demo', { jobId: withPart(queued[0]!, 4, () => 't') }), { status: 400, code: BAD_ID, message: /job ?id/i });
 
     // Exactly the valid jobs were written: the table jobs wait in the inbound queue (no ingest
-    // runs here), the direct ones in the tenant queue; the table holds only the tenant registry.
+    // runs here), the direct ones in the tenant queue; the table holds the tenant registry and
+    // the idempotency record of jobs[7], the one job with a key.
     const table = await scanAll(em, sys.tableName);
-    expect(table).toHaveLength(1);
-    expect(table[0]!.queueUrl?.S).toBe(sys.tenants.demo!.url);
+    expect(table.map((i) => i.pk?.S?.replace(/^idem#.+$/, 'idem#')).sort()).toEqual(['idem#', 'tenant#demo']);
+    expect(table.find((i) => i.pk?.S === 'tenant#demo')!.queueUrl?.S).toBe(sys.tenants.demo!.url);
+    expect(table.find((i) => i.pk?.S?.startsWith('idem#'))!.jobId?.S).toBe(accepted.find((a) => a.index === 7)!.jobId);
     // One batch request: its table-path jobs share one inbound message.
     expect(total(await queueCounts(em, sys.inboundUrl))).toBe(1);
     expect(total(await queueCounts(em, sys.tenants.demo!.url))).toBe(queued.length);

@@ -4,6 +4,7 @@
  * change: every job is written once, a message that SQS refuses fails exactly its own jobs, and a
  * message whose ingest fails part-way is retried whole without a second row.
  */
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Submitter } from '../../core/submit.js';
@@ -64,7 +65,7 @@ describe('inbound packing', () => {
       sendBatch: async (orig, url, messages) =>
         url === sys.inboundUrl ? messages.map((m) => ({ id: m.id, retryable: true, message: 'ServiceUnavailable (injected)' })) : orig(url, messages),
     });
-    const submitter = new Submitter({ ...sys.w.ingest, tenants: sys.w.dispatch.tenants, sender, inboundQueueUrl: sys.inboundUrl });
+    const submitter = new Submitter({ ...sys.w.submitter.deps, sender, send: { backoff: { baseMs: 1, capMs: 5 } } });
     const now = Date.now();
     const jobs = [
       { payload: 1, delaySeconds: 600 },
@@ -77,6 +78,73 @@ describe('inbound packing', () => {
     for (const r of results) if ('error' in r) expect(r.error.message).toMatch(/not accepted.*injected.*retry/);
     expect(await receiveAll(sys.inboundUrl, 0)).toEqual([]);
     await waitForEmptyQueue(em.sqs, sys.inboundUrl, 2_000);
+  });
+
+  it('splits a message SQS refuses, so that every other job of the batch gets through; only the refused job answers an error', async () => {
+    const sys = await createSystem(em, { settings });
+    // SQS's per-entry refusals cannot be produced by the emulator for valid text: refuse, as a
+    // sender fault, every message that carries the job marked "poison".
+    let refusals = 0;
+    const sender = inProcess<QueueSender>(sys.w.dispatch.sender, new SimProcess(), {
+      sendBatch: async (orig, url, messages) => {
+        const bad = messages.filter((m) => m.body.includes('"poison"'));
+        refusals += bad.length;
+        const failures = await orig(url, messages.filter((m) => !bad.includes(m)));
+        return [...failures, ...bad.map((m) => ({ id: m.id, retryable: false, message: 'InvalidMessageContents (injected)' }))];
+      },
+    });
+    const submitter = new Submitter({ ...sys.w.submitter.deps, sender });
+    const jobs = Array.from({ length: 20 }, (_, i) => ({ payload: i === 13 ? 'poison' : kb(i), delaySeconds: 3_600 }));
+    const { results } = await submitter.submitBatch('demo', JSON.stringify({ jobs }));
+    expect(results.map((r, i) => ('error' in r ? `${i}:${r.error.code}` : r.state))).toEqual(jobs.map((_, i) => (i === 13 ? '13:ValidationError' : 'SCHEDULED')));
+    expect((results[13] as { error: { message: string } }).error.message).toMatch(/^jobs\[13\]: SQS refused the job \(InvalidMessageContents \(injected\)\)/);
+    expect(refusals).toBeGreaterThan(1); // the packed message, then halves down to the job alone
+
+    // Every other job is stored: ingest what reached the inbound queue.
+    const ingest = sys.startIngest();
+    await waitForEmptyQueue(em.sqs, sys.inboundUrl);
+    await ingest.stop();
+    for (const [i, r] of results.entries()) if (i !== 13) expect(await rowState(sys, (r as { jobId: string }).jobId)).toBe('SCHEDULED');
+    const rows = (await em.dynamo.send(new ScanCommand({ TableName: sys.tableName, ConsistentRead: true }))).Items ?? [];
+    expect(rows.filter((row) => /^\d+$/.test(row.pk!.S!))).toHaveLength(19);
+  });
+
+  it('sends again the entries SQS failed on its side: a batch whose first send fails is accepted whole', async () => {
+    const sys = await createSystem(em, { settings });
+    let calls = 0;
+    const sender = inProcess<QueueSender>(sys.w.dispatch.sender, new SimProcess(), {
+      sendBatch: async (orig, url, messages) => {
+        calls++;
+        if (calls === 1) return messages.map((m) => ({ id: m.id, retryable: true, message: 'InternalError (injected)' }));
+        if (calls === 2) throw new Error('socket hang up (injected)');
+        return orig(url, messages);
+      },
+    });
+    const submitter = new Submitter({ ...sys.w.submitter.deps, sender, send: { backoff: { baseMs: 1, capMs: 5 } } });
+    const { results } = await submitter.submitBatch('demo', JSON.stringify({ jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i, delaySeconds: 3_600 })) }));
+    expect(results.map((r) => ('error' in r ? r.error.code : r.state))).toEqual(Array(5).fill('SCHEDULED'));
+    expect(calls).toBe(3);
+    const [msg, ...rest] = await receiveAll(sys.inboundUrl, 1);
+    expect(rest).toEqual([]);
+    expect(parseInboundBody(msg!.body)?.map((j) => j.payload)).toEqual(['0', '1', '2', '3', '4']);
+  });
+
+  it('writes the well-formed jobs of a message that carries a malformed one (which sends the message to the DLQ)', async () => {
+    const sys = await createSystem(em, { settings });
+    const [a, b] = await submitJobs(sys, 'demo', [
+      { payload: 'a', delaySeconds: 3_600 },
+      { payload: 'b', delaySeconds: 3_600 },
+    ]);
+    const [msg] = await receiveAll(sys.inboundUrl, 1);
+    // The second job's entry malformed (its shard a string): not one submit wrote.
+    const at = msg!.body.indexOf(b!.jobId);
+    const body = msg!.body.slice(0, at) + msg!.body.slice(at).replace(/"shard":(\d+)/, '"shard":"$1"');
+    expect(body).not.toBe(msg!.body);
+    const handler = ingestHandler(sys.w);
+    const reply = await handler({ Records: [{ messageId: msg!.messageId, body } as never] } as never);
+    expect(reply).toEqual({ batchItemFailures: [{ itemIdentifier: msg!.messageId }] });
+    expect(await rowState(sys, a!.jobId)).toBe('SCHEDULED');
+    expect(await rowState(sys, b!.jobId)).toBeUndefined();
   });
 
   it('retries a message whose ingest failed part-way, without a second row, and reports the rest as duplicates', async () => {

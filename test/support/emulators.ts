@@ -7,6 +7,7 @@ import dynalite from 'dynalite';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { RequestCounter } from '../../adapters/requestCounter.js';
 import { createTableInput } from '../../adapters/tableSchema.js';
+import { alignFauxqsCharset } from '../../local/fauxqsCharset.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -37,6 +38,8 @@ export async function startEmulators(): Promise<Emulators> {
   });
   const inFlight = trackRequests(dyn);
   const fauxqs: FauxqsServer = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
+  // SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
+  await alignFauxqsCharset();
   return emulatorsAt(`http://127.0.0.1:${(dyn.address() as AddressInfo).port}`, `http://127.0.0.1:${fauxqs.port}`, async () => {
     await fauxqs.stop();
     // dynalite closes its database once the last connection ends, but a request whose client

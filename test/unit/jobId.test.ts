@@ -20,12 +20,10 @@ const tenantArb = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,39}$/);
 const shardArb = fc.integer({ min: 0, max: 9_999 });
 const dueArb = fc.integer({ min: 0, max: NOW + TEN_YEARS_MS });
 const pathArb = fc.constantFrom<JobPath>('t', 'u', 'd');
-const idemKeyArb = fc.option(fc.string({ minLength: 1, maxLength: 128, unit: 'binary' }), { nil: undefined });
-
-/** Valid parts whose random part comes from `placement()`, with or without an idempotency key. */
+/** Valid parts whose random part comes from `placement()`. */
 const partsArb: fc.Arbitrary<JobIdParts> = fc
-  .record({ tenant: tenantArb, shard: shardArb, dueMs: dueArb, path: pathArb, idem: idemKeyArb })
-  .map(({ tenant, shard, dueMs, path, idem }) => ({ tenant, shard, dueMs, path, random: codec.placement(tenant, 10_000, idem).random }));
+  .record({ tenant: tenantArb, shard: shardArb, dueMs: dueArb, path: pathArb })
+  .map(({ tenant, shard, dueMs, path }) => ({ tenant, shard, dueMs, path, random: codec.placement(tenant, 10_000).random }));
 
 const validIdArb = partsArb.map((p) => codec.encode(p));
 
@@ -222,55 +220,7 @@ describe('JobIdCodec', () => {
   });
 
   describe('placement', () => {
-    const shardCountArb = fc.integer({ min: 1, max: 10_000 });
-
-    it('with an idempotency key: same tenant and key give the same shard and random part, across codecs with the same key', () => {
-      const twin = new JobIdCodec(Buffer.from(KEY));
-      fc.assert(
-        fc.property(tenantArb, fc.string({ minLength: 1, maxLength: 128, unit: 'binary' }), shardCountArb, (tenant, key, shards) => {
-          const a = codec.placement(tenant, shards, key);
-          expect(codec.placement(tenant, shards, key)).toEqual(a);
-          expect(twin.placement(tenant, shards, key)).toEqual(a);
-          expect(Number.isInteger(a.shard)).toBe(true);
-          expect(a.shard).toBeGreaterThanOrEqual(0);
-          expect(a.shard).toBeLessThan(shards);
-          expect(a.random).toMatch(/^[A-Za-z0-9_-]{16}$/);
-          expect(Buffer.from(a.random, 'base64url')).toHaveLength(12);
-        }),
-      );
-    });
-
-    it('with an idempotency key: a different tenant or key gives a different random part', () => {
-      const keyArb = fc.string({ minLength: 1, maxLength: 128, unit: 'binary' });
-      fc.assert(
-        fc.property(tenantArb, keyArb, tenantArb, keyArb, (t1, k1, t2, k2) => {
-          fc.pre(t1 !== t2 || k1 !== k2);
-          expect(codec.placement(t1, 64, k1).random).not.toBe(codec.placement(t2, 64, k2).random);
-        }),
-        { numRuns: 1_000 },
-      );
-    });
-
-    it('keeps tenant and key apart (no ambiguity where one ends and the other begins)', () => {
-      const pairs: [string, string][] = [
-        ['ab', 'c'],
-        ['a', 'bc'],
-        ['a', 'b\nc'],
-        ['a', '\nbc'],
-      ];
-      const randoms = new Set(pairs.map(([t, k]) => codec.placement(t, 64, k).random));
-      expect(randoms.size).toBe(pairs.length);
-    });
-
-    it('with an idempotency key: another deployment key gives another random part', () => {
-      fc.assert(
-        fc.property(tenantArb, fc.string({ minLength: 1, maxLength: 128 }), (tenant, key) => {
-          expect(otherCodec.placement(tenant, 64, key).random).not.toBe(codec.placement(tenant, 64, key).random);
-        }),
-      );
-    });
-
-    it('without a key: fresh random parts, shards in range', () => {
+    it('fresh random parts, shards in range', () => {
       const randoms = new Set<string>();
       for (let i = 0; i < 2_000; i++) {
         const p = codec.placement('demo', 7);
@@ -283,16 +233,55 @@ describe('JobIdCodec', () => {
       expect(randoms.size).toBe(2_000);
     });
 
-    it('spreads jobs over every shard, with and without a key', () => {
+    it('spreads jobs over every shard', () => {
       // 6,400 draws over 64 shards: the chance that a fair draw misses a shard is below 1e-40.
-      const keyed = new Set<number>();
-      const unkeyed = new Set<number>();
-      for (let i = 0; i < 6_400; i++) {
-        keyed.add(codec.placement('demo', 64, `key-${i}`).shard);
-        unkeyed.add(codec.placement('demo', 64).shard);
-      }
-      expect(keyed.size).toBe(64);
-      expect(unkeyed.size).toBe(64);
+      const shards = new Set<number>();
+      for (let i = 0; i < 6_400; i++) shards.add(codec.placement('demo', 64).shard);
+      expect(shards.size).toBe(64);
+    });
+  });
+
+  describe('keyId', () => {
+    const keyArb = fc.string({ minLength: 1, maxLength: 128, unit: 'binary' });
+
+    it('is the same for the same tenant and key, across codecs with the same deployment key', () => {
+      const twin = new JobIdCodec(Buffer.from(KEY));
+      fc.assert(
+        fc.property(tenantArb, keyArb, (tenant, key) => {
+          const a = codec.keyId(tenant, key);
+          expect(codec.keyId(tenant, key)).toBe(a);
+          expect(twin.keyId(tenant, key)).toBe(a);
+          expect(a).toMatch(/^[A-Za-z0-9_-]{22}$/);
+        }),
+      );
+    });
+
+    it('differs for another tenant or key', () => {
+      fc.assert(
+        fc.property(tenantArb, keyArb, tenantArb, keyArb, (t1, k1, t2, k2) => {
+          fc.pre(t1 !== t2 || k1 !== k2);
+          expect(codec.keyId(t1, k1)).not.toBe(codec.keyId(t2, k2));
+        }),
+        { numRuns: 1_000 },
+      );
+    });
+
+    it('keeps tenant and key apart (no ambiguity where one ends and the other begins)', () => {
+      const pairs: [string, string][] = [
+        ['ab', 'c'],
+        ['a', 'bc'],
+        ['a', 'b\nc'],
+        ['a', '\nbc'],
+      ];
+      expect(new Set(pairs.map(([t, k]) => codec.keyId(t, k))).size).toBe(pairs.length);
+    });
+
+    it('differs under another deployment key', () => {
+      fc.assert(
+        fc.property(tenantArb, fc.string({ minLength: 1, maxLength: 128 }), (tenant, key) => {
+          expect(otherCodec.keyId(tenant, key)).not.toBe(codec.keyId(tenant, key));
+        }),
+      );
     });
   });
 });

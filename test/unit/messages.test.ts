@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JobIdCodec } from '../../core/jobId.js';
-import { deliveryMessage, inboundBody, MAX_INBOUND_MESSAGE_BYTES, packBatches, packInbound, parseInboundBody, type InboundJob } from '../../core/messages.js';
+import { deliveryMessage, inboundBody, MAX_INBOUND_MESSAGE_BYTES, packBatches, packInbound, parseInboundBody, parseInboundJobs, type InboundJob } from '../../core/messages.js';
 import type { OutgoingMessage } from '../../core/ports.js';
 
 const KIB = 1024;
@@ -209,6 +209,22 @@ describe('inbound messages', () => {
     // A hundred 1 KB jobs: one message.
     const small = Array.from({ length: 100 }, (_, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i % 64, dueMs: 1e12 + i, payload: JSON.stringify('p'.repeat(1_000)) }));
     expect(packInbound(small)).toHaveLength(1);
+  });
+
+  it('carry every payload as the exact text submit stored, never parsed again', () => {
+    const texts = ['9007199254740993', '1e400', '-0', '1.0', '{"a":1,"a":2}', '{"b":1,"a":2}', '[ 1 ,\n\t2 ]', '"\\uFFFF"', '"😀"', '{"__proto__":{"x":1}}', 'null'];
+    const jobs = texts.map((payload, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i, dueMs: 1e12 + i, payload }));
+    expect(parseInboundBody(inboundBody(jobs))).toEqual(jobs);
+    for (const { body, indexes } of packInbound(jobs)) expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(indexes.map((i) => texts[i]));
+  });
+
+  it('parse each job on its own: a malformed entry is undefined in its place, the others are kept', () => {
+    const job = { jobId: 'j', tenant: 'demo', shard: 1, dueMs: 2, payload: 1.0 };
+    const body = `{"v":2,"jobs":[{"jobId":"a","tenant":"demo","shard":1,"dueMs":2,"payload":1.0},{"jobId":"b","tenant":"demo","shard":"x","dueMs":2,"payload":1},null]}`;
+    expect(parseInboundJobs(body)).toEqual([{ jobId: 'a', tenant: 'demo', shard: 1, dueMs: 2, payload: '1.0' }, undefined, undefined]);
+    expect(parseInboundBody(body)).toBeUndefined();
+    expect(parseInboundJobs(JSON.stringify({ v: 2, jobs: [job] }))).toHaveLength(1);
+    for (const bad of ['', '{', '[]', '{"v":2,"jobs":[]}', '{"v":3,"jobs":[{}]}']) expect(parseInboundJobs(bad)).toBeUndefined();
   });
 
   it('refuse garbage', () => {

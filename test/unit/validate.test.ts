@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolveSettings } from '../../core/config.js';
 import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
-import { parseJsonBody, parseRunAt, validateJob } from '../../core/validate.js';
+import { BATCH_PAYLOADS, JOB_PAYLOAD, MAX_PAYLOAD_DEPTH, parseJsonBody, parseRunAt, validateJob } from '../../core/validate.js';
 
 const settings = resolveSettings();
 /** A fixed "now" (the clock is injected): 2030-01-01T00:00:00Z. */
@@ -359,5 +359,80 @@ describe('parseJsonBody', () => {
     const raw = `"${'x'.repeat(settings.maxBatchBytes - 2)}"`;
     expect(parseJsonBody(raw, settings.maxBatchBytes)).toHaveLength(settings.maxBatchBytes - 2);
     expectTooLarge(() => parseJsonBody(`${raw} `, settings.maxBatchBytes));
+  });
+});
+
+describe('validateJob on a request body as parsed (payload kept as raw text)', () => {
+  /** What the submit route does: parse the body with the payload kept raw, then validate. */
+  const fromBody = (body: string, s = settings) => validateJob(parseJsonBody(body, s.maxBatchBytes, JOB_PAYLOAD), s, NOW, body);
+
+  it('keeps the payload exactly as written, whatever JSON.parse would make of it', () => {
+    for (const p of ['9007199254740993', '1e400', '-0', '1.0', '{"a":1,"a":2}', '{"b":1,"a":2}', '[ 1 ,\n\t2 ]', '"\\uFFFF"', '"😀"', '{"__proto__":{"x":1}}']) {
+      expect(fromBody(`{"delaySeconds": 1, "payload" :  ${p}  }`).payloadText).toBe(p);
+    }
+  });
+
+  it('delivers an omitted payload and an explicit null alike, as null', () => {
+    expect(fromBody('{"delaySeconds": 1}').payloadText).toBe('null');
+    expect(fromBody('{"delaySeconds": 1, "payload": null}').payloadText).toBe('null');
+  });
+
+  it('counts the payload limit on the text as sent, whitespace included', () => {
+    const small = resolveSettings({ maxPayloadBytes: 10 });
+    expect(fromBody('{"delaySeconds":1,"payload":[1, 2, 3]}', small).payloadText).toBe('[1, 2, 3]');
+    expectTooLarge(() => fromBody('{"delaySeconds":1,"payload":[1,  2,  3]}', small));
+  });
+
+  it('refuses characters SQS cannot carry, naming the character and where it is, and accepts their escapes', () => {
+    const body = '{"delaySeconds":1,"payload":{"é":"\uFFFF"}}';
+    const err = thrown(() => fromBody(body));
+    expect(err).toBeInstanceOf(ValidationError);
+    // Byte 7 of {"é":"<U+FFFF>"} (é is two bytes); byte 35 of the body.
+    expect((err as Error).message).toMatch(/U\+FFFF .*byte 7 of the payload, byte 35 of the request body.*"\\uFFFF"/);
+    expect(Buffer.from(body, 'utf8').subarray(35, 38)).toEqual(Buffer.from('\uFFFF', 'utf8'));
+    expectValidationError(() => fromBody('{"delaySeconds":1,"payload":"\uFFFE"}'), /U\+FFFE/);
+    expect(fromBody('{"delaySeconds":1,"payload":"\\uFFFF\\uFFFE"}').payloadText).toBe('"\\uFFFF\\uFFFE"');
+    expect(fromBody('{"delaySeconds":1,"payload":"\u{10FFFF}\uFFFD\uE000\uD7FF"}').payloadText).toBe('"\u{10FFFF}\uFFFD\uE000\uD7FF"');
+    // Text holding a lone surrogate (no UTF-8 body can; a caller passing a string could): refused too.
+    expectValidationError(() => fromBody('{"delaySeconds":1,"payload":"a\ud800"}'), /U\+D800 \(an unpaired surrogate/);
+    // JSON.stringify escapes one (a programmatic caller's value): fine.
+    expect(validateJob({ payload: 'a\ud800', delaySeconds: 1 }, settings, NOW).payloadText).toBe('"a\\ud800"');
+  });
+
+  it('refuses a payload nested deeper than 1,000 levels, and accepts 1,000', () => {
+    expect(MAX_PAYLOAD_DEPTH).toBe(1_000);
+    const nested = (n: number) => `{"delaySeconds":1,"payload":${'['.repeat(n)}${']'.repeat(n)}}`;
+    expect(fromBody(nested(1_000)).payloadText).toHaveLength(2_000);
+    expectValidationError(() => fromBody(nested(1_001)), /nests 1001 levels deep, more than 1000/);
+  });
+
+  it('refuses a field given twice (which one was meant?)', () => {
+    expectValidationError(() => fromBody('{"payload":1,"delaySeconds":1,"payload":2}'), /'payload' more than once/);
+    expectValidationError(() => fromBody('{"delaySeconds":1,"delaySeconds":1}'), /'delaySeconds' more than once/);
+    // Inside the payload, repeated keys are the client's business: kept as sent.
+    expect(fromBody('{"delaySeconds":1,"payload":{"a":1,"a":2}}').payloadText).toBe('{"a":1,"a":2}');
+  });
+
+  it('records how the time was given: the runAt instant, or the delay (not the due time it moves with)', () => {
+    expect(fromBody('{"runAt":"2030-01-01T00:01:00Z"}').schedule).toBe(`runAt:${NOW + 60_000}`);
+    expect(fromBody('{"runAt":"2030-01-01T01:01:00+01:00"}').schedule).toBe(`runAt:${NOW + 60_000}`);
+    expect(fromBody('{"delaySeconds":1.5}').schedule).toBe('delay:1500');
+    expect(validateJob(parseJsonBody('{"delaySeconds":1.5}', 1_000, JOB_PAYLOAD), settings, NOW + 7).schedule).toBe('delay:1500');
+  });
+
+  it('refuses an idempotency key holding an unpaired surrogate (it has no UTF-8 form)', () => {
+    expectValidationError(() => fromBody('{"delaySeconds":1,"idempotencyKey":"k\\ud800"}'), /idempotencyKey/);
+    expect(fromBody('{"delaySeconds":1,"idempotencyKey":"k\\ud83d\\ude00"}').idempotencyKey).toBe('k😀');
+  });
+});
+
+describe('a batch body as parsed', () => {
+  it('refuses a job nested too deep to be built as a job, not as an object with odd fields', () => {
+    const body = `{"jobs":[${'['.repeat(100)}${']'.repeat(100)}]}`;
+    const parsed = parseJsonBody(body, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
+    expectValidationError(() => validateJob(parsed.jobs[0], settings, NOW, body), /a job must be a JSON object/);
+    const deepObject = `{"jobs":[${'{"a":'.repeat(100)}1${'}'.repeat(100)}]}`;
+    const parsedObject = parseJsonBody(deepObject, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
+    expectValidationError(() => validateJob(parsedObject.jobs[0], settings, NOW, deepObject), /unknown field 'a'/);
   });
 });

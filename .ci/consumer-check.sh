@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Consumer check (#11): build and pack the tarball, then use it the way other teams do, in scratch
+# projects outside the repository (under mktemp -d):
+#   (a) client only: `npm install <tarball>` in an empty ESM project; no aws-cdk-lib, constructs
+#       or esbuild in node_modules; import DyneinClient and Worker with plain node; the CLI
+#       (--version, --help, usage errors); the client examples compiled with tsc (nodenext,
+#       strict, skipLibCheck false); then `dynein local` from the installed package (after the
+#       npm install -D command it prints) and the client quickstart example run against it.
+#   (b) CDK: the tarball + aws-cdk-lib + constructs + typescript; every example compiled with tsc
+#       (nodenext, strict, skipLibCheck false); each examples/cdk-*.ts app run with plain node
+#       must synthesize templates, without esbuild in node_modules.
+#   (c) the examples type-checked once more with moduleResolution bundler.
+# Runs from .ci/run after the tests, or alone: `npm run check:package`. KEEP_SCRATCH=1 keeps the
+# scratch directory for a look afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false npm_config_loglevel=error
+export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true CDK_DISABLE_VERSION_CHECK=1
+readonly CDK_LIB=aws-cdk-lib@2.276.0 CONSTRUCTS=constructs@^10.5.0 TYPESCRIPT=typescript@~5.9 TYPES_NODE=@types/node@^20.19
+started=$(date +%s)
+step() { echo "== consumer: $* ($(($(date +%s) - started)) s)"; }
+fail() {
+  echo "consumer check FAILED: $*" >&2
+  exit 1
+}
+install() { npm install --prefer-offline --no-audit --no-fund "$@" >/dev/null; }
+# The npm packages the given examples import (but dynein-serverless itself and aws-cdk-lib and
+# constructs, installed explicitly), at the ranges the repository's package.json uses.
+example_deps() {
+  node -e '
+    const { readFileSync } = require("node:fs");
+    const { builtinModules } = require("node:module");
+    const pkg = require(process.argv[1] + "/package.json");
+    const known = { ...pkg.peerDependencies, ...pkg.devDependencies, ...pkg.dependencies };
+    const skip = new Set(["dynein-serverless", "aws-cdk-lib", "constructs", ...builtinModules]);
+    const names = new Set();
+    for (const f of process.argv.slice(2)) {
+      for (const [, spec] of readFileSync(f, "utf8").matchAll(/^(?:import|export)\s[^;]*?from\s+\x27([^\x27.][^\x27]*)\x27/gm)) {
+        const name = spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
+        if (!spec.startsWith("node:") && !skip.has(name)) names.add(name);
+      }
+    }
+    for (const n of [...names].sort()) {
+      if (!known[n]) { console.error(`examples import ${n}, which package.json does not list: add it to devDependencies`); process.exit(1); }
+      console.log(`${n}@${known[n]}`);
+    }
+  ' "$repo" "$@"
+}
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/dynein-consumer.XXXXXX")
+local_pid=
+cleanup() {
+  if [[ -n $local_pid ]] && kill -0 "$local_pid" 2>/dev/null; then
+    kill -INT "$local_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$local_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$local_pid" 2>/dev/null || true
+  fi
+  if [[ ${KEEP_SCRATCH:-} == 1 ]]; then echo "scratch kept: $scratch"; else rm -rf "$scratch"; fi
+}
+trap cleanup EXIT
+
+# Examples are consumer code: only package imports.
+if grep -nE "from '\.\.?/" examples/*.ts; then fail "examples/ must import only dynein-serverless, dynein-serverless/cdk and npm packages (the lines above import relative paths)"; fi
+
+step "npm run build"
+npm run build --silent
+step "npm pack"
+version=$(node -p "require('./package.json').version")
+npm pack --ignore-scripts --pack-destination "$scratch" >/dev/null
+tarball=$scratch/dynein-serverless-$version.tgz
+[[ -f $tarball ]] || fail "npm pack wrote no $tarball"
+contents=$(tar tzf "$tarball")
+for f in package/package.json package/README.md package/bin/dynein.js package/dist/client/index.js package/dist/client/index.d.ts \
+  package/dist/lib/index.js package/dist/lib/index.d.ts package/dist/local/start.mjs package/dist/local/services.mjs \
+  package/dist/local/compute.mjs package/dist/local/peers.json; do
+  grep -qxF "$f" <<<"$contents" || fail "the tarball lacks $f"
+done
+for name in submit ingest tick dispatch cancel status; do
+  grep -qxF "package/dist/lambdas/$name/index.mjs" <<<"$contents" || fail "the tarball lacks the $name Lambda bundle"
+done
+unwanted=$(grep -E '^package/(test|bench|cdk\.out|\.dynein|\.ci|examples|scripts|node_modules)/|\.tgz$' <<<"$contents" || true)
+unwanted+=$(grep -E '\.ts$' <<<"$contents" | grep -vE '\.d\.ts$' || true)
+[[ -z $unwanted ]] || fail "the tarball holds files the whitelist should keep out: $unwanted"
+echo "tarball: $(du -h "$tarball" | cut -f1) packed, $(wc -l <<<"$contents") files"
+
+# (a) client only -------------------------------------------------------------------------------
+step "client-only project: npm install the tarball"
+client=$scratch/client
+mkdir -p "$client/src" && cd "$client"
+npm init -y >/dev/null && npm pkg set type=module
+install "$tarball"
+for p in aws-cdk-lib constructs esbuild; do [[ ! -e node_modules/$p ]] || fail "a client-only install holds node_modules/$p"; done
+echo "client-only install: $(du -sh node_modules | cut -f1) in node_modules, $(npm ls --all --parseable 2>/dev/null | tail -n +2 | sort -u | wc -l) packages"
+node -e "
+import('dynein-serverless').then((m) => {
+  for (const name of ['DyneinClient', 'Worker', 'dyneinLambdaHandler', 'UnrecoverableError', 'DyneinApiError']) {
+    if (typeof m[name] !== 'function') throw new Error('dynein-serverless does not export ' + name);
+  }
+  return import('dynein-serverless/package.json', { with: { type: 'json' } });
+}).then((p) => { if (p.default.version !== '$version') throw new Error('dynein-serverless/package.json: version ' + p.default.version); });
+"
+
+step "client-only project: the dynein CLI"
+[[ $(npx --no-install dynein --version) == "$version" ]] || fail "dynein --version does not print $version"
+npx --no-install dynein --help | grep -q '^Usage: dynein <command>' || fail "dynein --help prints no usage"
+for c in schedule batch get cancel worker redrive local; do
+  npx --no-install dynein "$c" --help | grep -q "^Usage: dynein $c " || fail "dynein $c --help prints no usage"
+done
+expect_usage_error() {
+  local err code=0
+  err=$(npx --no-install dynein "$@" 2>&1 >/dev/null) || code=$?
+  [[ $code == 2 && -n $err && $(wc -l <<<"$err") == 1 ]] || fail "dynein $* should exit 2 with one line, got $code: $err"
+  printf '%s\n' "$err"
+}
+expect_usage_error frobnicate >/dev/null
+expect_usage_error get --tenant demo --colour blue >/dev/null
+missing=$(expect_usage_error local)
+install_cmd=$(sed -n 's/.*: \(npm install -D .*\)$/\1/p' <<<"$missing")
+[[ -n $install_cmd ]] || fail "dynein local without its peers should print the npm install -D command, got: $missing"
+
+step "client-only project: tsc (nodenext, strict, skipLibCheck false) on the client examples"
+deps=($(example_deps "$repo"/examples/client-*.ts))
+install -D "$TYPESCRIPT" "$TYPES_NODE" "${deps[@]}"
+cp "$repo"/examples/client-*.ts src/
+cat >tsconfig.json <<'EOF'
+{
+  "compilerOptions": {
+    "target": "ES2022", "module": "nodenext", "moduleResolution": "nodenext", "strict": true,
+    "skipLibCheck": false, "types": ["node"], "rootDir": "src", "outDir": "dist"
+  },
+  "include": ["src"]
+}
+EOF
+npx --no-install tsc -p .
+
+step "client-only project: $install_cmd; dynein local; the quickstart example against it"
+eval "$install_cmd" --prefer-offline --no-audit --no-fund >/dev/null
+port=$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")
+export DYNEIN_DATA_DIR=$client/.dynein
+node_modules/.bin/dynein local --port "$port" --tenants demo >"$client/local.log" 2>&1 &
+local_pid=$!
+for _ in $(seq 150); do
+  [[ -f $DYNEIN_DATA_DIR/local.json ]] && break
+  kill -0 "$local_pid" 2>/dev/null || fail "dynein local exited: $(cat "$client/local.log")"
+  sleep 0.2
+done
+[[ -f $DYNEIN_DATA_DIR/local.json ]] || fail "dynein local not ready after 30 s: $(cat "$client/local.log")"
+out=$(node dist/client-quickstart.js) || fail "the quickstart example failed: $out"
+for line in 'status: ' 'cancelled: CANCELLED' 'hello from the quickstart'; do grep -qF "$line" <<<"$out" || fail "the quickstart example printed no '$line': $out"; done
+job=$(npx --no-install dynein schedule --tenant demo --in 1h)
+npx --no-install dynein get --tenant demo "$job" | grep -q '^SCHEDULED ' || fail "dynein get: $job is not SCHEDULED"
+npx --no-install dynein cancel --tenant demo "$job" | grep -q '^CANCELLED ' || fail "dynein cancel: $job is not CANCELLED"
+kill -INT "$local_pid"
+wait "$local_pid" || true
+local_pid=
+unset DYNEIN_DATA_DIR
+
+# (b) CDK ---------------------------------------------------------------------------------------
+step "CDK project: npm install the tarball, $CDK_LIB, $CONSTRUCTS, $TYPESCRIPT and what the examples import"
+cdk=$scratch/cdk
+mkdir -p "$cdk/src" && cd "$cdk"
+npm init -y >/dev/null && npm pkg set type=module
+deps=($(example_deps "$repo"/examples/*.ts))
+echo "the examples also import: ${deps[*]:-nothing else}"
+install "$tarball" "$CDK_LIB" "$CONSTRUCTS" "$TYPESCRIPT" "$TYPES_NODE" "${deps[@]}"
+cp "$repo"/examples/*.ts src/
+cat >tsconfig.json <<'EOF'
+{
+  "compilerOptions": {
+    "target": "ES2022", "module": "nodenext", "moduleResolution": "nodenext", "strict": true,
+    "skipLibCheck": false, "types": ["node"], "rootDir": "src", "outDir": "dist"
+  },
+  "include": ["src"]
+}
+EOF
+step "CDK project: tsc (nodenext, strict, skipLibCheck false) on every example"
+npx --no-install tsc -p .
+[[ ! -e node_modules/esbuild ]] || fail "the CDK project holds node_modules/esbuild"
+shopt -s nullglob
+apps=(dist/cdk-*.js)
+[[ ${#apps[@]} -gt 0 ]] || fail "no examples/cdk-*.ts to synthesize"
+for app in "${apps[@]}"; do
+  name=$(basename "$app" .js)
+  step "CDK project: node $app (synth)"
+  out=$cdk/cdk.out/$name
+  CDK_OUTDIR=$out node "$app"
+  templates=("$out"/*.template.json)
+  [[ ${#templates[@]} -gt 0 ]] || fail "$name synthesized no template in $out"
+  echo "$name: ${#templates[@]} template(s): $(basename -a "${templates[@]}" | tr '\n' ' ')"
+done
+
+# (c) bundler resolution -------------------------------------------------------------------------
+step "CDK project: tsc --noEmit with moduleResolution bundler (strict, skipLibCheck false)"
+cat >tsconfig.bundler.json <<'EOF'
+{
+  "compilerOptions": {
+    "target": "ES2022", "module": "esnext", "moduleResolution": "bundler", "strict": true,
+    "skipLibCheck": false, "types": ["node"], "noEmit": true
+  },
+  "include": ["src"]
+}
+EOF
+npx --no-install tsc -p tsconfig.bundler.json
+
+step "passed"

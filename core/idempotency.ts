@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import type { JobRequest } from './validate.js';
+
+/**
+ * Idempotency keys. A job submitted with an `idempotencyKey` gets an idempotency record under
+ * (tenant, key), written with one conditional put before the job is handed to SQS:
+ *
+ * - the record names the job (`jobId`) and holds a fingerprint of the request (what counts as
+ *   "the same request", {@link fingerprint});
+ * - it lives {@link IDEMPOTENCY_WINDOW_MS} (24 h) after it was written; a record past its window
+ *   counts as absent (DynamoDB's TTL removes it later);
+ * - `sent` turns true once the first request's send succeeded.
+ *
+ * A retry with the same key finds the record: the same fingerprint answers the same job (200),
+ * and sends it again only while `sent` is false (the first request may have died between its
+ * record and its send, or still be sending); another fingerprint answers 409
+ * `IdempotencyKeyReused` and writes nothing.
+ */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+
+export interface IdempotencyRecord {
+  readonly jobId: string;
+  readonly fingerprint: string;
+  /** The job was handed to SQS (the request that wrote the record finished its send). */
+  readonly sent: boolean;
+  /** End of the window, epoch ms (whole seconds). */
+  readonly expiresAtMs: number;
+}
+
+/** A record to write or mark; `keyId` is `JobIdCodec.keyId(tenant, key)`. */
+export interface IdempotencyEntry {
+  readonly keyId: string;
+  readonly jobId: string;
+  readonly fingerprint: string;
+  /** End of the window, epoch ms. */
+  readonly expiresAtMs: number;
+}
+
+/** Where idempotency records live (the scheduler table on AWS); one conditional write each. */
+export interface IdempotencyStore {
+  /**
+   * Writes `entry` (not sent) unless a record whose window has not ended at `nowMs` is there.
+   * Otherwise answers that record, or `undefined` when it vanished in between (claim again).
+   */
+  claim(entry: IdempotencyEntry, nowMs: number): Promise<{ claimed: true } | { claimed: false; existing: IdempotencyRecord | undefined }>;
+  /** Marks records sent: their jobs were handed to SQS. Best effort (an unmarked record only costs a re-send on retry). */
+  markSent(entries: readonly IdempotencyEntry[]): Promise<void>;
+  /** Deletes a record that is still unsent and names `jobId`: its job was refused, so the key is free again. */
+  release(keyId: string, jobId: string): Promise<void>;
+}
+
+/**
+ * What makes two requests "the same" for an idempotency key: the payload's JSON text byte for
+ * byte (an omitted payload is `null`), how the time was given (`runAt` as the instant it names,
+ * so `…Z` and `…+00:00` agree; or `delaySeconds` as the delay in ms it rounds up to, not the due
+ * time it moves with), and `cancellable` (omitted is `true`). The tenant and the key are the
+ * record's address. SHA-256, base64url.
+ */
+export function fingerprint(job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText'>): string {
+  // Length-prefixed schedule, one-character flag, then the payload: no two requests share a preimage.
+  return createHash('sha256').update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}\n`).update(job.payloadText, 'utf8').digest('base64url');
+}

@@ -1,0 +1,54 @@
+// `npm run build`, last step: the local stack (`npm start` in the repo, `dynein local` from the
+// installed package) as three plain-node ESM bundles in dist/local/: start.mjs forks services.mjs
+// (dynalite, fauxqs) and compute.mjs (API, event source, tick). Our code and its small runtime
+// deps (powertools, middy) are inlined; dynalite, fauxqs, aws-local-stepfunctions and @aws-sdk/*
+// stay imports, resolved from the consumer's node_modules (optional peer dependencies, installed
+// with `npm install -D` only by those who run the local stack). The bare packages the bundles
+// import are written to dist/local/peers.json, which `dynein local` checks before it starts.
+import { builtinModules } from 'node:module';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+const EXTERNAL = ['dynalite', 'fauxqs', 'aws-local-stepfunctions', '@aws-sdk/*'];
+/** Never inside a local-stack bundle: the CDK side and the build tools. */
+const FORBIDDEN = /node_modules\/(aws-cdk-lib|constructs|esbuild|tsx|typescript)\//;
+
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: { start: 'local/start.ts', services: 'local/services.ts', compute: 'local/compute.ts' },
+  outdir: 'dist/local',
+  outExtension: { '.js': '.mjs' },
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  minify: true,
+  sourcemap: true,
+  mainFields: ['module', 'main'],
+  external: EXTERNAL,
+  // ESM bundles of CommonJS dependencies need `require`.
+  banner: { js: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);" },
+  metafile: true,
+  logLevel: 'warning',
+});
+
+const inputs = Object.keys(result.metafile.inputs);
+const forbidden = inputs.filter((f) => FORBIDDEN.test(f));
+if (forbidden.length > 0) throw new Error(`build-local: the local stack bundles must not contain ${forbidden.join(', ')}`);
+
+const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
+const packageOf = (spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+const imported = new Set(
+  Object.values(result.metafile.outputs)
+    .flatMap((o) => o.imports)
+    .filter((i) => i.external && !builtins.has(i.path))
+    .map((i) => packageOf(i.path)),
+);
+const peers = [...imported].filter((p) => !(p in (pkg.dependencies ?? {}))).sort();
+const undeclared = peers.filter((p) => !(p in (pkg.peerDependencies ?? {})));
+if (undeclared.length > 0) throw new Error(`build-local: the local stack imports ${undeclared.join(', ')}: declare each in package.json peerDependencies (optional) or dependencies`);
+writeFileSync(new URL('../dist/local/peers.json', import.meta.url), `${JSON.stringify({ packages: peers.map((name) => ({ name, range: pkg.peerDependencies[name] })) }, null, 2)}\n`);
+console.log(`build-local: dist/local/{start,services,compute}.mjs; the local stack needs ${peers.join(', ')}`);
