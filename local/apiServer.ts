@@ -209,13 +209,28 @@ function readBodyWithin(req: IncomingMessage, limit: number): Promise<Buffer | u
   });
 }
 
+/** After a refusal, how much of a body still coming is read and discarded, and for how long, before the connection is cut. */
+const LINGER_BYTES = 64 * 1024 * 1024;
+const LINGER_MS = 10_000;
+
 /**
- * A gateway refusal sent before the request was read to its end (413, 431): the connection is
- * closed once the answer is out, and what the client still sends until then is discarded unread.
+ * A gateway refusal sent before the request was read to its end (413, 431). What the client still
+ * sends is then read and thrown away, never kept (a "lingering close"): closing at once would
+ * reset a connection the client is still writing to, and it would see the reset instead of the
+ * answer. A client that goes on past {@link LINGER_BYTES} or {@link LINGER_MS} is cut off.
  */
 function refuse(req: IncomingMessage, res: ServerResponse, requestId: string, status: 413 | 431, message: string): void {
-  res.setHeader('connection', 'close');
   gateway(res, requestId, status, message);
+  let discarded = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, LINGER_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > LINGER_BYTES) cut();
+  });
+  req.once('end', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
   req.resume();
 }
 

@@ -194,8 +194,15 @@ describe('npm start', () => {
       const { hostname, port } = new URL(local.endpoint);
       const socket = connect(Number(port), hostname, () => socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${tooBig.length}\r\n\r\n`));
       let got = '';
-      socket.on('data', (d) => (got += d));
-      socket.on('close', () => resolve(got));
+      socket.on('data', (d) => {
+        got += d;
+        const end = got.indexOf('\r\n\r\n');
+        const length = /content-length: (\d+)/i.exec(got)?.[1];
+        if (end >= 0 && length !== undefined && got.length >= end + 4 + Number(length)) {
+          socket.destroy();
+          resolve(got);
+        }
+      });
       socket.on('error', reject);
     });
     expect(early).toMatch(/^HTTP\/1\.1 413 /);
