@@ -22,6 +22,7 @@ export function powertools(service: string): { logger: Logger; metrics: Metrics;
       for (const v of values) metrics.addMetric(name, unit === 'Milliseconds' ? MetricUnit.Milliseconds : MetricUnit.Count, v);
     },
     error: (message, err) => logger.error(message, err as Error),
+    warn: (message, fields) => logger.warn(message, fields),
   };
   return { logger, metrics, telemetry };
 }
