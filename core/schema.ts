@@ -56,6 +56,13 @@ export const QUEUE_SETTINGS = {
   dlqRetentionSeconds: 14 * 86_400,
 } as const;
 
+/**
+ * Lambda's limit on a synchronous invocation's event (6 MB, 6,291,456 bytes): API Gateway's HTTP
+ * API takes bodies up to 10 MB, but an event above this never reaches the function. The body is a
+ * JSON string inside the event, so escaping can nearly double it (every `"` and `\`).
+ */
+export const LAMBDA_SYNC_PAYLOAD_BYTES = 6_291_456;
+
 /** The CloudWatch namespace of the functions' metrics (Powertools EMF). */
 export const METRICS_NAMESPACE = 'DyneinServerless';
 
