@@ -32,7 +32,6 @@ const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatc
 // Non-default props of the second stack.
 const CUSTOM_GROUPS = 12;
 const CUSTOM_THROTTLE = { rateLimit: 50, burstLimit: 120 };
-const CUSTOM_RESERVED = 2 * CUSTOM_GROUPS + 2;
 
 let main: DyneinStack;
 let mainT: Template;
@@ -46,7 +45,7 @@ beforeAll(() => {
   const app = fastApp();
   main = new DyneinStack(app, 'Main', { demoTenant: true, tenants: ['billing'] });
   custom = new Stack(app, 'Custom');
-  customScheduler = new DyneinScheduler(custom, 'Dynein', { groupCount: CUSTOM_GROUPS, shardCount: 96, throttle: CUSTOM_THROTTLE, dispatchReservedConcurrency: CUSTOM_RESERVED });
+  customScheduler = new DyneinScheduler(custom, 'Dynein', { groupCount: CUSTOM_GROUPS, shardCount: 96, throttle: CUSTOM_THROTTLE });
   gamma = customScheduler.addTenant('gamma', { maxReceiveCount: 3 });
   delta = customScheduler.addTenant('delta');
   mainT = Template.fromStack(main);
@@ -222,12 +221,6 @@ describe('functions', () => {
       expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
     }
     expect(groups.size).toBe(7);
-  });
-
-  it('no function reserves concurrency by default (a fresh account has 10 unreserved); dispatchReservedConcurrency opts in', () => {
-    for (const [id, f] of resourcesOf(mainT, 'AWS::Lambda::Function')) expect(f.Properties.ReservedConcurrentExecutions, id).toBeUndefined();
-    expect(resource(customT, idOf(customScheduler.functions.dispatch)).Properties.ReservedConcurrentExecutions).toBe(CUSTOM_RESERVED);
-    for (const n of FUNCTIONS.filter((x) => x !== 'dispatch')) expect(resource(customT, idOf(customScheduler.functions[n])).Properties.ReservedConcurrentExecutions, n).toBeUndefined();
   });
 
   // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
