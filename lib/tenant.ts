@@ -138,7 +138,7 @@ export class DyneinTenant extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     // Invoked only once its role may write the table.
-    registration.node.addDependency(provider);
+    registration.node.addDependency(provider.policy);
 
     this.dlqAlarm = new cloudwatch.Alarm(this, 'DlqNotEmpty', {
       alarmDescription: `Dynein tenant '${props.tenantName}': jobs failed ${mrc} times and wait in the DLQ. Fix the worker, then redrive (dynein redrive --tenant ${props.tenantName}).`,
@@ -268,18 +268,23 @@ class RegistrationProvider extends Construct {
     const stack = Stack.of(scope);
     const id = 'DyneinTenantRegistration';
     const provider = (stack.node.tryFindChild(id) as RegistrationProvider | undefined) ?? new RegistrationProvider(stack, id, retention ?? logs.RetentionDays.ONE_MONTH);
-    provider.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'], resources: [tableArn] }));
+    provider.policy.addStatements(new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'], resources: [tableArn] }));
     return provider;
   }
 
   readonly function: lambda.Function;
   readonly role: iam.Role;
+  /** The role's one policy: its logs, and the tables its tenants register in. */
+  readonly policy: iam.Policy;
 
   private constructor(scope: Construct, id: string, retention: logs.RetentionDays) {
     super(scope, id);
     const logGroup = new logs.LogGroup(this, 'Logs', { retention, removalPolicy: RemovalPolicy.DESTROY });
     this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: 'Dynein tenant registration (custom resource)' });
-    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
+    this.policy = new iam.Policy(this, 'Policy', {
+      roles: [this.role],
+      statements: [new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] })],
+    });
     this.function = new lambda.Function(this, 'Function', {
       description: 'Dynein: writes and removes tenant registrations in the scheduler table (CloudFormation custom resource)',
       code: bundleCode('register'),
