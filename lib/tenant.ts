@@ -82,6 +82,8 @@ export class DyneinTenant extends Construct {
   readonly #scheduler: IDyneinScheduler;
   /** Imported roles given grantRedrive (no tag possible): listed in the queue policy by ARN. */
   readonly #extraSenders: string[] = [];
+  readonly #queueName: string;
+  readonly #dlqName: string;
 
   constructor(scope: Construct, id: string, props: DyneinTenantProps) {
     super(scope, id);
@@ -98,9 +100,11 @@ export class DyneinTenant extends Construct {
     this.tenantName = props.tenantName;
     this.#scheduler = props.scheduler;
     this.senderTagKey = senderTagKey(a.tenantQueuePrefix, props.tenantName);
+    this.#queueName = tenantQueueName(a.tenantQueuePrefix, props.tenantName);
+    this.#dlqName = deadLetterQueueName(a.tenantQueuePrefix, props.tenantName);
     ({ queue: this.queue, deadLetterQueue: this.deadLetterQueue } = secureQueue(this, 'Queue', {
-      queueName: tenantQueueName(a.tenantQueuePrefix, props.tenantName),
-      deadLetterQueueName: deadLetterQueueName(a.tenantQueuePrefix, props.tenantName),
+      queueName: this.#queueName,
+      deadLetterQueueName: this.#dlqName,
       maxReceiveCount: mrc,
       visibilityTimeout: props.visibilityTimeout,
       retentionPeriod: props.retentionPeriod,
@@ -176,8 +180,8 @@ export class DyneinTenant extends Construct {
    * `UnrecoverableError` there at once. One grant covering both queues.
    */
   grantConsume(grantee: iam.IGrantable, opts: { readonly deadLetter?: boolean } = {}): iam.Grant {
-    const grant = this.queue.grant(grantee, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes');
-    return opts.deadLetter ? grant.combine(this.deadLetterQueue.grant(grantee, 'sqs:SendMessage')) : grant;
+    const grant = this.#grant(this.queue, grantee, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes');
+    return opts.deadLetter ? grant.combine(this.#grant(this.deadLetterQueue, grantee, 'sqs:SendMessage')) : grant;
   }
 
   /**
@@ -194,7 +198,8 @@ export class DyneinTenant extends Construct {
    */
   grantRedrive(grantee: iam.IGrantable): iam.Grant {
     admitSender(grantee, this.senderTagKey, this.#extraSenders, this.queue, 'grantRedrive');
-    const dlq = this.deadLetterQueue.grant(
+    const dlq = this.#grant(
+      this.deadLetterQueue,
       grantee,
       'sqs:ReceiveMessage',
       'sqs:DeleteMessage',
@@ -204,7 +209,19 @@ export class DyneinTenant extends Construct {
       'sqs:ListMessageMoveTasks',
       'sqs:CancelMessageMoveTask',
     );
-    return dlq.combine(this.queue.grant(grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
+    return dlq.combine(this.#grant(this.queue, grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
+  }
+
+  /**
+   * `queue.grant`, except for a grantee of another stack: its policy then names the queue by its
+   * ARN built from the queue's fixed name (and the deploying account and region), so the grantee's
+   * stack refers to no value of the tenant's stack, whichever way the stacks depend on each other.
+   */
+  #grant(queue: sqs.Queue, grantee: iam.IGrantable, ...actions: string[]): iam.Grant {
+    const principal = grantee.grantPrincipal;
+    if (!Construct.isConstruct(principal) || Stack.of(principal) === Stack.of(queue)) return queue.grant(grantee, ...actions);
+    const arn = Stack.of(principal).formatArn({ service: 'sqs', resource: queue === this.queue ? this.#queueName : this.#dlqName, arnFormat: ArnFormat.NO_RESOURCE_NAME });
+    return iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [arn] });
   }
 
   /** Messages waiting in the tenant queue (`Maximum` per minute). */

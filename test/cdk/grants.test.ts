@@ -7,8 +7,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
-import type { DyneinTenant } from '../../lib/tenant.js';
-import { allowed, fastApp, getAtt, idOf, roleStatements } from './support.js';
+import { DyneinTenant } from '../../lib/tenant.js';
+import { allowed, fastApp, getAtt, idOf, resource, roleStatements } from './support.js';
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -89,5 +89,31 @@ describe('a principal that cannot be tagged', () => {
     const other = new Stack(fastApp(), 'Other');
     const foreign = iam.Role.fromRoleArn(other, 'Foreign', new iam.Role(other, 'R', { assumedBy: new iam.AccountRootPrincipal() }).roleArn);
     expect(() => tenant.grantRedrive(foreign)).toThrow(/tag the principal with 'dynein:.*:sender:alpha' = 'true'/);
+  });
+});
+
+describe('a grantee in another stack than the tenant', () => {
+  it('names the queues by their fixed names: no reference between the stacks, even from the scheduler’s stack', () => {
+    const app = fastApp();
+    const schedulerStack = new Stack(app, 'Sched');
+    const s = new DyneinScheduler(schedulerStack, 'Dynein');
+    const ops = new iam.Role(schedulerStack, 'Ops', { assumedBy: new iam.AccountRootPrincipal() });
+    const team = new Stack(app, 'Team');
+    const pay = new DyneinTenant(team, 'Pay', { scheduler: s, tenantName: 'pay' });
+    pay.grantConsume(ops, { deadLetter: true });
+    pay.grantRedrive(ops);
+    app.synth();
+    expect(schedulerStack.dependencies).toEqual([]);
+    expect(team.dependencies).toEqual([schedulerStack]);
+    const arn = (name: string) => `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${name}`;
+    const granted = allowed(roleStatements(Template.fromStack(schedulerStack), idOf(ops)));
+    // Consume receives from the queue, redrive from the DLQ.
+    expect([...granted.get('sqs:ReceiveMessage')!].sort()).toEqual([arn(`${s.tenantQueuePrefix}-t-pay`), arn(`${s.tenantQueuePrefix}-d-pay`)].sort());
+    expect([...granted.get('sqs:SendMessage')!].sort()).toEqual([arn(`${s.tenantQueuePrefix}-t-pay`), arn(`${s.tenantQueuePrefix}-d-pay`)].sort());
+    expect([...granted.get('sqs:StartMessageMoveTask')!]).toEqual([arn(`${s.tenantQueuePrefix}-d-pay`)]);
+    // Those names are the queues' own.
+    const teamT = Template.fromStack(team);
+    expect(resource(teamT, idOf(pay.queue)).Properties.QueueName).toBe(`${s.tenantQueuePrefix}-t-pay`);
+    expect(resource(teamT, idOf(pay.deadLetterQueue)).Properties.QueueName).toBe(`${s.tenantQueuePrefix}-d-pay`);
   });
 });
