@@ -13,6 +13,7 @@ import {
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ThrottledError } from '../core/errors.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
+import { tenantItemKey } from '../core/schema.js';
 import type { AcquiredRow, CancelRecord, DueKey, JobRow, JobStore, RowKey, RowState, StoredRow, TenantRecord, TenantStore } from '../core/ports.js';
 
 type Item = Record<string, AttributeValue>;
@@ -31,7 +32,10 @@ export const keys = {
   row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   cancelRecord: (k: RowKey): Item => ({ pk: { S: `c#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   groupLease: (group: number): Item => ({ pk: { S: `lease#${group}` }, sk: { S: 'lease' } }),
-  tenant: (name: string): Item => ({ pk: { S: `tenant#${name}` }, sk: { S: 'tenant' } }),
+  tenant: (name: string): Item => {
+    const k = tenantItemKey(name); // core/schema.ts: the CDK registration writes the same key
+    return { pk: { S: k.pk }, sk: { S: k.sk } };
+  },
 };
 
 /** Counts what the store read, for the backlog-independence test and the benchmark. */

@@ -1,14 +1,8 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { TABLE_KEY } from '../core/schema.js';
 
-/**
- * The scheduler table's key schema, shared by the CDK construct, the local stack and the tests
- * (one source of truth). Attribute `expiresAt` is the TTL attribute.
- */
-export const TABLE_KEY = {
-  partitionKey: 'pk',
-  sortKey: 'sk',
-  ttlAttribute: 'expiresAt',
-} as const;
+/** The scheduler table's key schema: defined in core/schema.ts (shared with the CDK construct). */
+export { TABLE_KEY };
 
 export function createTableInput(tableName: string): CreateTableCommandInput {
   return {

@@ -1,6 +1,7 @@
 import { backoffMs, forEachLimit, sleep } from './backoff.js';
 import type { SchedulerSettings } from './config.js';
 import { ThrottledError } from './errors.js';
+import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
 import type { Clock, DueKey, JobStore, QueueSender, RowKey } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
@@ -13,6 +14,8 @@ export interface DispatchDeps {
   readonly settings: SchedulerSettings;
   /** Structured log of unusual events (throttling, lost leases); silent by default. */
   readonly log?: (message: string, fields?: Record<string, unknown>) => void;
+  /** Tenants found unregistered, whose rows stay parked (kept across rounds). @default one per round */
+  readonly parked?: ParkedTenants;
 }
 
 export interface RoundOptions {
@@ -58,6 +61,10 @@ export interface RoundReport extends ReleaseStats {
   lostGroup: boolean;
   /** Rows still held at the end (abandoned: dispatched again when their lease expires). */
   abandoned: number;
+  /** Most rows of unregistered tenants one look found due and left parked (core/parked.ts). */
+  parked: number;
+  /** Those rows' tenants. */
+  parkedTenants: string[];
   durationMs: number;
 }
 
@@ -87,9 +94,10 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const signal = options.signal;
   const report: RoundReport = {
     acquired: 0, recovered: 0, conflicts: 0, tombstonesMoved: 0, queries: 0, itemsRead: 0, throttled: 0, errors: 0,
-    idle: false, lostGroup: false, abandoned: 0, durationMs: 0,
+    idle: false, lostGroup: false, abandoned: 0, parked: 0, parkedTenants: [], durationMs: 0,
     sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [],
   };
+  const parkedTenants = deps.parked ?? new ParkedTenants();
   const releaser = new Releaser(deps, report, signal);
   let attempt = 0; // consecutive failed iterations, for backoff
   let lastOwnerCheck = started;
@@ -133,6 +141,16 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         live++;
         if (releaser.holds(k)) continue;
         if (k.state === 'SCHEDULED' || k.leaseUntil < now) toAcquire.push(k);
+      }
+      // Rows of unregistered tenants stay parked: not acquired, and not counted as work (an idle round).
+      const split = await parkedTenants.split(toAcquire, deps.tenants, now);
+      toAcquire.length = 0;
+      toAcquire.push(...split.acquire);
+      live -= split.parked.length;
+      if (split.parked.length > report.parked) report.parked = split.parked.length;
+      for (const k of split.parked) {
+        const tenant = ParkedTenants.tenantOf(k.jobId)!;
+        if (!report.parkedTenants.includes(tenant)) report.parkedTenants.push(tenant);
       }
       if (live === 0 && releaser.size === 0) {
         report.idle = true;

@@ -159,6 +159,6 @@ export function summarize(values: readonly number[]): DispatchStepResult['latene
 function emptyReport(): Omit<RoundReport, 'latenessMs' | 'lostGroup'> {
   return {
     acquired: 0, recovered: 0, conflicts: 0, tombstonesMoved: 0, queries: 0, itemsRead: 0, throttled: 0, errors: 0,
-    idle: false, abandoned: 0, durationMs: 0, sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0,
+    idle: false, abandoned: 0, parked: 0, parkedTenants: [], durationMs: 0, sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0,
   };
 }

@@ -1,5 +1,4 @@
-import { fileURLToPath } from 'node:url';
-import { Duration, Lazy, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -11,21 +10,23 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { INGEST_BATCHING_WINDOW_MS, QUEUE_SETTINGS } from '../adapters/resources.js';
-import { TABLE_KEY } from '../adapters/tableSchema.js';
 import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config.js';
-import { NAMESPACE } from '../lambdas/runtime/powertools.js';
+import { INGEST_BATCHING_WINDOW_MS, INGEST_TIMEOUT_SECONDS, METRICS_NAMESPACE, metricService, QUEUE_SETTINGS, TABLE_KEY } from '../core/schema.js';
+import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring } from './monitoring.js';
+import { defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
 import { secureQueue } from './queues.js';
-import { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
+import { acknowledgeRuntime, admitSender, DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
 import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition.js';
+
+/** Log level of the functions (and of the state machine's execution log). */
+export type DyneinLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
 export interface DyneinSchedulerProps {
   /** Shards of the scheduler table; raising it later is safe, lowering it is not. @default 64 */
@@ -63,11 +64,50 @@ export interface DyneinSchedulerProps {
    * @default 200 (the capacity model: ~1.7 ms of dispatch CPU per job on a 1,024 MB Lambda, with headroom for a load that rises within a minute)
    */
   readonly dispatcherRowsPerSecond?: number;
-  /** Reserved concurrency of the dispatch function (at least twice the groups: executions overlap). @default 2 × groupCount + 2 */
+  /**
+   * Reserved concurrency of the dispatch function, opt-in: at least twice `groupCount` (tick
+   * executions overlap, so each group may run twice), e.g. `2 × groupCount + 2`. Reserving needs
+   * account concurrency beyond the 100 Lambda keeps unreserved (a new account's limit can be 10).
+   * @default - none (the dispatch function uses the account's unreserved concurrency)
+   */
   readonly dispatchReservedConcurrency?: number;
+  /**
+   * What deleting the stack (or replacing the resources) does with the scheduler table and the job
+   * id key: both follow this one policy, so stored job ids stay verifiable as long as the jobs exist.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Prefix of the tenant queue names (`<prefix>-t-<tenant>`, DLQs `<prefix>-d-<tenant>`): the
+   * submit and dispatch roles may send to `<prefix>-t-*` by their own IAM policy, which covers
+   * tenants created later in other stacks. 1 to 35 letters, digits or '-', unique per account and
+   * region. Changing it renames (replaces) every tenant queue.
+   * @default `<stack name>-<construct id>` (shortened with a hash beyond 35 characters)
+   */
+  readonly tenantQueuePrefix?: string;
+  /**
+   * Log level. `WARN` and `ERROR`: warnings and errors only (no START/END/REPORT platform lines,
+   * the state machine logs errors only). `INFO`: also the platform lines of every invocation and
+   * every state transition of the tick (costly at high request rates). `DEBUG`: everything.
+   * Metrics are unaffected (application logs are always kept at INFO or below for their EMF lines).
+   * @default 'WARN'
+   */
+  readonly logLevel?: DyneinLogLevel;
+  /** Name of the HTTP API. @default `<stack name>-dynein-api` */
+  readonly apiName?: string;
+  /** Alarm when rows of unregistered tenants wait parked for this many consecutive minutes. @default 5 */
+  readonly parkedJobsAlarmMinutes?: number;
 }
 
-type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status';
+/** The scheduler's six functions. */
+export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status';
+
+interface FunctionOptions {
+  readonly timeout: Duration;
+  readonly memorySize?: number;
+  readonly environment?: Record<string, string>;
+  readonly reservedConcurrentExecutions?: number;
+}
 
 /**
  * The whole scheduler of DESIGN.md: the scheduler table (on demand, PITR, TTL, retained), the
@@ -97,18 +137,26 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   readonly stage: apigw.HttpStage;
   readonly stateMachine: sfn.StateMachine;
   readonly tickRule: events.Rule;
-  readonly functions: Readonly<Record<FunctionName, nodejs.NodejsFunction>>;
+  readonly functions: Readonly<Record<FunctionName, lambda.Function>>;
   readonly monitoring: SchedulerMonitoring;
   readonly attributes: SchedulerAttributes;
   readonly tenants: DyneinTenant[] = [];
-  /** Principals allowed to send to the inbound queue: submit, and roles given {@link grantInboundRedrive}. */
-  readonly #inboundSenders: string[] = [];
+  /** Tenant queues are `<prefix>-t-<tenant>`; see {@link DyneinSchedulerProps.tenantQueuePrefix}. */
+  readonly tenantQueuePrefix: string;
+  /** The IAM principal tag ({@link grantInboundRedrive} sets it to `true`) that lets a principal send to the inbound queue. */
+  readonly inboundSenderTagKey: string;
+  /** Imported roles given {@link grantInboundRedrive} (no tag possible): listed in the inbound queue policy by ARN. */
+  readonly #inboundExtraSenders: string[] = [];
 
   constructor(scope: Construct, id: string, props: DyneinSchedulerProps = {}) {
     super(scope, id);
-    this.settings = validateProps(id, props);
+    this.tenantQueuePrefix = props.tenantQueuePrefix ?? defaultPrefix(Stack.of(this).stackName, id);
+    this.settings = validateProps(id, props, this.tenantQueuePrefix);
+    this.inboundSenderTagKey = inboundSenderTagKey(this.tenantQueuePrefix);
     const s = this.settings;
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    const logLevel = props.logLevel ?? 'WARN';
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
     this.table = new dynamodb.TableV2(this, 'Table', {
       partitionKey: { name: TABLE_KEY.partitionKey, type: dynamodb.AttributeType.STRING },
@@ -116,10 +164,10 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       billing: dynamodb.Billing.onDemand(),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       timeToLiveAttribute: TABLE_KEY.ttlAttribute,
-      removalPolicy: RemovalPolicy.RETAIN,
+      removalPolicy,
       ...(props.warmThroughput ? { warmThroughput: props.warmThroughput } : {}),
     });
-    // Ingest's timeout is 30 s; Lambda's event source wants the visibility at six times that.
+    // Lambda's guidance for an SQS event source: visibility ≥ 6 × the function timeout + the batching window.
     const inbound = QUEUE_SETTINGS.inbound;
     ({ queue: this.inboundQueue, deadLetterQueue: this.inboundDeadLetterQueue } = secureQueue(this, 'Inbound', {
       visibilityTimeout: Duration.seconds(inbound.visibilityTimeoutSeconds),
@@ -129,14 +177,15 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     this.idKey = new secrets.Secret(this, 'JobIdKey', {
       description: 'Dynein Serverless: HMAC key that signs job ids (rotating it invalidates outstanding ids)',
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      // Kept as long as the table: deleting it would orphan every stored job id.
+      removalPolicy,
     });
     Validations.of(this.idKey).acknowledge({
       id: 'AwsSolutions-SMG4',
       reason: 'The job id key signs ids that live as long as their jobs (up to 10 years); rotation would invalidate them until key versions are supported.',
     });
 
-    const fn = (name: FunctionName, opts: { timeout: Duration; memorySize?: number; environment?: Record<string, string>; reservedConcurrentExecutions?: number }) =>
-      this.#function(name, retention, opts);
+    const fn = (name: FunctionName, opts: FunctionOptions) => this.#function(name, retention, logLevel, opts);
     const env = {
       DYNEIN_TABLE: this.table.tableName,
       DYNEIN_SHARDS: String(s.shardCount),
@@ -148,7 +197,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     };
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
     const submit = fn('submit', { timeout: Duration.seconds(10), environment: { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl } });
-    const ingest = fn('ingest', { timeout: Duration.seconds(30), environment: withKey });
+    const ingest = fn('ingest', { timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS), environment: withKey });
     const status = fn('status', { timeout: Duration.seconds(10), environment: withKey });
     const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withKey });
     const tick = fn('tick', { timeout: Duration.seconds(10), environment: env });
@@ -157,7 +206,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       timeout: Duration.seconds(dispatchTimeoutSeconds((props.tickRunTime ?? Duration.seconds(90)).toMilliseconds())),
       memorySize: 1024,
       environment: env,
-      reservedConcurrentExecutions: props.dispatchReservedConcurrency ?? 2 * s.groupCount + 2,
+      reservedConcurrentExecutions: props.dispatchReservedConcurrency,
     });
     this.functions = { submit, ingest, tick, dispatch, cancel, status };
 
@@ -165,6 +214,14 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
       f.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources: [this.table.tableArn] }));
     tableAccess(submit, 'GetItem');
+    // Idempotency records (pk `idem#<keyId>`): submit writes, marks and releases them, and only them.
+    submit.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['idem#*'] } },
+      }),
+    );
     tableAccess(ingest, 'GetItem', 'PutItem');
     tableAccess(status, 'GetItem');
     tableAccess(cancel, 'GetItem', 'UpdateItem');
@@ -178,8 +235,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     ingest.addEventSource(
       new SqsEventSource(this.inboundQueue, { batchSize: 10, maxBatchingWindow: Duration.millis(INGEST_BATCHING_WINDOW_MS), reportBatchItemFailures: true }),
     );
-    // Only submit writes the inbound queue (ingest trusts what it reads there, beyond the id's MAC).
-    this.#inboundSenders.push(submit.role!.roleArn);
+    // Only submit writes the inbound queue (ingest trusts what it reads there, beyond the id's MAC),
+    // and principals tagged by grantInboundRedrive (both conditions must hold for the deny).
     this.inboundQueue.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'OnlySubmitSends',
@@ -187,20 +244,32 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         actions: ['sqs:SendMessage'],
         principals: [new iam.AnyPrincipal()],
         resources: [this.inboundQueue.queueArn],
-        conditions: { ArnNotEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => this.#inboundSenders }) } },
+        conditions: {
+          ArnNotEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => [submit.role!.roleArn, ...this.#inboundExtraSenders] }) },
+          StringNotEquals: { [`aws:PrincipalTag/${this.inboundSenderTagKey}`]: 'true' },
+        },
       }),
     );
-    // Tenant queues (created later, possibly in other stacks) admit submit and dispatch through
-    // their own queue policies, which also deny every other sender: no identity grant needed.
+    // Tenant queues (created later, possibly in other stacks) are named <prefix>-t-<tenant>: submit
+    // and dispatch may send to them by their own IAM policy, whatever queue policy a team adds.
+    const tenantQueues = Stack.of(this).formatArn({ service: 'sqs', resource: tenantQueuePattern(this.tenantQueuePrefix), arnFormat: ArnFormat.NO_RESOURCE_NAME });
+    for (const f of [submit, dispatch]) {
+      f.addToRolePolicy(new iam.PolicyStatement({ sid: 'SendToTenantQueues', actions: ['sqs:SendMessage'], resources: [tenantQueues] }));
+      Validations.of(f.role!).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${tenantQueuePattern(this.tenantQueuePrefix)}]`,
+        reason: 'Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler\'s prefix, so the send grant names exactly its tenant queues (one action, sqs:SendMessage) without the scheduler referring to those stacks.',
+      });
+    }
 
     ({ httpApi: this.httpApi, stage: this.stage } = this.#api(props, retention));
-    ({ stateMachine: this.stateMachine, rule: this.tickRule } = this.#tick(tick, dispatch, props, retention));
+    ({ stateMachine: this.stateMachine, rule: this.tickRule } = this.#tick(tick, dispatch, props, retention, logLevel));
 
     this.attributes = {
       tableName: this.table.tableName,
       tableArn: this.table.tableArn,
       httpApiId: this.httpApi.apiId,
       senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn],
+      tenantQueuePrefix: this.tenantQueuePrefix,
       alarmTopicArn: props.alarmTopic?.topicArn,
     };
     this.monitoring = new SchedulerMonitoring(this, 'Monitoring', {
@@ -208,6 +277,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       alarmTopic: props.alarmTopic,
       latenessAlarmThreshold: props.latenessAlarmThreshold ?? Duration.seconds(2),
       inboundAgeAlarmThreshold: props.inboundAgeAlarmThreshold ?? Duration.minutes(1),
+      parkedJobsAlarmMinutes: props.parkedJobsAlarmMinutes ?? 5,
     });
   }
 
@@ -220,14 +290,30 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   }
 
   /**
-   * Lets `role` move the inbound DLQ back to the inbound queue after a fix (console "Start DLQ
-   * redrive" or `StartMessageMoveTask`): receive and delete on the DLQ, `sqs:StartMessageMoveTask`,
-   * `sqs:ListMessageMoveTasks`, and send on the inbound queue (its policy admits the role).
+   * Lets `grantee` move the inbound DLQ back to the inbound queue after a fix (console "Start DLQ
+   * redrive" or `StartMessageMoveTask`): `sqs:StartMessageMoveTask`, `sqs:ListMessageMoveTasks`,
+   * `sqs:CancelMessageMoveTask`, `sqs:ReceiveMessage`, `sqs:DeleteMessage`,
+   * `sqs:ChangeMessageVisibility`, `sqs:GetQueueAttributes` on the inbound DLQ; `sqs:SendMessage`,
+   * `sqs:GetQueueAttributes` on the inbound queue. One grant covering both queues.
+   *
+   * The inbound queue policy admits the grantee as a sender by its principal tag
+   * {@link inboundSenderTagKey} = `true`, which this sets on a role defined in the app (`iam.Role`,
+   * a function's role), so the scheduler's stack never refers to the grantee's stack. An imported
+   * role is listed in the policy by ARN instead.
    */
-  grantInboundRedrive(role: iam.IRole): iam.Grant {
-    this.#inboundSenders.push(role.roleArn);
-    this.inboundDeadLetterQueue.grant(role, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:StartMessageMoveTask', 'sqs:ListMessageMoveTasks', 'sqs:GetQueueAttributes');
-    return this.inboundQueue.grant(role, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
+  grantInboundRedrive(grantee: iam.IGrantable): iam.Grant {
+    admitSender(grantee, this.inboundSenderTagKey, this.#inboundExtraSenders, this.inboundQueue, 'grantInboundRedrive');
+    const dlq = this.inboundDeadLetterQueue.grant(
+      grantee,
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+      'sqs:GetQueueAttributes',
+      'sqs:StartMessageMoveTask',
+      'sqs:ListMessageMoveTasks',
+      'sqs:CancelMessageMoveTask',
+    );
+    return dlq.combine(this.inboundQueue.grant(grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
   }
 
   /** The API's base URL. */
@@ -260,20 +346,29 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return this.#metric('LatenessMs', 'dispatch', { statistic: 'p95', ...props });
   }
 
-  #metric(name: string, fn: FunctionName, props: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return new cloudwatch.Metric({ namespace: NAMESPACE, metricName: name, dimensionsMap: { service: `dynein-${fn}` }, period: Duration.minutes(1), ...props });
+  /**
+   * Rows of tenants that are not registered (removed), left parked in the table: the most one
+   * dispatch step saw at once (`Maximum` per minute). They are delivered once the tenant is
+   * registered again; see docs/operating.md.
+   */
+  metricParkedJobs(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('ParkedJobs', 'dispatch', { statistic: 'Maximum', ...props });
   }
 
-  #function(name: FunctionName, retention: logs.RetentionDays, opts: { timeout: Duration; memorySize?: number; environment?: Record<string, string>; reservedConcurrentExecutions?: number }): nodejs.NodejsFunction {
+  #metric(name: string, fn: FunctionName, props: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName: name, dimensionsMap: { service: metricService(fn) }, period: Duration.minutes(1), ...props });
+  }
+
+  #function(name: FunctionName, retention: logs.RetentionDays, logLevel: DyneinLogLevel, opts: FunctionOptions): lambda.Function {
     const logGroup = new logs.LogGroup(this, `${cap(name)}Logs`, { retention, removalPolicy: RemovalPolicy.DESTROY });
     // A role of its own without managed policies: logs to its own group only, plus what each function needs.
     const role = new iam.Role(this, `${cap(name)}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `Dynein ${name} function` });
     role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
-    const f = new nodejs.NodejsFunction(this, cap(name), {
-      entry: fileURLToPath(new URL(`../lambdas/${name}.ts`, import.meta.url)),
-      projectRoot: fileURLToPath(new URL('..', import.meta.url)),
-      depsLockFilePath: fileURLToPath(new URL('../package-lock.json', import.meta.url)),
-      handler: 'handler',
+    const f = new lambda.Function(this, cap(name), {
+      description: `Dynein Serverless: ${name}`,
+      // Pre-built by scripts/bundle-lambdas.mjs (ESM, node22, source maps, @aws-sdk/* from the runtime).
+      code: bundleCode(name),
+      handler: 'index.handler',
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: opts.memorySize ?? 256,
@@ -281,29 +376,26 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       role,
       logGroup,
       reservedConcurrentExecutions: opts.reservedConcurrentExecutions,
+      // JSON logs so Lambda filters by level: no START/END/REPORT lines per request below INFO.
+      // Application logs stay at INFO or below: the EMF metric lines have no level (Lambda counts them INFO).
+      loggingFormat: lambda.LoggingFormat.JSON,
+      applicationLogLevelV2: logLevel === 'DEBUG' ? lambda.ApplicationLogLevel.DEBUG : lambda.ApplicationLogLevel.INFO,
+      systemLogLevelV2: logLevel === 'DEBUG' ? lambda.SystemLogLevel.DEBUG : logLevel === 'INFO' ? lambda.SystemLogLevel.INFO : lambda.SystemLogLevel.WARN,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
-        POWERTOOLS_METRICS_NAMESPACE: NAMESPACE,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        POWERTOOLS_LOG_LEVEL: logLevel,
         AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         ...opts.environment,
       },
-      bundling: {
-        format: nodejs.OutputFormat.ESM,
-        target: 'node22',
-        minify: true,
-        sourceMap: true,
-        mainFields: ['module', 'main'],
-        // ESM bundles of CommonJS dependencies need `require`.
-        banner: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);",
-        externalModules: ['@aws-sdk/*'],
-      },
     });
-    Validations.of(f).acknowledge({ id: 'AwsSolutions-L1', reason: 'Dynein targets the Node.js 22 runtime (its dependencies and tests are pinned to it); upgrade deliberately.' });
+    acknowledgeRuntime(f);
     return f;
   }
 
   #api(props: DyneinSchedulerProps, retention: logs.RetentionDays): { httpApi: apigw.HttpApi; stage: apigw.HttpStage } {
     const httpApi = new apigw.HttpApi(this, 'Api', {
+      apiName: props.apiName ?? `${Stack.of(this).stackName}-dynein-api`,
       description: 'Dynein Serverless API (v1): every route is IAM-authorized',
       createDefaultStage: false,
       defaultAuthorizer: new HttpIamAuthorizer(),
@@ -327,6 +419,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
             status: '$context.status',
             latencyMs: '$context.responseLatency',
             integrationError: '$context.integrationErrorMessage',
+            integrationStatus: '$context.integrationStatus',
+            errorType: '$context.error.responseType',
           }),
         ),
       },
@@ -341,9 +435,10 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return { httpApi, stage };
   }
 
-  #tick(tick: lambda.IFunction, dispatch: lambda.IFunction, props: DyneinSchedulerProps, retention: logs.RetentionDays): { stateMachine: sfn.StateMachine; rule: events.Rule } {
+  #tick(tick: lambda.IFunction, dispatch: lambda.IFunction, props: DyneinSchedulerProps, retention: logs.RetentionDays, logLevel: DyneinLogLevel): { stateMachine: sfn.StateMachine; rule: events.Rule } {
     const logGroup = new logs.LogGroup(this, 'TickExecutionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
     const runMs = (props.tickRunTime ?? Duration.seconds(90)).toMilliseconds();
+    const allEvents = logLevel === 'DEBUG' || logLevel === 'INFO';
     // A minute after the run for the last steps to return (150 s for the default 90 s), within Express's 300 s.
     const timeoutSeconds = Math.min(300, Math.ceil(runMs / 1000) + 60);
     const stateMachine = new sfn.StateMachine(this, 'TickStateMachine', {
@@ -351,9 +446,16 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       comment: 'Dynein tick: plan shard groups, dispatch each in a loop until the execution ends',
       definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(tickDefinition({ runMs, timeoutSeconds }))),
       definitionSubstitutions: { [TICK_FUNCTION_ARN_KEY]: tick.functionArn, [DISPATCH_FUNCTION_ARN_KEY]: dispatch.functionArn },
-      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      // Every transition at INFO/DEBUG; failures only at WARN/ERROR (an idle tick makes ~100 transitions a minute).
+      logs: { destination: logGroup, level: allEvents ? sfn.LogLevel.ALL : sfn.LogLevel.ERROR, includeExecutionData: false },
       tracingEnabled: true,
     });
+    if (!allEvents) {
+      Validations.of(stateMachine).acknowledge({
+        id: 'AwsSolutions-SF1',
+        reason: 'At logLevel WARN/ERROR the tick logs failed executions and states only: an idle tick makes about 100 state transitions a minute, logging each would be most of an idle deployment\'s cost. logLevel INFO or DEBUG logs ALL events.',
+      });
+    }
     stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [tick.functionArn, dispatch.functionArn] }));
     Validations.of(stateMachine).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
@@ -373,7 +475,7 @@ function cap(s: string): string {
 }
 
 /** Checks every prop and throws once with every problem listed. */
-function validateProps(id: string, props: DyneinSchedulerProps): SchedulerSettings {
+function validateProps(id: string, props: DyneinSchedulerProps, prefix: string): SchedulerSettings {
   const problems: string[] = [];
   const ms = (d: Duration | undefined) => (d === undefined || Token.isUnresolved(d.toString()) ? undefined : d.toMilliseconds());
   let settings: SchedulerSettings = DEFAULTS;
@@ -399,6 +501,10 @@ function validateProps(id: string, props: DyneinSchedulerProps): SchedulerSettin
   if (reserved !== undefined && (!Number.isInteger(reserved) || reserved < 2 * groups)) {
     problems.push(`dispatchReservedConcurrency must be an integer at least twice groupCount (${2 * groups}): tick executions overlap, got ${reserved}`);
   }
+  problems.push(...validatePrefix(prefix).map((p) => `tenantQueuePrefix ${p}${props.tenantQueuePrefix === undefined ? ' (derived from the stack name and id: pass tenantQueuePrefix)' : ''}`));
+  if (props.logLevel !== undefined && !['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(props.logLevel)) problems.push(`logLevel must be DEBUG, INFO, WARN or ERROR, got ${String(props.logLevel)}`);
+  const parked = props.parkedJobsAlarmMinutes;
+  if (parked !== undefined && (!Number.isInteger(parked) || parked < 1 || parked > 1440)) problems.push(`parkedJobsAlarmMinutes must be an integer from 1 to 1440, got ${parked}`);
   if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
   return settings;
 }

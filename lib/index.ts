@@ -1,6 +1,10 @@
 /**
- * `dynein-serverless/cdk`: the CDK constructs. Placeholder until the constructs' own index lands
- * (it re-exports the scheduler and the tenant construct with their props and types).
+ * `dynein-serverless/cdk`: the constructs. Nothing here loads the Lambda runtime code or the AWS
+ * SDK: the functions deploy pre-built bundles (`dist/lambdas/<name>`, built by `npm run build`).
  */
-export * from './dyneinScheduler.js';
-export * from './tenant.js';
+export { DyneinScheduler, type DyneinLogLevel, type DyneinSchedulerProps, type FunctionName } from './dyneinScheduler.js';
+export { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
+export { SchedulerMonitoring, type SchedulerMonitoringProps } from './monitoring.js';
+export { DyneinStack, type DyneinStackProps } from './stack.js';
+export { appSettings, CONTEXT_KEYS, type AppSettings, type ContextKey } from './context.js';
+export { MAX_PREFIX_LENGTH } from './naming.js';

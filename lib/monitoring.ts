@@ -11,6 +11,8 @@ export interface SchedulerMonitoringProps {
   readonly alarmTopic?: sns.ITopic;
   readonly latenessAlarmThreshold: Duration;
   readonly inboundAgeAlarmThreshold: Duration;
+  /** Parked rows (of unregistered tenants) for this many consecutive minutes raise the ParkedJobs alarm. */
+  readonly parkedJobsAlarmMinutes: number;
 }
 
 const minute = Duration.minutes(1);
@@ -18,8 +20,9 @@ const minute = Duration.minutes(1);
 /**
  * The scheduler's dashboard and alarms. Dashboard: jobs submitted, ingested, dispatched;
  * lateness p50/p95/p99; inbound depth and oldest age; per tenant queue depth, oldest age and DLQ
- * depth; Lambda errors, throttles and duration; tick failures. Alarms: inbound oldest age, any
- * DLQ not empty, lateness p99, failed tick executions, dispatch errors.
+ * depth; Lambda errors, throttles and duration; tick failures; parked rows. Alarms: inbound
+ * oldest age, any DLQ not empty, lateness p99, failed tick executions, dispatch errors and
+ * throttles, parked rows of unregistered tenants.
  */
 export class SchedulerMonitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
@@ -66,6 +69,11 @@ export class SchedulerMonitoring extends Construct {
         right: [s.metricDispatchers({ label: 'dispatchers planned' })],
         width: 12,
       }),
+      new cloudwatch.GraphWidget({
+        title: 'Parked jobs (tenant not registered)',
+        left: [s.metricParkedJobs({ label: 'parked rows (max per dispatch step)' })],
+        width: 12,
+      }),
     );
 
     this.#alarm('InboundBacklog', {
@@ -97,10 +105,23 @@ export class SchedulerMonitoring extends Construct {
       evaluationPeriods: 2,
     });
     this.#alarm('DispatchErrors', {
-      alarmDescription: 'The dispatch function failed: jobs are retried after their lease, but lateness grows (see the dispatch log group).',
+      alarmDescription:
+        'The dispatch function failed in two consecutive minutes: each dispatcher retries with backoff and stops after 4 failures in a row until the next tick execution; held rows are retried after their lease, lateness grows (see the dispatch log group).',
       metric: s.functions.dispatch.metricErrors({ period: minute, statistic: 'Sum' }),
       threshold: 0,
       evaluationPeriods: 2,
+    });
+    this.#alarm('DispatchThrottles', {
+      alarmDescription: 'Dispatch invocations were throttled in two consecutive minutes: the account (or the reserved concurrency) has too little Lambda concurrency for the tick; dispatchers back off and lateness grows.',
+      metric: s.functions.dispatch.metricThrottles({ period: minute, statistic: 'Sum' }),
+      threshold: 0,
+      evaluationPeriods: 2,
+    });
+    this.#alarm('ParkedJobs', {
+      alarmDescription: `Jobs of a tenant that is not registered (removed from its stack) wait parked in the table for ${props.parkedJobsAlarmMinutes} minutes: they are kept, not delivered. Register the tenant again to deliver them, or delete them (docs/operating.md, "Parked jobs").`,
+      metric: s.metricParkedJobs(),
+      threshold: 0,
+      evaluationPeriods: props.parkedJobsAlarmMinutes,
     });
   }
 

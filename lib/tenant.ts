@@ -1,18 +1,22 @@
-import { ArnFormat, Duration, Lazy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, CustomResource, Duration, Lazy, RemovalPolicy, Stack, Tags, Token, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
-import { keys } from '../adapters/dynamoJobStore.js';
 import { TENANT_PATTERN } from '../core/jobId.js';
+import type { RegistrationProperties } from '../core/registration.js';
+import { bundleCode } from './bundles.js';
 import { secureQueue } from './queues.js';
+import { deadLetterQueueName, senderTagKey, tenantQueueName, validatePrefix } from './naming.js';
 
 /**
  * What a tenant needs to know of its scheduler, to attach from another stack of the same account
- * and region (queue policies, registration and grants assume one account).
+ * and region (queue names, registration and grants assume one account). Every value points from
+ * the tenant's stack to the scheduler's: nothing the tenant does changes the scheduler's stack.
  */
 export interface SchedulerAttributes {
   /** The scheduler table (the tenant registry lives in it). */
@@ -20,8 +24,13 @@ export interface SchedulerAttributes {
   readonly tableArn: string;
   /** The HTTP API's id, for `execute-api:Invoke` grants. */
   readonly httpApiId: string;
-  /** Roles of the functions that send to tenant queues (submit and dispatch); nobody else may. */
+  /** Roles of the functions that send to tenant queues (submit and dispatch); the queue policy denies every other sender. */
   readonly senderRoleArns: readonly string[];
+  /**
+   * Tenant queues are named `<prefix>-t-<tenant>` (DLQs `<prefix>-d-<tenant>`): the scheduler's
+   * submit and dispatch roles may send to `<prefix>-t-*` by their own IAM policy.
+   */
+  readonly tenantQueuePrefix: string;
   /** Topic for the tenant's DLQ alarm. @default - no alarm action */
   readonly alarmTopicArn?: string;
 }
@@ -34,25 +43,31 @@ export interface IDyneinScheduler {
 export interface DyneinTenantProps {
   /** The scheduler the tenant's jobs go through. */
   readonly scheduler: IDyneinScheduler;
-  /** Tenant name: 1 to 40 lowercase letters, digits or '-', starting with a letter or digit. */
+  /** Tenant name: 1 to 40 lowercase letters, digits or '-', starting with a letter or digit. It belongs to one stack. */
   readonly tenantName: string;
-  /** Receives before a job message moves to the DLQ. @default 5 */
+  /** Receives before a job message moves to the DLQ (1 to 1000). @default 5 */
   readonly maxReceiveCount?: number;
   /** Visibility timeout of the tenant queue (workers extend it while they run). @default Duration.seconds(30) */
   readonly visibilityTimeout?: Duration;
-  /** Retention of the queue and DLQ. @default Duration.days(14) */
+  /** Retention of the queue (the DLQ keeps 14 days, the maximum). @default Duration.days(7) */
   readonly retentionPeriod?: Duration;
+  /** Retention of the registration function's logs (one function per stack: the first tenant's value). @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
 }
 
 /**
- * A team's destination queue and DLQ (SSE, TLS only, redrive after 5 receives), registered
- * with the scheduler, with grants to schedule and consume and an alarm on a non-empty DLQ.
- * Only the scheduler's functions (and principals given {@link grantRedrive}) may send to the
- * queue: its policy denies `sqs:SendMessage` to everyone else.
+ * A team's destination queue and DLQ (SSE, TLS only, redrive after 5 receives), registered with
+ * the scheduler, with grants to schedule, consume and redrive, and an alarm on a non-empty DLQ.
+ *
+ * Only the scheduler's submit and dispatch roles send to the queue, allowed by their own IAM
+ * policy (on the queue-name prefix), so a queue policy the team adds does not stop them; the
+ * tenant's queue policy denies `sqs:SendMessage` to every other principal except those given
+ * {@link grantRedrive} (tagged for it). Grants change only the grantee: a tenant in a team's stack
+ * never makes the scheduler's stack depend on it.
  *
  * @example
  * // In the team's own stack, against a scheduler deployed elsewhere:
- * const scheduler = DyneinScheduler.fromAttributes({ tableName, tableArn, httpApiId, senderRoleArns });
+ * const scheduler = DyneinScheduler.fromAttributes({ tableName, tableArn, httpApiId, senderRoleArns, tenantQueuePrefix });
  * const payments = new DyneinTenant(this, 'Payments', { scheduler, tenantName: 'payments' });
  * payments.grantSchedule(apiRole);
  * payments.grantConsume(workerRole);
@@ -62,37 +77,41 @@ export class DyneinTenant extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly dlqAlarm: cloudwatch.Alarm;
-  readonly #senders: string[];
+  /** The IAM principal tag ({@link grantRedrive} sets it to `true`) that lets a principal send to the queue. */
+  readonly senderTagKey: string;
   readonly #scheduler: IDyneinScheduler;
+  /** Imported roles given grantRedrive (no tag possible): listed in the queue policy by ARN. */
+  readonly #extraSenders: string[] = [];
+  readonly #queueName: string;
+  readonly #dlqName: string;
 
   constructor(scope: Construct, id: string, props: DyneinTenantProps) {
     super(scope, id);
+    const a = props.scheduler.attributes;
     const problems: string[] = [];
     if (!TENANT_PATTERN.test(props.tenantName)) problems.push(`tenantName '${props.tenantName}' must match ${TENANT_PATTERN}`);
     const mrc = props.maxReceiveCount ?? 5;
     if (!Number.isInteger(mrc) || mrc < 1 || mrc > 1000) problems.push(`maxReceiveCount must be an integer from 1 to 1000, got ${mrc}`);
-    if (props.scheduler.attributes.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
+    if (a.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
+    problems.push(...validatePrefix(a.tenantQueuePrefix).map((p) => `scheduler.attributes.tenantQueuePrefix ${p}`));
+    if (problems.length === 0) problems.push(...claimName(this, a.tableName, props.tenantName));
     if (problems.length > 0) throw new Error(`invalid DyneinTenant '${id}':\n- ${problems.join('\n- ')}`);
 
     this.tenantName = props.tenantName;
     this.#scheduler = props.scheduler;
-    this.#senders = [...props.scheduler.attributes.senderRoleArns];
+    this.senderTagKey = senderTagKey(a.tenantQueuePrefix, props.tenantName);
+    this.#queueName = tenantQueueName(a.tenantQueuePrefix, props.tenantName);
+    this.#dlqName = deadLetterQueueName(a.tenantQueuePrefix, props.tenantName);
     ({ queue: this.queue, deadLetterQueue: this.deadLetterQueue } = secureQueue(this, 'Queue', {
+      queueName: this.#queueName,
+      deadLetterQueueName: this.#dlqName,
       maxReceiveCount: mrc,
       visibilityTimeout: props.visibilityTimeout,
       retentionPeriod: props.retentionPeriod,
     }));
 
-    // Only the scheduler's functions send: allow them, deny every other principal.
-    this.queue.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: 'SchedulerSends',
-        actions: ['sqs:SendMessage'],
-        principals: [new iam.AnyPrincipal()],
-        resources: [this.queue.queueArn],
-        conditions: { ArnEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => this.#senders }) } },
-      }),
-    );
+    // Everyone but the scheduler's senders and principals tagged by grantRedrive is denied sending.
+    // (Both conditions must hold for the deny: a missing tag counts as "not equal".)
     this.queue.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'OnlySchedulerSends',
@@ -100,36 +119,40 @@ export class DyneinTenant extends Construct {
         actions: ['sqs:SendMessage'],
         principals: [new iam.AnyPrincipal()],
         resources: [this.queue.queueArn],
-        conditions: { ArnNotEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => this.#senders }) } },
+        conditions: {
+          ArnNotEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => [...a.senderRoleArns, ...this.#extraSenders] }) },
+          StringNotEquals: { [`aws:PrincipalTag/${this.senderTagKey}`]: 'true' },
+        },
       }),
     );
 
-    // Register the tenant in the scheduler's registry (one item in the scheduler table).
-    const key = keys.tenant(props.tenantName);
-    const item = { ...key, queueUrl: { S: this.queue.queueUrl }, dlqUrl: { S: this.deadLetterQueue.queueUrl } };
-    const tableName = props.scheduler.attributes.tableName;
-    new cr.AwsCustomResource(this, 'Registration', {
-      onCreate: { service: 'DynamoDB', action: 'putItem', parameters: { TableName: tableName, Item: item }, physicalResourceId: cr.PhysicalResourceId.of(`dynein-tenant-${props.tenantName}`) },
-      onUpdate: { service: 'DynamoDB', action: 'putItem', parameters: { TableName: tableName, Item: item }, physicalResourceId: cr.PhysicalResourceId.of(`dynein-tenant-${props.tenantName}`) },
-      onDelete: { service: 'DynamoDB', action: 'deleteItem', parameters: { TableName: tableName, Key: key } },
-      policy: cr.AwsCustomResourcePolicy.fromStatements([
-        new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'], resources: [props.scheduler.attributes.tableArn] }),
-      ]),
-      installLatestAwsSdk: false,
+    // The registry item in the scheduler table, written by a custom resource that refuses a name
+    // another stack registered (lambdas/register.ts).
+    const provider = RegistrationProvider.of(this, a.tableArn, props.logRetention);
+    const properties: RegistrationProperties = {
+      TableName: a.tableName,
+      TenantName: props.tenantName,
+      QueueUrl: this.queue.queueUrl,
+      DlqUrl: this.deadLetterQueue.queueUrl,
+    };
+    const registration = new CustomResource(this, 'Registration', {
+      serviceToken: provider.function.functionArn,
+      resourceType: 'Custom::DyneinTenantRegistration',
+      properties,
+      removalPolicy: RemovalPolicy.DESTROY,
     });
-    acknowledgeCustomResourceProvider(Stack.of(this));
+    // Invoked only once its role may write the table.
+    registration.node.addDependency(provider.policy);
 
     this.dlqAlarm = new cloudwatch.Alarm(this, 'DlqNotEmpty', {
       alarmDescription: `Dynein tenant '${props.tenantName}': jobs failed ${mrc} times and wait in the DLQ. Fix the worker, then redrive (dynein redrive --tenant ${props.tenantName}).`,
-      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+      metric: this.metricDlqDepth(),
       threshold: 0,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
-    if (props.scheduler.attributes.alarmTopicArn) {
-      this.dlqAlarm.addAlarmAction(new actions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', props.scheduler.attributes.alarmTopicArn)));
-    }
+    if (a.alarmTopicArn) this.dlqAlarm.addAlarmAction(new actions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', a.alarmTopicArn)));
   }
 
   /**
@@ -152,54 +175,152 @@ export class DyneinTenant extends Construct {
 
   /**
    * Lets `grantee` consume the tenant queue: `sqs:ReceiveMessage`, `sqs:DeleteMessage`,
-   * `sqs:ChangeMessageVisibility` on it only. With `deadLetter`, also `sqs:SendMessage` on the
-   * DLQ, so a Worker can send a job that failed with `UnrecoverableError` there at once.
+   * `sqs:ChangeMessageVisibility`, `sqs:GetQueueAttributes` on it. With `deadLetter`, also
+   * `sqs:SendMessage` on the DLQ, so a Worker can send a job that failed with
+   * `UnrecoverableError` there at once. One grant covering both queues.
    */
   grantConsume(grantee: iam.IGrantable, opts: { readonly deadLetter?: boolean } = {}): iam.Grant {
-    if (opts.deadLetter) this.deadLetterQueue.grant(grantee, 'sqs:SendMessage');
-    return this.queue.grant(grantee, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility');
+    const grant = this.#grant(this.queue, grantee, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes');
+    return opts.deadLetter ? grant.combine(this.#grant(this.deadLetterQueue, grantee, 'sqs:SendMessage')) : grant;
   }
 
   /**
-   * Lets `role` move DLQ messages back to the queue (`dynein redrive`): `sqs:StartMessageMoveTask`,
-   * `sqs:ListMessageMoveTasks`, receive and delete on the DLQ, send on the queue (the queue policy
-   * admits it as a sender).
+   * Lets `grantee` move DLQ messages back to the queue (`dynein redrive`, console "Start DLQ
+   * redrive"): `sqs:StartMessageMoveTask`, `sqs:ListMessageMoveTasks`, `sqs:CancelMessageMoveTask`,
+   * `sqs:ReceiveMessage`, `sqs:DeleteMessage`, `sqs:ChangeMessageVisibility`,
+   * `sqs:GetQueueAttributes` on the DLQ; `sqs:SendMessage`, `sqs:GetQueueAttributes` on the queue.
+   * One grant covering both queues.
+   *
+   * The queue policy admits the grantee as a sender by its principal tag {@link senderTagKey} =
+   * `true`, which this sets on a role defined in the app (`iam.Role`, a function's role): nothing
+   * in the tenant's stack refers to the grantee's. An imported role is listed in the queue policy
+   * by ARN instead.
    */
-  grantRedrive(role: iam.IRole): iam.Grant {
-    this.#senders.push(role.roleArn);
-    this.deadLetterQueue.grant(role, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:StartMessageMoveTask', 'sqs:ListMessageMoveTasks', 'sqs:GetQueueAttributes');
-    return this.queue.grant(role, 'sqs:SendMessage', 'sqs:GetQueueAttributes');
+  grantRedrive(grantee: iam.IGrantable): iam.Grant {
+    admitSender(grantee, this.senderTagKey, this.#extraSenders, this.queue, 'grantRedrive');
+    const dlq = this.#grant(
+      this.deadLetterQueue,
+      grantee,
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+      'sqs:GetQueueAttributes',
+      'sqs:StartMessageMoveTask',
+      'sqs:ListMessageMoveTasks',
+      'sqs:CancelMessageMoveTask',
+    );
+    return dlq.combine(this.#grant(this.queue, grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
   }
 
-  /** Messages waiting in the tenant queue. */
+  /**
+   * `queue.grant`, except for a grantee of another stack: its policy then names the queue by its
+   * ARN built from the queue's fixed name (and the deploying account and region), so the grantee's
+   * stack refers to no value of the tenant's stack, whichever way the stacks depend on each other.
+   */
+  #grant(queue: sqs.Queue, grantee: iam.IGrantable, ...actions: string[]): iam.Grant {
+    const principal = grantee.grantPrincipal;
+    if (!Construct.isConstruct(principal) || Stack.of(principal) === Stack.of(queue)) return queue.grant(grantee, ...actions);
+    const arn = Stack.of(principal).formatArn({ service: 'sqs', resource: queue === this.queue ? this.#queueName : this.#dlqName, arnFormat: ArnFormat.NO_RESOURCE_NAME });
+    return iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [arn] });
+  }
+
+  /** Messages waiting in the tenant queue (`Maximum` per minute). */
   metricDepth(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum', ...props });
   }
 
-  /** Age of the oldest message in the tenant queue (a slow or stopped worker). */
+  /** Age of the oldest message in the tenant queue, seconds (a slow or stopped worker). */
   metricOldestAge(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum', ...props });
   }
 
-  /** Messages in the tenant DLQ. */
+  /** Messages in the tenant DLQ (`Maximum` per minute). */
   metricDlqDepth(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum', ...props });
   }
 }
 
-const acknowledged = new WeakSet<Stack>();
+/**
+ * Lets the grantee's principal pass a queue policy's sender deny: tags a role defined in the app
+ * with `tagKey = true` (the grant then lives entirely in the grantee's stack), or lists an
+ * imported role's ARN in `extraSenders` when that adds no reference to another stack.
+ */
+export function admitSender(grantee: iam.IGrantable, tagKey: string, extraSenders: string[], queue: sqs.IQueue, method: string): void {
+  const principal = grantee.grantPrincipal;
+  if (iam.Role.isRole(principal)) {
+    Tags.of(principal).add(tagKey, 'true');
+    return;
+  }
+  const arn = (principal as Partial<iam.IRole>).roleArn;
+  if (arn !== undefined && (!Token.isUnresolved(arn) || (Construct.isConstruct(principal) && Stack.of(principal) === Stack.of(queue)))) {
+    extraSenders.push(arn);
+    return;
+  }
+  throw new Error(
+    `${method}: ${principal.toString()} is not an iam.Role of this app; tag the principal with '${tagKey}' = 'true' yourself and grant it the actions, or pass the role (iam.Role, or Role.fromRoleArn with a literal ARN).`,
+  );
+}
 
-/** The AwsCustomResource provider is one function per stack; acknowledge its findings once there. */
-function acknowledgeCustomResourceProvider(stack: Stack): void {
-  const provider = stack.node.tryFindChild(`AWS${cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`);
-  if (!provider || acknowledged.has(stack)) return;
-  acknowledged.add(stack);
-  Validations.of(provider).acknowledge({
-    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-    reason: 'The AwsCustomResource provider that writes tenant registrations uses AWSLambdaBasicExecutionRole for its own logs; its data access is one inline statement (PutItem/DeleteItem on the scheduler table).',
-  });
-  Validations.of(provider).acknowledge({
-    id: 'AwsSolutions-L1',
-    reason: 'The AwsCustomResource provider runtime is chosen by aws-cdk-lib and runs only at deploy time.',
-  });
+/** Tenant names registered per scheduler table within one stack: a name may appear once. */
+const claimed = new WeakMap<Stack, Set<string>>();
+
+function claimName(scope: Construct, tableName: string, tenantName: string): string[] {
+  const stack = Stack.of(scope);
+  const names = claimed.get(stack) ?? new Set<string>();
+  claimed.set(stack, names);
+  const key = `${tableName}\u0000${tenantName}`;
+  if (names.has(key)) return [`tenant '${tenantName}' is already defined in stack ${stack.stackName} for this scheduler: a tenant name belongs to one construct`];
+  names.add(key);
+  return [];
+}
+
+/**
+ * The function behind every tenant registration of a stack (one per stack): Node.js 22 on arm64,
+ * the pre-built `register` bundle, its own role (logs to its own log group; `dynamodb:PutItem`,
+ * `GetItem`, `DeleteItem` on the scheduler tables its tenants register in) and a log group with
+ * retention.
+ */
+class RegistrationProvider extends Construct {
+  static of(scope: Construct, tableArn: string, retention: logs.RetentionDays | undefined): RegistrationProvider {
+    const stack = Stack.of(scope);
+    const id = 'DyneinTenantRegistration';
+    const provider = (stack.node.tryFindChild(id) as RegistrationProvider | undefined) ?? new RegistrationProvider(stack, id, retention ?? logs.RetentionDays.ONE_MONTH);
+    provider.policy.addStatements(new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'], resources: [tableArn] }));
+    return provider;
+  }
+
+  readonly function: lambda.Function;
+  readonly role: iam.Role;
+  /** The role's one policy: its logs, and the tables its tenants register in. */
+  readonly policy: iam.Policy;
+
+  private constructor(scope: Construct, id: string, retention: logs.RetentionDays) {
+    super(scope, id);
+    const logGroup = new logs.LogGroup(this, 'Logs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: 'Dynein tenant registration (custom resource)' });
+    this.policy = new iam.Policy(this, 'Policy', {
+      roles: [this.role],
+      statements: [new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] })],
+    });
+    this.function = new lambda.Function(this, 'Function', {
+      description: 'Dynein: writes and removes tenant registrations in the scheduler table (CloudFormation custom resource)',
+      code: bundleCode('register'),
+      handler: 'index.handler',
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: 256,
+      timeout: Duration.seconds(60),
+      role: this.role,
+      logGroup,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      systemLogLevelV2: lambda.SystemLogLevel.WARN,
+      environment: { NODE_OPTIONS: '--enable-source-maps', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    });
+    acknowledgeRuntime(this.function);
+  }
+}
+
+/** cdk-nag's "latest runtime" finding, acknowledged where a function pins Node.js 22. */
+export function acknowledgeRuntime(f: lambda.Function): void {
+  Validations.of(f).acknowledge({ id: 'AwsSolutions-L1', reason: 'Dynein targets the Node.js 22 runtime (its bundles are built and tested for node22); upgrade deliberately.' });
 }

@@ -7,9 +7,16 @@
  *                         └─ Dispatch ─▶ Decide ─┬─ done ─▶ GroupDone
  *                              ▲   │ error       ├─ idle ─▶ Idle (Wait lookahead − 2 s) ─┐
  *                              │   ▼             └─ else ───────────────────────────────┤
- *                              │ AfterError (Wait 2 s) ─────────────────────────────────┤
+ *                              │ CountError ─▶ TooManyErrors ─┬─ ≥ 4 in a row ─▶ GaveUp  │
+ *                              │                              └─▶ AfterError (Wait 5, 10, 20 s)
  *                              └────────────────────────────────────────────────────────┘
  * ```
+ *
+ * The error path is bounded: a failed step is retried in place with backoff (Retry), then
+ * caught; each catch waits longer before the next step (5, 10, 20 s), and the fourth
+ * consecutive failure ends the dispatcher for this execution (the next execution, a minute
+ * later, takes its groups over). A persistently failing dispatch function thus costs at most
+ * 12 invocations per dispatcher and execution, and the DispatchErrors alarm fires.
  *
  * Task resources are the placeholders `${TickFunctionArn}` and `${DispatchFunctionArn}`: CDK fills
  * them with `definitionSubstitutions`, local runs and tests with {@link renderTickDefinition}.
@@ -41,6 +48,11 @@ export function dispatchTimeoutSeconds(runMs: number): number {
 
 /** Lambda errors worth retrying in place: the service's, not the function's own. */
 const LAMBDA_TRANSIENT_ERRORS = ['Lambda.ServiceException', 'Lambda.AWSLambdaException', 'Lambda.SdkClientException', 'Lambda.TooManyRequestsException'];
+
+/** Consecutive caught failures after which a dispatcher stops for this execution. */
+export const MAX_CONSECUTIVE_FAILURES = 4;
+/** Wait after the 1st, 2nd, 3rd caught failure, seconds (the 4th ends the dispatcher). */
+export const ERROR_BACKOFF_SECONDS = [5, 10, 20, 40] as const;
 
 /**
  * The tick state machine's definition. Executions start every minute and each dispatches for
@@ -76,13 +88,23 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
           'executionStartTime.$': '$$.Execution.StartTime',
           runMs,
         },
-        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2 }],
+        // A failing plan fails the execution (TickFailures alarm) after three retries; the next starts a minute later.
+        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, MaxDelaySeconds: 4, JitterStrategy: 'FULL' }],
         Next: 'Groups',
       },
       Groups: {
-        Comment: 'One iteration per dispatcher, all at once (inline Map, at most 40). Iterations never fail: errors are retried or caught inside.',
+        Comment: 'One iteration per dispatcher, all at once (inline Map, at most 40). Iterations never fail: errors are retried, caught and bounded inside.',
         Type: 'Map',
         ItemsPath: '$.items',
+        // Each iteration starts with no failures counted.
+        ItemSelector: {
+          'groups.$': '$$.Map.Item.Value.groups',
+          'owner.$': '$$.Map.Item.Value.owner',
+          'ownerStartMs.$': '$$.Map.Item.Value.ownerStartMs',
+          'untilMs.$': '$$.Map.Item.Value.untilMs',
+          'idleWaitSeconds.$': '$$.Map.Item.Value.idleWaitSeconds',
+          failures: 0,
+        },
         MaxConcurrency: maxConcurrency,
         ResultPath: null,
         ItemProcessor: {
@@ -100,7 +122,8 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
                 'untilMs.$': '$.untilMs',
                 'idleWaitSeconds.$': '$.idleWaitSeconds',
               },
-              // Only what the loop needs, so the iteration's state stays small.
+              // Only what the loop needs, so the iteration's state stays small; a step that
+              // succeeded resets the count of consecutive failures.
               ResultSelector: {
                 'groups.$': '$.groups',
                 'owner.$': '$.owner',
@@ -109,18 +132,48 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
                 'idleWaitSeconds.$': '$.idleWaitSeconds',
                 'done.$': '$.done',
                 'idle.$': '$.idle',
+                failures: 0,
               },
               // A busy step runs to untilMs: its timeout is the dispatch function's (run + 30 s).
               TimeoutSeconds: dispatchTimeoutSeconds(runMs),
-              Retry: [{ ErrorEquals: LAMBDA_TRANSIENT_ERRORS, IntervalSeconds: 1, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' }],
-              Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'AfterError' }],
+              Retry: [
+                { ErrorEquals: LAMBDA_TRANSIENT_ERRORS, IntervalSeconds: 1, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' },
+                // The function's own errors (and timeouts): twice more, after 2 and 4 s.
+                { ErrorEquals: ['States.ALL'], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' },
+              ],
+              Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'CountError' }],
               Next: 'Decide',
             },
+            CountError: {
+              Comment: `The step failed for good (error in $.error): count consecutive failures and pick the wait before the next step (${ERROR_BACKOFF_SECONDS.slice(0, MAX_CONSECUTIVE_FAILURES - 1).join(', ')} s). Rows it held are dispatched again once their lease expires.`,
+              Type: 'Pass',
+              Parameters: {
+                'groups.$': '$.groups',
+                'owner.$': '$.owner',
+                'ownerStartMs.$': '$.ownerStartMs',
+                'untilMs.$': '$.untilMs',
+                'idleWaitSeconds.$': '$.idleWaitSeconds',
+                'failures.$': 'States.MathAdd($.failures, 1)',
+                'backoffSeconds.$': `States.ArrayGetItem(States.Array(${ERROR_BACKOFF_SECONDS.slice(0, MAX_CONSECUTIVE_FAILURES).join(', ')}), $.failures)`,
+                'error.$': '$.error',
+              },
+              Next: 'TooManyErrors',
+            },
+            TooManyErrors: {
+              Comment: `After ${MAX_CONSECUTIVE_FAILURES} consecutive failures this dispatcher stops for this execution (the next one, a minute later, takes its groups over); otherwise wait, then dispatch again.`,
+              Type: 'Choice',
+              Choices: [{ Variable: '$.failures', NumericGreaterThanEquals: MAX_CONSECUTIVE_FAILURES, Next: 'GaveUp' }],
+              Default: 'AfterError',
+            },
             AfterError: {
-              Comment: 'The step failed for good (error kept in $.error): pause, then dispatch again. Rows it held are dispatched again once their lease expires.',
+              Comment: 'Back off before dispatching again (whole seconds, from CountError).',
               Type: 'Wait',
-              Seconds: 2,
+              SecondsPath: '$.backoffSeconds',
               Next: 'Dispatch',
+            },
+            GaveUp: {
+              Comment: 'The dispatch function failed repeatedly (the DispatchErrors alarm fires): stop burning invocations; the groups go to the next execution once their lease lapses.',
+              Type: 'Succeed',
             },
             Decide: {
               Comment: 'Stop when done; after an idle step wait before looking again; otherwise dispatch again at once.',

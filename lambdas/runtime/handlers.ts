@@ -14,6 +14,8 @@ export interface Telemetry {
   count(name: string, n: number): void;
   values(name: string, unit: 'Milliseconds' | 'Count', values: readonly number[]): void;
   error(message: string, err: unknown): void;
+  /** Something an operator should act on that is not a failure (parked jobs). */
+  warn?(message: string, fields: Record<string, unknown>): void;
 }
 
 export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} };
@@ -102,6 +104,9 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     t.count('AcquireConflicts', result.conflicts);
     t.count('RowsRecovered', result.recovered);
     t.count('LeasesLost', result.leaseLost);
+    // Rows of unregistered tenants left in the table (the ParkedJobs alarm): the most one look found.
+    t.count('ParkedJobs', result.parked);
+    if (result.parked > 0) t.warn?.('jobs parked: their tenant is not registered (re-register it to deliver them)', { tenants: result.parkedTenants, rows: result.parked });
     return result;
   };
 }

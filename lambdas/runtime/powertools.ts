@@ -4,9 +4,11 @@ import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { METRICS_NAMESPACE } from '../../core/schema.js';
 import type { Telemetry } from './handlers.js';
 
-export const NAMESPACE = 'DyneinServerless';
+/** The CloudWatch namespace (core/schema.ts, shared with the CDK dashboard and alarms). */
+export const NAMESPACE = METRICS_NAMESPACE;
 
 /** Logger, EMF metrics and the {@link Telemetry} the handler factories report to. */
 export function powertools(service: string): { logger: Logger; metrics: Metrics; telemetry: Telemetry } {
@@ -20,6 +22,7 @@ export function powertools(service: string): { logger: Logger; metrics: Metrics;
       for (const v of values) metrics.addMetric(name, unit === 'Milliseconds' ? MetricUnit.Milliseconds : MetricUnit.Count, v);
     },
     error: (message, err) => logger.error(message, err as Error),
+    warn: (message, fields) => logger.warn(message, fields),
   };
   return { logger, metrics, telemetry };
 }

@@ -10,6 +10,7 @@ import type { DispatchDeps } from '../../core/dispatch.js';
 import { ConfigError } from '../../core/errors.js';
 import type { IngestDeps } from '../../core/ingest.js';
 import { JobIdCodec } from '../../core/jobId.js';
+import { ParkedTenants } from '../../core/parked.js';
 import { systemClock, type Clock } from '../../core/ports.js';
 import { Submitter } from '../../core/submit.js';
 import { TenantRegistry } from '../../core/tenants.js';
@@ -52,7 +53,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     submitter: new Submitter({ settings, codec, tenants, sender, inboundQueueUrl: config.inboundQueueUrl, clock, idempotency: new DynamoIdempotencyStore(config.tableName, dynamo) }),
     jobs: new JobsService({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },
-    dispatch: { store, sender, tenants, clock, settings, log: opts.log },
+    // Unregistered tenants are remembered per instance, across steps (their rows stay parked).
+    dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants() },
   };
 }
 

@@ -23,15 +23,21 @@ beforeAll(() => {
 const resources = () => Object.entries(t.toJSON().Resources as Record<string, Resource>);
 
 describe('inbound queue', () => {
-  it('denies sqs:SendMessage to everyone but submit and the redrive role', () => {
+  it('denies sqs:SendMessage to everyone but submit and principals tagged by grantInboundRedrive', () => {
     const policy = resources().find(([, r]) => r.Type === 'AWS::SQS::QueuePolicy' && render(r.Properties.Queues).includes(idOf(scheduler.inboundQueue)));
     expect(policy).toBeDefined();
     const statements = (policy![1].Properties.PolicyDocument as { Statement: Record<string, Json>[] }).Statement;
     const deny = statements.filter((s) => s.Effect === 'Deny' && s.Sid === 'OnlySubmitSends');
     expect(deny).toHaveLength(1);
     expect(deny[0]!.Action).toBe('sqs:SendMessage');
-    const allowed = ((deny[0]!.Condition as Record<string, Record<string, Json[]>>).ArnNotEquals!['aws:PrincipalArn'] ?? []).map((v) => render(v)).sort();
-    expect(allowed).toEqual([getAtt(scheduler.functions.submit.role!.node.defaultChild as never, 'Arn'), getAtt(ops.node.defaultChild as never, 'Arn')].sort());
+    const condition = deny[0]!.Condition as Record<string, Record<string, Json>>;
+    expect(Object.keys(condition).sort()).toEqual(['ArnNotEquals', 'StringNotEquals']);
+    const principals = [condition.ArnNotEquals!['aws:PrincipalArn']].flat().map((v) => render(v as Json));
+    expect(principals).toEqual([getAtt(scheduler.functions.submit.role!.node.defaultChild as never, 'Arn')]);
+    expect(condition.StringNotEquals).toEqual({ [`aws:PrincipalTag/${scheduler.inboundSenderTagKey}`]: 'true' });
+    // The redrive role carries the tag; the scheduler's stack names no ARN of it.
+    const opsRole = resources().find(([id]) => id === idOf(ops))![1];
+    expect(opsRole.Properties.Tags).toEqual([{ Key: scheduler.inboundSenderTagKey, Value: 'true' }]);
   });
 
   it('keeps DLQ messages longer than their source queues', () => {

@@ -11,6 +11,8 @@ import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { fastApp, getAtt, ref, render, resourcesOf, type Json, type Resource } from './support.js';
 
 const TENANTS = ['alpha', 'beta'];
+/** InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles, ParkedJobs. */
+const SCHEDULER_ALARMS = 7;
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -132,14 +134,14 @@ describe('alarms', () => {
   });
 
   it('every alarm notifies the alarmTopic', () => {
-    // Five scheduler alarms and one DLQ alarm per tenant at least.
-    expect(alarms().length).toBeGreaterThanOrEqual(5 + TENANTS.length);
+    // The scheduler's alarms and one DLQ alarm per tenant at least.
+    expect(alarms().length).toBeGreaterThanOrEqual(SCHEDULER_ALARMS + TENANTS.length);
     for (const [id, a] of alarms()) expect((a.Properties.AlarmActions as Json[] | undefined)?.map((x) => render(x)), id).toContain(ref(topic));
   });
 
   it('without an alarmTopic the same alarms exist, with no actions', () => {
     const quietAlarms = resourcesOf(quietT, 'AWS::CloudWatch::Alarm');
-    expect(quietAlarms.length).toBe(5 + quiet.tenants.length);
+    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + quiet.tenants.length);
     for (const [id, a] of quietAlarms) expect(a.Properties.AlarmActions ?? [], id).toEqual([]);
   });
 });

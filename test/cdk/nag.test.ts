@@ -26,7 +26,10 @@ let synthError: unknown;
 
 beforeAll(() => {
   app = nagApp();
-  new DyneinStack(app, 'DyneinServerless', { description: 'Dynein Serverless (cdk-nag test)' });
+  // With tenants (their registration function and grants), and a second stack at logLevel INFO
+  // (the state machine logs ALL events there, so no acknowledgement of AwsSolutions-SF1).
+  new DyneinStack(app, 'DyneinServerless', { description: 'Dynein Serverless (cdk-nag test)', demoTenant: true, tenants: ['billing'] });
+  new DyneinStack(app, 'Verbose', { scheduler: { logLevel: 'INFO', dispatchReservedConcurrency: 18 } });
   try {
     app.synth();
   } catch (err) {

@@ -67,7 +67,7 @@ describe('DyneinScheduler props', () => {
 });
 
 describe('DyneinTenant props', () => {
-  const attributes = { tableName: 'table', tableArn: 'arn:aws:dynamodb:eu-west-1:111111111111:table/table', httpApiId: 'api', senderRoleArns: ['arn:aws:iam::111111111111:role/submit', 'arn:aws:iam::111111111111:role/dispatch'] };
+  const attributes = { tableName: 'table', tableArn: 'arn:aws:dynamodb:eu-west-1:111111111111:table/table', httpApiId: 'api', senderRoleArns: ['arn:aws:iam::111111111111:role/submit', 'arn:aws:iam::111111111111:role/dispatch'], tenantQueuePrefix: 'Dynein' };
   const tenant = (tenantName: string, extra: { maxReceiveCount?: number } = {}) =>
     new DyneinTenant(stack(), 'T', { scheduler: DyneinScheduler.fromAttributes(attributes), tenantName, ...extra });
 

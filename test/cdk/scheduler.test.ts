@@ -1,10 +1,9 @@
 /**
- * DyneinScheduler as the app deploys it (lib/stack.ts, tenants demo and billing) and with
- * non-default props: the HTTP API, queues, IAM, functions, table and tick of DESIGN.md.
+ * DyneinScheduler as the app deploys it (lib/stack.ts, here with tenants demo and billing) and
+ * with non-default props: the HTTP API, queues, IAM, functions, table and tick of DESIGN.md.
  */
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import * as cr from 'aws-cdk-lib/custom-resources';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { DyneinStack } from '../../lib/stack.js';
@@ -44,7 +43,7 @@ let delta: DyneinTenant;
 
 beforeAll(() => {
   const app = fastApp();
-  main = new DyneinStack(app, 'Main');
+  main = new DyneinStack(app, 'Main', { demoTenant: true, tenants: ['billing'] });
   custom = new Stack(app, 'Custom');
   customScheduler = new DyneinScheduler(custom, 'Dynein', { groupCount: CUSTOM_GROUPS, shardCount: 96, throttle: CUSTOM_THROTTLE });
   gamma = customScheduler.addTenant('gamma', { maxReceiveCount: 3 });
@@ -199,38 +198,37 @@ describe('IAM', () => {
 });
 
 describe('functions', () => {
-  it('the six Dynein functions (and only the registration provider besides) use nodejs22.x on arm64 with a retained log group', () => {
+  it('the six Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
     expect(new Set(ids).size).toBe(6);
-    const provider = `AWS${cr.AwsCustomResource.PROVIDER_FUNCTION_UUID.replace(/-/g, '')}`;
     const others = resourcesOf(mainT, 'AWS::Lambda::Function').map(([id]) => id).filter((id) => !ids.includes(id));
-    expect(others.every((id) => id.startsWith(provider)), `unexpected functions ${others.join(', ')}`).toBe(true);
-    for (const n of FUNCTIONS) {
-      const f = resource(mainT, idOf(s.functions[n]));
+    // One registration function for the stack's two tenants, nothing else (no provider framework, no AwsCustomResource).
+    expect(others).toHaveLength(1);
+    expect(others[0]).toMatch(/^DyneinTenantRegistrationFunction/);
+    const groups = new Set<string>();
+    for (const id of [...ids, ...others]) {
+      const f = resource(mainT, id);
+      const n = id;
       expect(f.Properties.Runtime, n).toBe('nodejs22.x');
       expect(f.Properties.Architectures, n).toEqual(['arm64']);
+      expect(f.Properties.Handler, n).toBe('index.handler');
       const lg = /^\{Ref:(.+)\}$/.exec(render((f.Properties.LoggingConfig as { LogGroup?: Json } | undefined)?.LogGroup))?.[1];
       expect(lg, `${n} log group`).toBeDefined();
+      groups.add(lg!);
       const group = resource(mainT, lg!);
       expect(group.Type).toBe('AWS::Logs::LogGroup');
       expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
     }
-  });
-
-  it.each(['Main', 'Custom'])('%s: dispatch reserves at least two concurrent executions per shard group', (name) => {
-    const [, s, t] = both().find(([n]) => n === name)!;
-    const groups = name === 'Custom' ? CUSTOM_GROUPS : s.settings.groupCount;
-    const reserved = resource(t, idOf(s.functions.dispatch)).Properties.ReservedConcurrentExecutions;
-    expect(reserved).toEqual(expect.any(Number));
-    expect(reserved as number).toBeGreaterThanOrEqual(2 * groups);
+    expect(groups.size).toBe(7);
   });
 
   // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
   // outside `allowed` may be; logs go to the function's own group only.
   const NEEDS: Record<FunctionName, { required: string[]; allowed: string[] }> = {
-    // Tenant registry read, id signing, inbound send (tenant queues admit it by their own policy).
-    submit: { required: ['dynamodb:GetItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'], allowed: [] },
+    // Tenant registry read, id signing, inbound send and tenant queue send (direct path);
+    // idempotency records (put, sent marks, release), limited to `idem#` keys (its own test).
+    submit: { required: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'], allowed: [] },
     // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
     ingest: {
       required: ['dynamodb:PutItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
@@ -242,13 +240,21 @@ describe('functions', () => {
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
     tick: { required: ['dynamodb:Query'], allowed: [] },
-    // Query the due range, CAS acquire and lease renewals, cancel records, deletes; sends through tenant queue policies; never the id key.
+    // Query the due range, CAS acquire and lease renewals, cancel records, deletes; sends to tenant queues; never the id key.
     dispatch: {
-      required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:GetItem'],
+      required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:GetItem', 'sqs:SendMessage'],
       allowed: ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
     },
   };
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+
+  it('submit writes idempotency records only: its table writes are limited to idem# leading keys', () => {
+    const f = resource(mainT, idOf(main.scheduler.functions.submit));
+    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(f.Properties.Role))?.[1];
+    const writes = roleStatements(mainT, roleId!).filter((st) => JSON.stringify(st).includes('dynamodb:PutItem'));
+    expect(writes.length).toBeGreaterThan(0);
+    for (const st of writes) expect(JSON.stringify(st)).toContain('"dynamodb:LeadingKeys":["idem#*"]');
+  });
 
   it.each(FUNCTIONS)('%s: its role grants only what its flow needs, on the scheduler resources only', (n) => {
     const s = main.scheduler;
@@ -265,14 +271,17 @@ describe('functions', () => {
     for (const a of granted.keys()) expect([...need.required, ...need.allowed, ...LOGS], `${n} must not have ${a}`).toContain(a);
 
     const logGroup = `{GetAtt:${render((f.Properties.LoggingConfig as { LogGroup: Json }).LogGroup).slice('{Ref:'.length, -1)}.Arn}`;
-    const expectedResource = (a: string): string => {
-      if (a.startsWith('dynamodb:')) return getAtt(s.table, 'Arn');
-      if (a.startsWith('secretsmanager:')) return ref(s.idKey);
-      if (a.startsWith('sqs:')) return getAtt(s.inboundQueue, 'Arn');
-      if (a.startsWith('logs:')) return logGroup;
+    const tenantQueues = `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${s.tenantQueuePrefix}-t-*`;
+    const expectedResources = (a: string): string[] => {
+      if (a.startsWith('dynamodb:')) return [getAtt(s.table, 'Arn')];
+      if (a.startsWith('secretsmanager:')) return [ref(s.idKey)];
+      // submit sends to the inbound queue and (due soon) to tenant queues; dispatch to tenant queues; ingest consumes inbound.
+      if (a === 'sqs:SendMessage') return n === 'submit' ? [getAtt(s.inboundQueue, 'Arn'), tenantQueues].sort() : [tenantQueues];
+      if (a.startsWith('sqs:')) return [getAtt(s.inboundQueue, 'Arn')];
+      if (a.startsWith('logs:')) return [logGroup];
       throw new Error(`unexpected ${a}`);
     };
-    for (const [a, resources] of granted) expect([...resources], `${n}: ${a}`).toEqual([expectedResource(a)]);
+    for (const [a, resources] of granted) expect([...resources].sort(), `${n}: ${a}`).toEqual(expectedResources(a));
   });
 
   it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
@@ -283,8 +292,9 @@ describe('functions', () => {
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
     expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
-    expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:') || a.startsWith('sqs:'))).toEqual([]);
-    expect([...(grantsOf('submit').get('sqs:SendMessage') ?? [])]).toEqual([getAtt(s.inboundQueue, 'Arn')]);
+    expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
+    expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('sqs:'))).toEqual(['sqs:SendMessage']);
+    expect([...(grantsOf('submit').get('sqs:SendMessage') ?? [])]).toContain(getAtt(s.inboundQueue, 'Arn'));
   });
 
   it('ingest reads the inbound queue through an event source that reports partial batch failures', () => {
@@ -295,9 +305,11 @@ describe('functions', () => {
     expect(render(m.Properties.EventSourceArn)).toBe(getAtt(s.inboundQueue, 'Arn'));
     expect(render(m.Properties.FunctionName)).toBe(ref(s.functions.ingest));
     expect(m.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
-    // Lambda's guidance for SQS sources: visibility timeout at least six times the function timeout.
+    // Lambda's guidance for SQS sources: visibility timeout at least six times the function timeout plus the batching window.
     const timeout = resource(mainT, idOf(s.functions.ingest)).Properties.Timeout as number;
-    expect(resource(mainT, idOf(s.inboundQueue)).Properties.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * timeout);
+    const window = m.Properties.MaximumBatchingWindowInSeconds as number;
+    expect(window).toBeGreaterThan(0);
+    expect(resource(mainT, idOf(s.inboundQueue)).Properties.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * timeout + window);
   });
 });
 

@@ -1,19 +1,19 @@
 /**
- * Helpers for the construct tests: fast apps (no esbuild bundling), logical ids of constructs,
- * CloudFormation values rendered as text, and the IAM statements that apply to a role or a queue.
+ * Helpers for the construct tests: apps over the pre-built Lambda bundles (built first if missing
+ * or stale, as `npm run synth` does), logical ids of constructs, CloudFormation values rendered as
+ * text, and the IAM statements that apply to a role or a queue.
  */
 import { App, CfnElement, Stack, type AppProps } from 'aws-cdk-lib';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { BUNDLING_STACKS } from 'aws-cdk-lib/cx-api';
 import type { IConstruct } from 'constructs';
+import { ensureLambdaBundles } from '../../scripts/bundle-lambdas.mjs';
 
-/**
- * An app whose NodejsFunctions skip esbuild: with `aws:cdk:bundling-stacks` empty no stack
- * requires bundling, and aws-cdk-lib (2.276 included) then stages each function's asset without
- * running its bundler (the template still names an S3 key per function).
- */
+// The constructs deploy dist/lambdas/<name>; test workers share one build (the script locks).
+await ensureLambdaBundles({ quiet: true });
+
+/** An app for a construct test (the functions use the pre-built bundles: no bundling at synth). */
 export function fastApp(context: Record<string, unknown> = {}, props: Omit<AppProps, 'context'> = {}): App {
-  return new App({ ...props, context: { [BUNDLING_STACKS]: [], ...context } });
+  return new App({ ...props, context });
 }
 
 /** The logical id of a construct's CloudFormation resource (its default child for an L2). */

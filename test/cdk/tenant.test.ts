@@ -1,6 +1,7 @@
 /**
- * DyneinTenant: the queue policy that lets only the scheduler send, the schedule / consume /
- * redrive grants, and a tenant added from a team's own stack against an imported scheduler.
+ * DyneinTenant: the queue policy that lets only the scheduler (and tagged redrive principals)
+ * send, the scheduler's own send grant by queue name, the schedule / consume / redrive grants,
+ * the conditional registration, and a tenant added from a team's own stack.
  */
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -8,7 +9,6 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../adapters/dynamoJobStore.js';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { DyneinTenant } from '../../lib/tenant.js';
 import {
@@ -82,23 +82,38 @@ describe('tenant in the scheduler stack', () => {
     const denies = statements.filter((s) => s.Effect === 'Deny' && (s.Action.includes('sqs:SendMessage') || s.Action.includes('sqs:*')) && conditionValues(s, 'ArnNotEquals', PRINCIPAL) !== undefined);
     return { allows, denies, queueArn };
   }
+  const tagCondition = (tenant: DyneinTenant) => `aws:PrincipalTag/${tenant.senderTagKey}`;
 
-  it('the queue policy allows sqs:SendMessage to the submit and dispatch roles only and denies it to everyone else', () => {
+  it('the queue policy denies sqs:SendMessage to everyone but the submit and dispatch roles and principals tagged for this tenant, and allows nothing', () => {
     const expected = [roleArn(scheduler.functions.submit.role), roleArn(scheduler.functions.dispatch.role)].sort();
     const { allows, denies, queueArn } = senders(beta);
-    // The only Allow: SendMessage, conditioned on the caller being one of the scheduler's senders.
-    expect(allows).toHaveLength(1);
-    const allow = allows[0]!;
-    expect(allow.Action).toEqual(['sqs:SendMessage']);
-    expect(allow.Resource).toEqual([queueArn]);
-    expect(conditionValues(allow, 'ArnEquals', PRINCIPAL)).toEqual(expected);
+    // No Allow in the queue policy: the senders' own IAM policies allow (a team's policy cannot take it away).
+    expect(allows).toEqual([]);
     expect(denies).toHaveLength(1);
     const deny = denies[0]!;
     expect(isAnyone(deny.Principal)).toBe(true);
+    expect(deny.Action).toEqual(['sqs:SendMessage']);
     expect(deny.Resource).toEqual([queueArn]);
     expect(conditionValues(deny, 'ArnNotEquals', PRINCIPAL)).toEqual(expected);
-    // The deny has no other condition that could narrow it.
-    expect(Object.keys(deny.Condition)).toEqual(['ArnNotEquals']);
+    // The only other condition: the tenant's sender tag, which the deny requires to be absent (both must hold).
+    expect(Object.keys(deny.Condition).sort()).toEqual(['ArnNotEquals', 'StringNotEquals']);
+    expect(Object.keys(deny.Condition.StringNotEquals as Record<string, Json>)).toEqual([tagCondition(beta)]);
+    expect(conditionValues(deny, 'StringNotEquals', tagCondition(beta))).toEqual(['true']);
+    expect(beta.senderTagKey).not.toBe(alpha.senderTagKey);
+  });
+
+  it('the scheduler’s submit and dispatch roles may send to every tenant queue by name, not to the DLQs', () => {
+    const pattern = `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${scheduler.tenantQueuePrefix}-t-*`;
+    const queueArn = (q: IConstruct) => `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${String(resource(t, idOf(q)).Properties.QueueName)}`;
+    for (const f of [scheduler.functions.submit, scheduler.functions.dispatch]) {
+      const sends = [...(allowed(roleStatements(t, idOf(f.role as unknown as IConstruct))).get('sqs:SendMessage') ?? [])];
+      const tenantGrants = sends.filter((r) => r !== getAtt(scheduler.inboundQueue, 'Arn'));
+      expect(tenantGrants).toEqual([pattern]);
+      for (const tenant of [alpha, beta]) {
+        expect(arnMatches(pattern, queueArn(tenant.queue)), `${tenant.tenantName} queue`).toBe(true);
+        expect(arnMatches(pattern, queueArn(tenant.deadLetterQueue)), `${tenant.tenantName} DLQ`).toBe(false);
+      }
+    }
   });
 
   it('grantSchedule allows execute-api:Invoke on this tenant’s routes only', () => {
@@ -129,32 +144,29 @@ describe('tenant in the scheduler stack', () => {
     }
   });
 
-  it('grantConsume allows exactly receive, delete and change-visibility on this tenant’s queue', () => {
+  it('grantConsume allows exactly receive, delete, change-visibility and get-attributes on this tenant’s queue', () => {
     const granted = allowed(roleStatements(t, idOf(consumeRole)));
-    expect([...granted.keys()].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:ReceiveMessage']);
+    expect([...granted.keys()].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage']);
     for (const [a, resources] of granted) expect([...resources], a).toEqual([getAtt(alpha.queue, 'Arn')]);
   });
 
-  it('grantRedrive adds the role to the allowed senders of this tenant’s queue only', () => {
-    const expected = [roleArn(scheduler.functions.submit.role), roleArn(scheduler.functions.dispatch.role), roleArn(redriveRole)].sort();
-    const { allows, denies } = senders(alpha);
-    expect(allows).toHaveLength(1);
-    expect(conditionValues(allows[0]!, 'ArnEquals', PRINCIPAL)).toEqual(expected);
-    expect(denies).toHaveLength(1);
-    expect(conditionValues(denies[0]!, 'ArnNotEquals', PRINCIPAL)).toEqual(expected);
-    // beta's queue is untouched.
-    expect(conditionValues(senders(beta).allows[0]!, 'ArnEquals', PRINCIPAL)).not.toContain(roleArn(redriveRole));
+  it('grantRedrive tags the role as a sender of this tenant’s queue only, and grants the move on its DLQ and the send on its queue', () => {
+    const tags = (role: iam.Role) => (resource(t, idOf(role)).Properties.Tags ?? []) as { Key: string; Value: string }[];
+    expect(tags(redriveRole)).toEqual([{ Key: alpha.senderTagKey, Value: 'true' }]);
+    for (const other of [scheduleRole, consumeRole]) expect(tags(other)).toEqual([]);
+    // The queue policies name no role of the grantee: nothing in the tenant's stack refers to it.
+    const expected = [roleArn(scheduler.functions.submit.role), roleArn(scheduler.functions.dispatch.role)].sort();
+    for (const tenant of [alpha, beta]) expect(conditionValues(senders(tenant).denies[0]!, 'ArnNotEquals', PRINCIPAL)).toEqual(expected);
     const granted = allowed(roleStatements(t, idOf(redriveRole)));
     expect([...granted.get('sqs:SendMessage')!]).toEqual([getAtt(alpha.queue, 'Arn')]);
-    expect([...granted.get('sqs:StartMessageMoveTask')!]).toEqual([getAtt(alpha.deadLetterQueue, 'Arn')]);
+    expect([...granted.get('sqs:GetQueueAttributes')!].sort()).toEqual([getAtt(alpha.queue, 'Arn'), getAtt(alpha.deadLetterQueue, 'Arn')].sort());
+    for (const a of ['sqs:StartMessageMoveTask', 'sqs:ListMessageMoveTasks', 'sqs:CancelMessageMoveTask', 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']) {
+      expect([...(granted.get(a) ?? [])], a).toEqual([getAtt(alpha.deadLetterQueue, 'Arn')]);
+    }
   });
 
-  it('the scheduler roles get no identity grant on tenant queues (the queue policy is the only way in)', () => {
-    for (const f of [scheduler.functions.submit, scheduler.functions.dispatch]) {
-      for (const s of roleStatements(t, idOf(f.role as unknown as IConstruct))) {
-        for (const tenant of [alpha, beta]) expect(s.Resource, s.source).not.toContain(getAtt(tenant.queue, 'Arn'));
-      }
-    }
+  it('a second tenant of the same name in the same stack is refused at synth', () => {
+    expect(() => new DyneinTenant(stack, 'AlphaAgain', { scheduler, tenantName: 'alpha' })).toThrow(/tenant 'alpha' is already defined in stack/);
   });
 });
 
@@ -212,35 +224,36 @@ describe('tenant from a team’s own stack', () => {
     expect(resourcesOf(schedT, 'AWS::SQS::Queue')).toHaveLength(2); // inbound and its DLQ only
   });
 
-  it('registers the tenant with a PutItem into the scheduler’s table', () => {
-    const regs = resourcesOf(teamT, 'Custom::AWS');
+  it('registers the tenant with its own custom resource and function, which may write the scheduler’s table only', () => {
+    const regs = resourcesOf(teamT, 'Custom::DyneinTenantRegistration');
     expect(regs).toHaveLength(1);
-    const [regId, reg] = regs[0]!;
-    const table = fromScheduler(ref(scheduler.table));
-    const item = { ...keys.tenant(TENANT), queueUrl: { S: ref(payments.queue) }, dlqUrl: { S: ref(payments.deadLetterQueue) } };
-    for (const phase of ['Create', 'Update']) {
-      const call = JSON.parse(render(reg.Properties[phase], imports)) as { service: string; action: string; parameters: { TableName: string; Item: Json } };
-      expect(call.service.toLowerCase(), phase).toBe('dynamodb');
-      expect(call.action.toLowerCase(), phase).toBe('putitem');
-      expect(call.parameters.TableName, phase).toBe(table);
-      expect(call.parameters.Item, phase).toEqual(item);
-    }
-    const del = JSON.parse(render(reg.Properties.Delete, imports)) as { action: string; parameters: { TableName: string; Key: Json } };
-    expect(del.action.toLowerCase()).toBe('deleteitem');
-    expect(del.parameters).toEqual({ TableName: table, Key: keys.tenant(TENANT) });
-    // The provider may write the registration into that table, and only there.
-    const policies = resourcesOf(teamT, 'AWS::IAM::Policy').filter(([id]) => (reg.DependsOn ?? []).includes(id));
-    expect(policies, `policy of ${regId}`).toHaveLength(1);
-    const granted = allowed(roleStatements(teamT, /^\{Ref:(.+)\}$/.exec(render((policies[0]![1].Properties.Roles as Json[])[0]))![1]!, imports));
-    expect([...(granted.get('dynamodb:PutItem') ?? [])]).toEqual([fromScheduler(getAtt(scheduler.table, 'Arn'))]);
+    const [, reg] = regs[0]!;
+    expect(reg.Properties.TableName).toBeDefined();
+    expect(render(reg.Properties.TableName as Json, imports)).toBe(fromScheduler(ref(scheduler.table)));
+    expect(reg.Properties.TenantName).toBe(TENANT);
+    expect(render(reg.Properties.QueueUrl as Json)).toBe(ref(payments.queue));
+    expect(render(reg.Properties.DlqUrl as Json)).toBe(ref(payments.deadLetterQueue));
+    // Served by the stack's registration function (the pre-built register bundle), not by an SDK-call provider.
+    const fnId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(reg.Properties.ServiceToken as Json))?.[1];
+    expect(fnId).toMatch(/^DyneinTenantRegistrationFunction/);
+    const fn = resource(teamT, fnId!);
+    expect(fn.Properties.Runtime).toBe('nodejs22.x');
+    expect(fn.Properties.Handler).toBe('index.handler');
+    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(fn.Properties.Role))![1]!;
+    expect(resource(teamT, roleId).Properties.ManagedPolicyArns ?? []).toEqual([]);
+    const granted = allowed(roleStatements(teamT, roleId, imports));
+    expect([...granted.keys()].filter((a) => !a.startsWith('logs:')).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem']);
+    for (const a of ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem']) expect([...granted.get(a)!]).toEqual([fromScheduler(getAtt(scheduler.table, 'Arn'))]);
+    // The resource waits for the function's policy, so its first call may write the table.
+    const policyIds = resourcesOf(teamT, 'AWS::IAM::Policy').filter(([, p]) => render(p.Properties.Roles).includes(roleId)).map(([id]) => id);
+    expect(policyIds).toHaveLength(1);
+    expect(reg.DependsOn ?? []).toContain(policyIds[0]);
   });
 
   it('the queue policy admits exactly the scheduler’s submit and dispatch roles from the other stack', () => {
     const expected = [fromScheduler(roleArn(scheduler.functions.submit.role)), fromScheduler(roleArn(scheduler.functions.dispatch.role))].sort();
     const statements = queuePolicyStatements(teamT, idOf(payments.queue), imports);
-    const allows = statements.filter((s) => s.Effect === 'Allow');
-    expect(allows).toHaveLength(1);
-    expect(conditionValues(allows[0]!, 'ArnEquals', PRINCIPAL, imports)).toEqual(expected);
+    expect(statements.filter((s) => s.Effect === 'Allow')).toEqual([]);
     const denies = statements.filter((s) => s.Effect === 'Deny' && conditionValues(s, 'ArnNotEquals', PRINCIPAL) !== undefined);
     expect(denies).toHaveLength(1);
     expect(denies[0]!.Action).toContain('sqs:SendMessage');
@@ -254,8 +267,14 @@ describe('tenant from a team’s own stack', () => {
     for (const [method, path] of requests(TENANT)) expect(invoke.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(true);
     for (const [method, path] of requests('demo')) expect(invoke.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(false);
     const consume = allowed(roleStatements(teamT, idOf(workerRole), imports));
-    expect([...consume.keys()].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:ReceiveMessage']);
+    expect([...consume.keys()].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage']);
     for (const [, resources] of consume) expect([...resources]).toEqual([getAtt(payments.queue, 'Arn')]);
+  });
+
+  it('nothing in the scheduler stack refers to the team stack', () => {
+    expect(JSON.stringify(schedT.toJSON())).not.toContain('Fn::ImportValue');
+    expect(schedulerStack.dependencies).toEqual([]);
+    expect(teamStack.dependencies).toEqual([schedulerStack]);
   });
 
   it('alarms on its DLQ to the scheduler’s alarm topic', () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DispatchStepInput, DispatchStepResult } from '../../core/loop.js';
 import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers.js';
 import type { Wiring } from '../../lambdas/runtime/wiring.js';
-import { renderTickDefinition, tickDefinition } from '../../lib/tickDefinition.js';
+import { ERROR_BACKOFF_SECONDS, MAX_CONSECUTIVE_FAILURES, renderTickDefinition, tickDefinition } from '../../lib/tickDefinition.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, submitJobs, waitForEmptyQueue, type Delivery, type TestSystem } from '../support/system.js';
 
@@ -113,8 +113,22 @@ describe('tick state machine definition', () => {
     expect(map.Catch).toBeUndefined();
     const dispatch = map.ItemProcessor.States.Dispatch;
     expect(dispatch.Resource).toBe(ARNS.dispatch);
-    expect(dispatch.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'AfterError' }]);
-    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual(['done.$', 'groups.$', 'idle.$', 'idleWaitSeconds.$', 'owner.$', 'ownerStartMs.$', 'untilMs.$']);
+    expect(dispatch.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'CountError' }]);
+    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual(['done.$', 'failures', 'groups.$', 'idle.$', 'idleWaitSeconds.$', 'owner.$', 'ownerStartMs.$', 'untilMs.$']);
+    // The error path is bounded: retries with backoff and a cap, then counted catches with growing waits, then GaveUp.
+    for (const r of dispatch.Retry) {
+      expect(r.MaxAttempts).toBeGreaterThan(0);
+      expect(r.MaxAttempts).toBeLessThanOrEqual(6);
+      expect(r.BackoffRate).toBeGreaterThan(1);
+      expect(r.MaxDelaySeconds).toBeGreaterThan(0);
+    }
+    expect(dispatch.Retry.at(-1).ErrorEquals).toEqual(['States.ALL']);
+    const states = map.ItemProcessor.States;
+    expect(states.CountError).toMatchObject({ Type: 'Pass', Next: 'TooManyErrors' });
+    expect(states.TooManyErrors).toMatchObject({ Type: 'Choice', Choices: [{ Variable: '$.failures', NumericGreaterThanEquals: MAX_CONSECUTIVE_FAILURES, Next: 'GaveUp' }], Default: 'AfterError' });
+    expect(states.AfterError).toMatchObject({ Type: 'Wait', SecondsPath: '$.backoffSeconds', Next: 'Dispatch' });
+    expect(states.GaveUp.Type).toBe('Succeed');
+    expect(map.ItemSelector.failures).toBe(0);
     for (const [name, state] of [...Object.entries(parsed.States), ...Object.entries(map.ItemProcessor.States)]) {
       expect(typeof (state as { Comment?: unknown }).Comment, `${name} has a Comment`).toBe('string');
     }
@@ -189,5 +203,56 @@ describe('tick state machine definition', () => {
     expect(sentB).toBeGreaterThan(0);
     expect(sentA + sentB).toBe(expected.size);
     console.log(`hand-over: A sent ${sentA}, B sent ${sentB}; A lost ${ofA.filter((s) => s.result.lostGroup).length} groups; max lateness ${Math.max(...lateness)} ms`);
+  });
+});
+
+describe('the dispatcher error path', () => {
+  /** One execution with stand-in handlers: Plan plans `dispatchers` items, Dispatch is `dispatch`. */
+  function run(dispatch: (input: DispatchStepInput) => Promise<unknown>, dispatchers = 2) {
+    const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs: 10_000, timeoutSeconds: 60 }), ARNS)));
+    const execution = machine.run({}, {
+      context: { Execution: { Name: `errors-${randomUUID()}` } },
+      overrides: {
+        taskResourceLocalHandlers: {
+          Plan: async () => {
+            const now = Date.now();
+            return { items: Array.from({ length: dispatchers }, (_, i) => ({ groups: [i], owner: 'x', ownerStartMs: now, untilMs: now + 10_000, idleWaitSeconds: 3, shards: 1 })) } as never;
+          },
+          Dispatch: async (input) => (await dispatch(input as unknown as DispatchStepInput)) as never,
+        },
+        // Waits and retry intervals shortened (the definition's own seconds are checked above).
+        waitTimeOverrides: { AfterError: 10, Idle: 10 },
+        retryIntervalOverrides: { Dispatch: 5 },
+      },
+    });
+    return { result: execution.result };
+  }
+
+  it('a dispatch function that always fails is retried with backoff, then given up after a bounded number of invocations; the execution still succeeds', async () => {
+    const calls = new Map<number, number>();
+    const { result } = run(async (input) => {
+      const g = input.groups![0]!;
+      calls.set(g, (calls.get(g) ?? 0) + 1);
+      throw new Error('boom');
+    });
+    await expect(result).resolves.toBeDefined();
+    // Per dispatcher: MAX_CONSECUTIVE_FAILURES catches, each after 1 + 2 retried attempts; no more.
+    expect([...calls.values()]).toEqual([3 * MAX_CONSECUTIVE_FAILURES, 3 * MAX_CONSECUTIVE_FAILURES]);
+    expect(ERROR_BACKOFF_SECONDS.slice(0, MAX_CONSECUTIVE_FAILURES - 1)).toEqual([5, 10, 20]);
+  });
+
+  it('a success resets the count: a dispatcher that fails now and then keeps dispatching until done', async () => {
+    let n = 0;
+    let successes = 0;
+    const { result } = run(async (input) => {
+      // Cycles of six invocations: three failures (one step, retried twice, then caught), three successes.
+      // Five catches in all, more than the cap, but never MAX_CONSECUTIVE_FAILURES in a row.
+      if (n++ % 6 < 3) throw new Error('flaky');
+      successes++;
+      return { ...input, done: successes >= 15, idle: false } as never;
+    }, 1);
+    await expect(result).resolves.toBeDefined();
+    expect(successes).toBe(15);
+    expect(Math.ceil(n / 6)).toBeGreaterThan(MAX_CONSECUTIVE_FAILURES);
   });
 });

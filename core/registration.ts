@@ -1,0 +1,34 @@
+import { TENANT_PATTERN } from './jobId.js';
+
+/**
+ * The tenant registration custom resource's properties (DyneinTenant writes them, the `register`
+ * function reads them). Key names are CloudFormation's PascalCase.
+ */
+export interface RegistrationProperties {
+  readonly TableName: string;
+  readonly TenantName: string;
+  readonly QueueUrl: string;
+  readonly DlqUrl: string;
+}
+
+/** The properties, checked: a malformed request fails the deploy with every problem named. */
+export function registrationRequest(p: Partial<Record<keyof RegistrationProperties, unknown>> | undefined): { tableName: string; tenantName: string; queueUrl: string; dlqUrl: string } {
+  const problems: string[] = [];
+  const text = (k: keyof RegistrationProperties) => {
+    const v = p?.[k];
+    if (typeof v !== 'string' || v === '') problems.push(`${k} must be a non-empty string`);
+    return typeof v === 'string' ? v : '';
+  };
+  const out = { tableName: text('TableName'), tenantName: text('TenantName'), queueUrl: text('QueueUrl'), dlqUrl: text('DlqUrl') };
+  if (out.tenantName && !TENANT_PATTERN.test(out.tenantName)) problems.push(`TenantName '${out.tenantName}' must match ${TENANT_PATTERN}`);
+  if (problems.length > 0) throw new Error(`invalid Dynein tenant registration: ${problems.join('; ')}`);
+  return out;
+}
+
+/** The deploy error when another stack owns the tenant name. */
+export function registrationConflictMessage(tenantName: string, owner: string): string {
+  return (
+    `Dynein tenant '${tenantName}' is already registered by ${owner}. A tenant name belongs to one stack: ` +
+    `choose another tenantName, or remove the tenant from that stack (deploy it without the tenant) before adding it here.`
+  );
+}

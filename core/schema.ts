@@ -1,0 +1,72 @@
+/**
+ * Names the CDK constructs (lib/), the Lambda code, the adapters and the local stack share: one
+ * source of truth, pure data (no AWS SDK, no aws-cdk-lib), so that lib/ can import it without
+ * pulling runtime code.
+ */
+
+/** The scheduler table's key schema. Attribute `expiresAt` is the TTL attribute. */
+export const TABLE_KEY = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'expiresAt',
+} as const;
+
+/**
+ * The key of a tenant's registry item (`pk = tenant#<name>`, `sk = tenant`). Its attributes are
+ * {@link TENANT_ATTRIBUTES}.
+ */
+export function tenantItemKey(name: string): { pk: string; sk: string } {
+  return { pk: `tenant#${name}`, sk: 'tenant' };
+}
+
+/** Attributes of a tenant's registry item besides its key. */
+export const TENANT_ATTRIBUTES = {
+  queueUrl: 'queueUrl',
+  dlqUrl: 'dlqUrl',
+  /** The stack that registered the tenant (CloudFormation stack id): another stack may not take the name over. */
+  owner: 'owner',
+  /** The registration resource that wrote the item (stack id / logical id): only it removes the item. */
+  registration: 'registration',
+} as const;
+
+/** The ingest function's timeout, seconds (the inbound visibility timeout derives from it). */
+export const INGEST_TIMEOUT_SECONDS = 30;
+
+/**
+ * The inbound event source's batching window: ingest waits up to this long to fill a batch of
+ * 10, so receives, deletes and invocations are about a tenth of the jobs. Jobs through the
+ * inbound queue are due at least the lookahead (5 s) ahead, so the wait costs no lateness.
+ */
+export const INGEST_BATCHING_WINDOW_MS = 1_000;
+
+/** Settings of the queues the constructs and the local stack create: redrive, visibility, retention. */
+export const QUEUE_SETTINGS = {
+  /**
+   * The inbound buffer. Lambda's guidance for an SQS event source: a visibility timeout of at least
+   * six times the function's timeout plus the batching window (6 × 30 s + 1 s = 181 s).
+   */
+  inbound: {
+    visibilityTimeoutSeconds: 6 * INGEST_TIMEOUT_SECONDS + Math.ceil(INGEST_BATCHING_WINDOW_MS / 1000),
+    maxReceiveCount: 5,
+    retentionSeconds: 7 * 86_400,
+  },
+  /** A tenant's destination queue; its workers extend visibility while they run. */
+  tenant: { visibilityTimeoutSeconds: 30, maxReceiveCount: 5, retentionSeconds: 7 * 86_400 },
+  /** Every DLQ keeps the maximum, longer than its source (a moved message keeps its timestamp). */
+  dlqRetentionSeconds: 14 * 86_400,
+} as const;
+
+/**
+ * Lambda's limit on a synchronous invocation's event (6 MB, 6,291,456 bytes): API Gateway's HTTP
+ * API takes bodies up to 10 MB, but an event above this never reaches the function. The body is a
+ * JSON string inside the event, so escaping can nearly double it (every `"` and `\`).
+ */
+export const LAMBDA_SYNC_PAYLOAD_BYTES = 6_291_456;
+
+/** The CloudWatch namespace of the functions' metrics (Powertools EMF). */
+export const METRICS_NAMESPACE = 'DyneinServerless';
+
+/** The metric `service` dimension of a function's metrics. */
+export function metricService(fn: string): string {
+  return `dynein-${fn}`;
+}

@@ -1,0 +1,127 @@
+/**
+ * The tenant registration custom resource (DyneinTenant): writes the tenant's registry item into
+ * the scheduler table at deploy and removes it at delete, answering CloudFormation itself
+ * (a Lambda-backed custom resource: no provider framework, one function per stack).
+ *
+ * A tenant name belongs to one stack: the item records its owner (the stack id) and the resource
+ * that wrote it (stack id / logical id). A put only succeeds into an empty key, an item of the same
+ * owner, or an item written before owners were recorded; another stack's tenant of the same name
+ * fails the deploy with a message that names the owner. A delete only removes the item this very
+ * resource wrote: a failed create, or a registration moved to another logical id in the same
+ * stack (created first, the old one deleted after), leaves the item alone.
+ */
+import { ConditionalCheckFailedException, DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
+import { registrationConflictMessage, registrationRequest, type RegistrationProperties } from '../core/registration.js';
+import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
+
+type Event = CloudFormationCustomResourceEvent<RegistrationProperties>;
+
+export interface RegisterDeps {
+  readonly dynamo: DynamoDBClient;
+  /** Sends the response to CloudFormation's pre-signed URL. */
+  readonly respond?: (url: string, body: string) => Promise<void>;
+}
+
+/** What the handler answered CloudFormation (also its return value, for tests). */
+export interface RegisterResponse {
+  readonly Status: 'SUCCESS' | 'FAILED';
+  readonly Reason?: string;
+  readonly PhysicalResourceId: string;
+  readonly StackId: string;
+  readonly RequestId: string;
+  readonly LogicalResourceId: string;
+  readonly Data?: Record<string, string>;
+}
+
+/** The handler, over a DynamoDB client (tests pass one pointed at dynalite). */
+export function registerHandler(deps: RegisterDeps) {
+  const respond = deps.respond ?? putResponse;
+  return async (event: Event, context?: Pick<Context, 'logStreamName'>): Promise<RegisterResponse> => {
+    let response: RegisterResponse;
+    try {
+      const props = registrationRequest(event.ResourceProperties);
+      const owner = event.StackId;
+      const registration = `${event.StackId}/${event.LogicalResourceId}`;
+      const physicalId = `dynein-tenant-${props.tenantName}`;
+      const key = tenantItemKey(props.tenantName);
+      const Key = { pk: { S: key.pk }, sk: { S: key.sk } };
+      if (event.RequestType === 'Delete') {
+        // Only the item this resource wrote (or a legacy item without owner) is removed.
+        try {
+          await deps.dynamo.send(
+            new DeleteItemCommand({
+              TableName: props.tableName,
+              Key,
+              ConditionExpression: '#registration = :registration OR attribute_not_exists(#owner)',
+              ExpressionAttributeNames: { '#owner': TENANT_ATTRIBUTES.owner, '#registration': TENANT_ATTRIBUTES.registration },
+              ExpressionAttributeValues: { ':registration': { S: registration } },
+            }),
+          );
+        } catch (err) {
+          if (!(err instanceof ConditionalCheckFailedException)) throw err;
+          console.warn(JSON.stringify({ level: 'WARN', message: 'tenant registration written by another resource: left in place', tenant: props.tenantName }));
+        }
+        response = success(event, event.PhysicalResourceId);
+      } else {
+        try {
+          await deps.dynamo.send(
+            new PutItemCommand({
+              TableName: props.tableName,
+              Item: {
+                ...Key,
+                [TENANT_ATTRIBUTES.queueUrl]: { S: props.queueUrl },
+                [TENANT_ATTRIBUTES.dlqUrl]: { S: props.dlqUrl },
+                [TENANT_ATTRIBUTES.owner]: { S: owner },
+                [TENANT_ATTRIBUTES.registration]: { S: registration },
+              },
+              // The name is free, ours already, or registered before owners were recorded.
+              ConditionExpression: 'attribute_not_exists(pk) OR attribute_not_exists(#owner) OR #owner = :owner',
+              ExpressionAttributeNames: { '#owner': TENANT_ATTRIBUTES.owner },
+              ExpressionAttributeValues: { ':owner': { S: owner } },
+            }),
+          );
+        } catch (err) {
+          if (!(err instanceof ConditionalCheckFailedException)) throw err;
+          const current = await deps.dynamo.send(new GetItemCommand({ TableName: props.tableName, Key, ConsistentRead: true }));
+          throw new Error(registrationConflictMessage(props.tenantName, current.Item?.[TENANT_ATTRIBUTES.owner]?.S ?? 'another stack'));
+        }
+        response = success(event, physicalId, { TenantName: props.tenantName });
+      }
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      console.error(JSON.stringify({ level: 'ERROR', message: 'tenant registration failed', error: message }));
+      response = {
+        Status: 'FAILED',
+        Reason: `${message}${context?.logStreamName ? ` (log stream ${context.logStreamName})` : ''}`.slice(0, 3_000),
+        // A failed create keeps a stable id, so the rollback's delete names the same resource.
+        PhysicalResourceId: event.RequestType === 'Create' ? `dynein-tenant-failed-${event.RequestId}` : event.PhysicalResourceId,
+        StackId: event.StackId,
+        RequestId: event.RequestId,
+        LogicalResourceId: event.LogicalResourceId,
+      };
+    }
+    await respond(event.ResponseURL, JSON.stringify(response));
+    return response;
+  };
+}
+
+function success(event: Event, physicalId: string, data?: Record<string, string>): RegisterResponse {
+  return { Status: 'SUCCESS', PhysicalResourceId: physicalId, StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId, ...(data ? { Data: data } : {}) };
+}
+
+/** CloudFormation's response: a PUT of the JSON to the pre-signed S3 URL, no content type. */
+async function putResponse(url: string, body: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await fetch(url, { method: 'PUT', body, headers: { 'content-type': '' } });
+      if (res.ok) return;
+      throw new Error(`CloudFormation response URL answered ${res.status}`);
+    } catch (err) {
+      if (attempt >= 4) throw err;
+      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+    }
+  }
+}
+
+export const handler = registerHandler({ dynamo: new DynamoDBClient({}) });
