@@ -91,10 +91,12 @@ export async function clearStaleLocalJson(file: string, waitMs = 5_000): Promise
   const listed = [pids.services, pids.compute].filter((p): p is number => typeof p === 'number' && Number.isInteger(p) && p > 0);
   if (listed.length === 0) throw new StartupError(`${file} names no processes (expected "pids": {"services", "compute"}): ${fix}`);
   const ours = (pid: number) => pid !== process.pid && isAlive(pid) && looksLikeStackProcess(pid);
-  for (const until = Date.now() + waitMs; listed.some(ours) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+  for (const until = Date.now() + waitMs; listed.some(ours) && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));
   const running = listed.filter(ours);
   if (running.length > 0) {
-    throw new StartupError(`processes of an earlier local stack still run on this data directory (pids ${running.join(', ')}, listed in ${file}): stop them (kill ${running.join(' ')}) and run npm start again`);
+    throw new StartupError(
+      `processes of an earlier local stack still run on this data directory (pids ${running.join(', ')}, listed in ${file}): stop them (kill ${running.join(' ')}) and run npm start again`,
+    );
   }
   rmSync(file, { force: true });
   return `replaced a stale ${file} (its processes, pids ${listed.join(' and ')}, no longer run)`;
@@ -112,7 +114,9 @@ function readIfExists(file: string): string | undefined {
 function parseLock(raw: string): LockRecord | undefined {
   try {
     const r = JSON.parse(raw) as Partial<LockRecord>;
-    return typeof r.pid === 'number' && Number.isInteger(r.pid) && r.pid > 0 ? { pid: r.pid, startTime: typeof r.startTime === 'string' ? r.startTime : undefined } : undefined;
+    return typeof r.pid === 'number' && Number.isInteger(r.pid) && r.pid > 0
+      ? { pid: r.pid, startTime: typeof r.startTime === 'string' ? r.startTime : undefined }
+      : undefined;
   } catch {
     return undefined; // not ours to read: stale
   }

@@ -69,7 +69,13 @@ export async function restoreInboundJournal(opts: {
   for (const e of pending) {
     const url = opts.queues[e.q];
     if (!url || e.body === undefined) continue;
-    await opts.sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: e.body, ...(e.attrs && Object.keys(e.attrs).length > 0 ? { MessageAttributes: toSdkAttributes(e.attrs) } : {}) }));
+    await opts.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: e.body,
+        ...(e.attrs && Object.keys(e.attrs).length > 0 ? { MessageAttributes: toSdkAttributes(e.attrs) } : {}),
+      }),
+    );
   }
   journal.moveTo(opts.file);
   return pending.length;
@@ -157,6 +163,13 @@ class Journal {
 
 function toSdkAttributes(attrs: NonNullable<SpyEvent['messageAttributes']>): Record<string, MessageAttributeValue> {
   return Object.fromEntries(
-    Object.entries(attrs).map(([k, v]) => [k, { DataType: v.DataType, ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}), ...(v.BinaryValue !== undefined ? { BinaryValue: Buffer.from(v.BinaryValue, 'base64') } : {}) }]),
+    Object.entries(attrs).map(([k, v]) => [
+      k,
+      {
+        DataType: v.DataType,
+        ...(v.StringValue !== undefined ? { StringValue: v.StringValue } : {}),
+        ...(v.BinaryValue !== undefined ? { BinaryValue: Buffer.from(v.BinaryValue, 'base64') } : {}),
+      },
+    ]),
   );
 }

@@ -37,18 +37,21 @@ export interface VerifyOptions {
 export type VerifyResult = { ok: true; accessKeyId: string } | { ok: false; message: string };
 
 const MAX_SKEW_MS = 5 * 60_000;
-const AUTH = /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;._-]+),\s*Signature=([0-9a-f]{64})$/;
+const AUTH =
+  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;._-]+),\s*Signature=([0-9a-f]{64})$/;
 
 /** API Gateway's messages, verbatim. */
 export const SIGV4_MESSAGES = {
   missing: 'Forbidden',
-  malformed: "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters in the form AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=....",
+  malformed:
+    "Authorization header requires 'Credential', 'Signature' and 'SignedHeaders' parameters in the form AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=....",
   invalidToken: 'The security token included in the request is invalid.',
   wrongService: (service: string) => `Credential should be scoped to correct service: '${service}'. `,
   wrongRegion: (region: string) => `Credential should be scoped to a valid region, not '${region}'. `,
   badDate: 'Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP.',
   noHost: "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.",
-  mismatch: 'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.',
+  mismatch:
+    'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.',
 } as const;
 
 /**
@@ -76,21 +79,39 @@ export function verifySigV4(req: SignedRequest, opts: VerifyOptions): VerifyResu
   const token = header('x-amz-security-token');
   // The local keys are long-term IAM user keys: a session token is only valid if it was issued
   // (by STS, for temporary keys). A made-up one is an invalid token, whatever the signature.
-  if (token !== undefined && !(opts.knownSessionToken?.(token, accessKeyId) ?? false)) return { ok: false, message: SIGV4_MESSAGES.invalidToken };
+  if (token !== undefined && !(opts.knownSessionToken?.(token, accessKeyId) ?? false))
+    return { ok: false, message: SIGV4_MESSAGES.invalidToken };
   const secret = opts.secretOf(accessKeyId);
   if (secret === undefined) return { ok: false, message: SIGV4_MESSAGES.invalidToken };
   const amzDate = header('x-amz-date');
   if (!amzDate || !/^\d{8}T\d{6}Z$/.test(amzDate) || !amzDate.startsWith(day)) return { ok: false, message: SIGV4_MESSAGES.badDate };
-  const signedAt = Date.UTC(+amzDate.slice(0, 4), +amzDate.slice(4, 6) - 1, +amzDate.slice(6, 8), +amzDate.slice(9, 11), +amzDate.slice(11, 13), +amzDate.slice(13, 15));
+  const signedAt = Date.UTC(
+    +amzDate.slice(0, 4),
+    +amzDate.slice(4, 6) - 1,
+    +amzDate.slice(6, 8),
+    +amzDate.slice(9, 11),
+    +amzDate.slice(11, 13),
+    +amzDate.slice(13, 15),
+  );
   if (Math.abs(opts.now - signedAt) > MAX_SKEW_MS) {
-    return { ok: false, message: `Signature expired: ${amzDate} is now earlier than ${compact(opts.now - MAX_SKEW_MS)} (${compact(opts.now)} - 5 min.)` };
+    return {
+      ok: false,
+      message: `Signature expired: ${amzDate} is now earlier than ${compact(opts.now - MAX_SKEW_MS)} (${compact(opts.now)} - 5 min.)`,
+    };
   }
   const names = signedHeaders.split(';');
   if (!names.includes('host')) return { ok: false, message: SIGV4_MESSAGES.noHost };
   const canonicalHeaders = names.map((n) => `${n}:${(header(n) ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
   // The payload hash is always the body's own: a declared x-amz-content-sha256 that differs, or
   // a body changed after signing, fails the comparison below.
-  const canonical = [req.method.toUpperCase(), canonicalUri(req.path), canonicalQuery(req.query), canonicalHeaders, signedHeaders, sha256(req.body)].join('\n');
+  const canonical = [
+    req.method.toUpperCase(),
+    canonicalUri(req.path),
+    canonicalQuery(req.query),
+    canonicalHeaders,
+    signedHeaders,
+    sha256(req.body),
+  ].join('\n');
   const scope = `${day}/${region}/${svc}/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(Buffer.from(canonical))].join('\n');
   let key = hmac(`AWS4${secret}`, day);
@@ -110,7 +131,10 @@ function hmac(key: string | Buffer, data: string): Buffer {
 }
 
 function compact(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 /** SigV4's URI encoding: every byte except the unreserved characters `A-Z a-z 0-9 - _ . ~` as `%XX`, upper-case hex. */

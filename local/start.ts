@@ -24,7 +24,8 @@ const secrets = await prepareDataDir(settings, localJson);
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const started = Date.now();
 let stopping = false;
-let services: ChildProcess | undefined;
+/** The services process once started (a signal may stop everything before it exists). */
+const spawned: { services?: ChildProcess } = {};
 let compute: ChildProcess | undefined;
 installSignalHandlers();
 
@@ -59,7 +60,7 @@ function ready<T>(child: ChildProcess, what: string): Promise<T> {
   });
 }
 
-services = spawn('./services.ts', {});
+const services = (spawned.services = spawn('./services.ts', {}));
 const svc = await ready<ServicesReady>(services, 'the services process').catch((err: Error) => {
   if (!stopping) console.error(`dynein: ${err.message}`);
   return shutdown(1); // during a Ctrl-C at start-up, the shutdown under way exits (with 0)
@@ -111,7 +112,7 @@ function writeLocalJson(): void {
   const tenants = Object.fromEntries(settings.tenants.map((t) => [t, { ...secrets.tenants[t]!, queueUrl: svc.tenants[t]!.queueUrl, dlqUrl: svc.tenants[t]!.dlqUrl }]));
   writeAtomic(
     localJson,
-    JSON.stringify({ endpoint, region: settings.region, sqsEndpoint: svc.sqsEndpoint, dynamodbEndpoint: svc.dynamodbEndpoint, pids: { services: services?.pid, compute: compute?.pid }, tenants }, null, 2),
+    JSON.stringify({ endpoint, region: settings.region, sqsEndpoint: svc.sqsEndpoint, dynamodbEndpoint: svc.dynamodbEndpoint, pids: { services: services.pid, compute: compute?.pid }, tenants }, null, 2),
     0o600,
   );
 }
@@ -152,7 +153,7 @@ function shutdown(code: number): Promise<never> {
   shuttingDown ??= (async () => {
     stopping = true;
     rmSync(localJson, { force: true });
-    for (const child of [compute, services]) await stopChild(child);
+    for (const child of [compute, spawned.services]) await stopChild(child);
     process.exit(code);
   })();
   return shuttingDown;

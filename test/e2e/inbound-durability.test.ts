@@ -49,16 +49,28 @@ describe('the inbound queue across a SIGKILL of the whole stack', () => {
     const jobs = Array.from({ length: 60 }, (_, i) => ({ payload: { i }, runAt }));
     const ids: string[] = [];
     for (let i = 0; i < jobs.length; i += 20) {
-      const res = await signedFetch(local.endpoint, local.tenants.alpha!, 'POST', '/v1/tenants/alpha/jobs/batch', JSON.stringify({ jobs: jobs.slice(i, i + 20) }));
+      const res = await signedFetch(
+        local.endpoint,
+        local.tenants.alpha!,
+        'POST',
+        '/v1/tenants/alpha/jobs/batch',
+        JSON.stringify({ jobs: jobs.slice(i, i + 20) }),
+      );
       expect(res.status).toBe(200);
       for (const r of res.json.results) {
         expect(r.state).toBe('SCHEDULED');
         ids.push(r.jobId);
       }
     }
-    const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const sqs = new SQSClient({
+      endpoint: local.sqsEndpoint,
+      region: local.region,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
     const inboundUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'dynein-inbound' }))).QueueUrl!;
-    const waiting = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: inboundUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes?.ApproximateNumberOfMessages;
+    const waiting = (
+      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: inboundUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))
+    ).Attributes?.ApproximateNumberOfMessages;
     expect(Number(waiting)).toBeGreaterThanOrEqual(3); // one or more inbound messages per batch request
     sqs.destroy();
     const journal = join(first.dataDir, 'inbound-queue.journal');
@@ -73,8 +85,15 @@ describe('the inbound queue across a SIGKILL of the whole stack', () => {
     const second = await startLocalStack({ DYNEIN_TENANTS: 'alpha', DYNEIN_LOOKAHEAD_MS: '1000' }, { dataDir: first.dataDir });
     stacks.push(second);
     const after = await second.waitForLocalJson((l) => l.pids.services !== local.pids.services, 60_000);
-    await vi.waitFor(() => expect(second.output()).toMatch(/restored \d+ inbound message\(s\) from the journal/), { timeout: 10_000, interval: 50 });
-    const sqs2 = new SQSClient({ endpoint: after.sqsEndpoint, region: after.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    await vi.waitFor(() => expect(second.output()).toMatch(/restored \d+ inbound message\(s\) from the journal/), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const sqs2 = new SQSClient({
+      endpoint: after.sqsEndpoint,
+      region: after.region,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
     const consumer = consume(sqs2, after.tenants.alpha!.queueUrl);
     try {
       await consumer.waitFor((d) => ids.every((id) => d.some((x) => x.jobId === id)), 60_000);

@@ -58,13 +58,27 @@ describe('npm start on one data directory', () => {
     first = await start({ DYNEIN_TENANTS: 'alpha' });
     firstLocal = await first.waitForLocalJson();
     await vi.waitFor(() => expect(first.output()).toMatch(/Dynein Serverless is running locally/), { timeout: 10_000, interval: 50 });
-    const job = await signedFetch(firstLocal.endpoint, firstLocal.tenants.alpha!, 'POST', '/v1/tenants/alpha/jobs', JSON.stringify({ payload: { keep: 'me' }, delaySeconds: 3_600 }));
+    const job = await signedFetch(
+      firstLocal.endpoint,
+      firstLocal.tenants.alpha!,
+      'POST',
+      '/v1/tenants/alpha/jobs',
+      JSON.stringify({ payload: { keep: 'me' }, delaySeconds: 3_600 }),
+    );
     expect(job.status).toBe(201);
     scheduledJob = job.json.jobId;
 
     const snapshot = () => {
-      const file = (f: string) => ({ bytes: readFileSync(join(first.dataDir, f), 'utf8'), mtimeMs: statSync(join(first.dataDir, f)).mtimeMs });
-      return { local: file('local.json'), secrets: file('secrets.json'), lock: file('start.lock'), entries: readdirSync(first.dataDir).sort() };
+      const file = (f: string) => ({
+        bytes: readFileSync(join(first.dataDir, f), 'utf8'),
+        mtimeMs: statSync(join(first.dataDir, f)).mtimeMs,
+      });
+      return {
+        local: file('local.json'),
+        secrets: file('secrets.json'),
+        lock: file('start.lock'),
+        entries: readdirSync(first.dataDir).sort(),
+      };
     };
     const before = snapshot();
 
@@ -96,7 +110,9 @@ describe('npm start on one data directory', () => {
     second = await start({ DYNEIN_TENANTS: 'alpha' }, first.dataDir);
     const local = await second.waitForLocalJson((l) => l.pids.services !== firstLocal.pids.services, 60_000);
     await vi.waitFor(() => expect(second.output()).toMatch(/Dynein Serverless is running locally/), { timeout: 10_000, interval: 50 });
-    expect(ownLines(second.output())[0]).toMatch(/^dynein: replaced a stale .*local\.json \(its processes, pids \d+ and \d+, no longer run\)$/);
+    expect(ownLines(second.output())[0]).toMatch(
+      /^dynein: replaced a stale .*local\.json \(its processes, pids \d+ and \d+, no longer run\)$/,
+    );
     expect(readFileSync(join(first.dataDir, 'secrets.json'), 'utf8')).toBe(secrets);
     expect(JSON.parse(readFileSync(join(first.dataDir, 'start.lock'), 'utf8')).pid).not.toBe(undefined);
     // The table survived the SIGKILL (dynalite's files), and the keys did: the job is still there.
@@ -132,16 +148,34 @@ describe('npm start on one data directory', () => {
     const startPid = parentOf(local.pids.services);
     expect(parentOf(local.pids.compute)).toBe(startPid);
     process.kill(startPid, 'SIGTERM');
-    await vi.waitFor(() => expect([startPid, local.pids.services, local.pids.compute].filter((p) => !gone(p))).toEqual([]), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(() => expect([startPid, local.pids.services, local.pids.compute].filter((p) => !gone(p))).toEqual([]), {
+      timeout: 15_000,
+      interval: 50,
+    });
     await s.exited;
   }, 60_000);
 });
 
 describe('npm start with files it cannot read', () => {
   const cases: { name: string; file: string; content: string; says: RegExp }[] = [
-    { name: 'secrets.json that is not JSON', file: 'secrets.json', content: '{"idKey": "x", ', says: /secrets\.json is not valid JSON \(.+\): restore it from a backup, or delete it to generate new keys/ },
-    { name: 'secrets.json of the wrong shape', file: 'secrets.json', content: '{"idKey": 5, "tenants": {}}', says: /secrets\.json is not usable \("idKey" must be base64 of at least 32 bytes\): restore it/ },
-    { name: 'local.json that is not JSON', file: 'local.json', content: '{"endpoint": ', says: /local\.json is not valid JSON \(.+\): delete it and run npm start again/ },
+    {
+      name: 'secrets.json that is not JSON',
+      file: 'secrets.json',
+      content: '{"idKey": "x", ',
+      says: /secrets\.json is not valid JSON \(.+\): restore it from a backup, or delete it to generate new keys/,
+    },
+    {
+      name: 'secrets.json of the wrong shape',
+      file: 'secrets.json',
+      content: '{"idKey": 5, "tenants": {}}',
+      says: /secrets\.json is not usable \("idKey" must be base64 of at least 32 bytes\): restore it/,
+    },
+    {
+      name: 'local.json that is not JSON',
+      file: 'local.json',
+      content: '{"endpoint": ',
+      says: /local\.json is not valid JSON \(.+\): delete it and run npm start again/,
+    },
   ];
   for (const c of cases) {
     it(`stops at a ${c.name} with one line naming the file and the fix, changing nothing`, async () => {

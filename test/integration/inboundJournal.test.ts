@@ -1,7 +1,15 @@
 import { appendFileSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { restoreInboundJournal } from '../../local/inboundJournal.js';
@@ -27,22 +35,44 @@ async function journaled(file: string, compactAfterBytes?: number) {
   servers.push({ fauxqs, sqs });
   const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'in-dlq' }))).QueueUrl!;
   const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
-  const url = (await sqs.send(new CreateQueueCommand({ QueueName: 'in', Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }) } }))).QueueUrl!;
+  const url = (
+    await sqs.send(
+      new CreateQueueCommand({
+        QueueName: 'in',
+        Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }) },
+      }),
+    )
+  ).QueueUrl!;
   const restored = await restoreInboundJournal({ file, spy: fauxqs.spy, queues: { in: url, 'in-dlq': dlqUrl }, sqs, compactAfterBytes });
   return { sqs, url, dlqUrl, restored };
 }
 
 async function receive(sqs: SQSClient, url: string, max = 10): Promise<Message[]> {
-  return (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, WaitTimeSeconds: 0, VisibilityTimeout: 0, MessageAttributeNames: ['All'] }))).Messages ?? [];
+  return (
+    (
+      await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: max,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: 0,
+          MessageAttributeNames: ['All'],
+        }),
+      )
+    ).Messages ?? []
+  );
 }
 
 describe('restoreInboundJournal', () => {
-  it('restores what was accepted and not let go, byte for byte with its attributes; not what was deleted; the DLQ\'s into the DLQ', async () => {
+  it("restores what was accepted and not let go, byte for byte with its attributes; not what was deleted; the DLQ's into the DLQ", async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'dynein-journal-')), 'inbound.journal');
     const a = await journaled(file);
     expect(a.restored).toBe(0);
-    const send = (body: string, attrs?: Record<string, { DataType: string; StringValue: string }>) => a.sqs.send(new SendMessageCommand({ QueueUrl: a.url, MessageBody: body, MessageAttributes: attrs }));
-    const receiveOne = async (visibility: number) => (await a.sqs.send(new ReceiveMessageCommand({ QueueUrl: a.url, MaxNumberOfMessages: 1, VisibilityTimeout: visibility }))).Messages?.[0];
+    const send = (body: string, attrs?: Record<string, { DataType: string; StringValue: string }>) =>
+      a.sqs.send(new SendMessageCommand({ QueueUrl: a.url, MessageBody: body, MessageAttributes: attrs }));
+    const receiveOne = async (visibility: number) =>
+      (await a.sqs.send(new ReceiveMessageCommand({ QueueUrl: a.url, MaxNumberOfMessages: 1, VisibilityTimeout: visibility })))
+        .Messages?.[0];
     // One message at a time is visible, so each step acts on the message it means.
     await send('{"to-dlq":3}');
     expect((await receiveOne(0))?.Body).toBe('{"to-dlq":3}');
@@ -75,7 +105,8 @@ describe('restoreInboundJournal', () => {
     const body = 'x'.repeat(500);
     for (let i = 0; i < 40; i++) {
       await a.sqs.send(new SendMessageCommand({ QueueUrl: a.url, MessageBody: `${i}:${body}` }));
-      const m = (await a.sqs.send(new ReceiveMessageCommand({ QueueUrl: a.url, MaxNumberOfMessages: 1, VisibilityTimeout: 60 }))).Messages?.[0];
+      const m = (await a.sqs.send(new ReceiveMessageCommand({ QueueUrl: a.url, MaxNumberOfMessages: 1, VisibilityTimeout: 60 })))
+        .Messages?.[0];
       expect(m?.Body?.startsWith(`${i}:`)).toBe(true); // the others are deleted, or kept in flight
       if (i % 10 === 9) continue; // every tenth message stays (in flight)
       await a.sqs.send(new DeleteMessageCommand({ QueueUrl: a.url, ReceiptHandle: m!.ReceiptHandle }));

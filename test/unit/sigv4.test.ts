@@ -23,21 +23,47 @@ async function sdkSigned(
   method: string,
   wirePath: string,
   body = '',
-  opts: { query?: Record<string, string>; credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }; region?: string; date?: Date } = {},
+  opts: {
+    query?: Record<string, string>;
+    credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+    region?: string;
+    date?: Date;
+  } = {},
 ): Promise<SignedRequest> {
-  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? REGION, credentials: opts.credentials ?? creds, sha256: Hash.bind(null, 'sha256') });
+  const signer = new SignatureV4({
+    service: 'execute-api',
+    region: opts.region ?? REGION,
+    credentials: opts.credentials ?? creds,
+    sha256: Hash.bind(null, 'sha256'),
+  });
   const query = opts.query ?? {};
   const req = await signer.sign(
-    { method, protocol: 'http:', hostname: '127.0.0.1', port: 8080, path: wirePath, query, headers: { host: '127.0.0.1:8080', 'content-type': 'application/json' }, body: body || undefined },
+    {
+      method,
+      protocol: 'http:',
+      hostname: '127.0.0.1',
+      port: 8080,
+      path: wirePath,
+      query,
+      headers: { host: '127.0.0.1:8080', 'content-type': 'application/json' },
+      body: body || undefined,
+    },
     { signingDate: opts.date ?? new Date(NOW) },
   );
   const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k.toLowerCase(), v]));
-  const qs = Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&');
+  const qs = Object.entries(query)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+    .join('&');
   return { method, path: wirePath, query: qs, headers, body: Buffer.from(body) };
 }
 
 /** The same request signed by an independent signer written from the SigV4 specification (test/support/specSigner.ts). */
-function specSigned(method: string, wirePath: string, body = '', c: { accessKeyId: string; secretAccessKey: string } = creds): SignedRequest {
+function specSigned(
+  method: string,
+  wirePath: string,
+  body = '',
+  c: { accessKeyId: string; secretAccessKey: string } = creds,
+): SignedRequest {
   const headers = specSign({ method, host: '127.0.0.1:8080', wirePath, body, ...c, region: REGION, date: new Date(NOW) });
   return { method, path: wirePath, query: '', headers, body: Buffer.from(body) };
 }
@@ -87,7 +113,12 @@ describe('verifySigV4', () => {
 
   it('refuses a path whose encoding changed after signing: the same decoded path, other bytes on the wire', async () => {
     const r = await sdkSigned('GET', '/v1/tenants/alpha/jobs/a%20b');
-    for (const path of ['/v1/tenants/alpha/jobs/a+b', '/v1/tenants/alpha/jobs/a%2520b', '/v1/tenants/%61lpha/jobs/a%20b', '/v1/tenants/alpha/jobs/a%20B']) {
+    for (const path of [
+      '/v1/tenants/alpha/jobs/a+b',
+      '/v1/tenants/alpha/jobs/a%2520b',
+      '/v1/tenants/%61lpha/jobs/a%20b',
+      '/v1/tenants/alpha/jobs/a%20B',
+    ]) {
       expect(message({ ...r, path })).toBe(SIGV4_MESSAGES.mismatch);
     }
   });
@@ -104,28 +135,41 @@ describe('verifySigV4', () => {
     for (const c of changed) expect(message(c)).toBe(SIGV4_MESSAGES.mismatch);
   });
 
-  it('refuses a credential scoped to another region, with API Gateway\'s message', async () => {
+  it("refuses a credential scoped to another region, with API Gateway's message", async () => {
     const r = await sdkSigned('GET', '/v1/tenants/alpha/jobs/x', '', { region: 'us-east-1' });
     expect(message(r)).toBe("Credential should be scoped to a valid region, not 'us-east-1'. ");
     expect(verifySigV4(r, { secretOf, now: NOW, region: 'us-east-1' }).ok).toBe(true);
   });
 
   it('refuses any session token the local stack did not issue, signed or not', async () => {
-    const withToken = await sdkSigned('GET', '/v1/tenants/alpha/jobs/x', '', { credentials: { ...creds, sessionToken: 'IQoJb3JpZ2luX2VjEMadeUp' } });
+    const withToken = await sdkSigned('GET', '/v1/tenants/alpha/jobs/x', '', {
+      credentials: { ...creds, sessionToken: 'IQoJb3JpZ2luX2VjEMadeUp' },
+    });
     expect(withToken.headers['x-amz-security-token']).toBe('IQoJb3JpZ2luX2VjEMadeUp');
     expect(message(withToken)).toBe('The security token included in the request is invalid.');
     const plain = await sdkSigned('GET', '/v1/tenants/alpha/jobs/x');
-    expect(message({ ...plain, headers: { ...plain.headers, 'x-amz-security-token': 'x' } })).toBe('The security token included in the request is invalid.');
+    expect(message({ ...plain, headers: { ...plain.headers, 'x-amz-security-token': 'x' } })).toBe(
+      'The security token included in the request is invalid.',
+    );
     // A deployment that issued the token accepts it (the hook for temporary keys).
-    expect(verifySigV4(withToken, { secretOf, now: NOW, region: REGION, knownSessionToken: (t) => t === 'IQoJb3JpZ2luX2VjEMadeUp' }).ok).toBe(true);
+    expect(
+      verifySigV4(withToken, { secretOf, now: NOW, region: REGION, knownSessionToken: (t) => t === 'IQoJb3JpZ2luX2VjEMadeUp' }).ok,
+    ).toBe(true);
   });
 
   it('refuses unknown keys, wrong secrets, another service, missing or malformed signatures, and stale dates', async () => {
     const r = await sdkSigned('GET', '/v1/tenants/alpha/jobs/x');
-    expect(message(await sdkSigned('GET', '/x', '', { credentials: { ...creds, accessKeyId: 'AKIAUNKNOWN000000000' } }))).toBe('The security token included in the request is invalid.');
-    expect(message(await sdkSigned('GET', '/x', '', { credentials: { ...creds, secretAccessKey: 'wrong' } }))).toBe(SIGV4_MESSAGES.mismatch);
+    expect(message(await sdkSigned('GET', '/x', '', { credentials: { ...creds, accessKeyId: 'AKIAUNKNOWN000000000' } }))).toBe(
+      'The security token included in the request is invalid.',
+    );
+    expect(message(await sdkSigned('GET', '/x', '', { credentials: { ...creds, secretAccessKey: 'wrong' } }))).toBe(
+      SIGV4_MESSAGES.mismatch,
+    );
     expect(message(specSigned('GET', '/x', '', { ...creds, secretAccessKey: 'wrong' }))).toBe(SIGV4_MESSAGES.mismatch);
-    const otherService = { ...r, headers: { ...r.headers, authorization: String(r.headers.authorization).replace('/execute-api/', '/lambda/') } };
+    const otherService = {
+      ...r,
+      headers: { ...r.headers, authorization: String(r.headers.authorization).replace('/execute-api/', '/lambda/') },
+    };
     expect(message(otherService)).toBe("Credential should be scoped to correct service: 'execute-api'. ");
     expect(message({ ...r, headers: { ...r.headers, authorization: undefined } })).toBe('Forbidden');
     expect(message({ ...r, headers: { ...r.headers, authorization: 'Bearer abc' } })).toMatch(/Authorization header requires/);
