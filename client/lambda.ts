@@ -1,6 +1,6 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { forEachLimit } from '../core/backoff.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   UnrecoverableError,
@@ -40,7 +40,10 @@ export interface LambdaConsumerOptions {
 /**
  * A Lambda handler for a function consuming a tenant queue (event source mapping with
  * `ReportBatchItemFailures`): runs `handler` for each record, and reports the records that failed
- * so that only those come back. One bad record never fails the others.
+ * so that only those come back. One bad record never fails the others. The batch itself (running
+ * the records, collecting failures, the partial batch response) is Powertools' batch processing
+ * (`BatchProcessor` with `EventType.SQS`, `processPartialResponse`); this wrapper adds what a
+ * Dynein job needs per record: parsing, the job context, backoff and the dead-letter path.
  *
  * @example
  * // lambda/worker.ts, with the function subscribed to the tenant queue (reportBatchItemFailures: true)
@@ -56,27 +59,53 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
     const timer = remaining === undefined ? undefined : setTimeout(() => abort.abort(new Error('the function is about to time out')), Math.max(0, remaining - (opts.timeoutMarginMs ?? 2_000)));
-    const failures: string[] = [];
+    const slot = limiter(opts.concurrency ?? 10);
+
+    /** One record: resolves when it succeeded (or went to the DLQ), throws to report it as a failure. */
+    const processRecord = async (record: SQSRecord): Promise<void> => {
+      const receivedAt = now();
+      const receiveCount = receiveCountOf(record.attributes as unknown as Record<string, string>);
+      let job: DeliveredJob<P> | undefined;
+      try {
+        job = parseDelivery<P>(record.body);
+        const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
+        await handler(job, { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId: record.messageId });
+      } catch (error) {
+        opts.onError?.(error, record, job);
+        if (error instanceof UnrecoverableError && (await toDeadLetterQueue(opts, record, error))) return;
+        if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
+        throw error;
+      }
+    };
+
+    // A processor per invocation: invocations running at once in one process (Lambda's
+    // multi-concurrency, or the local stack's event source) never share records.
+    const processor = new BatchProcessor(EventType.SQS);
     try {
-      await forEachLimit(event.Records, opts.concurrency ?? 10, async (record) => {
-        const receivedAt = now();
-        const receiveCount = receiveCountOf(record.attributes as unknown as Record<string, string>);
-        let job: DeliveredJob<P> | undefined;
-        try {
-          job = parseDelivery<P>(record.body);
-          const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
-          await handler(job, { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId: record.messageId });
-        } catch (error) {
-          opts.onError?.(error, record, job);
-          if (error instanceof UnrecoverableError && (await toDeadLetterQueue(opts, record, error))) return;
-          failures.push(record.messageId);
-          if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
-        }
-      });
+      // A batch where every record failed is reported as such, not thrown: each record has had
+      // its own backoff, which an invocation error would override with the queue's timeout.
+      return await processPartialResponse(event, (record: SQSRecord) => slot(() => processRecord(record)), processor, { throwOnFullBatchFailure: false });
     } finally {
       clearTimeout(timer);
     }
-    return { batchItemFailures: failures.map((itemIdentifier) => ({ itemIdentifier })) };
+  };
+}
+
+/** At most `n` calls of the returned function run at once; the others wait their turn, in order. */
+function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (fn) => {
+    // A finishing call hands its slot straight to the next waiter, so `active` never passes n.
+    if (active < n) active++;
+    else await new Promise<void>((r) => waiting.push(r));
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
   };
 }
 

@@ -43,7 +43,13 @@ export interface WorkerOptions<P = unknown> {
   readonly backoff?: RetryBackoff;
   /** Long-poll wait. On stop, a receive under way is left to finish (within the grace period). @default 20 */
   readonly waitTimeSeconds?: number;
-  /** On stop, how long in-flight handlers may finish before they are aborted and their messages released. @default 25_000 */
+  /**
+   * On stop, how long in-flight handlers may finish before they are aborted and their messages
+   * released (visible again at once, for another worker). The release itself gets at most
+   * another 400 ms, so by default the worker stops within 2 s of SIGTERM. Raise it where the
+   * platform waits longer before SIGKILL (ECS and Kubernetes: 30 s) and jobs are worth finishing.
+   * @default 1_500
+   */
   readonly shutdownGraceMs?: number;
   /** Stop gracefully on SIGTERM and SIGINT. @default true */
   readonly handleSignals?: boolean;
@@ -68,6 +74,11 @@ interface InFlight {
   released: boolean;
 }
 
+/** Default grace period on stop: with {@link RELEASE_BUDGET_MS}, the worker stops within 2 s. */
+const DEFAULT_SHUTDOWN_GRACE_MS = 1_500;
+/** After the grace period, how long the releases of the jobs still running may take. */
+const RELEASE_BUDGET_MS = 400;
+
 /** Message ids remembered as unrecoverable when no DLQ URL is known (bounded). */
 const MAX_DOOMED = 10_000;
 
@@ -76,8 +87,9 @@ const MAX_DOOMED = 10_000;
  * handlers, deletes a message when its handler succeeds, and on failure sets its visibility
  * timeout by exponential backoff with jitter from the receive count, so SQS moves it to the DLQ
  * after `maxReceiveCount`. A heartbeat extends the visibility while a handler runs. `stop()` (or
- * SIGTERM) stops receiving, lets in-flight handlers finish within the grace period, then aborts
- * the rest and releases their messages: nothing is lost. One bad message never affects others.
+ * SIGTERM) stops receiving, lets in-flight handlers finish within the grace period (1.5 s by
+ * default: the worker stops within 2 s), then aborts the rest and releases their messages
+ * (ChangeMessageVisibility 0): nothing is lost. One bad message never affects others.
  *
  * @example
  * const worker = new Worker({ queueUrl, concurrency: 5, handler: async (job, { signal }) => { await charge(job.payload, signal); } });
@@ -110,7 +122,7 @@ export class Worker<P = unknown> {
       heartbeatMs: opts.heartbeatMs ?? Math.max(200, (visibility * 1000) / 3),
       backoff: opts.backoff ?? DEFAULT_RETRY_BACKOFF,
       waitTimeSeconds: opts.waitTimeSeconds ?? 20,
-      shutdownGraceMs: opts.shutdownGraceMs ?? 25_000,
+      shutdownGraceMs: opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
       handleSignals: opts.handleSignals ?? true,
       now: opts.now ?? Date.now,
       random: opts.random ?? Math.random,
@@ -161,16 +173,25 @@ export class Worker<P = unknown> {
       })();
       await Promise.race([idle, sleep(this.#o.shutdownGraceMs, grace.signal)]);
       grace.abort();
-      // Past the grace period: cut the receives (their messages, if any, come back after the
-      // visibility timeout) and hand the running jobs back.
+      // Past the grace period: hand the running jobs back (visible again at once) while the
+      // receives are still open, since a receive under way may pick one of them up and would
+      // otherwise hide it for a whole visibility timeout once cut; what a receive brings back
+      // now is released at once too (#process). All within a bounded time: a release that does
+      // not make it leaves its message to come back after its visibility timeout. Then the
+      // receives still waiting are cut.
+      const releaseBy = AbortSignal.timeout(RELEASE_BUDGET_MS);
+      const releases = [...this.#inFlight.values()].map(async (f) => {
+        f.released = true;
+        f.abort.abort(new Error('the worker is shutting down: the message is released to another worker'));
+        if (await this.#setVisibility(f.msg, 0, 'release', releaseBy)) this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
+      });
+      const settled = (async () => {
+        await Promise.all(releases);
+        const pending = () => [...this.#receiving, ...[...this.#inFlight.values()].filter((f) => !f.released).map((f) => f.done)];
+        while (pending().length > 0) await Promise.race(pending());
+      })();
+      await Promise.race([settled, new Promise((r) => releaseBy.addEventListener('abort', r, { once: true }))]);
       this.#poll.abort();
-      await Promise.all(
-        [...this.#inFlight.values()].map(async (f) => {
-          f.released = true;
-          f.abort.abort(new Error('the worker is shutting down: the message is released to another worker'));
-          if (await this.#setVisibility(f.msg, 0, 'release')) this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
-        }),
-      );
       process.off('SIGTERM', this.#onSignal);
       process.off('SIGINT', this.#onSignal);
       if (this.#ownsClient) this.#sqs.destroy();
@@ -346,9 +367,9 @@ export class Worker<P = unknown> {
     }
   }
 
-  async #setVisibility(msg: Message, seconds: number, why: string): Promise<boolean> {
+  async #setVisibility(msg: Message, seconds: number, why: string, abortSignal?: AbortSignal): Promise<boolean> {
     try {
-      await this.#sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_SECONDS, seconds)) }));
+      await this.#sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_SECONDS, seconds)) }), { abortSignal });
       return true;
     } catch (error) {
       // The message still comes back when its current visibility timeout ends.

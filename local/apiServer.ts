@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { LAMBDA_SYNC_PAYLOAD_BYTES } from '../core/schema.js';
 import type { HttpResult } from '../lambdas/runtime/http.js';
@@ -25,7 +26,10 @@ export interface ApiServerOptions {
 
 const ACCOUNT = '000000000000';
 const API_ID = 'local';
-const MAX_BODY = 10 * 1024 * 1024;
+/** API Gateway's payload limit (HTTP APIs: 10 MB, a hard quota). */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** API Gateway's quota on the request line and headers together (HTTP APIs: 10,240 bytes). */
+export const MAX_HEADER_BYTES = 10_240;
 
 interface Route {
   readonly method: string;
@@ -64,38 +68,46 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     return true;
   };
 
-  const server = createServer((req, res) => {
+  // Node's own header limit sits above API Gateway's, so that most oversized headers reach
+  // handle() and get the gateway's answer; beyond it, the parser's error gets the same answer.
+  const server = createServer({ maxHeaderSize: 64 * 1024 }, (req, res) => {
     handle(req, res).catch((err) => {
       console.error(`dynein api: ${(err as Error).stack ?? err}`);
       if (!res.headersSent) gateway(res, randomUUID(), 500, 'Internal Server Error');
     });
   });
+  server.on('clientError', answerClientError);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const requestId = randomUUID();
-    const url = new URL(req.url ?? '/', 'http://local');
     const method = (req.method ?? 'GET').toUpperCase();
-    if (method === 'GET' && url.pathname === '/local/metrics') return send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(opts.metrics(), null, 2));
-    if (method === 'GET' && url.pathname === '/') return send(res, 200, { 'content-type': 'text/html; charset=utf-8' }, DASHBOARD_HTML);
+    // Routing and signing see the path exactly as sent (URL parsing would normalize it).
+    const target = wireTarget(req.url ?? '/');
+    // The limits come first, as at API Gateway's front door: before routing and authentication.
+    if (headerBytes(req) > MAX_HEADER_BYTES) return refuse(req, res, requestId, 431, 'Request Header Fields Too Large');
+    if (declaredLength(req) > MAX_BODY_BYTES) return refuse(req, res, requestId, 413, 'Request Entity Too Large');
+    if (method === 'GET' && target.path === '/local/metrics') return send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(opts.metrics(), null, 2));
+    if (method === 'GET' && target.path === '/') return send(res, 200, { 'content-type': 'text/html; charset=utf-8' }, DASHBOARD_HTML);
 
-    const route = ROUTES.find((r) => r.method === method && r.pattern.test(url.pathname));
+    const route = ROUTES.find((r) => r.method === method && r.pattern.test(target.path));
     if (!route) return gateway(res, requestId, 404, 'Not Found');
-    const body = await readBody(req);
-    if (body === undefined) return gateway(res, requestId, 413, 'Request Entity Too Large');
+    const body = await readBodyWithin(req, MAX_BODY_BYTES);
+    if (body === undefined) return refuse(req, res, requestId, 413, 'Request Entity Too Large');
 
     const verdict = verifySigV4(
-      { method, path: url.pathname, query: url.search.slice(1), headers: req.headers, body },
-      (id) => byKey.get(id)?.secretAccessKey,
-      now(),
+      { method, path: target.path, query: target.query, headers: req.headers, body },
+      { secretOf: (id) => byKey.get(id)?.secretAccessKey, now: now(), region: opts.region },
     );
     if (!verdict.ok) return gateway(res, requestId, 403, verdict.message);
-    const caller = byKey.get(verdict.accessKeyId)!;
-    const params = Object.fromEntries(route.params.map((p, i) => [p, safeDecode(route.pattern.exec(url.pathname)![i + 1]!)]));
+    const caller = byKey.get(verdict.accessKeyId);
+    if (!caller) return gateway(res, requestId, 403, 'Forbidden');
+    const values = route.pattern.exec(target.path) ?? [];
+    const params = Object.fromEntries(route.params.map((p, i) => [p, safeDecode(values[i + 1] ?? '')]));
     // The IAM grant: execute-api:Invoke on /v1/tenants/<own tenant>/jobs and /jobs/* only.
     if (params.tenant !== caller.tenant) return gateway(res, requestId, 403, 'Forbidden');
     if (!takeToken()) return gateway(res, requestId, 429, 'Too Many Requests');
 
-    const event = toEvent(req, url, method, route, params, body, requestId, caller, now());
+    const event = toEvent(req, target, method, route, params, body, requestId, caller, now());
     // An event above Lambda's synchronous-invoke limit never reaches the function on AWS (API
     // Gateway takes up to 10 MB): answer 413 here, before the handler, rather than call it.
     if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_SYNC_PAYLOAD_BYTES) return gateway(res, requestId, 413, 'Request Entity Too Large');
@@ -103,22 +115,22 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     send(res, result.statusCode, { ...stringHeaders(result.headers), 'apigw-requestid': requestId }, result.body ?? '');
   }
 
-  function toEvent(req: IncomingMessage, url: URL, method: string, route: Route, params: Record<string, string>, body: Buffer, requestId: string, caller: { tenant: string; accessKeyId: string }, t: number): APIGatewayProxyEventV2 {
+  function toEvent(req: IncomingMessage, target: { path: string; query: string }, method: string, route: Route, params: Record<string, string>, body: Buffer, requestId: string, caller: { tenant: string; accessKeyId: string }, t: number): APIGatewayProxyEventV2 {
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]));
     return {
       version: '2.0',
       routeKey: route.routeKey,
-      rawPath: url.pathname,
-      rawQueryString: url.search.slice(1),
+      rawPath: target.path,
+      rawQueryString: target.query,
       headers,
-      ...(url.search ? { queryStringParameters: Object.fromEntries(url.searchParams) } : {}),
+      ...(target.query ? { queryStringParameters: Object.fromEntries(new URLSearchParams(target.query)) } : {}),
       pathParameters: params,
       requestContext: {
         accountId: ACCOUNT,
         apiId: API_ID,
         domainName: headers.host ?? 'localhost',
         domainPrefix: 'localhost',
-        http: { method, path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+        http: { method, path: target.path, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
         requestId,
         routeKey: route.routeKey,
         stage: '$default',
@@ -160,14 +172,78 @@ function stringHeaders(h: HttpResult['headers']): Record<string, string> {
   return Object.fromEntries(Object.entries(h ?? {}).map(([k, v]) => [k, String(v)]));
 }
 
-/** The body, or undefined when it exceeds API Gateway's 10 MB limit. */
-async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) return undefined;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+/** The path and query string of a request target exactly as sent (an absolute-form target loses its origin). */
+function wireTarget(target: string): { path: string; query: string } {
+  const origin = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(target);
+  const rest = origin ? target.slice(origin[0].length) || '/' : target;
+  const q = rest.indexOf('?');
+  return q < 0 ? { path: rest, query: '' } : { path: rest.slice(0, q), query: rest.slice(q + 1) };
+}
+
+/** Bytes of the request line and the header values, as API Gateway's quota counts them. */
+function headerBytes(req: IncomingMessage): number {
+  let n = Buffer.byteLength(`${req.method} ${req.url} HTTP/${req.httpVersion}`);
+  for (let i = 1; i < req.rawHeaders.length; i += 2) n += Buffer.byteLength(req.rawHeaders[i] ?? '');
+  return n;
+}
+
+/** The Content-Length a request declares (0 when it streams without one). */
+function declaredLength(req: IncomingMessage): number {
+  const n = Number(req.headers['content-length'] ?? 0);
+  return Number.isFinite(n) ? n : 0;
+}
+
+/**
+ * The body, or undefined as soon as it passes `limit` bytes while streaming (chunked bodies
+ * declare no length): nothing past the limit is kept in memory.
+ */
+function readBodyWithin(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.off('data', onData).off('end', onEnd).off('error', reject);
+      chunks.length = 0;
+      resolve(undefined);
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks));
+    req.on('data', onData).once('end', onEnd).once('error', reject);
+  });
+}
+
+/** After a refusal, how much of a body still coming is read and discarded, and for how long, before the connection is cut. */
+const LINGER_BYTES = 64 * 1024 * 1024;
+const LINGER_MS = 10_000;
+
+/**
+ * A gateway refusal sent before the request was read to its end (413, 431). What the client still
+ * sends is then read and thrown away, never kept (a "lingering close"): closing at once would
+ * reset a connection the client is still writing to, and it would see the reset instead of the
+ * answer. A client that goes on past {@link LINGER_BYTES} or {@link LINGER_MS} is cut off.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, requestId: string, status: 413 | 431, message: string): void {
+  gateway(res, requestId, status, message);
+  let discarded = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, LINGER_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > LINGER_BYTES) cut();
+  });
+  req.once('end', () => clearTimeout(timer));
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
+}
+
+/** Errors of Node's HTTP parser: headers past even Node's limit get the gateway's 431, the rest a 400. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+  const body = JSON.stringify({ message });
+  socket.end(
+    `HTTP/1.1 ${status} ${message}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\napigw-requestid: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

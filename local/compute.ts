@@ -23,6 +23,8 @@ import { startSqsEventSource } from './sqsEventSource.js';
 import { startLocalTick } from './tick.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// Installed first: a parent that dies during start-up never leaves an orphan holding the port.
+process.on('disconnect', () => process.exit(0));
 
 let settings: LocalSettings;
 let config: LambdaConfig;
@@ -55,7 +57,8 @@ const api = await startApiServer({
   process.exit(EXIT_CONFIG);
 });
 const ingest = ingestHandler(w, t);
-const eventSource = startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS, onError: (err) => t.error('inbound event source', err) });
+// DYNEIN_INGEST_ENABLED=false: as an event source mapping disabled, the inbound queue just keeps its messages.
+const eventSource = !settings.ingestEnabled ? { stop: async () => {} } : startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS, onError: (err) => t.error('inbound event source', err) });
 const dispatch = dispatchHandler(w, t);
 const tick = startLocalTick({
   runMs: settings.tickRunMs,
@@ -76,4 +79,4 @@ const stop = async () => {
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
-process.on('disconnect', () => process.exit(0));
+if (process.send && !process.connected) process.exit(0);

@@ -1,10 +1,11 @@
 /**
  * The local stack's services process: DynamoDB (dynalite, data under the data directory) and
- * SQS (fauxqs, in memory), with the scheduler table, the inbound queue and the tenant queues
+ * SQS (fauxqs, in memory; the inbound queue journaled under the data directory), with the scheduler table, the inbound queue and the tenant queues
  * created from the same settings the CDK constructs use, and the tenants registered. It keeps
  * the state while the compute process may be killed and restarted.
  */
 import { mkdirSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
@@ -15,6 +16,7 @@ import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
 import { alignFauxqsCharset } from './fauxqsCharset.js';
+import { restoreInboundJournal } from './inboundJournal.js';
 import { INBOUND_QUEUE, localSettings, TABLE_NAME, tenantQueueName } from './settings.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -28,17 +30,46 @@ export interface ServicesReady {
   readonly tenants: Record<string, { queueUrl: string; dlqUrl: string }>;
 }
 
+// Until the services are up there is nothing to close: any stop request just exits. Installed
+// first, so that a parent that dies during start-up (its IPC channel closes) never leaves an
+// orphan holding the data directory.
+let stop: () => void | Promise<void> = () => process.exit(0);
+process.on('SIGTERM', () => void stop());
+process.on('disconnect', () => void stop());
+// Ctrl-C reaches the whole process group: under `npm start`, leave it to the parent, which stops
+// compute first (it still talks to the queues) and then sends SIGTERM here.
+process.on('SIGINT', () => {
+  if (!process.connected) void stop();
+});
+if (process.send && !process.connected) process.exit(0);
+
 const settings = localSettings();
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 const dbDir = join(settings.dataDir, 'dynamodb');
 mkdirSync(dbDir, { recursive: true });
 
 const db = dynalite({ path: dbDir, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+// Requests dynalite is still answering (until it ends the response, even to a client gone
+// away): on stop, the database closes only once they are done.
+let answering = 0;
+db.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+  answering++;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  let ended = false;
+  res.end = ((...args: unknown[]) => {
+    if (!ended) {
+      ended = true;
+      answering--;
+    }
+    return end(...args);
+  }) as ServerResponse['end'];
+});
 await new Promise<void>((resolve, reject) => {
   db.once('error', reject);
   db.listen(Number(process.env.DYNEIN_DYNAMODB_PORT ?? 0), '127.0.0.1', () => resolve());
 });
-const sqsServer = await startFauxqs({ port: Number(process.env.DYNEIN_SQS_PORT ?? 0), host: '127.0.0.1', logger: false, defaultRegion: settings.region });
+// The message spy (one event kept) is where the inbound journal hooks in (local/inboundJournal.ts).
+const sqsServer = await startFauxqs({ port: Number(process.env.DYNEIN_SQS_PORT ?? 0), host: '127.0.0.1', logger: false, defaultRegion: settings.region, messageSpies: { bufferSize: 1 } });
 // SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
 await alignFauxqsCharset();
 const dynamodbEndpoint = `http://127.0.0.1:${(db.address() as AddressInfo).port}`;
@@ -73,6 +104,15 @@ async function queueWithDlq(name: string, s: { visibilityTimeoutSeconds: number;
 }
 
 const inbound = await queueWithDlq(INBOUND_QUEUE, QUEUE_SETTINGS.inbound);
+// fauxqs keeps queues in memory: the inbound queue and its DLQ are journaled in the data
+// directory, so that jobs accepted but not yet ingested survive a SIGKILL, as in SQS.
+const restored = await restoreInboundJournal({
+  file: join(settings.dataDir, 'inbound-queue.journal'),
+  spy: sqsServer.spy,
+  queues: { [INBOUND_QUEUE]: inbound.queueUrl, [`${INBOUND_QUEUE}-dlq`]: inbound.dlqUrl },
+  sqs,
+});
+if (restored > 0) console.log(`dynein services: restored ${restored} inbound message(s) from the journal`);
 const store = new DynamoJobStore(TABLE_NAME, dynamo);
 const tenants: ServicesReady['tenants'] = {};
 for (const t of settings.tenants) {
@@ -85,11 +125,14 @@ const ready: ServicesReady = { type: 'ready', dynamodbEndpoint, sqsEndpoint, tab
 if (process.send) process.send(ready);
 else console.log(JSON.stringify(ready));
 
-const stop = async () => {
-  await sqsServer.stop().catch(() => {});
-  await new Promise<void>((r) => db.close(() => r()));
-  process.exit(0);
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-process.on('disconnect', stop);
+let stopping: Promise<void> | undefined;
+stop = () =>
+  (stopping ??= (async () => {
+    await sqsServer.stop().catch(() => {});
+    // A request whose client died keeps running inside dynalite: let it finish before the
+    // database closes under it (it would throw "Database is not open"), for up to 5 s.
+    for (const until = Date.now() + 5_000; answering > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+    await new Promise<void>((r) => db.close(() => r()));
+    process.exit(0);
+  })());
+if (process.send && !process.connected) void stop();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TENANT_PATTERN } from '../core/jobId.js';
+import { StartupError } from './dataDir.js';
 
 /**
  * The local stack's settings, from the environment of DESIGN.md's "Local stack" section:
@@ -17,6 +18,8 @@ export interface LocalSettings {
   /** How long each tick execution runs and how often one starts (as on AWS: 90 s every 60 s). */
   readonly tickRunMs: number;
   readonly tickEveryMs: number;
+  /** Whether the inbound event source runs (an event source mapping's `Enabled`; `DYNEIN_INGEST_ENABLED`). */
+  readonly ingestEnabled: boolean;
 }
 
 /** Exit code of a compute process that a restart cannot fix (port in use, bad configuration). */
@@ -39,6 +42,14 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     }
     return v;
   };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name]?.trim().toLowerCase();
+    if (!raw) return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    problems.push(`${name} must be true or false, got '${env[name]}'`);
+    return fallback;
+  };
   const port = int('DYNEIN_PORT', 8080, 1, 65_535)!;
   const tenants = (env.DYNEIN_TENANTS?.trim() || 'demo').split(',').map((t) => t.trim()).filter(Boolean);
   for (const t of tenants) if (!TENANT_PATTERN.test(t)) problems.push(`DYNEIN_TENANTS: '${t}' is not a valid tenant name (1-40 lowercase letters, digits or '-')`);
@@ -52,6 +63,7 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     leaseMs: int('DYNEIN_LEASE_MS', undefined, 2_000, 900_000),
     tickRunMs: int('DYNEIN_TICK_RUN_MS', 90_000, 5_000, 240_000)!,
     tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
+    ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
   };
   if (problems.length > 0) throw new Error(`invalid local stack settings:\n- ${problems.join('\n- ')}`);
   return settings;
@@ -69,20 +81,57 @@ export interface LocalSecrets {
   readonly tenants: Record<string, TenantKeys>;
 }
 
-/** Loads `secrets.json` from the data directory, adding what is missing (new tenants). */
+/**
+ * Loads `secrets.json` from the data directory, adding what is missing (new tenants). A file it
+ * cannot use is never overwritten: it throws {@link StartupError}, one line naming the file and
+ * the fix (replacing the keys would invalidate every job id and tenant key issued so far).
+ */
 export function loadSecrets(dataDir: string, tenants: readonly string[]): LocalSecrets {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'secrets.json');
-  const existing: Partial<LocalSecrets> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  const existing = existsSync(file) ? readSecrets(file) : {};
   const secrets: LocalSecrets = { idKey: existing.idKey ?? randomBytes(32).toString('base64'), tenants: { ...existing.tenants } };
+  let added = existing.idKey === undefined;
   for (const t of tenants) {
-    secrets.tenants[t] ??= {
+    if (secrets.tenants[t]) continue;
+    added = true;
+    secrets.tenants[t] = {
       accessKeyId: `AKIA${randomBytes(8).toString('hex').toUpperCase()}`,
       secretAccessKey: randomBytes(30).toString('base64url'),
     };
   }
-  writeAtomic(file, JSON.stringify(secrets, null, 2), 0o600);
+  // Written only when something was added: a start that adds nothing leaves the file untouched.
+  if (added) writeAtomic(file, JSON.stringify(secrets, null, 2), 0o600);
   return secrets;
+}
+
+/** Parses and checks an existing `secrets.json`. */
+function readSecrets(file: string): Partial<LocalSecrets> {
+  const fix = 'restore it from a backup, or delete it to generate new keys (job ids and tenant keys issued so far then stop working)';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new StartupError(`${file} is not valid JSON (${(err as Error).message}): ${fix}`);
+  }
+  const problem = secretsProblem(parsed);
+  if (problem) throw new StartupError(`${file} is not usable (${problem}): ${fix}`);
+  return parsed as Partial<LocalSecrets>;
+}
+
+function secretsProblem(v: unknown): string | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'expected an object {"idKey", "tenants"}';
+  const o = v as Record<string, unknown>;
+  if (o.idKey !== undefined && (typeof o.idKey !== 'string' || Buffer.from(o.idKey, 'base64').length < 32)) return '"idKey" must be base64 of at least 32 bytes';
+  if (o.tenants === undefined) return undefined;
+  if (typeof o.tenants !== 'object' || o.tenants === null || Array.isArray(o.tenants)) return '"tenants" must be an object';
+  for (const [name, k] of Object.entries(o.tenants as Record<string, unknown>)) {
+    const keys = k as Partial<Record<keyof TenantKeys, unknown>> | null;
+    if (typeof keys !== 'object' || keys === null || typeof keys.accessKeyId !== 'string' || !keys.accessKeyId || typeof keys.secretAccessKey !== 'string' || !keys.secretAccessKey) {
+      return `tenant '${name}' needs "accessKeyId" and "secretAccessKey" strings`;
+    }
+  }
+  return undefined;
 }
 
 /** Writes a file atomically: a temporary file, then a rename. */

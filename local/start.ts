@@ -8,8 +8,9 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { acquireDataDirLock, clearStaleLocalJson } from './dataDir.js';
 import type { ServicesReady } from './services.js';
-import { EXIT_CONFIG, loadSecrets, localSettings, writeAtomic, type LocalSettings } from './settings.js';
+import { EXIT_CONFIG, loadSecrets, localSettings, writeAtomic, type LocalSecrets, type LocalSettings } from './settings.js';
 
 let settings: LocalSettings;
 try {
@@ -19,11 +20,30 @@ try {
   process.exit(2);
 }
 const localJson = join(settings.dataDir, 'local.json');
-rmSync(localJson, { force: true });
-const secrets = loadSecrets(settings.dataDir, settings.tenants);
+const secrets = await prepareDataDir(settings, localJson);
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const started = Date.now();
 let stopping = false;
+/** The services process once started (a signal may stop everything before it exists). */
+const spawned: { services?: ChildProcess } = {};
+let compute: ChildProcess | undefined;
+installSignalHandlers();
+
+/**
+ * Before anything is touched: takes the data directory's lock (a second start stops here), then
+ * replaces a stale local.json and loads the secrets. Any refusal is one line and exit code 2.
+ */
+async function prepareDataDir(s: LocalSettings, localJsonFile: string): Promise<LocalSecrets> {
+  try {
+    acquireDataDirLock(s.dataDir);
+    const replaced = await clearStaleLocalJson(localJsonFile);
+    if (replaced) console.log(`dynein: ${replaced}`);
+    return loadSecrets(s.dataDir, s.tenants);
+  } catch (err) {
+    console.error(`dynein: ${(err as Error).message}`);
+    process.exit(2);
+  }
+}
 
 // `npm start` runs the .ts files through tsx; `dynein local` (this file bundled as dist/local/start.mjs) forks the bundles beside it on plain node.
 const fromSource = import.meta.url.endsWith('.ts');
@@ -40,14 +60,11 @@ function ready<T>(child: ChildProcess, what: string): Promise<T> {
   });
 }
 
-const services = spawn('./services.ts', {});
-let svc: ServicesReady;
-try {
-  svc = await ready<ServicesReady>(services, 'the services process');
-} catch (err) {
-  console.error(`dynein: ${(err as Error).message}`);
-  process.exit(1);
-}
+const services = (spawned.services = spawn('./services.ts', {}));
+const svc = await ready<ServicesReady>(services, 'the services process').catch((err: Error) => {
+  if (!stopping) console.error(`dynein: ${err.message}`);
+  return shutdown(1); // during a Ctrl-C at start-up, the shutdown under way exits (with 0)
+});
 services.on('exit', (code, signal) => {
   if (stopping) return;
   console.error(`dynein: the services process died (${signal ?? `code ${code}`}); stopping`);
@@ -62,12 +79,12 @@ const computeEnv = {
   DYNEIN_SQS_ENDPOINT: svc.sqsEndpoint,
   DYNEIN_DATA_DIR: settings.dataDir,
 };
-let compute: ChildProcess;
 const recentDeaths: number[] = [];
 
 async function startCompute(): Promise<void> {
-  compute = spawn('./compute.ts', computeEnv);
-  const child = compute;
+  if (stopping) return;
+  const child = spawn('./compute.ts', computeEnv);
+  compute = child;
   child.on('exit', (code, signal) => {
     if (stopping || child !== compute) return;
     if (code === EXIT_CONFIG) {
@@ -87,7 +104,7 @@ async function startCompute(): Promise<void> {
     void startCompute().catch((err) => console.error(`dynein: ${(err as Error).message}`));
   });
   await ready(child, 'compute');
-  writeLocalJson();
+  if (!stopping) writeLocalJson();
 }
 
 function writeLocalJson(): void {
@@ -95,17 +112,15 @@ function writeLocalJson(): void {
   const tenants = Object.fromEntries(settings.tenants.map((t) => [t, { ...secrets.tenants[t]!, queueUrl: svc.tenants[t]!.queueUrl, dlqUrl: svc.tenants[t]!.dlqUrl }]));
   writeAtomic(
     localJson,
-    JSON.stringify({ endpoint, region: settings.region, sqsEndpoint: svc.sqsEndpoint, dynamodbEndpoint: svc.dynamodbEndpoint, pids: { services: services.pid, compute: compute.pid }, tenants }, null, 2),
+    JSON.stringify({ endpoint, region: settings.region, sqsEndpoint: svc.sqsEndpoint, dynamodbEndpoint: svc.dynamodbEndpoint, pids: { services: services.pid, compute: compute?.pid }, tenants }, null, 2),
     0o600,
   );
 }
 
-try {
-  await startCompute();
-} catch (err) {
-  console.error(`dynein: ${(err as Error).message}`);
-  await shutdown(1);
-}
+await startCompute().catch((err: Error) => {
+  if (!stopping) console.error(`dynein: ${err.message}`);
+  return shutdown(1);
+});
 
 const endpoint = `http://127.0.0.1:${settings.port}`;
 console.log(
@@ -115,7 +130,7 @@ console.log(
     `  API         ${endpoint}   (SigV4, service execute-api, region ${settings.region})`,
     `  dashboard   ${endpoint}/   metrics ${endpoint}/local/metrics`,
     `  DynamoDB    ${svc.dynamodbEndpoint}   (data in ${join(settings.dataDir, 'dynamodb')})`,
-    `  SQS         ${svc.sqsEndpoint}   (in memory: a restart empties the queues)`,
+    `  SQS         ${svc.sqsEndpoint}   (in memory; the inbound queue is journaled, tenant queues empty at restart)`,
     ...settings.tenants.map((t) => `  tenant ${t.padEnd(12)} queue ${svc.tenants[t]!.queueUrl}`),
     `  keys        ${localJson}`,
     '',
@@ -127,19 +142,39 @@ console.log(
   ].join('\n'),
 );
 
-async function shutdown(code: number): Promise<never> {
-  stopping = true;
-  rmSync(localJson, { force: true });
-  const exited = (c: ChildProcess | undefined) => (c && c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : Promise.resolve());
-  const children = [compute, services];
-  for (const c of children) c?.kill('SIGTERM');
-  await Promise.race([Promise.all(children.map(exited)), new Promise((r) => setTimeout(r, 5_000))]);
-  for (const c of children) if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  process.exit(code);
+let shuttingDown: Promise<never> | undefined;
+
+/**
+ * Stops compute first (its event source and tick still talk to the services), then the services,
+ * each with SIGTERM and up to 5 s before SIGKILL, removes local.json, and exits; the lock goes at
+ * exit. Idempotent: a second Ctrl-C waits for the first.
+ */
+function shutdown(code: number): Promise<never> {
+  shuttingDown ??= (async () => {
+    stopping = true;
+    rmSync(localJson, { force: true });
+    for (const child of [compute, spawned.services]) await stopChild(child);
+    process.exit(code);
+  })();
+  return shuttingDown;
 }
 
-process.on('SIGINT', () => {
-  console.log('\ndynein: stopping');
-  void shutdown(0);
-});
-process.on('SIGTERM', () => void shutdown(0));
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000).unref())]);
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** Ctrl-C (SIGINT, sent to the whole process group by a terminal) and SIGTERM stop everything; installed before any child starts. */
+function installSignalHandlers(): void {
+  process.on('SIGINT', () => {
+    if (!stopping) console.log('\ndynein: stopping');
+    void shutdown(0);
+  });
+  process.on('SIGTERM', () => void shutdown(0));
+}

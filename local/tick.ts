@@ -28,6 +28,7 @@ export interface LocalTickOptions {
 export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
   const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS)));
   const running = new Set<{ abort(): void }>();
+  let stopped = false;
   let n = 0;
   const start = () => {
     const name = `local-${Date.now()}-${n++}`;
@@ -49,12 +50,14 @@ export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
       },
     );
     running.add(execution);
-    execution.result.catch((err: unknown) => opts.onError?.(err)).finally(() => running.delete(execution));
+    // After stop(), an execution's end is its abort: not an error.
+    execution.result.catch((err: unknown) => stopped || opts.onError?.(err)).finally(() => running.delete(execution));
   };
   start();
   const timer = setInterval(start, opts.everyMs);
   return {
     stop() {
+      stopped = true;
       clearInterval(timer);
       for (const e of running) e.abort();
     },

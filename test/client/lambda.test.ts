@@ -1,5 +1,6 @@
+import { EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { UnrecoverableError, dyneinLambdaHandler, type JobContext } from '../../client/index.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -10,6 +11,12 @@ import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './s
  * The Lambda wrapper, driven by the local stack's Lambda SQS event source (partial batch
  * failures) against fauxqs: only failed records come back, with the backoff's visibility.
  */
+// Powertools' batch processing, spied on (the real one runs): the wrapper must delegate the batch to it.
+vi.mock('@aws-lambda-powertools/batch', async (importOriginal) => {
+  const real = await importOriginal<typeof import('@aws-lambda-powertools/batch')>();
+  return { ...real, processPartialResponse: vi.fn(real.processPartialResponse) };
+});
+
 let em: Emulators;
 beforeAll(async () => {
   em = await startEmulators();
@@ -97,5 +104,46 @@ describe('dyneinLambdaHandler', () => {
     )({ Records: [{ messageId: m!.MessageId!, receiptHandle: m!.ReceiptHandle!, body: m!.Body!, attributes: {}, messageAttributes: {} } as unknown as SQSRecord] }, { getRemainingTimeInMillis: () => 1_000 });
     expect(reason).toMatch(/about to time out/);
     expect(res.batchItemFailures).toEqual([{ itemIdentifier: m!.MessageId! }]);
+  });
+
+  it('hands the batch to Powertools\' batch processing (SQS processor, partial responses) and bounds the records run at once', async () => {
+    const q = await em.createQueue('l-powertools');
+    await sendDeliveries(em.sqs, q.url, Array.from({ length: 7 }, (_, i) => ({ jobId: `p-${i}` })));
+    const msgs = await receiveAll(em.sqs, q.url);
+    expect(msgs).toHaveLength(7);
+    const event: SQSEvent = {
+      Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: m.Attributes ?? {}, messageAttributes: {} }) as unknown as SQSRecord),
+    };
+    const spy = vi.mocked(processPartialResponse);
+    spy.mockClear();
+    let active = 0;
+    let most = 0;
+    const res = await dyneinLambdaHandler(
+      async (job) => {
+        most = Math.max(most, ++active);
+        await new Promise((r) => setTimeout(r, 30));
+        active--;
+        if (job.jobId === 'p-3') throw new Error('transient');
+      },
+      { concurrency: 2 },
+    )(event);
+    expect(spy).toHaveBeenCalledTimes(1);
+    const [passedEvent, , processor, options] = spy.mock.calls[0]!;
+    expect(passedEvent).toBe(event);
+    expect((processor as unknown as { eventType: string }).eventType).toBe(EventType.SQS);
+    expect(options).toMatchObject({ throwOnFullBatchFailure: false });
+    expect(res).toEqual({ batchItemFailures: [{ itemIdentifier: msgs.find((m) => m.Body!.includes('"p-3"'))!.MessageId! }] });
+    expect(most).toBe(2);
+  });
+
+  it('reports a batch where every record failed as failures, not as an invocation error', async () => {
+    const q = await em.createQueue('l-all-fail');
+    await sendDeliveries(em.sqs, q.url, [{ jobId: 'f-1' }, { jobId: 'f-2' }]);
+    const msgs = await receiveAll(em.sqs, q.url);
+    const event: SQSEvent = { Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: {}, messageAttributes: {} }) as unknown as SQSRecord) };
+    const res = await dyneinLambdaHandler(() => {
+      throw new Error('down');
+    })(event);
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(msgs.map((m) => m.MessageId!).sort());
   });
 });

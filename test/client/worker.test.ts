@@ -305,4 +305,34 @@ describe('Worker', () => {
     const attributes = (await em.sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.dlqUrl!, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes;
     expect(attributes?.ApproximateNumberOfMessages).toBe('0');
   }, 45_000);
+
+  it('with its defaults, stops within 2 s of SIGTERM: quick jobs finish, long ones are released for another worker at once', async () => {
+    const q = await em.createQueue('w-sigterm-defaults', { dlq: true }); // 30 s visibility, as the worker asks
+    const quick = Array.from({ length: 3 }, (_, i) => ({ jobId: `quick-${i}`, payload: { ms: 50 } }));
+    const long = Array.from({ length: 3 }, (_, i) => ({ jobId: `long-${i}`, payload: { ms: 60_000 } }));
+    await sendDeliveries(em.sqs, q.url, [...quick, ...long]);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/client/fixtures/defaultsWorker.ts'], {
+      env: { ...process.env, QUEUE_URL: q.url, SQS_ENDPOINT: em.sqsEndpoint },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const lines: { event: string; jobId?: string; at: number }[] = [];
+    createInterface({ input: child.stdout! }).on('line', (l) => lines.push(JSON.parse(l)));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const of = (event: string) => lines.filter((l) => l.event === event);
+    await waitUntil(() => of('completed').length === 3 && of('start').length === 6, 20_000, 'the quick jobs done and the long ones running');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    const [sigterm] = of('sigterm');
+    const [stopped] = of('stopped');
+    // The long poll under way (20 s) and the long handlers (60 s) do not hold the stop.
+    expect(stopped!.at - sigterm!.at).toBeLessThan(2_000);
+    expect(of('completed').map((l) => l.jobId).sort()).toEqual(quick.map((j) => j.jobId));
+    // The three long jobs, each handed back (one may be released twice: picked up again by the
+    // worker's own receive under way, and handed straight back).
+    expect(new Set(of('released').map((l) => l.jobId)).size).toBe(3);
+    // Released means visible again now, not after the 30 s visibility timeout of the receive.
+    const back = await receiveAll(em.sqs, q.url, { waitMs: 1_500 });
+    expect(back.map((m) => JSON.parse(m.Body!).jobId).sort()).toEqual(long.map((j) => j.jobId));
+  }, 45_000);
 });

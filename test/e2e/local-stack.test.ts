@@ -1,7 +1,13 @@
+import { execFile } from 'node:child_process';
+import { request } from 'node:http';
+import { connect } from 'node:net';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consume } from '../support/system.js';
 import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+import { specSign } from '../support/specSigner.js';
 
 /**
  * `npm start` end to end, as a user runs it: two tenants, SigV4-signed jobs, cancels, plain SQS
@@ -129,4 +135,128 @@ describe('npm start', () => {
     const noRoute = await signedFetch(local.endpoint, alpha, 'PUT', '/v1/tenants/alpha/jobs', body);
     expect([noRoute.status, noRoute.json]).toEqual([404, { message: 'Not Found' }]);
   }, 30_000);
+
+  it('checks SigV4 as API Gateway does: region, session token and encoded paths, with the SDK, an independent signer and curl', async () => {
+    const alpha = local.tenants.alpha!;
+    const host = new URL(local.endpoint).host;
+    const body = JSON.stringify({ payload: 1, delaySeconds: 60 });
+
+    const otherRegion = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, { region: 'us-west-2' });
+    expect([otherRegion.status, otherRegion.json]).toEqual([403, { message: "Credential should be scoped to a valid region, not 'us-west-2'. " }]);
+    const madeUpToken = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, { sessionToken: 'IQoJb3JpZ2luX2VjEMadeUpToken' });
+    expect([madeUpToken.status, madeUpToken.json]).toEqual([403, { message: 'The security token included in the request is invalid.' }]);
+
+    // Encoded and literal paths verify: the status handler answers (the id is not a job id),
+    // never the gateway's 403. Sent byte for byte as written (no URL normalization).
+    const paths = [
+      `/v1/tenants/alpha/jobs/${encodeURIComponent('not a job: é+😀/x')}`,
+      '/v1/tenants/alpha/jobs/a:b@c(d)!e*f',
+      '/v1/tenants/alpha/jobs/caf%c3%a9',
+      '/v1/tenants/%61lpha/jobs/x%7Ey',
+    ];
+    for (const wirePath of paths) {
+      const sdk = await rawRequest(local.endpoint, 'GET', wirePath, await sdkHeaders(alpha, 'GET', host, wirePath));
+      const spec = await rawRequest(local.endpoint, 'GET', wirePath, specSign({ method: 'GET', host, wirePath, ...alpha, region: local.region }));
+      for (const r of [sdk, spec]) {
+        expect([wirePath, r.status]).toEqual([wirePath, 400]);
+        expect(JSON.parse(r.body).error.code).toBeTruthy();
+      }
+    }
+    const changed = await rawRequest(local.endpoint, 'GET', '/v1/tenants/alpha/jobs/a%20B', specSign({ method: 'GET', host, wirePath: '/v1/tenants/alpha/jobs/a%20b', ...alpha, region: local.region }));
+    expect([changed.status, JSON.parse(changed.body).message]).toEqual([403, expect.stringMatching(/signature we calculated does not match/)]);
+
+    // curl's own SigV4 signer, an independent client (plain paths: curl before 8.x signs paths verbatim).
+    const url = `${local.endpoint}/v1/tenants/alpha/jobs`;
+    const byCurl = await curl(['--aws-sigv4', `aws:amz:${local.region}:execute-api`, '--user', `${alpha.accessKeyId}:${alpha.secretAccessKey}`, '-H', 'content-type: application/json', '-d', body, url]);
+    expect(byCurl.status).toBe(201);
+    expect(JSON.parse(byCurl.body).state).toBe('SCHEDULED');
+    const curlRegion = await curl(['--aws-sigv4', 'aws:amz:us-west-2:execute-api', '--user', `${alpha.accessKeyId}:${alpha.secretAccessKey}`, '-H', 'content-type: application/json', '-d', body, url]);
+    expect([curlRegion.status, JSON.parse(curlRegion.body)]).toEqual([403, { message: "Credential should be scoped to a valid region, not 'us-west-2'. " }]);
+    const curlToken = await curl(['--aws-sigv4', `aws:amz:${local.region}:execute-api`, '--user', `${alpha.accessKeyId}:${alpha.secretAccessKey}`, '-H', 'x-amz-security-token: made-up', '-H', 'content-type: application/json', '-d', body, url]);
+    expect([curlToken.status, JSON.parse(curlToken.body)]).toEqual([403, { message: 'The security token included in the request is invalid.' }]);
+  }, 30_000);
+
+  it('answers 413 past 10 MB while the body streams, before authentication, and 431 for oversized headers', async () => {
+    const alpha = local.tenants.alpha!;
+    const host = new URL(local.endpoint).host;
+    const tooBig = Buffer.alloc(10 * 1024 * 1024 + 1, 0x20);
+    const path = '/v1/tenants/alpha/jobs';
+    const entity = { status: 413, body: { message: 'Request Entity Too Large' } };
+    const asJson = (r: { status: number; body: string }) => ({ status: r.status, body: JSON.parse(r.body) as unknown });
+
+    // Signed, declared length: refused for its size, not its signature.
+    const signed = specSign({ method: 'POST', host, wirePath: path, body: tooBig, headers: { 'content-type': 'application/json' }, ...alpha, region: local.region });
+    expect(asJson(await rawRequest(local.endpoint, 'POST', path, signed, tooBig))).toEqual(entity);
+    // Unsigned and chunked (no length declared): counted while streaming, 413 before any 403.
+    expect(asJson(await rawRequest(local.endpoint, 'POST', path, { 'content-type': 'application/json' }, tooBig, { chunked: true }))).toEqual(entity);
+    // A declared length past the limit is answered before a byte of the body is sent.
+    const early = await new Promise<string>((resolve, reject) => {
+      const { hostname, port } = new URL(local.endpoint);
+      const socket = connect(Number(port), hostname, () => socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${tooBig.length}\r\n\r\n`));
+      let got = '';
+      socket.on('data', (d) => {
+        got += d;
+        const end = got.indexOf('\r\n\r\n');
+        const length = /content-length: (\d+)/i.exec(got)?.[1];
+        if (end >= 0 && length !== undefined && got.length >= end + 4 + Number(length)) {
+          socket.destroy();
+          resolve(got);
+        }
+      });
+      socket.on('error', reject);
+    });
+    expect(early).toMatch(/^HTTP\/1\.1 413 /);
+    expect(early.slice(early.indexOf('\r\n\r\n') + 4)).toBe('{"message":"Request Entity Too Large"}');
+
+    // Request line and header values past API Gateway's 10,240 bytes: 431, whatever the size.
+    for (const size of [11_000, 100_000]) {
+      const r = await rawRequest(local.endpoint, 'GET', '/v1/tenants/alpha/jobs/x', { 'x-padding': 'p'.repeat(size) });
+      expect(asJson(r)).toEqual({ status: 431, body: { message: 'Request Header Fields Too Large' } });
+    }
+    // The stack still serves.
+    expect((await signedFetch(local.endpoint, alpha, 'POST', path, JSON.stringify({ payload: 2, delaySeconds: 60 }))).status).toBe(201);
+  }, 60_000);
 });
+
+/** Headers the AWS SDK's signer produces for a request whose wire path is `wirePath`. */
+async function sdkHeaders(c: { accessKeyId: string; secretAccessKey: string }, method: string, host: string, wirePath: string): Promise<Record<string, string>> {
+  const signer = new SignatureV4({ service: 'execute-api', region: local.region, credentials: c, sha256: Hash.bind(null, 'sha256') });
+  const [hostname, port] = host.split(':');
+  const signed = await signer.sign({ method, protocol: 'http:', hostname: hostname!, port: Number(port), path: wirePath, query: {}, headers: { host } });
+  return signed.headers as Record<string, string>;
+}
+
+/** One HTTP request with the path sent exactly as given. */
+function rawRequest(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: Buffer, opts: { chunked?: boolean } = {}): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(endpoint);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, method, path, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    if (!body || !opts.chunked) return void req.end(body);
+    let at = 0;
+    const pump = () => {
+      while (at < body.length) {
+        const more = req.write(body.subarray(at, at + 64 * 1024));
+        at += 64 * 1024;
+        if (!more) return void req.once('drain', pump);
+      }
+      req.end();
+    };
+    pump();
+  });
+}
+
+function curl(args: string[]): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) =>
+    execFile('curl', ['-s', '-w', '\n%{http_code}', ...args], (err, stdout) => {
+      if (err) return reject(err);
+      const i = stdout.lastIndexOf('\n');
+      resolve({ status: Number(stdout.slice(i + 1)), body: stdout.slice(0, i) });
+    }),
+  );
+}

@@ -27,8 +27,11 @@ export async function freePort(): Promise<number> {
 }
 
 /** `npm start` as a user runs it, in its own process group, with a fresh data directory. */
-export async function startLocalStack(env: Record<string, string>): Promise<{ proc: ChildProcess; dataDir: string; output: () => string; localJson: () => LocalJson | undefined; waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>; stop(): Promise<void> }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
+export async function startLocalStack(
+  env: Record<string, string>,
+  opts: { dataDir?: string } = {},
+): Promise<{ proc: ChildProcess; dataDir: string; output: () => string; exited: Promise<number | null>; localJson: () => LocalJson | undefined; waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>; stop(): Promise<void> }> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
   const port = await freePort();
   let out = '';
   const proc = spawn('npm', ['start'], {
@@ -39,11 +42,14 @@ export async function startLocalStack(env: Record<string, string>): Promise<{ pr
   });
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
+  // Resolves with the exit code once npm has exited and its output pipes are drained.
+  const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
   const file = join(dataDir, 'local.json');
   const read = () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as LocalJson) : undefined);
   return {
     proc,
     dataDir,
+    exited,
     output: () => out,
     localJson: read,
     async waitForLocalJson(pred = () => true, timeoutMs = 30_000) {
@@ -86,10 +92,11 @@ export async function signedFetch(
   method: string,
   path: string,
   body?: string,
-  opts: { region?: string; tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined; date?: Date } = {},
+  opts: { region?: string; tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined; date?: Date; sessionToken?: string } = {},
 ): Promise<{ status: number; json: any; headers: Headers }> {
   const url = new URL(path, endpoint);
-  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? 'us-east-1', credentials: creds, sha256: Hash.bind(null, 'sha256') });
+  const credentials = opts.sessionToken ? { ...creds, sessionToken: opts.sessionToken } : creds;
+  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? 'us-east-1', credentials, sha256: Hash.bind(null, 'sha256') });
   const request = await signer.sign(
     { method, protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body },
     opts.date ? { signingDate: opts.date } : undefined,
