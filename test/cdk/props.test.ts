@@ -2,7 +2,7 @@
  * Props validation: a bad DyneinScheduler throws once with every problem listed; a bad tenant
  * name throws; valid values at the edges are accepted.
  */
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { type App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { describe, expect, it } from 'vitest';

@@ -63,7 +63,7 @@ describe('Releaser', () => {
   it('lets a round end only once its own delete in flight has finished, and re-arms nothing after', async () => {
     const g = gate();
     let deletes = 0;
-    const { releaser, row, stats } = harness(0, async (rows) => {
+    const { releaser, row, stats } = harness(0, async () => {
       deletes++;
       await g.hold();
       return [];
