@@ -62,7 +62,7 @@ export function markdown(r: BenchResult): string {
     lines.push('## Dispatch throughput and backlog', '');
     lines.push('| | jobs | jobs/s |', '|---|---|---|');
     lines.push(`| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`);
-    lines.push(`| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delete in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedDeletesPerSec} batched deletes/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`);
+    lines.push(`| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delivered marker in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedMarkersPerSec} batched markers/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`);
     if (r.backlog) {
       lines.push(`| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}; ${r.backlog.ratioToPhase2} against the first burst) |`);
       lines.push(`| the same burst right after, on a fresh table (same machine load, same emulator storage) | ${r.backlog.withoutAdjacent.jobs.toLocaleString('en-US')} | ${r.backlog.withoutAdjacent.jobsPerSec} |`);
