@@ -30,7 +30,12 @@ export class Acquirer<T extends AcquireItem> {
   #stopped = false;
   readonly #running = new Set<Promise<void>>();
 
-  constructor(private readonly opts: AcquirerOptions<T>) {}
+  /** Slots only fresh rows may take. */
+  readonly #reserve: number;
+
+  constructor(private readonly opts: AcquirerOptions<T>) {
+    this.#reserve = opts.concurrency > 1 ? Math.max(1, Math.floor(opts.concurrency / 8)) : 0;
+  }
 
   /** Rows waiting for an acquire. */
   get queued(): number {
@@ -81,7 +86,8 @@ export class Acquirer<T extends AcquireItem> {
       return;
     }
     while (this.#inflight < this.opts.concurrency && this.queued > 0 && this.opts.canStart() && !this.#stopped) {
-      const item = this.#next();
+      // The backlog never takes the last slots: a fresh row never waits for a backlog acquire.
+      const item = this.#fresh.length > 0 || this.#inflight < this.opts.concurrency - this.#reserve ? this.#next() : undefined;
       if (!item) break;
       this.#inflight++;
       const p: Promise<void> = this.opts

@@ -1,6 +1,6 @@
 import { sleep } from './backoff.js';
 import { shardsOfGroup } from './config.js';
-import { dispatchRound, type DispatchDeps, type RoundReport } from './dispatch.js';
+import { dispatchRound, type DispatchDeps, type RoundOptions, type RoundReport } from './dispatch.js';
 import type { ShardMarks } from './ports.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
@@ -58,6 +58,8 @@ export interface StepOptions {
   readonly signal?: AbortSignal;
   /** Receives the lateness of every row sent (for metrics). */
   readonly onLateness?: (latenessMs: readonly number[]) => void;
+  /** Caps and page size of the round (defaults otherwise). */
+  readonly limits?: Pick<RoundOptions, 'maxHeldRows' | 'maxHeldBytes' | 'pageRows'>;
 }
 
 /** Conditional acquires in flight per group a step dispatches. */
@@ -114,6 +116,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
     marks: taken.marks,
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
     acquireConcurrency: ACQUIRE_CONCURRENCY_PER_GROUP * held.length,
+    ...opts.limits,
     stillOwner: async (marks) => {
       const still = (await takeLeases(held, marks)).held;
       const kept = still.length === held.length;
@@ -150,11 +153,11 @@ export function idleWaitSeconds(lookaheadMs: number): number {
  */
 export async function dispatchLoop(
   deps: DispatchDeps,
-  opts: { groups: readonly number[]; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
+  opts: { groups: readonly number[]; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void; limits?: StepOptions['limits'] },
 ): Promise<void> {
   let input: DispatchStepInput = { groups: opts.groups, owner: opts.owner, ownerStartMs: opts.ownerStartMs, untilMs: opts.untilMs };
   while (!opts.signal?.aborted) {
-    const result = await dispatchStep(deps, input, { signal: opts.signal });
+    const result = await dispatchStep(deps, input, { signal: opts.signal, limits: opts.limits });
     opts.onStep?.(result);
     if (result.done) return;
     input = { ...input, groups: result.groups };
