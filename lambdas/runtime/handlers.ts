@@ -107,6 +107,8 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     t.count('JobsDispatched', result.sent);
     t.count('AcquireConflicts', result.conflicts);
     t.count('RowsRecovered', result.recovered);
+    t.count('BacklogRows', result.backlogRows);
+    t.count('LateLaneRows', result.lateRows);
     t.count('LeasesLost', result.leaseLost);
     return result;
   };
