@@ -112,6 +112,14 @@ interface Track {
 
 const isLive = (k: DueKey) => k.state === 'SCHEDULED' || k.state === 'ACQUIRED';
 
+/** Like Promise.all, but rejects (with the first failure) only once every promise has settled. */
+async function settleAll<T>(promises: Promise<T>[]): Promise<T[]> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
+
 /**
  * One dispatch round over some shards, as docs/design-dispatch.md describes it.
  *
@@ -189,7 +197,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       const horizon = Math.min(t0 + readAhead, stopAt);
       let lateAhead: boolean[];
       try {
-        lateAhead = await Promise.all(lanes.map((l) => readLane(l, t0, horizon)));
+        // Every lane's look settles before the next begins (a lane is never read twice at once).
+        lateAhead = await settleAll(lanes.map((l) => readLane(l, t0, horizon)));
       } catch (err) {
         await backOff(err);
         continue;
@@ -211,7 +220,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       if (quiet) {
         let busy: boolean;
         try {
-          busy = (await Promise.all(lanes.map((l) => probe(l, t0)))).some(Boolean);
+          busy = (await settleAll(lanes.map((l) => probe(l, t0)))).some(Boolean);
         } catch (err) {
           await backOff(err);
           continue;
@@ -340,10 +349,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     } else acquirer.pushFresh(t);
   }
 
-  function watch(t: Track, retryAt: number): void {
+  /** Looks at `t` again from `retryAt` (when another round's lease on it ends). */
+  function watch(t: Track, retryAt: number, heldByOther = true): void {
     t.phase = 'watch';
     t.retryAt = retryAt;
-    t.wasAcquired = true;
+    t.wasAcquired = heldByOther;
     watching.add(t);
   }
 
@@ -400,7 +410,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       const now = clock.now();
       if (!row || (row.expiresAtMs !== undefined && row.expiresAtMs <= now) || (row.state !== 'ACQUIRED' && row.state !== 'SCHEDULED')) finishId(t.id);
       else if (row.state === 'ACQUIRED') watch(t, row.leaseUntil + 1);
-      else watch(t, now + 100); // SCHEDULED again (a redrive replaced a DEAD record): try again shortly
+      else watch(t, now + 100, false); // SCHEDULED again (a redrive replaced a DEAD record): try again shortly
     } catch (err) {
       report.errors++;
       deps.log?.('looking a row up failed; retrying later', { error: (err as Error).message });
