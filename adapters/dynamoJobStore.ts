@@ -1,35 +1,37 @@
 import {
   BatchWriteItemCommand,
   ConditionalCheckFailedException,
-  DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
   UpdateItemCommand,
   type AttributeValue,
+  type WriteRequest,
   type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ThrottledError } from '../core/errors.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
 import { tenantItemKey } from '../core/schema.js';
-import type { AcquiredRow, CancelRecord, DueKey, JobRow, JobStore, RowKey, RowState, StoredRow, TenantRecord, TenantStore } from '../core/ports.js';
+import type { AcquiredRow, CancelRecord, DueKey, DuePage, JobRow, JobStore, RowKey, RowState, ShardMarks, StoredRow, TenantRecord, TenantStore } from '../core/ports.js';
 
 type Item = Record<string, AttributeValue>;
 
 /**
  * Item layout of the scheduler table (one table, pk/sk strings):
  *
- * | item            | pk              | sk                   |
- * |-----------------|-----------------|----------------------|
- * | job row         | `<shard>`       | `<dueMs 13>#<jobId>` |
- * | cancel record   | `c#<shard>`     | `<dueMs 13>#<jobId>` |
- * | group lease     | `lease#<group>` | `lease`              |
- * | tenant          | `tenant#<name>` | `tenant`             |
+ * | item                                  | pk              | sk                   |
+ * |---------------------------------------|-----------------|----------------------|
+ * | job row, marker, tombstone, DEAD      | `<shard>`       | `<dueMs 13>#<jobId>` |
+ * | late-lane pointer                     | `l#<shard>`     | `<dueMs 13>#<jobId>` |
+ * | cancel record (earlier releases)      | `c#<shard>`     | `<dueMs 13>#<jobId>` |
+ * | group lease (and its shards' marks)   | `lease#<group>` | `lease`              |
+ * | tenant                                | `tenant#<name>` | `tenant`             |
  */
 export const keys = {
   row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
+  latePointer: (k: RowKey): Item => ({ pk: { S: `l#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   cancelRecord: (k: RowKey): Item => ({ pk: { S: `c#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   groupLease: (group: number): Item => ({ pk: { S: `lease#${group}` }, sk: { S: 'lease' } }),
   tenant: (name: string): Item => {
@@ -66,6 +68,17 @@ export function payloadOf(item: Item): string {
   return item.payload?.S ?? 'null';
 }
 
+const ttlSeconds = (ms: number) => ({ N: String(Math.ceil(ms / 1000)) });
+
+/** The sort key just after every row due at `ms`: `<ms 13>#~` ('~' sorts after every job id character). */
+const throughKey = (ms: number) => `${String(Math.max(0, ms)).padStart(13, '0')}#~`;
+
+const STATES = new Set<RowState>(['SCHEDULED', 'ACQUIRED', 'CANCELLED', 'QUEUED', 'DEAD']);
+const stateOf = (item: Item): RowState => {
+  const s = item.state?.S as RowState | undefined;
+  return s && STATES.has(s) ? s : 'SCHEDULED';
+};
+
 const isConditionFailure = (err: unknown) => err instanceof ConditionalCheckFailedException || (err as Error)?.name === 'ConditionalCheckFailedException';
 
 const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
@@ -74,6 +87,16 @@ const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'Throt
 function rethrow(err: unknown): never {
   if (THROTTLE_NAMES.has((err as Error)?.name)) throw new ThrottledError(`DynamoDB throttled: ${(err as Error).message}`, err);
   throw err;
+}
+
+function marksOf(item: Item | undefined): ShardMarks {
+  const out: ShardMarks = {};
+  for (const [k, v] of Object.entries(item?.marks?.M ?? {})) {
+    const shard = Number(k);
+    const ms = Number(v.N);
+    if (Number.isInteger(shard) && Number.isFinite(ms)) out[shard] = ms;
+  }
+  return out;
 }
 
 /**
@@ -100,8 +123,12 @@ export class DynamoJobStore implements JobStore, TenantStore {
             leaseUntil: { N: '0' },
             ...payloadAttribute(row.payload),
           },
-          // Only into an empty key: a redelivered message finds its row, a cancelled job its tombstone.
-          ConditionExpression: 'attribute_not_exists(pk)',
+          // Only into an empty key: a redelivered message finds its row, a cancelled job its
+          // tombstone, a delivered one its marker. A DEAD record gives way: the job was redriven
+          // from the inbound dead-letter queue.
+          ConditionExpression: 'attribute_not_exists(pk) OR #state = :dead',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':dead': { S: 'DEAD' } },
         }),
       );
       return 'created';
@@ -111,46 +138,60 @@ export class DynamoJobStore implements JobStore, TenantStore {
     }
   }
 
-  async queryDue(shard: number, untilMs: number): Promise<DueKey[]> {
-    const out: DueKey[] = [];
-    await this.dueRange(shard, untilMs, { projection: 'sk, #state, leaseUntil', names: { '#state': 'state' } }, (item, key) => {
-      out.push({ shard, ...key, state: (item.state?.S ?? 'SCHEDULED') as RowState, leaseUntil: Number(item.leaseUntil?.N ?? 0) });
-    });
-    return out;
+  async readDue(shard: number, range: { readonly after?: string; readonly through: string }, limit: number): Promise<DuePage> {
+    const rows: DueKey[] = [];
+    let last: string | undefined;
+    const more = await this.dueRange(
+      shard,
+      { after: range.after, through: range.through, limit, consistent: true, projection: 'sk, #state, leaseUntil', names: { '#state': 'state' } },
+      (item, key) => {
+        last = item.sk?.S;
+        if (key) rows.push({ shard, ...key, state: stateOf(item), leaseUntil: Number(item.leaseUntil?.N ?? 0) });
+      },
+    );
+    return { rows, last, more };
   }
 
-  async dueTimes(shard: number, untilMs: number, limit: number): Promise<{ dueMs: number[]; more: boolean }> {
+  async dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): Promise<{ dueMs: number[]; more: boolean }> {
     const dueMs: number[] = [];
-    const more = await this.dueRange(shard, untilMs, { projection: 'sk', limit }, (_, key) => void dueMs.push(key.dueMs));
+    const after = fromMs === undefined ? undefined : `${String(Math.max(0, fromMs)).padStart(13, '0')}#`;
+    const more = await this.dueRange(shard, { after, through: throughKey(untilMs), limit, projection: 'sk, #state', names: { '#state': 'state' } }, (item, key) => {
+      const state = stateOf(item);
+      if (key && (state === 'SCHEDULED' || state === 'ACQUIRED')) dueMs.push(key.dueMs);
+    });
     return { dueMs, more };
   }
 
   /**
-   * Reads a shard's rows due before `untilMs`, from the shard's start (late ingests and expired
-   * leases are found however old), page by page, projecting `projection` only; stops after
-   * `limit` rows when given (no filter, so Limit bounds exactly the rows returned). Returns
-   * whether rows may remain (the read stopped at the limit). TypeScript-private rather than
-   * `#private`: the bench wraps the store with `Object.create`, which carries no `#` brand.
+   * Reads a shard's items with `after < sk <= through` (from the shard's start without `after`),
+   * page by page, projecting `projection` only, and stops after `limit` items (no filter, so
+   * Limit bounds exactly the items read). Returns whether items may remain. TypeScript-private
+   * rather than `#private`: the bench wraps the store with `Object.create`, which carries no `#`
+   * brand.
    */
   private async dueRange(
     shard: number,
-    untilMs: number,
-    opts: { projection: string; names?: Record<string, string>; limit?: number },
-    onRow: (item: Item, key: { dueMs: number; jobId: string }) => void,
+    opts: { after?: string; through: string; limit: number; consistent?: boolean; projection: string; names?: Record<string, string> },
+    onItem: (item: Item, key: { dueMs: number; jobId: string } | undefined) => void,
   ): Promise<boolean> {
+    // `after + ' '` is the least sort key above `after` that a row can have: every job id
+    // character sorts after the space.
+    const lo = opts.after === undefined ? undefined : `${opts.after} `;
+    if (lo !== undefined && lo > opts.through) return false;
     let start: Item | undefined;
-    let rows = 0;
+    let n = 0;
     do {
       let page: QueryCommandOutput;
       try {
         page = await this.client.send(
           new QueryCommand({
             TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk AND sk < :until',
+            KeyConditionExpression: lo === undefined ? 'pk = :pk AND sk <= :hi' : 'pk = :pk AND sk BETWEEN :lo AND :hi',
             ExpressionAttributeNames: opts.names,
-            ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':until': { S: `${String(untilMs + 1).padStart(13, '0')}#` } },
+            ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':hi': { S: opts.through }, ...(lo === undefined ? {} : { ':lo': { S: lo } }) },
             ProjectionExpression: opts.projection,
-            Limit: opts.limit === undefined ? undefined : opts.limit - rows,
+            ConsistentRead: opts.consistent,
+            Limit: opts.limit - n,
             ExclusiveStartKey: start,
           }),
         );
@@ -159,13 +200,47 @@ export class DynamoJobStore implements JobStore, TenantStore {
       }
       this.stats.itemsRead += page.ScannedCount ?? 0;
       for (const item of page.Items ?? []) {
-        rows++;
-        const parsed = parseSortKey(item.sk?.S ?? '');
-        if (parsed) onRow(item, parsed);
+        n++;
+        onItem(item, parseSortKey(item.sk?.S ?? ''));
       }
       start = page.LastEvaluatedKey;
-    } while (start && (opts.limit === undefined || rows < opts.limit));
+    } while (start && n < opts.limit);
     return start !== undefined;
+  }
+
+  async putLatePointer(key: RowKey): Promise<void> {
+    try {
+      // Unconditional: a pointer says only "look at this key"; writing it twice is harmless.
+      await this.client.send(new PutItemCommand({ TableName: this.tableName, Item: keys.latePointer(key) }));
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
+  async readLate(shard: number, untilMs: number, limit: number): Promise<RowKey[]> {
+    let page: QueryCommandOutput;
+    try {
+      page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk <= :hi',
+          ExpressionAttributeValues: { ':pk': { S: `l#${shard}` }, ':hi': { S: throughKey(untilMs) } },
+          ProjectionExpression: 'sk',
+          Limit: limit,
+        }),
+      );
+    } catch (err) {
+      rethrow(err);
+    }
+    this.stats.itemsRead += page.ScannedCount ?? 0;
+    return (page.Items ?? []).flatMap((item) => {
+      const k = parseSortKey(item.sk?.S ?? '');
+      return k ? [{ shard, ...k }] : [];
+    });
+  }
+
+  async deleteLatePointers(rowKeys: readonly RowKey[]): Promise<RowKey[]> {
+    return this.batchWrite(rowKeys, (k) => ({ DeleteRequest: { Key: keys.latePointer(k) } }), (r) => r.DeleteRequest?.Key?.sk?.S);
   }
 
   async acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined> {
@@ -216,16 +291,30 @@ export class DynamoJobStore implements JobStore, TenantStore {
     }
   }
 
-  async deleteRows(rowKeys: readonly RowKey[]): Promise<RowKey[]> {
+  async markDelivered(rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[], deliveredAtMs: number): Promise<RowKey[]> {
+    // Unconditional: the send succeeded, so the job is delivered whoever holds the row now. A
+    // put of the small marker costs what a delete costs (1 WRU) and leaves a record status reads.
+    return this.batchWrite(
+      rows,
+      (r) => ({
+        PutRequest: { Item: { ...keys.row(r), state: { S: 'QUEUED' }, tenant: { S: r.tenant }, deliveredAt: { N: String(deliveredAtMs) }, expiresAt: ttlSeconds(r.expiresAtMs) } },
+      }),
+      (req) => req.PutRequest?.Item?.sk?.S,
+    );
+  }
+
+  /** BatchWriteItem in chunks of 25; returns the keys whose request was not processed. */
+  private async batchWrite<K extends RowKey>(
+    rowKeys: readonly K[],
+    request: (k: K) => WriteRequest,
+    skOf: (req: WriteRequest) => string | undefined,
+  ): Promise<RowKey[]> {
     const failed: RowKey[] = [];
     for (let i = 0; i < rowKeys.length; i += 25) {
       const chunk = rowKeys.slice(i, i + 25);
       try {
-        // Unconditional: the send succeeded, so the row is done whoever holds it now.
-        const res = await this.client.send(
-          new BatchWriteItemCommand({ RequestItems: { [this.tableName]: chunk.map((k) => ({ DeleteRequest: { Key: keys.row(k) } })) } }),
-        );
-        const left = new Set((res.UnprocessedItems?.[this.tableName] ?? []).map((r) => r.DeleteRequest?.Key?.sk?.S));
+        const res = await this.client.send(new BatchWriteItemCommand({ RequestItems: { [this.tableName]: chunk.map(request) } }));
+        const left = new Set((res.UnprocessedItems?.[this.tableName] ?? []).map(skOf));
         for (const k of chunk) if (left.has(sortKey(k.dueMs, k.jobId))) failed.push(k);
       } catch {
         failed.push(...chunk);
@@ -240,14 +329,16 @@ export class DynamoJobStore implements JobStore, TenantStore {
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keys.row(key),
-          UpdateExpression: 'SET #state = :cancelled, tenant = :tenant, expiresAt = :exp REMOVE payload, payloadZ, leaseUntil',
-          // SCHEDULED, already CANCELLED (a repeated cancel), or no row yet: the job still waits
-          // in the inbound queue and this tombstone makes its ingest fail. Never ACQUIRED.
-          ConditionExpression: 'attribute_not_exists(pk) OR #state = :scheduled OR #state = :cancelled',
+          UpdateExpression: 'SET #state = :cancelled, tenant = :tenant, expiresAt = :exp REMOVE payload, payloadZ, leaseUntil, deadAt',
+          // SCHEDULED, already CANCELLED (a repeated cancel), no row yet (the job still waits in
+          // the inbound queue: this tombstone makes its ingest fail) or DEAD (in the inbound DLQ:
+          // a redrive then meets the tombstone). Never ACQUIRED, never a delivered marker.
+          ConditionExpression: 'attribute_not_exists(pk) OR #state = :scheduled OR #state = :cancelled OR #state = :dead',
           ExpressionAttributeNames: { '#state': 'state' },
           ExpressionAttributeValues: {
             ':cancelled': { S: 'CANCELLED' },
             ':scheduled': { S: 'SCHEDULED' },
+            ':dead': { S: 'DEAD' },
             ':tenant': { S: tenant },
             ':exp': { N: String(Math.ceil(expiresAtMs / 1000)) },
           },
@@ -262,10 +353,40 @@ export class DynamoJobStore implements JobStore, TenantStore {
 
   async getRow(key: RowKey): Promise<StoredRow | undefined> {
     const res = await this.client.send(
-      new GetItemCommand({ TableName: this.tableName, Key: keys.row(key), ConsistentRead: true, ProjectionExpression: '#state, tenant', ExpressionAttributeNames: { '#state': 'state' } }),
+      new GetItemCommand({
+        TableName: this.tableName,
+        Key: keys.row(key),
+        ConsistentRead: true,
+        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt',
+        ExpressionAttributeNames: { '#state': 'state' },
+      }),
     );
-    if (!res.Item) return undefined;
-    return { state: (res.Item.state?.S ?? 'SCHEDULED') as RowState, tenant: res.Item.tenant?.S ?? '' };
+    const item = res.Item;
+    if (!item) return undefined;
+    return {
+      state: stateOf(item),
+      tenant: item.tenant?.S ?? '',
+      leaseUntil: Number(item.leaseUntil?.N ?? 0),
+      ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
+      ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
+    };
+  }
+
+  async putDead(key: RowKey, tenant: string, atMs: number, expiresAtMs: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { ...keys.row(key), state: { S: 'DEAD' }, tenant: { S: tenant }, deadAt: { N: String(atMs) }, expiresAt: ttlSeconds(expiresAtMs) },
+          // Only where nothing is: never over a row, a tombstone or a delivered marker.
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      rethrow(err);
+    }
   }
 
   async putCancelRecord(key: RowKey, record: CancelRecord, expiresAtMs: number): Promise<boolean> {
@@ -291,61 +412,40 @@ export class DynamoJobStore implements JobStore, TenantStore {
     return { kind: res.Item.kind?.S === 'CANCELLED' ? 'CANCELLED' : 'INGESTED', atMs: Number(res.Item.atMs?.N ?? 0) };
   }
 
-  async convertClaim(key: RowKey, claimAtMs: number, nowMs: number): Promise<boolean> {
+  async takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number, marks?: ShardMarks): Promise<{ held: boolean; marks: ShardMarks }> {
     try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: keys.cancelRecord(key),
-          UpdateExpression: 'SET kind = :cancelled, atMs = :now',
-          // The very claim we judged old enough: its ingest has finished (and failed on the tombstone).
-          ConditionExpression: 'kind = :ingested AND atMs = :claim',
-          ExpressionAttributeValues: { ':cancelled': { S: 'CANCELLED' }, ':ingested': { S: 'INGESTED' }, ':claim': { N: String(claimAtMs) }, ':now': { N: String(nowMs) } },
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      rethrow(err);
-    }
-  }
-
-  async deleteTombstone(key: RowKey): Promise<void> {
-    try {
-      await this.client.send(
-        new DeleteItemCommand({
-          TableName: this.tableName,
-          Key: keys.row(key),
-          // Only a tombstone: never a live row.
-          ConditionExpression: '#state = :cancelled',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':cancelled': { S: 'CANCELLED' } },
-        }),
-      );
-    } catch (err) {
-      if (isConditionFailure(err)) return;
-      rethrow(err);
-    }
-  }
-
-  async takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number): Promise<boolean> {
-    try {
-      await this.client.send(
+      const res = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keys.groupLease(group),
-          UpdateExpression: 'SET #owner = :owner, ownerStart = :start, leaseUntil = :until',
+          UpdateExpression: `SET #owner = :owner, ownerStart = :start, leaseUntil = :until${marks ? ', marks = :marks' : ''}`,
           // Free, expired, ours already, or held by an older execution (the newer one takes over).
           ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #owner = :owner OR ownerStart < :start',
           ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':owner': { S: owner }, ':start': { N: String(ownerStartMs) }, ':until': { N: String(untilMs) }, ':now': { N: String(nowMs) } },
+          ExpressionAttributeValues: {
+            ':owner': { S: owner },
+            ':start': { N: String(ownerStartMs) },
+            ':until': { N: String(untilMs) },
+            ':now': { N: String(nowMs) },
+            ...(marks ? { ':marks': { M: Object.fromEntries(Object.entries(marks).map(([k, v]) => [k, { N: String(v) }])) } } : {}),
+          },
+          ReturnValues: 'ALL_NEW',
         }),
       );
-      return true;
+      return { held: true, marks: marksOf(res.Attributes) };
     } catch (err) {
-      if (isConditionFailure(err)) return false;
+      if (isConditionFailure(err)) return { held: false, marks: {} };
       rethrow(err);
     }
+  }
+
+  async groupMarks(group: number): Promise<ShardMarks> {
+    // A query rather than GetItem: the tick's role may query the table and nothing more.
+    const res = await this.client.send(
+      new QueryCommand({ TableName: this.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.groupLease(group).pk! }, ProjectionExpression: 'marks' }),
+    );
+    this.stats.itemsRead += res.ScannedCount ?? 0;
+    return marksOf(res.Items?.[0]);
   }
 
   async getTenant(name: string): Promise<TenantRecord | undefined> {

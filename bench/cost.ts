@@ -127,6 +127,17 @@ export const DEFAULT_TICK: TickModel = {
   ingestIdlePollers: 5,
 };
 
+/**
+ * Read units of one look at a shard that finds nothing new (DynamoDB bills a query at least 1 RRU
+ * strongly consistent, 0.5 eventually consistent): while busy, the due-range read (strongly
+ * consistent: a read position must not pass a row it could not see) and the late lane (eventually
+ * consistent: read whole every time); an idle step adds the probe before it ends (strongly
+ * consistent, one item at most). The plan's sample per group: the lease item's marks and a
+ * due-range read.
+ */
+export const BUSY_LOOK_RRU_PER_SHARD = 1 + 0.5;
+export const IDLE_LOOK_RRU_PER_SHARD = 1 + 0.5 + 1;
+
 /** AWS prices a month as 730 hours. */
 export const MONTH_SECONDS = 730 * 3600;
 
@@ -159,7 +170,7 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
       dollars(prices.lambdaArmGbSecond, steps * t.idleStepSeconds * (t.dispatchMemoryMb / 1024) + executions * t.tickSeconds * (t.tickMemoryMb / 1024)),
     dynamodb:
       dollars(prices.dynamodbWrite, steps * (t.groups / dispatchers)) +
-      dollars(prices.dynamodbRead, steps * (t.shards / dispatchers) * 0.5 + executions * t.groups * 0.5),
+      dollars(prices.dynamodbRead, steps * (t.shards / dispatchers) * IDLE_LOOK_RRU_PER_SHARD + executions * t.groups * 1.5),
     sqs: dollars(prices.sqsRequest, t.ingestIdlePollers * (MONTH_SECONDS / 20)),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
@@ -168,15 +179,15 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
 
 /**
  * What a busy month adds: while any row of a dispatcher is due within the lookahead, its
- * dispatch Lambda runs without pause (one 60 s step after another), queries each of its shards
- * every 0.5 s and renews its groups' leases every 5 s. `busyFraction` is the share of the month
+ * dispatch Lambda runs without pause (one step per execution), looks at each of its shards
+ * every 0.5 s (its due range and its late lane) and renews its groups' leases every 5 s. `busyFraction` is the share of the month
  * that is so; `dispatchers` how many the tick plans.
  */
 export function busyMonthlyCost(busyFraction: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, dispatchers = t.groups, shards = t.shards): Cost {
   const s = MONTH_SECONDS * busyFraction;
   const byServiceUsd = {
     lambda: dollars(prices.lambdaArmGbSecond, dispatchers * s * (t.dispatchMemoryMb / 1024)) + dollars(prices.lambdaRequest, (dispatchers * s) / 60),
-    dynamodb: dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * 0.5) + dollars(prices.dynamodbWrite, (t.groups / t.leaseRenewSeconds) * s),
+    dynamodb: dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * BUSY_LOOK_RRU_PER_SHARD) + dollars(prices.dynamodbWrite, (t.groups / t.leaseRenewSeconds) * s),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
   return { totalUsd: round(totalUsd, 2), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v, 2)])) };

@@ -3,9 +3,9 @@
  *
  * A burst of rows all due at the same millisecond (already due when dispatch starts) goes
  * through the real dispatch loop (every shard group in parallel, as the tick runs them): query,
- * conditional acquire, send to the tenant queue, batched delete. In the same run, on the same
- * table, the storage ceiling: how fast dynalite performs exactly the writes a dispatched job
- * needs (one conditional acquire, one delete in a batch of 25) at the same concurrency, with
+ * conditional acquire, send to the tenant queue, delivered marker in a batch. In the same run, on
+ * the same table, the storage ceiling: how fast dynalite performs exactly the writes a dispatched
+ * job needs (one conditional acquire, one marker put in a batch of 25) at the same concurrency, with
  * nothing else going on. The ratio says how much of the storage's speed the dispatcher uses.
  */
 import { setMaxListeners } from 'node:events';
@@ -23,7 +23,7 @@ export const ACQUIRE_CONCURRENCY = 32;
 
 export interface BurstResult {
   jobs: number;
-  /** Jobs sent and deleted per second, from the start of dispatch to the last delete. */
+  /** Jobs sent and recorded per second, from the start of dispatch to the last delivered marker. */
   jobsPerSec: number;
   /** Jobs sent per second, from the start of dispatch to the last send. */
   sentPerSec: number;
@@ -42,9 +42,9 @@ export interface DispatchResult extends BurstResult {
     rows: number;
     /** Conditional acquires (UpdateItem) per second, alone. */
     conditionalWritesPerSec: number;
-    /** Rows deleted per second in BatchWriteItem of 25, alone. */
-    batchedDeletesPerSec: number;
-    /** Writes a dispatched job needs: the acquire and the delete (its put came with ingest). */
+    /** Delivered markers written per second in BatchWriteItem of 25, alone. */
+    batchedMarkersPerSec: number;
+    /** Writes a dispatched job needs: the acquire and the marker (its put came with ingest). */
     writesPerJob: number;
   };
   settings: { shards: number; groups: number; lookaheadMs: number; payloadBytes: number };
@@ -82,13 +82,13 @@ export async function writeRows(em: Emulators, sys: TestSystem, n: number, due: 
 
 /**
  * Dispatches a burst of `n` rows all due at one millisecond (already past) with the real loop
- * over every group, and times it until every row is sent and deleted.
+ * over every group, and times it until every row is sent and recorded.
  */
 export async function burst(em: Emulators, sys: TestSystem, n: number, label: string): Promise<BurstResult> {
   const dueMs = Date.now() - 1_000;
   await writeRows(em, sys, n, () => dueMs, { prefix: label });
   let sent = 0;
-  let deleted = 0;
+  let recorded = 0;
   let lastSent = 0;
   const inner = sys.w.dispatch.sender;
   const sender: QueueSender = {
@@ -101,9 +101,9 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   };
   const store = sys.w.store;
   const countingStore = Object.create(store) as typeof store;
-  countingStore.deleteRows = async (rows) => {
-    const left = await store.deleteRows(rows);
-    deleted += rows.length - left.length;
+  countingStore.markDelivered = async (rows, at) => {
+    const left = await store.markDelivered(rows, at);
+    recorded += rows.length - left.length;
     return left;
   };
   const deps = { ...sys.w.dispatch, sender, store: countingStore };
@@ -117,12 +117,12 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
     dispatchLoop(deps, { groups: [group], owner, ownerStartMs: Date.now(), untilMs: Date.now() + 600_000, signal: abort.signal }),
   );
   const timeoutAt = started + 300_000;
-  while (deleted < n && performance.now() < timeoutAt) await sleep(5);
+  while (recorded < n && performance.now() < timeoutAt) await sleep(5);
   const done = performance.now();
   const cpu = process.cpuUsage(cpu0);
   abort.abort();
   await Promise.all(loops);
-  if (deleted < n) throw new Error(`burst ${label}: only ${deleted} of ${n} rows dispatched within 300 s`);
+  if (recorded < n) throw new Error(`burst ${label}: only ${recorded} of ${n} rows dispatched within 300 s`);
   const durationMs = done - started;
   return {
     jobs: n,
@@ -137,8 +137,8 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
 /**
  * The storage alone, doing exactly the writes a dispatched job needs at the dispatch's
  * concurrency and nothing else (no queries, no queue, no timers): chunks of 25 rows, each
- * acquired with the dispatch's own conditional UpdateItem (25 in parallel) and then deleted in
- * one BatchWriteItem, `concurrency / 25` chunks in flight. Before that, the conditional writes
+ * acquired with the dispatch's own conditional UpdateItem (25 in parallel) and then replaced by
+ * their delivered markers in one BatchWriteItem, `concurrency / 25` chunks in flight. Before that, the conditional writes
  * alone, at `concurrency` in flight.
  */
 export async function storageCeiling(em: Emulators, sys: TestSystem, n: number, concurrency: number): Promise<DispatchResult['ceiling'] & { jobsPerSec: number }> {
@@ -147,29 +147,31 @@ export async function storageCeiling(em: Emulators, sys: TestSystem, n: number, 
     const now = Date.now();
     if (!(await store.acquire(k, now, now + 30_000))) throw new Error('ceiling: acquire failed');
   };
+  const mark = async (chunk: RowKey[]) => {
+    const now = Date.now();
+    if ((await store.markDelivered(chunk.map((k) => ({ ...k, tenant: 'demo', expiresAtMs: k.dueMs + 7 * 86_400_000 })), now)).length > 0) throw new Error('ceiling: marker write failed');
+  };
   const chunked = (rows: RowKey[]) => Array.from({ length: Math.ceil(rows.length / 25) }, (_, i) => rows.slice(i * 25, i * 25 + 25));
 
   const alone = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'a' });
   const t0 = performance.now();
   await forEachLimit(alone, concurrency, acquire);
   const t1 = performance.now();
-  await forEachLimit(chunked(alone), Math.max(1, Math.round(concurrency / 25)), async (chunk) => {
-    if ((await store.deleteRows(chunk)).length > 0) throw new Error('ceiling: delete failed');
-  });
+  await forEachLimit(chunked(alone), Math.max(1, Math.round(concurrency / 25)), mark);
   const t2 = performance.now();
 
   const mixed = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'c' });
   const t3 = performance.now();
   await forEachLimit(chunked(mixed), Math.max(1, Math.round(concurrency / 25)), async (chunk) => {
     await Promise.all(chunk.map(acquire));
-    if ((await store.deleteRows(chunk)).length > 0) throw new Error('ceiling: delete failed');
+    await mark(chunk);
   });
   const t4 = performance.now();
   return {
     concurrency,
     rows: n,
     conditionalWritesPerSec: Math.round(n / ((t1 - t0) / 1000)),
-    batchedDeletesPerSec: Math.round(n / ((t2 - t1) / 1000)),
+    batchedMarkersPerSec: Math.round(n / ((t2 - t1) / 1000)),
     writesPerJob: 2,
     jobsPerSec: Math.round(n / ((t4 - t3) / 1000)),
   };
@@ -184,10 +186,10 @@ export async function runDispatch(em: Emulators, sys: TestSystem, opts: { burst:
   const b = await burst(em, sys, opts.burst, 'd');
   progress(`dispatch: ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s) in ${(b.durationMs / 1000).toFixed(1)} s, ${b.cpuUsPerJob} µs of dispatch CPU per job`);
   const ceilingRows = Math.min(opts.burst, 5_000);
-  progress(`dispatch: storage ceiling: ${ceilingRows} conditional acquires alone, then ${ceilingRows} jobs' acquires and batched deletes, ${concurrency} in flight`);
+  progress(`dispatch: storage ceiling: ${ceilingRows} conditional acquires alone, then ${ceilingRows} jobs' acquires and batched markers, ${concurrency} in flight`);
   const c = await storageCeiling(em, sys, ceilingRows, concurrency);
   const { jobsPerSec: ceilingJobsPerSec, ...ceiling } = c;
-  progress(`dispatch: ceiling ${ceilingJobsPerSec} jobs/s (${c.conditionalWritesPerSec} conditional writes/s, ${c.batchedDeletesPerSec} batched deletes/s): ratio ${(b.jobsPerSec / ceilingJobsPerSec).toFixed(2)}`);
+  progress(`dispatch: ceiling ${ceilingJobsPerSec} jobs/s (${c.conditionalWritesPerSec} conditional writes/s, ${c.batchedMarkersPerSec} batched markers/s): ratio ${(b.jobsPerSec / ceilingJobsPerSec).toFixed(2)}`);
   return {
     ...b,
     ceilingJobsPerSec,

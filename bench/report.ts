@@ -28,6 +28,12 @@ export function targets(r: BenchResult): Target[] {
   }
   if (r.costPerMillionUsd) t.push({ name: 'Cost per million batch-submitted 1 KB jobs', target: '≤ $2.50', value: `$${r.costPerMillionUsd.ours.toFixed(2)}`, met: r.costPerMillionUsd.ours <= 2.5 });
   if (r.backlog) t.push({ name: 'Backlog ratio', target: '≥ 0.9', value: `${r.backlog.ratio} (${r.backlog.futureRows.toLocaleString('en-US')} future rows)`, met: r.backlog.ratio >= 0.9 });
+  const rc = r.recovery;
+  if (rc) {
+    t.push({ name: 'Outage drain rate vs no backlog', target: '≥ 0.8', value: `${rc.ratioToEmpty} (${rc.drainJobsPerSec} vs ${rc.empty.jobsPerSec} jobs/s, ${rc.overdueRows.toLocaleString('en-US')} overdue rows)`, met: rc.ratioToEmpty >= 0.8 });
+    t.push({ name: 'Outage drain memory', target: 'peak ≤ 1.5 × steady RSS', value: `${rc.peakRssMb} MB peak, ${rc.steadyRssMb} MB steady (${(rc.peakRssMb / rc.steadyRssMb).toFixed(2)}×)`, met: rc.peakRssMb <= 1.5 * rc.steadyRssMb });
+    t.push({ name: 'Outage drain lost / early', target: '0 / 0', value: `${rc.lost} / ${rc.early} (${rc.duplicates} duplicates)`, met: rc.lost === 0 && rc.early === 0 });
+  }
   return t;
 }
 
@@ -62,12 +68,21 @@ export function markdown(r: BenchResult): string {
     lines.push('## Dispatch throughput and backlog', '');
     lines.push('| | jobs | jobs/s |', '|---|---|---|');
     lines.push(`| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`);
-    lines.push(`| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delete in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedDeletesPerSec} batched deletes/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`);
+    lines.push(`| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delivered marker in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedMarkersPerSec} batched markers/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`);
     if (r.backlog) {
       lines.push(`| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}; ${r.backlog.ratioToPhase2} against the first burst) |`);
       lines.push(`| the same burst right after, on a fresh table (same machine load, same emulator storage) | ${r.backlog.withoutAdjacent.jobs.toLocaleString('en-US')} | ${r.backlog.withoutAdjacent.jobsPerSec} |`);
     }
     lines.push('');
+  }
+
+  const rc = r.recovery;
+  if (rc) {
+    lines.push(`## Recovery after an outage (${rc.overdueRows.toLocaleString('en-US')} overdue rows, due over the last hour, ${rc.fresh.jobs} jobs falling due meanwhile)`, '');
+    lines.push('| | rows | jobs/s | RSS (MB) |', '|---|---|---|---|');
+    lines.push(`| no backlog: a burst due at once, fresh table | ${rc.empty.rows.toLocaleString('en-US')} | ${rc.empty.jobsPerSec} | ${rc.steadyRssMb} median, ${rc.empty.peakRssMb} max |`);
+    lines.push(`| the outage's backlog, drained oldest first in bounded pages | ${rc.overdueRows.toLocaleString('en-US')} | ${rc.drainJobsPerSec} (ratio ${rc.ratioToEmpty}) | ${rc.peakRssMb} max (${rc.rssBeforeMb} before) |`);
+    lines.push('', `Lost ${rc.lost}, early ${rc.early}, duplicates ${rc.duplicates} (every message in the queue received once). Jobs falling due during the drain were sent p50 ${rc.fresh.lateness.p50Ms} ms, p99 ${rc.fresh.lateness.p99Ms} ms, max ${rc.fresh.lateness.maxMs} ms after runAt (at the dispatcher; ${rc.fresh.sentAfterLastBacklogRow} waited for the end of the backlog). ${rc.itemsReadPerJob} items read per job; at most ${rc.maxTracked} rows tracked by a round at once.`, '');
   }
 
   if (r.requests && r.costPerMillionUsd) {

@@ -44,8 +44,10 @@ export interface ModeResult {
   requestsPerJob: ServiceFigures;
   /** The same with the polling in this window included (due-range queries, lease writes, empty receives). */
   requestsPerJobInclPolling: ServiceFigures;
-  /** Items written per job (put, acquire, delete: deletes in batches of 25 are one write each). */
+  /** Items written per job (put, acquire, delivered marker: markers in batches of 25 are one write each; late-lane pointers and their deletes too). */
   itemWritesPerJob: number;
+  /** Late-lane pointers ingest wrote per job (jobs ingested too close to their due time; each costs 2 more writes). */
+  latePointersPerJob: number;
   /** Requests per job by `Service.Operation`, everything counted. */
   byOperation: Record<string, number>;
   /** Billing units per job, polling excluded: what the cost is computed from. */
@@ -90,22 +92,33 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
   const w = await sys.another(clients);
   let leaseWrites = 0;
   let queries = 0;
-  let deleted = 0;
+  let recorded = 0;
+  let pointersDeleted = 0;
+  let latePointers = 0;
   const store = Object.create(w.store) as JobStore & typeof w.store;
   store.takeGroupLease = (...a) => (leaseWrites++, w.store.takeGroupLease(...a));
-  store.queryDue = (...a) => (queries++, w.store.queryDue(...a));
-  store.deleteRows = async (rows) => {
-    const left = await w.store.deleteRows(rows);
-    deleted += rows.length - left.length;
+  store.readDue = (...a) => (queries++, w.store.readDue(...a));
+  store.readLate = (...a) => (queries++, w.store.readLate(...a));
+  store.markDelivered = async (rows, at) => {
+    const left = await w.store.markDelivered(rows, at);
+    recorded += rows.length - left.length;
     return left;
   };
+  store.deleteLatePointers = async (keys) => {
+    const left = await w.store.deleteLatePointers(keys);
+    pointersDeleted += keys.length - left.length;
+    return left;
+  };
+  // Ingest's late-lane pointers (jobs ingested too close to their due time), counted per job.
+  const ingestStore = Object.create(w.store) as JobStore & typeof w.store;
+  ingestStore.putLatePointer = (k) => (latePointers++, w.store.putLatePointer(k));
   const submitMs: number[] = [];
   const ingestMs: number[] = [];
   let ingestRecords = 0;
   let ingestJobs = 0;
   let emptyReceives = 0;
   const submit = submitHandler(w);
-  const ingest = ingestHandler(w);
+  const ingest = ingestHandler({ ...w, ingest: { ...w.ingest, store: ingestStore } });
   // Empty long polls are the event source's fixed cost: count them apart.
   clients.sqs.middlewareStack.add(
     (next, context) => async (args) => {
@@ -168,9 +181,9 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
       }, `requests/${mode}`);
     }
     await consumer.waitFor(accepted, 30_000);
-    // Until the last deletes are done.
+    // Until the last delivered markers are written.
     const until = Date.now() + 10_000;
-    while (deleted < accepted && Date.now() < until) await sleep(20);
+    while (recorded < accepted && Date.now() < until) await sleep(20);
     const windowMs = Date.now() - start;
     abort.abort();
     await ticks;
@@ -221,7 +234,8 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
         apiGateway: per(submitInvocations),
       },
       requestsPerJobInclPolling: inclPolling,
-      itemWritesPerJob: per(get('DynamoDB.PutItem') + get('DynamoDB.UpdateItem') - leaseWrites + deleted),
+      itemWritesPerJob: per(get('DynamoDB.PutItem') + get('DynamoDB.UpdateItem') - leaseWrites + recorded + pointersDeleted),
+      latePointersPerJob: per(latePointers),
       byOperation: Object.fromEntries(Object.entries(c).map(([k, v]) => [k, per(v)])),
       usagePerJob,
       lambda: {

@@ -8,13 +8,15 @@
  *   4. the same burst with a backlog of future rows in the table
  *   3. AWS requests and dollars per job (batch submits and single POSTs), polling apart
  *   5. each Lambda bundle's size and import time
+ *   7. recovery after an outage: a backlog of overdue rows drained beside jobs falling due
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,requests,bundles` for a subset.
+ * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles` for a subset.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { payloadAttribute } from '../adapters/dynamoJobStore.js';
 import { runBacklog, type BacklogResult } from './backlog.js';
+import { runRecovery, type RecoveryResult } from './recovery.js';
 import { BULLMQ_SKIP_MESSAGE, redisServerAvailable, runBullmq, type BullmqResult } from './bullmq.js';
 import { runBundles, type BundleResult } from './bundles.js';
 import {
@@ -43,7 +45,7 @@ import { markdown, targets, type Target } from './report.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
-const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'requests', 'bundles'] as const;
+const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles'] as const;
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
@@ -51,7 +53,7 @@ export interface BenchResult {
   date: string;
   durationS: number;
   machine: MachineInfo & { loadAvgAtEnd: [number, number, number] };
-  sizes: { description: string; lateness: LoadShape; peerDurationMs: number; burst: number; backlogRows: number; requestJobs: number; bundleRuns: number };
+  sizes: { description: string; lateness: LoadShape; peerDurationMs: number; burst: number; backlogRows: number; recovery: { overdueRows: number; emptyRows: number; freshPerSec: number }; requestJobs: number; bundleRuns: number };
   lateness?: LatenessResult;
   dispatch?: DispatchResult;
   requestsPerJob?: ServiceFigures;
@@ -74,6 +76,7 @@ export interface BenchResult {
   /** Steady batch-submitted 1 KB jobs on AWS: as built, and with the payload deflated in the row. */
   capacity?: { basis: Record<string, number | string>; asBuilt: CapacityRow[]; compressedPayload: CapacityRow[] };
   backlog?: BacklogResult;
+  recovery?: RecoveryResult;
   bundles?: Record<string, BundleResult>;
   peers: { bullmq?: BullmqResult; bullmqSkipped?: string };
   targets: Target[];
@@ -92,20 +95,22 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
       burst: 500,
       backlogRows: 20_000,
+      recovery: { overdueRows: 3_000, emptyRows: 1_000, freshPerSec: 10 },
       requestJobs: 200,
       bundleRuns: 2,
     }
   : {
-      description: 'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, 1,000 jobs per submit mode, 7 import runs per bundle',
+      description: 'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle',
       lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
       peerDurationMs: 60_000,
       burst: 10_000,
       backlogRows: 200_000,
+      recovery: { overdueRows: 100_000, emptyRows: 10_000, freshPerSec: 20 },
       requestJobs: 1_000,
       bundleRuns: 7,
     };
@@ -154,8 +159,8 @@ if (only.has('bullmq')) {
   }
 }
 
-// 2, 4 and 3: the core over dynalite and fauxqs, each in a process of its own.
-if (only.has('dispatch') || only.has('requests')) {
+// 2, 4, 7 and 3: the core over dynalite and fauxqs, each in a process of its own.
+if (only.has('dispatch') || only.has('requests') || only.has('recovery')) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
   try {
@@ -165,6 +170,7 @@ if (only.has('dispatch') || only.has('requests')) {
       const without = r.dispatch;
       if (without) r.backlog = await phase('backlog', () => runBacklog(em, sys, { rows: sizes.backlogRows, without }));
     }
+    r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
   } finally {
     await em.stop();

@@ -61,7 +61,12 @@ export interface JobRequest<P = unknown> {
   readonly cancellable?: boolean;
 }
 
-export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED';
+/**
+ * `DEAD_LETTERED`: ingest gave the job up to the inbound dead-letter queue (redrive it, or
+ * cancel). `UNKNOWN`: the scheduler has no record of the job (not stored yet, a second or two
+ * after submit; or its record expired, 7 days after runAt); `message` says which applies.
+ */
+export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN';
 
 /** Reply of `schedule`: `QUEUED` when the job went straight to its queue. */
 export interface ScheduledJob {
@@ -77,6 +82,10 @@ export interface JobStatus {
   readonly tenant: string;
   readonly runAt: string;
   readonly state: JobState;
+  /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
+  readonly deliveredAt?: string;
+  /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */
+  readonly message?: string;
 }
 
 /** Reply of `cancel` (repeatable). */

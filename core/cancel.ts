@@ -2,16 +2,35 @@ import type { SchedulerSettings } from './config.js';
 import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
 import { JobIdCodec, type ParsedJobId } from './jobId.js';
 import { isoMs } from './messages.js';
-import type { Clock, JobStore } from './ports.js';
+import type { Clock, JobStore, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
 
-export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED';
+/**
+ * What status answers. Every state but the direct path's `QUEUED` is read from the table:
+ *
+ * - `SCHEDULED`: the job's row waits for its time; `ACQUIRED`: a dispatcher is sending it now.
+ * - `QUEUED`: handed to the tenant queue. For a job through the table, the dispatcher's delivered
+ *   marker says so (`deliveredAt`); for a job sent straight to its queue at submit, the job id
+ *   says so (its MAC proves this deployment issued it on that path, and submit issues such an id
+ *   only once SQS has taken the message).
+ * - `CANCELLED`: a tombstone (or a cancel record of an earlier release) says so.
+ * - `DEAD_LETTERED`: ingest gave the job up to the inbound dead-letter queue (after the inbound
+ *   queue's maxReceiveCount failed attempts); redriving that queue schedules it again.
+ * - `UNKNOWN`: nothing about the job is in the table: not yet stored (it waits in the inbound
+ *   queue for a second or two after submit, longer if ingest is failing), or its record expired
+ *   (records are kept `cancelRecordRetentionMs`, 7 days, after runAt). Never a guess.
+ */
+export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN';
 
 export interface StatusReply {
   readonly jobId: string;
   readonly tenant: string;
   readonly runAt: string;
   readonly state: JobState;
+  /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
+  readonly deliveredAt?: string;
+  /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */
+  readonly message?: string;
 }
 
 export interface CancelReply {
@@ -31,22 +50,45 @@ export interface JobsDeps {
 export class JobsService {
   constructor(private readonly deps: JobsDeps) {}
 
-  /** The job's state, read with at most two key lookups (row, then cancel record once due). */
+  /**
+   * The job's state, read with at most two key lookups (the job's key, then the cancel record an
+   * earlier release may have left). Nothing is derived from the id beyond what its MAC proves.
+   */
   async status(tenant: string, jobId: string): Promise<StatusReply> {
     const id = await this.#resolve(tenant, jobId);
-    const reply = (state: JobState): StatusReply => ({ jobId: id.jobId, tenant: id.tenant, runAt: isoMs(id.dueMs), state });
-    if (id.path === 'd') return reply('QUEUED');
-    const row = await this.deps.store.getRow(id);
-    if (row) return reply(row.state);
-    // No row: still in the inbound queue if not yet due (rows are never sent early); once due,
-    // either sent (row deleted) or cancelled with its tombstone moved to the cancel record.
-    if (this.deps.clock.now() < id.dueMs) return reply('SCHEDULED');
-    return reply((await this.#cancelledAfterDue(id)) ? 'CANCELLED' : 'QUEUED');
+    const base = { jobId: id.jobId, tenant: id.tenant, runAt: isoMs(id.dueMs) };
+    if (id.path === 'd') return { ...base, state: 'QUEUED' };
+    const row = await this.#row(id);
+    switch (row?.state) {
+      case 'SCHEDULED':
+      case 'ACQUIRED':
+      case 'CANCELLED':
+        return { ...base, state: row.state };
+      case 'QUEUED':
+        return { ...base, state: 'QUEUED', ...(row.deliveredAtMs ? { deliveredAt: isoMs(row.deliveredAtMs) } : {}) };
+      case 'DEAD':
+        return {
+          ...base,
+          state: 'DEAD_LETTERED',
+          message: 'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it',
+        };
+    }
+    if (await this.#cancelledBefore(id)) return { ...base, state: 'CANCELLED' };
+    const retentionDays = Math.round(this.deps.settings.cancelRecordRetentionMs / 86_400_000);
+    return {
+      ...base,
+      state: 'UNKNOWN',
+      message:
+        this.deps.clock.now() < id.dueMs
+          ? 'the scheduler has no record of this job yet: a job is stored a second or two after submit (it waits in the inbound queue meanwhile); if this lasts, ingest is failing (see the InboundBacklog alarm and the inbound dead-letter queue)'
+          : `the scheduler has no record of this job: it was never stored (its message may still wait in the inbound queue or its dead-letter queue), or its record expired (records are kept ${retentionDays} days after runAt)`,
+    };
   }
 
   /**
-   * Cancels a job that is still `SCHEDULED` (one conditional write), or answers 409 and writes
-   * nothing. Repeating a successful cancel answers `CANCELLED` again.
+   * Cancels a job that is still `SCHEDULED`, not yet stored, or dead-lettered (one conditional
+   * write), or answers 409 and writes nothing. Repeating a successful cancel answers `CANCELLED`
+   * again.
    */
   async cancel(tenant: string, jobId: string): Promise<CancelReply> {
     const id = await this.#resolve(tenant, jobId);
@@ -57,20 +99,32 @@ export class JobsService {
     if (id.path === 'u') throw new NotCancellableError('the job was submitted with cancellable: false');
     const { store, clock, settings } = this.deps;
     const now = clock.now();
+    const expiresAt = id.dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs;
     if (now >= id.dueMs - settings.lookaheadMs) {
-      // Past the cut-off: write nothing; only a cancel that already happened answers CANCELLED.
-      const row = await store.getRow(id);
+      // Past the cut-off: only a cancel that already happened answers CANCELLED, and only a job
+      // no dispatcher can take (in the inbound dead-letter queue) is still cancelled.
+      const row = await this.#row(id);
       if (row?.state === 'CANCELLED') return done;
-      if (!row && now >= id.dueMs && (await this.#cancelledAfterDue(id))) return done;
+      if (row?.state === 'DEAD' && (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled') return done;
+      if (!row && now >= id.dueMs && (await this.#cancelledBefore(id))) return done;
+      if (row?.state === 'QUEUED') throw new AlreadyQueuedError(`the job was delivered to its queue${row.deliveredAtMs ? ` at ${isoMs(row.deliveredAtMs)}` : ''}: it can no longer be cancelled`);
       throw new AlreadyQueuedError(`the cancel cut-off (${settings.lookaheadMs} ms before runAt ${isoMs(id.dueMs)}) has passed: the job is queued or being dispatched`);
     }
-    // SCHEDULED (or not yet ingested: a tombstone) becomes CANCELLED; an ACQUIRED row answers 409.
-    const expiresAt = id.dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs;
+    // SCHEDULED, DEAD or not yet ingested (a tombstone) becomes CANCELLED; ACQUIRED or a
+    // delivered marker answers 409.
     if ((await store.cancel(id, id.tenant, expiresAt)) === 'cancelled') return done;
     throw new AlreadyQueuedError();
   }
 
-  async #cancelledAfterDue(id: ParsedJobId): Promise<boolean> {
+  /** The item at the job's key, unless its TTL has passed (DynamoDB deletes expired items late, or never on emulators). */
+  async #row(id: ParsedJobId): Promise<StoredRow | undefined> {
+    const row = await this.deps.store.getRow(id);
+    if (row?.expiresAtMs !== undefined && row.expiresAtMs <= this.deps.clock.now()) return undefined;
+    return row;
+  }
+
+  /** A cancel record written by an earlier release (which moved due tombstones out of the due range). */
+  async #cancelledBefore(id: ParsedJobId): Promise<boolean> {
     return (await this.deps.store.getCancelRecord(id))?.kind === 'CANCELLED';
   }
 

@@ -1,9 +1,11 @@
-import { backoffMs, forEachLimit, sleep } from './backoff.js';
+import { Acquirer } from './acquirer.js';
+import { backoffMs, sleep } from './backoff.js';
 import type { SchedulerSettings } from './config.js';
 import { ThrottledError } from './errors.js';
+import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
 import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
-import type { Clock, DueKey, JobStore, QueueSender, RowKey } from './ports.js';
+import type { AcquiredRow, Clock, DueKey, JobStore, QueueSender, RowKey, ShardMarks } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
 
 export interface DispatchDeps {
@@ -23,7 +25,12 @@ export interface RoundOptions {
   readonly shards: readonly number[];
   /** The round has returned by then (epoch ms), having released what it holds. */
   readonly deadlineMs: number;
-  /** Re-query interval while busy. @default 500 */
+  /**
+   * Where to start reading each shard (epoch ms): the marks kept in the group lease item. A shard
+   * without one is read from its start.
+   */
+  readonly marks?: ShardMarks;
+  /** Re-read interval while busy. @default 500 */
   readonly queryIntervalMs?: number;
   /** Most rows held (acquired, not yet sent). @default 10_000 */
   readonly maxHeldRows?: number;
@@ -31,8 +38,13 @@ export interface RoundOptions {
   readonly maxHeldBytes?: number;
   /** Conditional acquires in flight. @default 32 */
   readonly acquireConcurrency?: number;
-  /** Checked every `ownerCheckMs`: false ends the round (another execution took the group). */
-  readonly stillOwner?: () => Promise<boolean>;
+  /** Items per page of a shard read. @default 200 */
+  readonly pageRows?: number;
+  /**
+   * Checked every `ownerCheckMs` with the marks to keep: false ends the round (another
+   * execution took the group).
+   */
+  readonly stillOwner?: (marks: ShardMarks) => Promise<boolean>;
   /** @default 5_000 */
   readonly ownerCheckMs?: number;
   /** Aborting stops the round at once: no further calls, timers cleared (a crash, in tests). */
@@ -46,14 +58,19 @@ export interface RoundReport extends ReleaseStats {
   recovered: number;
   /** Acquires whose condition failed: another round got there first, or the row was cancelled. */
   conflicts: number;
-  /** Due tombstones moved to cancel records. */
-  tombstonesMoved: number;
-  /** Shard queries (one per page) and the rows they returned. */
+  /** Reads of the table: due-range pages, late-lane reads, idle probes, and key lookups after a conflict. */
   queries: number;
+  /** Items those reads returned (DynamoDB's ScannedCount: nothing is filtered away). */
   itemsRead: number;
+  /** Overdue rows the backlog heads read (an outage's backlog, drained oldest first). */
+  backlogRows: number;
+  /** Rows found through the late lane. */
+  lateRows: number;
+  /** Most rows tracked at once (read, not yet final): what the round's memory follows. */
+  maxTracked: number;
   /** Backoffs after throttling (one per failed step, however many of its calls were throttled). */
   throttled: number;
-  /** Backoffs after other errors, and failed tombstone moves. */
+  /** Backoffs after other errors. */
   errors: number;
   /** The round ended because nothing was due within the lookahead. */
   idle: boolean;
@@ -61,7 +78,9 @@ export interface RoundReport extends ReleaseStats {
   lostGroup: boolean;
   /** Rows still held at the end (abandoned: dispatched again when their lease expires). */
   abandoned: number;
-  /** Most rows of unregistered tenants one look found due and left parked (core/parked.ts). */
+  /** Where the next reader of each shard may start (kept in the group lease item). */
+  marks: ShardMarks;
+  /** Most rows of unregistered tenants the round held back, parked (core/parked.ts). */
   parked: number;
   /** Those rows' tenants. */
   parkedTenants: string[];
@@ -72,15 +91,60 @@ export interface RoundReport extends ReleaseStats {
 const RELEASE_MARGIN_MS = 1_000;
 /** How long a round waits at its end for its own requests still in flight (within the 2 s margin the Lambda entry leaves). */
 const SETTLE_MS = 1_500;
+/** A fresh read whose page ends this far behind now has met an outage's backlog. */
+const BACKLOG_LAG_MS = 1_000;
+/** Pages the fresh head reads per shard and look. */
+const FRESH_PAGES = 4;
+/** Late-lane pointers read per shard and look. */
+const LATE_PAGE = 100;
+/** A deleted pointer may still show in the late lane's (eventually consistent) reads this long. */
+const POINTER_ECHO_MS = 10_000;
+
+/** A row the round has read and that is not final yet. */
+interface Track {
+  readonly key: RowKey;
+  readonly id: string;
+  /** Read by a due-range read: it holds the shard's mark back until it is final. */
+  main: boolean;
+  /** A late-lane pointer names it: deleted once the row is final. */
+  late: boolean;
+  /** Counted in its lane's `backlogOpen` while queued. */
+  backlog: boolean;
+  /** Last seen ACQUIRED by someone (a recovery when we acquire it). */
+  wasAcquired: boolean;
+  phase: 'queued' | 'acquiring' | 'held' | 'watch';
+  /** When watched: acquire again from then (the other holder's lease ends). */
+  retryAt: number;
+}
+
+const isLive = (k: DueKey) => k.state === 'SCHEDULED' || k.state === 'ACQUIRED';
+
+/** Like Promise.all, but rejects (with the first failure) only once every promise has settled. */
+async function settleAll<T>(promises: Promise<T>[]): Promise<T[]> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
 
 /**
- * One dispatch round over a shard group, as DESIGN.md's "Job lifecycle" describes it.
+ * One dispatch round over some shards, as docs/design-dispatch.md describes it.
  *
- * Every `queryIntervalMs` it reads each shard from its start up to `now + lookahead` (keys, state
- * and lease only), acquires new rows in due order with a conditional update that returns the
- * payload, and hands them to a {@link Releaser} that sends each at its due millisecond. Querying
- * never waits for releasing. It returns when nothing is due within the lookahead, when another
- * execution took its group, or near its deadline, after releasing what it holds.
+ * Every `queryIntervalMs` it reads what is new in each shard (from where it read last, up to
+ * `now + readAhead`, in bounded pages), the shard's late lane (rows ingested too close to their
+ * due time to be sure a read position had not passed them), and rows it watches (held by another
+ * round until its lease ends). Rows go to an {@link Acquirer} that acquires them continuously
+ * with a conditional update returning the payload, fresh rows first; acquired rows go to a
+ * {@link Releaser} that sends each at its due millisecond and then writes its delivered marker.
+ *
+ * After an outage, a shard's first page is all overdue: the lane splits into a backlog head that
+ * drains the overdue rows oldest first, a page at a time as the acquirer takes them, and a fresh
+ * head at now that keeps up with rows falling due meanwhile. Memory stays within a few pages per
+ * shard plus the held-rows cap, whatever the backlog.
+ *
+ * It returns when nothing is due within the lookahead, when another execution took its group,
+ * or near its deadline, after releasing what it holds; `marks` in its report say where the next
+ * reader of each shard may start.
  *
  * @example
  * const report = await dispatchRound(deps, { shards: [0, 8, 16], deadlineMs: Date.now() + 60_000 });
@@ -91,17 +155,42 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const interval = Math.min(options.queryIntervalMs ?? 500, 500);
   const maxRows = options.maxHeldRows ?? 10_000;
   const maxBytes = options.maxHeldBytes ?? 64 * 1024 * 1024;
+  const pageRows = options.pageRows ?? 200;
+  const readAhead = readAheadMs(settings);
   const signal = options.signal;
   const report: RoundReport = {
-    acquired: 0, recovered: 0, conflicts: 0, tombstonesMoved: 0, queries: 0, itemsRead: 0, throttled: 0, errors: 0,
-    idle: false, lostGroup: false, abandoned: 0, parked: 0, parkedTenants: [], durationMs: 0,
-    sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [],
+    acquired: 0, recovered: 0, conflicts: 0, queries: 0, itemsRead: 0, backlogRows: 0, lateRows: 0, maxTracked: 0, throttled: 0, errors: 0,
+    idle: false, lostGroup: false, abandoned: 0, marks: {}, parked: 0, parkedTenants: [], durationMs: 0,
+    sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [],
   };
+  const lanes = options.shards.map((s) => new ShardLane(s, options.marks?.[s]));
+  const laneOf = new Map(lanes.map((l) => [l.shard, l]));
+  const tracks = new Map<string, Track>();
+  const watching = new Set<Track>();
   const parkedTenants = deps.parked ?? new ParkedTenants();
-  const releaser = new Releaser(deps, report, signal);
-  let attempt = 0; // consecutive failed iterations, for backoff
+  /** Tracks of parked rows: watched, never acquired, and not work (the round may go idle). */
+  const parked = new Set<string>();
+  /** Late-lane pointers of final rows, to delete; and when those deleted lately were (reads of the lane may lag). */
+  const pointersToDelete = new Map<string, RowKey>();
+  const pointersDeleted = new Map<string, number>();
+  const background = new Set<Promise<void>>();
+  let attempt = 0; // consecutive failed reads, for backoff
+  let acquireAttempt = 0; // consecutive throttled acquires
   let lastOwnerCheck = started;
-  const moving = new Map<string, Promise<void>>();
+
+  const releaser = new Releaser(deps, report, signal, {
+    onRecorded: (rows) => rows.forEach((r) => finishId(rowKeyString(r))),
+    onDropped: (row, retryAt) => {
+      const t = tracks.get(rowKeyString(row));
+      if (t) watch(t, retryAt);
+    },
+  });
+  const acquirer: Acquirer<Track> = new Acquirer<Track>({
+    concurrency: options.acquireConcurrency ?? 32,
+    now: () => clock.now(),
+    canStart: () => releaser.size + acquirer.inflight < maxRows && releaser.bytes < maxBytes && !signal?.aborted,
+    run: acquireOne,
+  });
 
   try {
     while (!signal?.aborted) {
@@ -110,118 +199,291 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       if (t0 >= stopAt) break;
       if (options.stillOwner && t0 - lastOwnerCheck >= (options.ownerCheckMs ?? 5_000)) {
         lastOwnerCheck = t0;
-        if (!(await options.stillOwner())) {
+        if (!(await options.stillOwner(currentMarks()))) {
           report.lostGroup = true;
           break;
         }
       }
-      const horizon = Math.min(t0 + settings.lookaheadMs, stopAt);
-      let keys: DueKey[];
+      const horizon = Math.min(t0 + readAhead, stopAt);
+      let lateAhead: boolean[];
       try {
-        keys = (await Promise.all(options.shards.map((s) => store.queryDue(s, horizon)))).flat();
-        report.queries += options.shards.length;
-        report.itemsRead += keys.length;
+        // Every lane's look settles before the next begins (a lane is never read twice at once).
+        lateAhead = await settleAll(lanes.map((l) => readLane(l, t0, horizon)));
       } catch (err) {
         await backOff(err);
         continue;
       }
       if (signal?.aborted) break;
-
+      attempt = 0;
       const now = clock.now();
-      const toAcquire: DueKey[] = [];
-      let live = 0;
-      for (const k of keys) {
-        if (k.state === 'CANCELLED') {
-          const key = rowKeyString(k);
-          if (k.dueMs + settings.tombstoneGraceMs <= now && !moving.has(key)) {
-            moving.set(key, moveTombstone(k).finally(() => moving.delete(key)));
-          }
+      for (const t of watching) {
+        if (t.retryAt <= now) {
+          watching.delete(t);
+          queue(t, false);
+        }
+      }
+      acquirer.kick();
+      flushPointers();
+      report.maxTracked = Math.max(report.maxTracked, tracks.size);
+
+      const quiet = tracks.size === parked.size && releaser.size === 0 && !lateAhead.some(Boolean) && lanes.every((l) => l.caughtUp && !l.backlog);
+      if (quiet) {
+        let busy: boolean;
+        try {
+          busy = (await settleAll(lanes.map((l) => probe(l, t0)))).some(Boolean);
+        } catch (err) {
+          await backOff(err);
           continue;
         }
-        live++;
-        if (releaser.holds(k)) continue;
-        if (k.state === 'SCHEDULED' || k.leaseUntil < now) toAcquire.push(k);
-      }
-      // Rows of unregistered tenants stay parked: not acquired, and not counted as work (an idle round).
-      const split = await parkedTenants.split(toAcquire, deps.tenants, now);
-      toAcquire.length = 0;
-      toAcquire.push(...split.acquire);
-      live -= split.parked.length;
-      if (split.parked.length > report.parked) report.parked = split.parked.length;
-      for (const k of split.parked) {
-        const tenant = ParkedTenants.tenantOf(k.jobId)!;
-        if (!report.parkedTenants.includes(tenant)) report.parkedTenants.push(tenant);
-      }
-      if (live === 0 && releaser.size === 0) {
-        report.idle = true;
-        break;
-      }
-      toAcquire.sort((a, b) => a.dueMs - b.dueMs);
-      const full = () => releaser.size >= maxRows || releaser.bytes >= maxBytes || !!signal?.aborted;
-      let throttledNow: unknown;
-      await forEachLimit(toAcquire, options.acquireConcurrency ?? 32, async (k) => {
-        try {
-          const at = clock.now();
-          const row = await store.acquire(k, at, at + settings.leaseMs);
-          if (signal?.aborted) return;
-          if (!row) {
-            report.conflicts++;
-            return;
-          }
-          report.acquired++;
-          if (k.state === 'ACQUIRED') report.recovered++;
-          releaser.add(row);
-        } catch (err) {
-          throttledNow = err;
+        if (!busy) {
+          report.idle = true;
+          break;
         }
-      }, () => full() || throttledNow !== undefined);
-      if (throttledNow !== undefined) {
-        await backOff(throttledNow);
-        continue;
       }
-      attempt = 0;
       await sleep(t0 + interval - clock.now(), signal);
     }
     // Release what is held; everything held is due before the deadline.
+    await acquirer.stop();
     await releaser.drain(options.deadlineMs);
-    await Promise.all(moving.values());
+    flushPointers();
+    await Promise.all(background);
   } finally {
+    await acquirer.stop();
     report.abandoned = releaser.abandon();
     await releaser.settled(SETTLE_MS);
+    report.marks = currentMarks();
     report.durationMs = clock.now() - started;
   }
   return report;
+
+  /**
+   * One look at a shard: the fresh head's new pages (up to the read-ahead), a backlog page when
+   * the last one is nearly acquired, and the late lane. Answers whether a late-lane row is due
+   * within the lookahead but not yet within the read-ahead (the round is not idle then).
+   */
+  async function readLane(lane: ShardLane, t0: number, horizon: number): Promise<boolean> {
+    const through = positionThrough(horizon);
+    const room = () => acquirer.queued + releaser.size < maxRows;
+    lane.caughtUp = false;
+    for (let p = 0; p < FRESH_PAGES && room(); p++) {
+      const page = await store.readDue(lane.shard, { after: lane.fresh, through }, pageRows);
+      count(page.rows.length);
+      if (page.more && page.last && !lane.backlog && dueMsOf(page.last) < t0 - BACKLOG_LAG_MS) {
+        // The page ends far behind now: an outage's backlog. It is drained oldest first by a
+        // backlog head; the fresh head jumps to now, so rows falling due meanwhile do not wait.
+        const end = positionThrough(Math.max(t0 - 1, dueMsOf(page.last)));
+        lane.backlog = { after: page.last, end };
+        lane.fresh = end;
+        take(lane, page.rows, true, t0);
+        continue;
+      }
+      take(lane, page.rows, false, t0);
+      if (!page.more) {
+        if (lane.fresh === undefined || lane.fresh < through) lane.fresh = through;
+        lane.caughtUp = true;
+        break;
+      }
+      if (page.last) lane.fresh = page.last;
+    }
+    if (lane.probeHintMs !== undefined && lane.fresh !== undefined && dueMsOf(lane.fresh) >= lane.probeHintMs) lane.probeHintMs = undefined;
+
+    if (lane.backlog && lane.backlogOpen < pageRows / 2 && room()) {
+      const page = await store.readDue(lane.shard, { after: lane.backlog.after, through: lane.backlog.end }, pageRows);
+      count(page.rows.length);
+      take(lane, page.rows, true, t0);
+      if (page.more && page.last) lane.backlog.after = page.last;
+      else lane.backlog = undefined;
+    }
+
+    const pointers = await store.readLate(lane.shard, t0 + settings.lookaheadMs, LATE_PAGE);
+    count(pointers.length);
+    let ahead = false;
+    for (const k of pointers) {
+      const id = rowKeyString(k);
+      const known = tracks.get(id);
+      if (known) {
+        known.late = true;
+        continue;
+      }
+      if (pointersToDelete.has(id) || (pointersDeleted.get(id) ?? -Infinity) > t0 - POINTER_ECHO_MS) continue;
+      if (k.dueMs > horizon) {
+        ahead = true;
+        continue;
+      }
+      const t: Track = { key: { shard: k.shard, dueMs: k.dueMs, jobId: k.jobId }, id, main: false, late: true, backlog: false, wasAcquired: false, phase: 'queued', retryAt: 0 };
+      tracks.set(id, t);
+      report.lateRows++;
+      queue(t, false);
+    }
+    return ahead;
+  }
+
+  /** Tracks the live rows of a page and queues them (or watches those another round holds). */
+  function take(lane: ShardLane, rows: readonly DueKey[], backlog: boolean, now: number): void {
+    for (const k of rows) {
+      if (!isLive(k)) continue; // a delivered marker, a tombstone, a DEAD record: final
+      const id = rowKeyString(k);
+      const known = tracks.get(id);
+      if (known) {
+        known.main = true;
+        continue;
+      }
+      const t: Track = { key: { shard: lane.shard, dueMs: k.dueMs, jobId: k.jobId }, id, main: true, late: false, backlog: false, wasAcquired: k.state === 'ACQUIRED', phase: 'queued', retryAt: 0 };
+      tracks.set(id, t);
+      if (backlog) report.backlogRows++;
+      if (k.state === 'ACQUIRED' && k.leaseUntil >= now) watch(t, k.leaseUntil + 1);
+      else queue(t, backlog);
+    }
+  }
+
+  /**
+   * Before ending idle: is anything due within the lookahead beyond the read-ahead? One item at
+   * most per shard, and none while an earlier probe's item is still ahead of the fresh head.
+   */
+  async function probe(lane: ShardLane, t0: number): Promise<boolean> {
+    if (lane.probeHintMs !== undefined) return true;
+    const page = await store.readDue(lane.shard, { after: lane.fresh, through: positionThrough(t0 + settings.lookaheadMs) }, 1);
+    count(page.rows.length);
+    const first = page.rows[0];
+    if (!first) return false;
+    lane.probeHintMs = first.dueMs;
+    return true;
+  }
+
+  function queue(t: Track, backlog: boolean): void {
+    t.phase = 'queued';
+    t.backlog = backlog;
+    if (backlog) {
+      laneOf.get(t.key.shard)!.backlogOpen++;
+      acquirer.pushBacklog(t);
+    } else acquirer.pushFresh(t);
+  }
+
+  /** Looks at `t` again from `retryAt` (when another round's lease on it ends). */
+  function watch(t: Track, retryAt: number, heldByOther = true): void {
+    t.phase = 'watch';
+    t.retryAt = retryAt;
+    t.wasAcquired = heldByOther;
+    watching.add(t);
+  }
+
+  function finishId(id: string): void {
+    const t = tracks.get(id);
+    if (!t) return;
+    tracks.delete(id);
+    watching.delete(t);
+    parked.delete(id);
+    if (t.late) pointersToDelete.set(id, t.key);
+  }
+
+  async function acquireOne(t: Track): Promise<void> {
+    t.phase = 'acquiring';
+    if (t.backlog) {
+      laneOf.get(t.key.shard)!.backlogOpen--;
+      t.backlog = false;
+    }
+    const at = clock.now();
+    // A row of an unregistered tenant stays parked: looked at again after the recheck interval.
+    if (await parkedTenants.parks(t.key.jobId, deps.tenants, at)) {
+      parked.add(t.id);
+      report.parked = Math.max(report.parked, parked.size);
+      const tenant = ParkedTenants.tenantOf(t.key.jobId);
+      if (tenant !== undefined && !report.parkedTenants.includes(tenant)) report.parkedTenants.push(tenant);
+      watch(t, at + parkedTenants.recheckMs, false);
+      return;
+    }
+    parked.delete(t.id);
+    let row: AcquiredRow | undefined;
+    try {
+      row = await store.acquire(t.key, at, at + settings.leaseMs);
+    } catch (err) {
+      if (signal?.aborted) return;
+      // Back in the queue; the acquirer pauses (one backoff for the calls that fail together).
+      acquirer.pushFresh(t);
+      t.phase = 'queued';
+      if (!acquirer.paused) {
+        if (err instanceof ThrottledError) report.throttled++;
+        else report.errors++;
+        deps.log?.('acquire backing off', { error: (err as Error).message, attempt: acquireAttempt });
+        acquirer.pause(Math.max(1, backoffMs(acquireAttempt++, { baseMs: 50, capMs: 2_000 })));
+      }
+      return;
+    }
+    acquireAttempt = 0;
+    if (signal?.aborted) return;
+    if (row) {
+      report.acquired++;
+      if (t.wasAcquired) report.recovered++;
+      t.phase = 'held';
+      releaser.add(row);
+      return;
+    }
+    report.conflicts++;
+    await resolve(t);
+  }
+
+  /** After a failed acquire: what is at the key now? One strongly consistent lookup. */
+  async function resolve(t: Track): Promise<void> {
+    try {
+      const row = await store.getRow(t.key);
+      report.queries++;
+      if (row) report.itemsRead++;
+      const now = clock.now();
+      if (!row || (row.expiresAtMs !== undefined && row.expiresAtMs <= now) || (row.state !== 'ACQUIRED' && row.state !== 'SCHEDULED')) finishId(t.id);
+      else if (row.state === 'ACQUIRED') watch(t, row.leaseUntil + 1);
+      else watch(t, now + 100, false); // SCHEDULED again (a redrive replaced a DEAD record): try again shortly
+    } catch (err) {
+      report.errors++;
+      deps.log?.('looking a row up failed; retrying later', { error: (err as Error).message });
+      watch(t, clock.now() + 1_000);
+    }
+  }
+
+  function flushPointers(): void {
+    if (pointersToDelete.size === 0 || signal?.aborted) return;
+    const batch = [...pointersToDelete.values()];
+    pointersToDelete.clear();
+    const p: Promise<void> = store
+      .deleteLatePointers(batch)
+      .then((failed) => {
+        const left = new Set(failed.map(rowKeyString));
+        for (const k of batch) {
+          const id = rowKeyString(k);
+          if (left.has(id)) pointersToDelete.set(id, k);
+          else {
+            if (pointersDeleted.size >= 10_000) pointersDeleted.clear();
+            pointersDeleted.set(id, clock.now());
+          }
+        }
+      })
+      .catch(() => batch.forEach((k) => pointersToDelete.set(rowKeyString(k), k)))
+      .finally(() => background.delete(p));
+    background.add(p);
+  }
+
+  /** Where the next reader of each shard may start: its lane's position, or the oldest row it still tracks. */
+  function currentMarks(): ShardMarks {
+    const marks: ShardMarks = {};
+    for (const l of lanes) {
+      const m = l.mark();
+      if (m !== undefined) marks[l.shard] = m;
+    }
+    for (const t of tracks.values()) {
+      const m = marks[t.key.shard];
+      if (t.main && m !== undefined && t.key.dueMs < m) marks[t.key.shard] = t.key.dueMs;
+    }
+    return marks;
+  }
+
+  function count(items: number): void {
+    report.queries++;
+    report.itemsRead += items;
+  }
 
   async function backOff(err: unknown): Promise<void> {
     if (err instanceof ThrottledError) report.throttled++;
     else report.errors++;
     deps.log?.('dispatch round backing off', { error: (err as Error).message, attempt });
     await sleep(backoffMs(attempt++, { baseMs: 50, capMs: 2_000 }), signal);
-  }
-
-  /**
-   * A due tombstone leaves the due range: the cancel record is written first (conditional put),
-   * then the tombstone is deleted. A young ingest claim at the cancel-record key means a late
-   * ingest is in flight: leave the tombstone (it fails that ingest's put) and retry later.
-   */
-  async function moveTombstone(k: RowKey): Promise<void> {
-    try {
-      const now = clock.now();
-      const record = { kind: 'CANCELLED' as const, atMs: now };
-      const expiresAt = k.dueMs + settings.cancelRecordRetentionMs;
-      if (!(await store.putCancelRecord(k, record, expiresAt))) {
-        const existing = await store.getCancelRecord(k);
-        if (existing?.kind === 'INGESTED') {
-          if (existing.atMs + settings.tombstoneGraceMs > now) return;
-          if (!(await store.convertClaim(k, existing.atMs, now))) return;
-        }
-      }
-      if (signal?.aborted) return;
-      await store.deleteTombstone(k);
-      report.tombstonesMoved++;
-    } catch (err) {
-      report.errors++;
-      deps.log?.('moving a tombstone failed; a later round retries', { error: (err as Error).message });
-    }
   }
 }

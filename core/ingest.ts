@@ -1,5 +1,6 @@
 import type { SchedulerSettings } from './config.js';
 import { JobIdCodec } from './jobId.js';
+import { isLateRow } from './lanes.js';
 import { unlimited, type Limit } from './limit.js';
 import { parseInboundJobs, type InboundJob } from './messages.js';
 import type { Clock, JobStore } from './ports.js';
@@ -60,10 +61,10 @@ export async function ingest(deps: IngestDeps, body: string): Promise<IngestOutc
  * empty, so a redelivered message, or a tombstone left by an early cancel, never yields a second
  * live row.
  *
- * A job ingested once it is due races the round that moves its tombstone to the cancel record.
- * Ingest first claims the cancel-record key (conditional put); the round writes the cancel record
- * with a conditional put before deleting the tombstone and leaves a young claim alone. Whichever
- * write loses backs off, so a cancelled job is never revived.
+ * Tombstones stay at their key until their TTL, so the conditional put meets them. Earlier
+ * releases moved due tombstones to a cancel record: a job ingested once it is due first claims
+ * the cancel-record key (conditional put) and stops if a cancel record is there, so a job those
+ * releases cancelled is never revived either.
  */
 export async function ingestJob(deps: IngestDeps, job: InboundJob): Promise<IngestOutcome> {
   let id;
@@ -86,5 +87,10 @@ export async function ingestJob(deps: IngestDeps, job: InboundJob): Promise<Inge
       if (existing?.kind === 'CANCELLED') return 'cancelled';
     }
   }
-  return (await deps.store.putJob(job)) === 'created' ? 'created' : 'duplicate';
+  const outcome = (await deps.store.putJob(job)) === 'created' ? 'created' : 'duplicate';
+  // Dispatchers read each shard incrementally; a row due this soon after its write may lie
+  // behind a read position already, so it is also noted in the shard's late lane (which rounds
+  // read whole). Also on a duplicate: an earlier attempt may have died between the two writes.
+  if (isLateRow(job.dueMs, deps.clock.now(), deps.settings)) await deps.store.putLatePointer(key);
+  return outcome;
 }

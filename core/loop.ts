@@ -1,6 +1,7 @@
 import { sleep } from './backoff.js';
 import { shardsOfGroup } from './config.js';
-import { dispatchRound, type DispatchDeps, type RoundReport } from './dispatch.js';
+import { dispatchRound, type DispatchDeps, type RoundOptions, type RoundReport } from './dispatch.js';
+import type { ShardMarks } from './ports.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
 export interface DispatchStepInput {
@@ -57,6 +58,8 @@ export interface StepOptions {
   readonly signal?: AbortSignal;
   /** Receives the lateness of every row sent (for metrics). */
   readonly onLateness?: (latenessMs: readonly number[]) => void;
+  /** Caps and page size of the round (defaults otherwise). */
+  readonly limits?: Pick<RoundOptions, 'maxHeldRows' | 'maxHeldBytes' | 'pageRows'>;
 }
 
 /** Conditional acquires in flight per group a step dispatches. */
@@ -91,29 +94,42 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   if (start >= input.untilMs - END_MARGIN_MS) {
     return { ...emptyReport(), ...pass, groups: wanted, lostGroup: false, done: true, lateness: summarize([]) };
   }
-  /** Takes or renews the leases of `groups`; returns those now held. */
-  const takeLeases = async (groups: readonly number[]) => {
+  /**
+   * Takes or renews the leases of `groups`, storing `marks` (each group its own shards'); returns
+   * the groups now held and the marks their lease items hold.
+   */
+  const takeLeases = async (groups: readonly number[], marks?: ShardMarks) => {
     const now = clock.now();
-    const held = await Promise.all(groups.map((g) => store.takeGroupLease(g, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS)));
-    return groups.filter((_, i) => held[i]);
+    const res = await Promise.all(
+      groups.map((g) => store.takeGroupLease(g, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS, marks && pick(marks, shardsOfGroup(g, settings)))),
+    );
+    return { held: groups.filter((_, i) => res[i]!.held), marks: Object.assign({}, ...res.filter((r) => r.held).map((r) => r.marks)) as ShardMarks };
   };
-  let held = await takeLeases(wanted);
+  const taken = await takeLeases(wanted);
+  let held = taken.held;
   if (held.length === 0) {
     return { ...emptyReport(), ...pass, groups: [], lostGroup: true, done: true, lateness: summarize([]) };
   }
   const lostAtStart = held.length < wanted.length;
   const { latenessMs, ...report } = await dispatchRound(deps, {
     shards: held.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
+    marks: taken.marks,
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
     acquireConcurrency: ACQUIRE_CONCURRENCY_PER_GROUP * held.length,
-    stillOwner: async () => {
-      const still = await takeLeases(held);
+    ...opts.limits,
+    stillOwner: async (marks) => {
+      const still = (await takeLeases(held, marks)).held;
       const kept = still.length === held.length;
       held = still;
       return kept;
     },
     signal: opts.signal,
   });
+  // Keep where the round got to, so that the next step (or execution) does not read again what
+  // this one read. A round that read nothing has nothing to keep (an idle step writes nothing more).
+  if (!report.lostGroup && held.length > 0 && report.itemsRead > 0 && !opts.signal?.aborted) {
+    held = (await takeLeases(held, report.marks).catch(() => ({ held }))).held;
+  }
   opts.onLateness?.(latenessMs);
   const lostGroup = lostAtStart || report.lostGroup;
   const done = held.length === 0 || clock.now() >= input.untilMs - END_MARGIN_MS;
@@ -137,11 +153,11 @@ export function idleWaitSeconds(lookaheadMs: number): number {
  */
 export async function dispatchLoop(
   deps: DispatchDeps,
-  opts: { groups: readonly number[]; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void },
+  opts: { groups: readonly number[]; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void; limits?: StepOptions['limits'] },
 ): Promise<void> {
   let input: DispatchStepInput = { groups: opts.groups, owner: opts.owner, ownerStartMs: opts.ownerStartMs, untilMs: opts.untilMs };
   while (!opts.signal?.aborted) {
-    const result = await dispatchStep(deps, input, { signal: opts.signal });
+    const result = await dispatchStep(deps, input, { signal: opts.signal, limits: opts.limits });
     opts.onStep?.(result);
     if (result.done) return;
     input = { ...input, groups: result.groups };
@@ -156,9 +172,16 @@ export function summarize(values: readonly number[]): DispatchStepResult['latene
   return { count: sorted.length, p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: sorted.length ? sorted[sorted.length - 1]! : 0 };
 }
 
+/** The marks of `shards` among `marks`. */
+function pick(marks: ShardMarks, shards: readonly number[]): ShardMarks {
+  const out: ShardMarks = {};
+  for (const s of shards) if (marks[s] !== undefined) out[s] = marks[s];
+  return out;
+}
+
 function emptyReport(): Omit<RoundReport, 'latenessMs' | 'lostGroup'> {
   return {
-    acquired: 0, recovered: 0, conflicts: 0, tombstonesMoved: 0, queries: 0, itemsRead: 0, throttled: 0, errors: 0,
-    idle: false, abandoned: 0, parked: 0, parkedTenants: [], durationMs: 0, sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0,
+    acquired: 0, recovered: 0, conflicts: 0, queries: 0, itemsRead: 0, backlogRows: 0, lateRows: 0, maxTracked: 0, throttled: 0, errors: 0,
+    idle: false, abandoned: 0, parked: 0, parkedTenants: [], marks: {}, durationMs: 0, sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0,
   };
 }

@@ -33,6 +33,16 @@ export class ParkedTenants {
     return parts.length >= 3 && parts[0] === 'j1' && parts[1] ? parts[1] : undefined;
   }
 
+  /** How long an unknown tenant's rows are skipped before the registry is asked again. */
+  get recheckMs(): number {
+    return this.#recheckMs;
+  }
+
+  /** Whether the row of `jobId` stays parked (its tenant is not registered). */
+  async parks(jobId: string, registry: TenantRegistry, nowMs: number): Promise<boolean> {
+    return (await this.split([{ jobId }], registry, nowMs)).parked.length > 0;
+  }
+
   /** Tenants currently parked (for logs and tests). */
   get tenants(): string[] {
     return [...this.#until.keys()];
@@ -43,7 +53,7 @@ export class ParkedTenants {
    * registry that fails to answer parks nothing: the row is acquired, and the release leaves it
    * for a later round if its tenant is still unknown then.
    */
-  async split(keys: readonly DueKey[], registry: TenantRegistry, nowMs: number): Promise<{ acquire: DueKey[]; parked: DueKey[] }> {
+  async split<K extends Pick<DueKey, 'jobId'>>(keys: readonly K[], registry: TenantRegistry, nowMs: number): Promise<{ acquire: K[]; parked: K[] }> {
     const verdict = new Map<string, boolean>();
     const unknown = new Set<string>();
     for (const k of keys) {
@@ -70,8 +80,8 @@ export class ParkedTenants {
         }
       }),
     );
-    const acquire: DueKey[] = [];
-    const parked: DueKey[] = [];
+    const acquire: K[] = [];
+    const parked: K[] = [];
     for (const k of keys) {
       const tenant = ParkedTenants.tenantOf(k.jobId);
       (tenant !== undefined && verdict.get(tenant) ? parked : acquire).push(k);

@@ -6,8 +6,9 @@ import type { JobStore } from './ports.js';
  *
  * Each execution dispatches for `runMs` (~90 s). Before it starts, it samples the table: the
  * first shard of every group (shards are chosen at random per job, so a group's first shard
- * sees 1/shardCount of the load), every row due before the run ends, overdue rows counted as due
- * now. The busiest 5-second bucket, scaled to all shards, is the peak rate the run must carry;
+ * sees 1/shardCount of the load), every live row due before the run ends from the shard's mark
+ * on (the oldest row not yet final, kept in the group lease item), overdue rows counted as due
+ * now: after an outage the backlog fills the sample and every group gets its own dispatcher. The busiest 5-second bucket, scaled to all shards, is the peak rate the run must carry;
  * the groups are packed into `ceil(peak / dispatcherRowsPerSecond)` dispatchers, between 1 and
  * `groupCount`.
  *
@@ -33,7 +34,8 @@ export interface DispatchPlan {
 export const PLAN_BUCKET_MS = 5_000;
 
 export interface PlanDeps {
-  readonly store: Pick<JobStore, 'dueTimes'>;
+  /** `groupMarks` (when given) says where each sampled shard's unfinished rows start. */
+  readonly store: Pick<JobStore, 'dueTimes'> & Partial<Pick<JobStore, 'groupMarks'>>;
   readonly settings: SchedulerSettings;
   readonly log?: (message: string, fields?: Record<string, unknown>) => void;
 }
@@ -57,7 +59,11 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
   const enough = Math.ceil((groups * settings.dispatcherRowsPerSecond * (horizon - nowMs)) / 1000 / settings.shardCount) + 1;
   let samples: { dueMs: number[]; more: boolean }[];
   try {
-    samples = await Promise.all(sampled.map((shard) => deps.store.dueTimes(shard, horizon, enough)));
+    // Rows stay at their key once final (delivered markers, tombstones): sample each shard from
+    // its mark in the group lease item (the oldest row not yet final), not from its start.
+    samples = await Promise.all(
+      sampled.map(async (shard, g) => deps.store.dueTimes(shard, horizon, enough, deps.store.groupMarks ? (await deps.store.groupMarks(g))[shard] : undefined)),
+    );
   } catch (err) {
     deps.log?.('plan: sampling the table failed; one dispatcher per group', { error: (err as Error).message });
     return perGroup('sample failed', Number.POSITIVE_INFINITY, 0);

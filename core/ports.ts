@@ -13,9 +13,15 @@ export interface JobRow {
   readonly payload: string;
 }
 
-export type RowState = 'SCHEDULED' | 'ACQUIRED' | 'CANCELLED';
+/**
+ * What the item at a job's key says. `SCHEDULED` and `ACQUIRED` are live rows; the others are
+ * final records that stay at the key until their TTL: `QUEUED` (the delivered marker the
+ * dispatcher writes in place of the row once its send succeeded), `CANCELLED` (a tombstone) and
+ * `DEAD` (ingest gave the job up to the inbound dead-letter queue).
+ */
+export type RowState = 'SCHEDULED' | 'ACQUIRED' | 'CANCELLED' | 'QUEUED' | 'DEAD';
 
-/** What a due-range query returns per row: keys and the two small attributes rounds act on. */
+/** What a due-range read returns per item: keys and the two small attributes rounds act on. */
 export interface DueKey {
   readonly shard: number;
   readonly dueMs: number;
@@ -23,6 +29,18 @@ export interface DueKey {
   readonly state: RowState;
   readonly leaseUntil: number;
 }
+
+/** One page of a shard's due range. */
+export interface DuePage {
+  readonly rows: DueKey[];
+  /** Sort key of the last item read (whatever its state): where the next page starts. */
+  readonly last?: string;
+  /** The read stopped at its limit: items may remain in the range. */
+  readonly more: boolean;
+}
+
+/** Per-shard low watermarks (epoch ms), kept in a group's lease item: see docs/design-dispatch.md. */
+export type ShardMarks = Record<number, number>;
 
 /** A row a round holds after its conditional acquire. */
 export interface AcquiredRow extends JobRow {
@@ -35,10 +53,16 @@ export interface RowKey {
   readonly jobId: string;
 }
 
-/** A row as status and cancel read it. */
+/** A row or record as status, cancel and rounds read it by key. */
 export interface StoredRow {
   readonly state: RowState;
   readonly tenant: string;
+  /** Epoch ms; 0 when the item has none. */
+  readonly leaseUntil: number;
+  /** When the delivered marker was written (QUEUED), epoch ms. */
+  readonly deliveredAtMs?: number;
+  /** The item's TTL, epoch ms (DynamoDB deletes it some time after; readers ignore it from then). */
+  readonly expiresAtMs?: number;
 }
 
 /** The cancel-record key: a cancel record (`CANCELLED`) or a late ingest's claim (`INGESTED`). */
@@ -56,36 +80,60 @@ export interface TenantRecord {
 
 /** The scheduler table, in the operations the lifecycle needs (one conditional write each). */
 export interface JobStore {
-  /** Put a new row unless anything (row or tombstone) is at its key. */
-  putJob(row: JobRow): Promise<'created' | 'exists'>;
-  /** Read the keys, states and leases of rows in `shard` due up to `untilMs` (inclusive), in due order. */
-  queryDue(shard: number, untilMs: number): Promise<DueKey[]>;
   /**
-   * Due times of the rows in `shard` due before `untilMs` (from the shard's start), at most
-   * `limit` of them (`more` when there are others): what the tick samples to size its plan.
+   * Put a new row unless something is at its key (row, tombstone, delivered marker); a `DEAD`
+   * record is replaced (the job came back from the inbound dead-letter queue).
    */
-  dueTimes(shard: number, untilMs: number, limit: number): Promise<{ dueMs: number[]; more: boolean }>;
+  putJob(row: JobRow): Promise<'created' | 'exists'>;
+  /**
+   * One page of `shard`'s items with `after < sk <= through` (sort-key strings; no `after`: from
+   * the shard's start), in sort-key order, at most `limit` of them, read strongly consistent: a
+   * row written before the read began is in it. Final records (markers, tombstones) are
+   * returned too: they count as read.
+   */
+  readDue(shard: number, range: { readonly after?: string; readonly through: string }, limit: number): Promise<DuePage>;
+  /**
+   * Due times of the live rows in `shard` due from `fromMs` (the shard's start when omitted) up
+   * to `untilMs`, reading at most `limit` items (`more` when there are others): what the tick
+   * samples to size its plan.
+   */
+  dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): Promise<{ dueMs: number[]; more: boolean }>;
+  /** Notes a row that may sit behind a dispatcher's read position (the late lane; see docs/design-dispatch.md). */
+  putLatePointer(key: RowKey): Promise<void>;
+  /** Late-lane pointers of `shard` due up to `untilMs` (eventually consistent: read every round whole). */
+  readLate(shard: number, untilMs: number, limit: number): Promise<RowKey[]>;
+  /** Deletes late-lane pointers (once their row is final); returns those that could not be deleted. */
+  deleteLatePointers(keys: readonly RowKey[]): Promise<RowKey[]>;
   /** SCHEDULED, or ACQUIRED with a lease that ended before `nowMs`, becomes ACQUIRED until `leaseUntil`. */
   acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined>;
   /** Extends a lease this round still holds (its `leaseUntil` is unchanged since). */
   renew(key: RowKey, heldLeaseUntil: number, newLeaseUntil: number): Promise<boolean>;
-  /** Deletes rows (after their send succeeded); returns the keys that could not be deleted. */
-  deleteRows(keys: readonly RowKey[]): Promise<RowKey[]>;
-  /** SCHEDULED row or no row becomes a tombstone; answers what was there when it could not. */
+  /**
+   * Replaces sent rows by their delivered marker (`QUEUED`, no payload, TTL `expiresAtMs` of
+   * each): the same write units a delete costs. Returns the keys that could not be written.
+   */
+  markDelivered(rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[], deliveredAtMs: number): Promise<RowKey[]>;
+  /** SCHEDULED row, DEAD record or no row becomes a tombstone; answers what was there when it could not. */
   cancel(key: RowKey, tenant: string, expiresAtMs: number): Promise<'cancelled' | 'acquired'>;
+  /** The item at a job's key, strongly consistent. */
   getRow(key: RowKey): Promise<StoredRow | undefined>;
-  /** Writes a cancel record or claim unless anything is at the cancel-record key. */
+  /** Writes a `DEAD` record at the job's key unless something is there; true when written. */
+  putDead(key: RowKey, tenant: string, atMs: number, expiresAtMs: number): Promise<boolean>;
+  /**
+   * Writes a cancel record or claim unless anything is at the cancel-record key. Rounds no
+   * longer move tombstones (they stay at their key until their TTL); ingest still claims the
+   * key before a late write, and status still reads cancel records that earlier releases wrote.
+   */
   putCancelRecord(key: RowKey, record: CancelRecord, expiresAtMs: number): Promise<boolean>;
   getCancelRecord(key: RowKey): Promise<CancelRecord | undefined>;
-  /** Turns an old ingest claim (written at `claimAtMs`) into a cancel record. */
-  convertClaim(key: RowKey, claimAtMs: number, nowMs: number): Promise<boolean>;
-  /** Deletes a tombstone (only while it is one). */
-  deleteTombstone(key: RowKey): Promise<void>;
   /**
    * Takes or renews the lease of a shard group for `owner`, an execution started at `ownerStartMs`:
-   * granted when free, expired, already ours, or held by an older execution.
+   * granted when free, expired, already ours, or held by an older execution. `marks` (when
+   * given) are stored with it; the answer carries the marks the item holds afterwards.
    */
-  takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number): Promise<boolean>;
+  takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number, marks?: ShardMarks): Promise<{ held: boolean; marks: ShardMarks }>;
+  /** The marks in a group's lease item (empty when none), read with a query. */
+  groupMarks(group: number): Promise<ShardMarks>;
 }
 
 export interface TenantStore {

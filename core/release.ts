@@ -6,8 +6,8 @@ import type { AcquiredRow, RowKey } from './ports.js';
 export interface ReleaseStats {
   /** Rows sent to their tenant queue. */
   sent: number;
-  /** Rows deleted after their send. */
-  deleted: number;
+  /** Sent rows replaced by their delivered marker. */
+  recorded: number;
   /** Rows dropped unsent because their lease could not be renewed (another round has them). */
   leaseLost: number;
   /** Lease renewals that succeeded. */
@@ -31,8 +31,26 @@ interface Held {
   renewing?: Promise<boolean>;
 }
 
-const DELETE_BATCH = 25;
-const DELETE_DELAY_MS = 1_000;
+const RECORD_BATCH = 25;
+const RECORD_DELAY_MS = 1_000;
+
+/** What the round learns from its releaser, to track the rows it read until they are final. */
+export interface ReleaseHooks {
+  /** These rows' delivered markers are written: they are final. */
+  onRecorded?(rows: readonly AcquiredRow[]): void;
+  /**
+   * The releaser let go of a row it had acquired (its lease was lost to another round, its
+   * tenant is unknown, or its marker could not be written): someone must look at it again from
+   * `retryAtMs` on.
+   */
+  onDropped?(row: AcquiredRow, retryAtMs: number): void;
+}
+
+/** A sent row waiting for its marker, with the lease it was sent under. */
+interface Sent {
+  readonly row: AcquiredRow;
+  readonly leaseUntil: number;
+}
 
 export function rowKeyString(k: RowKey): string {
   return `${k.shard}|${k.dueMs}|${k.jobId}`;
@@ -40,7 +58,8 @@ export function rowKeyString(k: RowKey): string {
 
 /**
  * The release timer of a dispatch round: holds acquired rows and sends each at its due
- * millisecond, never before, batching the rows that are due together, then deletes them.
+ * millisecond, never before, batching the rows that are due together, then replaces each sent
+ * row by its delivered marker (a put at the same key: the write a delete would cost).
  *
  * Before a send it makes sure the row's lease has at least `safetyMs` left (renewing it with a
  * conditional write), so a row another round may re-acquire is never sent; held rows are renewed
@@ -52,9 +71,9 @@ export class Releaser {
   #queue: Held[] = [];
   #timer: NodeJS.Timeout | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
-  /** Sent rows waiting to be deleted: flushed at 25 (one BatchWriteItem) or after a second. */
-  #toDelete: AcquiredRow[] = [];
-  #deleteTimer: NodeJS.Timeout | undefined;
+  /** Sent rows waiting for their marker: flushed at 25 (one BatchWriteItem) or after a second. */
+  #toRecord: Sent[] = [];
+  #recordTimer: NodeJS.Timeout | undefined;
   readonly #inflight = new Set<Promise<void>>();
   #bytes = 0;
   readonly #safetyMs: number;
@@ -65,6 +84,7 @@ export class Releaser {
     private readonly deps: DispatchDeps,
     private readonly stats: ReleaseStats,
     private readonly signal?: AbortSignal,
+    private readonly hooks: ReleaseHooks = {},
   ) {
     this.#safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
     signal?.addEventListener('abort', this.#onAbort, { once: true });
@@ -95,10 +115,15 @@ export class Releaser {
     this.#renewTimer ??= setInterval(() => this.#track(this.#renewWaiting()), Math.max(250, Math.floor(this.deps.settings.leaseMs / 4)));
   }
 
-  /** Waits until everything held is sent (or dropped) and deleted, or until `deadlineMs`. */
+  /** Sent rows whose marker is not written yet. */
+  get unrecorded(): number {
+    return this.#toRecord.length;
+  }
+
+  /** Waits until everything held is sent (or dropped) and recorded, or until `deadlineMs`. */
   async drain(deadlineMs: number): Promise<void> {
-    while ((this.#held.size > 0 || this.#inflight.size > 0 || this.#toDelete.length > 0) && !this.signal?.aborted) {
-      if (this.#held.size === 0 && this.#toDelete.length > 0) this.#flushDeletes();
+    while ((this.#held.size > 0 || this.#inflight.size > 0 || this.#toRecord.length > 0) && !this.signal?.aborted) {
+      if (this.#held.size === 0 && this.#toRecord.length > 0) this.#flushRecords();
       const left = deadlineMs - this.deps.clock.now();
       if (left <= 0) return;
       await Promise.race([...this.#inflight, new Promise((r) => setTimeout(r, Math.min(left, 20)))]);
@@ -106,7 +131,7 @@ export class Releaser {
   }
 
   /**
-   * Resolves once no send, delete or renewal of this releaser is still running (each stops
+   * Resolves once no send, marker write or renewal of this releaser is still running (each stops
    * retrying once aborted), or after `maxWaitMs`. A round awaits it so that none of its requests
    * outlives it: on Lambda, a request left running would resume in a later invocation. The bound
    * keeps a hung connection from holding the round past its deadline margin.
@@ -125,11 +150,11 @@ export class Releaser {
     this.#ended = true;
     this.signal?.removeEventListener('abort', this.#onAbort);
     clearTimeout(this.#timer);
-    clearTimeout(this.#deleteTimer);
+    clearTimeout(this.#recordTimer);
     clearInterval(this.#renewTimer);
-    this.#timer = this.#renewTimer = this.#deleteTimer = undefined;
-    // Sent rows not yet deleted keep their lease: a later round sends them again (a duplicate).
-    this.#toDelete = [];
+    this.#timer = this.#renewTimer = this.#recordTimer = undefined;
+    // Sent rows not yet recorded keep their lease: a later round sends them again (a duplicate).
+    this.#toRecord = [];
     const n = this.#held.size;
     this.#held.clear();
     this.#queue = [];
@@ -215,7 +240,10 @@ export class Releaser {
         if (!record) {
           // Unknown tenant (deregistered?): leave the row ACQUIRED; it is retried after its lease.
           this.deps.log?.('no queue for tenant; row left for a later round', { tenant, rows: list.length });
-          list.forEach((h) => this.#forget(h));
+          for (const h of list) {
+            this.#forget(h);
+            this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
+          }
           return;
         }
         const byId = new Map(list.map((h, i) => [String(i), h]));
@@ -244,7 +272,10 @@ export class Releaser {
       }),
     );
     if (this.signal?.aborted) return;
-    for (const h of lost) this.#forget(h);
+    for (const h of lost) {
+      this.#forget(h);
+      this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
+    }
     this.stats.leaseLost += lost.size;
     for (const h of retry) {
       h.busy = false;
@@ -253,42 +284,55 @@ export class Releaser {
       h.readyAt = clock.now() + backoffMs(h.attempts, { baseMs: 50, capMs: 1_000 });
       this.#enqueue(h);
     }
-    // A sent row is no longer held: its lease keeps other rounds off until it is deleted.
+    // A sent row is no longer held: its lease keeps other rounds off until its marker is written.
     for (const h of sentRows) this.#forget(h);
-    this.#toDelete.push(...sentRows.map((h) => h.row));
+    this.#toRecord.push(...sentRows.map((h) => ({ row: h.row, leaseUntil: h.leaseUntil })));
     // Flush a full batch, or when nothing else is held (the end of a burst: no reason to wait).
-    if (this.#toDelete.length >= DELETE_BATCH || this.#queue.length === 0) this.#flushDeletes();
-    else if (this.#toDelete.length > 0 && !this.#ended) this.#deleteTimer ??= setTimeout(() => this.#flushDeletes(), DELETE_DELAY_MS);
+    if (this.#toRecord.length >= RECORD_BATCH || this.#queue.length === 0) this.#flushRecords();
+    else if (this.#toRecord.length > 0 && !this.#ended) this.#recordTimer ??= setTimeout(() => this.#flushRecords(), RECORD_DELAY_MS);
   }
 
   /**
-   * Deletes sent rows in full batches: across releases, so a delete request carries up to 25 rows
-   * even when rows are sent one by one. A crash before the flush re-sends those rows once their
-   * lease expires: duplicates, never losses.
+   * Writes the markers of sent rows in full batches: across releases, so a request carries up to
+   * 25 rows even when rows are sent one by one. A crash before the flush re-sends those rows
+   * once their lease expires: duplicates, never losses.
    */
-  #flushDeletes(): void {
-    clearTimeout(this.#deleteTimer);
-    this.#deleteTimer = undefined;
-    const rows = this.#toDelete;
-    this.#toDelete = [];
-    if (rows.length > 0 && !this.signal?.aborted) this.#track(this.#delete(rows));
+  #flushRecords(): void {
+    clearTimeout(this.#recordTimer);
+    this.#recordTimer = undefined;
+    const rows = this.#toRecord;
+    this.#toRecord = [];
+    if (rows.length > 0 && !this.signal?.aborted) this.#track(this.#record(rows));
   }
 
-  async #delete(rows: AcquiredRow[]): Promise<void> {
-    let pending: readonly AcquiredRow[] | RowKey[] = rows;
+  async #record(rows: Sent[]): Promise<void> {
+    const { store, clock, settings } = this.deps;
+    const bySk = new Map(rows.map((s) => [rowKeyString(s.row), s]));
+    let pending: Sent[] = rows;
     for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, backoffMs(attempt, { baseMs: 50, capMs: 1_000 })));
       if (this.signal?.aborted) return;
-      const before = pending.length;
+      let failed: RowKey[];
       try {
-        pending = await this.deps.store.deleteRows(pending);
+        failed = await store.markDelivered(
+          pending.map((s) => ({ ...s.row, expiresAtMs: s.row.dueMs + settings.cancelRecordRetentionMs })),
+          clock.now(),
+        );
       } catch {
         continue;
       }
-      this.stats.deleted += before - pending.length;
+      if (this.signal?.aborted) return;
+      const left = new Set(failed.map(rowKeyString));
+      const done = pending.filter((s) => !left.has(rowKeyString(s.row)));
+      this.stats.recorded += done.length;
+      this.hooks.onRecorded?.(done.map((s) => s.row));
+      pending = [...left].flatMap((k) => bySk.get(k) ?? []);
     }
-    // Rows not deleted are sent again once their lease expires: a duplicate, never a loss.
-    if (pending.length > 0) this.deps.log?.('rows sent but not deleted; they will be sent again', { rows: pending.length });
+    // Rows without a marker are sent again once their lease expires: a duplicate, never a loss.
+    if (pending.length > 0) {
+      this.deps.log?.('rows sent but not recorded; they will be sent again', { rows: pending.length });
+      for (const s of pending) this.hooks.onDropped?.(s.row, s.leaseUntil + 1);
+    }
   }
 
   #renew(h: Held, newLeaseUntil: number): Promise<boolean> {
@@ -322,6 +366,7 @@ export class Releaser {
           this.#queue = this.#queue.filter((q) => q !== h);
           this.#forget(h);
           this.stats.leaseLost++;
+          this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
           this.#arm();
         }
       }),

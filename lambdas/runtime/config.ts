@@ -8,6 +8,8 @@ export interface LambdaConfig {
   readonly settings: SchedulerSettings;
   /** The job id key, base64 (local stack, tests), or the secret holding it; absent where unused (dispatch, tick). */
   readonly idKey?: { readonly base64: string } | { readonly secretArn: string };
+  /** The inbound queue's maxReceiveCount: ingest's last attempt at a message writes DEAD records. @default 5 */
+  readonly inboundMaxReceiveCount?: number;
   /** Optional SDK endpoints (the local stack's emulators). */
   readonly dynamodbEndpoint?: string;
   readonly sqsEndpoint?: string;
@@ -22,6 +24,7 @@ export interface LambdaConfig {
  * | `DYNEIN_INBOUND_QUEUE_URL` | inbound queue URL (submit) |
  * | `DYNEIN_ID_KEY` or `DYNEIN_ID_KEY_SECRET_ARN` | job id HMAC key, base64 (≥ 32 bytes), or the secret whose string (≥ 32 bytes) is the key |
  * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES`, `DYNEIN_RELEASE_WINDOW_MS`, `DYNEIN_DISPATCHER_ROWS_PER_SECOND` | settings (defaults of DESIGN.md) |
+ * | `DYNEIN_INBOUND_MAX_RECEIVE_COUNT` | the inbound queue's maxReceiveCount (ingest's last attempt writes DEAD records); default 5 |
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  */
 export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean } = {}): LambdaConfig {
@@ -57,6 +60,8 @@ export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boole
     releaseWindowMs: int('DYNEIN_RELEASE_WINDOW_MS'),
     dispatcherRowsPerSecond: int('DYNEIN_DISPATCHER_ROWS_PER_SECOND'),
   };
+  const inboundMaxReceiveCount = int('DYNEIN_INBOUND_MAX_RECEIVE_COUNT');
+  if (inboundMaxReceiveCount !== undefined && (inboundMaxReceiveCount < 1 || inboundMaxReceiveCount > 1000)) problems.push(`DYNEIN_INBOUND_MAX_RECEIVE_COUNT must be from 1 to 1000, got ${inboundMaxReceiveCount}`);
   let settings: SchedulerSettings | undefined;
   try {
     settings = resolveSettings(overrides);
@@ -69,6 +74,7 @@ export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boole
     inboundQueueUrl,
     settings,
     idKey: keyB64 ? { base64: keyB64 } : secretArn ? { secretArn } : undefined,
+    ...(inboundMaxReceiveCount !== undefined ? { inboundMaxReceiveCount } : {}),
     dynamodbEndpoint: str('DYNEIN_DYNAMODB_ENDPOINT', false),
     sqsEndpoint: str('DYNEIN_SQS_ENDPOINT', false),
   };

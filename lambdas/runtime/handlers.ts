@@ -1,4 +1,6 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { QUEUE_SETTINGS } from '../../adapters/resources.js';
+import { recordDeadLetters } from '../../core/deadLetters.js';
 import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest.js';
 import { limiter } from '../../core/limit.js';
 import { shardsOfGroup } from '../../core/config.js';
@@ -82,6 +84,10 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         outcomes.push(...done);
         if (error !== undefined) {
           t.error(error instanceof MalformedInboundError ? 'malformed inbound message' : 'ingest failed', error);
+          // The last receive before the queue moves the message to its DLQ: leave DEAD records.
+          if (Number(r.attributes?.ApproximateReceiveCount ?? 0) >= (w.config.inboundMaxReceiveCount ?? QUEUE_SETTINGS.inbound.maxReceiveCount)) {
+            t.count('JobsDeadLettered', await recordDeadLetters(w.ingest, r.body));
+          }
           failures.push(r.messageId);
         }
       }),
@@ -103,6 +109,8 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     t.count('JobsDispatched', result.sent);
     t.count('AcquireConflicts', result.conflicts);
     t.count('RowsRecovered', result.recovered);
+    t.count('BacklogRows', result.backlogRows);
+    t.count('LateLaneRows', result.lateRows);
     t.count('LeasesLost', result.leaseLost);
     // Rows of unregistered tenants left in the table (the ParkedJobs alarm): the most one look found.
     t.count('ParkedJobs', result.parked);

@@ -68,16 +68,16 @@ describe('crash safety', () => {
     expect(duplicates).toBe(0); // the dead process sent nothing, so nothing can be doubled
   });
 
-  it('loses nothing when the dispatcher dies between send and delete, and reports the duplicates', async () => {
+  it('loses nothing when the dispatcher dies between send and its delivered marker, and reports the duplicates', async () => {
     const { duplicates, delivered } = await crashScenario((proc) => ({
       store: {
-        deleteRows: () => {
+        markDelivered: () => {
           proc.kill(); // the send succeeded; the rows stay ACQUIRED and are sent again later
           return new Promise(() => {});
         },
       },
     }));
-    console.log(`send→delete crash: ${delivered} delivered, ${duplicates} duplicates (at least once)`);
+    console.log(`send→marker crash: ${delivered} delivered, ${duplicates} duplicates (at least once)`);
     expect(duplicates).toBeGreaterThan(0);
   });
 });

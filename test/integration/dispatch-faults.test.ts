@@ -70,7 +70,7 @@ describe('dispatch round under faults', () => {
     let queries = 0;
     let acquires = 0;
     const store = inProcess<JobStore>(sys.w.dispatch.store, new SimProcess(), {
-      queryDue: async (orig, ...args) => {
+      readDue: async (orig, ...args) => {
         if (queries++ < 2) throw new ThrottledError('ProvisionedThroughputExceededException (injected)');
         return orig(...args);
       },

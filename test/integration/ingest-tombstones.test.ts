@@ -1,12 +1,13 @@
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config.js';
+import { keys } from '../../adapters/dynamoJobStore.js';
+import { DEFAULTS, shardsOfGroup } from '../../core/config.js';
 import { dispatchRound, type DispatchDeps } from '../../core/dispatch.js';
 import { ingest } from '../../core/ingest.js';
-import type { JobStore } from '../../core/ports.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { gate, inProcess, SimProcess, sleepMs } from '../support/faults.js';
+import { sleepMs } from '../support/faults.js';
 import { consume, createSystem, submitJobs, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
@@ -68,7 +69,7 @@ describe('ingest', () => {
     expect(res.batchItemFailures).toEqual([{ itemIdentifier: 'bad' }]);
   });
 
-  it('an early cancel leaves a tombstone that fails the ingest, and a moved tombstone is never revived by a late ingest', async () => {
+  it('an early cancel leaves a tombstone that stays at its key: it fails the ingest, status reads it, a late ingest never revives it', async () => {
     const sys = await createSystem(em, { settings });
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     const [job] = await submitJobs(sys, 'demo', [{ payload: { b: 1 }, runAt: new Date(Date.now() + 1_500).toISOString() }]);
@@ -80,71 +81,61 @@ describe('ingest', () => {
     expect(await ingest(sys.w.ingest, body!)).toEqual(['duplicate']);
     expect((await sys.w.jobs.status('demo', job!.jobId)).state).toBe('CANCELLED');
 
-    // Once due + grace, a round moves the tombstone out of the due range into a cancel record.
+    // Once due + grace, rounds read the tombstone and leave it: it is final, and stays until its TTL.
     await sleepMs(key.dueMs + settings.tombstoneGraceMs + 50 - Date.now());
     const r = await round(sys.w.dispatch);
-    expect(r.tombstonesMoved).toBe(1);
-    expect(await sys.w.store.getRow(key)).toBeUndefined();
-    expect((await sys.w.store.getCancelRecord(key))?.kind).toBe('CANCELLED');
+    expect(r).toMatchObject({ acquired: 0, idle: true });
+    // The late ingest noted the key in the late lane; the round found the tombstone there and cleared it.
+    expect(await sys.w.store.readLate(key.shard, key.dueMs + 60_000, 10)).toEqual([]);
+    const tombstone = await sys.w.store.getRow(key);
+    expect(tombstone?.state).toBe('CANCELLED');
+    expect(tombstone?.expiresAtMs).toBeGreaterThanOrEqual(key.dueMs + settings.tombstoneGraceMs + DEFAULTS.cancelRecordRetentionMs);
     expect((await sys.w.jobs.status('demo', job!.jobId)).state).toBe('CANCELLED');
     expect((await sys.w.jobs.cancel('demo', job!.jobId)).state).toBe('CANCELLED');
 
-    // The inbound message comes back late (redelivery): it must not revive the job.
-    expect(await ingest(sys.w.ingest, body!)).toEqual(['cancelled']);
-    expect(await sys.w.store.getRow(key)).toBeUndefined();
+    // The inbound message comes back late (redelivery): its put meets the tombstone.
+    expect(await ingest(sys.w.ingest, body!)).toEqual(['duplicate']);
+    expect((await sys.w.store.getRow(key))?.state).toBe('CANCELLED');
     await round(sys.w.dispatch);
     await sleepMs(300);
     await consumer.stop();
     expect(consumer.deliveries).toEqual([]);
   });
 
-  it('a late ingest that claims first makes the round back off; the tombstone fails its put', async () => {
+  it('a job whose tombstone an earlier release moved to a cancel record is never revived by a late ingest', async () => {
     const { sys, job, body, key } = await cancelledPastGrace();
+    // What earlier releases did once a tombstone was due: cancel record first, then the tombstone deleted.
+    expect(await sys.w.store.putCancelRecord(key, { kind: 'CANCELLED', atMs: Date.now() }, key.dueMs + 86_400_000)).toBe(true);
+    await em.dynamo.send(new DeleteItemCommand({ TableName: sys.tableName, Key: keys.row(key) }));
 
-    // Ingest pauses between its claim and its put; a round runs in that gap.
-    const pause = gate();
-    const store = inProcess<JobStore>(sys.w.store, new SimProcess(), {
-      putCancelRecord: async (orig, ...args) => {
-        const ok = await orig(...args);
-        await pause.hold();
-        return ok;
-      },
-    });
-    const lateIngest = ingest({ ...sys.w.ingest, store }, body!);
-    await pause.reached;
-    const r1 = await round(sys.w.dispatch);
-    expect(r1.tombstonesMoved).toBe(0); // the claim is young: the round leaves the tombstone
-    expect((await sys.w.store.getRow(key))?.state).toBe('CANCELLED');
-    pause.release();
-    expect(await lateIngest).toEqual(['duplicate']); // its put met the tombstone
-    expect((await sys.w.store.getRow(key))?.state).toBe('CANCELLED');
-
-    // Once the claim is older than the grace, a round turns it into the cancel record.
-    await sleepMs(settings.tombstoneGraceMs + 50);
-    const r2 = await round(sys.w.dispatch);
-    expect(r2.tombstonesMoved).toBe(1);
+    expect(await ingest(sys.w.ingest, body)).toEqual(['cancelled']);
     expect(await sys.w.store.getRow(key)).toBeUndefined();
-    expect((await sys.w.store.getCancelRecord(key))?.kind).toBe('CANCELLED');
     expect((await sys.w.jobs.status('demo', job.jobId)).state).toBe('CANCELLED');
+    expect((await sys.w.jobs.cancel('demo', job.jobId)).state).toBe('CANCELLED');
   });
 
-  it('a late ingest that arrives while the round moves the tombstone backs off', async () => {
-    const { sys, body, key } = await cancelledPastGrace();
+  it('a delivered job keeps a marker at its key: a redelivered inbound message does not deliver it again', async () => {
+    const sys = await createSystem(em, { settings });
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const [job] = await submitJobs(sys, 'demo', [{ payload: { c: 1 }, runAt: new Date(Date.now() + 1_200).toISOString() }]);
+    const [body] = await takeInbound(sys, 1);
+    expect(await ingest(sys.w.ingest, body!)).toEqual(['created']);
+    const key = keyOf(job!.jobId, sys);
+    await sleepMs(key.dueMs - settings.lookaheadMs + 50 - Date.now());
+    expect((await round(sys.w.dispatch)).recorded).toBe(1);
+    await consumer.waitFor((d) => d.length >= 1, 3_000);
 
-    // The round has written the cancel record and pauses before deleting the tombstone.
-    const pause = gate();
-    const store = inProcess<JobStore>(sys.w.store, new SimProcess(), {
-      deleteTombstone: async (orig, k) => {
-        await pause.hold();
-        return orig(k);
-      },
-    });
-    const moving = round({ ...sys.w.dispatch, store });
-    await pause.reached;
-    expect(await ingest(sys.w.ingest, body!)).toEqual(['cancelled']);
-    pause.release();
-    expect((await moving).tombstonesMoved).toBe(1);
-    expect(await ingest(sys.w.ingest, body!)).toEqual(['cancelled']);
-    expect(await sys.w.store.getRow(key)).toBeUndefined();
+    const marker = await sys.w.store.getRow(key);
+    expect(marker).toMatchObject({ state: 'QUEUED', tenant: 'demo' });
+    expect(marker?.deliveredAtMs).toBeGreaterThanOrEqual(key.dueMs);
+    const status = await sys.w.jobs.status('demo', job!.jobId);
+    expect(status).toMatchObject({ state: 'QUEUED', deliveredAt: new Date(marker!.deliveredAtMs!).toISOString() });
+    await expect(sys.w.jobs.cancel('demo', job!.jobId)).rejects.toMatchObject({ code: 'AlreadyQueued' });
+
+    expect(await ingest(sys.w.ingest, body!)).toEqual(['duplicate']);
+    await round(sys.w.dispatch);
+    await sleepMs(300);
+    await consumer.stop();
+    expect(consumer.deliveries.map((d) => d.jobId)).toEqual([job!.jobId]);
   });
 });

@@ -53,7 +53,7 @@ describe('tick plan', () => {
     expect(await step('B', t0 + 60_000, { groups: [1] })).toMatchObject({ groups: [1], lostGroup: false });
     const second = await step('A', t0, { groups: first.groups });
     expect(second).toMatchObject({ groups: [0, 2], lostGroup: true, done: false });
-    expect(second.queries).toBe(4); // two shards each for groups 0 and 2, one look (idle)
+    expect(second.queries).toBe(12); // two shards each for groups 0 and 2, one look (idle): due range, late lane, probe
     // Once B has them all, A is done.
     await step('B', t0 + 60_000, { groups: [0, 2, 3] });
     expect(await step('A', t0, { groups: second.groups })).toMatchObject({ groups: [], lostGroup: true, done: true });

@@ -7,7 +7,7 @@ import { TenantRegistry } from '../../core/tenants.js';
 import { gate } from '../support/faults.js';
 
 /** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */
-function harness(releaseWindowMs: number, deleteRows: JobStore['deleteRows'] = async () => []) {
+function harness(releaseWindowMs: number, markDelivered: JobStore['markDelivered'] = async () => []) {
   const batches: { at: number; jobIds: string[] }[] = [];
   const sender: QueueSender = {
     async sendBatch(_url, messages: readonly OutgoingMessage[]) {
@@ -15,10 +15,10 @@ function harness(releaseWindowMs: number, deleteRows: JobStore['deleteRows'] = a
       return [];
     },
   };
-  const store = { renew: async () => true, deleteRows } as unknown as JobStore;
+  const store = { renew: async () => true, markDelivered } as unknown as JobStore;
   const tenants = new TenantRegistry({ getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }), putTenant: async () => {} });
   const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
-  const stats: ReleaseStats = { sent: 0, deleted: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
+  const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
   const releaser = new Releaser(deps, stats);
   const row = (jobId: string, dueMs: number): AcquiredRow => ({ shard: 0, dueMs, jobId, tenant: 'demo', payload: '{}', leaseUntil: dueMs + 60_000 });
   return { batches, stats, releaser, row };
@@ -36,7 +36,7 @@ describe('Releaser', () => {
     // A batch leaves once its last row is due: not before, whatever the window allows.
     expect(batches[0]!.at).toBeGreaterThanOrEqual(due.c!);
     expect(stats.sent).toBe(7);
-    expect(stats.deleted).toBe(7);
+    expect(stats.recorded).toBe(7);
   });
 
   it('with a window of 0 sends each due millisecond on its own', async () => {
@@ -60,25 +60,25 @@ describe('Releaser', () => {
     expect(batches.every((b) => b.jobIds.length <= 10)).toBe(true);
   });
 
-  it('lets a round end only once its own delete in flight has finished, and re-arms nothing after', async () => {
+  it('lets a round end only once its own marker write in flight has finished, and re-arms nothing after', async () => {
     const g = gate();
-    let deletes = 0;
+    let writes = 0;
     const { releaser, row, stats } = harness(0, async () => {
-      deletes++;
+      writes++;
       await g.hold();
       return [];
     });
     releaser.add(row('a', Date.now() + 10));
-    await g.reached; // sent, and its delete is in flight
+    await g.reached; // sent, and its marker write is in flight
     expect(stats.sent).toBe(1);
     releaser.abandon();
     let settled = false;
     const done = releaser.settled(10_000).then(() => (settled = true));
     await new Promise((r) => setTimeout(r, 50));
-    expect(settled).toBe(false); // the delete is still running: the round must not end yet
+    expect(settled).toBe(false); // the write is still running: the round must not end yet
     g.release();
     await done;
-    expect(deletes).toBe(1);
+    expect(writes).toBe(1);
     // Nothing added after abandon is held or sent.
     releaser.add(row('b', Date.now()));
     expect(releaser.size).toBe(0);
@@ -87,7 +87,7 @@ describe('Releaser', () => {
   it('bounds the wait for a request that never returns', async () => {
     const { releaser, row } = harness(0, () => new Promise(() => {}));
     releaser.add(row('a', Date.now()));
-    while (releaser.size > 0) await new Promise((r) => setTimeout(r, 5)); // sent; its delete hangs
+    while (releaser.size > 0) await new Promise((r) => setTimeout(r, 5)); // sent; its marker write hangs
     releaser.abandon();
     const started = Date.now();
     await releaser.settled(100);
