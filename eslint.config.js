@@ -17,6 +17,11 @@ export default tseslint.config(
     },
   },
   {
+    // CommonJS config files (dependency-cruiser's) run in Node's CommonJS scope.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     // Tests inspect untyped JSON (templates, SDK middleware args, HTTP replies).
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -9,7 +9,6 @@ import { cpus, freemem, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { RequestCounter } from '../adapters/requestCounter.js';
 import type { DispatchDeps } from '../core/dispatch.js';
 import { dispatchLoop, type DispatchStepResult } from '../core/loop.js';
 import { planDispatchers, type DispatchPlan } from '../core/plan.js';
@@ -116,7 +115,7 @@ type Capacity = { CapacityUnits?: number } | undefined;
 
 /**
  * Turns requests into the units AWS bills them in, as an SDK middleware beside the
- * {@link RequestCounter}: DynamoDB requests ask for `ReturnConsumedCapacity: TOTAL` (dynalite
+ * `RequestCounter` (adapters/requestCounter.ts): DynamoDB requests ask for `ReturnConsumedCapacity: TOTAL` (dynalite
  * computes it from item sizes as DynamoDB does: writes per 1 KB, reads per 4 KB, eventually
  * consistent at half), with DynamoDB's minimum of 0.5 RRU per eventually consistent read that
  * finds nothing and 1 WRU per failed conditional write; SQS requests count one per 64 KB chunk

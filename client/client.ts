@@ -6,7 +6,7 @@ import { backoffMs, forEachLimit, sleep } from '../core/backoff.js';
 import { isJson } from '../core/jsonText.js';
 import { packGreedy } from '../core/messages.js';
 import { describeSqsUnsafeChar, findSqsUnsafeChar } from '../core/sqsChars.js';
-import { DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors.js';
+import { type DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors.js';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
 export type Credentials = ConstructorParameters<typeof SignatureV4>[0]['credentials'];

@@ -1,6 +1,6 @@
 import type { SchedulerSettings } from './config.js';
 import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
-import { JobIdCodec, type ParsedJobId } from './jobId.js';
+import { type JobIdCodec, type ParsedJobId } from './jobId.js';
 import { isoMs } from './messages.js';
 import type { Clock, JobStore, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';

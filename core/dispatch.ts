@@ -1,24 +1,13 @@
 import { Acquirer } from './acquirer.js';
 import { backoffMs, sleep } from './backoff.js';
-import type { SchedulerSettings } from './config.js';
 import { ThrottledError } from './errors.js';
 import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
 import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
-import type { AcquiredRow, Clock, DueKey, JobStore, QueueSender, RowKey, ShardMarks } from './ports.js';
-import type { TenantRegistry } from './tenants.js';
+import type { AcquiredRow, DueKey, RowKey, ShardMarks } from './ports.js';
+import type { DispatchDeps } from './dispatchDeps.js';
 
-export interface DispatchDeps {
-  readonly store: JobStore;
-  readonly sender: QueueSender;
-  readonly tenants: TenantRegistry;
-  readonly clock: Clock;
-  readonly settings: SchedulerSettings;
-  /** Structured log of unusual events (throttling, lost leases); silent by default. */
-  readonly log?: (message: string, fields?: Record<string, unknown>) => void;
-  /** Tenants found unregistered, whose rows stay parked (kept across rounds). @default one per round */
-  readonly parked?: ParkedTenants;
-}
+export type { DispatchDeps } from './dispatchDeps.js';
 
 export interface RoundOptions {
   /** Shards this round dispatches. */

@@ -1,5 +1,5 @@
 import type { SchedulerSettings } from './config.js';
-import { JobIdCodec } from './jobId.js';
+import { type JobIdCodec } from './jobId.js';
 import { isLateRow } from './lanes.js';
 import { unlimited, type Limit } from './limit.js';
 import { parseInboundJobs, type InboundJob } from './messages.js';

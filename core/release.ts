@@ -1,5 +1,5 @@
 import { backoffMs } from './backoff.js';
-import type { DispatchDeps } from './dispatch.js';
+import type { DispatchDeps } from './dispatchDeps.js';
 import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
 import type { AcquiredRow, RowKey } from './ports.js';
 

@@ -1,7 +1,7 @@
 import type { SchedulerSettings } from './config.js';
 import { ApiError, IdempotencyKeyReusedError, ValidationError } from './errors.js';
 import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
-import { JobIdCodec, type JobPath } from './jobId.js';
+import { type JobIdCodec, type JobPath } from './jobId.js';
 import { limiter } from './limit.js';
 import { deliveryMessage, inboundBody, isoMs, packInbound, type InboundJob } from './messages.js';
 import type { Clock, QueueSender, TenantRecord } from './ports.js';

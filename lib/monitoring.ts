@@ -3,11 +3,28 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import type { DyneinScheduler } from './dyneinScheduler.js';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { DyneinTenant } from './tenant.js';
 
+/** The parts of a scheduler its monitoring reads; `DyneinScheduler` implements it. */
+export interface MonitoredScheduler {
+  readonly functions: Readonly<Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status', lambda.IFunction>>;
+  readonly inboundQueue: sqs.IQueue;
+  readonly inboundDeadLetterQueue: sqs.IQueue;
+  readonly stateMachine: sfn.IStateMachine;
+  metricJobsSubmitted(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricJobsIngested(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricJobsDispatched(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricLateness(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricDispatchers(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricParkedJobs(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+}
+
 export interface SchedulerMonitoringProps {
-  readonly scheduler: DyneinScheduler;
+  /** What the dashboard and alarms watch: a `DyneinScheduler` (an interface, so the two files do not import each other). */
+  readonly scheduler: MonitoredScheduler;
   readonly alarmTopic?: sns.ITopic;
   readonly latenessAlarmThreshold: Duration;
   readonly inboundAgeAlarmThreshold: Duration;

@@ -4,7 +4,7 @@ import { RequestCounter } from '../../adapters/requestCounter.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, createSystem, runAllGroups, submitJobs } from '../support/system.js';
+import { consume, createSystem, runAllGroups } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {
