@@ -9,7 +9,11 @@ import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
-interface Diagnostic { severity: string; ruleId: string; message: string }
+interface Diagnostic {
+  severity: string;
+  ruleId: string;
+  message: string;
+}
 interface Validator {
   CompositeEngine: new () => { validateTemplate(t: unknown): { diagnostics: Diagnostic[] }; free(): void };
   TemplateFile: new (path: string) => unknown;

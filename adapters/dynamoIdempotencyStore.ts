@@ -23,7 +23,13 @@ export const idempotencyKey = (keyId: string): Item => ({ pk: { S: `idem#${keyId
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 
 function itemOf(e: IdempotencyEntry, sent: boolean): Item {
-  return { ...idempotencyKey(e.keyId), jobId: { S: e.jobId }, fp: { S: e.fingerprint }, sent: { BOOL: sent }, expiresAt: { N: String(seconds(e.expiresAtMs)) } };
+  return {
+    ...idempotencyKey(e.keyId),
+    jobId: { S: e.jobId },
+    fp: { S: e.fingerprint },
+    sent: { BOOL: sent },
+    expiresAt: { N: String(seconds(e.expiresAtMs)) },
+  };
 }
 
 const isConditionFailure = (err: unknown): err is ConditionalCheckFailedException =>
@@ -43,7 +49,10 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     private readonly client: DynamoDBClient = new DynamoDBClient({}),
   ) {}
 
-  async claim(entry: IdempotencyEntry, nowMs: number): Promise<{ claimed: true } | { claimed: false; existing: IdempotencyRecord | undefined }> {
+  async claim(
+    entry: IdempotencyEntry,
+    nowMs: number,
+  ): Promise<{ claimed: true } | { claimed: false; existing: IdempotencyRecord | undefined }> {
     // A record counts until the second its window ends; TTL deletes it some time after.
     const nowSeconds = Math.floor(nowMs / 1000);
     try {
@@ -63,9 +72,18 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       if (!isConditionFailure(err)) rethrow(err);
       const item =
         err.Item ??
-        (await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: idempotencyKey(entry.keyId), ConsistentRead: true }))).Item;
+        (await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: idempotencyKey(entry.keyId), ConsistentRead: true })))
+          .Item;
       if (!item || Number(item.expiresAt?.N ?? 0) < nowSeconds) return { claimed: false, existing: undefined };
-      return { claimed: false, existing: { jobId: item.jobId?.S ?? '', fingerprint: item.fp?.S ?? '', sent: item.sent?.BOOL === true, expiresAtMs: Number(item.expiresAt?.N ?? 0) * 1000 } };
+      return {
+        claimed: false,
+        existing: {
+          jobId: item.jobId?.S ?? '',
+          fingerprint: item.fp?.S ?? '',
+          sent: item.sent?.BOOL === true,
+          expiresAtMs: Number(item.expiresAt?.N ?? 0) * 1000,
+        },
+      };
     }
   }
 

@@ -14,7 +14,20 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ThrottledError } from '../core/errors.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
 import { tenantItemKey } from '../core/schema.js';
-import type { AcquiredRow, CancelRecord, DueKey, DuePage, JobRow, JobStore, RowKey, RowState, ShardMarks, StoredRow, TenantRecord, TenantStore } from '../core/ports.js';
+import type {
+  AcquiredRow,
+  CancelRecord,
+  DueKey,
+  DuePage,
+  JobRow,
+  JobStore,
+  RowKey,
+  RowState,
+  ShardMarks,
+  StoredRow,
+  TenantRecord,
+  TenantStore,
+} from '../core/ports.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -79,7 +92,8 @@ const stateOf = (item: Item): RowState => {
   return s && STATES.has(s) ? s : 'SCHEDULED';
 };
 
-const isConditionFailure = (err: unknown) => err instanceof ConditionalCheckFailedException || (err as Error)?.name === 'ConditionalCheckFailedException';
+const isConditionFailure = (err: unknown) =>
+  err instanceof ConditionalCheckFailedException || (err as Error)?.name === 'ConditionalCheckFailedException';
 
 const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 
@@ -143,7 +157,14 @@ export class DynamoJobStore implements JobStore, TenantStore {
     let last: string | undefined;
     const more = await this.dueRange(
       shard,
-      { after: range.after, through: range.through, limit, consistent: true, projection: 'sk, #state, leaseUntil', names: { '#state': 'state' } },
+      {
+        after: range.after,
+        through: range.through,
+        limit,
+        consistent: true,
+        projection: 'sk, #state, leaseUntil',
+        names: { '#state': 'state' },
+      },
       (item, key) => {
         last = item.sk?.S;
         if (key) rows.push({ shard, ...key, state: stateOf(item), leaseUntil: Number(item.leaseUntil?.N ?? 0) });
@@ -155,10 +176,14 @@ export class DynamoJobStore implements JobStore, TenantStore {
   async dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): Promise<{ dueMs: number[]; more: boolean }> {
     const dueMs: number[] = [];
     const after = fromMs === undefined ? undefined : `${String(Math.max(0, fromMs)).padStart(13, '0')}#`;
-    const more = await this.dueRange(shard, { after, through: throughKey(untilMs), limit, projection: 'sk, #state', names: { '#state': 'state' } }, (item, key) => {
-      const state = stateOf(item);
-      if (key && (state === 'SCHEDULED' || state === 'ACQUIRED')) dueMs.push(key.dueMs);
-    });
+    const more = await this.dueRange(
+      shard,
+      { after, through: throughKey(untilMs), limit, projection: 'sk, #state', names: { '#state': 'state' } },
+      (item, key) => {
+        const state = stateOf(item);
+        if (key && (state === 'SCHEDULED' || state === 'ACQUIRED')) dueMs.push(key.dueMs);
+      },
+    );
     return { dueMs, more };
   }
 
@@ -188,7 +213,11 @@ export class DynamoJobStore implements JobStore, TenantStore {
             TableName: this.tableName,
             KeyConditionExpression: lo === undefined ? 'pk = :pk AND sk <= :hi' : 'pk = :pk AND sk BETWEEN :lo AND :hi',
             ExpressionAttributeNames: opts.names,
-            ExpressionAttributeValues: { ':pk': { S: String(shard) }, ':hi': { S: opts.through }, ...(lo === undefined ? {} : { ':lo': { S: lo } }) },
+            ExpressionAttributeValues: {
+              ':pk': { S: String(shard) },
+              ':hi': { S: opts.through },
+              ...(lo === undefined ? {} : { ':lo': { S: lo } }),
+            },
             ProjectionExpression: opts.projection,
             ConsistentRead: opts.consistent,
             Limit: opts.limit - n,
@@ -240,7 +269,11 @@ export class DynamoJobStore implements JobStore, TenantStore {
   }
 
   async deleteLatePointers(rowKeys: readonly RowKey[]): Promise<RowKey[]> {
-    return this.batchWrite(rowKeys, (k) => ({ DeleteRequest: { Key: keys.latePointer(k) } }), (r) => r.DeleteRequest?.Key?.sk?.S);
+    return this.batchWrite(
+      rowKeys,
+      (k) => ({ DeleteRequest: { Key: keys.latePointer(k) } }),
+      (r) => r.DeleteRequest?.Key?.sk?.S,
+    );
   }
 
   async acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined> {
@@ -281,7 +314,11 @@ export class DynamoJobStore implements JobStore, TenantStore {
           // Still ours: ACQUIRED with the lease we wrote. Another round's acquire changed it.
           ConditionExpression: '#state = :acquired AND leaseUntil = :held',
           ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: { ':acquired': { S: 'ACQUIRED' }, ':held': { N: String(heldLeaseUntil) }, ':new': { N: String(newLeaseUntil) } },
+          ExpressionAttributeValues: {
+            ':acquired': { S: 'ACQUIRED' },
+            ':held': { N: String(heldLeaseUntil) },
+            ':new': { N: String(newLeaseUntil) },
+          },
         }),
       );
       return true;
@@ -291,13 +328,24 @@ export class DynamoJobStore implements JobStore, TenantStore {
     }
   }
 
-  async markDelivered(rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[], deliveredAtMs: number): Promise<RowKey[]> {
+  async markDelivered(
+    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[],
+    deliveredAtMs: number,
+  ): Promise<RowKey[]> {
     // Unconditional: the send succeeded, so the job is delivered whoever holds the row now. A
     // put of the small marker costs what a delete costs (1 WRU) and leaves a record status reads.
     return this.batchWrite(
       rows,
       (r) => ({
-        PutRequest: { Item: { ...keys.row(r), state: { S: 'QUEUED' }, tenant: { S: r.tenant }, deliveredAt: { N: String(deliveredAtMs) }, expiresAt: ttlSeconds(r.expiresAtMs) } },
+        PutRequest: {
+          Item: {
+            ...keys.row(r),
+            state: { S: 'QUEUED' },
+            tenant: { S: r.tenant },
+            deliveredAt: { N: String(deliveredAtMs) },
+            expiresAt: ttlSeconds(r.expiresAtMs),
+          },
+        },
       }),
       (req) => req.PutRequest?.Item?.sk?.S,
     );
@@ -377,7 +425,13 @@ export class DynamoJobStore implements JobStore, TenantStore {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { ...keys.row(key), state: { S: 'DEAD' }, tenant: { S: tenant }, deadAt: { N: String(atMs) }, expiresAt: ttlSeconds(expiresAtMs) },
+          Item: {
+            ...keys.row(key),
+            state: { S: 'DEAD' },
+            tenant: { S: tenant },
+            deadAt: { N: String(atMs) },
+            expiresAt: ttlSeconds(expiresAtMs),
+          },
           // Only where nothing is: never over a row, a tombstone or a delivered marker.
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
@@ -394,7 +448,12 @@ export class DynamoJobStore implements JobStore, TenantStore {
       await this.client.send(
         new PutItemCommand({
           TableName: this.tableName,
-          Item: { ...keys.cancelRecord(key), kind: { S: record.kind }, atMs: { N: String(record.atMs) }, expiresAt: { N: String(Math.ceil(expiresAtMs / 1000)) } },
+          Item: {
+            ...keys.cancelRecord(key),
+            kind: { S: record.kind },
+            atMs: { N: String(record.atMs) },
+            expiresAt: { N: String(Math.ceil(expiresAtMs / 1000)) },
+          },
           // First writer wins: a late ingest's claim or a round's cancel record, never both.
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
@@ -407,12 +466,21 @@ export class DynamoJobStore implements JobStore, TenantStore {
   }
 
   async getCancelRecord(key: RowKey): Promise<CancelRecord | undefined> {
-    const res = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keys.cancelRecord(key), ConsistentRead: true }));
+    const res = await this.client.send(
+      new GetItemCommand({ TableName: this.tableName, Key: keys.cancelRecord(key), ConsistentRead: true }),
+    );
     if (!res.Item) return undefined;
     return { kind: res.Item.kind?.S === 'CANCELLED' ? 'CANCELLED' : 'INGESTED', atMs: Number(res.Item.atMs?.N ?? 0) };
   }
 
-  async takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number, marks?: ShardMarks): Promise<{ held: boolean; marks: ShardMarks }> {
+  async takeGroupLease(
+    group: number,
+    owner: string,
+    ownerStartMs: number,
+    nowMs: number,
+    untilMs: number,
+    marks?: ShardMarks,
+  ): Promise<{ held: boolean; marks: ShardMarks }> {
     try {
       const res = await this.client.send(
         new UpdateItemCommand({
@@ -442,7 +510,12 @@ export class DynamoJobStore implements JobStore, TenantStore {
   async groupMarks(group: number): Promise<ShardMarks> {
     // A query rather than GetItem: the tick's role may query the table and nothing more.
     const res = await this.client.send(
-      new QueryCommand({ TableName: this.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.groupLease(group).pk! }, ProjectionExpression: 'marks' }),
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.groupLease(group).pk! },
+        ProjectionExpression: 'marks',
+      }),
     );
     this.stats.itemsRead += res.ScannedCount ?? 0;
     return marksOf(res.Items?.[0]);
@@ -456,7 +529,10 @@ export class DynamoJobStore implements JobStore, TenantStore {
 
   async putTenant(record: TenantRecord): Promise<void> {
     await this.client.send(
-      new PutItemCommand({ TableName: this.tableName, Item: { ...keys.tenant(record.name), queueUrl: { S: record.queueUrl }, dlqUrl: { S: record.dlqUrl } } }),
+      new PutItemCommand({
+        TableName: this.tableName,
+        Item: { ...keys.tenant(record.name), queueUrl: { S: record.queueUrl }, dlqUrl: { S: record.dlqUrl } },
+      }),
     );
   }
 }

@@ -13,12 +13,17 @@ export class RequestCounter {
 
   /** Adds the counting middleware to a client (once per client). */
   attach<C extends { middlewareStack: { add: (mw: never, opts: never) => void } }>(client: C): C {
-    const mw = (next: (args: unknown) => Promise<unknown>, context: { clientName?: string; commandName?: string }) => async (args: unknown) => {
-      this.add(serviceName(context.clientName), (context.commandName ?? 'Unknown').replace(/Command$/, ''));
-      return next(args);
-    };
+    const mw =
+      (next: (args: unknown) => Promise<unknown>, context: { clientName?: string; commandName?: string }) => async (args: unknown) => {
+        this.add(serviceName(context.clientName), (context.commandName ?? 'Unknown').replace(/Command$/, ''));
+        return next(args);
+      };
     // 'deserialize' is the innermost step: it runs once per HTTP attempt, after retries' decision.
-    (client.middlewareStack.add as (mw: unknown, opts: unknown) => void)(mw, { step: 'deserialize', name: 'dyneinRequestCounter', override: true });
+    (client.middlewareStack.add as (mw: unknown, opts: unknown) => void)(mw, {
+      step: 'deserialize',
+      name: 'dyneinRequestCounter',
+      override: true,
+    });
     return client;
   }
 

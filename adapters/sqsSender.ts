@@ -17,12 +17,20 @@ export class SqsSender implements QueueSender {
             MessageBody: m.body,
             ...(m.delaySeconds !== undefined ? { DelaySeconds: m.delaySeconds } : {}),
             ...(m.attributes
-              ? { MessageAttributes: Object.fromEntries(Object.entries(m.attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])) }
+              ? {
+                  MessageAttributes: Object.fromEntries(
+                    Object.entries(m.attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+                  ),
+                }
               : {}),
           })),
         }),
       );
-      return (res.Failed ?? []).map((f) => ({ id: f.Id ?? '', retryable: !f.SenderFault, message: `${f.Code ?? 'Failed'}: ${f.Message ?? ''}` }));
+      return (res.Failed ?? []).map((f) => ({
+        id: f.Id ?? '',
+        retryable: !f.SenderFault,
+        message: `${f.Code ?? 'Failed'}: ${f.Message ?? ''}`,
+      }));
     } catch (err) {
       const name = (err as Error)?.name ?? '';
       if (/Throttl|RequestThrottled|OverLimit/.test(name)) throw new ThrottledError(`SQS throttled: ${(err as Error).message}`, err);

@@ -43,6 +43,18 @@ export async function runBacklog(em: Emulators, sys: TestSystem, opts: { rows: n
   const wo = await burst(em, fresh, opts.without.jobs, 'n');
   const ratio = +(w.jobsPerSec / wo.jobsPerSec).toFixed(3);
   const ratioToPhase2 = +(w.jobsPerSec / opts.without.jobsPerSec).toFixed(3);
-  progress(`backlog: ${w.jobsPerSec} jobs/s with ${opts.rows} future rows vs ${wo.jobsPerSec} without right after (fresh table): ratio ${ratio} (${ratioToPhase2} against phase 2's ${opts.without.jobsPerSec}); queries read ${w.itemsRead} items`);
-  return { ratio, ratioToPhase2, futureRows: opts.rows, loadMs: Math.round(loadMs), loadRowsPerSec: Math.round(opts.rows / (loadMs / 1000)), without: opts.without, withoutAdjacent: wo, with: w, itemsRead: w.itemsRead };
+  progress(
+    `backlog: ${w.jobsPerSec} jobs/s with ${opts.rows} future rows vs ${wo.jobsPerSec} without right after (fresh table): ratio ${ratio} (${ratioToPhase2} against phase 2's ${opts.without.jobsPerSec}); queries read ${w.itemsRead} items`,
+  );
+  return {
+    ratio,
+    ratioToPhase2,
+    futureRows: opts.rows,
+    loadMs: Math.round(loadMs),
+    loadRowsPerSec: Math.round(opts.rows / (loadMs / 1000)),
+    without: opts.without,
+    withoutAdjacent: wo,
+    with: w,
+    itemsRead: w.itemsRead,
+  };
 }

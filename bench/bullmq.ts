@@ -7,7 +7,17 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { freePort } from '../test/support/localStack.js';
-import { load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support.js';
+import {
+  load,
+  progress,
+  realisticPayload,
+  sleep,
+  steadyLoad,
+  summarize,
+  type LoadReport,
+  type LoadShape,
+  type Summary,
+} from './support.js';
 
 export const BULLMQ_SKIP_MESSAGE =
   'BullMQ peer skipped: install redis-server (apt-get install redis-server) and the client (npm i --no-save bullmq@6 ioredis@5)';
@@ -45,7 +55,9 @@ async function startRedis(Redis: RedisLike): Promise<{ port: number; proc: Child
   const port = await freePort();
   const version = /v=(\S+)/.exec(spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout)?.[1] ?? 'unknown';
   // In memory only: no RDB snapshots, no AOF.
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   const until = Date.now() + 10_000;
   for (;;) {
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -91,13 +103,19 @@ export async function runBullmq(shape: LoadShape): Promise<BullmqResult> {
     await worker.waitUntilReady();
     const payloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i));
     const payloadBytes = JSON.stringify(payloads[0]).length;
-    progress(`bullmq: redis ${redis.version}, bullmq ${bullmqVersion}, worker concurrency ${workerConcurrency}; the same load: ${shape.rate} jobs/s for ${shape.durationMs / 1000} s`);
+    progress(
+      `bullmq: redis ${redis.version}, bullmq ${bullmqVersion}, worker concurrency ${workerConcurrency}; the same load: ${shape.rate} jobs/s for ${shape.durationMs / 1000} s`,
+    );
     const report = await steadyLoad(
       shape,
       async (i, dueMs) => {
         const now = Date.now();
         // BullMQ's due time is the job's timestamp plus its delay: give both, so it is dueMs exactly.
-        const job = await queue.add('job', { payload: payloads[i % payloads.length], dueMs }, { timestamp: now, delay: dueMs - now, removeOnComplete: true });
+        const job = await queue.add(
+          'job',
+          { payload: payloads[i % payloads.length], dueMs },
+          { timestamp: now, delay: dueMs - now, removeOnComplete: true },
+        );
         due.set(job.id!, dueMs);
       },
       'bullmq',
@@ -107,8 +125,20 @@ export async function runBullmq(shape: LoadShape): Promise<BullmqResult> {
     while (lateness.size < due.size && Date.now() < until) await sleep(100);
     await sleep(500);
     const s = summarize([...lateness.values()]);
-    progress(`bullmq: ${lateness.size}/${due.size} processed, p50 ${s.p50Ms} ms, p95 ${s.p95Ms} ms, p99 ${s.p99Ms} ms, max ${s.maxMs} ms, early ${early}`);
-    return { ...s, early, delivered: lateness.size, expected: due.size, redisVersion: redis.version, bullmqVersion, workerConcurrency, load: { ...shape, payloadBytes, report }, loadAvg: { before: loadBefore, after: load() } };
+    progress(
+      `bullmq: ${lateness.size}/${due.size} processed, p50 ${s.p50Ms} ms, p95 ${s.p95Ms} ms, p99 ${s.p99Ms} ms, max ${s.maxMs} ms, early ${early}`,
+    );
+    return {
+      ...s,
+      early,
+      delivered: lateness.size,
+      expected: due.size,
+      redisVersion: redis.version,
+      bullmqVersion,
+      workerConcurrency,
+      load: { ...shape, payloadBytes, report },
+      loadAvg: { before: loadBefore, after: load() },
+    };
   } finally {
     await worker.close();
     await queue.close();

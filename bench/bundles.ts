@@ -37,7 +37,9 @@ export const CDK_BUNDLING = {
   minify: true,
   sourcemap: true,
   mainFields: ['module', 'main'],
-  banner: { js: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);",
+  },
   external: ['@aws-sdk/*'],
 } as const;
 
@@ -50,7 +52,14 @@ export async function runBundles(opts: { runs: number }): Promise<Record<string,
     const dir = join(outRoot, name);
     mkdirSync(dir, { recursive: true });
     const outfile = join(dir, 'index.mjs');
-    await build({ ...CDK_BUNDLING, mainFields: [...CDK_BUNDLING.mainFields], external: [...CDK_BUNDLING.external], entryPoints: [join(root, 'lambdas', `${name}.ts`)], outfile, logLevel: 'error' });
+    await build({
+      ...CDK_BUNDLING,
+      mainFields: [...CDK_BUNDLING.mainFields],
+      external: [...CDK_BUNDLING.external],
+      entryPoints: [join(root, 'lambdas', `${name}.ts`)],
+      outfile,
+      logLevel: 'error',
+    });
     const env = {
       PATH: process.env.PATH ?? '',
       AWS_REGION: 'us-east-1',

@@ -76,7 +76,15 @@ export function dyneinPatternUsage(rowBytes: number): PerJobUsage {
  */
 export function eventBridgeSchedulerUsage(payloadBytes: number): PerJobUsage {
   const chunks = Math.max(1, Math.ceil(payloadBytes / 65_536));
-  return { dynamodbWru: 0, dynamodbRru: 0, sqsRequests: chunks, lambdaInvocations: 0, lambdaGbSeconds: 0, apiRequests: 0, schedulerInvocations: chunks };
+  return {
+    dynamodbWru: 0,
+    dynamodbRru: 0,
+    sqsRequests: chunks,
+    lambdaInvocations: 0,
+    lambdaGbSeconds: 0,
+    apiRequests: 0,
+    schedulerInvocations: chunks,
+  };
 }
 
 /** Settings the fixed cost of the tick depends on (defaults: DESIGN.md's). */
@@ -164,10 +172,16 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
     eventBridge: dollars(prices.eventBridgeScheduledRule, executions),
     stepFunctions:
       dollars(prices.stepFunctionsExpressRequest, executions) +
-      dollars(prices.stepFunctionsExpressGbSecond, executions * Math.ceil(t.executionRunSeconds * 10) / 10 * (Math.max(64, t.stepFunctionsMemoryMb) / 1024)),
+      dollars(
+        prices.stepFunctionsExpressGbSecond,
+        ((executions * Math.ceil(t.executionRunSeconds * 10)) / 10) * (Math.max(64, t.stepFunctionsMemoryMb) / 1024),
+      ),
     lambda:
       dollars(prices.lambdaRequest, steps + executions) +
-      dollars(prices.lambdaArmGbSecond, steps * t.idleStepSeconds * (t.dispatchMemoryMb / 1024) + executions * t.tickSeconds * (t.tickMemoryMb / 1024)),
+      dollars(
+        prices.lambdaArmGbSecond,
+        steps * t.idleStepSeconds * (t.dispatchMemoryMb / 1024) + executions * t.tickSeconds * (t.tickMemoryMb / 1024),
+      ),
     dynamodb:
       dollars(prices.dynamodbWrite, steps * (t.groups / dispatchers)) +
       dollars(prices.dynamodbRead, steps * (t.shards / dispatchers) * IDLE_LOOK_RRU_PER_SHARD + executions * t.groups * 1.5),
@@ -183,11 +197,21 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
  * every 0.5 s (its due range and its late lane) and renews its groups' leases every 5 s. `busyFraction` is the share of the month
  * that is so; `dispatchers` how many the tick plans.
  */
-export function busyMonthlyCost(busyFraction: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, dispatchers = t.groups, shards = t.shards): Cost {
+export function busyMonthlyCost(
+  busyFraction: number,
+  t: TickModel = DEFAULT_TICK,
+  prices: PriceTable = PRICES,
+  dispatchers = t.groups,
+  shards = t.shards,
+): Cost {
   const s = MONTH_SECONDS * busyFraction;
   const byServiceUsd = {
-    lambda: dollars(prices.lambdaArmGbSecond, dispatchers * s * (t.dispatchMemoryMb / 1024)) + dollars(prices.lambdaRequest, (dispatchers * s) / 60),
-    dynamodb: dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * BUSY_LOOK_RRU_PER_SHARD) + dollars(prices.dynamodbWrite, (t.groups / t.leaseRenewSeconds) * s),
+    lambda:
+      dollars(prices.lambdaArmGbSecond, dispatchers * s * (t.dispatchMemoryMb / 1024)) +
+      dollars(prices.lambdaRequest, (dispatchers * s) / 60),
+    dynamodb:
+      dollars(prices.dynamodbRead, (shards / t.busyQueryIntervalSeconds) * s * BUSY_LOOK_RRU_PER_SHARD) +
+      dollars(prices.dynamodbWrite, (t.groups / t.leaseRenewSeconds) * s),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
   return { totalUsd: round(totalUsd, 2), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v, 2)])) };
@@ -202,9 +226,16 @@ export function busyFraction(jobsPerSecond: number, dispatchers: number, lookahe
 }
 
 /** Fixed monthly cost at a steady `jobsPerSec`: idle polling plus the busy dispatchers the tick plans. */
-export function fixedMonthlyCostAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES, shards = t.shards): number {
+export function fixedMonthlyCostAt(
+  jobsPerSec: number,
+  t: TickModel = DEFAULT_TICK,
+  prices: PriceTable = PRICES,
+  shards = t.shards,
+): number {
   const d = dispatchersAt(jobsPerSec, t);
-  return idleMonthlyCost({ ...t, shards }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, d, 5), t, prices, d, shards).totalUsd;
+  return (
+    idleMonthlyCost({ ...t, shards }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, d, 5), t, prices, d, shards).totalUsd
+  );
 }
 
 type AttributeValue = { S: string } | { N: string } | { B: Uint8Array };
@@ -304,10 +335,17 @@ export function capacityRow(
   const monthlyUsd = perJob + fixed;
   const notes: string[] = [];
   if (shardsNeeded > t.shards) notes.push(`${shardsNeeded} shards (default ${t.shards})`);
-  if (tableWruPerSec > L.tableWruPerSecQuota) notes.push(`raise the table's write quota (${L.tableWruPerSecQuota.toLocaleString('en-US')} WRU/s default) to ${Math.ceil(tableWruPerSec).toLocaleString('en-US')}`);
-  if (tableWruPerSec > L.newTableWruPerSec) notes.push(`warm throughput ≥ ${Math.ceil(tableWruPerSec).toLocaleString('en-US')} WRU/s on a new table`);
+  if (tableWruPerSec > L.tableWruPerSecQuota)
+    notes.push(
+      `raise the table's write quota (${L.tableWruPerSecQuota.toLocaleString('en-US')} WRU/s default) to ${Math.ceil(tableWruPerSec).toLocaleString('en-US')}`,
+    );
+  if (tableWruPerSec > L.newTableWruPerSec)
+    notes.push(`warm throughput ≥ ${Math.ceil(tableWruPerSec).toLocaleString('en-US')} WRU/s on a new table`);
   if (groupsNeeded > t.groups) notes.push(`${Math.min(groupsNeeded, L.maxGroups)} groups (default ${t.groups})`);
-  if (groupsNeeded > L.maxGroups) notes.push(`dispatch needs ${groupsNeeded} groups of 1,024 MB, over the 40-group cap: ${Math.round(L.maxGroups * perGroupJobsPerSec * 0.7).toLocaleString('en-US')} jobs/s is the ceiling without less CPU per job or a second Map`);
+  if (groupsNeeded > L.maxGroups)
+    notes.push(
+      `dispatch needs ${groupsNeeded} groups of 1,024 MB, over the 40-group cap: ${Math.round(L.maxGroups * perGroupJobsPerSec * 0.7).toLocaleString('en-US')} jobs/s is the ceiling without less CPU per job or a second Map`,
+    );
   if (submit + ingest + dispatch > L.lambdaAccountConcurrency * 0.8) notes.push('raise the account Lambda concurrency');
   return {
     jobsPerSec,

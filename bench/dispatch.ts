@@ -56,7 +56,13 @@ export function dispatchSystem(em: Emulators): Promise<TestSystem> {
 }
 
 /** Writes `n` job rows straight into the table (parallel BatchWriteItem), as ingest would have. */
-export async function writeRows(em: Emulators, sys: TestSystem, n: number, due: (i: number) => number, opts: { payload?: string; prefix?: string } = {}): Promise<RowKey[]> {
+export async function writeRows(
+  em: Emulators,
+  sys: TestSystem,
+  n: number,
+  due: (i: number) => number,
+  opts: { payload?: string; prefix?: string } = {},
+): Promise<RowKey[]> {
   const { settings } = sys.w.config;
   const payload = opts.payload ?? JSON.stringify(realisticPayload(0));
   const rows: RowKey[] = [];
@@ -64,9 +70,21 @@ export async function writeRows(em: Emulators, sys: TestSystem, n: number, due: 
   for (let i = 0; i < n; i++) {
     const shard = i % settings.shardCount;
     const dueMs = due(i);
-    const jobId = sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random: `${opts.prefix ?? 'b'}${String(i).padStart(15, '0')}`.slice(-16) });
+    const jobId = sys.w.codec.encode({
+      tenant: 'demo',
+      shard,
+      dueMs,
+      path: 't',
+      random: `${opts.prefix ?? 'b'}${String(i).padStart(15, '0')}`.slice(-16),
+    });
     rows.push({ shard, dueMs, jobId });
-    items.push({ ...keys.row({ shard, dueMs, jobId }), tenant: { S: 'demo' }, state: { S: 'SCHEDULED' }, leaseUntil: { N: '0' }, payload: { S: payload } });
+    items.push({
+      ...keys.row({ shard, dueMs, jobId }),
+      tenant: { S: 'demo' },
+      state: { S: 'SCHEDULED' },
+      leaseUntil: { N: '0' },
+      payload: { S: payload },
+    });
   }
   const chunks: Record<string, AttributeValue>[][] = [];
   for (let i = 0; i < items.length; i += 25) chunks.push(items.slice(i, i + 25));
@@ -139,7 +157,12 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
  * their delivered markers in one BatchWriteItem, `concurrency / 25` chunks in flight. Before that, the conditional writes
  * alone, at `concurrency` in flight.
  */
-export async function storageCeiling(em: Emulators, sys: TestSystem, n: number, concurrency: number): Promise<DispatchResult['ceiling'] & { jobsPerSec: number }> {
+export async function storageCeiling(
+  em: Emulators,
+  sys: TestSystem,
+  n: number,
+  concurrency: number,
+): Promise<DispatchResult['ceiling'] & { jobsPerSec: number }> {
   const store = sys.w.store;
   const acquire = async (k: RowKey) => {
     const now = Date.now();
@@ -147,7 +170,15 @@ export async function storageCeiling(em: Emulators, sys: TestSystem, n: number, 
   };
   const mark = async (chunk: RowKey[]) => {
     const now = Date.now();
-    if ((await store.markDelivered(chunk.map((k) => ({ ...k, tenant: 'demo', expiresAtMs: k.dueMs + 7 * 86_400_000 })), now)).length > 0) throw new Error('ceiling: marker write failed');
+    if (
+      (
+        await store.markDelivered(
+          chunk.map((k) => ({ ...k, tenant: 'demo', expiresAtMs: k.dueMs + 7 * 86_400_000 })),
+          now,
+        )
+      ).length > 0
+    )
+      throw new Error('ceiling: marker write failed');
   };
   const chunked = (rows: RowKey[]) => Array.from({ length: Math.ceil(rows.length / 25) }, (_, i) => rows.slice(i * 25, i * 25 + 25));
 
@@ -182,17 +213,28 @@ export async function runDispatch(em: Emulators, sys: TestSystem, opts: { burst:
   await burst(em, sys, opts.warmup, 'w');
   progress(`dispatch: burst of ${opts.burst} rows due at once, ${settings.groupCount} groups over ${settings.shardCount} shards`);
   const b = await burst(em, sys, opts.burst, 'd');
-  progress(`dispatch: ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s) in ${(b.durationMs / 1000).toFixed(1)} s, ${b.cpuUsPerJob} µs of dispatch CPU per job`);
+  progress(
+    `dispatch: ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s) in ${(b.durationMs / 1000).toFixed(1)} s, ${b.cpuUsPerJob} µs of dispatch CPU per job`,
+  );
   const ceilingRows = Math.min(opts.burst, 5_000);
-  progress(`dispatch: storage ceiling: ${ceilingRows} conditional acquires alone, then ${ceilingRows} jobs' acquires and batched markers, ${concurrency} in flight`);
+  progress(
+    `dispatch: storage ceiling: ${ceilingRows} conditional acquires alone, then ${ceilingRows} jobs' acquires and batched markers, ${concurrency} in flight`,
+  );
   const c = await storageCeiling(em, sys, ceilingRows, concurrency);
   const { jobsPerSec: ceilingJobsPerSec, ...ceiling } = c;
-  progress(`dispatch: ceiling ${ceilingJobsPerSec} jobs/s (${c.conditionalWritesPerSec} conditional writes/s, ${c.batchedMarkersPerSec} batched markers/s): ratio ${(b.jobsPerSec / ceilingJobsPerSec).toFixed(2)}`);
+  progress(
+    `dispatch: ceiling ${ceilingJobsPerSec} jobs/s (${c.conditionalWritesPerSec} conditional writes/s, ${c.batchedMarkersPerSec} batched markers/s): ratio ${(b.jobsPerSec / ceilingJobsPerSec).toFixed(2)}`,
+  );
   return {
     ...b,
     ceilingJobsPerSec,
     ratioToCeiling: +(b.jobsPerSec / ceilingJobsPerSec).toFixed(3),
     ceiling,
-    settings: { shards: settings.shardCount, groups: settings.groupCount, lookaheadMs: settings.lookaheadMs, payloadBytes: JSON.stringify(realisticPayload(0)).length },
+    settings: {
+      shards: settings.shardCount,
+      groups: settings.groupCount,
+      lookaheadMs: settings.lookaheadMs,
+      payloadBytes: JSON.stringify(realisticPayload(0)).length,
+    },
   };
 }

@@ -12,7 +12,18 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { startLocalStack } from '../test/support/localStack.js';
-import { consumeQueue, load, progress, realisticPayload, sleep, steadyLoad, summarize, type LoadReport, type LoadShape, type Summary } from './support.js';
+import {
+  consumeQueue,
+  load,
+  progress,
+  realisticPayload,
+  sleep,
+  steadyLoad,
+  summarize,
+  type LoadReport,
+  type LoadShape,
+  type Summary,
+} from './support.js';
 
 export interface LatenessResult {
   p50Ms: number;
@@ -46,9 +57,18 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
   try {
     const local = await stack.waitForLocalJson(undefined, 90_000);
     const tenant = local.tenants.demo!;
-    const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    const sqs = new SQSClient({
+      endpoint: local.sqsEndpoint,
+      region: local.region,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
     const consumer = consumeQueue(sqs, tenant.queueUrl, { pollers: 3 });
-    const signer = new SignatureV4({ service: 'execute-api', region: local.region, credentials: tenant, sha256: Hash.bind(null, 'sha256') });
+    const signer = new SignatureV4({
+      service: 'execute-api',
+      region: local.region,
+      credentials: tenant,
+      sha256: Hash.bind(null, 'sha256'),
+    });
     const url = new URL('/v1/tenants/demo/jobs', local.endpoint);
     // Payloads are made beforehand: the generator must not spend its time building them.
     const payloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i));
@@ -58,7 +78,16 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
 
     const submit = async (i: number, dueMs: number) => {
       const body = JSON.stringify({ payload: payloads[i % payloads.length], runAt: new Date(dueMs).toISOString() });
-      const req = await signer.sign({ method: 'POST', protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, 'content-type': 'application/json' }, body });
+      const req = await signer.sign({
+        method: 'POST',
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: url.pathname,
+        query: {},
+        headers: { host: url.host, 'content-type': 'application/json' },
+        body,
+      });
       const headers = { ...(req.headers as Record<string, string>) };
       delete headers.host;
       const res = await fetch(url, { method: 'POST', headers, body });
@@ -76,7 +105,9 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
     const sampler = (async () => {
       while (sampling) {
         try {
-          const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as { jobs: { submitted: number; queuedDirectly: number; ingested: number } };
+          const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as {
+            jobs: { submitted: number; queuedDirectly: number; ingested: number };
+          };
           samples.push({ s: Math.round((Date.now() - t0) / 1000), backlog: m.jobs.submitted - m.jobs.queuedDirectly - m.jobs.ingested });
         } catch {
           // the API is busy: next second
@@ -86,10 +117,14 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
     })();
 
     await sleep(1_000); // the first tick execution has started with compute
-    progress(`lateness: ${shape.rate} jobs/s for ${shape.durationMs / 1000} s, each due ${shape.minAheadMs / 1000}-${shape.maxAheadMs / 1000} s ahead at a random ms, ${payloadBytes}-byte payloads`);
+    progress(
+      `lateness: ${shape.rate} jobs/s for ${shape.durationMs / 1000} s, each due ${shape.minAheadMs / 1000}-${shape.maxAheadMs / 1000} s ahead at a random ms, ${payloadBytes}-byte payloads`,
+    );
     const report = await steadyLoad(shape, submit, 'lateness');
     const atEndOfLoad = samples.at(-1)?.backlog ?? 0;
-    progress(`lateness: ${report.submitted} accepted (${report.failed} failed${report.firstError ? `: ${report.firstError}` : ''}), submit p50 ${report.submitMs.p50Ms} ms p99 ${report.submitMs.p99Ms} ms; waiting for the last ones to come due`);
+    progress(
+      `lateness: ${report.submitted} accepted (${report.failed} failed${report.firstError ? `: ${report.firstError}` : ''}), submit p50 ${report.submitMs.p50Ms} ms p99 ${report.submitMs.p99Ms} ms; waiting for the last ones to come due`,
+    );
     const lastDue = Math.max(0, ...accepted.values());
     await consumer.waitFor(accepted.size, lastDue - Date.now() + 20_000);
     await sleep(1_000); // a straggler or duplicate still arriving
@@ -122,12 +157,21 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
       duplicates,
       direct,
       firstReceive: summarize(sqsLate),
-      dispatcher: { count: metrics.lateness.count, meanMs: metrics.lateness.meanMs, maxMs: metrics.lateness.maxMs, buckets: metrics.lateness.buckets.filter((b) => b.count > 0).map((b) => ({ le: Number.isFinite(b.le) ? b.le : -1, count: b.count })) },
+      dispatcher: {
+        count: metrics.lateness.count,
+        meanMs: metrics.lateness.meanMs,
+        maxMs: metrics.lateness.maxMs,
+        buckets: metrics.lateness.buckets
+          .filter((b) => b.count > 0)
+          .map((b) => ({ le: Number.isFinite(b.le) ? b.le : -1, count: b.count })),
+      },
       ingestBacklog: { max: Math.max(0, ...samples.map((x) => x.backlog)), atEndOfLoad, samples: samples.filter((_, i) => i % 5 === 0) },
       load: { ...shape, payloadBytes, report },
       loadAvg: { before: loadBefore, after: load() },
     };
-    progress(`lateness: ${result.delivered}/${result.expected} delivered, p50 ${s.p50Ms} ms, p95 ${s.p95Ms} ms, p99 ${s.p99Ms} ms, max ${s.maxMs} ms, early ${early}, duplicates ${duplicates}; inbound backlog at most ${result.ingestBacklog.max} jobs`);
+    progress(
+      `lateness: ${result.delivered}/${result.expected} delivered, p50 ${s.p50Ms} ms, p95 ${s.p95Ms} ms, p99 ${s.p99Ms} ms, max ${s.maxMs} ms, early ${early}, duplicates ${duplicates}; inbound backlog at most ${result.ingestBacklog.max} jobs`,
+    );
     return result;
   } catch (err) {
     console.error(stack.output().slice(-4_000));

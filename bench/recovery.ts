@@ -93,7 +93,13 @@ async function writeRows(em: Emulators, sys: TestSystem, n: number, prefix: stri
     for (let i = c * 25; i < Math.min(n, c * 25 + 25); i++) {
       const shard = i % settings.shardCount;
       const dueMs = due(i);
-      items.push({ ...keys.row({ shard, dueMs, jobId: idOf(sys, prefix, i, shard, dueMs) }), tenant: { S: 'demo' }, state: { S: 'SCHEDULED' }, leaseUntil: { N: '0' }, ...payload });
+      items.push({
+        ...keys.row({ shard, dueMs, jobId: idOf(sys, prefix, i, shard, dueMs) }),
+        tenant: { S: 'demo' },
+        state: { S: 'SCHEDULED' },
+        leaseUntil: { N: '0' },
+        ...payload,
+      });
     }
     let pending = items.map((Item) => ({ PutRequest: { Item } }));
     while (pending.length > 0) {
@@ -143,7 +149,14 @@ function startDispatch(sys: TestSystem, sizes: Record<string, number>) {
   const started = Date.now();
   const owner = `recovery-${started}`;
   const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, { groups: [group], owner, ownerStartMs: started, untilMs: started + 3_600_000, signal: abort.signal, onStep: (r) => steps.push(r) }),
+    dispatchLoop(deps, {
+      groups: [group],
+      owner,
+      ownerStartMs: started,
+      untilMs: started + 3_600_000,
+      signal: abort.signal,
+      onStep: (r) => steps.push(r),
+    }),
   );
   return {
     started,
@@ -164,14 +177,25 @@ function startDispatch(sys: TestSystem, sizes: Record<string, number>) {
 }
 
 /** Receives every message in the queue once (a long visibility timeout, nothing deleted). */
-async function receiveAll(em: Emulators, queueUrl: string, onMessage: (jobId: string, runAtMs: number, sentMs: number) => void): Promise<number> {
+async function receiveAll(
+  em: Emulators,
+  queueUrl: string,
+  onMessage: (jobId: string, runAtMs: number, sentMs: number) => void,
+): Promise<number> {
   let received = 0;
   let idle = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       while (idle < 16) {
         const res = await em.sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 3_600, MessageAttributeNames: ['runAt'], MessageSystemAttributeNames: ['SentTimestamp'] }),
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            VisibilityTimeout: 3_600,
+            MessageAttributeNames: ['runAt'],
+            MessageSystemAttributeNames: ['SentTimestamp'],
+          }),
         );
         const msgs = res.Messages ?? [];
         if (msgs.length === 0) idle++;
@@ -179,7 +203,11 @@ async function receiveAll(em: Emulators, queueUrl: string, onMessage: (jobId: st
         for (const m of msgs) {
           received++;
           const body = JSON.parse(m.Body ?? '{}') as { jobId?: string; runAt?: string };
-          onMessage(body.jobId ?? '', Date.parse(m.MessageAttributes?.runAt?.StringValue ?? body.runAt ?? ''), Number(m.Attributes?.SentTimestamp ?? 0));
+          onMessage(
+            body.jobId ?? '',
+            Date.parse(m.MessageAttributes?.runAt?.StringValue ?? body.runAt ?? ''),
+            Number(m.Attributes?.SentTimestamp ?? 0),
+          );
         }
       }
     }),
@@ -187,7 +215,10 @@ async function receiveAll(em: Emulators, queueUrl: string, onMessage: (jobId: st
   return received;
 }
 
-export async function runRecovery(em: Emulators, opts: { overdueRows: number; emptyRows: number; freshPerSec: number }): Promise<RecoveryResult> {
+export async function runRecovery(
+  em: Emulators,
+  opts: { overdueRows: number; emptyRows: number; freshPerSec: number },
+): Promise<RecoveryResult> {
   // The run with no backlog, on a table of its own: a burst due at once.
   progress(`recovery: the dispatch rate with no backlog (a burst of ${opts.emptyRows} rows due at once, fresh table)`);
   const emptySys = await createSystem(em, { tenants: ['demo'] });
@@ -229,7 +260,15 @@ export async function runRecovery(em: Emulators, opts: { overdueRows: number; em
       const shard = i % sys.w.config.settings.shardCount;
       const dueMs = Date.now() + 4_000 + Math.floor(Math.random() * 2_000);
       freshDue.push(dueMs);
-      freshWrites.push(ingestJob(sys.w.ingest, { jobId: idOf(sys, 'F', i, shard, dueMs), tenant: 'demo', shard, dueMs, payload: JSON.stringify({ fresh: i }) }));
+      freshWrites.push(
+        ingestJob(sys.w.ingest, {
+          jobId: idOf(sys, 'F', i, shard, dueMs),
+          tenant: 'demo',
+          shard,
+          dueMs,
+          payload: JSON.stringify({ fresh: i }),
+        }),
+      );
     }
   })();
   const drained = await d.until('R', opts.overdueRows, 1_800_000);
@@ -247,7 +286,9 @@ export async function runRecovery(em: Emulators, opts: { overdueRows: number; em
   await d.stop();
   const drainRate = Math.round(opts.overdueRows / (drainMs / 1000));
   const peakRssMb = Math.max(...drainRss);
-  progress(`recovery: ${drainRate} jobs/s over ${opts.overdueRows} overdue rows (ratio ${(drainRate / emptyRate).toFixed(2)}); RSS peak ${peakRssMb} MB against ${steadyRssMb} MB steady`);
+  progress(
+    `recovery: ${drainRate} jobs/s over ${opts.overdueRows} overdue rows (ratio ${(drainRate / emptyRate).toFixed(2)}); RSS peak ${peakRssMb} MB against ${steadyRssMb} MB steady`,
+  );
 
   // Every message once: lost, early, duplicates.
   const t1 = Date.now();

@@ -15,24 +15,72 @@ export function targets(r: BenchResult): Target[] {
   const l = r.lateness;
   const bq = r.peers.bullmq;
   if (l) {
-    t.push({ name: 'Lateness p95', target: bq ? `≤ 100 ms and ≤ BullMQ's (${bq.p95Ms} ms)` : '≤ 100 ms', value: `${l.p95Ms} ms`, met: l.p95Ms <= 100 && (!bq || l.p95Ms <= bq.p95Ms) });
+    t.push({
+      name: 'Lateness p95',
+      target: bq ? `≤ 100 ms and ≤ BullMQ's (${bq.p95Ms} ms)` : '≤ 100 ms',
+      value: `${l.p95Ms} ms`,
+      met: l.p95Ms <= 100 && (!bq || l.p95Ms <= bq.p95Ms),
+    });
     t.push({ name: 'Lateness p99', target: '≤ 250 ms', value: `${l.p99Ms} ms`, met: l.p99Ms <= 250 });
     t.push({ name: 'Early deliveries', target: '0', value: String(l.early), met: l.early === 0 });
     t.push({ name: 'Delivered', target: `all ${l.expected} accepted`, value: String(l.delivered), met: l.delivered === l.expected });
   }
-  if (r.dispatch) t.push({ name: 'Dispatch vs storage ceiling', target: '≥ 70%', value: `${Math.round(r.dispatch.ratioToCeiling * 100)}% (${r.dispatch.jobsPerSec} of ${r.dispatch.ceilingJobsPerSec} jobs/s)`, met: r.dispatch.ratioToCeiling >= 0.7 });
+  if (r.dispatch)
+    t.push({
+      name: 'Dispatch vs storage ceiling',
+      target: '≥ 70%',
+      value: `${Math.round(r.dispatch.ratioToCeiling * 100)}% (${r.dispatch.jobsPerSec} of ${r.dispatch.ceilingJobsPerSec} jobs/s)`,
+      met: r.dispatch.ratioToCeiling >= 0.7,
+    });
   if (r.requests) {
     const b = r.requests.batch;
-    t.push({ name: 'DynamoDB writes per batch-submitted job', target: '≤ 3', value: `${b.itemWritesPerJob} item writes (${b.requestsPerJob.dynamodbWrite} requests, ${b.usagePerJob.dynamodbWru} WRU)`, met: b.itemWritesPerJob <= 3 });
-    t.push({ name: 'SQS requests per batch-submitted job', target: '≤ 0.5', value: String(b.requestsPerJob.sqs), met: b.requestsPerJob.sqs <= 0.5 });
+    t.push({
+      name: 'DynamoDB writes per batch-submitted job',
+      target: '≤ 3',
+      value: `${b.itemWritesPerJob} item writes (${b.requestsPerJob.dynamodbWrite} requests, ${b.usagePerJob.dynamodbWru} WRU)`,
+      met: b.itemWritesPerJob <= 3,
+    });
+    t.push({
+      name: 'SQS requests per batch-submitted job',
+      target: '≤ 0.5',
+      value: String(b.requestsPerJob.sqs),
+      met: b.requestsPerJob.sqs <= 0.5,
+    });
   }
-  if (r.costPerMillionUsd) t.push({ name: 'Cost per million batch-submitted 1 KB jobs', target: '≤ $2.50', value: `$${r.costPerMillionUsd.ours.toFixed(2)}`, met: r.costPerMillionUsd.ours <= 2.5 });
-  if (r.backlog) t.push({ name: 'Backlog ratio', target: '≥ 0.9', value: `${r.backlog.ratio} (${r.backlog.futureRows.toLocaleString('en-US')} future rows)`, met: r.backlog.ratio >= 0.9 });
+  if (r.costPerMillionUsd)
+    t.push({
+      name: 'Cost per million batch-submitted 1 KB jobs',
+      target: '≤ $2.50',
+      value: `$${r.costPerMillionUsd.ours.toFixed(2)}`,
+      met: r.costPerMillionUsd.ours <= 2.5,
+    });
+  if (r.backlog)
+    t.push({
+      name: 'Backlog ratio',
+      target: '≥ 0.9',
+      value: `${r.backlog.ratio} (${r.backlog.futureRows.toLocaleString('en-US')} future rows)`,
+      met: r.backlog.ratio >= 0.9,
+    });
   const rc = r.recovery;
   if (rc) {
-    t.push({ name: 'Outage drain rate vs no backlog', target: '≥ 0.8', value: `${rc.ratioToEmpty} (${rc.drainJobsPerSec} vs ${rc.empty.jobsPerSec} jobs/s, ${rc.overdueRows.toLocaleString('en-US')} overdue rows)`, met: rc.ratioToEmpty >= 0.8 });
-    t.push({ name: 'Outage drain memory', target: 'peak ≤ 1.5 × steady RSS', value: `${rc.peakRssMb} MB peak, ${rc.steadyRssMb} MB steady (${(rc.peakRssMb / rc.steadyRssMb).toFixed(2)}×)`, met: rc.peakRssMb <= 1.5 * rc.steadyRssMb });
-    t.push({ name: 'Outage drain lost / early', target: '0 / 0', value: `${rc.lost} / ${rc.early} (${rc.duplicates} duplicates)`, met: rc.lost === 0 && rc.early === 0 });
+    t.push({
+      name: 'Outage drain rate vs no backlog',
+      target: '≥ 0.8',
+      value: `${rc.ratioToEmpty} (${rc.drainJobsPerSec} vs ${rc.empty.jobsPerSec} jobs/s, ${rc.overdueRows.toLocaleString('en-US')} overdue rows)`,
+      met: rc.ratioToEmpty >= 0.8,
+    });
+    t.push({
+      name: 'Outage drain memory',
+      target: 'peak ≤ 1.5 × steady RSS',
+      value: `${rc.peakRssMb} MB peak, ${rc.steadyRssMb} MB steady (${(rc.peakRssMb / rc.steadyRssMb).toFixed(2)}×)`,
+      met: rc.peakRssMb <= 1.5 * rc.steadyRssMb,
+    });
+    t.push({
+      name: 'Outage drain lost / early',
+      target: '0 / 0',
+      value: `${rc.lost} / ${rc.early} (${rc.duplicates} duplicates)`,
+      met: rc.lost === 0 && rc.early === 0,
+    });
   }
   return t;
 }
@@ -44,7 +92,10 @@ export function markdown(r: BenchResult): string {
   const lines: string[] = [];
   const m = r.machine;
   lines.push(`# Dynein Serverless benchmark (${r.mode} mode)`, '');
-  lines.push(`${r.date.slice(0, 10)} · ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node} · load average ${m.loadAvgAtStart.join(' / ')} at start, ${m.loadAvgAtEnd.join(' / ')} at the end (1/5/15 min; the machine was shared) · ${Math.round(r.durationS)} s · \`npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}\``, '');
+  lines.push(
+    `${r.date.slice(0, 10)} · ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node} · load average ${m.loadAvgAtStart.join(' / ')} at start, ${m.loadAvgAtEnd.join(' / ')} at the end (1/5/15 min; the machine was shared) · ${Math.round(r.durationS)} s · \`npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}\``,
+    '',
+  );
   if (r.mode === 'quick') lines.push(`Quick mode: ${r.sizes.description}. A smoke check: its timings are not the published figures.`, '');
 
   lines.push('## Targets', '', '| | target | this run | met |', '|---|---|---|---|');
@@ -54,64 +105,128 @@ export function markdown(r: BenchResult): string {
   const l = r.lateness;
   const bq = r.peers.bullmq;
   if (l) {
-    lines.push(`## Lateness (${l.load.rate} jobs/s for ${l.load.durationMs / 1000} s, due ${l.load.minAheadMs / 1000}–${l.load.maxAheadMs / 1000} s ahead, ${l.load.payloadBytes}-byte payloads)`, '');
+    lines.push(
+      `## Lateness (${l.load.rate} jobs/s for ${l.load.durationMs / 1000} s, due ${l.load.minAheadMs / 1000}–${l.load.maxAheadMs / 1000} s ahead, ${l.load.payloadBytes}-byte payloads)`,
+      '',
+    );
     lines.push('| | p50 | p95 | p99 | max | early | delivered |', '|---|---|---|---|---|---|---|');
-    lines.push(`| Dynein Serverless, local stack (signed POST → … → consumer receive) | ${l.p50Ms} ms | ${l.p95Ms} ms | ${l.p99Ms} ms | ${l.maxMs} ms | ${l.early} | ${l.delivered}/${l.expected} |`);
-    lines.push(`| same jobs, SQS ApproximateFirstReceiveTimestamp | ${l.firstReceive.p50Ms} ms | ${l.firstReceive.p95Ms} ms | ${l.firstReceive.p99Ms} ms | ${l.firstReceive.maxMs} ms | | |`);
-    if (bq) lines.push(`| BullMQ ${bq.bullmqVersion} delayed jobs, Redis ${bq.redisVersion} (worker start; ${bq.load.durationMs / 1000} s of the same load) | ${bq.p50Ms} ms | ${bq.p95Ms} ms | ${bq.p99Ms} ms | ${bq.maxMs} ms | ${bq.early} | ${bq.delivered}/${bq.expected} |`);
+    lines.push(
+      `| Dynein Serverless, local stack (signed POST → … → consumer receive) | ${l.p50Ms} ms | ${l.p95Ms} ms | ${l.p99Ms} ms | ${l.maxMs} ms | ${l.early} | ${l.delivered}/${l.expected} |`,
+    );
+    lines.push(
+      `| same jobs, SQS ApproximateFirstReceiveTimestamp | ${l.firstReceive.p50Ms} ms | ${l.firstReceive.p95Ms} ms | ${l.firstReceive.p99Ms} ms | ${l.firstReceive.maxMs} ms | | |`,
+    );
+    if (bq)
+      lines.push(
+        `| BullMQ ${bq.bullmqVersion} delayed jobs, Redis ${bq.redisVersion} (worker start; ${bq.load.durationMs / 1000} s of the same load) | ${bq.p50Ms} ms | ${bq.p95Ms} ms | ${bq.p99Ms} ms | ${bq.maxMs} ms | ${bq.early} | ${bq.delivered}/${bq.expected} |`,
+      );
     else lines.push(`| BullMQ | ${r.peers.bullmqSkipped ?? 'not run'} | | | | | |`);
-    lines.push('', `Submit (signed POST acknowledged): p50 ${l.load.report.submitMs.p50Ms} ms, p99 ${l.load.report.submitMs.p99Ms} ms; ${l.direct} job(s) went straight to the queue (due within the lookahead by the time submit ran); duplicates ${l.duplicates}; inbound backlog (accepted, not yet ingested) at most ${l.ingestBacklog.max} jobs.`, '');
+    lines.push(
+      '',
+      `Submit (signed POST acknowledged): p50 ${l.load.report.submitMs.p50Ms} ms, p99 ${l.load.report.submitMs.p99Ms} ms; ${l.direct} job(s) went straight to the queue (due within the lookahead by the time submit ran); duplicates ${l.duplicates}; inbound backlog (accepted, not yet ingested) at most ${l.ingestBacklog.max} jobs.`,
+      '',
+    );
   }
 
   if (r.dispatch) {
     const d = r.dispatch;
     lines.push('## Dispatch throughput and backlog', '');
     lines.push('| | jobs | jobs/s |', '|---|---|---|');
-    lines.push(`| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`);
-    lines.push(`| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delivered marker in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedMarkersPerSec} batched markers/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`);
+    lines.push(
+      `| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`,
+    );
+    lines.push(
+      `| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delivered marker in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedMarkersPerSec} batched markers/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`,
+    );
     if (r.backlog) {
-      lines.push(`| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}; ${r.backlog.ratioToPhase2} against the first burst) |`);
-      lines.push(`| the same burst right after, on a fresh table (same machine load, same emulator storage) | ${r.backlog.withoutAdjacent.jobs.toLocaleString('en-US')} | ${r.backlog.withoutAdjacent.jobsPerSec} |`);
+      lines.push(
+        `| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}; ${r.backlog.ratioToPhase2} against the first burst) |`,
+      );
+      lines.push(
+        `| the same burst right after, on a fresh table (same machine load, same emulator storage) | ${r.backlog.withoutAdjacent.jobs.toLocaleString('en-US')} | ${r.backlog.withoutAdjacent.jobsPerSec} |`,
+      );
     }
     lines.push('');
   }
 
   const rc = r.recovery;
   if (rc) {
-    lines.push(`## Recovery after an outage (${rc.overdueRows.toLocaleString('en-US')} overdue rows, due over the last hour, ${rc.fresh.jobs} jobs falling due meanwhile)`, '');
+    lines.push(
+      `## Recovery after an outage (${rc.overdueRows.toLocaleString('en-US')} overdue rows, due over the last hour, ${rc.fresh.jobs} jobs falling due meanwhile)`,
+      '',
+    );
     lines.push('| | rows | jobs/s | RSS (MB) |', '|---|---|---|---|');
-    lines.push(`| no backlog: a burst due at once, fresh table | ${rc.empty.rows.toLocaleString('en-US')} | ${rc.empty.jobsPerSec} | ${rc.steadyRssMb} median, ${rc.empty.peakRssMb} max |`);
-    lines.push(`| the outage's backlog, drained oldest first in bounded pages | ${rc.overdueRows.toLocaleString('en-US')} | ${rc.drainJobsPerSec} (ratio ${rc.ratioToEmpty}) | ${rc.peakRssMb} max (${rc.rssBeforeMb} before) |`);
-    lines.push('', `Lost ${rc.lost}, early ${rc.early}, duplicates ${rc.duplicates} (every message in the queue received once). Jobs falling due during the drain were sent p50 ${rc.fresh.lateness.p50Ms} ms, p99 ${rc.fresh.lateness.p99Ms} ms, max ${rc.fresh.lateness.maxMs} ms after runAt (at the dispatcher; ${rc.fresh.sentAfterLastBacklogRow} waited for the end of the backlog). ${rc.itemsReadPerJob} items read per job; at most ${rc.maxTracked} rows tracked by a round at once.`, '');
+    lines.push(
+      `| no backlog: a burst due at once, fresh table | ${rc.empty.rows.toLocaleString('en-US')} | ${rc.empty.jobsPerSec} | ${rc.steadyRssMb} median, ${rc.empty.peakRssMb} max |`,
+    );
+    lines.push(
+      `| the outage's backlog, drained oldest first in bounded pages | ${rc.overdueRows.toLocaleString('en-US')} | ${rc.drainJobsPerSec} (ratio ${rc.ratioToEmpty}) | ${rc.peakRssMb} max (${rc.rssBeforeMb} before) |`,
+    );
+    lines.push(
+      '',
+      `Lost ${rc.lost}, early ${rc.early}, duplicates ${rc.duplicates} (every message in the queue received once). Jobs falling due during the drain were sent p50 ${rc.fresh.lateness.p50Ms} ms, p99 ${rc.fresh.lateness.p99Ms} ms, max ${rc.fresh.lateness.maxMs} ms after runAt (at the dispatcher; ${rc.fresh.sentAfterLastBacklogRow} waited for the end of the backlog). ${rc.itemsReadPerJob} items read per job; at most ${rc.maxTracked} rows tracked by a round at once.`,
+      '',
+    );
   }
 
   if (r.requests && r.costPerMillionUsd) {
     const b = r.requests.batch;
     const s = r.requests.single;
     const c = r.costPerMillionUsd;
-    lines.push(`## Requests and dollars per job (${b.jobs} jobs each, ${r.requests.payloadBytes}-byte payloads, prices ${PRICE_REGION} as of ${PRICES_CHECKED})`, '');
-    lines.push('| per job | DynamoDB write req. | item writes (WRU) | DynamoDB read req. | SQS | Lambda | API Gateway | $ per million |', '|---|---|---|---|---|---|---|---|');
-    lines.push(`| ours, batch submits of 100 | ${b.requestsPerJob.dynamodbWrite} | ${b.itemWritesPerJob} (${b.usagePerJob.dynamodbWru}) | ${b.requestsPerJob.dynamodbRead} | ${b.requestsPerJob.sqs} | ${b.requestsPerJob.lambda} | ${b.requestsPerJob.apiGateway} | ${usd(c.ours)} |`);
-    lines.push(`| ours, single POSTs | ${s.requestsPerJob.dynamodbWrite} | ${s.itemWritesPerJob} (${s.usagePerJob.dynamodbWru}) | ${s.requestsPerJob.dynamodbRead} | ${s.requestsPerJob.sqs} | ${s.requestsPerJob.lambda} | ${s.requestsPerJob.apiGateway} | ${usd(c.oursSinglePost)} |`);
-    lines.push(`| Dynein's pattern (servers not included) | 3 | 3 (${c.usage.dyneinPattern.dynamodbWru}) | 0.1 | 4 | – | – | ${usd(c.dyneinPattern)} |`);
+    lines.push(
+      `## Requests and dollars per job (${b.jobs} jobs each, ${r.requests.payloadBytes}-byte payloads, prices ${PRICE_REGION} as of ${PRICES_CHECKED})`,
+      '',
+    );
+    lines.push(
+      '| per job | DynamoDB write req. | item writes (WRU) | DynamoDB read req. | SQS | Lambda | API Gateway | $ per million |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    lines.push(
+      `| ours, batch submits of 100 | ${b.requestsPerJob.dynamodbWrite} | ${b.itemWritesPerJob} (${b.usagePerJob.dynamodbWru}) | ${b.requestsPerJob.dynamodbRead} | ${b.requestsPerJob.sqs} | ${b.requestsPerJob.lambda} | ${b.requestsPerJob.apiGateway} | ${usd(c.ours)} |`,
+    );
+    lines.push(
+      `| ours, single POSTs | ${s.requestsPerJob.dynamodbWrite} | ${s.itemWritesPerJob} (${s.usagePerJob.dynamodbWru}) | ${s.requestsPerJob.dynamodbRead} | ${s.requestsPerJob.sqs} | ${s.requestsPerJob.lambda} | ${s.requestsPerJob.apiGateway} | ${usd(c.oursSinglePost)} |`,
+    );
+    lines.push(
+      `| Dynein's pattern (servers not included) | 3 | 3 (${c.usage.dyneinPattern.dynamodbWru}) | 0.1 | 4 | – | – | ${usd(c.dyneinPattern)} |`,
+    );
     lines.push(`| EventBridge Scheduler one-time schedules → SQS | – | – | – | 1 | – | – | ${usd(c.eventBridgeScheduler)} |`);
     lines.push('');
-    lines.push(`Polling is apart: an idle deployment costs ${usd(r.fixedMonthlyUsd.idle.totalUsd)} a month (tick executions, idle dispatch steps, the event source's long polls); at a steady 100 jobs/s the tick plans one dispatcher, which adds ${usd(r.fixedMonthlyUsd.busyAt100PerSec.totalUsd)} a month; at its most (every one of the ${r.fixedMonthlyUsd.model.groups} groups its own dispatch Lambda of ${r.fixedMonthlyUsd.model.dispatchMemoryMb} MB, always busy, from ~${(r.fixedMonthlyUsd.model.groups - 1) * r.fixedMonthlyUsd.model.dispatcherRowsPerSecond} jobs/s) ${usd(r.fixedMonthlyUsd.busy.totalUsd)} a month (${r.fixedMonthlyUsd.model.shards * 2} queries/s). All in at a steady 100 jobs/s: ${usd(c.oursAllInAt100PerSec)} per million batch-submitted jobs. With the payload stored as plain text instead (the design before deflating): ${usd(c.whatIfCompressedPayload)}.`, '');
+    lines.push(
+      `Polling is apart: an idle deployment costs ${usd(r.fixedMonthlyUsd.idle.totalUsd)} a month (tick executions, idle dispatch steps, the event source's long polls); at a steady 100 jobs/s the tick plans one dispatcher, which adds ${usd(r.fixedMonthlyUsd.busyAt100PerSec.totalUsd)} a month; at its most (every one of the ${r.fixedMonthlyUsd.model.groups} groups its own dispatch Lambda of ${r.fixedMonthlyUsd.model.dispatchMemoryMb} MB, always busy, from ~${(r.fixedMonthlyUsd.model.groups - 1) * r.fixedMonthlyUsd.model.dispatcherRowsPerSecond} jobs/s) ${usd(r.fixedMonthlyUsd.busy.totalUsd)} a month (${r.fixedMonthlyUsd.model.shards * 2} queries/s). All in at a steady 100 jobs/s: ${usd(c.oursAllInAt100PerSec)} per million batch-submitted jobs. With the payload stored as plain text instead (the design before deflating): ${usd(c.whatIfCompressedPayload)}.`,
+      '',
+    );
   }
 
   if (r.capacity) {
-    lines.push(`## Capacity model on AWS (steady batch-submitted 1 KB jobs; dispatch CPU ${r.capacity.basis.dispatchCpuUsPerJob} µs per job measured here)`, '');
-    lines.push('| jobs/s | table WRU/s | shards | dispatch groups | Lambda concurrency (submit / ingest / dispatch) | $ a month | $ per million | to change |', '|---|---|---|---|---|---|---|---|');
-    for (const [label, rows] of [['as built', r.capacity.asBuilt], ['payload as plain text', r.capacity.compressedPayload]] as const) {
+    lines.push(
+      `## Capacity model on AWS (steady batch-submitted 1 KB jobs; dispatch CPU ${r.capacity.basis.dispatchCpuUsPerJob} µs per job measured here)`,
+      '',
+    );
+    lines.push(
+      '| jobs/s | table WRU/s | shards | dispatch groups | Lambda concurrency (submit / ingest / dispatch) | $ a month | $ per million | to change |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    for (const [label, rows] of [
+      ['as built', r.capacity.asBuilt],
+      ['payload as plain text', r.capacity.compressedPayload],
+    ] as const) {
       for (const c of rows) {
-        lines.push(`| ${c.jobsPerSec.toLocaleString('en-US')} (${label}) | ${c.tableWruPerSec.toLocaleString('en-US')} | ${c.shardsNeeded} | ${c.groupsNeeded}${c.withinGroupCap ? '' : ' (> 40)'} | ${c.lambdaConcurrency.submit} / ${c.lambdaConcurrency.ingest} / ${c.lambdaConcurrency.dispatch} | $${c.monthlyUsd.toLocaleString('en-US')} | ${usd(c.perMillionUsd)} | ${c.notes.join('; ') || '–'} |`);
+        lines.push(
+          `| ${c.jobsPerSec.toLocaleString('en-US')} (${label}) | ${c.tableWruPerSec.toLocaleString('en-US')} | ${c.shardsNeeded} | ${c.groupsNeeded}${c.withinGroupCap ? '' : ' (> 40)'} | ${c.lambdaConcurrency.submit} / ${c.lambdaConcurrency.ingest} / ${c.lambdaConcurrency.dispatch} | $${c.monthlyUsd.toLocaleString('en-US')} | ${usd(c.perMillionUsd)} | ${c.notes.join('; ') || '–'} |`,
+        );
       }
     }
     lines.push('');
   }
 
   if (r.bundles) {
-    lines.push('## Lambda bundles (esbuild, the CDK options)', '', '| function | bundle | import in a fresh process (median) |', '|---|---|---|');
+    lines.push(
+      '## Lambda bundles (esbuild, the CDK options)',
+      '',
+      '| function | bundle | import in a fresh process (median) |',
+      '|---|---|---|',
+    );
     for (const [name, b] of Object.entries(r.bundles)) lines.push(`| ${name} | ${(b.bytes / 1024).toFixed(1)} KiB | ${b.loadMs} ms |`);
     lines.push('');
   }

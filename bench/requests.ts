@@ -52,7 +52,14 @@ export interface ModeResult {
   byOperation: Record<string, number>;
   /** Billing units per job, polling excluded: what the cost is computed from. */
   usagePerJob: PerJobUsage;
-  lambda: { submitInvocations: number; submitMs: number; ingestInvocations: number; ingestMs: number; ingestRecordsPerInvocation: number; ingestJobsPerInvocation: number };
+  lambda: {
+    submitInvocations: number;
+    submitMs: number;
+    ingestInvocations: number;
+    ingestMs: number;
+    ingestRecordsPerInvocation: number;
+    ingestJobsPerInvocation: number;
+  };
   polling: { queries: number; leaseWrites: number; emptyReceives: number; windowMs: number };
   /** Dispatchers each tick execution planned (core/plan.ts), in order. */
   dispatchersPlanned: number[];
@@ -123,7 +130,8 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
   clients.sqs.middlewareStack.add(
     (next, context) => async (args) => {
       const res = await next(args);
-      if (context.commandName === 'ReceiveMessageCommand' && ((res.output as { Messages?: unknown[] }).Messages ?? []).length === 0) emptyReceives++;
+      if (context.commandName === 'ReceiveMessageCommand' && ((res.output as { Messages?: unknown[] }).Messages ?? []).length === 0)
+        emptyReceives++;
       return res;
     },
     { step: 'initialize', name: 'benchEmptyReceives' },
@@ -151,11 +159,21 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
   const deps = { ...w.dispatch, store };
   // The tick as deployed: each execution plans its dispatchers from the rows coming due.
   const dispatchers: number[] = [];
-  const ticks = runTicks(deps, { name: `bench-${mode}-${start}`, signal: abort.signal, onPlan: (p) => dispatchers.push(p.dispatchers.length) });
+  const ticks = runTicks(deps, {
+    name: `bench-${mode}-${start}`,
+    signal: abort.signal,
+    onPlan: (p) => dispatchers.push(p.dispatchers.length),
+  });
 
   const callSubmit = async (path: string, body: string) => {
     const t0 = performance.now();
-    const res = await submit(httpEvent('POST', path, { body, pathParameters: { tenant: 'demo' }, routeKey: path.endsWith('/batch') ? 'POST /v1/tenants/{tenant}/jobs/batch' : 'POST /v1/tenants/{tenant}/jobs' }));
+    const res = await submit(
+      httpEvent('POST', path, {
+        body,
+        pathParameters: { tenant: 'demo' },
+        routeKey: path.endsWith('/batch') ? 'POST /v1/tenants/{tenant}/jobs/batch' : 'POST /v1/tenants/{tenant}/jobs',
+      }),
+    );
     submitMs.push(performance.now() - t0);
     if (res.statusCode !== 200 && res.statusCode !== 201) throw new Error(`submit answered ${res.statusCode}: ${res.body}`);
     return { res, apiUnits: Math.max(1, Math.ceil(Buffer.byteLength(body) / API_UNIT_BYTES)) };
@@ -167,18 +185,32 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
     let accepted = 0;
     if (mode === 'batch') {
       // One request of 100 jobs a second: 100 jobs/s, like the single POSTs.
-      await steadyLoad({ rate: 1, durationMs: (jobs / 100) * 1000, minAheadMs: 0, maxAheadMs: 1 }, async (i) => {
-        const batch = Array.from({ length: 100 }, (_, k) => `{"payload":${payloads[(i * 100 + k) % payloads.length]},"runAt":"${new Date(dueOf()).toISOString()}"}`);
-        const { res, apiUnits: u } = await callSubmit('/v1/tenants/demo/jobs/batch', `{"jobs":[${batch.join(',')}]}`);
-        apiUnits += u;
-        accepted += (JSON.parse(res.body!) as { results: { jobId?: string }[] }).results.filter((r) => r.jobId).length;
-      }, `requests/${mode}`);
+      await steadyLoad(
+        { rate: 1, durationMs: (jobs / 100) * 1000, minAheadMs: 0, maxAheadMs: 1 },
+        async (i) => {
+          const batch = Array.from(
+            { length: 100 },
+            (_, k) => `{"payload":${payloads[(i * 100 + k) % payloads.length]},"runAt":"${new Date(dueOf()).toISOString()}"}`,
+          );
+          const { res, apiUnits: u } = await callSubmit('/v1/tenants/demo/jobs/batch', `{"jobs":[${batch.join(',')}]}`);
+          apiUnits += u;
+          accepted += (JSON.parse(res.body!) as { results: { jobId?: string }[] }).results.filter((r) => r.jobId).length;
+        },
+        `requests/${mode}`,
+      );
     } else {
-      await steadyLoad({ rate: 100, durationMs: (jobs / 100) * 1000, minAheadMs: 0, maxAheadMs: 1 }, async (i) => {
-        const { apiUnits: u } = await callSubmit('/v1/tenants/demo/jobs', `{"payload":${payloads[i % payloads.length]},"runAt":"${new Date(dueOf()).toISOString()}"}`);
-        apiUnits += u;
-        accepted++;
-      }, `requests/${mode}`);
+      await steadyLoad(
+        { rate: 100, durationMs: (jobs / 100) * 1000, minAheadMs: 0, maxAheadMs: 1 },
+        async (i) => {
+          const { apiUnits: u } = await callSubmit(
+            '/v1/tenants/demo/jobs',
+            `{"payload":${payloads[i % payloads.length]},"runAt":"${new Date(dueOf()).toISOString()}"}`,
+          );
+          apiUnits += u;
+          accepted++;
+        },
+        `requests/${mode}`,
+      );
     }
     await consumer.waitFor(accepted, 30_000);
     // Until the last delivered markers are written.
@@ -197,15 +229,20 @@ async function deploy(em: Emulators, mode: 'batch' | 'single', jobs: number, pay
     const sum = (prefix: string, ops: string[]) => ops.reduce((a, op) => a + get(`${prefix}.${op}`), 0);
     const ddbReadsAll = sum('DynamoDB', ['GetItem', 'Query', 'Scan', 'BatchGetItem']);
     const ddbWritesAll = sum('DynamoDB', ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
-    const sqsAll = Object.entries(c).filter(([k]) => k.startsWith('SQS.')).reduce((a, [, v]) => a + v, 0);
+    const sqsAll = Object.entries(c)
+      .filter(([k]) => k.startsWith('SQS.'))
+      .reduce((a, [, v]) => a + v, 0);
     const submitInvocations = submitMs.length;
     const ingestInvocations = ingestMs.length;
     const per = (x: number) => +(x / n).toFixed(4);
     const units = (k: string) => billing[k]?.units ?? 0;
-    const sqsUnitsAll = Object.entries(billing).filter(([k]) => k.startsWith('SQS.')).reduce((a, [, v]) => a + v.units, 0);
+    const sqsUnitsAll = Object.entries(billing)
+      .filter(([k]) => k.startsWith('SQS.'))
+      .reduce((a, [, v]) => a + v.units, 0);
     const wruAll = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem'].reduce((a, op) => a + units(`DynamoDB.${op}`), 0);
     const rruPerJob = units('DynamoDB.GetItem');
-    const lambdaGbSeconds = (submitMs.reduce((a, b) => a + Math.ceil(b), 0) + ingestMs.reduce((a, b) => a + Math.ceil(b), 0)) / 1000 * HANDLER_MEMORY_GB;
+    const lambdaGbSeconds =
+      ((submitMs.reduce((a, b) => a + Math.ceil(b), 0) + ingestMs.reduce((a, b) => a + Math.ceil(b), 0)) / 1000) * HANDLER_MEMORY_GB;
     const usagePerJob: PerJobUsage = {
       // Group-lease writes are small items (1 WRU each) and polling.
       dynamodbWru: per(wruAll - leaseWrites),
@@ -280,7 +317,9 @@ async function idlePolling(em: Emulators, windowMs: number): Promise<IdlePolling
 
 export async function runRequests(em: Emulators, opts: { jobs: number }): Promise<RequestsResult> {
   const payloads = Array.from({ length: 100 }, (_, i) => JSON.stringify(realisticPayload(i)));
-  progress(`requests: ${opts.jobs} jobs batch-submitted in 100s and ${opts.jobs} single POSTs, side by side, at 100 jobs/s each; an idle deployment beside them`);
+  progress(
+    `requests: ${opts.jobs} jobs batch-submitted in 100s and ${opts.jobs} single POSTs, side by side, at 100 jobs/s each; an idle deployment beside them`,
+  );
   const [batch, single] = await Promise.all([deploy(em, 'batch', opts.jobs, payloads), deploy(em, 'single', opts.jobs, payloads)]);
   const windowMs = (opts.jobs / 100) * 1000 + 8_000;
   const [b, s, idle] = await Promise.all([batch.run, single.run, idlePolling(em, windowMs)]);
@@ -290,8 +329,11 @@ export async function runRequests(em: Emulators, opts: { jobs: number }): Promis
         `SQS ${r.requestsPerJob.sqs}, Lambda ${r.requestsPerJob.lambda}, API ${r.requestsPerJob.apiGateway}; $${costPerMillion(r.usagePerJob).totalUsd} per million`,
     );
   }
-  progress(`requests: dispatchers planned per tick execution: batch ${b.dispatchersPlanned.join(', ')}; single ${s.dispatchersPlanned.join(', ')}`);
-  progress(`requests/idle: ${idle.steps} idle steps in ${(idle.windowMs / 1000).toFixed(1)} s, ${idle.queriesPerStep} queries and ${idle.leaseWritesPerStep} lease writes each, ${idle.stepMs} ms per step`);
+  progress(
+    `requests: dispatchers planned per tick execution: batch ${b.dispatchersPlanned.join(', ')}; single ${s.dispatchersPlanned.join(', ')}`,
+  );
+  progress(
+    `requests/idle: ${idle.steps} idle steps in ${(idle.windowMs / 1000).toFixed(1)} s, ${idle.queriesPerStep} queries and ${idle.leaseWritesPerStep} lease writes each, ${idle.stepMs} ms per step`,
+  );
   return { batch: b, single: s, idle, payloadBytes: payloads[0]!.length };
 }
-

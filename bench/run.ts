@@ -53,7 +53,16 @@ export interface BenchResult {
   date: string;
   durationS: number;
   machine: MachineInfo & { loadAvgAtEnd: [number, number, number] };
-  sizes: { description: string; lateness: LoadShape; peerDurationMs: number; burst: number; backlogRows: number; recovery: { overdueRows: number; emptyRows: number; freshPerSec: number }; requestJobs: number; bundleRuns: number };
+  sizes: {
+    description: string;
+    lateness: LoadShape;
+    peerDurationMs: number;
+    burst: number;
+    backlogRows: number;
+    recovery: { overdueRows: number; emptyRows: number; freshPerSec: number };
+    requestJobs: number;
+    bundleRuns: number;
+  };
   lateness?: LatenessResult;
   dispatch?: DispatchResult;
   requestsPerJob?: ServiceFigures;
@@ -105,7 +114,8 @@ const sizes: BenchResult['sizes'] = quick
       bundleRuns: 2,
     }
   : {
-      description: 'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle',
+      description:
+        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle',
       lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
       peerDurationMs: 60_000,
       burst: 10_000,
@@ -117,7 +127,9 @@ const sizes: BenchResult['sizes'] = quick
 
 const started = Date.now();
 const machine = machineInfo();
-progress(`Dynein Serverless benchmark, ${quick ? 'quick' : 'full'} mode: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, load average ${machine.loadAvgAtStart.join(' ')}`);
+progress(
+  `Dynein Serverless benchmark, ${quick ? 'quick' : 'full'} mode: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, load average ${machine.loadAvgAtStart.join(' ')}`,
+);
 if (quick) progress(`quick mode: ${sizes.description}`);
 
 const r: BenchResult = {
@@ -127,7 +139,12 @@ const r: BenchResult = {
   machine: { ...machine, loadAvgAtEnd: machine.loadAvgAtStart },
   sizes,
   // Busy: every group's dispatcher running all month (the tick's plan at ≥ 2,400 jobs/s).
-  fixedMonthlyUsd: { idle: idleMonthlyCost(), busy: busyMonthlyCost(1), busyAt100PerSec: busyMonthlyCost(busyFraction(100, dispatchersAt(100), 5), DEFAULT_TICK, undefined, dispatchersAt(100)), model: DEFAULT_TICK },
+  fixedMonthlyUsd: {
+    idle: idleMonthlyCost(),
+    busy: busyMonthlyCost(1),
+    busyAt100PerSec: busyMonthlyCost(busyFraction(100, dispatchersAt(100), 5), DEFAULT_TICK, undefined, dispatchersAt(100)),
+    model: DEFAULT_TICK,
+  },
   peers: {},
   targets: [],
   prices: { region: PRICE_REGION, checked: PRICES_CHECKED, table: PRICES },
@@ -152,7 +169,8 @@ async function phase<T>(name: Phase, fn: () => Promise<T>): Promise<T | undefine
 // 1 and 6: the two steady loads, one right after the other, on the same machine.
 r.lateness = await phase('lateness', () => runLateness(sizes.lateness));
 if (only.has('bullmq')) {
-  if (redisServerAvailable()) r.peers.bullmq = await phase('bullmq', () => runBullmq({ ...sizes.lateness, durationMs: sizes.peerDurationMs }));
+  if (redisServerAvailable())
+    r.peers.bullmq = await phase('bullmq', () => runBullmq({ ...sizes.lateness, durationMs: sizes.peerDurationMs }));
   else {
     progress(BULLMQ_SKIP_MESSAGE);
     r.peers.bullmqSkipped = BULLMQ_SKIP_MESSAGE;
@@ -220,12 +238,23 @@ if (r.requests) {
   r.fixedMonthlyUsd.measuredLocalIdleStepMs = r.requests.idle.stepMs;
   if (r.dispatch) {
     const cpu = r.dispatch.cpuUsPerJob;
-    const basis = { dispatchCpuUsPerJob: cpu, submitSeconds: 0.03, ingestSeconds: 0.1, wruPerWriteAsBuilt: wruOf(compressedRowBytes), wruPerWritePlainPayload: wruOf(rowBytes), note: 'submit and ingest durations are assumed AWS figures (30 ms per batch request, 100 ms per inbound message of 100 jobs); dispatch CPU per job is measured in phase 2' };
+    const basis = {
+      dispatchCpuUsPerJob: cpu,
+      submitSeconds: 0.03,
+      ingestSeconds: 0.1,
+      wruPerWriteAsBuilt: wruOf(compressedRowBytes),
+      wruPerWritePlainPayload: wruOf(rowBytes),
+      note: 'submit and ingest durations are assumed AWS figures (30 ms per batch request, 100 ms per inbound message of 100 jobs); dispatch CPU per job is measured in phase 2',
+    };
     const rates = [1_000, 10_000, 100_000];
     r.capacity = {
       basis,
-      asBuilt: rates.map((x) => capacityRow(x, { usagePerJob: usage.ours, wruPerWrite: wruOf(compressedRowBytes), dispatchCpuUsPerJob: cpu })),
-      compressedPayload: rates.map((x) => capacityRow(x, { usagePerJob: usage.whatIfCompressedPayload, wruPerWrite: wruOf(rowBytes), dispatchCpuUsPerJob: cpu })),
+      asBuilt: rates.map((x) =>
+        capacityRow(x, { usagePerJob: usage.ours, wruPerWrite: wruOf(compressedRowBytes), dispatchCpuUsPerJob: cpu }),
+      ),
+      compressedPayload: rates.map((x) =>
+        capacityRow(x, { usagePerJob: usage.whatIfCompressedPayload, wruPerWrite: wruOf(rowBytes), dispatchCpuUsPerJob: cpu }),
+      ),
     };
   }
 }
@@ -254,24 +283,41 @@ process.exit(0);
 function notes(res: BenchResult): string[] {
   const out: string[] = [];
   const [l1] = res.machine.loadAvgAtStart;
-  if (l1 > res.machine.cpus * 0.5) out.push(`The machine was busy with other work (load average ${res.machine.loadAvgAtStart[0]} at start, ${res.machine.loadAvgAtEnd[0]} at the end, on ${res.machine.cpus} CPUs): timings are pessimistic.`);
+  if (l1 > res.machine.cpus * 0.5)
+    out.push(
+      `The machine was busy with other work (load average ${res.machine.loadAvgAtStart[0]} at start, ${res.machine.loadAvgAtEnd[0]} at the end, on ${res.machine.cpus} CPUs): timings are pessimistic.`,
+    );
   if (res.mode === 'quick') out.push(`Quick mode: ${res.sizes.description}.`);
   if (res.peers.bullmqSkipped) out.push(res.peers.bullmqSkipped);
-  if (res.lateness) out.push(`Lateness jobs are due at least ${res.lateness.load.minAheadMs / 1000} s ahead (the issue's 5 s plus half a second for the API's own latency), so that all take the table path; ${res.lateness.direct} went straight to the queue anyway (submit ran within the 5 s lookahead) and are included.`);
+  if (res.lateness)
+    out.push(
+      `Lateness jobs are due at least ${res.lateness.load.minAheadMs / 1000} s ahead (the issue's 5 s plus half a second for the API's own latency), so that all take the table path; ${res.lateness.direct} went straight to the queue anyway (submit ran within the 5 s lookahead) and are included.`,
+    );
   const l = res.lateness;
   if (l && (l.p95Ms > 100 || l.p99Ms > 250)) {
-    out.push(`Lateness missed its target in this run: the dispatcher's own lateness (due → SendMessageBatch acknowledged) averaged ${l.dispatcher.meanMs} ms (max ${l.dispatcher.maxMs} ms) and the inbound backlog reached ${l.ingestBacklog.max} jobs, with the load average at ${l.loadAvg.before[0]} → ${l.loadAvg.after[0]} on ${res.machine.cpus} CPUs: the local stack (API, Lambdas, dynalite, fauxqs, the state machine, the load and the consumer) shares two cores with whatever else runs; a job ingested later than its due time is late by that much.`);
+    out.push(
+      `Lateness missed its target in this run: the dispatcher's own lateness (due → SendMessageBatch acknowledged) averaged ${l.dispatcher.meanMs} ms (max ${l.dispatcher.maxMs} ms) and the inbound backlog reached ${l.ingestBacklog.max} jobs, with the load average at ${l.loadAvg.before[0]} → ${l.loadAvg.after[0]} on ${res.machine.cpus} CPUs: the local stack (API, Lambdas, dynalite, fauxqs, the state machine, the load and the consumer) shares two cores with whatever else runs; a job ingested later than its due time is late by that much.`,
+    );
   }
   if (res.requests) {
     const b = res.requests.batch;
     const tenantSends = (b.byOperation['SQS.SendMessageBatch'] ?? 0) - 0.1;
-    if (b.requestsPerJob.sqs > 0.5) out.push(`SQS per batch-submitted job: ${b.requestsPerJob.sqs} = inbound SendMessageBatch 0.1 + event source ReceiveMessage ${((b.byOperation['SQS.ReceiveMessage'] ?? 0) - b.polling.emptyReceives / b.jobs).toFixed(2)} (its ${b.polling.emptyReceives} empty long polls are polling) + DeleteMessageBatch ${(b.byOperation['SQS.DeleteMessageBatch'] ?? 0).toFixed(2)} + tenant SendMessageBatch ${tenantSends.toFixed(2)}: the release timer sends each row at its due millisecond, and at 100 jobs/s spread over 8 groups few rows of a group share a millisecond.`);
-    out.push(`Lambda GB-seconds come from handler wall times measured here (submit ${b.lambda.submitMs} ms per batch request, ingest ${b.lambda.ingestMs} ms per invocation of ${b.lambda.ingestRecordsPerInvocation} inbound message(s) carrying ${b.lambda.ingestJobsPerInvocation} jobs, 256 MB): against dynalite on a shared machine these are upper bounds of what AWS bills.`);
-    out.push(`The idle step takes ${res.requests.idle.stepMs} ms here; the fixed monthly cost assumes ${DEFAULT_TICK.idleStepSeconds * 1000} ms on AWS (a lease write and ${res.requests.idle.queriesPerStep} parallel queries).`);
+    if (b.requestsPerJob.sqs > 0.5)
+      out.push(
+        `SQS per batch-submitted job: ${b.requestsPerJob.sqs} = inbound SendMessageBatch 0.1 + event source ReceiveMessage ${((b.byOperation['SQS.ReceiveMessage'] ?? 0) - b.polling.emptyReceives / b.jobs).toFixed(2)} (its ${b.polling.emptyReceives} empty long polls are polling) + DeleteMessageBatch ${(b.byOperation['SQS.DeleteMessageBatch'] ?? 0).toFixed(2)} + tenant SendMessageBatch ${tenantSends.toFixed(2)}: the release timer sends each row at its due millisecond, and at 100 jobs/s spread over 8 groups few rows of a group share a millisecond.`,
+      );
+    out.push(
+      `Lambda GB-seconds come from handler wall times measured here (submit ${b.lambda.submitMs} ms per batch request, ingest ${b.lambda.ingestMs} ms per invocation of ${b.lambda.ingestRecordsPerInvocation} inbound message(s) carrying ${b.lambda.ingestJobsPerInvocation} jobs, 256 MB): against dynalite on a shared machine these are upper bounds of what AWS bills.`,
+    );
+    out.push(
+      `The idle step takes ${res.requests.idle.stepMs} ms here; the fixed monthly cost assumes ${DEFAULT_TICK.idleStepSeconds * 1000} ms on AWS (a lease write and ${res.requests.idle.queriesPerStep} parallel queries).`,
+    );
   }
   if (res.costPerMillionUsd) {
     const c = res.costPerMillionUsd;
-    out.push(`A job row with a ${res.requests?.payloadBytes}-byte payload stored as text is ${c.rowBytes} bytes (${wruOf(c.rowBytes)} WRU per write); as built, the payload is stored deflated and the row is ${c.compressedRowBytes} bytes (${wruOf(c.compressedRowBytes)} WRU per write, each of a job's 3 writes).`);
+    out.push(
+      `A job row with a ${res.requests?.payloadBytes}-byte payload stored as text is ${c.rowBytes} bytes (${wruOf(c.rowBytes)} WRU per write); as built, the payload is stored deflated and the row is ${c.compressedRowBytes} bytes (${wruOf(c.compressedRowBytes)} WRU per write, each of a job's 3 writes).`,
+    );
   }
   return out;
 }

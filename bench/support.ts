@@ -69,13 +69,24 @@ export function summarize(values: readonly number[]): Summary {
   const s = [...values].sort((a, b) => a - b);
   const at = (p: number) => (s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!);
   const mean = s.length === 0 ? 0 : s.reduce((a, b) => a + b, 0) / s.length;
-  return { count: s.length, p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: s.length ? s[s.length - 1]! : 0, meanMs: Math.round(mean), minMs: s.length ? s[0]! : 0 };
+  return {
+    count: s.length,
+    p50Ms: at(50),
+    p95Ms: at(95),
+    p99Ms: at(99),
+    maxMs: s.length ? s[s.length - 1]! : 0,
+    meanMs: Math.round(mean),
+    minMs: s.length ? s[0]! : 0,
+  };
 }
 
 export const median = (xs: readonly number[]) => summarize(xs).p50Ms;
 
 function startChild(kind: 'dynalite' | 'fauxqs'): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(fileURLToPath(new URL('./emulator.ts', import.meta.url)), [kind], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./emulator.ts', import.meta.url)), [kind], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', (m) => resolve({ child, port: (m as { port: number }).port }));
     child.once('exit', (code) => reject(new Error(`${kind} exited before it was ready (code ${code})`)));
@@ -154,13 +165,19 @@ export class BillingMeter {
     client.middlewareStack.add(
       (next, context) => async (args) => {
         const op = (context.commandName ?? 'Unknown').replace(/Command$/, '');
-        const input = args.input as { MessageBody?: string; Entries?: { MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[]; MessageAttributes?: Record<string, { StringValue?: string }> };
+        const input = args.input as {
+          MessageBody?: string;
+          Entries?: { MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[];
+          MessageAttributes?: Record<string, { StringValue?: string }>;
+        };
         const res = await next(args);
         let bytes = 0;
         if (op === 'SendMessage') bytes = msgBytes(input.MessageBody, input.MessageAttributes);
-        else if (op === 'SendMessageBatch') bytes = (input.Entries ?? []).reduce((n, e) => n + msgBytes(e.MessageBody, e.MessageAttributes), 0);
+        else if (op === 'SendMessageBatch')
+          bytes = (input.Entries ?? []).reduce((n, e) => n + msgBytes(e.MessageBody, e.MessageAttributes), 0);
         else if (op === 'ReceiveMessage') {
-          const msgs = (res.output as { Messages?: { Body?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[] }).Messages ?? [];
+          const msgs =
+            (res.output as { Messages?: { Body?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[] }).Messages ?? [];
           bytes = msgs.reduce((n, m) => n + msgBytes(m.Body, m.MessageAttributes), 0);
         }
         this.add(`SQS.${op}`, Math.max(1, Math.ceil(bytes / SQS_CHUNK)));
@@ -217,7 +234,11 @@ export interface Received {
  * against its `runAt` attribute, and deletes in the background (a delete never delays the next
  * receive).
  */
-export function consumeQueue(sqs: SQSClient, queueUrl: string, opts: { pollers?: number } = {}): { received: Received[]; stop(): Promise<void>; waitFor(n: number, timeoutMs: number): Promise<boolean> } {
+export function consumeQueue(
+  sqs: SQSClient,
+  queueUrl: string,
+  opts: { pollers?: number } = {},
+): { received: Received[]; stop(): Promise<void>; waitFor(n: number, timeoutMs: number): Promise<boolean> } {
   const received: Received[] = [];
   const abort = new AbortController();
   const deletes = new Set<Promise<unknown>>();
@@ -225,7 +246,13 @@ export function consumeQueue(sqs: SQSClient, queueUrl: string, opts: { pollers?:
     while (!abort.signal.aborted) {
       try {
         const res = await sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['runAt'], MessageSystemAttributeNames: ['ApproximateFirstReceiveTimestamp'] }),
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            MessageAttributeNames: ['runAt'],
+            MessageSystemAttributeNames: ['ApproximateFirstReceiveTimestamp'],
+          }),
           { abortSignal: abort.signal },
         );
         const receivedAt = Date.now();
@@ -241,7 +268,12 @@ export function consumeQueue(sqs: SQSClient, queueUrl: string, opts: { pollers?:
         }
         if (msgs.length > 0) {
           const p = sqs
-            .send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }))
+            .send(
+              new DeleteMessageBatchCommand({
+                QueueUrl: queueUrl,
+                Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+              }),
+            )
             .catch(() => undefined)
             .finally(() => deletes.delete(p));
           deletes.add(p);
@@ -275,7 +307,24 @@ export function consumeQueue(sqs: SQSClient, queueUrl: string, opts: { pollers?:
  * timestamp), not a run of one letter: it compresses as real payloads do.
  */
 export function realisticPayload(i: number, bytes = 1024): Record<string, unknown> {
-  const words = ['invoice', 'reminder', 'customer', 'renewal', 'shipment', 'account', 'balance', 'overdue', 'notify', 'premium', 'region', 'order', 'refund', 'digest', 'weekly', 'trial'];
+  const words = [
+    'invoice',
+    'reminder',
+    'customer',
+    'renewal',
+    'shipment',
+    'account',
+    'balance',
+    'overdue',
+    'notify',
+    'premium',
+    'region',
+    'order',
+    'refund',
+    'digest',
+    'weekly',
+    'trial',
+  ];
   const rnd = (n: number) => Math.floor(Math.random() * n);
   const p: Record<string, unknown> = {
     type: `${words[rnd(words.length)]}.${words[rnd(words.length)]}`,
@@ -322,7 +371,11 @@ export interface LoadReport {
  * ones are doing (submissions overlap), due `minAheadMs..maxAheadMs` after that moment at a
  * random millisecond. `submit` resolves when the system has accepted the job.
  */
-export async function steadyLoad(shape: LoadShape, submit: (i: number, dueMs: number) => Promise<void>, label: string): Promise<LoadReport> {
+export async function steadyLoad(
+  shape: LoadShape,
+  submit: (i: number, dueMs: number) => Promise<void>,
+  label: string,
+): Promise<LoadReport> {
   const total = Math.round((shape.rate * shape.durationMs) / 1000);
   const start = Date.now();
   let next = 0;
@@ -360,7 +413,7 @@ export async function steadyLoad(shape: LoadShape, submit: (i: number, dueMs: nu
       lastReport = now;
       progress(`${label}: ${next}/${total} submitted, ${inFlight} in flight, ${failed} failed, load ${load().join(' ')}`);
     }
-    await sleep(start + ((next) * 1000) / shape.rate - Date.now());
+    await sleep(start + (next * 1000) / shape.rate - Date.now());
   }
   await Promise.all(pending);
   return { submitted: total - failed, failed, maxInFlight, maxLagMs, submitMs: summarize(took), ...(firstError ? { firstError } : {}) };
@@ -373,7 +426,14 @@ export async function steadyLoad(shape: LoadShape, submit: (i: number, dueMs: nu
  */
 export async function runTicks(
   deps: DispatchDeps,
-  opts: { name: string; signal: AbortSignal; everyMs?: number; runMs?: number; onPlan?: (p: DispatchPlan) => void; onStep?: (r: DispatchStepResult) => void },
+  opts: {
+    name: string;
+    signal: AbortSignal;
+    everyMs?: number;
+    runMs?: number;
+    onPlan?: (p: DispatchPlan) => void;
+    onStep?: (r: DispatchStepResult) => void;
+  },
 ): Promise<void> {
   const loops: Promise<void>[] = [];
   let n = 0;
@@ -383,11 +443,14 @@ export async function runTicks(
     const plan = await planDispatchers({ store: deps.store, settings: deps.settings, log: deps.log }, start, untilMs);
     opts.onPlan?.(plan);
     const owner = `${opts.name}-${n++}`;
-    for (const groups of plan.dispatchers) loops.push(dispatchLoop(deps, { groups, owner, ownerStartMs: start, untilMs, signal: opts.signal, onStep: opts.onStep }));
+    for (const groups of plan.dispatchers)
+      loops.push(dispatchLoop(deps, { groups, owner, ownerStartMs: start, untilMs, signal: opts.signal, onStep: opts.onStep }));
   };
   const executions: Promise<void>[] = [execute()];
   const timer = setInterval(() => executions.push(execute()), opts.everyMs ?? 60_000);
-  await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener('abort', () => resolve(), { once: true })));
+  await new Promise<void>((resolve) =>
+    opts.signal.aborted ? resolve() : opts.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   clearInterval(timer);
   await Promise.all(executions);
   await Promise.all(loops);

@@ -56,9 +56,19 @@ const parseOptions = (flags: Readonly<Record<string, Flag>>) =>
   Object.fromEntries(Object.entries(flags).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
 
 function usageOf(name: string, c: Command): string {
-  const rows = Object.entries(c.flags).map(([flag, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${flag}${f.arg ? ` ${f.arg}` : ''}`, f.help] as const);
+  const rows = Object.entries(c.flags).map(
+    ([flag, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${flag}${f.arg ? ` ${f.arg}` : ''}`, f.help] as const,
+  );
   const width = Math.max(...rows.map(([l]) => l.length));
-  return [`Usage: dynein ${name} ${c.usage}`, '', c.summary ?? c.brief, '', 'Options:', ...rows.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`), ''].join('\n');
+  return [
+    `Usage: dynein ${name} ${c.usage}`,
+    '',
+    c.summary ?? c.brief,
+    '',
+    'Options:',
+    ...rows.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`),
+    '',
+  ].join('\n');
 }
 
 function generalUsage(): string {
@@ -162,7 +172,8 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
   }
 }
 
-const unknownCommand = (name: string) => new UsageError(`unknown command '${name}': one of ${Object.keys(COMMANDS).join(', ')} (see \`dynein --help\`)`);
+const unknownCommand = (name: string) =>
+  new UsageError(`unknown command '${name}': one of ${Object.keys(COMMANDS).join(', ')} (see \`dynein --help\`)`);
 
 interface Ctx {
   readonly values: Values;
@@ -187,7 +198,7 @@ const COMMANDS: Record<string, Command> = {
       ...TENANT,
       at: { type: 'string', arg: '<time>', help: 'when, as an RFC 3339 time: 2030-01-31T09:00:00Z' },
       in: { type: 'string', arg: '<duration>', help: 'or in how long: 30s, 5m, 2h, 3d, 1h30m' },
-      payload: { type: 'string', arg: '<JSON>', help: "the payload (default null); @file.json reads it from a file" },
+      payload: { type: 'string', arg: '<JSON>', help: 'the payload (default null); @file.json reads it from a file' },
       'idempotency-key': { type: 'string', arg: '<key>', help: 'a retry with the same key and time stores one job' },
       'not-cancellable': { type: 'boolean', help: 'may go straight to the queue when due within 900 s' },
       ...JSON_OUT,
@@ -197,12 +208,14 @@ const COMMANDS: Record<string, Command> = {
     async run({ values, str, rest, target, tenant, io }) {
       noPositionals('schedule', rest);
       const [at, inText, payloadText, key] = [str('at'), str('in'), str('payload'), str('idempotency-key')];
-      if ((at === undefined) === (inText === undefined)) throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
+      if ((at === undefined) === (inText === undefined))
+        throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
       // The payload travels as the text given (payloadJson), byte for byte.
       let payloadJson = 'null';
       if (payloadText !== undefined) {
         payloadJson = payloadText.startsWith('@') ? readText(payloadText.slice(1)) : payloadText;
-        if (!isJson(payloadJson)) throw new UsageError(`--payload is not JSON: quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
+        if (!isJson(payloadJson))
+          throw new UsageError(`--payload is not JSON: quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
       }
       const job: JobRequest = {
         payloadJson,
@@ -219,7 +232,8 @@ const COMMANDS: Record<string, Command> = {
   batch: {
     brief: 'schedule one job per line of a JSON Lines file',
     usage: '--tenant <name> <file.jsonl> [options]',
-    summary: 'Schedule one job per line of a JSON Lines file ({"payload": ..., "runAt" | "delaySeconds": ...});\nprint a summary (a progress bar on a terminal). Exit 1 if any job failed.',
+    summary:
+      'Schedule one job per line of a JSON Lines file ({"payload": ..., "runAt" | "delaySeconds": ...});\nprint a summary (a progress bar on a terminal). Exit 1 if any job failed.',
     targeted: true,
     flags: { ...TENANT, json: { type: 'boolean', help: 'print one JSON line per job (its reply or its error)' }, ...WHERE, ...HELP },
     async run({ values, rest, target, tenant, io }) {
@@ -231,10 +245,15 @@ const COMMANDS: Record<string, Command> = {
         io.progress?.(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${jobs.length} jobs`);
       };
       draw(0);
-      const results = await client(target()).scheduleBatch(tenant, jobs.map((j) => j.job), { onProgress: draw });
+      const results = await client(target()).scheduleBatch(
+        tenant,
+        jobs.map((j) => j.job),
+        { onProgress: draw },
+      );
       if (io.progress) io.err('');
       const failed = results.flatMap((r, i) => (r.ok ? [] : [{ line: jobs[i]!.line, error: r.error }]));
-      if (values.json) for (const r of results) io.out(JSON.stringify(r.ok ? r.job : { error: { code: r.error.code, message: r.error.message } }));
+      if (values.json)
+        for (const r of results) io.out(JSON.stringify(r.ok ? r.job : { error: { code: r.error.code, message: r.error.message } }));
       for (const f of failed) io.err(`line ${f.line}: ${f.error.code}: ${f.error.message}`);
       const summary = `scheduled ${results.length - failed.length} of ${results.length} jobs${failed.length ? `, ${failed.length} failed` : ''}`;
       (values.json ? io.err : io.out)(summary);
@@ -287,9 +306,11 @@ const COMMANDS: Record<string, Command> = {
     async run({ values, str, rest, target: resolve, io }) {
       noPositionals('worker', rest);
       const concurrency = str('concurrency') === undefined ? 10 : Number(str('concurrency'));
-      if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number ≥ 1, got '${str('concurrency')}'`);
+      if (!Number.isInteger(concurrency) || concurrency < 1)
+        throw new UsageError(`--concurrency must be a whole number ≥ 1, got '${str('concurrency')}'`);
       const waitTimeSeconds = str('wait-time') === undefined ? 20 : Number(str('wait-time'));
-      if (!Number.isInteger(waitTimeSeconds) || waitTimeSeconds < 0 || waitTimeSeconds > 20) throw new UsageError(`--wait-time must be a whole number of seconds from 0 to 20, got '${str('wait-time')}'`);
+      if (!Number.isInteger(waitTimeSeconds) || waitTimeSeconds < 0 || waitTimeSeconds > 20)
+        throw new UsageError(`--wait-time must be a whole number of seconds from 0 to 20, got '${str('wait-time')}'`);
       const target = resolve();
       if (!target.queueUrl) throw new UsageError('worker needs --queue-url with --endpoint (the tenant queue)');
       const worker = new Worker({
@@ -301,18 +322,35 @@ const COMMANDS: Record<string, Command> = {
         handler: (job, ctx) => {
           const receivedAt = new Date(ctx.receivedAt).toISOString();
           if (values.json) {
-            io.out(JSON.stringify({ jobId: job.jobId, tenant: job.tenant, runAt: job.runAt, receivedAt, latenessMs: ctx.latenessMs, receiveCount: ctx.receiveCount, payload: job.payload }));
+            io.out(
+              JSON.stringify({
+                jobId: job.jobId,
+                tenant: job.tenant,
+                runAt: job.runAt,
+                receivedAt,
+                latenessMs: ctx.latenessMs,
+                receiveCount: ctx.receiveCount,
+                payload: job.payload,
+              }),
+            );
           } else {
-            io.out(`${receivedAt}  ${job.jobId}  runAt ${job.runAt}  late ${ctx.latenessMs} ms  receive #${ctx.receiveCount}  ${JSON.stringify(job.payload)}`);
+            io.out(
+              `${receivedAt}  ${job.jobId}  runAt ${job.runAt}  late ${ctx.latenessMs} ms  receive #${ctx.receiveCount}  ${JSON.stringify(job.payload)}`,
+            );
           }
         },
         onEvent: (e) => {
           if (e.type === 'error') io.err(`dynein worker: ${e.operation}: ${oneLine(e.error)}`);
-          if (e.type === 'dead') io.err(`dynein worker: message ${e.messageId} is not a Dynein job (${oneLine(e.error)}): moved to the DLQ`);
+          if (e.type === 'dead')
+            io.err(`dynein worker: message ${e.messageId} is not a Dynein job (${oneLine(e.error)}): moved to the DLQ`);
         },
       });
       if (!values.json) io.err(`dynein worker: consuming ${target.queueUrl} (Ctrl-C stops)`);
-      const stopping = () => !values.json && io.err(`dynein worker: stopping after the receive under way (up to ${waitTimeSeconds} s) and ${worker.active} running job(s); Ctrl-C again quits at once`);
+      const stopping = () =>
+        !values.json &&
+        io.err(
+          `dynein worker: stopping after the receive under way (up to ${waitTimeSeconds} s) and ${worker.active} running job(s); Ctrl-C again quits at once`,
+        );
       process.once('SIGINT', stopping);
       process.once('SIGTERM', stopping);
       await worker.run();
@@ -333,7 +371,9 @@ const COMMANDS: Record<string, Command> = {
       const target = resolve();
       if (!target.queueUrl || !target.dlqUrl) throw new UsageError('redrive needs --queue-url and --dlq-url with --endpoint');
       const { moved, method } = await redrive(target.sqs(), target.queueUrl, target.dlqUrl, io.err);
-      io.out(`moved ${moved} message${moved === 1 ? '' : 's'} from the DLQ back to the queue${method === 'copy' ? ' (receive, send, delete: this SQS has no StartMessageMoveTask)' : ''}`);
+      io.out(
+        `moved ${moved} message${moved === 1 ? '' : 's'} from the DLQ back to the queue${method === 'copy' ? ' (receive, send, delete: this SQS has no StartMessageMoveTask)' : ''}`,
+      );
       return 0;
     },
   },
@@ -351,7 +391,11 @@ const COMMANDS: Record<string, Command> = {
     flags: {
       port: { type: 'string', arg: '<n>', help: 'the API port (default $DYNEIN_PORT, else 8080)' },
       tenants: { type: 'string', arg: '<a,b>', help: 'the tenants, comma-separated (default $DYNEIN_TENANTS, else demo)' },
-      'data-dir': { type: 'string', arg: '<dir>', help: 'where local.json, keys and DynamoDB data live (default $DYNEIN_DATA_DIR, else .dynein)' },
+      'data-dir': {
+        type: 'string',
+        arg: '<dir>',
+        help: 'where local.json, keys and DynamoDB data live (default $DYNEIN_DATA_DIR, else .dynein)',
+      },
       ...HELP,
     },
     async run({ str, rest }) {
@@ -379,7 +423,8 @@ const UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_4
  */
 export function parseDuration(text: string): number {
   const parts = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/.test(text.trim()) ? text.trim().match(/\d+(?:\.\d+)?(?:ms|s|m|h|d)/g)! : undefined;
-  if (!parts) throw new UsageError(`--in '${text}' is not a duration: use a number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 2h, 3d, 1h30m`);
+  if (!parts)
+    throw new UsageError(`--in '${text}' is not a duration: use a number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 2h, 3d, 1h30m`);
   return parts.reduce((sum, p) => {
     const [, n, unit] = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(p)!;
     return sum + Number(n) * UNITS[unit!]!;
@@ -406,7 +451,8 @@ function readJsonl(file: string): { line: number; job: JobRequest }[] {
     } catch (err) {
       throw new UsageError(`${file} line ${i + 1} is not JSON (${(err as Error).message}): nothing was sent`);
     }
-    if (typeof job !== 'object' || job === null || Array.isArray(job)) throw new UsageError(`${file} line ${i + 1} is not a JSON object like {"payload": ..., "delaySeconds": 30}: nothing was sent`);
+    if (typeof job !== 'object' || job === null || Array.isArray(job))
+      throw new UsageError(`${file} line ${i + 1} is not a JSON object like {"payload": ..., "delaySeconds": 30}: nothing was sent`);
     jobs.push({ line: i + 1, job: job as JobRequest });
   });
   if (jobs.length === 0) throw new UsageError(`${file} holds no jobs`);
@@ -416,7 +462,8 @@ function readJsonl(file: string): { line: number; job: JobRequest }[] {
 /** An error as one line: API errors with their code, status and request id. */
 function oneLine(err: unknown): string {
   let text: string;
-  if (err instanceof DyneinApiError) text = `${err.code} (HTTP ${err.status}): ${err.message}${err.requestId ? ` [request ${err.requestId}]` : ''}`;
+  if (err instanceof DyneinApiError)
+    text = `${err.code} (HTTP ${err.status}): ${err.message}${err.requestId ? ` [request ${err.requestId}]` : ''}`;
   else text = (err as Error)?.message ?? String(err);
   return text.replace(/\s*\n\s*/g, '; ');
 }

@@ -46,10 +46,12 @@ export function installCommand(missing: Peers['packages']): string {
 export async function startLocal(o: LocalOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const fromSource = import.meta.url.endsWith('.ts');
   const start = new URL(fromSource ? '../local/start.ts' : '../local/start.mjs', import.meta.url);
-  if (!existsSync(start)) throw new Error(`the local stack is missing from this install (${fileURLToPath(start)}): reinstall dynein-serverless`);
+  if (!existsSync(start))
+    throw new Error(`the local stack is missing from this install (${fileURLToPath(start)}): reinstall dynein-serverless`);
   if (!fromSource) {
     const missing = missingPeers(new URL('../local/peers.json', import.meta.url));
-    if (missing.length > 0) throw new UsageError(`the local stack needs ${missing.map((p) => p.name).join(', ')}, not installed: ${installCommand(missing)}`);
+    if (missing.length > 0)
+      throw new UsageError(`the local stack needs ${missing.map((p) => p.name).join(', ')}, not installed: ${installCommand(missing)}`);
   }
   if (o.port !== undefined) env.DYNEIN_PORT = o.port;
   if (o.tenants !== undefined) env.DYNEIN_TENANTS = o.tenants;

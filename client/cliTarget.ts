@@ -62,7 +62,8 @@ export interface TargetOptions {
 export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process.env): Target {
   let sqs: SQSClient | undefined;
   if (o.endpoint) {
-    const region = o.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com/.exec(o.endpoint)?.[1];
+    const region =
+      o.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com/.exec(o.endpoint)?.[1];
     if (!region) throw new UsageError('no region: pass --region, or set AWS_REGION');
     const credentials = fromNodeProviderChain(o.profile ? { profile: o.profile } : {});
     return {
@@ -78,7 +79,10 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
   }
   const dir = resolve(o.dataDir ?? env.DYNEIN_DATA_DIR ?? '.dynein');
   const file = join(dir, 'local.json');
-  if (!existsSync(file)) throw new Error(`no local stack running (${file} not found): start it with \`npx dynein local\` (\`npm start\` in a clone), or pass --endpoint for AWS`);
+  if (!existsSync(file))
+    throw new Error(
+      `no local stack running (${file} not found): start it with \`npx dynein local\` (\`npm start\` in a clone), or pass --endpoint for AWS`,
+    );
   let local: LocalJson;
   try {
     local = JSON.parse(readFileSync(file, 'utf8')) as LocalJson;
@@ -86,7 +90,10 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
     throw new Error(`${file} is not valid JSON (${(err as Error).message}): restart the local stack`);
   }
   const tenant = local.tenants?.[o.tenant];
-  if (!tenant) throw new Error(`tenant '${o.tenant}' is not in the local stack (it has ${Object.keys(local.tenants ?? {}).join(', ') || 'none'}): start it with \`dynein local --tenants ${o.tenant}\` (or DYNEIN_TENANTS=${o.tenant} npm start)`);
+  if (!tenant)
+    throw new Error(
+      `tenant '${o.tenant}' is not in the local stack (it has ${Object.keys(local.tenants ?? {}).join(', ') || 'none'}): start it with \`dynein local --tenants ${o.tenant}\` (or DYNEIN_TENANTS=${o.tenant} npm start)`,
+    );
   const credentials = { accessKeyId: tenant.accessKeyId, secretAccessKey: tenant.secretAccessKey };
   return {
     endpoint: local.endpoint,
@@ -104,7 +111,11 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
  * The package's own package.json (name, version, peerDependencies), found by walking up from this
  * file: `client/` in the repository, `dist/client/` in the installed package.
  */
-export function packageJson(from: string = fileURLToPath(import.meta.url)): { name: string; version: string; peerDependencies?: Record<string, string> } {
+export function packageJson(from: string = fileURLToPath(import.meta.url)): {
+  name: string;
+  version: string;
+  peerDependencies?: Record<string, string>;
+} {
   for (let dir = dirname(from); ; dir = dirname(dir)) {
     const file = join(dir, 'package.json');
     if (existsSync(file)) {
@@ -123,8 +134,14 @@ const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImpl
  * (waiting for the task to finish), else a receive, send, delete loop (a message leaves the DLQ
  * only after its copy was sent: a crash duplicates, never loses).
  */
-export async function redrive(sqs: SQSClient, queueUrl: string, dlqUrl: string, log: (line: string) => void): Promise<{ moved: number; method: 'StartMessageMoveTask' | 'copy' }> {
-  const arnOf = async (url: string) => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+export async function redrive(
+  sqs: SQSClient,
+  queueUrl: string,
+  dlqUrl: string,
+  log: (line: string) => void,
+): Promise<{ moved: number; method: 'StartMessageMoveTask' | 'copy' }> {
+  const arnOf = async (url: string) =>
+    (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
   const [sourceArn, destinationArn] = await Promise.all([arnOf(dlqUrl), arnOf(queueUrl)]);
   try {
     const { TaskHandle } = await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }));
@@ -132,7 +149,8 @@ export async function redrive(sqs: SQSClient, queueUrl: string, dlqUrl: string, 
     for (;;) {
       const [task] = (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: 1 }))).Results ?? [];
       if (task && task.Status !== 'RUNNING') {
-        if (task.Status !== 'COMPLETED') throw new Error(`message move task ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ''}`);
+        if (task.Status !== 'COMPLETED')
+          throw new Error(`message move task ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ''}`);
         return { moved: task.ApproximateNumberOfMessagesMoved ?? 0, method: 'StartMessageMoveTask' };
       }
       await sleep(2_000);
@@ -141,9 +159,15 @@ export async function redrive(sqs: SQSClient, queueUrl: string, dlqUrl: string, 
     if (!UNSUPPORTED.test((err as Error).name ?? '')) throw err;
   }
   let moved = 0;
-  for (let empty = 0; empty < 2; ) {
+  for (let empty = 0; empty < 2;) {
     const { Messages: msgs = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: dlqUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60, MessageAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: 60,
+        MessageAttributeNames: ['All'],
+      }),
     );
     if (msgs.length === 0) {
       empty++;
@@ -159,9 +183,18 @@ export async function redrive(sqs: SQSClient, queueUrl: string, dlqUrl: string, 
         }),
       }),
     );
-    if (sent.Failed?.length) throw new Error(`could not send ${sent.Failed.length} message(s) to the queue: ${sent.Failed[0]!.Code}: ${sent.Failed[0]!.Message ?? ''} (they stay in the DLQ)`);
+    if (sent.Failed?.length)
+      throw new Error(
+        `could not send ${sent.Failed.length} message(s) to the queue: ${sent.Failed[0]!.Code}: ${sent.Failed[0]!.Message ?? ''} (they stay in the DLQ)`,
+      );
     const ok = (sent.Successful ?? []).map((s) => msgs[Number(s.Id)]!);
-    if (ok.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: dlqUrl, Entries: ok.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    if (ok.length > 0)
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: dlqUrl,
+          Entries: ok.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
     moved += ok.length;
   }
   return { moved, method: 'copy' };

@@ -134,7 +134,12 @@ export class DyneinClient {
 
   constructor(opts: DyneinClientOptions) {
     this.#base = new URL(opts.endpoint.endsWith('/') ? opts.endpoint : `${opts.endpoint}/`);
-    this.#signer = new SignatureV4({ service: 'execute-api', region: opts.region, credentials: opts.credentials ?? fromNodeProviderChain(), sha256: Hash.bind(null, 'sha256') });
+    this.#signer = new SignatureV4({
+      service: 'execute-api',
+      region: opts.region,
+      credentials: opts.credentials ?? fromNodeProviderChain(),
+      sha256: Hash.bind(null, 'sha256'),
+    });
     this.#retry = { maxAttempts: 5, baseMs: 100, capMs: 5_000, maxElapsedMs: 30_000, attemptTimeoutMs: 10_000, ...opts.retry };
     this.#now = opts.now ?? Date.now;
     this.#random = opts.random ?? Math.random;
@@ -226,7 +231,10 @@ export class DyneinClient {
     let runAt: string;
     if (job.delaySeconds !== undefined) {
       if (typeof job.delaySeconds !== 'number' || !Number.isFinite(job.delaySeconds) || job.delaySeconds < 0) {
-        throw new ValidationError({ source: 'client', message: `delaySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(job.delaySeconds)}` });
+        throw new ValidationError({
+          source: 'client',
+          message: `delaySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(job.delaySeconds)}`,
+        });
       }
       runAt = new Date(this.#now() + Math.ceil(job.delaySeconds * 1000)).toISOString();
     } else if (job.runAt instanceof Date) {
@@ -261,7 +269,12 @@ export class DyneinClient {
   }
 
   /** One attempt: the parsed reply, or the typed error (and the server's `Retry-After`). */
-  async #once<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<{ ok: true; value: T } | { ok: false; error: DyneinError; retryAfterMs?: number }> {
+  async #once<T>(
+    method: string,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: DyneinError; retryAfterMs?: number }> {
     let res: Response;
     let text: string;
     try {
@@ -272,19 +285,43 @@ export class DyneinClient {
       return { ok: false, error: new NetworkError(`${method} ${new URL(path, this.#base).href} failed: ${describe(err)}`, err) };
     }
     const requestId = res.headers.get('apigw-requestid') ?? res.headers.get('x-request-id') ?? undefined;
-    if (!res.ok) return { ok: false, error: errorFromResponse(res.status, text, requestId), retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), this.#now()) };
+    if (!res.ok)
+      return {
+        ok: false,
+        error: errorFromResponse(res.status, text, requestId),
+        retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), this.#now()),
+      };
     try {
       return { ok: true, value: JSON.parse(text) as T };
     } catch {
-      throw new DyneinApiError({ status: res.status, code: 'InvalidResponse', message: `the API answered ${res.status} with a body that is not JSON (${text.slice(0, 100)}): check the endpoint`, requestId, source: 'gateway' });
+      throw new DyneinApiError({
+        status: res.status,
+        code: 'InvalidResponse',
+        message: `the API answered ${res.status} with a body that is not JSON (${text.slice(0, 100)}): check the endpoint`,
+        requestId,
+        source: 'gateway',
+      });
     }
   }
 
   /** Signs (afresh: each attempt has its own date) and sends one HTTP request. */
   async #attempt(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
     const url = new URL(path, this.#base);
-    const headers: Record<string, string> = { host: url.host, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) };
-    const signed = await this.#signer.sign({ method, protocol: url.protocol, hostname: url.hostname, ...(url.port ? { port: Number(url.port) } : {}), path: url.pathname, query: {}, headers, body });
+    const headers: Record<string, string> = {
+      host: url.host,
+      accept: 'application/json',
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    };
+    const signed = await this.#signer.sign({
+      method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: url.pathname,
+      query: {},
+      headers,
+      body,
+    });
     const sent = { ...(signed.headers as Record<string, string>) };
     delete sent.host; // fetch sets it from the URL
     const timeout = AbortSignal.timeout(this.#retry.attemptTimeoutMs);
@@ -298,13 +335,20 @@ export class DyneinClient {
  */
 function payloadText(job: JobRequest<unknown>): string {
   if (job.payloadJson !== undefined) {
-    if (job.payload !== undefined) throw new ValidationError({ source: 'client', message: 'give payload (a value) or payloadJson (JSON text), not both' });
+    if (job.payload !== undefined)
+      throw new ValidationError({ source: 'client', message: 'give payload (a value) or payloadJson (JSON text), not both' });
     if (typeof job.payloadJson !== 'string' || !isJson(job.payloadJson)) {
-      throw new ValidationError({ source: 'client', message: 'payloadJson must be JSON text holding one value, e.g. \'{"id": 9007199254740993}\'' });
+      throw new ValidationError({
+        source: 'client',
+        message: 'payloadJson must be JSON text holding one value, e.g. \'{"id": 9007199254740993}\'',
+      });
     }
     const bad = findSqsUnsafeChar(job.payloadJson);
     if (bad) {
-      throw new ValidationError({ source: 'client', message: `payloadJson holds ${describeSqsUnsafeChar(bad.codePoint)} at character ${bad.index}: write it as a JSON escape (\\u${bad.codePoint.toString(16).toUpperCase().padStart(4, '0')})` });
+      throw new ValidationError({
+        source: 'client',
+        message: `payloadJson holds ${describeSqsUnsafeChar(bad.codePoint)} at character ${bad.index}: write it as a JSON escape (\\u${bad.codePoint.toString(16).toUpperCase().padStart(4, '0')})`,
+      });
     }
     return job.payloadJson.trim();
   }
@@ -314,7 +358,8 @@ function payloadText(job: JobRequest<unknown>): string {
   } catch (err) {
     throw new ValidationError({ source: 'client', message: `payload cannot be serialized as JSON: ${(err as Error).message}` });
   }
-  if (text === undefined) throw new ValidationError({ source: 'client', message: 'payload cannot be serialized as JSON (a function or a symbol)' });
+  if (text === undefined)
+    throw new ValidationError({ source: 'client', message: 'payload cannot be serialized as JSON (a function or a symbol)' });
   return text.replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 

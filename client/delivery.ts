@@ -64,7 +64,14 @@ export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
     throw new MalformedMessageError('the body is not JSON');
   }
   const o = m as Record<string, unknown> | null;
-  if (typeof o !== 'object' || o === null || typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || typeof o.runAt !== 'string' || Number.isNaN(Date.parse(o.runAt))) {
+  if (
+    typeof o !== 'object' ||
+    o === null ||
+    typeof o.jobId !== 'string' ||
+    typeof o.tenant !== 'string' ||
+    typeof o.runAt !== 'string' ||
+    Number.isNaN(Date.parse(o.runAt))
+  ) {
     throw new MalformedMessageError('jobId, tenant or runAt is missing');
   }
   const payloadText = o.payload instanceof RawJson ? o.payload.text : 'null';
@@ -95,7 +102,11 @@ export const MAX_VISIBILITY_SECONDS = 43_200;
  *
  * @example retryDelaySeconds(3, { baseMs: 1_000, capMs: 60_000 }) // 1..4
  */
-export function retryDelaySeconds(receiveCount: number, backoff: RetryBackoff = DEFAULT_RETRY_BACKOFF, random: () => number = Math.random): number {
+export function retryDelaySeconds(
+  receiveCount: number,
+  backoff: RetryBackoff = DEFAULT_RETRY_BACKOFF,
+  random: () => number = Math.random,
+): number {
   const ms = backoffMs(Math.max(0, receiveCount - 1), backoff, random);
   return Math.min(MAX_VISIBILITY_SECONDS, Math.max(1, Math.ceil(ms / 1000)));
 }

@@ -115,7 +115,8 @@ const BY_CODE: Record<string, new (init: SubInit) => DyneinApiError> = {
 export function errorFromCode(code: string, message: string, status?: number, requestId?: string): DyneinApiError {
   const Known = BY_CODE[code];
   if (Known) return new Known({ code, message, requestId, ...(status !== undefined ? { status } : {}) });
-  if (code === 'InternalError' || (status !== undefined && status >= 500)) return new ServerError({ code, message, requestId, ...(status !== undefined ? { status } : {}) });
+  if (code === 'InternalError' || (status !== undefined && status >= 500))
+    return new ServerError({ code, message, requestId, ...(status !== undefined ? { status } : {}) });
   return new DyneinApiError({ status: status ?? 400, code, message, requestId });
 }
 

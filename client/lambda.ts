@@ -58,7 +58,13 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
   return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
-    const timer = remaining === undefined ? undefined : setTimeout(() => abort.abort(new Error('the function is about to time out')), Math.max(0, remaining - (opts.timeoutMarginMs ?? 2_000)));
+    const timer =
+      remaining === undefined
+        ? undefined
+        : setTimeout(
+            () => abort.abort(new Error('the function is about to time out')),
+            Math.max(0, remaining - (opts.timeoutMarginMs ?? 2_000)),
+          );
     const slot = limiter(opts.concurrency ?? 10);
 
     /** One record: resolves when it succeeded (or went to the DLQ), throws to report it as a failure. */
@@ -69,7 +75,13 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       try {
         job = parseDelivery<P>(record.body);
         const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
-        await handler(job, { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId: record.messageId });
+        await handler(job, {
+          signal: abort.signal,
+          receiveCount,
+          latenessMs: latenessMs(runAt, receivedAt),
+          receivedAt,
+          messageId: record.messageId,
+        });
       } catch (error) {
         opts.onError?.(error, record, job);
         if (error instanceof UnrecoverableError && (await toDeadLetterQueue(opts, record, error))) return;
@@ -84,7 +96,9 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
     try {
       // A batch where every record failed is reported as such, not thrown: each record has had
       // its own backoff, which an invocation error would override with the queue's timeout.
-      return await processPartialResponse(event, (record: SQSRecord) => slot(() => processRecord(record)), processor, { throwOnFullBatchFailure: false });
+      return await processPartialResponse(event, (record: SQSRecord) => slot(() => processRecord(record)), processor, {
+        throwOnFullBatchFailure: false,
+      });
     } finally {
       clearTimeout(timer);
     }
@@ -117,7 +131,9 @@ async function toDeadLetterQueue(opts: LambdaConsumerOptions, record: SQSRecord,
   }
   attributes.dyneinError = { DataType: 'String', StringValue: error.message.slice(0, 1024) || 'unrecoverable' };
   try {
-    await opts.sqs.send(new SendMessageCommand({ QueueUrl: opts.deadLetterQueueUrl, MessageBody: record.body, MessageAttributes: attributes }));
+    await opts.sqs.send(
+      new SendMessageCommand({ QueueUrl: opts.deadLetterQueueUrl, MessageBody: record.body, MessageAttributes: attributes }),
+    );
     return true; // reported as a success: the event source mapping deletes it from the queue
   } catch (sendError) {
     opts.onError?.(sendError, record);
@@ -127,7 +143,13 @@ async function toDeadLetterQueue(opts: LambdaConsumerOptions, record: SQSRecord,
 
 async function backOff(opts: LambdaConsumerOptions, record: SQSRecord, seconds: number): Promise<void> {
   try {
-    await opts.sqs!.send(new ChangeMessageVisibilityCommand({ QueueUrl: opts.queueUrl ?? queueUrlOfArn(record.eventSourceARN), ReceiptHandle: record.receiptHandle, VisibilityTimeout: seconds }));
+    await opts.sqs!.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: opts.queueUrl ?? queueUrlOfArn(record.eventSourceARN),
+        ReceiptHandle: record.receiptHandle,
+        VisibilityTimeout: seconds,
+      }),
+    );
   } catch (error) {
     opts.onError?.(error, record); // the record still comes back, after the queue's visibility timeout
   }

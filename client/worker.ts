@@ -62,7 +62,14 @@ export interface WorkerOptions<P = unknown> {
 export type WorkerEvent<P = unknown> =
   | { type: 'completed'; job: DeliveredJob<P>; messageId: string; receiveCount: number; durationMs: number }
   | { type: 'failed'; job: DeliveredJob<P>; messageId: string; receiveCount: number; error: unknown; retryInSeconds: number }
-  | { type: 'dead'; job?: DeliveredJob<P>; messageId: string; receiveCount: number; error: unknown; to: 'dead-letter-queue' | 'redrive-policy' }
+  | {
+      type: 'dead';
+      job?: DeliveredJob<P>;
+      messageId: string;
+      receiveCount: number;
+      error: unknown;
+      to: 'dead-letter-queue' | 'redrive-policy';
+    }
   | { type: 'released'; job?: DeliveredJob<P>; messageId: string; reason: 'shutdown' | 'unrecoverable' }
   | { type: 'lost'; job: DeliveredJob<P>; messageId: string; error: unknown }
   | { type: 'error'; operation: string; error: unknown };
@@ -96,7 +103,8 @@ const MAX_DOOMED = 10_000;
  * await worker.run(); // until SIGTERM
  */
 export class Worker<P = unknown> {
-  readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent'>> & Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent'> & { heartbeatMs: number };
+  readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent'>> &
+    Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent'> & { heartbeatMs: number };
   readonly #sqs: SQSClient;
   readonly #ownsClient: boolean;
   readonly #inFlight = new Map<string, InFlight>();
@@ -114,8 +122,10 @@ export class Worker<P = unknown> {
   constructor(opts: WorkerOptions<P>) {
     const visibility = opts.visibilityTimeoutSeconds ?? 30;
     const concurrency = opts.concurrency ?? 10;
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number ≥ 1, got ${concurrency}`);
-    if (!Number.isInteger(visibility) || visibility < 1 || visibility > MAX_VISIBILITY_SECONDS) throw new RangeError(`visibilityTimeoutSeconds must be a whole number from 1 to ${MAX_VISIBILITY_SECONDS}, got ${visibility}`);
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new RangeError(`concurrency must be a whole number ≥ 1, got ${concurrency}`);
+    if (!Number.isInteger(visibility) || visibility < 1 || visibility > MAX_VISIBILITY_SECONDS)
+      throw new RangeError(`visibilityTimeoutSeconds must be a whole number from 1 to ${MAX_VISIBILITY_SECONDS}, got ${visibility}`);
     this.#o = {
       concurrency,
       visibilityTimeoutSeconds: visibility,
@@ -183,7 +193,8 @@ export class Worker<P = unknown> {
       const releases = [...this.#inFlight.values()].map(async (f) => {
         f.released = true;
         f.abort.abort(new Error('the worker is shutting down: the message is released to another worker'));
-        if (await this.#setVisibility(f.msg, 0, 'release', releaseBy)) this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
+        if (await this.#setVisibility(f.msg, 0, 'release', releaseBy))
+          this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
       });
       const settled = (async () => {
         await Promise.all(releases);
@@ -317,8 +328,14 @@ export class Worker<P = unknown> {
       // SQS caps a message's total visibility at 12 h from its receipt.
       const seconds = Math.min(vis, MAX_VISIBILITY_SECONDS - Math.ceil((now - receivedAt) / 1000));
       try {
-        if (seconds <= 0) return lose(new Error('the message reached SQS\'s 12-hour visibility limit'));
-        await this.#sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: entry.msg.ReceiptHandle, VisibilityTimeout: seconds }));
+        if (seconds <= 0) return lose(new Error("the message reached SQS's 12-hour visibility limit"));
+        await this.#sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: this.#o.queueUrl,
+            ReceiptHandle: entry.msg.ReceiptHandle,
+            VisibilityTimeout: seconds,
+          }),
+        );
         visibleAt = now + seconds * 1000;
       } catch (error) {
         const gone = /ReceiptHandleIsInvalid|MessageNotInflight|InvalidParameterValue/.test((error as Error).name ?? '');
@@ -337,8 +354,14 @@ export class Worker<P = unknown> {
     if (this.#o.deadLetterQueueUrl) {
       try {
         const attributes: Record<string, MessageAttributeValue> = { ...msg.MessageAttributes };
-        if (Object.keys(attributes).length < 10) attributes.dyneinError = { DataType: 'String', StringValue: String((error as Error)?.message ?? error).slice(0, 1024) || 'unrecoverable' };
-        await this.#sqs.send(new SendMessageCommand({ QueueUrl: this.#o.deadLetterQueueUrl, MessageBody: msg.Body ?? '', MessageAttributes: attributes }));
+        if (Object.keys(attributes).length < 10)
+          attributes.dyneinError = {
+            DataType: 'String',
+            StringValue: String((error as Error)?.message ?? error).slice(0, 1024) || 'unrecoverable',
+          };
+        await this.#sqs.send(
+          new SendMessageCommand({ QueueUrl: this.#o.deadLetterQueueUrl, MessageBody: msg.Body ?? '', MessageAttributes: attributes }),
+        );
         if (await this.#delete(msg)) this.#emit({ type: 'dead', job, messageId, receiveCount, error, to: 'dead-letter-queue' });
         return;
       } catch (sendError) {
@@ -369,7 +392,14 @@ export class Worker<P = unknown> {
 
   async #setVisibility(msg: Message, seconds: number, why: string, abortSignal?: AbortSignal): Promise<boolean> {
     try {
-      await this.#sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: this.#o.queueUrl, ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_SECONDS, seconds)) }), { abortSignal });
+      await this.#sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: this.#o.queueUrl,
+          ReceiptHandle: msg.ReceiptHandle,
+          VisibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_SECONDS, seconds)),
+        }),
+        { abortSignal },
+      );
       return true;
     } catch (error) {
       // The message still comes back when its current visibility timeout ends.

@@ -23,7 +23,12 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight, in order of start; stops starting new ones once `stop()` says so. */
-export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>, stop: () => boolean = () => false): Promise<void> {
+export async function forEachLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+  stop: () => boolean = () => false,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length && !stop()) await fn(items[next++]!);

@@ -70,7 +70,8 @@ export class JobsService {
         return {
           ...base,
           state: 'DEAD_LETTERED',
-          message: 'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it',
+          message:
+            'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it',
         };
     }
     if (await this.#cancelledBefore(id)) return { ...base, state: 'CANCELLED' };
@@ -94,7 +95,9 @@ export class JobsService {
     const id = await this.#resolve(tenant, jobId);
     const done: CancelReply = { jobId: id.jobId, state: 'CANCELLED' };
     if (id.path === 'd') {
-      throw new NotCancellableError('the job was sent straight to its queue (it was due within the lookahead, or submitted with cancellable: false) and cannot be cancelled');
+      throw new NotCancellableError(
+        'the job was sent straight to its queue (it was due within the lookahead, or submitted with cancellable: false) and cannot be cancelled',
+      );
     }
     if (id.path === 'u') throw new NotCancellableError('the job was submitted with cancellable: false');
     const { store, clock, settings } = this.deps;
@@ -105,10 +108,19 @@ export class JobsService {
       // no dispatcher can take (in the inbound dead-letter queue) is still cancelled.
       const row = await this.#row(id);
       if (row?.state === 'CANCELLED') return done;
-      if (row?.state === 'DEAD' && (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled') return done;
+      if (
+        row?.state === 'DEAD' &&
+        (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled'
+      )
+        return done;
       if (!row && now >= id.dueMs && (await this.#cancelledBefore(id))) return done;
-      if (row?.state === 'QUEUED') throw new AlreadyQueuedError(`the job was delivered to its queue${row.deliveredAtMs ? ` at ${isoMs(row.deliveredAtMs)}` : ''}: it can no longer be cancelled`);
-      throw new AlreadyQueuedError(`the cancel cut-off (${settings.lookaheadMs} ms before runAt ${isoMs(id.dueMs)}) has passed: the job is queued or being dispatched`);
+      if (row?.state === 'QUEUED')
+        throw new AlreadyQueuedError(
+          `the job was delivered to its queue${row.deliveredAtMs ? ` at ${isoMs(row.deliveredAtMs)}` : ''}: it can no longer be cancelled`,
+        );
+      throw new AlreadyQueuedError(
+        `the cancel cut-off (${settings.lookaheadMs} ms before runAt ${isoMs(id.dueMs)}) has passed: the job is queued or being dispatched`,
+      );
     }
     // SCHEDULED, DEAD or not yet ingested (a tombstone) becomes CANCELLED; ACQUIRED or a
     // delivered marker answers 409.

@@ -86,8 +86,10 @@ export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): Sch
   // Cross-field checks run whatever else is wrong (every problem is listed at once), but only
   // between values that are valid on their own.
   const valid = (...names: (keyof SchedulerSettings)[]) => names.every((n) => !bad.has(n));
-  if (valid('groupCount', 'shardCount') && s.groupCount > s.shardCount) problems.push(`groupCount (${s.groupCount}) must not exceed shardCount (${s.shardCount})`);
-  if (valid('leaseMs', 'lookaheadMs') && s.leaseMs < 2 * s.lookaheadMs) problems.push(`leaseMs (${s.leaseMs}) must be at least twice lookaheadMs (${s.lookaheadMs})`);
+  if (valid('groupCount', 'shardCount') && s.groupCount > s.shardCount)
+    problems.push(`groupCount (${s.groupCount}) must not exceed shardCount (${s.shardCount})`);
+  if (valid('leaseMs', 'lookaheadMs') && s.leaseMs < 2 * s.lookaheadMs)
+    problems.push(`leaseMs (${s.leaseMs}) must be at least twice lookaheadMs (${s.lookaheadMs})`);
   if (problems.length > 0) throw new RangeError(`invalid scheduler settings:\n- ${problems.join('\n- ')}`);
   return s;
 }

@@ -148,9 +148,29 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const readAhead = readAheadMs(settings);
   const signal = options.signal;
   const report: RoundReport = {
-    acquired: 0, recovered: 0, conflicts: 0, queries: 0, itemsRead: 0, backlogRows: 0, lateRows: 0, maxTracked: 0, throttled: 0, errors: 0,
-    idle: false, lostGroup: false, abandoned: 0, marks: {}, parked: 0, parkedTenants: [], durationMs: 0,
-    sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [],
+    acquired: 0,
+    recovered: 0,
+    conflicts: 0,
+    queries: 0,
+    itemsRead: 0,
+    backlogRows: 0,
+    lateRows: 0,
+    maxTracked: 0,
+    throttled: 0,
+    errors: 0,
+    idle: false,
+    lostGroup: false,
+    abandoned: 0,
+    marks: {},
+    parked: 0,
+    parkedTenants: [],
+    durationMs: 0,
+    sent: 0,
+    recorded: 0,
+    leaseLost: 0,
+    renewed: 0,
+    sendRetries: 0,
+    latenessMs: [],
   };
   const lanes = options.shards.map((s) => new ShardLane(s, options.marks?.[s]));
   const laneOf = new Map(lanes.map((l) => [l.shard, l]));
@@ -215,7 +235,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       flushPointers();
       report.maxTracked = Math.max(report.maxTracked, tracks.size);
 
-      const quiet = tracks.size === parked.size && releaser.size === 0 && !lateAhead.some(Boolean) && lanes.every((l) => l.caughtUp && !l.backlog);
+      const quiet =
+        tracks.size === parked.size && releaser.size === 0 && !lateAhead.some(Boolean) && lanes.every((l) => l.caughtUp && !l.backlog);
       if (quiet) {
         let busy: boolean;
         try {
@@ -299,7 +320,16 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         ahead = true;
         continue;
       }
-      const t: Track = { key: { shard: k.shard, dueMs: k.dueMs, jobId: k.jobId }, id, main: false, late: true, backlog: false, wasAcquired: false, phase: 'queued', retryAt: 0 };
+      const t: Track = {
+        key: { shard: k.shard, dueMs: k.dueMs, jobId: k.jobId },
+        id,
+        main: false,
+        late: true,
+        backlog: false,
+        wasAcquired: false,
+        phase: 'queued',
+        retryAt: 0,
+      };
       tracks.set(id, t);
       report.lateRows++;
       queue(t, false);
@@ -317,7 +347,16 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         known.main = true;
         continue;
       }
-      const t: Track = { key: { shard: lane.shard, dueMs: k.dueMs, jobId: k.jobId }, id, main: true, late: false, backlog: false, wasAcquired: k.state === 'ACQUIRED', phase: 'queued', retryAt: 0 };
+      const t: Track = {
+        key: { shard: lane.shard, dueMs: k.dueMs, jobId: k.jobId },
+        id,
+        main: true,
+        late: false,
+        backlog: false,
+        wasAcquired: k.state === 'ACQUIRED',
+        phase: 'queued',
+        retryAt: 0,
+      };
       tracks.set(id, t);
       if (backlog) report.backlogRows++;
       if (k.state === 'ACQUIRED' && k.leaseUntil >= now) watch(t, k.leaseUntil + 1);
@@ -418,7 +457,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       report.queries++;
       if (row) report.itemsRead++;
       const now = clock.now();
-      if (!row || (row.expiresAtMs !== undefined && row.expiresAtMs <= now) || (row.state !== 'ACQUIRED' && row.state !== 'SCHEDULED')) finishId(t.id);
+      if (!row || (row.expiresAtMs !== undefined && row.expiresAtMs <= now) || (row.state !== 'ACQUIRED' && row.state !== 'SCHEDULED'))
+        finishId(t.id);
       else if (row.state === 'ACQUIRED') watch(t, row.leaseUntil + 1);
       else watch(t, now + 100, false); // SCHEDULED again (a redrive replaced a DEAD record): try again shortly
     } catch (err) {

@@ -62,7 +62,9 @@ export class JobNotFoundError extends ApiError {
 export class AlreadyQueuedError extends ApiError {
   readonly status = 409;
   readonly code = 'AlreadyQueued';
-  constructor(message = 'the job is already queued for delivery (or being dispatched) and can no longer be cancelled: cancel at least 5 s before runAt') {
+  constructor(
+    message = 'the job is already queued for delivery (or being dispatched) and can no longer be cancelled: cancel at least 5 s before runAt',
+  ) {
     super(message);
     this.name = 'AlreadyQueuedError';
   }
@@ -93,7 +95,10 @@ export class IdempotencyKeyReusedError extends ApiError {
 
 /** A storage or queue call was throttled; the caller backs off and retries. */
 export class ThrottledError extends Error {
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = 'ThrottledError';
   }

@@ -58,5 +58,8 @@ export interface IdempotencyStore {
  */
 export function fingerprint(job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText'>): string {
   // Length-prefixed schedule, one-character flag, then the payload: no two requests share a preimage.
-  return createHash('sha256').update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}\n`).update(job.payloadText, 'utf8').digest('base64url');
+  return createHash('sha256')
+    .update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}\n`)
+    .update(job.payloadText, 'utf8')
+    .digest('base64url');
 }

@@ -42,7 +42,11 @@ export async function ingestMessage(deps: IngestDeps, body: string, limit: Limit
   const jobs = parseInboundJobs(body);
   if (!jobs) return { outcomes: [], error: new MalformedInboundError('inbound message is not one written by submit') };
   const settled = await Promise.allSettled(
-    jobs.map((job, i) => (job ? limit(() => ingestJob(deps, job)) : Promise.reject(new MalformedInboundError(`job ${i} of the inbound message is not one written by submit`)))),
+    jobs.map((job, i) =>
+      job
+        ? limit(() => ingestJob(deps, job))
+        : Promise.reject(new MalformedInboundError(`job ${i} of the inbound message is not one written by submit`)),
+    ),
   );
   const outcomes = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -81,7 +85,11 @@ export async function ingestJob(deps: IngestDeps, job: InboundJob): Promise<Inge
   if (job.dueMs <= now) {
     // Late ingest: claim the cancel-record key first. A cancel record there means the job was
     // cancelled and its tombstone already moved (or being moved): do not write the row.
-    const claimed = await deps.store.putCancelRecord(key, { kind: 'INGESTED', atMs: now }, Math.max(job.dueMs, now) + deps.settings.cancelRecordRetentionMs);
+    const claimed = await deps.store.putCancelRecord(
+      key,
+      { kind: 'INGESTED', atMs: now },
+      Math.max(job.dueMs, now) + deps.settings.cancelRecordRetentionMs,
+    );
     if (!claimed) {
       const existing = await deps.store.getCancelRecord(key);
       if (existing?.kind === 'CANCELLED') return 'cancelled';

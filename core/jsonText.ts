@@ -189,9 +189,9 @@ class Parser {
   /** `true`, `false`, `null` or a number at `this.i`. */
   scalar(): unknown {
     const t = this.text;
-    if (t.startsWith('true', this.i)) return (this.i += 4), true;
-    if (t.startsWith('false', this.i)) return (this.i += 5), false;
-    if (t.startsWith('null', this.i)) return (this.i += 4), null;
+    if (t.startsWith('true', this.i)) return ((this.i += 4), true);
+    if (t.startsWith('false', this.i)) return ((this.i += 5), false);
+    if (t.startsWith('null', this.i)) return ((this.i += 4), null);
     const start = this.i;
     this.skipNumber();
     // JSON's number grammar is a subset of JavaScript's: Number() reads it as JSON.parse does.
@@ -224,7 +224,8 @@ class Parser {
           continue;
         }
         // " \ / b f n r t
-        if (e !== 0x22 && e !== 0x5c && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74) this.fail('invalid escape in a string', i);
+        if (e !== 0x22 && e !== 0x5c && e !== 0x2f && e !== 0x62 && e !== 0x66 && e !== 0x6e && e !== 0x72 && e !== 0x74)
+          this.fail('invalid escape in a string', i);
         i += 2;
         continue;
       }

@@ -68,8 +68,15 @@ const ACQUIRE_CONCURRENCY_PER_GROUP = 32;
 /** The groups a step input names, checked: a malformed input is a bug in the caller. */
 export function stepGroups(input: Pick<DispatchStepInput, 'groups' | 'group'>, groupCount: number): number[] {
   const groups = input.groups ?? (input.group !== undefined ? [input.group] : []);
-  if (!Array.isArray(groups) || groups.length === 0 || new Set(groups).size !== groups.length || !groups.every((g) => Number.isInteger(g) && g >= 0 && g < groupCount)) {
-    throw new TypeError(`a dispatch step needs 'groups': distinct integers from 0 to ${groupCount - 1}, got ${JSON.stringify(input.groups ?? input.group)}`);
+  if (
+    !Array.isArray(groups) ||
+    groups.length === 0 ||
+    new Set(groups).size !== groups.length ||
+    !groups.every((g) => Number.isInteger(g) && g >= 0 && g < groupCount)
+  ) {
+    throw new TypeError(
+      `a dispatch step needs 'groups': distinct integers from 0 to ${groupCount - 1}, got ${JSON.stringify(input.groups ?? input.group)}`,
+    );
   }
   return [...groups];
 }
@@ -101,9 +108,21 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   const takeLeases = async (groups: readonly number[], marks?: ShardMarks) => {
     const now = clock.now();
     const res = await Promise.all(
-      groups.map((g) => store.takeGroupLease(g, input.owner, input.ownerStartMs, now, now + GROUP_LEASE_MS, marks && pick(marks, shardsOfGroup(g, settings)))),
+      groups.map((g) =>
+        store.takeGroupLease(
+          g,
+          input.owner,
+          input.ownerStartMs,
+          now,
+          now + GROUP_LEASE_MS,
+          marks && pick(marks, shardsOfGroup(g, settings)),
+        ),
+      ),
     );
-    return { held: groups.filter((_, i) => res[i]!.held), marks: Object.assign({}, ...res.filter((r) => r.held).map((r) => r.marks)) as ShardMarks };
+    return {
+      held: groups.filter((_, i) => res[i]!.held),
+      marks: Object.assign({}, ...res.filter((r) => r.held).map((r) => r.marks)) as ShardMarks,
+    };
   };
   const taken = await takeLeases(wanted);
   let held = taken.held;
@@ -153,7 +172,15 @@ export function idleWaitSeconds(lookaheadMs: number): number {
  */
 export async function dispatchLoop(
   deps: DispatchDeps,
-  opts: { groups: readonly number[]; owner: string; ownerStartMs: number; untilMs: number; signal?: AbortSignal; onStep?: (r: DispatchStepResult) => void; limits?: StepOptions['limits'] },
+  opts: {
+    groups: readonly number[];
+    owner: string;
+    ownerStartMs: number;
+    untilMs: number;
+    signal?: AbortSignal;
+    onStep?: (r: DispatchStepResult) => void;
+    limits?: StepOptions['limits'];
+  },
 ): Promise<void> {
   let input: DispatchStepInput = { groups: opts.groups, owner: opts.owner, ownerStartMs: opts.ownerStartMs, untilMs: opts.untilMs };
   while (!opts.signal?.aborted) {
@@ -181,7 +208,26 @@ function pick(marks: ShardMarks, shards: readonly number[]): ShardMarks {
 
 function emptyReport(): Omit<RoundReport, 'latenessMs' | 'lostGroup'> {
   return {
-    acquired: 0, recovered: 0, conflicts: 0, queries: 0, itemsRead: 0, backlogRows: 0, lateRows: 0, maxTracked: 0, throttled: 0, errors: 0,
-    idle: false, abandoned: 0, parked: 0, parkedTenants: [], marks: {}, durationMs: 0, sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0,
+    acquired: 0,
+    recovered: 0,
+    conflicts: 0,
+    queries: 0,
+    itemsRead: 0,
+    backlogRows: 0,
+    lateRows: 0,
+    maxTracked: 0,
+    throttled: 0,
+    errors: 0,
+    idle: false,
+    abandoned: 0,
+    parked: 0,
+    parkedTenants: [],
+    marks: {},
+    durationMs: 0,
+    sent: 0,
+    recorded: 0,
+    leaseLost: 0,
+    renewed: 0,
+    sendRetries: 0,
   };
 }

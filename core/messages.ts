@@ -14,7 +14,11 @@ export function isoMs(ms: number): string {
  * The body delivered to a tenant queue: `{"jobId", "tenant", "runAt", "payload"}`. The payload
  * is spliced in as the JSON text it was stored as, never parsed again.
  */
-export function deliveryMessage(id: string, job: { jobId: string; tenant: string; dueMs: number; payload: string }, delaySeconds?: number): OutgoingMessage {
+export function deliveryMessage(
+  id: string,
+  job: { jobId: string; tenant: string; dueMs: number; payload: string },
+  delaySeconds?: number,
+): OutgoingMessage {
   const runAt = isoMs(job.dueMs);
   return {
     id,
@@ -62,21 +66,33 @@ export function packInbound(jobs: readonly InboundJob[]): { body: string; indexe
   const parts = jobs.map(inboundJobJson);
   const room = MAX_INBOUND_MESSAGE_BYTES - Buffer.byteLength(bodyOfParts([]));
   // Each part counts with its comma.
-  const runs = packGreedy(parts.map((_, i) => i), (i) => Buffer.byteLength(parts[i]!) + 1, Number.POSITIVE_INFINITY, room);
+  const runs = packGreedy(
+    parts.map((_, i) => i),
+    (i) => Buffer.byteLength(parts[i]!) + 1,
+    Number.POSITIVE_INFINITY,
+    room,
+  );
   return runs.map((indexes) => ({ body: bodyOfParts(indexes.map((i) => parts[i]!)), indexes }));
 }
 
 function parseInboundJob(m: unknown): InboundJob | undefined {
   if (typeof m !== 'object' || m === null || Array.isArray(m)) return undefined;
   const o = m as Record<string, unknown>;
-  if (typeof o.jobId !== 'string' || typeof o.tenant !== 'string' || !Number.isSafeInteger(o.shard) || !Number.isSafeInteger(o.dueMs) || !(o.payload instanceof RawJson)) {
+  if (
+    typeof o.jobId !== 'string' ||
+    typeof o.tenant !== 'string' ||
+    !Number.isSafeInteger(o.shard) ||
+    !Number.isSafeInteger(o.dueMs) ||
+    !(o.payload instanceof RawJson)
+  ) {
     return undefined;
   }
   return { jobId: o.jobId, tenant: o.tenant, shard: o.shard as number, dueMs: o.dueMs as number, payload: o.payload.text };
 }
 
 /** The payloads of an inbound body, kept as the text submit wrote (version 1: `payload`; 2: `jobs[i].payload`). */
-const INBOUND_PAYLOADS = (path: JsonPath) => (path.length === 1 && path[0] === 'payload') || (path.length === 3 && path[0] === 'jobs' && path[2] === 'payload');
+const INBOUND_PAYLOADS = (path: JsonPath) =>
+  (path.length === 1 && path[0] === 'payload') || (path.length === 3 && path[0] === 'jobs' && path[2] === 'payload');
 
 /**
  * Parses an inbound message body into its jobs, each on its own: a job entry that is not one

@@ -53,7 +53,11 @@ export class ParkedTenants {
    * registry that fails to answer parks nothing: the row is acquired, and the release leaves it
    * for a later round if its tenant is still unknown then.
    */
-  async split<K extends Pick<DueKey, 'jobId'>>(keys: readonly K[], registry: TenantRegistry, nowMs: number): Promise<{ acquire: K[]; parked: K[] }> {
+  async split<K extends Pick<DueKey, 'jobId'>>(
+    keys: readonly K[],
+    registry: TenantRegistry,
+    nowMs: number,
+  ): Promise<{ acquire: K[]; parked: K[] }> {
     const verdict = new Map<string, boolean>();
     const unknown = new Set<string>();
     for (const k of keys) {

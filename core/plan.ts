@@ -62,7 +62,9 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
     // Rows stay at their key once final (delivered markers, tombstones): sample each shard from
     // its mark in the group lease item (the oldest row not yet final), not from its start.
     samples = await Promise.all(
-      sampled.map(async (shard, g) => deps.store.dueTimes(shard, horizon, enough, deps.store.groupMarks ? (await deps.store.groupMarks(g))[shard] : undefined)),
+      sampled.map(async (shard, g) =>
+        deps.store.dueTimes(shard, horizon, enough, deps.store.groupMarks ? (await deps.store.groupMarks(g))[shard] : undefined),
+      ),
     );
   } catch (err) {
     deps.log?.('plan: sampling the table failed; one dispatcher per group', { error: (err as Error).message });

@@ -112,7 +112,10 @@ export interface JobStore {
    * Replaces sent rows by their delivered marker (`QUEUED`, no payload, TTL `expiresAtMs` of
    * each): the same write units a delete costs. Returns the keys that could not be written.
    */
-  markDelivered(rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[], deliveredAtMs: number): Promise<RowKey[]>;
+  markDelivered(
+    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[],
+    deliveredAtMs: number,
+  ): Promise<RowKey[]>;
   /** SCHEDULED row, DEAD record or no row becomes a tombstone; answers what was there when it could not. */
   cancel(key: RowKey, tenant: string, expiresAtMs: number): Promise<'cancelled' | 'acquired'>;
   /** The item at a job's key, strongly consistent. */
@@ -131,7 +134,14 @@ export interface JobStore {
    * granted when free, expired, already ours, or held by an older execution. `marks` (when
    * given) are stored with it; the answer carries the marks the item holds afterwards.
    */
-  takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number, marks?: ShardMarks): Promise<{ held: boolean; marks: ShardMarks }>;
+  takeGroupLease(
+    group: number,
+    owner: string,
+    ownerStartMs: number,
+    nowMs: number,
+    untilMs: number,
+    marks?: ShardMarks,
+  ): Promise<{ held: boolean; marks: ShardMarks }>;
   /** The marks in a group's lease item (empty when none), read with a query. */
   groupMarks(group: number): Promise<ShardMarks>;
 }

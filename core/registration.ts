@@ -12,7 +12,12 @@ export interface RegistrationProperties {
 }
 
 /** The properties, checked: a malformed request fails the deploy with every problem named. */
-export function registrationRequest(p: Partial<Record<keyof RegistrationProperties, unknown>> | undefined): { tableName: string; tenantName: string; queueUrl: string; dlqUrl: string } {
+export function registrationRequest(p: Partial<Record<keyof RegistrationProperties, unknown>> | undefined): {
+  tableName: string;
+  tenantName: string;
+  queueUrl: string;
+  dlqUrl: string;
+} {
   const problems: string[] = [];
   const text = (k: keyof RegistrationProperties) => {
     const v = p?.[k];

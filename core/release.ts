@@ -193,7 +193,8 @@ export class Releaser {
     if (!first) return;
     const windowEnd = first.readyAt + this.deps.settings.releaseWindowMs;
     let last = first.readyAt;
-    for (let k = 0; k < this.#queue.length && k < MAX_BATCH_ENTRIES && this.#queue[k]!.readyAt <= windowEnd; k++) last = this.#queue[k]!.readyAt;
+    for (let k = 0; k < this.#queue.length && k < MAX_BATCH_ENTRIES && this.#queue[k]!.readyAt <= windowEnd; k++)
+      last = this.#queue[k]!.readyAt;
     if (last > now) {
       this.#timer = setTimeout(() => this.#fire(), last - now);
       return;
@@ -207,7 +208,9 @@ export class Releaser {
   }
 
   #track(p: Promise<void>): void {
-    const tracked = p.catch((err) => this.deps.log?.('release failed', { error: (err as Error).message })).finally(() => this.#inflight.delete(tracked));
+    const tracked = p
+      .catch((err) => this.deps.log?.('release failed', { error: (err as Error).message }))
+      .finally(() => this.#inflight.delete(tracked));
     this.#inflight.add(tracked);
   }
 

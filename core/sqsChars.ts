@@ -25,6 +25,12 @@ export function codePointName(cp: number): string {
 /** One line for an error message: what the character is and what to do about it. */
 export function describeSqsUnsafeChar(cp: number): string {
   const what =
-    cp >= 0xd800 && cp <= 0xdfff ? 'an unpaired surrogate' : cp === 0xfffe || cp === 0xffff ? 'a noncharacter' : cp < 0x20 ? 'a control character' : 'a character';
+    cp >= 0xd800 && cp <= 0xdfff
+      ? 'an unpaired surrogate'
+      : cp === 0xfffe || cp === 0xffff
+        ? 'a noncharacter'
+        : cp < 0x20
+          ? 'a control character'
+          : 'a character';
   return `${codePointName(cp)} (${what} SQS does not accept in a message: it carries only #x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF)`;
 }

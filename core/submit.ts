@@ -106,10 +106,12 @@ export class Submitter {
     }
     assertNoDuplicateFields(body, 'the batch');
     const extra = Object.keys(body).filter((k) => k !== 'jobs');
-    if (extra.length > 0) throw new ValidationError(`unknown field ${extra.map((k) => `'${k}'`).join(', ')} in batch: only 'jobs' is allowed`);
+    if (extra.length > 0)
+      throw new ValidationError(`unknown field ${extra.map((k) => `'${k}'`).join(', ')} in batch: only 'jobs' is allowed`);
     const jobs = (body as { jobs: unknown[] }).jobs;
     const max = this.deps.settings.maxBatchJobs;
-    if (jobs.length === 0 || jobs.length > max) throw new ValidationError(`a batch holds 1 to ${max} jobs, got ${jobs.length}: split it into several requests`);
+    if (jobs.length === 0 || jobs.length > max)
+      throw new ValidationError(`a batch holds 1 to ${max} jobs, got ${jobs.length}: split it into several requests`);
 
     const now = this.deps.clock.now();
     const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
@@ -155,7 +157,12 @@ export class Submitter {
     jobs.forEach((job, i) => {
       if (job.idempotencyKey === undefined) return;
       const keyId = codec.keyId(tenant.name, job.idempotencyKey);
-      const entry: IdempotencyEntry = { keyId, jobId: planned[i]!.jobId, fingerprint: fingerprint(job), expiresAtMs: now + IDEMPOTENCY_WINDOW_MS };
+      const entry: IdempotencyEntry = {
+        keyId,
+        jobId: planned[i]!.jobId,
+        fingerprint: fingerprint(job),
+        expiresAtMs: now + IDEMPOTENCY_WINDOW_MS,
+      };
       const leader = leaders.get(keyId);
       if (leader === undefined) {
         leaders.set(keyId, i);
@@ -203,7 +210,11 @@ export class Submitter {
     });
     const inboundByIndex = new Map(inboundIndex.map((i, k) => [i, inbound[k]!]));
     for (const { indexes } of packInbound(inbound)) {
-      parcels.push({ queueUrl: this.deps.inboundQueueUrl, jobs: indexes.map((k) => inboundIndex[k]!), build: (js) => ({ body: inboundBody(js.map((i) => inboundByIndex.get(i)!)) }) });
+      parcels.push({
+        queueUrl: this.deps.inboundQueueUrl,
+        jobs: indexes.map((k) => inboundIndex[k]!),
+        build: (js) => ({ body: inboundBody(js.map((i) => inboundByIndex.get(i)!)) }),
+      });
     }
     const problems = await sendParcels(this.deps.sender, parcels, this.deps.send);
 
@@ -223,9 +234,16 @@ export class Submitter {
     planned.forEach((p, i) => {
       if (!p) return;
       const problem = problems.get(i);
-      if (problem?.refused) outcomes[i] = new ValidationError(`SQS refused the job (${problem.message}): it was not accepted, and sending it unchanged will not help`);
+      if (problem?.refused)
+        outcomes[i] = new ValidationError(
+          `SQS refused the job (${problem.message}): it was not accepted, and sending it unchanged will not help`,
+        );
       else if (problem) outcomes[i] = new SubmitFailedError(problem.message);
-      else outcomes[i] = { reply: { jobId: p.jobId, tenant: tenant.name, runAt: isoMs(p.dueMs), state: p.path === 'd' ? 'QUEUED' : 'SCHEDULED' }, replayed: p.replayed };
+      else
+        outcomes[i] = {
+          reply: { jobId: p.jobId, tenant: tenant.name, runAt: isoMs(p.dueMs), state: p.path === 'd' ? 'QUEUED' : 'SCHEDULED' },
+          replayed: p.replayed,
+        };
     });
     for (const [i, leader] of followers) {
       const o = outcomes[leader]!;
@@ -249,7 +267,17 @@ export class Submitter {
       const id = this.deps.codec.parse(existing.jobId);
       // The same request again: the same job. Its first request may have died between writing
       // the record and sending, so it is sent again until the record says the send completed.
-      return { jobId: id.jobId, shard: id.shard, dueMs: id.dueMs, path: id.path, payload: p.payload, entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs }, claimed: false, replayed: true, send: !existing.sent };
+      return {
+        jobId: id.jobId,
+        shard: id.shard,
+        dueMs: id.dueMs,
+        path: id.path,
+        payload: p.payload,
+        entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs },
+        claimed: false,
+        replayed: true,
+        send: !existing.sent,
+      };
     }
     return new SubmitFailedError('the idempotency record kept changing');
   }

@@ -42,7 +42,11 @@ export interface SendOptions {
  * Returns the problem of every job that was not handed over. A call that threw may still have
  * delivered its messages: such jobs are reported not `refused` (retrying them is safe).
  */
-export async function sendParcels(sender: QueueSender, parcels: readonly Parcel[], opts: SendOptions = {}): Promise<Map<number, SendProblem>> {
+export async function sendParcels(
+  sender: QueueSender,
+  parcels: readonly Parcel[],
+  opts: SendOptions = {},
+): Promise<Map<number, SendProblem>> {
   const attempts = opts.attempts ?? 3;
   const backoff = opts.backoff ?? { baseMs: 25, capMs: 250 };
   const problems = new Map<number, SendProblem>();

@@ -26,7 +26,8 @@ export const MAX_PAYLOAD_DEPTH = 1_000;
 
 /** Where the payloads sit in a single-job body and in a batch body: kept as raw text. */
 export const JOB_PAYLOAD = (path: JsonPath) => path.length === 1 && path[0] === 'payload';
-export const BATCH_PAYLOADS = (path: JsonPath) => path.length === 3 && path[0] === 'jobs' && typeof path[1] === 'number' && path[2] === 'payload';
+export const BATCH_PAYLOADS = (path: JsonPath) =>
+  path.length === 3 && path[0] === 'jobs' && typeof path[1] === 'number' && path[2] === 'payload';
 
 /**
  * Parses a request body as JSON, refusing bodies above `maxBytes` before parsing them. Values at
@@ -36,7 +37,8 @@ export const BATCH_PAYLOADS = (path: JsonPath) => path.length === 3 && path[0] =
 export function parseJsonBody(raw: string | undefined, maxBytes: number, rawPaths?: (path: JsonPath) => boolean): unknown {
   if (raw === undefined || raw === '') throw new ValidationError('request body is empty: send a JSON object');
   const bytes = Buffer.byteLength(raw, 'utf8');
-  if (bytes > maxBytes) throw new PayloadTooLargeError(`request body is ${bytes} bytes, above the limit of ${maxBytes}: split it into smaller requests`);
+  if (bytes > maxBytes)
+    throw new PayloadTooLargeError(`request body is ${bytes} bytes, above the limit of ${maxBytes}: split it into smaller requests`);
   try {
     return parseJson(raw, { raw: rawPaths });
   } catch (err) {
@@ -48,7 +50,8 @@ export function parseJsonBody(raw: string | undefined, maxBytes: number, rawPath
 /** Refuses an object whose members repeat (`{"payload": 1, "payload": 2}`): which one was meant? */
 export function assertNoDuplicateFields(obj: object, where: string): void {
   const dup = duplicateKeysOf(obj);
-  if (dup.length > 0) throw new ValidationError(`${where} has the field ${dup.map((k) => `'${k}'`).join(', ')} more than once: send each field once`);
+  if (dup.length > 0)
+    throw new ValidationError(`${where} has the field ${dup.map((k) => `'${k}'`).join(', ')} more than once: send each field once`);
 }
 
 /**
@@ -68,22 +71,35 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   assertNoDuplicateFields(job, 'the job');
   const unknown = Object.keys(job).filter((k) => !FIELDS.has(k));
   if (unknown.length > 0) {
-    throw new ValidationError(`unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable`);
+    throw new ValidationError(
+      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable`,
+    );
   }
   const hasRunAt = job.runAt !== undefined;
   const hasDelay = job.delaySeconds !== undefined;
   if (hasRunAt === hasDelay) {
-    throw new ValidationError(hasRunAt ? 'give either runAt or delaySeconds, not both' : 'give exactly one of runAt (RFC 3339 time) or delaySeconds (number of seconds from now)');
+    throw new ValidationError(
+      hasRunAt
+        ? 'give either runAt or delaySeconds, not both'
+        : 'give exactly one of runAt (RFC 3339 time) or delaySeconds (number of seconds from now)',
+    );
   }
   const dueMs = hasRunAt ? parseRunAt(job.runAt) : nowMs + parseDelay(job.delaySeconds);
   if (!(dueMs - nowMs <= settings.horizonMs)) {
     const when = Number.isFinite(dueMs) && dueMs < 8.64e15 ? new Date(dueMs).toISOString() : 'too far ahead';
-    throw new ValidationError(`the job is due ${when}, beyond the horizon of ${Math.round(settings.horizonMs / 86_400_000)} days from now: schedule it nearer`);
+    throw new ValidationError(
+      `the job is due ${when}, beyond the horizon of ${Math.round(settings.horizonMs / 86_400_000)} days from now: schedule it nearer`,
+    );
   }
 
   let idempotencyKey: string | undefined;
   if (job.idempotencyKey !== undefined) {
-    if (typeof job.idempotencyKey !== 'string' || job.idempotencyKey.length < 1 || job.idempotencyKey.length > 128 || !isWellFormed(job.idempotencyKey)) {
+    if (
+      typeof job.idempotencyKey !== 'string' ||
+      job.idempotencyKey.length < 1 ||
+      job.idempotencyKey.length > 128 ||
+      !isWellFormed(job.idempotencyKey)
+    ) {
       throw new ValidationError('idempotencyKey must be a string of 1 to 128 characters (no unpaired surrogate escapes)');
     }
     idempotencyKey = job.idempotencyKey;
@@ -116,13 +132,19 @@ function payloadTextOf(payload: unknown, settings: SchedulerSettings, source: st
   }
   const payloadBytes = Buffer.byteLength(text, 'utf8');
   if (payloadBytes > settings.maxPayloadBytes) {
-    throw new PayloadTooLargeError(`payload is ${payloadBytes} bytes serialized, above the limit of ${settings.maxPayloadBytes}: store large data elsewhere (S3) and send a reference`);
+    throw new PayloadTooLargeError(
+      `payload is ${payloadBytes} bytes serialized, above the limit of ${settings.maxPayloadBytes}: store large data elsewhere (S3) and send a reference`,
+    );
   }
-  if (depth > MAX_PAYLOAD_DEPTH) throw new ValidationError(`payload nests ${depth} levels deep, more than ${MAX_PAYLOAD_DEPTH}: flatten it`);
+  if (depth > MAX_PAYLOAD_DEPTH)
+    throw new ValidationError(`payload nests ${depth} levels deep, more than ${MAX_PAYLOAD_DEPTH}: flatten it`);
   const bad = findSqsUnsafeChar(text);
   if (bad) {
     const inPayload = Buffer.byteLength(text.slice(0, bad.index), 'utf8');
-    const inBody = start !== undefined && source !== undefined ? `, byte ${Buffer.byteLength(source.slice(0, start + bad.index), 'utf8')} of the request body` : '';
+    const inBody =
+      start !== undefined && source !== undefined
+        ? `, byte ${Buffer.byteLength(source.slice(0, start + bad.index), 'utf8')} of the request body`
+        : '';
     throw new ValidationError(
       `payload holds ${describeSqsUnsafeChar(bad.codePoint)} at byte ${inPayload} of the payload${inBody}: write it as the JSON escape "\\u${bad.codePoint.toString(16).toUpperCase().padStart(4, '0')}" inside the string, which travels as six ASCII characters`,
     );
@@ -143,7 +165,10 @@ function isWellFormed(s: string): boolean {
 
 /** Epoch ms of an RFC 3339 time with an explicit offset; sub-millisecond fractions round up. */
 export function parseRunAt(value: unknown): number {
-  const bad = () => new ValidationError(`runAt ${JSON.stringify(value)} is not an RFC 3339 time: use a form like "2030-01-31T14:03:07.250Z" or "2030-01-31T15:03:07+01:00"`);
+  const bad = () =>
+    new ValidationError(
+      `runAt ${JSON.stringify(value)} is not an RFC 3339 time: use a form like "2030-01-31T14:03:07.250Z" or "2030-01-31T15:03:07+01:00"`,
+    );
   if (typeof value !== 'string') throw bad();
   const m = RFC3339.exec(value);
   if (!m) throw bad();
@@ -153,7 +178,14 @@ export function parseRunAt(value: unknown): number {
   date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
   // Out-of-range fields roll over (Feb 30 would become Mar 2): refuse them instead. A leap
   // second (:60) is accepted and lands on the next second, which is never early.
-  if (date.getUTCFullYear() !== Number(y) || date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(s) > 60) {
+  if (
+    date.getUTCFullYear() !== Number(y) ||
+    date.getUTCMonth() !== Number(mo) - 1 ||
+    date.getUTCDate() !== Number(d) ||
+    Number(h) > 23 ||
+    Number(mi) > 59 ||
+    Number(s) > 60
+  ) {
     throw bad();
   }
   const ms = date.getTime() + ((Number(h) * 60 + Number(mi)) * 60 + Number(s)) * 1000;

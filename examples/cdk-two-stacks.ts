@@ -24,7 +24,11 @@ export class SchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
     const alarmTopic = new sns.Topic(this, 'Alarms', { enforceSSL: true });
-    Validations.of(alarmTopic).acknowledge({ id: 'AwsSolutions-SNS2', reason: 'Alarm notifications carry no job data, and CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key.' });
+    Validations.of(alarmTopic).acknowledge({
+      id: 'AwsSolutions-SNS2',
+      reason:
+        'Alarm notifications carry no job data, and CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key.',
+    });
     this.scheduler = new DyneinScheduler(this, 'Dynein', { alarmTopic });
   }
 }
@@ -51,7 +55,9 @@ export class PaymentsStack extends Stack {
     // The worker: a Lambda consuming the tenant queue (partial batch failures).
     const workerLogs = new logs.LogGroup(this, 'WorkerLogs', { retention: logs.RetentionDays.ONE_MONTH });
     const workerRole = new iam.Role(this, 'WorkerRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
-    workerRole.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [workerLogs.logGroupArn] }));
+    workerRole.addToPolicy(
+      new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [workerLogs.logGroupArn] }),
+    );
     const worker = new lambda.Function(this, 'Worker', {
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
@@ -68,7 +74,10 @@ export class PaymentsStack extends Stack {
     const ops = new iam.Role(this, 'OpsRole', { assumedBy: new iam.AccountRootPrincipal() });
     this.tenant.grantRedrive(ops);
 
-    Validations.of(worker).acknowledge({ id: 'AwsSolutions-L1', reason: 'The example worker pins Node.js 22, the runtime the package is tested on.' });
+    Validations.of(worker).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason: 'The example worker pins Node.js 22, the runtime the package is tested on.',
+    });
     // cdk-nag: grantSchedule's only wildcard is the job id (GET and DELETE .../jobs/*).
     for (const method of ['GET', 'DELETE']) {
       Validations.of(service).acknowledge({
@@ -84,6 +93,9 @@ const platform = new SchedulerStack(app, 'DyneinScheduler');
 // The API id under a fixed export name (the other attributes are exported by CDK as they are used).
 const apiExportName = 'DyneinScheduler-HttpApiId';
 const httpApiId = platform.exportValue(platform.scheduler.httpApi.apiId, { name: apiExportName });
-new PaymentsStack(app, 'PaymentsTeam', { scheduler: DyneinScheduler.fromAttributes({ ...platform.scheduler.attributes, httpApiId }), apiExportName });
+new PaymentsStack(app, 'PaymentsTeam', {
+  scheduler: DyneinScheduler.fromAttributes({ ...platform.scheduler.attributes, httpApiId }),
+  apiExportName,
+});
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 app.synth();

@@ -31,15 +31,19 @@ export class SchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
     const alarmTopic = new sns.Topic(this, 'Alarms', { enforceSSL: true });
-    Validations.of(alarmTopic).acknowledge({ id: 'AwsSolutions-SNS2', reason: 'Alarm notifications carry no job data, and CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key.' });
+    Validations.of(alarmTopic).acknowledge({
+      id: 'AwsSolutions-SNS2',
+      reason:
+        'Alarm notifications carry no job data, and CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key.',
+    });
     const [billingApiRole, billingWorkerRole, opsRole] = [role(this, 'Api'), role(this, 'Worker'), role(this, 'Ops')];
 
     const scheduler = new DyneinScheduler(this, 'Dynein', { alarmTopic });
     const billing = scheduler.addTenant('billing', { maxReceiveCount: 5 });
-    billing.grantSchedule(billingApiRole);   // execute-api:Invoke on billing's four routes ($default stage) only
+    billing.grantSchedule(billingApiRole); // execute-api:Invoke on billing's four routes ($default stage) only
     billing.grantConsume(billingWorkerRole); // sqs:ReceiveMessage, DeleteMessage, ChangeMessageVisibility, GetQueueAttributes on its queue only
-    billing.grantRedrive(opsRole);           // move its DLQ back (StartMessageMoveTask), and send to its queue
-    scheduler.grantInboundRedrive(opsRole);  // move the inbound DLQ back after a fix
+    billing.grantRedrive(opsRole); // move its DLQ back (StartMessageMoveTask), and send to its queue
+    scheduler.grantInboundRedrive(opsRole); // move the inbound DLQ back after a fix
     acknowledgeJobIdWildcard(billingApiRole, `<${this.getLogicalId(scheduler.httpApi.node.defaultChild as CfnElement)}>`, 'billing');
   }
 }
@@ -56,7 +60,10 @@ export class PaymentsStack extends Stack {
       tableName: 'DyneinServerless-DyneinTable465CC353-ABC123',
       tableArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/DyneinServerless-DyneinTable465CC353-ABC123',
       httpApiId: 'a1b2c3d4e5',
-      senderRoleArns: ['arn:aws:iam::123456789012:role/DyneinServerless-DyneinSubmitRole', 'arn:aws:iam::123456789012:role/DyneinServerless-DyneinDispatchRole'],
+      senderRoleArns: [
+        'arn:aws:iam::123456789012:role/DyneinServerless-DyneinSubmitRole',
+        'arn:aws:iam::123456789012:role/DyneinServerless-DyneinDispatchRole',
+      ],
       tenantQueuePrefix: 'DyneinServerless-Dynein',
     });
     const payments = new DyneinTenant(this, 'Payments', { scheduler, tenantName: 'payments' });

@@ -44,7 +44,13 @@ function target(): Target {
   const keys = local.tenants[tenant];
   if (!keys) throw new Error(`tenant ${tenant} is not in the local stack: npx dynein local --tenants ${tenant}`);
   const credentials = { accessKeyId: keys.accessKeyId, secretAccessKey: keys.secretAccessKey };
-  return { endpoint: local.endpoint, region: local.region, credentials, queueUrl: keys.queueUrl, sqs: new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials }) };
+  return {
+    endpoint: local.endpoint,
+    region: local.region,
+    credentials,
+    queueUrl: keys.queueUrl,
+    sqs: new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials }),
+  };
 }
 
 const t = target();

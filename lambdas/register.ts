@@ -10,7 +10,13 @@
  * resource wrote: a failed create, or a registration moved to another logical id in the same
  * stack (created first, the old one deleted after), leaves the item alone.
  */
-import { ConditionalCheckFailedException, DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
 import { registrationConflictMessage, registrationRequest, type RegistrationProperties } from '../core/registration.js';
 import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
@@ -60,7 +66,13 @@ export function registerHandler(deps: RegisterDeps) {
           );
         } catch (err) {
           if (!(err instanceof ConditionalCheckFailedException)) throw err;
-          console.warn(JSON.stringify({ level: 'WARN', message: 'tenant registration written by another resource: left in place', tenant: props.tenantName }));
+          console.warn(
+            JSON.stringify({
+              level: 'WARN',
+              message: 'tenant registration written by another resource: left in place',
+              tenant: props.tenantName,
+            }),
+          );
         }
         response = success(event, event.PhysicalResourceId);
       } else {
@@ -107,7 +119,14 @@ export function registerHandler(deps: RegisterDeps) {
 }
 
 function success(event: Event, physicalId: string, data?: Record<string, string>): RegisterResponse {
-  return { Status: 'SUCCESS', PhysicalResourceId: physicalId, StackId: event.StackId, RequestId: event.RequestId, LogicalResourceId: event.LogicalResourceId, ...(data ? { Data: data } : {}) };
+  return {
+    Status: 'SUCCESS',
+    PhysicalResourceId: physicalId,
+    StackId: event.StackId,
+    RequestId: event.RequestId,
+    LogicalResourceId: event.LogicalResourceId,
+    ...(data ? { Data: data } : {}),
+  };
 }
 
 /** CloudFormation's response: a PUT of the JSON to the pre-signed S3 URL, no content type. */

@@ -4,4 +4,6 @@ import { tickHandler } from './runtime/handlers.js';
 import { lambda } from './runtime/powertools.js';
 
 const wiring = await wireFromEnv({ idKey: false });
-export const handler = lambda('tick', (t) => tickHandler({ store: wiring.store, settings: wiring.config.settings, clock: wiring.dispatch.clock, log: wiring.dispatch.log }, t));
+export const handler = lambda('tick', (t) =>
+  tickHandler({ store: wiring.store, settings: wiring.config.settings, clock: wiring.dispatch.clock, log: wiring.dispatch.log }, t),
+);

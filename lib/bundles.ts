@@ -21,7 +21,8 @@ export function bundlesDir(): string {
     const pkg = join(dir, 'package.json');
     if (existsSync(pkg)) {
       try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === PACKAGE_NAME) return (cached = join(dir, 'dist', 'lambdas'));
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === PACKAGE_NAME)
+          return (cached = join(dir, 'dist', 'lambdas'));
       } catch {
         // not a readable package.json: keep walking up
       }

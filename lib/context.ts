@@ -83,9 +83,18 @@ export function appSettings(get: (key: ContextKey) => unknown): AppSettings {
   const tenantsRaw = raw('tenants');
   let tenants: string[] = [];
   if (Array.isArray(tenantsRaw)) tenants = tenantsRaw.map(String);
-  else if (typeof tenantsRaw === 'string') tenants = tenantsRaw.split(',').map((t) => t.trim()).filter((t) => t !== '');
-  else if (tenantsRaw !== undefined) problems.push(`tenants must be a comma-separated list of names, got ${JSON.stringify(tenantsRaw)} (-c tenants=billing,payments)`);
-  for (const t of tenants) if (!TENANT_PATTERN.test(t)) problems.push(`tenants: '${t}' is not a valid tenant name (1 to 40 lowercase letters, digits or '-', starting with a letter or digit)`);
+  else if (typeof tenantsRaw === 'string')
+    tenants = tenantsRaw
+      .split(',')
+      .map((t) => t.trim())
+      .filter((t) => t !== '');
+  else if (tenantsRaw !== undefined)
+    problems.push(`tenants must be a comma-separated list of names, got ${JSON.stringify(tenantsRaw)} (-c tenants=billing,payments)`);
+  for (const t of tenants)
+    if (!TENANT_PATTERN.test(t))
+      problems.push(
+        `tenants: '${t}' is not a valid tenant name (1 to 40 lowercase letters, digits or '-', starting with a letter or digit)`,
+      );
   const dup = tenants.filter((t, i) => tenants.indexOf(t) !== i);
   if (dup.length > 0) problems.push(`tenants: ${[...new Set(dup)].join(', ')} listed twice`);
 
@@ -94,15 +103,23 @@ export function appSettings(get: (key: ContextKey) => unknown): AppSettings {
     return n === undefined ? undefined : Duration.seconds(n);
   };
   const logLevel = text('logLevel')?.toUpperCase();
-  if (logLevel !== undefined && !['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(logLevel)) problems.push(`logLevel must be DEBUG, INFO, WARN or ERROR, got '${logLevel}' (-c logLevel=WARN)`);
+  if (logLevel !== undefined && !['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(logLevel))
+    problems.push(`logLevel must be DEBUG, INFO, WARN or ERROR, got '${logLevel}' (-c logLevel=WARN)`);
   const retentionDays = int('logRetentionDays', 1, 3653);
   if (retentionDays !== undefined && !RETENTION_DAYS.has(retentionDays)) {
-    problems.push(`logRetentionDays must be a CloudWatch Logs retention (${[...RETENTION_DAYS].filter((d) => d > 0).sort((a, b) => a - b).join(', ')}), got ${retentionDays}`);
+    problems.push(
+      `logRetentionDays must be a CloudWatch Logs retention (${[...RETENTION_DAYS]
+        .filter((d) => d > 0)
+        .sort((a, b) => a - b)
+        .join(', ')}), got ${retentionDays}`,
+    );
   }
   const removal = text('removalPolicy')?.toLowerCase();
-  if (removal !== undefined && removal !== 'retain' && removal !== 'destroy') problems.push(`removalPolicy must be retain or destroy, got '${removal}' (-c removalPolicy=retain)`);
+  if (removal !== undefined && removal !== 'retain' && removal !== 'destroy')
+    problems.push(`removalPolicy must be retain or destroy, got '${removal}' (-c removalPolicy=retain)`);
   const alarmTopicArn = text('alarmTopicArn');
-  if (alarmTopicArn !== undefined && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+$/.test(alarmTopicArn)) problems.push(`alarmTopicArn must be an SNS topic ARN, got '${alarmTopicArn}'`);
+  if (alarmTopicArn !== undefined && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+$/.test(alarmTopicArn))
+    problems.push(`alarmTopicArn must be an SNS topic ARN, got '${alarmTopicArn}'`);
 
   const scheduler: AppSettings['scheduler'] = prune({
     shardCount: int('shardCount', 1, 10_000),

@@ -17,12 +17,26 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config.js';
-import { INGEST_BATCHING_WINDOW_MS, INGEST_TIMEOUT_SECONDS, METRICS_NAMESPACE, metricService, QUEUE_SETTINGS, TABLE_KEY } from '../core/schema.js';
+import {
+  INGEST_BATCHING_WINDOW_MS,
+  INGEST_TIMEOUT_SECONDS,
+  METRICS_NAMESPACE,
+  metricService,
+  QUEUE_SETTINGS,
+  TABLE_KEY,
+} from '../core/schema.js';
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring } from './monitoring.js';
 import { defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
 import { secureQueue } from './queues.js';
-import { acknowledgeRuntime, admitSender, DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
+import {
+  acknowledgeRuntime,
+  admitSender,
+  DyneinTenant,
+  type DyneinTenantProps,
+  type IDyneinScheduler,
+  type SchedulerAttributes,
+} from './tenant.js';
 import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition.js';
 
 /** Log level of the functions (and of the state machine's execution log). */
@@ -182,7 +196,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     Validations.of(this.idKey).acknowledge({
       id: 'AwsSolutions-SMG4',
-      reason: 'The job id key signs ids that live as long as their jobs (up to 10 years); rotation would invalidate them until key versions are supported.',
+      reason:
+        'The job id key signs ids that live as long as their jobs (up to 10 years); rotation would invalidate them until key versions are supported.',
     });
 
     const fn = (name: FunctionName, opts: FunctionOptions) => this.#function(name, retention, logLevel, opts);
@@ -196,7 +211,10 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       DYNEIN_DISPATCHER_ROWS_PER_SECOND: String(s.dispatcherRowsPerSecond),
     };
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
-    const submit = fn('submit', { timeout: Duration.seconds(10), environment: { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl } });
+    const submit = fn('submit', {
+      timeout: Duration.seconds(10),
+      environment: { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl },
+    });
     const ingest = fn('ingest', { timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS), environment: withKey });
     const status = fn('status', { timeout: Duration.seconds(10), environment: withKey });
     const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withKey });
@@ -233,7 +251,11 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     }
     submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
     ingest.addEventSource(
-      new SqsEventSource(this.inboundQueue, { batchSize: 10, maxBatchingWindow: Duration.millis(INGEST_BATCHING_WINDOW_MS), reportBatchItemFailures: true }),
+      new SqsEventSource(this.inboundQueue, {
+        batchSize: 10,
+        maxBatchingWindow: Duration.millis(INGEST_BATCHING_WINDOW_MS),
+        reportBatchItemFailures: true,
+      }),
     );
     // Only submit writes the inbound queue (ingest trusts what it reads there, beyond the id's MAC),
     // and principals tagged by grantInboundRedrive (both conditions must hold for the deny).
@@ -252,12 +274,17 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     );
     // Tenant queues (created later, possibly in other stacks) are named <prefix>-t-<tenant>: submit
     // and dispatch may send to them by their own IAM policy, whatever queue policy a team adds.
-    const tenantQueues = Stack.of(this).formatArn({ service: 'sqs', resource: tenantQueuePattern(this.tenantQueuePrefix), arnFormat: ArnFormat.NO_RESOURCE_NAME });
+    const tenantQueues = Stack.of(this).formatArn({
+      service: 'sqs',
+      resource: tenantQueuePattern(this.tenantQueuePrefix),
+      arnFormat: ArnFormat.NO_RESOURCE_NAME,
+    });
     for (const f of [submit, dispatch]) {
       f.addToRolePolicy(new iam.PolicyStatement({ sid: 'SendToTenantQueues', actions: ['sqs:SendMessage'], resources: [tenantQueues] }));
       Validations.of(f.role!).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${tenantQueuePattern(this.tenantQueuePrefix)}]`,
-        reason: 'Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler\'s prefix, so the send grant names exactly its tenant queues (one action, sqs:SendMessage) without the scheduler referring to those stacks.',
+        reason:
+          "Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler's prefix, so the send grant names exactly its tenant queues (one action, sqs:SendMessage) without the scheduler referring to those stacks.",
       });
     }
 
@@ -356,14 +383,25 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   }
 
   #metric(name: string, fn: FunctionName, props: cloudwatch.MetricOptions): cloudwatch.Metric {
-    return new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName: name, dimensionsMap: { service: metricService(fn) }, period: Duration.minutes(1), ...props });
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: name,
+      dimensionsMap: { service: metricService(fn) },
+      period: Duration.minutes(1),
+      ...props,
+    });
   }
 
   #function(name: FunctionName, retention: logs.RetentionDays, logLevel: DyneinLogLevel, opts: FunctionOptions): lambda.Function {
     const logGroup = new logs.LogGroup(this, `${cap(name)}Logs`, { retention, removalPolicy: RemovalPolicy.DESTROY });
     // A role of its own without managed policies: logs to its own group only, plus what each function needs.
-    const role = new iam.Role(this, `${cap(name)}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `Dynein ${name} function` });
-    role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
+    const role = new iam.Role(this, `${cap(name)}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Dynein ${name} function`,
+    });
+    role.addToPolicy(
+      new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }),
+    );
     const f = new lambda.Function(this, cap(name), {
       description: `Dynein Serverless: ${name}`,
       // Pre-built by scripts/bundle-lambdas.mjs (ESM, node22, source maps, @aws-sdk/* from the runtime).
@@ -380,7 +418,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       // Application logs stay at INFO or below: the EMF metric lines have no level (Lambda counts them INFO).
       loggingFormat: lambda.LoggingFormat.JSON,
       applicationLogLevelV2: logLevel === 'DEBUG' ? lambda.ApplicationLogLevel.DEBUG : lambda.ApplicationLogLevel.INFO,
-      systemLogLevelV2: logLevel === 'DEBUG' ? lambda.SystemLogLevel.DEBUG : logLevel === 'INFO' ? lambda.SystemLogLevel.INFO : lambda.SystemLogLevel.WARN,
+      systemLogLevelV2:
+        logLevel === 'DEBUG' ? lambda.SystemLogLevel.DEBUG : logLevel === 'INFO' ? lambda.SystemLogLevel.INFO : lambda.SystemLogLevel.WARN,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
@@ -435,7 +474,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return { httpApi, stage };
   }
 
-  #tick(tick: lambda.IFunction, dispatch: lambda.IFunction, props: DyneinSchedulerProps, retention: logs.RetentionDays, logLevel: DyneinLogLevel): { stateMachine: sfn.StateMachine; rule: events.Rule } {
+  #tick(
+    tick: lambda.IFunction,
+    dispatch: lambda.IFunction,
+    props: DyneinSchedulerProps,
+    retention: logs.RetentionDays,
+    logLevel: DyneinLogLevel,
+  ): { stateMachine: sfn.StateMachine; rule: events.Rule } {
     const logGroup = new logs.LogGroup(this, 'TickExecutionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
     const runMs = (props.tickRunTime ?? Duration.seconds(90)).toMilliseconds();
     const allEvents = logLevel === 'DEBUG' || logLevel === 'INFO';
@@ -453,13 +498,17 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     if (!allEvents) {
       Validations.of(stateMachine).acknowledge({
         id: 'AwsSolutions-SF1',
-        reason: 'At logLevel WARN/ERROR the tick logs failed executions and states only: an idle tick makes about 100 state transitions a minute, logging each would be most of an idle deployment\'s cost. logLevel INFO or DEBUG logs ALL events.',
+        reason:
+          "At logLevel WARN/ERROR the tick logs failed executions and states only: an idle tick makes about 100 state transitions a minute, logging each would be most of an idle deployment's cost. logLevel INFO or DEBUG logs ALL events.",
       });
     }
-    stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [tick.functionArn, dispatch.functionArn] }));
+    stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [tick.functionArn, dispatch.functionArn] }),
+    );
     Validations.of(stateMachine).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups, ...) and X-Ray (PutTraceSegments, ...) actions do not support resource-level permissions; CDK writes them with Resource "*".',
+      reason:
+        'Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups, ...) and X-Ray (PutTraceSegments, ...) actions do not support resource-level permissions; CDK writes them with Resource "*".',
     });
     const rule = new events.Rule(this, 'TickSchedule', {
       description: 'Starts a Dynein tick execution every minute (each runs ~90 s, so they overlap)',
@@ -492,19 +541,30 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
     problems.push(...(err as Error).message.split('\n- ').slice(1));
   }
   const run = ms(props.tickRunTime);
-  if (run !== undefined && (run < 60_000 || run > 240_000)) problems.push(`tickRunTime must be from 60 to 240 seconds (executions start every minute and must overlap), got ${run / 1000} s`);
+  if (run !== undefined && (run < 60_000 || run > 240_000))
+    problems.push(`tickRunTime must be from 60 to 240 seconds (executions start every minute and must overlap), got ${run / 1000} s`);
   const lat = ms(props.latenessAlarmThreshold);
   if (lat !== undefined && lat <= 0) problems.push('latenessAlarmThreshold must be positive');
-  if (props.throttle && (!(props.throttle.rateLimit > 0) || !(props.throttle.burstLimit > 0))) problems.push('throttle.rateLimit and throttle.burstLimit must be positive');
+  if (props.throttle && (!(props.throttle.rateLimit > 0) || !(props.throttle.burstLimit > 0)))
+    problems.push('throttle.rateLimit and throttle.burstLimit must be positive');
   const groups = props.groupCount ?? DEFAULTS.groupCount;
   const reserved = props.dispatchReservedConcurrency;
   if (reserved !== undefined && (!Number.isInteger(reserved) || reserved < 2 * groups)) {
-    problems.push(`dispatchReservedConcurrency must be an integer at least twice groupCount (${2 * groups}): tick executions overlap, got ${reserved}`);
+    problems.push(
+      `dispatchReservedConcurrency must be an integer at least twice groupCount (${2 * groups}): tick executions overlap, got ${reserved}`,
+    );
   }
-  problems.push(...validatePrefix(prefix).map((p) => `tenantQueuePrefix ${p}${props.tenantQueuePrefix === undefined ? ' (derived from the stack name and id: pass tenantQueuePrefix)' : ''}`));
-  if (props.logLevel !== undefined && !['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(props.logLevel)) problems.push(`logLevel must be DEBUG, INFO, WARN or ERROR, got ${String(props.logLevel)}`);
+  problems.push(
+    ...validatePrefix(prefix).map(
+      (p) =>
+        `tenantQueuePrefix ${p}${props.tenantQueuePrefix === undefined ? ' (derived from the stack name and id: pass tenantQueuePrefix)' : ''}`,
+    ),
+  );
+  if (props.logLevel !== undefined && !['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(props.logLevel))
+    problems.push(`logLevel must be DEBUG, INFO, WARN or ERROR, got ${String(props.logLevel)}`);
   const parked = props.parkedJobsAlarmMinutes;
-  if (parked !== undefined && (!Number.isInteger(parked) || parked < 1 || parked > 1440)) problems.push(`parkedJobsAlarmMinutes must be an integer from 1 to 1440, got ${parked}`);
+  if (parked !== undefined && (!Number.isInteger(parked) || parked < 1 || parked > 1440))
+    problems.push(`parkedJobsAlarmMinutes must be an integer from 1 to 1440, got ${parked}`);
   if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
   return settings;
 }

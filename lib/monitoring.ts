@@ -46,7 +46,11 @@ export class SchedulerMonitoring extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
   #tenants = 0;
 
-  constructor(scope: Construct, id: string, private readonly props: SchedulerMonitoringProps) {
+  constructor(
+    scope: Construct,
+    id: string,
+    private readonly props: SchedulerMonitoringProps,
+  ) {
     super(scope, id);
     const s = props.scheduler;
     const fns = Object.entries(s.functions);
@@ -54,7 +58,11 @@ export class SchedulerMonitoring extends Construct {
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Jobs per minute',
-        left: [s.metricJobsSubmitted({ label: 'submitted' }), s.metricJobsIngested({ label: 'ingested' }), s.metricJobsDispatched({ label: 'dispatched' })],
+        left: [
+          s.metricJobsSubmitted({ label: 'submitted' }),
+          s.metricJobsIngested({ label: 'ingested' }),
+          s.metricJobsDispatched({ label: 'dispatched' }),
+        ],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
@@ -71,9 +79,21 @@ export class SchedulerMonitoring extends Construct {
       }),
     );
     this.dashboard.addWidgets(
-      new cloudwatch.GraphWidget({ title: 'Lambda errors', left: fns.map(([n, f]) => f.metricErrors({ period: minute, statistic: 'Sum', label: n })), width: 8 }),
-      new cloudwatch.GraphWidget({ title: 'Lambda throttles', left: fns.map(([n, f]) => f.metricThrottles({ period: minute, statistic: 'Sum', label: n })), width: 8 }),
-      new cloudwatch.GraphWidget({ title: 'Lambda duration p95 (ms)', left: fns.map(([n, f]) => f.metricDuration({ period: minute, statistic: 'p95', label: n })), width: 8 }),
+      new cloudwatch.GraphWidget({
+        title: 'Lambda errors',
+        left: fns.map(([n, f]) => f.metricErrors({ period: minute, statistic: 'Sum', label: n })),
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Lambda throttles',
+        left: fns.map(([n, f]) => f.metricThrottles({ period: minute, statistic: 'Sum', label: n })),
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Lambda duration p95 (ms)',
+        left: fns.map(([n, f]) => f.metricDuration({ period: minute, statistic: 'p95', label: n })),
+        width: 8,
+      }),
     );
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
@@ -100,7 +120,8 @@ export class SchedulerMonitoring extends Construct {
       evaluationPeriods: 3,
     });
     this.#alarm('InboundDlqNotEmpty', {
-      alarmDescription: 'Inbound messages failed ingest 5 times (malformed, or a persistent error): inspect the inbound DLQ, fix, then redrive it.',
+      alarmDescription:
+        'Inbound messages failed ingest 5 times (malformed, or a persistent error): inspect the inbound DLQ, fix, then redrive it.',
       metric: s.inboundDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum' }),
       threshold: 0,
       evaluationPeriods: 1,
@@ -112,10 +133,14 @@ export class SchedulerMonitoring extends Construct {
       evaluationPeriods: 3,
     });
     this.#alarm('TickFailures', {
-      alarmDescription: 'Tick executions failed or timed out: groups may go undispatched until the next execution (see the tick log group).',
+      alarmDescription:
+        'Tick executions failed or timed out: groups may go undispatched until the next execution (see the tick log group).',
       metric: new cloudwatch.MathExpression({
         expression: 'failed + timedout',
-        usingMetrics: { failed: s.stateMachine.metricFailed({ period: minute, statistic: 'Sum' }), timedout: s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum' }) },
+        usingMetrics: {
+          failed: s.stateMachine.metricFailed({ period: minute, statistic: 'Sum' }),
+          timedout: s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum' }),
+        },
         period: minute,
       }),
       threshold: 0,
@@ -129,7 +154,8 @@ export class SchedulerMonitoring extends Construct {
       evaluationPeriods: 2,
     });
     this.#alarm('DispatchThrottles', {
-      alarmDescription: 'Dispatch invocations were throttled in two consecutive minutes: the account (or the reserved concurrency) has too little Lambda concurrency for the tick; dispatchers back off and lateness grows.',
+      alarmDescription:
+        'Dispatch invocations were throttled in two consecutive minutes: the account (or the reserved concurrency) has too little Lambda concurrency for the tick; dispatchers back off and lateness grows.',
       metric: s.functions.dispatch.metricThrottles({ period: minute, statistic: 'Sum' }),
       threshold: 0,
       evaluationPeriods: 2,
@@ -144,7 +170,8 @@ export class SchedulerMonitoring extends Construct {
 
   /** Adds a tenant's widgets to the dashboard and its DLQ alarm to the alarm list. */
   addTenant(tenant: DyneinTenant): void {
-    if (this.#tenants++ === 0) this.dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: '### Tenant queues', width: 24, height: 1 }));
+    if (this.#tenants++ === 0)
+      this.dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: '### Tenant queues', width: 24, height: 1 }));
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: `Tenant ${tenant.tenantName}`,

@@ -15,7 +15,8 @@ const PREFIX = /^[A-Za-z0-9][A-Za-z0-9-]*$/;
 /** Problems with a tenant queue prefix (none: a valid one). */
 export function validatePrefix(prefix: string): string[] {
   if (Token.isUnresolved(prefix)) return ['must be a literal string (it names queues and IAM tags), not a token'];
-  if (prefix.length > MAX_PREFIX_LENGTH || !PREFIX.test(prefix)) return [`'${prefix}' must be 1 to ${MAX_PREFIX_LENGTH} letters, digits or '-', starting with a letter or digit`];
+  if (prefix.length > MAX_PREFIX_LENGTH || !PREFIX.test(prefix))
+    return [`'${prefix}' must be 1 to ${MAX_PREFIX_LENGTH} letters, digits or '-', starting with a letter or digit`];
   return [];
 }
 

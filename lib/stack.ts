@@ -24,7 +24,8 @@ export class DyneinStack extends Stack {
 
   constructor(scope: Construct, id: string, props: DyneinStackProps = {}) {
     super(scope, id, props);
-    const alarmTopic = props.scheduler?.alarmTopic ?? (props.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined);
+    const alarmTopic =
+      props.scheduler?.alarmTopic ?? (props.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined);
     this.scheduler = new DyneinScheduler(this, 'Dynein', { ...props.scheduler, ...(alarmTopic ? { alarmTopic } : {}) });
     const names = [...(props.demoTenant ? ['demo'] : []), ...(props.tenants ?? []).filter((n) => !(props.demoTenant && n === 'demo'))];
     for (const name of names) {
@@ -37,8 +38,14 @@ export class DyneinStack extends Stack {
     new CfnOutput(this, 'TableName', { value: a.tableName, description: 'For DyneinScheduler.fromAttributes in tenant stacks' });
     new CfnOutput(this, 'TableArn', { value: a.tableArn, description: 'For DyneinScheduler.fromAttributes in tenant stacks' });
     new CfnOutput(this, 'HttpApiId', { value: a.httpApiId, description: 'For DyneinScheduler.fromAttributes in tenant stacks' });
-    new CfnOutput(this, 'SenderRoleArns', { value: a.senderRoleArns.join(','), description: 'For DyneinScheduler.fromAttributes in tenant stacks (comma-separated)' });
-    new CfnOutput(this, 'TenantQueuePrefix', { value: a.tenantQueuePrefix, description: 'For DyneinScheduler.fromAttributes in tenant stacks' });
+    new CfnOutput(this, 'SenderRoleArns', {
+      value: a.senderRoleArns.join(','),
+      description: 'For DyneinScheduler.fromAttributes in tenant stacks (comma-separated)',
+    });
+    new CfnOutput(this, 'TenantQueuePrefix', {
+      value: a.tenantQueuePrefix,
+      description: 'For DyneinScheduler.fromAttributes in tenant stacks',
+    });
     new CfnOutput(this, 'DashboardName', { value: this.scheduler.monitoring.dashboard.dashboardName });
   }
 }

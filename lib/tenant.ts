@@ -165,7 +165,12 @@ export class DyneinTenant extends Construct {
     const stack = Stack.of(this);
     const base = `/v1/tenants/${this.tenantName}/jobs`;
     const arn = (method: string, path: string) =>
-      stack.formatArn({ service: 'execute-api', resource: this.#scheduler.attributes.httpApiId, resourceName: `$default/${method}${path}`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+      stack.formatArn({
+        service: 'execute-api',
+        resource: this.#scheduler.attributes.httpApiId,
+        resourceName: `$default/${method}${path}`,
+        arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+      });
     return iam.Grant.addToPrincipal({
       grantee,
       actions: ['execute-api:Invoke'],
@@ -180,7 +185,14 @@ export class DyneinTenant extends Construct {
    * `UnrecoverableError` there at once. One grant covering both queues.
    */
   grantConsume(grantee: iam.IGrantable, opts: { readonly deadLetter?: boolean } = {}): iam.Grant {
-    const grant = this.#grant(this.queue, grantee, 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes');
+    const grant = this.#grant(
+      this.queue,
+      grantee,
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+      'sqs:GetQueueAttributes',
+    );
     return opts.deadLetter ? grant.combine(this.#grant(this.deadLetterQueue, grantee, 'sqs:SendMessage')) : grant;
   }
 
@@ -220,7 +232,11 @@ export class DyneinTenant extends Construct {
   #grant(queue: sqs.Queue, grantee: iam.IGrantable, ...actions: string[]): iam.Grant {
     const principal = grantee.grantPrincipal;
     if (!Construct.isConstruct(principal) || Stack.of(principal) === Stack.of(queue)) return queue.grant(grantee, ...actions);
-    const arn = Stack.of(principal).formatArn({ service: 'sqs', resource: queue === this.queue ? this.#queueName : this.#dlqName, arnFormat: ArnFormat.NO_RESOURCE_NAME });
+    const arn = Stack.of(principal).formatArn({
+      service: 'sqs',
+      resource: queue === this.queue ? this.#queueName : this.#dlqName,
+      arnFormat: ArnFormat.NO_RESOURCE_NAME,
+    });
     return iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [arn] });
   }
 
@@ -269,7 +285,10 @@ function claimName(scope: Construct, tableName: string, tenantName: string): str
   const names = claimed.get(stack) ?? new Set<string>();
   claimed.set(stack, names);
   const key = `${tableName}\u0000${tenantName}`;
-  if (names.has(key)) return [`tenant '${tenantName}' is already defined in stack ${stack.stackName} for this scheduler: a tenant name belongs to one construct`];
+  if (names.has(key))
+    return [
+      `tenant '${tenantName}' is already defined in stack ${stack.stackName} for this scheduler: a tenant name belongs to one construct`,
+    ];
   names.add(key);
   return [];
 }
@@ -284,8 +303,12 @@ class RegistrationProvider extends Construct {
   static of(scope: Construct, tableArn: string, retention: logs.RetentionDays | undefined): RegistrationProvider {
     const stack = Stack.of(scope);
     const id = 'DyneinTenantRegistration';
-    const provider = (stack.node.tryFindChild(id) as RegistrationProvider | undefined) ?? new RegistrationProvider(stack, id, retention ?? logs.RetentionDays.ONE_MONTH);
-    provider.policy.addStatements(new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'], resources: [tableArn] }));
+    const provider =
+      (stack.node.tryFindChild(id) as RegistrationProvider | undefined) ??
+      new RegistrationProvider(stack, id, retention ?? logs.RetentionDays.ONE_MONTH);
+    provider.policy.addStatements(
+      new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'], resources: [tableArn] }),
+    );
     return provider;
   }
 
@@ -297,7 +320,10 @@ class RegistrationProvider extends Construct {
   private constructor(scope: Construct, id: string, retention: logs.RetentionDays) {
     super(scope, id);
     const logGroup = new logs.LogGroup(this, 'Logs', { retention, removalPolicy: RemovalPolicy.DESTROY });
-    this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: 'Dynein tenant registration (custom resource)' });
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'Dynein tenant registration (custom resource)',
+    });
     this.policy = new iam.Policy(this, 'Policy', {
       roles: [this.role],
       statements: [new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] })],
@@ -322,5 +348,8 @@ class RegistrationProvider extends Construct {
 
 /** cdk-nag's "latest runtime" finding, acknowledged where a function pins Node.js 22. */
 export function acknowledgeRuntime(f: lambda.Function): void {
-  Validations.of(f).acknowledge({ id: 'AwsSolutions-L1', reason: 'Dynein targets the Node.js 22 runtime (its bundles are built and tested for node22); upgrade deliberately.' });
+  Validations.of(f).acknowledge({
+    id: 'AwsSolutions-L1',
+    reason: 'Dynein targets the Node.js 22 runtime (its bundles are built and tested for node22); upgrade deliberately.',
+  });
 }

@@ -47,7 +47,12 @@ export function dispatchTimeoutSeconds(runMs: number): number {
 }
 
 /** Lambda errors worth retrying in place: the service's, not the function's own. */
-const LAMBDA_TRANSIENT_ERRORS = ['Lambda.ServiceException', 'Lambda.AWSLambdaException', 'Lambda.SdkClientException', 'Lambda.TooManyRequestsException'];
+const LAMBDA_TRANSIENT_ERRORS = [
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.TooManyRequestsException',
+];
 
 /** Consecutive caught failures after which a dispatcher stops for this execution. */
 export const MAX_CONSECUTIVE_FAILURES = 4;
@@ -69,18 +74,22 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
   const maxConcurrency = opts.maxConcurrency ?? 40;
   const timeoutSeconds = opts.timeoutSeconds ?? 150;
   if (!Number.isInteger(runMs) || runMs < 1_000) throw new RangeError(`runMs must be an integer ≥ 1000, got ${runMs}`);
-  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 40) throw new RangeError(`maxConcurrency must be an integer from 1 to 40, got ${maxConcurrency}`);
-  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 300) throw new RangeError(`timeoutSeconds must be an integer from 1 to 300 (Express), got ${timeoutSeconds}`);
+  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 40)
+    throw new RangeError(`maxConcurrency must be an integer from 1 to 40, got ${maxConcurrency}`);
+  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 300)
+    throw new RangeError(`timeoutSeconds must be an integer from 1 to 300 (Express), got ${timeoutSeconds}`);
   if (timeoutSeconds * 1000 <= runMs) throw new RangeError(`timeoutSeconds (${timeoutSeconds}) must leave room after runMs (${runMs})`);
 
   return {
-    Comment: 'Dynein tick: plan the shard groups, then dispatch each group until the execution\'s untilMs, handing groups over to the next execution through group leases.',
+    Comment:
+      "Dynein tick: plan the shard groups, then dispatch each group until the execution's untilMs, handing groups over to the next execution through group leases.",
     QueryLanguage: 'JSONPath',
     TimeoutSeconds: timeoutSeconds,
     StartAt: 'Plan',
     States: {
       Plan: {
-        Comment: 'Tick function: samples the rows coming due and packs the shard groups into dispatchers, one Map item each ({groups, owner, ownerStartMs, untilMs, idleWaitSeconds, shards}); owner is this execution, untilMs its start + runMs.',
+        Comment:
+          'Tick function: samples the rows coming due and packs the shard groups into dispatchers, one Map item each ({groups, owner, ownerStartMs, untilMs, idleWaitSeconds, shards}); owner is this execution, untilMs its start + runMs.',
         Type: 'Task',
         Resource: `\${${TICK_FUNCTION_ARN_KEY}}`,
         Parameters: {
@@ -89,11 +98,14 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
           runMs,
         },
         // A failing plan fails the execution (TickFailures alarm) after three retries; the next starts a minute later.
-        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, MaxDelaySeconds: 4, JitterStrategy: 'FULL' }],
+        Retry: [
+          { ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, MaxDelaySeconds: 4, JitterStrategy: 'FULL' },
+        ],
         Next: 'Groups',
       },
       Groups: {
-        Comment: 'One iteration per dispatcher, all at once (inline Map, at most 40). Iterations never fail: errors are retried, caught and bounded inside.',
+        Comment:
+          'One iteration per dispatcher, all at once (inline Map, at most 40). Iterations never fail: errors are retried, caught and bounded inside.',
         Type: 'Map',
         ItemsPath: '$.items',
         // Each iteration starts with no failures counted.
@@ -112,7 +124,8 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
           StartAt: 'Dispatch',
           States: {
             Dispatch: {
-              Comment: 'Dispatch function: take or renew the leases of its groups, run one dispatch round; answers the groups still held, done (all lost or time up) and idle (nothing due within the lookahead).',
+              Comment:
+                'Dispatch function: take or renew the leases of its groups, run one dispatch round; answers the groups still held, done (all lost or time up) and idle (nothing due within the lookahead).',
               Type: 'Task',
               Resource: `\${${DISPATCH_FUNCTION_ARN_KEY}}`,
               Parameters: {
@@ -137,9 +150,23 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
               // A busy step runs to untilMs: its timeout is the dispatch function's (run + 30 s).
               TimeoutSeconds: dispatchTimeoutSeconds(runMs),
               Retry: [
-                { ErrorEquals: LAMBDA_TRANSIENT_ERRORS, IntervalSeconds: 1, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' },
+                {
+                  ErrorEquals: LAMBDA_TRANSIENT_ERRORS,
+                  IntervalSeconds: 1,
+                  MaxAttempts: 6,
+                  BackoffRate: 2,
+                  MaxDelaySeconds: 8,
+                  JitterStrategy: 'FULL',
+                },
                 // The function's own errors (and timeouts): twice more, after 2 and 4 s.
-                { ErrorEquals: ['States.ALL'], IntervalSeconds: 2, MaxAttempts: 2, BackoffRate: 2, MaxDelaySeconds: 8, JitterStrategy: 'FULL' },
+                {
+                  ErrorEquals: ['States.ALL'],
+                  IntervalSeconds: 2,
+                  MaxAttempts: 2,
+                  BackoffRate: 2,
+                  MaxDelaySeconds: 8,
+                  JitterStrategy: 'FULL',
+                },
               ],
               Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'CountError' }],
               Next: 'Decide',
@@ -172,7 +199,8 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
               Next: 'Dispatch',
             },
             GaveUp: {
-              Comment: 'The dispatch function failed repeatedly (the DispatchErrors alarm fires): stop burning invocations; the groups go to the next execution once their lease lapses.',
+              Comment:
+                'The dispatch function failed repeatedly (the DispatchErrors alarm fires): stop burning invocations; the groups go to the next execution once their lease lapses.',
               Type: 'Succeed',
             },
             Decide: {
@@ -208,8 +236,10 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
  */
 export function renderTickDefinition(def: object, arns: { tick: string; dispatch: string }): string {
   const text = JSON.stringify(def)
-    .split(`\${${TICK_FUNCTION_ARN_KEY}}`).join(arns.tick)
-    .split(`\${${DISPATCH_FUNCTION_ARN_KEY}}`).join(arns.dispatch);
+    .split(`\${${TICK_FUNCTION_ARN_KEY}}`)
+    .join(arns.tick)
+    .split(`\${${DISPATCH_FUNCTION_ARN_KEY}}`)
+    .join(arns.dispatch);
   const left = /\$\{[A-Za-z0-9]+\}/.exec(text);
   if (left) throw new Error(`tick definition still holds the placeholder ${left[0]}`);
   return text;

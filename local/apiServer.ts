@@ -41,10 +41,34 @@ interface Route {
 
 /** The routes of DESIGN.md's HTTP API, as the CDK construct declares them. */
 const ROUTES: readonly Route[] = [
-  { method: 'POST', pattern: /^\/v1\/tenants\/([^/]+)\/jobs$/, routeKey: 'POST /v1/tenants/{tenant}/jobs', handler: 'submit', params: ['tenant'] },
-  { method: 'POST', pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/batch$/, routeKey: 'POST /v1/tenants/{tenant}/jobs/batch', handler: 'submit', params: ['tenant'] },
-  { method: 'GET', pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/([^/]+)$/, routeKey: 'GET /v1/tenants/{tenant}/jobs/{jobId}', handler: 'status', params: ['tenant', 'jobId'] },
-  { method: 'DELETE', pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/([^/]+)$/, routeKey: 'DELETE /v1/tenants/{tenant}/jobs/{jobId}', handler: 'cancel', params: ['tenant', 'jobId'] },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs$/,
+    routeKey: 'POST /v1/tenants/{tenant}/jobs',
+    handler: 'submit',
+    params: ['tenant'],
+  },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/batch$/,
+    routeKey: 'POST /v1/tenants/{tenant}/jobs/batch',
+    handler: 'submit',
+    params: ['tenant'],
+  },
+  {
+    method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/([^/]+)$/,
+    routeKey: 'GET /v1/tenants/{tenant}/jobs/{jobId}',
+    handler: 'status',
+    params: ['tenant', 'jobId'],
+  },
+  {
+    method: 'DELETE',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/([^/]+)$/,
+    routeKey: 'DELETE /v1/tenants/{tenant}/jobs/{jobId}',
+    handler: 'cancel',
+    params: ['tenant', 'jobId'],
+  },
 ];
 
 /**
@@ -86,7 +110,8 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     // The limits come first, as at API Gateway's front door: before routing and authentication.
     if (headerBytes(req) > MAX_HEADER_BYTES) return refuse(req, res, requestId, 431, 'Request Header Fields Too Large');
     if (declaredLength(req) > MAX_BODY_BYTES) return refuse(req, res, requestId, 413, 'Request Entity Too Large');
-    if (method === 'GET' && target.path === '/local/metrics') return send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(opts.metrics(), null, 2));
+    if (method === 'GET' && target.path === '/local/metrics')
+      return send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(opts.metrics(), null, 2));
     if (method === 'GET' && target.path === '/') return send(res, 200, { 'content-type': 'text/html; charset=utf-8' }, DASHBOARD_HTML);
 
     const route = ROUTES.find((r) => r.method === method && r.pattern.test(target.path));
@@ -110,12 +135,23 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     const event = toEvent(req, target, method, route, params, body, requestId, caller, now());
     // An event above Lambda's synchronous-invoke limit never reaches the function on AWS (API
     // Gateway takes up to 10 MB): answer 413 here, before the handler, rather than call it.
-    if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_SYNC_PAYLOAD_BYTES) return gateway(res, requestId, 413, 'Request Entity Too Large');
+    if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_SYNC_PAYLOAD_BYTES)
+      return gateway(res, requestId, 413, 'Request Entity Too Large');
     const result = await opts.handlers[route.handler](event);
     send(res, result.statusCode, { ...stringHeaders(result.headers), 'apigw-requestid': requestId }, result.body ?? '');
   }
 
-  function toEvent(req: IncomingMessage, target: { path: string; query: string }, method: string, route: Route, params: Record<string, string>, body: Buffer, requestId: string, caller: { tenant: string; accessKeyId: string }, t: number): APIGatewayProxyEventV2 {
+  function toEvent(
+    req: IncomingMessage,
+    target: { path: string; query: string },
+    method: string,
+    route: Route,
+    params: Record<string, string>,
+    body: Buffer,
+    requestId: string,
+    caller: { tenant: string; accessKeyId: string },
+    t: number,
+  ): APIGatewayProxyEventV2 {
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]));
     return {
       version: '2.0',
@@ -130,13 +166,29 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
         apiId: API_ID,
         domainName: headers.host ?? 'localhost',
         domainPrefix: 'localhost',
-        http: { method, path: target.path, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+        http: {
+          method,
+          path: target.path,
+          protocol: `HTTP/${req.httpVersion}`,
+          sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+          userAgent: headers['user-agent'] ?? '',
+        },
         requestId,
         routeKey: route.routeKey,
         stage: '$default',
         time: new Date(t).toUTCString(),
         timeEpoch: t,
-        authorizer: { iam: { accessKey: caller.accessKeyId, accountId: ACCOUNT, callerId: caller.accessKeyId, principalOrgId: null, userArn: `arn:aws:iam::${ACCOUNT}:user/dynein-${caller.tenant}`, userId: caller.accessKeyId, cognitoIdentity: null } },
+        authorizer: {
+          iam: {
+            accessKey: caller.accessKeyId,
+            accountId: ACCOUNT,
+            callerId: caller.accessKeyId,
+            principalOrgId: null,
+            userArn: `arn:aws:iam::${ACCOUNT}:user/dynein-${caller.tenant}`,
+            userId: caller.accessKeyId,
+            cognitoIdentity: null,
+          },
+        },
       } as unknown as APIGatewayProxyEventV2['requestContext'],
       // Text as text; bytes that are not UTF-8 base64-encoded (as API Gateway passes a body it
       // does not treat as text), so the handler refuses them instead of reading U+FFFD.
@@ -241,7 +293,12 @@ function refuse(req: IncomingMessage, res: ServerResponse, requestId: string, st
 /** Errors of Node's HTTP parser: headers past even Node's limit get the gateway's 431, the rest a 400. */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-  const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout']
+        : [400, 'Bad Request'];
   const body = JSON.stringify({ message });
   socket.end(
     `HTTP/1.1 ${status} ${message}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\napigw-requestid: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,

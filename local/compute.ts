@@ -42,7 +42,11 @@ const dynamo = counter.attach(new DynamoDBClient({ endpoint: config.dynamodbEndp
 const sqs = counter.attach(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials }));
 const metrics = new LocalMetrics(counter);
 const t = metrics.telemetry();
-const w = await wire(config, { dynamo, sqs, log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`) });
+const w = await wire(config, {
+  dynamo,
+  sqs,
+  log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
+});
 
 const keys = Object.fromEntries(settings.tenants.map((name) => [name, secrets.tenants[name]!]));
 const api = await startApiServer({
@@ -58,7 +62,17 @@ const api = await startApiServer({
 });
 const ingest = ingestHandler(w, t);
 // DYNEIN_INGEST_ENABLED=false: as an event source mapping disabled, the inbound queue just keeps its messages.
-const eventSource = !settings.ingestEnabled ? { stop: async () => {} } : startSqsEventSource({ sqs, queueUrl: config.inboundQueueUrl, handler: (e) => ingest(e), waitTimeSeconds: 5, pollers: 2, maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS, onError: (err) => t.error('inbound event source', err) });
+const eventSource = !settings.ingestEnabled
+  ? { stop: async () => {} }
+  : startSqsEventSource({
+      sqs,
+      queueUrl: config.inboundQueueUrl,
+      handler: (e) => ingest(e),
+      waitTimeSeconds: 5,
+      pollers: 2,
+      maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS,
+      onError: (err) => t.error('inbound event source', err),
+    });
 const dispatch = dispatchHandler(w, t);
 const tick = startLocalTick({
   runMs: settings.tickRunMs,

@@ -58,7 +58,9 @@ export class LocalMetrics {
         count: this.#latenessCount,
         meanMs: this.#latenessCount ? Math.round(this.#latenessSum / this.#latenessCount) : 0,
         maxMs: this.#latenessMax,
-        buckets: LATENESS_BUCKETS_MS.map((le, i) => ({ le, count: this.#lateness[i]! })).concat([{ le: Number.POSITIVE_INFINITY, count: this.#lateness[LATENESS_BUCKETS_MS.length]! }]),
+        buckets: LATENESS_BUCKETS_MS.map((le, i) => ({ le, count: this.#lateness[i]! })).concat([
+          { le: Number.POSITIVE_INFINITY, count: this.#lateness[LATENESS_BUCKETS_MS.length]! },
+        ]),
       },
       requests,
       requestsPerJob: handled === 0 ? {} : Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, +(v / handled).toFixed(3)])),

@@ -69,7 +69,13 @@ await new Promise<void>((resolve, reject) => {
   db.listen(Number(process.env.DYNEIN_DYNAMODB_PORT ?? 0), '127.0.0.1', () => resolve());
 });
 // The message spy (one event kept) is where the inbound journal hooks in (local/inboundJournal.ts).
-const sqsServer = await startFauxqs({ port: Number(process.env.DYNEIN_SQS_PORT ?? 0), host: '127.0.0.1', logger: false, defaultRegion: settings.region, messageSpies: { bufferSize: 1 } });
+const sqsServer = await startFauxqs({
+  port: Number(process.env.DYNEIN_SQS_PORT ?? 0),
+  host: '127.0.0.1',
+  logger: false,
+  defaultRegion: settings.region,
+  messageSpies: { bufferSize: 1 },
+});
 // SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
 await alignFauxqsCharset();
 const dynamodbEndpoint = `http://127.0.0.1:${(db.address() as AddressInfo).port}`;
@@ -86,7 +92,14 @@ await dynamo.send(new DescribeTableCommand({ TableName: TABLE_NAME }));
 
 /** A queue and its DLQ with redrive, as lib/queues.ts builds them. */
 async function queueWithDlq(name: string, s: { visibilityTimeoutSeconds: number; maxReceiveCount: number; retentionSeconds: number }) {
-  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq`, Attributes: { MessageRetentionPeriod: String(QUEUE_SETTINGS.dlqRetentionSeconds) } }))).QueueUrl!;
+  const dlqUrl = (
+    await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `${name}-dlq`,
+        Attributes: { MessageRetentionPeriod: String(QUEUE_SETTINGS.dlqRetentionSeconds) },
+      }),
+    )
+  ).QueueUrl!;
   const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
   const queueUrl = (
     await sqs.send(
@@ -121,7 +134,14 @@ for (const t of settings.tenants) {
   await store.putTenant({ name: t, ...tenants[t] });
 }
 
-const ready: ServicesReady = { type: 'ready', dynamodbEndpoint, sqsEndpoint, tableName: TABLE_NAME, inboundQueueUrl: inbound.queueUrl, tenants };
+const ready: ServicesReady = {
+  type: 'ready',
+  dynamodbEndpoint,
+  sqsEndpoint,
+  tableName: TABLE_NAME,
+  inboundQueueUrl: inbound.queueUrl,
+  tenants,
+};
 if (process.send) process.send(ready);
 else console.log(JSON.stringify(ready));
 
@@ -131,7 +151,7 @@ stop = () =>
     await sqsServer.stop().catch(() => {});
     // A request whose client died keeps running inside dynalite: let it finish before the
     // database closes under it (it would throw "Database is not open"), for up to 5 s.
-    for (const until = Date.now() + 5_000; answering > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+    for (const until = Date.now() + 5_000; answering > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 10));
     await new Promise<void>((r) => db.close(() => r()));
     process.exit(0);
   })());

@@ -51,8 +51,12 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     return fallback;
   };
   const port = int('DYNEIN_PORT', 8080, 1, 65_535)!;
-  const tenants = (env.DYNEIN_TENANTS?.trim() || 'demo').split(',').map((t) => t.trim()).filter(Boolean);
-  for (const t of tenants) if (!TENANT_PATTERN.test(t)) problems.push(`DYNEIN_TENANTS: '${t}' is not a valid tenant name (1-40 lowercase letters, digits or '-')`);
+  const tenants = (env.DYNEIN_TENANTS?.trim() || 'demo')
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+  for (const t of tenants)
+    if (!TENANT_PATTERN.test(t)) problems.push(`DYNEIN_TENANTS: '${t}' is not a valid tenant name (1-40 lowercase letters, digits or '-')`);
   if (new Set(tenants).size !== tenants.length) problems.push('DYNEIN_TENANTS lists a tenant twice');
   const settings: LocalSettings = {
     port,
@@ -122,12 +126,20 @@ function readSecrets(file: string): Partial<LocalSecrets> {
 function secretsProblem(v: unknown): string | undefined {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'expected an object {"idKey", "tenants"}';
   const o = v as Record<string, unknown>;
-  if (o.idKey !== undefined && (typeof o.idKey !== 'string' || Buffer.from(o.idKey, 'base64').length < 32)) return '"idKey" must be base64 of at least 32 bytes';
+  if (o.idKey !== undefined && (typeof o.idKey !== 'string' || Buffer.from(o.idKey, 'base64').length < 32))
+    return '"idKey" must be base64 of at least 32 bytes';
   if (o.tenants === undefined) return undefined;
   if (typeof o.tenants !== 'object' || o.tenants === null || Array.isArray(o.tenants)) return '"tenants" must be an object';
   for (const [name, k] of Object.entries(o.tenants as Record<string, unknown>)) {
     const keys = k as Partial<Record<keyof TenantKeys, unknown>> | null;
-    if (typeof keys !== 'object' || keys === null || typeof keys.accessKeyId !== 'string' || !keys.accessKeyId || typeof keys.secretAccessKey !== 'string' || !keys.secretAccessKey) {
+    if (
+      typeof keys !== 'object' ||
+      keys === null ||
+      typeof keys.accessKeyId !== 'string' ||
+      !keys.accessKeyId ||
+      typeof keys.secretAccessKey !== 'string' ||
+      !keys.secretAccessKey
+    ) {
       return `tenant '${name}' needs "accessKeyId" and "secretAccessKey" strings`;
     }
   }

@@ -76,7 +76,10 @@ export function startSqsEventSource(opts: EventSourceOptions): { stop(): Promise
       if (done.length === 0) continue;
       try {
         await opts.sqs.send(
-          new DeleteMessageBatchCommand({ QueueUrl: opts.queueUrl, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }),
+          new DeleteMessageBatchCommand({
+            QueueUrl: opts.queueUrl,
+            Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+          }),
         );
       } catch (err) {
         opts.onError?.(err);

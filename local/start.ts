@@ -109,10 +109,23 @@ async function startCompute(): Promise<void> {
 
 function writeLocalJson(): void {
   const endpoint = `http://127.0.0.1:${settings.port}`;
-  const tenants = Object.fromEntries(settings.tenants.map((t) => [t, { ...secrets.tenants[t]!, queueUrl: svc.tenants[t]!.queueUrl, dlqUrl: svc.tenants[t]!.dlqUrl }]));
+  const tenants = Object.fromEntries(
+    settings.tenants.map((t) => [t, { ...secrets.tenants[t]!, queueUrl: svc.tenants[t]!.queueUrl, dlqUrl: svc.tenants[t]!.dlqUrl }]),
+  );
   writeAtomic(
     localJson,
-    JSON.stringify({ endpoint, region: settings.region, sqsEndpoint: svc.sqsEndpoint, dynamodbEndpoint: svc.dynamodbEndpoint, pids: { services: services.pid, compute: compute?.pid }, tenants }, null, 2),
+    JSON.stringify(
+      {
+        endpoint,
+        region: settings.region,
+        sqsEndpoint: svc.sqsEndpoint,
+        dynamodbEndpoint: svc.dynamodbEndpoint,
+        pids: { services: services.pid, compute: compute?.pid },
+        tenants,
+      },
+      null,
+      2,
+    ),
     0o600,
   );
 }

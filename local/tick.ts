@@ -26,7 +26,9 @@ export interface LocalTickOptions {
  * An execution starts at once and then every `everyMs`; each runs `runMs`, so they overlap.
  */
 export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
-  const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS)));
+  const machine = new StateMachine(
+    JSON.parse(renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS)),
+  );
   const running = new Set<{ abort(): void }>();
   let stopped = false;
   let n = 0;
@@ -43,7 +45,9 @@ export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
             Dispatch: async (input) => {
               // The dispatch function's timeout on AWS (the task state's TimeoutSeconds is the same).
               const deadline = Date.now() + dispatchTimeoutSeconds(opts.runMs) * 1000;
-              return (await opts.dispatch(input as unknown as DispatchStepInput, { getRemainingTimeInMillis: () => deadline - Date.now() })) as JSONValue;
+              return (await opts.dispatch(input as unknown as DispatchStepInput, {
+                getRemainingTimeInMillis: () => deadline - Date.now(),
+              })) as JSONValue;
             },
           },
         },

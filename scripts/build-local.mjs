@@ -30,7 +30,9 @@ const result = await build({
   mainFields: ['module', 'main'],
   external: EXTERNAL,
   // ESM bundles of CommonJS dependencies need `require`.
-  banner: { js: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __dyneinCreateRequire } from 'module'; const require = __dyneinCreateRequire(import.meta.url);",
+  },
   metafile: true,
   logLevel: 'warning',
 });
@@ -40,7 +42,11 @@ const forbidden = inputs.filter((f) => FORBIDDEN.test(f));
 if (forbidden.length > 0) throw new Error(`build-local: the local stack bundles must not contain ${forbidden.join(', ')}`);
 
 const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
-const packageOf = (spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (spec) =>
+  spec
+    .split('/')
+    .slice(0, spec.startsWith('@') ? 2 : 1)
+    .join('/');
 const imported = new Set(
   Object.values(result.metafile.outputs)
     .flatMap((o) => o.imports)
@@ -49,6 +55,12 @@ const imported = new Set(
 );
 const peers = [...imported].filter((p) => !(p in (pkg.dependencies ?? {}))).sort();
 const undeclared = peers.filter((p) => !(p in (pkg.peerDependencies ?? {})));
-if (undeclared.length > 0) throw new Error(`build-local: the local stack imports ${undeclared.join(', ')}: declare each in package.json peerDependencies (optional) or dependencies`);
-writeFileSync(new URL('../dist/local/peers.json', import.meta.url), `${JSON.stringify({ packages: peers.map((name) => ({ name, range: pkg.peerDependencies[name] })) }, null, 2)}\n`);
+if (undeclared.length > 0)
+  throw new Error(
+    `build-local: the local stack imports ${undeclared.join(', ')}: declare each in package.json peerDependencies (optional) or dependencies`,
+  );
+writeFileSync(
+  new URL('../dist/local/peers.json', import.meta.url),
+  `${JSON.stringify({ packages: peers.map((name) => ({ name, range: pkg.peerDependencies[name] })) }, null, 2)}\n`,
+);
 console.log(`build-local: dist/local/{start,services,compute}.mjs; the local stack needs ${peers.join(', ')}`);

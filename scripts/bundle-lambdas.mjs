@@ -63,7 +63,10 @@ export async function bundleLambdas() {
     for (const input of Object.keys(result.metafile.inputs)) inputs.add(input);
   }
   const list = [...inputs].sort();
-  writeFileSync(MANIFEST, `${JSON.stringify({ note: 'Inputs of the Lambda bundles (scripts/bundle-lambdas.mjs --if-stale compares their times with this file).', bundles: LAMBDA_NAMES, inputs: list }, null, 1)}\n`);
+  writeFileSync(
+    MANIFEST,
+    `${JSON.stringify({ note: 'Inputs of the Lambda bundles (scripts/bundle-lambdas.mjs --if-stale compares their times with this file).', bundles: LAMBDA_NAMES, inputs: list }, null, 1)}\n`,
+  );
   return list;
 }
 
@@ -104,7 +107,7 @@ export function staleReason() {
 export async function ensureLambdaBundles({ quiet = false } = {}) {
   if (staleReason() === undefined) return false;
   mkdirSync(dirname(LOCK), { recursive: true });
-  for (const started = Date.now(); ; ) {
+  for (const started = Date.now(); ;) {
     try {
       mkdirSync(LOCK);
       break;
@@ -117,7 +120,8 @@ export async function ensureLambdaBundles({ quiet = false } = {}) {
         continue;
       }
       if (age > 120_000) rmSync(LOCK, { recursive: true, force: true });
-      else if (Date.now() - started > 180_000) throw new Error(`bundle-lambdas: ${LOCK} has been held for 3 minutes; remove it if no build runs`);
+      else if (Date.now() - started > 180_000)
+        throw new Error(`bundle-lambdas: ${LOCK} has been held for 3 minutes; remove it if no build runs`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -140,7 +144,9 @@ if (process.argv[1] && resolve(process.argv[1]) === SELF) {
     else {
       const t0 = Date.now();
       const inputs = await bundleLambdas();
-      process.stderr.write(`bundle-lambdas: ${LAMBDA_NAMES.length} bundles in dist/lambdas from ${inputs.length} files (${Date.now() - t0} ms)\n`);
+      process.stderr.write(
+        `bundle-lambdas: ${LAMBDA_NAMES.length} bundles in dist/lambdas from ${inputs.length} files (${Date.now() - t0} ms)\n`,
+      );
     }
   } catch (err) {
     process.stderr.write(`bundle-lambdas: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -20,15 +20,29 @@ const FORM = 'cron(minutes hours day-of-month month day-of-week year)';
  * @example parseCron('0/15 8-17 ? * MON-FRI *').minutes // [0, 15, 30, 45]
  */
 export function parseCron(body: string): CronSpec {
-  const fields = body.trim().split(/\s+/).filter((field) => field !== '');
+  const fields = body
+    .trim()
+    .split(/\s+/)
+    .filter((field) => field !== '');
   if (fields.length !== 6) {
-    const hint = fields.length === 5 ? '; AWS cron ends with a year field: add * at the end (e.g. cron(0 10 * * ? *))' : '; write all six, e.g. cron(0 10 * * ? *)';
+    const hint =
+      fields.length === 5
+        ? '; AWS cron ends with a year field: add * at the end (e.g. cron(0 10 * * ? *))'
+        : '; write all six, e.g. cron(0 10 * * ? *)';
     throw expressionError('cron', `cron has ${fields.length} field${fields.length === 1 ? '' : 's'} but needs exactly 6, ${FORM}${hint}`);
   }
   const [minutes = '', hours = '', dom = '', month = '', dow = '', year = ''] = fields;
-  for (const [name, text] of [['minutes', minutes], ['hours', hours], ['month', month], ['year', year]] as const) {
+  for (const [name, text] of [
+    ['minutes', minutes],
+    ['hours', hours],
+    ['month', month],
+    ['year', year],
+  ] as const) {
     if (text.includes('?')) {
-      throw expressionError(name, `${FIELDS[name].label} '${text}' uses '?', which only day-of-month and day-of-week allow: use * for every ${FIELDS[name].label.replace(/s$/, '')}`);
+      throw expressionError(
+        name,
+        `${FIELDS[name].label} '${text}' uses '?', which only day-of-month and day-of-week allow: use * for every ${FIELDS[name].label.replace(/s$/, '')}`,
+      );
     }
   }
   return {

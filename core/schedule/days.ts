@@ -30,18 +30,24 @@ const QUESTION_RULE = "AWS requires '?' in exactly one of day-of-month and day-o
  */
 export function parseDays(dom: string, dow: string): DayRule {
   if (dom === '?' && dow === '?') {
-    throw expressionError('cron', `day-of-month and day-of-week are both '?': ${QUESTION_RULE}; put * in day-of-month for every day (e.g. cron(0 10 * * ? *))`);
+    throw expressionError(
+      'cron',
+      `day-of-month and day-of-week are both '?': ${QUESTION_RULE}; put * in day-of-month for every day (e.g. cron(0 10 * * ? *))`,
+    );
   }
   if (dom !== '?' && dow !== '?') {
-    throw expressionError('cron', `day-of-month '${dom}' and day-of-week '${dow}' are both set: ${QUESTION_RULE}; write cron(0 10 * * ? *) for every day or cron(0 10 ? * MON-FRI *) for weekdays`);
+    throw expressionError(
+      'cron',
+      `day-of-month '${dom}' and day-of-week '${dow}' are both set: ${QUESTION_RULE}; write cron(0 10 * * ? *) for every day or cron(0 10 ? * MON-FRI *) for weekdays`,
+    );
   }
   return dow === '?' ? parseMonthDays(dom) : parseWeekdays(dow);
 }
 
 const LONE_FORMS: Readonly<Record<string, string>> = {
-  W: "one day with W as the whole field (e.g. 15W), or LW",
-  L: "L or LW alone as the whole field",
-  dowL: "L or one weekday with L as the whole field (e.g. 6L = last Friday)",
+  W: 'one day with W as the whole field (e.g. 15W), or LW',
+  L: 'L or LW alone as the whole field',
+  dowL: 'L or one weekday with L as the whole field (e.g. 6L = last Friday)',
 };
 
 function loneSpecial(field: 'dayOfMonth' | 'dayOfWeek', text: string, special: 'L' | 'W'): never {
@@ -58,7 +64,10 @@ function parseMonthDays(text: string): DayRule {
   if (nearest?.[1] !== undefined) return { kind: 'nearestWeekday', day: parseValue(FIELDS.dayOfMonth, nearest[1], text) };
   if (upper.includes('L') || upper.includes('W')) {
     if (/^L-\d+$/.test(upper)) {
-      throw expressionError('dayOfMonth', `day-of-month '${text}': AWS does not accept offsets from the last day; use L (last day) or LW (last weekday)`);
+      throw expressionError(
+        'dayOfMonth',
+        `day-of-month '${text}': AWS does not accept offsets from the last day; use L (last day) or LW (last weekday)`,
+      );
     }
     loneSpecial('dayOfMonth', text, upper.includes('W') ? 'W' : 'L');
   }
@@ -66,7 +75,10 @@ function parseMonthDays(text: string): DayRule {
     throw expressionError('dayOfMonth', `day-of-month '${text}' mixes '?' with values: use '?' alone, or values without '?'`);
   }
   if (text.includes('#')) {
-    throw expressionError('dayOfMonth', `day-of-month '${text}' uses '#', which only day-of-week allows: put ? in day-of-month and use # in day-of-week (e.g. cron(0 9 ? * 2#1 *) = first Monday)`);
+    throw expressionError(
+      'dayOfMonth',
+      `day-of-month '${text}' uses '#', which only day-of-week allows: put ? in day-of-month and use # in day-of-week (e.g. cron(0 9 ? * 2#1 *) = first Monday)`,
+    );
   }
   return { kind: 'monthDays', days: parseField(FIELDS.dayOfMonth, text) };
 }
@@ -82,18 +94,27 @@ function parseWeekdays(text: string): DayRule {
   if (upper.includes('#')) {
     const nth = /^([0-9A-Z]+)#(\d+)$/.exec(upper);
     if (nth?.[1] === undefined || nth[2] === undefined) {
-      throw expressionError('dayOfWeek', `day-of-week '${text}' is not a valid '#' expression: AWS allows one weekday#n as the whole field, so use a single one such as 2#1 (first Monday) and a second schedule for another`);
+      throw expressionError(
+        'dayOfWeek',
+        `day-of-week '${text}' is not a valid '#' expression: AWS allows one weekday#n as the whole field, so use a single one such as 2#1 (first Monday) and a second schedule for another`,
+      );
     }
     const n = Number(nth[2]);
     if (n < 1 || n > 5) {
-      throw expressionError('dayOfWeek', `day-of-week '${text}' asks for occurrence ${nth[2]} of a weekday: use 1 to 5 after '#' (e.g. 6#3 = third Friday)`);
+      throw expressionError(
+        'dayOfWeek',
+        `day-of-week '${text}' asks for occurrence ${nth[2]} of a weekday: use 1 to 5 after '#' (e.g. 6#3 = third Friday)`,
+      );
     }
     return { kind: 'nthWeekday', weekday: parseValue(def, nth[1], text), nth: n };
   }
   // Weekday names end in letters that are not L (SUN..SAT), so an L here is the special.
   if (/L(,|-|$)/.test(upper)) loneSpecial('dayOfWeek', text, 'L');
   if (upper.replace(/WED/g, '').includes('W')) {
-    throw expressionError('dayOfWeek', `day-of-week '${text}' uses 'W', which only day-of-month allows: put ? in day-of-week and use W in day-of-month (e.g. cron(0 9 15W * ? *))`);
+    throw expressionError(
+      'dayOfWeek',
+      `day-of-week '${text}' uses 'W', which only day-of-month allows: put ? in day-of-week and use W in day-of-month (e.g. cron(0 9 15W * ? *))`,
+    );
   }
   if (text.includes('?')) {
     throw expressionError('dayOfWeek', `day-of-week '${text}' mixes '?' with values: use '?' alone, or values without '?'`);

@@ -44,7 +44,10 @@ export function parseSchedule(expression: unknown, timezone?: unknown): Schedule
     throw expressionError('expression', `expression must be a non-empty string: use ${FORMS}`);
   }
   if (expression.length > MAX_EXPRESSION_LENGTH) {
-    throw expressionError('expression', `expression is ${expression.length} characters long, the limit is ${MAX_EXPRESSION_LENGTH}: use ${FORMS}`);
+    throw expressionError(
+      'expression',
+      `expression is ${expression.length} characters long, the limit is ${MAX_EXPRESSION_LENGTH}: use ${FORMS}`,
+    );
   }
   const call = /^(cron|rate|at)\((.*)\)$/s.exec(expression);
   if (call?.[1] === undefined || call[2] === undefined) {
@@ -78,19 +81,28 @@ function parseRate(body: string): { value: number; unit: RateUnit; periodMs: num
     throw expressionError('rate', `rate(${body}) is not a value and a unit: write e.g. rate(5 minutes), rate(1 hour) or rate(7 days)`);
   }
   if (!/^\d+$/.test(valueText) || Number(valueText) < 1 || Number(valueText) > MAX_RATE_VALUE) {
-    throw expressionError('rate', `rate value '${valueText}' is not valid: use a whole number from 1 to ${MAX_RATE_VALUE}, e.g. rate(5 minutes)`);
+    throw expressionError(
+      'rate',
+      `rate value '${valueText}' is not valid: use a whole number from 1 to ${MAX_RATE_VALUE}, e.g. rate(5 minutes)`,
+    );
   }
   const value = Number(valueText);
   const singular = unitText.replace(/s$/, '');
   if (!(singular in UNIT_MS) || unitText !== unitText.toLowerCase()) {
-    throw expressionError('rate', `rate unit '${unitText}' is not valid: use minute, minutes, hour, hours, day or days (e.g. rate(2 hours); a week is rate(7 days))`);
+    throw expressionError(
+      'rate',
+      `rate unit '${unitText}' is not valid: use minute, minutes, hour, hours, day or days (e.g. rate(2 hours); a week is rate(7 days))`,
+    );
   }
   const unit = singular as RateUnit;
   if (value === 1 && unitText !== unit) {
     throw expressionError('rate', `rate(1 ${unitText}) uses a plural unit with 1: AWS requires the singular, write rate(1 ${unit})`);
   }
   if (value > 1 && unitText === unit) {
-    throw expressionError('rate', `rate(${value} ${unitText}) uses a singular unit with ${value}: AWS requires the plural, write rate(${value} ${unit}s)`);
+    throw expressionError(
+      'rate',
+      `rate(${value} ${unitText}) uses a singular unit with ${value}: AWS requires the plural, write rate(${value} ${unit}s)`,
+    );
   }
   return { value, unit, periodMs: value * UNIT_MS[unit] };
 }
@@ -100,7 +112,10 @@ function parseAt(body: string): number {
   const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$/.exec(body);
   const example = 'e.g. at(2027-03-15T06:30:00)';
   if (!match) {
-    throw expressionError('at', `at(${body}) is not a date and time: write at(yyyy-mm-ddThh:mm:ss) in the schedule's time zone, ${example}`);
+    throw expressionError(
+      'at',
+      `at(${body}) is not a date and time: write at(yyyy-mm-ddThh:mm:ss) in the schedule's time zone, ${example}`,
+    );
   }
   const [year, month, day, hour, minute, second] = match.slice(1).map(Number) as [number, number, number, number, number, number];
   if (year < MIN_YEAR || year > MAX_YEAR) {
@@ -110,7 +125,10 @@ function parseAt(body: string): number {
     throw expressionError('at', `at(${body}) is not a calendar date: use a month from 01 to 12, ${example}`);
   }
   if (day < 1 || day > daysInMonth(year, month)) {
-    throw expressionError('at', `at(${body}) is not a calendar date: use a day from 01 to ${daysInMonth(year, month)}, the days of that month`);
+    throw expressionError(
+      'at',
+      `at(${body}) is not a calendar date: use a day from 01 to ${daysInMonth(year, month)}, the days of that month`,
+    );
   }
   if (hour > 23 || minute > 59 || second > 59) {
     throw expressionError('at', `at(${body}) is not a time of day: use hh 00-23, mm 00-59, ss 00-59, ${example}`);

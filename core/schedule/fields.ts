@@ -47,7 +47,10 @@ export function parseValue(def: FieldDef, token: string, whole: string): number 
   if (/^\d{1,4}$/.test(token)) {
     const value = Number(token);
     if (value < def.min || value > def.max) {
-      throw expressionError(def.name, `${def.label} value ${quote(token, whole)} is out of range: use a value in ${rangeText(def)}, the range of the ${def.label} field`);
+      throw expressionError(
+        def.name,
+        `${def.label} value ${quote(token, whole)} is out of range: use a value in ${rangeText(def)}, the range of the ${def.label} field`,
+      );
     }
     return value;
   }
@@ -59,11 +62,17 @@ export function parseValue(def: FieldDef, token: string, whole: string): number 
 
 function parseStep(def: FieldDef, token: string, whole: string): number {
   if (!def.steps) {
-    throw expressionError(def.name, `${def.label} '${whole}' uses '/', which AWS does not allow in ${def.label}: list the days instead (e.g. MON,WED,FRI)`);
+    throw expressionError(
+      def.name,
+      `${def.label} '${whole}' uses '/', which AWS does not allow in ${def.label}: list the days instead (e.g. MON,WED,FRI)`,
+    );
   }
   const span = def.max - def.min + 1;
   if (!/^\d{1,4}$/.test(token) || Number(token) < 1 || Number(token) > span) {
-    throw expressionError(def.name, `${def.label} increment ${quote(token, whole)} is not valid: write start/increment with an increment from 1 to ${span} (e.g. 0/15)`);
+    throw expressionError(
+      def.name,
+      `${def.label} increment ${quote(token, whole)} is not valid: write start/increment with an increment from 1 to ${span} (e.g. 0/15)`,
+    );
   }
   return Number(token);
 }
@@ -111,7 +120,10 @@ export function parseField(def: FieldDef, text: string): number[] {
       throw expressionError(def.name, `${def.label} '${text}' has an empty list item: separate values with single commas (e.g. 1,15)`);
     }
     if (/[?LW#]/i.test(item) && !def.names) {
-      throw expressionError(def.name, `${def.label} '${text}' uses '${item.match(/[?LW#]/i)?.[0] ?? ''}', which ${def.label} does not allow: use values, ranges, lists, * and /`);
+      throw expressionError(
+        def.name,
+        `${def.label} '${text}' uses '${item.match(/[?LW#]/i)?.[0] ?? ''}', which ${def.label} does not allow: use values, ranges, lists, * and /`,
+      );
     }
     parseItem(def, item, text, values);
   }

@@ -32,7 +32,8 @@ export interface NextRunsOptions {
 }
 
 function checkInstant(name: string, value: number | undefined): void {
-  if (value !== undefined && !Number.isFinite(value)) throw new RangeError(`nextRuns: ${name} must be a finite epoch-millisecond number, got ${value}`);
+  if (value !== undefined && !Number.isFinite(value))
+    throw new RangeError(`nextRuns: ${name} must be a finite epoch-millisecond number, got ${value}`);
 }
 
 /**
@@ -68,7 +69,8 @@ export function nextRuns(schedule: Schedule, options: NextRunsOptions): number[]
       return cronRuns(schedule, from, until, count);
     case 'rate': {
       const anchor = startAt ?? createdAt;
-      if (anchor === undefined) throw new RangeError('nextRuns: a rate() schedule needs startAt or createdAt, the instant its period counts from');
+      if (anchor === undefined)
+        throw new RangeError('nextRuns: a rate() schedule needs startAt or createdAt, the instant its period counts from');
       return rateRuns(schedule.periodMs, anchor, from, until, count);
     }
     case 'at': {

@@ -27,7 +27,10 @@ export interface LambdaConfig {
  * | `DYNEIN_INBOUND_MAX_RECEIVE_COUNT` | the inbound queue's maxReceiveCount (ingest's last attempt writes DEAD records); default 5 |
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  */
-export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean } = {}): LambdaConfig {
+export function readConfig(
+  env: NodeJS.ProcessEnv,
+  needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean } = {},
+): LambdaConfig {
   const storage = needs.storage ?? true;
   const needsKey = storage && (needs.idKey ?? true);
   const problems: string[] = [];
@@ -61,7 +64,8 @@ export function readConfig(env: NodeJS.ProcessEnv, needs: { inboundQueue?: boole
     dispatcherRowsPerSecond: int('DYNEIN_DISPATCHER_ROWS_PER_SECOND'),
   };
   const inboundMaxReceiveCount = int('DYNEIN_INBOUND_MAX_RECEIVE_COUNT');
-  if (inboundMaxReceiveCount !== undefined && (inboundMaxReceiveCount < 1 || inboundMaxReceiveCount > 1000)) problems.push(`DYNEIN_INBOUND_MAX_RECEIVE_COUNT must be from 1 to 1000, got ${inboundMaxReceiveCount}`);
+  if (inboundMaxReceiveCount !== undefined && (inboundMaxReceiveCount < 1 || inboundMaxReceiveCount > 1000))
+    problems.push(`DYNEIN_INBOUND_MAX_RECEIVE_COUNT must be from 1 to 1000, got ${inboundMaxReceiveCount}`);
   let settings: SchedulerSettings | undefined;
   try {
     settings = resolveSettings(overrides);

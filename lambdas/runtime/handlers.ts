@@ -29,17 +29,30 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     const isBatch = (event.routeKey ?? '').endsWith('/batch') || (event.rawPath ?? '').endsWith('/jobs/batch');
     const unexpected = (err: unknown) => t.error('submit failed', err);
     if (isBatch) {
-      return respond(event, 200, async () => {
-        const reply = await w.submitter.submitBatch(tenant, bodyOf(event));
-        countStates(t, reply.results.filter((r): r is JobReply => 'jobId' in r));
-        return reply;
-      }, unexpected);
+      return respond(
+        event,
+        200,
+        async () => {
+          const reply = await w.submitter.submitBatch(tenant, bodyOf(event));
+          countStates(
+            t,
+            reply.results.filter((r): r is JobReply => 'jobId' in r),
+          );
+          return reply;
+        },
+        unexpected,
+      );
     }
-    return respond(event, 201, async () => {
-      const { status, job } = await w.submitter.submit(tenant, bodyOf(event));
-      countStates(t, [job]);
-      return new WithStatus(status, job);
-    }, unexpected);
+    return respond(
+      event,
+      201,
+      async () => {
+        const { status, job } = await w.submitter.submit(tenant, bodyOf(event));
+        countStates(t, [job]);
+        return new WithStatus(status, job);
+      },
+      unexpected,
+    );
   };
 }
 
@@ -52,17 +65,27 @@ function countStates(t: Telemetry, replies: readonly JobReply[]): void {
 /** `GET /v1/tenants/{tenant}/jobs/{jobId}`. */
 export function statusHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
-    respond(event, 200, () => w.jobs.status(pathParam(event, 'tenant'), pathParam(event, 'jobId')), (err) => t.error('status failed', err));
+    respond(
+      event,
+      200,
+      () => w.jobs.status(pathParam(event, 'tenant'), pathParam(event, 'jobId')),
+      (err) => t.error('status failed', err),
+    );
 }
 
 /** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
 export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
-    respond(event, 200, async () => {
-      const reply = await w.jobs.cancel(pathParam(event, 'tenant'), pathParam(event, 'jobId'));
-      t.count('JobsCancelled', 1);
-      return reply;
-    }, (err) => t.error('cancel failed', err));
+    respond(
+      event,
+      200,
+      async () => {
+        const reply = await w.jobs.cancel(pathParam(event, 'tenant'), pathParam(event, 'jobId'));
+        t.count('JobsCancelled', 1);
+        return reply;
+      },
+      (err) => t.error('cancel failed', err),
+    );
 }
 
 /** Table writes one ingest invocation keeps in flight (an inbound message carries up to ~250 jobs). */
@@ -85,7 +108,10 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         if (error !== undefined) {
           t.error(error instanceof MalformedInboundError ? 'malformed inbound message' : 'ingest failed', error);
           // The last receive before the queue moves the message to its DLQ: leave DEAD records.
-          if (Number(r.attributes?.ApproximateReceiveCount ?? 0) >= (w.config.inboundMaxReceiveCount ?? QUEUE_SETTINGS.inbound.maxReceiveCount)) {
+          if (
+            Number(r.attributes?.ApproximateReceiveCount ?? 0) >=
+            (w.config.inboundMaxReceiveCount ?? QUEUE_SETTINGS.inbound.maxReceiveCount)
+          ) {
             t.count('JobsDeadLettered', await recordDeadLetters(w.ingest, r.body));
           }
           failures.push(r.messageId);
@@ -114,7 +140,11 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     t.count('LeasesLost', result.leaseLost);
     // Rows of unregistered tenants left in the table (the ParkedJobs alarm): the most one look found.
     t.count('ParkedJobs', result.parked);
-    if (result.parked > 0) t.warn?.('jobs parked: their tenant is not registered (re-register it to deliver them)', { tenants: result.parkedTenants, rows: result.parked });
+    if (result.parked > 0)
+      t.warn?.('jobs parked: their tenant is not registered (re-register it to deliver them)', {
+        tenants: result.parkedTenants,
+        rows: result.parked,
+      });
     return result;
   };
 }

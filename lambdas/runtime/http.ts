@@ -54,7 +54,11 @@ export async function respond(
   } catch (err) {
     if (err instanceof ApiError) return json(err.status, { error: { code: err.code, message: err.message } }, requestId);
     onUnexpected(err);
-    return json(500, { error: { code: 'InternalError', message: `internal error (request ${requestId ?? 'unknown'}): retry the request` } }, requestId);
+    return json(
+      500,
+      { error: { code: 'InternalError', message: `internal error (request ${requestId ?? 'unknown'}): retry the request` } },
+      requestId,
+    );
   }
 }
 

@@ -50,7 +50,15 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     config,
     store,
     codec,
-    submitter: new Submitter({ settings, codec, tenants, sender, inboundQueueUrl: config.inboundQueueUrl, clock, idempotency: new DynamoIdempotencyStore(config.tableName, dynamo) }),
+    submitter: new Submitter({
+      settings,
+      codec,
+      tenants,
+      sender,
+      inboundQueueUrl: config.inboundQueueUrl,
+      clock,
+      idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
+    }),
     jobs: new JobsService({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },
     // Unregistered tenants are remembered per instance, across steps (their rows stay parked).

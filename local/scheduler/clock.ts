@@ -185,14 +185,21 @@ export class ScheduleClock {
       }
       delay = Math.min(delay * 2, 60_000);
     }
-    log(`scheduler: ${scheduleArn} occurrence ${scheduledTimeText(occurrence)} not delivered after ${attempt} attempt(s): ${lastError.name}: ${lastError.message}`);
+    log(
+      `scheduler: ${scheduleArn} occurrence ${scheduledTimeText(occurrence)} not delivered after ${attempt} attempt(s): ${lastError.name}: ${lastError.message}`,
+    );
     const dlq = s.Target.DeadLetterConfig?.Arn;
     if (dlq !== undefined && !this.stopped) {
       try {
         await this.o.sqs.send(
           new SendMessageCommand({
             QueueUrl: await this.o.resolveQueueUrl(dlq),
-            MessageBody: fillContext(s.Target.Input ?? '{}', { scheduleArn, occurrence, executionId: randomBytes(8).toString('hex'), attempt }),
+            MessageBody: fillContext(s.Target.Input ?? '{}', {
+              scheduleArn,
+              occurrence,
+              executionId: randomBytes(8).toString('hex'),
+              attempt,
+            }),
             MessageAttributes: {
               ERROR_CODE: { DataType: 'String', StringValue: lastError.name || 'Error' },
               ERROR_MESSAGE: { DataType: 'String', StringValue: lastError.message || 'unknown' },

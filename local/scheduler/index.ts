@@ -17,7 +17,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { ScheduleClock, systemClock, type Firing, type QueueUrlResolver, type SchedulerClock } from './clock.js';
-import { checkName, conflict, notFound, parseDefinition, SchedulerApiError, validation, type StoredGroup, type StoredSchedule } from './model.js';
+import {
+  checkName,
+  conflict,
+  notFound,
+  parseDefinition,
+  SchedulerApiError,
+  validation,
+  type StoredGroup,
+  type StoredSchedule,
+} from './model.js';
 import { scheduleKey, ScheduleStore } from './store.js';
 
 export type { Firing, QueueUrlResolver, SchedulerClock } from './clock.js';
@@ -84,7 +93,8 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
   const clock = options.clock ?? systemClock;
   const { region, accountId } = options;
   const store = new ScheduleStore(options.dataDir, clock.now());
-  const scheduleArn = (s: Pick<StoredSchedule, 'GroupName' | 'Name'>) => `arn:aws:scheduler:${region}:${accountId}:schedule/${s.GroupName}/${s.Name}`;
+  const scheduleArn = (s: Pick<StoredSchedule, 'GroupName' | 'Name'>) =>
+    `arn:aws:scheduler:${region}:${accountId}:schedule/${s.GroupName}/${s.Name}`;
   const groupArn = (name: string) => `arn:aws:scheduler:${region}:${accountId}:schedule-group/${name}`;
 
   // Missed occurrences: with `skip`, whatever fell before this start is done.
@@ -173,7 +183,14 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
     // The new definition applies from now: nothing earlier fires (a resumed schedule does not
     // deliver what fell while it was disabled). A rate() keeps its phase unless it changed.
     const anchor = old.ScheduleExpression === def.ScheduleExpression ? old.anchor : now;
-    const s: StoredSchedule = { ...def, Name: name, CreationDate: old.CreationDate, LastModificationDate: now, anchor, cursor: Math.max(old.cursor, now) };
+    const s: StoredSchedule = {
+      ...def,
+      Name: name,
+      CreationDate: old.CreationDate,
+      LastModificationDate: now,
+      anchor,
+      cursor: Math.max(old.cursor, now),
+    };
     store.schedules.set(key, s);
     store.save();
     firing.changed(key);
@@ -194,17 +211,27 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
     const group = q.get('ScheduleGroup');
     if (group !== null) checkName(group, 'groupName');
     const prefix = q.get('NamePrefix');
-    if (prefix !== null && !/^[0-9a-zA-Z\-_.]{1,64}$/.test(prefix)) throw validation(`1 validation error detected: Value '${prefix}' at 'namePrefix' failed to satisfy constraint: Member must have length between 1 and 64 and match pattern ^[0-9a-zA-Z-_.]+$`);
+    if (prefix !== null && !/^[0-9a-zA-Z\-_.]{1,64}$/.test(prefix))
+      throw validation(
+        `1 validation error detected: Value '${prefix}' at 'namePrefix' failed to satisfy constraint: Member must have length between 1 and 64 and match pattern ^[0-9a-zA-Z-_.]+$`,
+      );
     const state = q.get('State');
-    if (state !== null && state !== 'ENABLED' && state !== 'DISABLED') throw validation(`1 validation error detected: Value '${state}' at 'state' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED]`);
+    if (state !== null && state !== 'ENABLED' && state !== 'DISABLED')
+      throw validation(
+        `1 validation error detected: Value '${state}' at 'state' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED]`,
+      );
     const maxText = q.get('MaxResults');
     const max = maxText === null ? 100 : Number(maxText);
-    if (!Number.isInteger(max) || max < 1 || max > 100) throw validation(`1 validation error detected: Value '${maxText}' at 'maxResults' failed to satisfy constraint: Member must be a whole number from 1 to 100`);
+    if (!Number.isInteger(max) || max < 1 || max > 100)
+      throw validation(
+        `1 validation error detected: Value '${maxText}' at 'maxResults' failed to satisfy constraint: Member must be a whole number from 1 to 100`,
+      );
     const token = q.get('NextToken');
     let after = '';
     if (token !== null) {
       after = Buffer.from(token, 'base64url').toString('utf8');
-      if (!after.includes('/')) throw validation('The NextToken is not valid: pass the NextToken of the previous ListSchedules answer unchanged');
+      if (!after.includes('/'))
+        throw validation('The NextToken is not valid: pass the NextToken of the previous ListSchedules answer unchanged');
     }
     const keys = [...store.schedules.keys()].filter((k) => k > after).sort();
     const page: StoredSchedule[] = [];
@@ -235,14 +262,22 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
   }
 
   function createGroup(name: string, body: unknown): object {
-    const token = typeof body === 'object' && body !== null && 'ClientToken' in body && typeof body.ClientToken === 'string' ? body.ClientToken : undefined;
+    const token =
+      typeof body === 'object' && body !== null && 'ClientToken' in body && typeof body.ClientToken === 'string'
+        ? body.ClientToken
+        : undefined;
     const existing = store.groups.get(name);
     if (existing !== undefined) {
       if (token !== undefined && existing.ClientToken === token) return { ScheduleGroupArn: groupArn(name) };
       throw conflict(`Schedule group ${name} already exists.`);
     }
     const now = clock.now();
-    store.groups.set(name, { Name: name, CreationDate: now, LastModificationDate: now, ...(token === undefined ? {} : { ClientToken: token }) });
+    store.groups.set(name, {
+      Name: name,
+      CreationDate: now,
+      LastModificationDate: now,
+      ...(token === undefined ? {} : { ClientToken: token }),
+    });
     store.save();
     return { ScheduleGroupArn: groupArn(name) };
   }
@@ -262,7 +297,10 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
   }
 
   function route(method: string, url: URL, body: unknown): object {
-    const parts = url.pathname.split('/').filter((p) => p !== '').map((p) => decodeURIComponent(p));
+    const parts = url.pathname
+      .split('/')
+      .filter((p) => p !== '')
+      .map((p) => decodeURIComponent(p));
     const q = url.searchParams;
     const [collection, rawName, ...rest] = parts;
     if (rest.length === 0 && collection === 'schedules') {
@@ -280,7 +318,9 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
       if (rawName === undefined) {
         if (method === 'GET') {
           const prefix = q.get('NamePrefix');
-          const groups = [...store.groups.values()].filter((g) => prefix === null || g.Name.startsWith(prefix)).sort((a, b) => (a.Name < b.Name ? -1 : 1));
+          const groups = [...store.groups.values()]
+            .filter((g) => prefix === null || g.Name.startsWith(prefix))
+            .sort((a, b) => (a.Name < b.Name ? -1 : 1));
           return { ScheduleGroups: groups.map(describeGroup) };
         }
       } else {
@@ -294,7 +334,11 @@ export async function startLocalScheduler(options: LocalSchedulerOptions): Promi
         if (method === 'DELETE') return deleteGroup(name);
       }
     }
-    throw new SchedulerApiError('UnknownOperationException', 404, `The local Scheduler stand-in has no operation ${method} ${url.pathname}: it implements CreateSchedule, GetSchedule, UpdateSchedule, DeleteSchedule, ListSchedules and the schedule group operations`);
+    throw new SchedulerApiError(
+      'UnknownOperationException',
+      404,
+      `The local Scheduler stand-in has no operation ${method} ${url.pathname}: it implements CreateSchedule, GetSchedule, UpdateSchedule, DeleteSchedule, ListSchedules and the schedule group operations`,
+    );
   }
 
   async function readBody(req: IncomingMessage): Promise<unknown> {

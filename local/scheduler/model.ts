@@ -9,7 +9,13 @@ import { parseSchedule, ScheduleExpressionError, type Schedule } from '../../cor
 /** An error the stand-in answers with: `x-amzn-errortype: <type>` and `{"Message": ...}`. */
 export class SchedulerApiError extends Error {
   constructor(
-    readonly type: 'ValidationException' | 'ConflictException' | 'ResourceNotFoundException' | 'InternalServerException' | 'SerializationException' | 'UnknownOperationException',
+    readonly type:
+      | 'ValidationException'
+      | 'ConflictException'
+      | 'ResourceNotFoundException'
+      | 'InternalServerException'
+      | 'SerializationException'
+      | 'UnknownOperationException',
     readonly status: number,
     message: string,
   ) {
@@ -78,7 +84,9 @@ const SQS_ARN = /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fif
 
 export function checkName(value: unknown, what: 'name' | 'groupName'): string {
   if (typeof value !== 'string' || !NAME.test(value)) {
-    throw validation(`1 validation error detected: Value '${String(value)}' at '${what}' failed to satisfy constraint: Member must have length between 1 and 64 and match pattern ^[0-9a-zA-Z-_.]+$`);
+    throw validation(
+      `1 validation error detected: Value '${String(value)}' at '${what}' failed to satisfy constraint: Member must have length between 1 and 64 and match pattern ^[0-9a-zA-Z-_.]+$`,
+    );
   }
   return value;
 }
@@ -94,7 +102,8 @@ function field(path: string, message: string): never {
 function optString(body: Record<string, unknown>, key: string, path: string, max: number): string | undefined {
   const value = body[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value.length < 1 || value.length > max) field(path, `Member must be a string of length between 1 and ${max}`);
+  if (typeof value !== 'string' || value.length < 1 || value.length > max)
+    field(path, `Member must be a string of length between 1 and ${max}`);
   return value;
 }
 
@@ -107,14 +116,16 @@ function reqString(body: Record<string, unknown>, key: string, path: string, max
 function optInt(body: Record<string, unknown>, key: string, path: string, min: number, max: number): number | undefined {
   const value = body[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) field(path, `Member must be a whole number from ${min} to ${max}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    field(path, `Member must be a whole number from ${min} to ${max}`);
   return value;
 }
 
 function optEnum<T extends string>(body: Record<string, unknown>, key: string, path: string, values: readonly T[]): T | undefined {
   const value = body[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) field(path, `Member must satisfy enum value set: [${values.join(', ')}]`);
+  if (typeof value !== 'string' || !(values as readonly string[]).includes(value))
+    field(path, `Member must satisfy enum value set: [${values.join(', ')}]`);
   return value as T;
 }
 
@@ -132,7 +143,9 @@ function parseTarget(value: unknown): TargetDef {
   const RoleArn = reqString(value, 'RoleArn', 'target.roleArn', 1600);
   if (!SQS_ARN.test(Arn)) {
     // A limitation of the stand-in, not of the service: it delivers to SQS queues only.
-    throw validation(`Target.Arn '${Arn}' is not an SQS queue ARN (arn:aws:sqs:<region>:<account>:<queue>): the local Scheduler stand-in delivers to SQS queues only`);
+    throw validation(
+      `Target.Arn '${Arn}' is not an SQS queue ARN (arn:aws:sqs:<region>:<account>:<queue>): the local Scheduler stand-in delivers to SQS queues only`,
+    );
   }
   const Input = optString(value, 'Input', 'target.input', Number.MAX_SAFE_INTEGER);
   if (Input !== undefined && Buffer.byteLength(Input, 'utf8') > MAX_INPUT_BYTES) {
@@ -148,14 +161,19 @@ function parseTarget(value: unknown): TargetDef {
   if (value.RetryPolicy !== undefined && value.RetryPolicy !== null) {
     if (!isRecord(value.RetryPolicy)) field('target.retryPolicy', 'Member must be an object');
     target.RetryPolicy = {
-      MaximumEventAgeInSeconds: optInt(value.RetryPolicy, 'MaximumEventAgeInSeconds', 'target.retryPolicy.maximumEventAgeInSeconds', 60, 86_400) ?? DEFAULT_RETRY_POLICY.MaximumEventAgeInSeconds,
-      MaximumRetryAttempts: optInt(value.RetryPolicy, 'MaximumRetryAttempts', 'target.retryPolicy.maximumRetryAttempts', 0, 185) ?? DEFAULT_RETRY_POLICY.MaximumRetryAttempts,
+      MaximumEventAgeInSeconds:
+        optInt(value.RetryPolicy, 'MaximumEventAgeInSeconds', 'target.retryPolicy.maximumEventAgeInSeconds', 60, 86_400) ??
+        DEFAULT_RETRY_POLICY.MaximumEventAgeInSeconds,
+      MaximumRetryAttempts:
+        optInt(value.RetryPolicy, 'MaximumRetryAttempts', 'target.retryPolicy.maximumRetryAttempts', 0, 185) ??
+        DEFAULT_RETRY_POLICY.MaximumRetryAttempts,
     };
   }
   if (value.DeadLetterConfig !== undefined && value.DeadLetterConfig !== null) {
     if (!isRecord(value.DeadLetterConfig)) field('target.deadLetterConfig', 'Member must be an object');
     const dlq = optString(value.DeadLetterConfig, 'Arn', 'target.deadLetterConfig.arn', 1600);
-    if (dlq !== undefined && !SQS_ARN.test(dlq)) field('target.deadLetterConfig.arn', 'Member must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<queue>)');
+    if (dlq !== undefined && !SQS_ARN.test(dlq))
+      field('target.deadLetterConfig.arn', 'Member must be an SQS queue ARN (arn:aws:sqs:<region>:<account>:<queue>)');
     target.DeadLetterConfig = dlq === undefined ? {} : { Arn: dlq };
   }
   return target;
@@ -187,7 +205,13 @@ export function parseDefinition(body: unknown, now: number): ScheduleDefinition 
   if (!isRecord(body.FlexibleTimeWindow)) field('flexibleTimeWindow', 'Member must not be null');
   const Mode = optEnum(body.FlexibleTimeWindow, 'Mode', 'flexibleTimeWindow.mode', ['OFF', 'FLEXIBLE'] as const);
   if (Mode === undefined) field('flexibleTimeWindow.mode', 'Member must not be null');
-  const MaximumWindowInMinutes = optInt(body.FlexibleTimeWindow, 'MaximumWindowInMinutes', 'flexibleTimeWindow.maximumWindowInMinutes', 1, 1440);
+  const MaximumWindowInMinutes = optInt(
+    body.FlexibleTimeWindow,
+    'MaximumWindowInMinutes',
+    'flexibleTimeWindow.maximumWindowInMinutes',
+    1,
+    1440,
+  );
   if (Mode === 'FLEXIBLE' && MaximumWindowInMinutes === undefined) {
     throw validation('FlexibleTimeWindow.MaximumWindowInMinutes is required when Mode is FLEXIBLE: give 1 to 1440, or use Mode OFF');
   }
@@ -198,10 +222,14 @@ export function parseDefinition(body: unknown, now: number): ScheduleDefinition 
   // One-time schedules ignore StartDate and EndDate (as the service documents); others check them.
   if (schedule.kind !== 'at') {
     if (StartDate !== undefined && StartDate < now - START_DATE_GRACE_MS) {
-      throw validation(`The StartDate you specify (${new Date(StartDate).toISOString()}) cannot be earlier than 5 minutes ago: omit it or give a later one`);
+      throw validation(
+        `The StartDate you specify (${new Date(StartDate).toISOString()}) cannot be earlier than 5 minutes ago: omit it or give a later one`,
+      );
     }
-    if (EndDate !== undefined && EndDate <= now) throw validation(`The EndDate you specify (${new Date(EndDate).toISOString()}) must be in the future`);
-    if (StartDate !== undefined && EndDate !== undefined && EndDate <= StartDate) throw validation('The EndDate must be later than the StartDate');
+    if (EndDate !== undefined && EndDate <= now)
+      throw validation(`The EndDate you specify (${new Date(EndDate).toISOString()}) must be in the future`);
+    if (StartDate !== undefined && EndDate !== undefined && EndDate <= StartDate)
+      throw validation('The EndDate must be later than the StartDate');
   }
   const def: { -readonly [K in keyof ScheduleDefinition]: ScheduleDefinition[K] } = {
     GroupName,

@@ -37,7 +37,8 @@ export class ScheduleStore {
     }
     if (text !== undefined) {
       const data = JSON.parse(text) as FileShape;
-      if (data.version !== VERSION) throw new Error(`${this.file}: unknown version ${String(data.version)}; move the file away to start with no schedules`);
+      if (data.version !== VERSION)
+        throw new Error(`${this.file}: unknown version ${String(data.version)}; move the file away to start with no schedules`);
       for (const g of data.groups) this.groups.set(g.Name, g);
       for (const s of data.schedules) this.schedules.set(scheduleKey(s.GroupName, s.Name), s);
     }

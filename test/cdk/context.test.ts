@@ -18,34 +18,97 @@ describe('appSettings', () => {
 
   it('reads every key, from -c strings and from typed cdk.json values alike', () => {
     const s = from({
-      stackName: 'Jobs', tenants: 'billing, payments', demoTenant: 'true', shardCount: '128', groupCount: 16, dispatcherRowsPerSecond: '0',
-      lookaheadSeconds: '5', leaseSeconds: 30, maxPayloadBytes: '100000', tickRunSeconds: '120', dispatchReservedConcurrency: '34',
-      tenantQueuePrefix: 'jobs', logLevel: 'info', logRetentionDays: '90', removalPolicy: 'destroy', apiName: 'jobs-api',
+      stackName: 'Jobs',
+      tenants: 'billing, payments',
+      demoTenant: 'true',
+      shardCount: '128',
+      groupCount: 16,
+      dispatcherRowsPerSecond: '0',
+      lookaheadSeconds: '5',
+      leaseSeconds: 30,
+      maxPayloadBytes: '100000',
+      tickRunSeconds: '120',
+      dispatchReservedConcurrency: '34',
+      tenantQueuePrefix: 'jobs',
+      logLevel: 'info',
+      logRetentionDays: '90',
+      removalPolicy: 'destroy',
+      apiName: 'jobs-api',
       alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall',
     });
     expect(s).toEqual({
-      stackName: 'Jobs', tenants: ['billing', 'payments'], demoTenant: true, alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall',
+      stackName: 'Jobs',
+      tenants: ['billing', 'payments'],
+      demoTenant: true,
+      alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:oncall',
       scheduler: {
-        shardCount: 128, groupCount: 16, dispatcherRowsPerSecond: 0, lookahead: Duration.seconds(5), lease: Duration.seconds(30), maxPayloadBytes: 100_000,
-        tickRunTime: Duration.seconds(120), dispatchReservedConcurrency: 34, tenantQueuePrefix: 'jobs', logLevel: 'INFO', logRetention: 90,
-        removalPolicy: RemovalPolicy.DESTROY, apiName: 'jobs-api',
+        shardCount: 128,
+        groupCount: 16,
+        dispatcherRowsPerSecond: 0,
+        lookahead: Duration.seconds(5),
+        lease: Duration.seconds(30),
+        maxPayloadBytes: 100_000,
+        tickRunTime: Duration.seconds(120),
+        dispatchReservedConcurrency: 34,
+        tenantQueuePrefix: 'jobs',
+        logLevel: 'INFO',
+        logRetention: 90,
+        removalPolicy: RemovalPolicy.DESTROY,
+        apiName: 'jobs-api',
       },
     });
     expect(from({ tenants: ['a', 'b'] }).tenants).toEqual(['a', 'b']);
     // Every key the table documents is read (none is silently ignored).
-    expect(Object.keys(CONTEXT_KEYS).sort()).toEqual(['alarmTopicArn', 'apiName', 'demoTenant', 'dispatchReservedConcurrency', 'dispatcherRowsPerSecond', 'groupCount', 'leaseSeconds', 'logLevel', 'logRetentionDays', 'lookaheadSeconds', 'maxPayloadBytes', 'removalPolicy', 'shardCount', 'stackName', 'tenantQueuePrefix', 'tenants', 'tickRunSeconds']);
+    expect(Object.keys(CONTEXT_KEYS).sort()).toEqual([
+      'alarmTopicArn',
+      'apiName',
+      'demoTenant',
+      'dispatchReservedConcurrency',
+      'dispatcherRowsPerSecond',
+      'groupCount',
+      'leaseSeconds',
+      'logLevel',
+      'logRetentionDays',
+      'lookaheadSeconds',
+      'maxPayloadBytes',
+      'removalPolicy',
+      'shardCount',
+      'stackName',
+      'tenantQueuePrefix',
+      'tenants',
+      'tickRunSeconds',
+    ]);
   });
 
   it('throws ONE error listing every bad value, each with how to pass it', () => {
     let message = '';
     try {
-      from({ tenants: 'billing,Bad_Name,billing', demoTenant: 'yes', shardCount: 'many', groupCount: '41', logLevel: 'loud', logRetentionDays: '10', removalPolicy: 'keep', alarmTopicArn: 'topic' });
+      from({
+        tenants: 'billing,Bad_Name,billing',
+        demoTenant: 'yes',
+        shardCount: 'many',
+        groupCount: '41',
+        logLevel: 'loud',
+        logRetentionDays: '10',
+        removalPolicy: 'keep',
+        alarmTopicArn: 'topic',
+      });
     } catch (err) {
       message = (err as Error).message;
     }
     const lines = message.split('\n').filter((l) => l.startsWith('- '));
     expect(lines).toHaveLength(9);
-    for (const key of ['tenants', 'demoTenant', 'shardCount', 'groupCount', 'logLevel', 'logRetentionDays', 'removalPolicy', 'alarmTopicArn']) expect(message, key).toMatch(new RegExp(`^- ${key}\\b`, 'm'));
+    for (const key of [
+      'tenants',
+      'demoTenant',
+      'shardCount',
+      'groupCount',
+      'logLevel',
+      'logRetentionDays',
+      'removalPolicy',
+      'alarmTopicArn',
+    ])
+      expect(message, key).toMatch(new RegExp(`^- ${key}\\b`, 'm'));
     expect(message).toContain("'Bad_Name' is not a valid tenant name");
     expect(message).toContain('billing listed twice');
     expect(message).toContain('-c shardCount=<n>');

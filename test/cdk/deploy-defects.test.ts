@@ -22,7 +22,12 @@ beforeAll(() => {
   const app = fastApp();
   stack = new DyneinStack(app, 'Deployable', { demoTenant: true, tenants: ['billing'] });
   const s2 = new Stack(app, 'Configured');
-  other = new DyneinScheduler(s2, 'Dynein', { dispatchReservedConcurrency: 20, removalPolicy: RemovalPolicy.DESTROY, logLevel: 'INFO', apiName: 'jobs-api' });
+  other = new DyneinScheduler(s2, 'Dynein', {
+    dispatchReservedConcurrency: 20,
+    removalPolicy: RemovalPolicy.DESTROY,
+    logLevel: 'INFO',
+    apiName: 'jobs-api',
+  });
   t = Template.fromStack(stack);
   otherT = Template.fromStack(s2);
 });
@@ -53,7 +58,13 @@ describe('tenant registration is conditional; removed tenants’ jobs are parked
   it('the ParkedJobs alarm watches the dispatch function’s ParkedJobs metric and says what to do', () => {
     const alarm = alarmNamed(t, 'ParkedJobs');
     expect(alarm).toBeDefined();
-    expect(alarm!.Properties).toMatchObject({ Namespace: METRICS_NAMESPACE, MetricName: 'ParkedJobs', Statistic: 'Maximum', Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
+    expect(alarm!.Properties).toMatchObject({
+      Namespace: METRICS_NAMESPACE,
+      MetricName: 'ParkedJobs',
+      Statistic: 'Maximum',
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
     expect(alarm!.Properties.Dimensions).toEqual([{ Name: 'service', Value: 'dynein-dispatch' }]);
     expect(String(alarm!.Properties.AlarmDescription)).toMatch(/Register the tenant again/);
   });
@@ -64,22 +75,32 @@ describe('oversized bodies: 413 rather than an opaque error', () => {
     for (const [id, i] of resourcesOf(t, 'AWS::ApiGatewayV2::Integration')) expect(i.Properties.PayloadFormatVersion, id).toBe('2.0');
     const [, stage] = resourcesOf(t, 'AWS::ApiGatewayV2::Stage')[0]!;
     const format = (stage.Properties.AccessLogSettings as { Format: string }).Format;
-    for (const v of ['$context.integrationErrorMessage', '$context.integrationStatus', '$context.error.responseType', '$context.status']) expect(format).toContain(v);
+    for (const v of ['$context.integrationErrorMessage', '$context.integrationStatus', '$context.error.responseType', '$context.status'])
+      expect(format).toContain(v);
   });
 });
 
 describe('the job id key is retained with the table', () => {
   it('both are retained by default, and removalPolicy moves both', () => {
-    const pair = (tpl: Template, s: DyneinScheduler) => [resource(tpl, idOf(s.table)), resource(tpl, idOf(s.idKey))].map((r) => [r.DeletionPolicy, r.UpdateReplacePolicy]);
-    expect(pair(t, stack.scheduler)).toEqual([['Retain', 'Retain'], ['Retain', 'Retain']]);
-    expect(pair(otherT, other)).toEqual([['Delete', 'Delete'], ['Delete', 'Delete']]);
+    const pair = (tpl: Template, s: DyneinScheduler) =>
+      [resource(tpl, idOf(s.table)), resource(tpl, idOf(s.idKey))].map((r) => [r.DeletionPolicy, r.UpdateReplacePolicy]);
+    expect(pair(t, stack.scheduler)).toEqual([
+      ['Retain', 'Retain'],
+      ['Retain', 'Retain'],
+    ]);
+    expect(pair(otherT, other)).toEqual([
+      ['Delete', 'Delete'],
+      ['Delete', 'Delete'],
+    ]);
   });
 });
 
 describe('the dispatcher’s error path is bounded, and alarms fire', () => {
   it('the dispatch task retries with backoff and a cap, counts caught failures, waits before re-entering, and gives up', () => {
     const sm = resource(t, idOf(stack.scheduler.stateMachine));
-    const def = JSON.parse(render(sm.Properties.DefinitionString as Json)) as { States: { Groups: { ItemProcessor: { States: Record<string, Record<string, Json>> } } } };
+    const def = JSON.parse(render(sm.Properties.DefinitionString as Json)) as {
+      States: { Groups: { ItemProcessor: { States: Record<string, Record<string, Json>> } } };
+    };
     const states = def.States.Groups.ItemProcessor.States;
     const retry = states.Dispatch!.Retry as { ErrorEquals: string[]; MaxAttempts: number; BackoffRate: number; IntervalSeconds: number }[];
     expect(retry.length).toBeGreaterThan(0);
@@ -95,7 +116,10 @@ describe('the dispatcher’s error path is bounded, and alarms fire', () => {
   });
 
   it('DispatchErrors and DispatchThrottles alarm on the dispatch function', () => {
-    for (const [name, metric] of [['DispatchErrors', 'Errors'], ['DispatchThrottles', 'Throttles']]) {
+    for (const [name, metric] of [
+      ['DispatchErrors', 'Errors'],
+      ['DispatchThrottles', 'Throttles'],
+    ]) {
       const alarm = alarmNamed(t, name!);
       expect(alarm, name).toBeDefined();
       expect(alarm!.Properties).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: metric, Threshold: 0 });
@@ -123,7 +147,9 @@ describe('the inbound queue’s visibility timeout', () => {
   it('is at least six times the ingest timeout plus the batching window', () => {
     const s = stack.scheduler;
     const timeout = resource(t, idOf(s.functions.ingest)).Properties.Timeout as number;
-    expect(resource(t, idOf(s.inboundQueue)).Properties.VisibilityTimeout as number).toBeGreaterThanOrEqual(6 * timeout + INGEST_BATCHING_WINDOW_MS / 1000);
+    expect(resource(t, idOf(s.inboundQueue)).Properties.VisibilityTimeout as number).toBeGreaterThanOrEqual(
+      6 * timeout + INGEST_BATCHING_WINDOW_MS / 1000,
+    );
   });
 });
 
@@ -145,14 +171,18 @@ describe('logs and names', () => {
       expect(f.Properties.LoggingConfig, id).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'WARN' });
     }
     for (const n of ['submit', 'dispatch'] as const) {
-      const env = (resource(t, idOf(stack.scheduler.functions[n])).Properties.Environment as { Variables: Record<string, string> }).Variables;
+      const env = (resource(t, idOf(stack.scheduler.functions[n])).Properties.Environment as { Variables: Record<string, string> })
+        .Variables;
       expect(env.POWERTOOLS_LOG_LEVEL).toBe('WARN');
       // Metrics (EMF lines, which carry no level) pass Lambda's application filter at INFO.
-      expect((resource(t, idOf(stack.scheduler.functions[n])).Properties.LoggingConfig as { ApplicationLogLevel: string }).ApplicationLogLevel).toBe('INFO');
+      expect(
+        (resource(t, idOf(stack.scheduler.functions[n])).Properties.LoggingConfig as { ApplicationLogLevel: string }).ApplicationLogLevel,
+      ).toBe('INFO');
     }
     expect((resource(t, idOf(stack.scheduler.stateMachine)).Properties.LoggingConfiguration as { Level: string }).Level).toBe('ERROR');
     // logLevel INFO turns the platform lines and every tick transition back on.
-    for (const [id, f] of functionsOf(otherT)) expect((f.Properties.LoggingConfig as { SystemLogLevel: string }).SystemLogLevel, id).toBe('INFO');
+    for (const [id, f] of functionsOf(otherT))
+      expect((f.Properties.LoggingConfig as { SystemLogLevel: string }).SystemLogLevel, id).toBe('INFO');
     expect((resource(otherT, idOf(other.stateMachine)).Properties.LoggingConfiguration as { Level: string }).Level).toBe('ALL');
   });
 

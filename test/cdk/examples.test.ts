@@ -19,13 +19,22 @@ const dirs: string[] = [];
 async function synth(example: string): Promise<string> {
   const out = mkdtempSync(join(tmpdir(), 'dynein-example-'));
   dirs.push(out);
-  await run(process.execPath, ['--import', 'tsx', `examples/${example}`], { env: { ...process.env, CDK_OUTDIR: out }, maxBuffer: 16 * 1024 * 1024 });
+  await run(process.execPath, ['--import', 'tsx', `examples/${example}`], {
+    env: { ...process.env, CDK_OUTDIR: out },
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return out;
 }
 
-interface Manifest { artifacts: Record<string, { type: string; dependencies?: string[] }> }
+interface Manifest {
+  artifacts: Record<string, { type: string; dependencies?: string[] }>;
+}
 const stacksOf = (dir: string) =>
-  Object.fromEntries(Object.entries((JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest).artifacts).filter(([, a]) => a.type === 'aws:cloudformation:stack').map(([id, a]) => [id, (a.dependencies ?? []).filter((d) => !d.endsWith('.assets'))]));
+  Object.fromEntries(
+    Object.entries((JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest).artifacts)
+      .filter(([, a]) => a.type === 'aws:cloudformation:stack')
+      .map(([id, a]) => [id, (a.dependencies ?? []).filter((d) => !d.endsWith('.assets'))]),
+  );
 const templateOf = (dir: string, stack: string) => readFileSync(join(dir, `${stack}.template.json`), 'utf8');
 
 afterAll(() => {
@@ -53,7 +62,9 @@ describe('examples/cdk-two-stacks.ts', () => {
   });
 
   it('the tenant, its registration and the grants live in the team stack', () => {
-    const team = JSON.parse(templateOf(dir, 'PaymentsTeam')) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
+    const team = JSON.parse(templateOf(dir, 'PaymentsTeam')) as {
+      Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+    };
     const types = Object.values(team.Resources).map((r) => r.Type);
     expect(types.filter((x) => x === 'AWS::SQS::Queue')).toHaveLength(2);
     expect(types).toContain('Custom::DyneinTenantRegistration');

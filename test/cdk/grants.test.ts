@@ -41,7 +41,9 @@ describe('each grant is one Grant covering every queue it touches', () => {
   it('grantConsume: the queue; with deadLetter also the DLQ', () => {
     const plain = tenant.grantConsume(role('Plain'));
     expect(plain.success).toBe(true);
-    expect([...grantedBy(plain)]).toEqual([[arnOf(tenant.queue), new Set(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'])]]);
+    expect([...grantedBy(plain)]).toEqual([
+      [arnOf(tenant.queue), new Set(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'])],
+    ]);
     const withDlq = grantedBy(tenant.grantConsume(role('WithDlq'), { deadLetter: true }));
     expect([...withDlq.keys()].sort()).toEqual([arnOf(tenant.queue), arnOf(tenant.deadLetterQueue)].sort());
     expect(withDlq.get(arnOf(tenant.deadLetterQueue))).toEqual(new Set(['sqs:SendMessage']));
@@ -59,7 +61,15 @@ describe('each grant is one Grant covering every queue it touches', () => {
     expect([...g.keys()].sort()).toEqual([arnOf(scheduler.inboundQueue), arnOf(scheduler.inboundDeadLetterQueue)].sort());
     expect(g.get(arnOf(scheduler.inboundQueue))).toEqual(new Set(['sqs:SendMessage', 'sqs:GetQueueAttributes']));
     expect(g.get(arnOf(scheduler.inboundDeadLetterQueue))).toEqual(
-      new Set(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:StartMessageMoveTask', 'sqs:ListMessageMoveTasks', 'sqs:CancelMessageMoveTask']),
+      new Set([
+        'sqs:ReceiveMessage',
+        'sqs:DeleteMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:GetQueueAttributes',
+        'sqs:StartMessageMoveTask',
+        'sqs:ListMessageMoveTasks',
+        'sqs:CancelMessageMoveTask',
+      ]),
     );
   });
 
@@ -82,8 +92,18 @@ describe('a principal that cannot be tagged', () => {
     const tenant = new DyneinScheduler(own, 'Dynein').addTenant('alpha');
     const imported = iam.Role.fromRoleArn(own, 'Imported', 'arn:aws:iam::123456789012:role/ops');
     expect(() => tenant.grantRedrive(imported)).not.toThrow();
-    const statements = Template.fromStack(own).toJSON() as { Resources: Record<string, { Type: string; Properties: { PolicyDocument?: { Statement: { Sid?: string; Condition?: { ArnNotEquals?: Record<string, unknown> } }[] } } }> };
-    const policy = Object.values(statements.Resources).find((r) => r.Type === 'AWS::SQS::QueuePolicy' && JSON.stringify(r.Properties).includes(idOf(tenant.queue)));
+    const statements = Template.fromStack(own).toJSON() as {
+      Resources: Record<
+        string,
+        {
+          Type: string;
+          Properties: { PolicyDocument?: { Statement: { Sid?: string; Condition?: { ArnNotEquals?: Record<string, unknown> } }[] } };
+        }
+      >;
+    };
+    const policy = Object.values(statements.Resources).find(
+      (r) => r.Type === 'AWS::SQS::QueuePolicy' && JSON.stringify(r.Properties).includes(idOf(tenant.queue)),
+    );
     const deny = policy!.Properties.PolicyDocument!.Statement.find((s) => s.Sid === 'OnlySchedulerSends')!;
     expect(JSON.stringify(deny.Condition!.ArnNotEquals)).toContain('arn:aws:iam::123456789012:role/ops');
     const other = new Stack(fastApp(), 'Other');
@@ -108,8 +128,12 @@ describe('a grantee in another stack than the tenant', () => {
     const arn = (name: string) => `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${name}`;
     const granted = allowed(roleStatements(Template.fromStack(schedulerStack), idOf(ops)));
     // Consume receives from the queue, redrive from the DLQ.
-    expect([...granted.get('sqs:ReceiveMessage')!].sort()).toEqual([arn(`${s.tenantQueuePrefix}-t-pay`), arn(`${s.tenantQueuePrefix}-d-pay`)].sort());
-    expect([...granted.get('sqs:SendMessage')!].sort()).toEqual([arn(`${s.tenantQueuePrefix}-t-pay`), arn(`${s.tenantQueuePrefix}-d-pay`)].sort());
+    expect([...granted.get('sqs:ReceiveMessage')!].sort()).toEqual(
+      [arn(`${s.tenantQueuePrefix}-t-pay`), arn(`${s.tenantQueuePrefix}-d-pay`)].sort(),
+    );
+    expect([...granted.get('sqs:SendMessage')!].sort()).toEqual(
+      [arn(`${s.tenantQueuePrefix}-t-pay`), arn(`${s.tenantQueuePrefix}-d-pay`)].sort(),
+    );
     expect([...granted.get('sqs:StartMessageMoveTask')!]).toEqual([arn(`${s.tenantQueuePrefix}-d-pay`)]);
     // Those names are the queues' own.
     const teamT = Template.fromStack(team);

@@ -24,7 +24,9 @@ const resources = () => Object.entries(t.toJSON().Resources as Record<string, Re
 
 describe('inbound queue', () => {
   it('denies sqs:SendMessage to everyone but submit and principals tagged by grantInboundRedrive', () => {
-    const policy = resources().find(([, r]) => r.Type === 'AWS::SQS::QueuePolicy' && render(r.Properties.Queues).includes(idOf(scheduler.inboundQueue)));
+    const policy = resources().find(
+      ([, r]) => r.Type === 'AWS::SQS::QueuePolicy' && render(r.Properties.Queues).includes(idOf(scheduler.inboundQueue)),
+    );
     expect(policy).toBeDefined();
     const statements = (policy![1].Properties.PolicyDocument as { Statement: Record<string, Json>[] }).Statement;
     const deny = statements.filter((s) => s.Effect === 'Deny' && s.Sid === 'OnlySubmitSends');

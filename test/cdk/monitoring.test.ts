@@ -35,13 +35,20 @@ beforeAll(() => {
 });
 
 /** A dashboard metric line: namespace, name, dimensions and options (stat, label, ...). */
-interface Line { namespace: string; name: string; dims: Record<string, string>; stat?: string }
+interface Line {
+  namespace: string;
+  name: string;
+  dims: Record<string, string>;
+  stat?: string;
+}
 
 /** The dashboard's metric lines, with tokens rendered as `{Ref:X}` / `{GetAtt:X.Attr}`. */
 function dashboardLines(template: Template): { lines: Line[]; titles: string[] } {
   const dashboards = resourcesOf(template, 'AWS::CloudWatch::Dashboard');
   expect(dashboards).toHaveLength(1);
-  const body = JSON.parse(render(dashboards[0]![1].Properties.DashboardBody)) as { widgets: { properties: { title?: string; metrics?: Json[][] } }[] };
+  const body = JSON.parse(render(dashboards[0]![1].Properties.DashboardBody)) as {
+    widgets: { properties: { title?: string; metrics?: Json[][] } }[];
+  };
   const lines: Line[] = [];
   const titles: string[] = [];
   for (const w of body.widgets) {
@@ -66,14 +73,28 @@ const has = (lines: Line[], namespace: string, name: string, dim: [string, strin
   lines.some((l) => l.namespace === namespace && l.name === name && l.dims[dim[0]] === dim[1] && (stat === undefined || l.stat === stat));
 
 /** An alarm's single metric, or the metrics of its math expression. */
-interface AlarmMetric { namespace: string; name: string; dims: Record<string, string>; stat?: string }
+interface AlarmMetric {
+  namespace: string;
+  name: string;
+  dims: Record<string, string>;
+  stat?: string;
+}
 function alarmMetrics(a: Resource): AlarmMetric[] {
-  const dims = (d: Json | undefined) => Object.fromEntries(((d ?? []) as { Name: string; Value: Json }[]).map((x) => [x.Name, render(x.Value)]));
+  const dims = (d: Json | undefined) =>
+    Object.fromEntries(((d ?? []) as { Name: string; Value: Json }[]).map((x) => [x.Name, render(x.Value)]));
   const p = a.Properties;
-  if (typeof p.MetricName === 'string') return [{ namespace: String(p.Namespace), name: p.MetricName, dims: dims(p.Dimensions), stat: String(p.ExtendedStatistic ?? p.Statistic) }];
+  if (typeof p.MetricName === 'string')
+    return [
+      { namespace: String(p.Namespace), name: p.MetricName, dims: dims(p.Dimensions), stat: String(p.ExtendedStatistic ?? p.Statistic) },
+    ];
   return ((p.Metrics ?? []) as { MetricStat?: { Metric: { Namespace: string; MetricName: string; Dimensions?: Json }; Stat: string } }[])
     .filter((m) => m.MetricStat)
-    .map((m) => ({ namespace: m.MetricStat!.Metric.Namespace, name: m.MetricStat!.Metric.MetricName, dims: dims(m.MetricStat!.Metric.Dimensions), stat: m.MetricStat!.Stat }));
+    .map((m) => ({
+      namespace: m.MetricStat!.Metric.Namespace,
+      name: m.MetricStat!.Metric.MetricName,
+      dims: dims(m.MetricStat!.Metric.Dimensions),
+      stat: m.MetricStat!.Stat,
+    }));
 }
 
 const queueName = (q: IConstruct) => getAtt(q, 'QueueName');
@@ -83,15 +104,32 @@ describe('dashboard', () => {
     const { lines } = dashboardLines(t);
     const lateness = scheduler.metricLateness();
     for (const p of ['p50', 'p95', 'p99']) {
-      expect(lines.some((l) => l.namespace === lateness.namespace && l.name === lateness.metricName && l.stat === p), `lateness ${p}`).toBe(true);
+      expect(
+        lines.some((l) => l.namespace === lateness.namespace && l.name === lateness.metricName && l.stat === p),
+        `lateness ${p}`,
+      ).toBe(true);
     }
-    expect(has(lines, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', ['QueueName', queueName(scheduler.inboundQueue)]), 'inbound depth').toBe(true);
-    expect(has(lines, 'AWS/SQS', 'ApproximateAgeOfOldestMessage', ['QueueName', queueName(scheduler.inboundQueue)]), 'inbound age').toBe(true);
+    expect(
+      has(lines, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', ['QueueName', queueName(scheduler.inboundQueue)]),
+      'inbound depth',
+    ).toBe(true);
+    expect(has(lines, 'AWS/SQS', 'ApproximateAgeOfOldestMessage', ['QueueName', queueName(scheduler.inboundQueue)]), 'inbound age').toBe(
+      true,
+    );
     expect(scheduler.tenants.map((x) => x.tenantName)).toEqual(TENANTS);
     for (const tenant of scheduler.tenants) {
-      expect(has(lines, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', ['QueueName', queueName(tenant.queue)]), `${tenant.tenantName} depth`).toBe(true);
-      expect(has(lines, 'AWS/SQS', 'ApproximateAgeOfOldestMessage', ['QueueName', queueName(tenant.queue)]), `${tenant.tenantName} age`).toBe(true);
-      expect(has(lines, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', ['QueueName', queueName(tenant.deadLetterQueue)]), `${tenant.tenantName} DLQ`).toBe(true);
+      expect(
+        has(lines, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', ['QueueName', queueName(tenant.queue)]),
+        `${tenant.tenantName} depth`,
+      ).toBe(true);
+      expect(
+        has(lines, 'AWS/SQS', 'ApproximateAgeOfOldestMessage', ['QueueName', queueName(tenant.queue)]),
+        `${tenant.tenantName} age`,
+      ).toBe(true);
+      expect(
+        has(lines, 'AWS/SQS', 'ApproximateNumberOfMessagesVisible', ['QueueName', queueName(tenant.deadLetterQueue)]),
+        `${tenant.tenantName} DLQ`,
+      ).toBe(true);
     }
   });
 
@@ -106,14 +144,18 @@ describe('dashboard', () => {
     }
     expect(has(lines, 'AWS/States', 'ExecutionsFailed', ['StateMachineArn', ref(scheduler.stateMachine)]), 'tick failures').toBe(true);
     const planned = scheduler.metricDispatchers();
-    expect(lines.some((l) => l.namespace === planned.namespace && l.name === 'Dispatchers' && l.stat === 'Maximum'), 'dispatchers planned').toBe(true);
+    expect(
+      lines.some((l) => l.namespace === planned.namespace && l.name === 'Dispatchers' && l.stat === 'Maximum'),
+      'dispatchers planned',
+    ).toBe(true);
   });
 });
 
 describe('alarms', () => {
   const alarms = () => resourcesOf(t, 'AWS::CloudWatch::Alarm');
   const find = (pred: (m: AlarmMetric) => boolean) => alarms().filter(([, a]) => alarmMetrics(a).some(pred));
-  const sqs = (name: string, q: IConstruct) => (m: AlarmMetric) => m.namespace === 'AWS/SQS' && m.name === name && m.dims.QueueName === queueName(q);
+  const sqs = (name: string, q: IConstruct) => (m: AlarmMetric) =>
+    m.namespace === 'AWS/SQS' && m.name === name && m.dims.QueueName === queueName(q);
   /** Fires on the first message: threshold 0, "greater than". */
   const onAny = (a: Resource) => a.Properties.Threshold === 0 && a.Properties.ComparisonOperator === 'GreaterThanThreshold';
 
@@ -128,15 +170,28 @@ describe('alarms', () => {
       expect(onAny(dlq[0]![1])).toBe(true);
     }
     const lateness = scheduler.metricLateness();
-    expect(find((m) => m.namespace === lateness.namespace && m.name === lateness.metricName && m.stat === 'p99'), 'lateness p99').toHaveLength(1);
-    expect(find((m) => m.namespace === 'AWS/States' && m.name === 'ExecutionsFailed' && m.dims.StateMachineArn === ref(scheduler.stateMachine)), 'tick failures').toHaveLength(1);
-    expect(find((m) => m.namespace === 'AWS/Lambda' && m.name === 'Errors' && m.dims.FunctionName === ref(scheduler.functions.dispatch)), 'dispatch errors').toHaveLength(1);
+    expect(
+      find((m) => m.namespace === lateness.namespace && m.name === lateness.metricName && m.stat === 'p99'),
+      'lateness p99',
+    ).toHaveLength(1);
+    expect(
+      find((m) => m.namespace === 'AWS/States' && m.name === 'ExecutionsFailed' && m.dims.StateMachineArn === ref(scheduler.stateMachine)),
+      'tick failures',
+    ).toHaveLength(1);
+    expect(
+      find((m) => m.namespace === 'AWS/Lambda' && m.name === 'Errors' && m.dims.FunctionName === ref(scheduler.functions.dispatch)),
+      'dispatch errors',
+    ).toHaveLength(1);
   });
 
   it('every alarm notifies the alarmTopic', () => {
     // The scheduler's alarms and one DLQ alarm per tenant at least.
     expect(alarms().length).toBeGreaterThanOrEqual(SCHEDULER_ALARMS + TENANTS.length);
-    for (const [id, a] of alarms()) expect((a.Properties.AlarmActions as Json[] | undefined)?.map((x) => render(x)), id).toContain(ref(topic));
+    for (const [id, a] of alarms())
+      expect(
+        (a.Properties.AlarmActions as Json[] | undefined)?.map((x) => render(x)),
+        id,
+      ).toContain(ref(topic));
   });
 
   it('without an alarmTopic the same alarms exist, with no actions', () => {
@@ -145,4 +200,3 @@ describe('alarms', () => {
     for (const [id, a] of quietAlarms) expect(a.Properties.AlarmActions ?? [], id).toEqual([]);
   });
 });
-

@@ -18,30 +18,43 @@ describe('DyneinScheduler props', () => {
   it('throws ONE error listing every problem', () => {
     let error: unknown;
     try {
-      new DyneinScheduler(stack(), 'X', { shardCount: 0, groupCount: 50, tickRunTime: Duration.seconds(10), dispatchReservedConcurrency: 1 });
+      new DyneinScheduler(stack(), 'X', {
+        shardCount: 0,
+        groupCount: 50,
+        tickRunTime: Duration.seconds(10),
+        dispatchReservedConcurrency: 1,
+      });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(Error);
     const message = (error as Error).message;
     // One line per problem, each naming its prop.
-    for (const prop of ['shardCount', 'groupCount', 'tickRunTime', 'dispatchReservedConcurrency']) expect(message, prop).toMatch(new RegExp(`^- ${prop}\\b`, 'm'));
+    for (const prop of ['shardCount', 'groupCount', 'tickRunTime', 'dispatchReservedConcurrency'])
+      expect(message, prop).toMatch(new RegExp(`^- ${prop}\\b`, 'm'));
     expect(message.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(4);
     expect(message).toContain("'X'");
   });
 
   it('names the cross-field problems too (groupCount above shardCount, lease shorter than twice the lookahead)', () => {
-    expect(() => new DyneinScheduler(stack(), 'X', { shardCount: 10, groupCount: 20, lookahead: Duration.seconds(5), lease: Duration.seconds(6) })).toThrow(
-      /groupCount \(20\) must not exceed shardCount \(10\)[\s\S]*leaseMs \(6000\) must be at least twice lookaheadMs \(5000\)/,
-    );
+    expect(
+      () =>
+        new DyneinScheduler(stack(), 'X', { shardCount: 10, groupCount: 20, lookahead: Duration.seconds(5), lease: Duration.seconds(6) }),
+    ).toThrow(/groupCount \(20\) must not exceed shardCount \(10\)[\s\S]*leaseMs \(6000\) must be at least twice lookaheadMs \(5000\)/);
   });
 
   it('rejects a dispatcher rate that is negative or fractional, and passes a valid one to the functions', () => {
-    expect(() => new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: -1 })).toThrow(/dispatcherRowsPerSecond must be an integer from 0/);
+    expect(() => new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: -1 })).toThrow(
+      /dispatcherRowsPerSecond must be an integer from 0/,
+    );
     expect(() => new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: 2.5 })).toThrow(/dispatcherRowsPerSecond/);
     const s = new DyneinScheduler(stack(), 'X', { dispatcherRowsPerSecond: 0 });
     const env = Template.fromStack(Stack.of(s)).findResources('AWS::Lambda::Function');
-    const values = Object.values(env).map((f) => (f as { Properties: { Environment?: { Variables?: Record<string, string> } } }).Properties.Environment?.Variables?.DYNEIN_DISPATCHER_ROWS_PER_SECOND);
+    const values = Object.values(env).map(
+      (f) =>
+        (f as { Properties: { Environment?: { Variables?: Record<string, string> } } }).Properties.Environment?.Variables
+          ?.DYNEIN_DISPATCHER_ROWS_PER_SECOND,
+    );
     expect(values.filter((v) => v !== undefined).length).toBeGreaterThanOrEqual(6);
     expect(new Set(values.filter((v) => v !== undefined))).toEqual(new Set(['0']));
   });
@@ -57,7 +70,9 @@ describe('DyneinScheduler props', () => {
       let scheduler: DyneinScheduler | undefined;
       expect(() => (scheduler = new DyneinScheduler(stack(app), 'X', { tickRunTime: Duration.seconds(s) })), `${s} s`).not.toThrow();
       // The execution may run that long: its timeout leaves room after the run, within Express's 300 s.
-      const definition = JSON.parse((scheduler!.stateMachine.node.defaultChild as CfnStateMachine).definitionString as string) as { TimeoutSeconds: number };
+      const definition = JSON.parse((scheduler!.stateMachine.node.defaultChild as CfnStateMachine).definitionString as string) as {
+        TimeoutSeconds: number;
+      };
       expect(definition.TimeoutSeconds, `${s} s`).toBeGreaterThan(s);
       expect(definition.TimeoutSeconds, `${s} s`).toBeLessThanOrEqual(300);
     }
@@ -67,13 +82,22 @@ describe('DyneinScheduler props', () => {
 });
 
 describe('DyneinTenant props', () => {
-  const attributes = { tableName: 'table', tableArn: 'arn:aws:dynamodb:eu-west-1:111111111111:table/table', httpApiId: 'api', senderRoleArns: ['arn:aws:iam::111111111111:role/submit', 'arn:aws:iam::111111111111:role/dispatch'], tenantQueuePrefix: 'Dynein' };
+  const attributes = {
+    tableName: 'table',
+    tableArn: 'arn:aws:dynamodb:eu-west-1:111111111111:table/table',
+    httpApiId: 'api',
+    senderRoleArns: ['arn:aws:iam::111111111111:role/submit', 'arn:aws:iam::111111111111:role/dispatch'],
+    tenantQueuePrefix: 'Dynein',
+  };
   const tenant = (tenantName: string, extra: { maxReceiveCount?: number } = {}) =>
     new DyneinTenant(stack(), 'T', { scheduler: DyneinScheduler.fromAttributes(attributes), tenantName, ...extra });
 
-  it.each(['', 'Billing', '-billing', 'billing_team', 'billing.team', 'a'.repeat(41), 'bill ing', 'billing/x'])('rejects tenant name %j', (name) => {
-    expect(() => tenant(name)).toThrow(/tenantName/);
-  });
+  it.each(['', 'Billing', '-billing', 'billing_team', 'billing.team', 'a'.repeat(41), 'bill ing', 'billing/x'])(
+    'rejects tenant name %j',
+    (name) => {
+      expect(() => tenant(name)).toThrow(/tenantName/);
+    },
+  );
 
   it.each(['a', '0', 'billing', 'team-42', 'a'.repeat(40)])('accepts tenant name %j', (name) => {
     expect(() => tenant(name)).not.toThrow();
@@ -81,6 +105,12 @@ describe('DyneinTenant props', () => {
 
   it('lists a bad name and a bad maxReceiveCount together, and needs the scheduler senders', () => {
     expect(() => tenant('Bad_Name', { maxReceiveCount: 0 })).toThrow(/tenantName[\s\S]*maxReceiveCount/);
-    expect(() => new DyneinTenant(stack(), 'T', { scheduler: DyneinScheduler.fromAttributes({ ...attributes, senderRoleArns: [] }), tenantName: 'ok' })).toThrow(/senderRoleArns/);
+    expect(
+      () =>
+        new DyneinTenant(stack(), 'T', {
+          scheduler: DyneinScheduler.fromAttributes({ ...attributes, senderRoleArns: [] }),
+          tenantName: 'ok',
+        }),
+    ).toThrow(/senderRoleArns/);
   });
 });

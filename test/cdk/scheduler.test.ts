@@ -59,13 +59,23 @@ const both = (): [string, DyneinScheduler, Template][] => [
 ];
 
 describe('HTTP API', () => {
-  const ROUTES = ['POST /v1/tenants/{tenant}/jobs', 'POST /v1/tenants/{tenant}/jobs/batch', 'GET /v1/tenants/{tenant}/jobs/{jobId}', 'DELETE /v1/tenants/{tenant}/jobs/{jobId}'];
+  const ROUTES = [
+    'POST /v1/tenants/{tenant}/jobs',
+    'POST /v1/tenants/{tenant}/jobs/batch',
+    'GET /v1/tenants/{tenant}/jobs/{jobId}',
+    'DELETE /v1/tenants/{tenant}/jobs/{jobId}',
+  ];
 
   it('has exactly the four routes of DESIGN.md, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
-    const served: Record<string, FunctionName> = { [ROUTES[0]!]: 'submit', [ROUTES[1]!]: 'submit', [ROUTES[2]!]: 'status', [ROUTES[3]!]: 'cancel' };
+    const served: Record<string, FunctionName> = {
+      [ROUTES[0]!]: 'submit',
+      [ROUTES[1]!]: 'submit',
+      [ROUTES[2]!]: 'status',
+      [ROUTES[3]!]: 'cancel',
+    };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
       expect(r.Properties.ApiId).toEqual({ Ref: idOf(s.httpApi) });
@@ -104,7 +114,10 @@ describe('HTTP API', () => {
 
 describe('queues', () => {
   /** Logical id of the queue a RedrivePolicy points at. */
-  const dlqOf = (q: Resource) => /^\{GetAtt:(.+)\.Arn\}$/.exec(render((q.Properties.RedrivePolicy as { deadLetterTargetArn?: Json } | undefined)?.deadLetterTargetArn))?.[1];
+  const dlqOf = (q: Resource) =>
+    /^\{GetAtt:(.+)\.Arn\}$/.exec(
+      render((q.Properties.RedrivePolicy as { deadLetterTargetArn?: Json } | undefined)?.deadLetterTargetArn),
+    )?.[1];
 
   it.each(['Main', 'Custom'])('%s: every queue is one the scheduler or a tenant owns, and all have SSE', (name) => {
     const [, s, t] = both().find(([n]) => n === name)!;
@@ -167,7 +180,8 @@ describe('queues', () => {
 describe('IAM', () => {
   /** Statements that grant (or, but for the TLS-only deny, deny) a wildcard action: `*`, `service:*`, `service:Get*`, ... */
   const wildcardViolations = (statements: readonly Statement[]): string[] => {
-    const tlsDeny = (s: Statement) => s.Effect === 'Deny' && String((s.Condition.Bool as Record<string, Json> | undefined)?.['aws:SecureTransport']) === 'false';
+    const tlsDeny = (s: Statement) =>
+      s.Effect === 'Deny' && String((s.Condition.Bool as Record<string, Json> | undefined)?.['aws:SecureTransport']) === 'false';
     const out: string[] = [];
     for (const s of statements) {
       if (s.NotAction.length > 0) out.push(`${s.source}: ${s.Effect} NotAction ${s.NotAction.join(',')}`);
@@ -176,10 +190,20 @@ describe('IAM', () => {
     }
     return out;
   };
-  const probe = (effect: string, action: string, condition: Record<string, Json> = {}): Statement => ({ Effect: effect, Action: [action], NotAction: [], Resource: ['*'], NotResource: [], Principal: undefined, Condition: condition as Statement['Condition'], source: 'probe' });
+  const probe = (effect: string, action: string, condition: Record<string, Json> = {}): Statement => ({
+    Effect: effect,
+    Action: [action],
+    NotAction: [],
+    Resource: ['*'],
+    NotResource: [],
+    Principal: undefined,
+    Condition: condition as Statement['Condition'],
+    source: 'probe',
+  });
 
   it('the wildcard check flags service:*, service:Get* and *, but not the TLS-only deny', () => {
-    for (const a of ['sqs:*', 'dynamodb:Get*', 'logs:*LogDelivery*', 's3:?etObject', '*']) expect(wildcardViolations([probe('Allow', a)]), a).toHaveLength(1);
+    for (const a of ['sqs:*', 'dynamodb:Get*', 'logs:*LogDelivery*', 's3:?etObject', '*'])
+      expect(wildcardViolations([probe('Allow', a)]), a).toHaveLength(1);
     expect(wildcardViolations([probe('Deny', 'sqs:*')])).toHaveLength(1);
     expect(wildcardViolations([probe('Deny', 'sqs:*', { Bool: { 'aws:SecureTransport': 'false' } })])).toEqual([]);
     expect(wildcardViolations([probe('Allow', 'sqs:SendMessage')])).toEqual([]);
@@ -190,7 +214,8 @@ describe('IAM', () => {
     const statements = allPermissionStatements(t);
     // The scan reaches the function roles, the state machine, the rule, the registration and every queue policy.
     const sources = new Set(statements.map((s) => s.source));
-    for (const [id] of [...resourcesOf(t, 'AWS::IAM::Policy'), ...resourcesOf(t, 'AWS::SQS::QueuePolicy')]) expect(sources.has(id), id).toBe(true);
+    for (const [id] of [...resourcesOf(t, 'AWS::IAM::Policy'), ...resourcesOf(t, 'AWS::SQS::QueuePolicy')])
+      expect(sources.has(id), id).toBe(true);
     expect(resourcesOf(t, 'AWS::SQS::QueuePolicy').length).toBeGreaterThanOrEqual(4);
     for (const s of statements) for (const a of s.Action) expect(a, `${s.source}: action ${a}`).toMatch(/^[a-z0-9-]+:/);
     expect(wildcardViolations(statements)).toEqual([]);
@@ -202,7 +227,9 @@ describe('functions', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
     expect(new Set(ids).size).toBe(6);
-    const others = resourcesOf(mainT, 'AWS::Lambda::Function').map(([id]) => id).filter((id) => !ids.includes(id));
+    const others = resourcesOf(mainT, 'AWS::Lambda::Function')
+      .map(([id]) => id)
+      .filter((id) => !ids.includes(id));
     // One registration function for the stack's two tenants, nothing else (no provider framework, no AwsCustomResource).
     expect(others).toHaveLength(1);
     expect(others[0]).toMatch(/^DyneinTenantRegistrationFunction/);
@@ -228,7 +255,17 @@ describe('functions', () => {
   const NEEDS: Record<FunctionName, { required: string[]; allowed: string[] }> = {
     // Tenant registry read, id signing, inbound send and tenant queue send (direct path);
     // idempotency records (put, sent marks, release), limited to `idem#` keys (its own test).
-    submit: { required: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'], allowed: [] },
+    submit: {
+      required: [
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:BatchWriteItem',
+        'dynamodb:DeleteItem',
+        'secretsmanager:GetSecretValue',
+        'sqs:SendMessage',
+      ],
+      allowed: [],
+    },
     // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
     ingest: {
       required: ['dynamodb:PutItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
@@ -286,7 +323,8 @@ describe('functions', () => {
 
   it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
     const s = main.scheduler;
-    const grantsOf = (n: FunctionName) => allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
+    const grantsOf = (n: FunctionName) =>
+      allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
     expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
@@ -335,8 +373,22 @@ describe('scheduler table', () => {
 });
 
 describe('tick', () => {
-  interface State { Type: string; Resource?: string; Retry?: unknown[]; Catch?: { ErrorEquals: string[]; Next: string }[]; MaxConcurrency?: number; ItemProcessor?: Machine; Iterator?: Machine; Parameters?: Record<string, Json>; Next?: string }
-  interface Machine { StartAt: string; States: Record<string, State>; TimeoutSeconds?: number }
+  interface State {
+    Type: string;
+    Resource?: string;
+    Retry?: unknown[];
+    Catch?: { ErrorEquals: string[]; Next: string }[];
+    MaxConcurrency?: number;
+    ItemProcessor?: Machine;
+    Iterator?: Machine;
+    Parameters?: Record<string, Json>;
+    Next?: string;
+  }
+  interface Machine {
+    StartAt: string;
+    States: Record<string, State>;
+    TimeoutSeconds?: number;
+  }
 
   /** The deployed definition, with definitionSubstitutions applied as Step Functions does. */
   function definition(t: Template, smId: string): Machine {
@@ -348,41 +400,44 @@ describe('tick', () => {
     return JSON.parse(text) as Machine;
   }
 
-  it.each(['Main', 'Custom'])('%s: EXPRESS, one Map of at most 40 (and at least groupCount) with Retry and Catch inside each iteration', (name) => {
-    const [, s, t] = both().find(([n]) => n === name)!;
-    const machines = resourcesOf(t, 'AWS::StepFunctions::StateMachine');
-    expect(machines).toHaveLength(1);
-    expect(machines[0]![1].Properties.StateMachineType).toBe('EXPRESS');
-    const def = definition(t, idOf(s.stateMachine));
-    const functionArns = [getAtt(s.functions.tick, 'Arn'), getAtt(s.functions.dispatch, 'Arn')];
+  it.each(['Main', 'Custom'])(
+    '%s: EXPRESS, one Map of at most 40 (and at least groupCount) with Retry and Catch inside each iteration',
+    (name) => {
+      const [, s, t] = both().find(([n]) => n === name)!;
+      const machines = resourcesOf(t, 'AWS::StepFunctions::StateMachine');
+      expect(machines).toHaveLength(1);
+      expect(machines[0]![1].Properties.StateMachineType).toBe('EXPRESS');
+      const def = definition(t, idOf(s.stateMachine));
+      const functionArns = [getAtt(s.functions.tick, 'Arn'), getAtt(s.functions.dispatch, 'Arn')];
 
-    const maps = Object.entries(def.States).filter(([, st]) => st.Type === 'Map');
-    expect(maps).toHaveLength(1);
-    const [, map] = maps[0]!;
-    const groups = name === 'Custom' ? CUSTOM_GROUPS : s.settings.groupCount;
-    // MaxConcurrency 0 would mean unlimited; fewer than the groups would starve some groups.
-    expect(Number.isInteger(map.MaxConcurrency)).toBe(true);
-    expect(map.MaxConcurrency!).toBeLessThanOrEqual(40);
-    expect(map.MaxConcurrency!).toBeGreaterThanOrEqual(groups);
+      const maps = Object.entries(def.States).filter(([, st]) => st.Type === 'Map');
+      expect(maps).toHaveLength(1);
+      const [, map] = maps[0]!;
+      const groups = name === 'Custom' ? CUSTOM_GROUPS : s.settings.groupCount;
+      // MaxConcurrency 0 would mean unlimited; fewer than the groups would starve some groups.
+      expect(Number.isInteger(map.MaxConcurrency)).toBe(true);
+      expect(map.MaxConcurrency!).toBeLessThanOrEqual(40);
+      expect(map.MaxConcurrency!).toBeGreaterThanOrEqual(groups);
 
-    const iteration = map.ItemProcessor ?? map.Iterator;
-    expect(iteration).toBeDefined();
-    const inner = Object.entries(iteration!.States);
-    const tasks = inner.filter(([, st]) => st.Type === 'Task');
-    expect(tasks.length).toBeGreaterThan(0);
-    expect(inner.filter(([, st]) => st.Type === 'Fail')).toEqual([]);
-    for (const [n, task] of tasks) {
-      expect(task.Retry?.length ?? 0, `${n} Retry`).toBeGreaterThan(0);
-      const catchAll = (task.Catch ?? []).filter((c) => c.ErrorEquals.includes('States.ALL'));
-      expect(catchAll, `${n} Catch States.ALL`).toHaveLength(1);
-      expect(Object.keys(iteration!.States), `${n} catches to a state inside the iteration`).toContain(catchAll[0]!.Next);
-    }
+      const iteration = map.ItemProcessor ?? map.Iterator;
+      expect(iteration).toBeDefined();
+      const inner = Object.entries(iteration!.States);
+      const tasks = inner.filter(([, st]) => st.Type === 'Task');
+      expect(tasks.length).toBeGreaterThan(0);
+      expect(inner.filter(([, st]) => st.Type === 'Fail')).toEqual([]);
+      for (const [n, task] of tasks) {
+        expect(task.Retry?.length ?? 0, `${n} Retry`).toBeGreaterThan(0);
+        const catchAll = (task.Catch ?? []).filter((c) => c.ErrorEquals.includes('States.ALL'));
+        expect(catchAll, `${n} Catch States.ALL`).toHaveLength(1);
+        expect(Object.keys(iteration!.States), `${n} catches to a state inside the iteration`).toContain(catchAll[0]!.Next);
+      }
 
-    // Every task runs the tick or the dispatch function, and both are used.
-    const allTasks = [...Object.values(def.States), ...Object.values(iteration!.States)].filter((st) => st.Type === 'Task');
-    for (const task of allTasks) expect(functionArns).toContain(task.Resource);
-    expect(new Set(allTasks.map((x) => x.Resource))).toEqual(new Set(functionArns));
-  });
+      // Every task runs the tick or the dispatch function, and both are used.
+      const allTasks = [...Object.values(def.States), ...Object.values(iteration!.States)].filter((st) => st.Type === 'Task');
+      for (const task of allTasks) expect(functionArns).toContain(task.Resource);
+      expect(new Set(allTasks.map((x) => x.Resource))).toEqual(new Set(functionArns));
+    },
+  );
 
   it('runs each execution ~90 s within the Express limit, so consecutive executions overlap', () => {
     const def = definition(mainT, idOf(main.scheduler.stateMachine));
@@ -396,13 +451,17 @@ describe('tick', () => {
     expect(fnTimeout).toBeGreaterThan(90);
     expect(fnTimeout).toBeLessThan(def.TimeoutSeconds!);
     const map = Object.values(def.States).find((st) => st.Type === 'Map')!;
-    const dispatchTask = Object.values((map.ItemProcessor ?? map.Iterator)!.States).find((st) => st.Type === 'Task') as { TimeoutSeconds?: number };
+    const dispatchTask = Object.values((map.ItemProcessor ?? map.Iterator)!.States).find((st) => st.Type === 'Task') as {
+      TimeoutSeconds?: number;
+    };
     expect(dispatchTask.TimeoutSeconds).toBe(fnTimeout);
   });
 
   it('an EventBridge rule starts it every minute', () => {
     const smRef = { Ref: idOf(main.scheduler.stateMachine) };
-    const rules = resourcesOf(mainT, 'AWS::Events::Rule').filter(([, r]) => (r.Properties.Targets as { Arn: Json }[] | undefined)?.some((x) => JSON.stringify(x.Arn) === JSON.stringify(smRef)));
+    const rules = resourcesOf(mainT, 'AWS::Events::Rule').filter(([, r]) =>
+      (r.Properties.Targets as { Arn: Json }[] | undefined)?.some((x) => JSON.stringify(x.Arn) === JSON.stringify(smRef)),
+    );
     expect(rules).toHaveLength(1);
     const [, rule] = rules[0]!;
     expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');

@@ -47,7 +47,8 @@ export function render(v: Json | undefined, imports: ReadonlyMap<string, string>
     const [k] = keys as [string];
     const arg = v[k] as Json;
     if (k === 'Ref') return `{Ref:${render(arg, imports)}}`;
-    if (k === 'Fn::GetAtt') return Array.isArray(arg) ? `{GetAtt:${arg.map((a) => render(a, imports)).join('.')}}` : `{GetAtt:${render(arg, imports)}}`;
+    if (k === 'Fn::GetAtt')
+      return Array.isArray(arg) ? `{GetAtt:${arg.map((a) => render(a, imports)).join('.')}}` : `{GetAtt:${render(arg, imports)}}`;
     if (k === 'Fn::Join' && Array.isArray(arg)) return (arg[1] as Json[]).map((p) => render(p, imports)).join(render(arg[0], imports));
     if (k === 'Fn::ImportValue') {
       const name = render(arg, imports);

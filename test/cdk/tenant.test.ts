@@ -30,12 +30,16 @@ import {
 
 /** IAM's wildcard match of an ARN pattern (`*` any run of characters, `?` one). */
 function arnMatches(pattern: string, arn: string): boolean {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const re = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${re}$`).test(arn);
 }
 
 /** The `execute-api` ARN API Gateway authorizes a request against. */
-const requestArn = (api: string, method: string, path: string) => `arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/$default/${method}${path}`;
+const requestArn = (api: string, method: string, path: string) =>
+  `arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/$default/${method}${path}`;
 
 /** Requests of DESIGN.md's four routes for `tenant`. */
 const requests = (tenant: string): [string, string][] => [
@@ -79,7 +83,12 @@ describe('tenant in the scheduler stack', () => {
     const statements = queuePolicyStatements(t, idOf(tenant.queue));
     const queueArn = getAtt(tenant.queue, 'Arn');
     const allows = statements.filter((s) => s.Effect === 'Allow');
-    const denies = statements.filter((s) => s.Effect === 'Deny' && (s.Action.includes('sqs:SendMessage') || s.Action.includes('sqs:*')) && conditionValues(s, 'ArnNotEquals', PRINCIPAL) !== undefined);
+    const denies = statements.filter(
+      (s) =>
+        s.Effect === 'Deny' &&
+        (s.Action.includes('sqs:SendMessage') || s.Action.includes('sqs:*')) &&
+        conditionValues(s, 'ArnNotEquals', PRINCIPAL) !== undefined,
+    );
     return { allows, denies, queueArn };
   }
   const tagCondition = (tenant: DyneinTenant) => `aws:PrincipalTag/${tenant.senderTagKey}`;
@@ -104,7 +113,8 @@ describe('tenant in the scheduler stack', () => {
 
   it('the scheduler’s submit and dispatch roles may send to every tenant queue by name, not to the DLQs', () => {
     const pattern = `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${scheduler.tenantQueuePrefix}-t-*`;
-    const queueArn = (q: IConstruct) => `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${String(resource(t, idOf(q)).Properties.QueueName)}`;
+    const queueArn = (q: IConstruct) =>
+      `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${String(resource(t, idOf(q)).Properties.QueueName)}`;
     for (const f of [scheduler.functions.submit, scheduler.functions.dispatch]) {
       const sends = [...(allowed(roleStatements(t, idOf(f.role as unknown as IConstruct))).get('sqs:SendMessage') ?? [])];
       const tenantGrants = sends.filter((r) => r !== getAtt(scheduler.inboundQueue, 'Arn'));
@@ -134,19 +144,38 @@ describe('tenant in the scheduler stack', () => {
       '/$default/POST/v1/tenants/alpha/jobs',
       '/$default/POST/v1/tenants/alpha/jobs/batch',
     ]);
-    for (const [method, path] of [['POST', '/v1/tenants/alpha/jobs/x'], ['PUT', '/v1/tenants/alpha/jobs/x'], ['GET', '/v1/tenants/alpha/jobs']] as [string, string][]) {
-      expect(patterns.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(false);
+    for (const [method, path] of [
+      ['POST', '/v1/tenants/alpha/jobs/x'],
+      ['PUT', '/v1/tenants/alpha/jobs/x'],
+      ['GET', '/v1/tenants/alpha/jobs'],
+    ] as [string, string][]) {
+      expect(
+        patterns.some((p) => arnMatches(p, requestArn(api, method, path))),
+        `${method} ${path}`,
+      ).toBe(false);
     }
     // Every route of alpha is allowed; no route of beta is; nor is a route outside /v1/tenants.
-    for (const [method, path] of requests('alpha')) expect(patterns.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(true);
+    for (const [method, path] of requests('alpha'))
+      expect(
+        patterns.some((p) => arnMatches(p, requestArn(api, method, path))),
+        `${method} ${path}`,
+      ).toBe(true);
     for (const [method, path] of [...requests('beta'), ...requests('alphabet'), ['GET', '/v1/tenants/alpha'] as [string, string]]) {
-      expect(patterns.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(false);
+      expect(
+        patterns.some((p) => arnMatches(p, requestArn(api, method, path))),
+        `${method} ${path}`,
+      ).toBe(false);
     }
   });
 
   it('grantConsume allows exactly receive, delete, change-visibility and get-attributes on this tenant’s queue', () => {
     const granted = allowed(roleStatements(t, idOf(consumeRole)));
-    expect([...granted.keys()].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage']);
+    expect([...granted.keys()].sort()).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+    ]);
     for (const [a, resources] of granted) expect([...resources], a).toEqual([getAtt(alpha.queue, 'Arn')]);
   });
 
@@ -159,14 +188,25 @@ describe('tenant in the scheduler stack', () => {
     for (const tenant of [alpha, beta]) expect(conditionValues(senders(tenant).denies[0]!, 'ArnNotEquals', PRINCIPAL)).toEqual(expected);
     const granted = allowed(roleStatements(t, idOf(redriveRole)));
     expect([...granted.get('sqs:SendMessage')!]).toEqual([getAtt(alpha.queue, 'Arn')]);
-    expect([...granted.get('sqs:GetQueueAttributes')!].sort()).toEqual([getAtt(alpha.queue, 'Arn'), getAtt(alpha.deadLetterQueue, 'Arn')].sort());
-    for (const a of ['sqs:StartMessageMoveTask', 'sqs:ListMessageMoveTasks', 'sqs:CancelMessageMoveTask', 'sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']) {
+    expect([...granted.get('sqs:GetQueueAttributes')!].sort()).toEqual(
+      [getAtt(alpha.queue, 'Arn'), getAtt(alpha.deadLetterQueue, 'Arn')].sort(),
+    );
+    for (const a of [
+      'sqs:StartMessageMoveTask',
+      'sqs:ListMessageMoveTasks',
+      'sqs:CancelMessageMoveTask',
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+      'sqs:ChangeMessageVisibility',
+    ]) {
       expect([...(granted.get(a) ?? [])], a).toEqual([getAtt(alpha.deadLetterQueue, 'Arn')]);
     }
   });
 
   it('a second tenant of the same name in the same stack is refused at synth', () => {
-    expect(() => new DyneinTenant(stack, 'AlphaAgain', { scheduler, tenantName: 'alpha' })).toThrow(/tenant 'alpha' is already defined in stack/);
+    expect(() => new DyneinTenant(stack, 'AlphaAgain', { scheduler, tenantName: 'alpha' })).toThrow(
+      /tenant 'alpha' is already defined in stack/,
+    );
   });
 });
 
@@ -190,7 +230,10 @@ describe('tenant from a team’s own stack', () => {
     topic = new sns.Topic(schedulerStack, 'Alarms', { enforceSSL: true });
     scheduler = new DyneinScheduler(schedulerStack, 'Dynein', { alarmTopic: topic });
     teamStack = new Stack(app, 'TeamStack');
-    payments = new DyneinTenant(teamStack, 'Payments', { scheduler: DyneinScheduler.fromAttributes(scheduler.attributes), tenantName: TENANT });
+    payments = new DyneinTenant(teamStack, 'Payments', {
+      scheduler: DyneinScheduler.fromAttributes(scheduler.attributes),
+      tenantName: TENANT,
+    });
     apiRole = new iam.Role(teamStack, 'ApiRole', { assumedBy: new iam.AccountRootPrincipal() });
     workerRole = new iam.Role(teamStack, 'WorkerRole', { assumedBy: new iam.AccountRootPrincipal() });
     payments.grantSchedule(apiRole);
@@ -219,7 +262,10 @@ describe('tenant from a team’s own stack', () => {
     const queues = resourcesOf(teamT, 'AWS::SQS::Queue');
     expect(queues.map(([id]) => id).sort()).toEqual([idOf(payments.queue), idOf(payments.deadLetterQueue)].sort());
     const q = resource(teamT, idOf(payments.queue));
-    expect(q.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [idOf(payments.deadLetterQueue), 'Arn'] }, maxReceiveCount: 5 });
+    expect(q.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: { 'Fn::GetAtt': [idOf(payments.deadLetterQueue), 'Arn'] },
+      maxReceiveCount: 5,
+    });
     for (const [id, x] of queues) expect(x.Properties.SqsManagedSseEnabled, id).toBe(true);
     expect(resourcesOf(schedT, 'AWS::SQS::Queue')).toHaveLength(2); // inbound and its DLQ only
   });
@@ -242,16 +288,26 @@ describe('tenant from a team’s own stack', () => {
     const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(fn.Properties.Role))![1]!;
     expect(resource(teamT, roleId).Properties.ManagedPolicyArns ?? []).toEqual([]);
     const granted = allowed(roleStatements(teamT, roleId, imports));
-    expect([...granted.keys()].filter((a) => !a.startsWith('logs:')).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem']);
-    for (const a of ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem']) expect([...granted.get(a)!]).toEqual([fromScheduler(getAtt(scheduler.table, 'Arn'))]);
+    expect([...granted.keys()].filter((a) => !a.startsWith('logs:')).sort()).toEqual([
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+    ]);
+    for (const a of ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'])
+      expect([...granted.get(a)!]).toEqual([fromScheduler(getAtt(scheduler.table, 'Arn'))]);
     // The resource waits for the function's policy, so its first call may write the table.
-    const policyIds = resourcesOf(teamT, 'AWS::IAM::Policy').filter(([, p]) => render(p.Properties.Roles).includes(roleId)).map(([id]) => id);
+    const policyIds = resourcesOf(teamT, 'AWS::IAM::Policy')
+      .filter(([, p]) => render(p.Properties.Roles).includes(roleId))
+      .map(([id]) => id);
     expect(policyIds).toHaveLength(1);
     expect(reg.DependsOn ?? []).toContain(policyIds[0]);
   });
 
   it('the queue policy admits exactly the scheduler’s submit and dispatch roles from the other stack', () => {
-    const expected = [fromScheduler(roleArn(scheduler.functions.submit.role)), fromScheduler(roleArn(scheduler.functions.dispatch.role))].sort();
+    const expected = [
+      fromScheduler(roleArn(scheduler.functions.submit.role)),
+      fromScheduler(roleArn(scheduler.functions.dispatch.role)),
+    ].sort();
     const statements = queuePolicyStatements(teamT, idOf(payments.queue), imports);
     expect(statements.filter((s) => s.Effect === 'Allow')).toEqual([]);
     const denies = statements.filter((s) => s.Effect === 'Deny' && conditionValues(s, 'ArnNotEquals', PRINCIPAL) !== undefined);
@@ -264,10 +320,23 @@ describe('tenant from a team’s own stack', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
     expect(invoke).toHaveLength(4);
-    for (const [method, path] of requests(TENANT)) expect(invoke.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(true);
-    for (const [method, path] of requests('demo')) expect(invoke.some((p) => arnMatches(p, requestArn(api, method, path))), `${method} ${path}`).toBe(false);
+    for (const [method, path] of requests(TENANT))
+      expect(
+        invoke.some((p) => arnMatches(p, requestArn(api, method, path))),
+        `${method} ${path}`,
+      ).toBe(true);
+    for (const [method, path] of requests('demo'))
+      expect(
+        invoke.some((p) => arnMatches(p, requestArn(api, method, path))),
+        `${method} ${path}`,
+      ).toBe(false);
     const consume = allowed(roleStatements(teamT, idOf(workerRole), imports));
-    expect([...consume.keys()].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage']);
+    expect([...consume.keys()].sort()).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+    ]);
     for (const [, resources] of consume) expect([...resources]).toEqual([getAtt(payments.queue, 'Arn')]);
   });
 
@@ -279,7 +348,9 @@ describe('tenant from a team’s own stack', () => {
 
   it('alarms on its DLQ to the scheduler’s alarm topic', () => {
     const alarms = resourcesOf(teamT, 'AWS::CloudWatch::Alarm').filter(
-      ([, a]) => a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible' && render((a.Properties.Dimensions as { Value: Json }[])[0]!.Value) === getAtt(payments.deadLetterQueue, 'QueueName'),
+      ([, a]) =>
+        a.Properties.MetricName === 'ApproximateNumberOfMessagesVisible' &&
+        render((a.Properties.Dimensions as { Value: Json }[])[0]!.Value) === getAtt(payments.deadLetterQueue, 'QueueName'),
     );
     expect(alarms).toHaveLength(1);
     expect((alarms[0]![1].Properties.AlarmActions as Json[]).map((x) => render(x, imports))).toEqual([fromScheduler(ref(topic))]);

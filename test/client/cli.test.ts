@@ -36,7 +36,10 @@ interface Run {
 
 function dynein(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/dynein.js', ...args], { env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
+      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -57,7 +60,9 @@ function expectError(run: Run, code: number, pattern: RegExp): void {
 
 const depth = async (url: string) => {
   const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ?? {};
-  return Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed);
+  return (
+    Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed)
+  );
 };
 
 describe('dynein CLI', () => {
@@ -110,7 +115,8 @@ describe('dynein CLI', () => {
       [['schedule', '--tenant', 'alpha', '--in', '5s', '--payload', `@${big}`]],
     ];
     const results: Run[] = [];
-    for (let i = 0; i < runs.length; i += 2) results.push(...(await Promise.all(runs.slice(i, i + 2).map(([args, env]) => dynein(args, env)))));
+    for (let i = 0; i < runs.length; i += 2)
+      results.push(...(await Promise.all(runs.slice(i, i + 2).map(([args, env]) => dynein(args, env)))));
     const expected: [number, RegExp][] = [
       [1, /ValidationError \(HTTP 400\): runAt "2030-02-30T00:00:00Z" is not an RFC 3339 time.*\[request [0-9a-f-]+\]$/m],
       [1, /InvalidJobId \(HTTP 400\)/],
@@ -150,18 +156,40 @@ describe('dynein CLI', () => {
 
   it('talks to an --endpoint with credentials from the AWS default chain', async () => {
     const keys = local.tenants.alpha!;
-    const env = { AWS_ACCESS_KEY_ID: keys.accessKeyId, AWS_SECRET_ACCESS_KEY: keys.secretAccessKey, AWS_PROFILE: undefined, DYNEIN_DATA_DIR: tmp };
+    const env = {
+      AWS_ACCESS_KEY_ID: keys.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: keys.secretAccessKey,
+      AWS_PROFILE: undefined,
+      DYNEIN_DATA_DIR: tmp,
+    };
     const ok = await dynein(['schedule', '--tenant', 'alpha', '--in', '10m', '--endpoint', local.endpoint, '--region', local.region], env);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^j1\.alpha\./);
-    const wrongKey = await dynein(['get', '--tenant', 'alpha', ok.stdout.trim(), '--endpoint', local.endpoint, '--region', local.region], { ...env, AWS_SECRET_ACCESS_KEY: 'wrong' });
+    const wrongKey = await dynein(['get', '--tenant', 'alpha', ok.stdout.trim(), '--endpoint', local.endpoint, '--region', local.region], {
+      ...env,
+      AWS_SECRET_ACCESS_KEY: 'wrong',
+    });
     expectError(wrongKey, 1, /Forbidden \(HTTP 403\): The request signature we calculated does not match/);
-    expectError(await dynein(['worker', '--tenant', 'alpha', '--endpoint', local.endpoint, '--region', local.region], env), 2, /worker needs --queue-url/);
-    expectError(await dynein(['get', '--tenant', 'alpha', 'x', '--endpoint', 'http://127.0.0.1:9'], { ...env, AWS_REGION: undefined, AWS_DEFAULT_REGION: undefined }), 2, /no region/);
+    expectError(
+      await dynein(['worker', '--tenant', 'alpha', '--endpoint', local.endpoint, '--region', local.region], env),
+      2,
+      /worker needs --queue-url/,
+    );
+    expectError(
+      await dynein(['get', '--tenant', 'alpha', 'x', '--endpoint', 'http://127.0.0.1:9'], {
+        ...env,
+        AWS_REGION: undefined,
+        AWS_DEFAULT_REGION: undefined,
+      }),
+      2,
+      /no region/,
+    );
   }, 30_000);
 
   it('batch schedules a JSON Lines file with a summary, and refuses a malformed file before sending anything', async () => {
-    const lines = Array.from({ length: 150 }, (_, i) => JSON.stringify(i === 41 ? { payload: i, runAt: 'yesterday' } : { payload: { i }, delaySeconds: 3_600 + i }));
+    const lines = Array.from({ length: 150 }, (_, i) =>
+      JSON.stringify(i === 41 ? { payload: i, runAt: 'yesterday' } : { payload: { i }, delaySeconds: 3_600 + i }),
+    );
     const file = join(tmp, 'jobs.jsonl');
     writeFileSync(file, `${lines.join('\n')}\n\n`);
     const run = await dynein(['batch', '--tenant', 'alpha', file]);
@@ -170,17 +198,30 @@ describe('dynein CLI', () => {
     expect(run.stderr).toMatch(/^line 42: ValidationError: jobs\[41\]: runAt "yesterday" is not an RFC 3339 time/m);
 
     const good = join(tmp, 'good.jsonl');
-    writeFileSync(good, lines.filter((_, i) => i !== 41).slice(0, 10).join('\n'));
+    writeFileSync(
+      good,
+      lines
+        .filter((_, i) => i !== 41)
+        .slice(0, 10)
+        .join('\n'),
+    );
     const ok = await dynein(['batch', '--tenant', 'alpha', good, '--json']);
     expect(ok.code).toBe(0);
-    const replies = ok.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const replies = ok.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(replies).toHaveLength(10);
     expect(replies.every((r) => r.state === 'SCHEDULED')).toBe(true);
 
     // On a terminal, a progress bar redraws on stderr (here through main()'s Io, in process).
     const drawn: string[] = [];
     const out: string[] = [];
-    const code = await main(['batch', '--tenant', 'alpha', good, '--data-dir', stack.dataDir], { out: (l) => out.push(l), err: () => {}, progress: (l) => drawn.push(l) });
+    const code = await main(['batch', '--tenant', 'alpha', good, '--data-dir', stack.dataDir], {
+      out: (l) => out.push(l),
+      err: () => {},
+      progress: (l) => drawn.push(l),
+    });
     expect([code, out]).toEqual([0, ['scheduled 10 of 10 jobs']]);
     expect(drawn[0]).toBe(`[${'.'.repeat(30)}] 0/10 jobs`);
     expect(drawn.at(-1)).toBe(`[${'#'.repeat(30)}] 10/10 jobs`);
@@ -192,8 +233,15 @@ describe('dynein CLI', () => {
   }, 30_000);
 
   it('worker prints one JSON line per delivery, never early, and exits cleanly on SIGTERM', async () => {
-    const ids = await Promise.all(['1s', '1s', '3s'].map(async (d, i) => (await dynein(['schedule', '--tenant', 'beta', '--in', d, '--payload', String(i)])).stdout.trim()));
-    const child = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--json', '--wait-time', '1'], { env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const ids = await Promise.all(
+      ['1s', '1s', '3s'].map(async (d, i) =>
+        (await dynein(['schedule', '--tenant', 'beta', '--in', d, '--payload', String(i)])).stdout.trim(),
+      ),
+    );
+    const child = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--json', '--wait-time', '1'], {
+      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const lines: Record<string, any>[] = [];
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
@@ -213,7 +261,10 @@ describe('dynein CLI', () => {
     // It deleted what it printed.
     expect(await depth(local.tenants.beta!.queueUrl)).toBe(0);
 
-    const human = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--wait-time', '1'], { env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const human = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--wait-time', '1'], {
+      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const humanLines: string[] = [];
     createInterface({ input: human.stdout }).on('line', (l) => humanLines.push(l));
     const id = (await dynein(['schedule', '--tenant', 'beta', '--in', '1s', '--payload', '{"x":1}'])).stdout.trim();

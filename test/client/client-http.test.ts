@@ -55,7 +55,8 @@ async function stub(replies: Reply[]): Promise<{ endpoint: string; seen: Seen[] 
 }
 
 const creds = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
-const make = (endpoint: string, opts: Partial<DyneinClientOptions> = {}) => new DyneinClient({ endpoint, region: 'eu-west-1', credentials: creds, retry: { baseMs: 5, capMs: 20 }, ...opts });
+const make = (endpoint: string, opts: Partial<DyneinClientOptions> = {}) =>
+  new DyneinClient({ endpoint, region: 'eu-west-1', credentials: creds, retry: { baseMs: 5, capMs: 20 }, ...opts });
 const job = { jobId: 'j1.demo.1.2.t.x.y', tenant: 'demo', runAt: '2030-01-01T00:00:00.000Z', state: 'SCHEDULED' };
 const handlerError = (code: string, message = `${code} happened`) => ({ error: { code, message } });
 
@@ -66,10 +67,16 @@ describe('DyneinClient over HTTP', () => {
     expect(reply).toEqual(job);
     expect(seen[0]!.method).toBe('POST');
     expect(seen[0]!.url).toBe('/v1/tenants/demo/jobs');
-    expect(seen[0]!.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/);
+    expect(seen[0]!.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$/,
+    );
     expect(seen[0]!.headers['x-amz-date']).toMatch(/^\d{8}T\d{6}Z$/);
     expect(seen[0]!.headers['content-type']).toBe('application/json');
-    expect(JSON.parse(seen[0]!.body)).toMatchObject({ payload: { a: 1 }, runAt: '2030-01-01T00:00:00Z', idempotencyKey: expect.stringMatching(/^sdk-[0-9a-f-]{36}$/) });
+    expect(JSON.parse(seen[0]!.body)).toMatchObject({
+      payload: { a: 1 },
+      runAt: '2030-01-01T00:00:00Z',
+      idempotencyKey: expect.stringMatching(/^sdk-[0-9a-f-]{36}$/),
+    });
   });
 
   it.each([
@@ -93,7 +100,9 @@ describe('DyneinClient over HTTP', () => {
     [502, '<html>Bad Gateway</html>', ServerError, 'GatewayError', 'gateway'],
   ] as const)('maps %i %j to its typed error', async (status, body, Type, code, source) => {
     const { endpoint } = await stub([{ status, body, headers: { 'apigw-requestid': 'req-123' } }]);
-    const err = await make(endpoint, { retry: { maxAttempts: 1 } }).get('demo', 'j1.x').catch((e) => e);
+    const err = await make(endpoint, { retry: { maxAttempts: 1 } })
+      .get('demo', 'j1.x')
+      .catch((e) => e);
     expect(err).toBeInstanceOf(Type);
     expect(err).toBeInstanceOf(DyneinApiError);
     expect(err).toMatchObject({ status, code, source, requestId: 'req-123', attempts: 1 });
@@ -101,20 +110,32 @@ describe('DyneinClient over HTTP', () => {
   });
 
   it('retries 429, 5xx and network errors, then returns the success', async () => {
-    const { endpoint, seen } = await stub(['destroy', { status: 500, body: handlerError('InternalError') }, { status: 429, body: { message: 'Too Many Requests' } }, { status: 502, body: 'bad gateway' }, { status: 200, body: job }]);
+    const { endpoint, seen } = await stub([
+      'destroy',
+      { status: 500, body: handlerError('InternalError') },
+      { status: 429, body: { message: 'Too Many Requests' } },
+      { status: 502, body: 'bad gateway' },
+      { status: 200, body: job },
+    ]);
     expect(await make(endpoint).get('demo', job.jobId)).toEqual(job);
     expect(seen).toHaveLength(5);
     for (const s of seen) expect(s.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 /);
   });
 
   it('never retries a 4xx other than 429', async () => {
-    const { endpoint, seen } = await stub([{ status: 409, body: handlerError('AlreadyQueued') }, { status: 200, body: job }]);
+    const { endpoint, seen } = await stub([
+      { status: 409, body: handlerError('AlreadyQueued') },
+      { status: 200, body: job },
+    ]);
     await expect(make(endpoint).cancel('demo', job.jobId)).rejects.toBeInstanceOf(AlreadyQueuedError);
     expect(seen).toHaveLength(1);
   });
 
   it('honours Retry-After', async () => {
-    const { endpoint, seen } = await stub([{ status: 429, body: { message: 'Too Many Requests' }, headers: { 'retry-after': '1' } }, { status: 200, body: job }]);
+    const { endpoint, seen } = await stub([
+      { status: 429, body: { message: 'Too Many Requests' }, headers: { 'retry-after': '1' } },
+      { status: 200, body: job },
+    ]);
     await make(endpoint).get('demo', job.jobId);
     expect(seen).toHaveLength(2);
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(990);
@@ -125,7 +146,9 @@ describe('DyneinClient over HTTP', () => {
 
   it('stops after maxAttempts, with the last error and the attempts it took', async () => {
     const { endpoint, seen } = await stub([{ status: 503, body: { message: 'Service Unavailable' } }]);
-    const err = await make(endpoint, { retry: { maxAttempts: 3, baseMs: 5, capMs: 10 } }).get('demo', job.jobId).catch((e) => e);
+    const err = await make(endpoint, { retry: { maxAttempts: 3, baseMs: 5, capMs: 10 } })
+      .get('demo', job.jobId)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ServerError);
     expect(err.attempts).toBe(3);
     expect(seen).toHaveLength(3);
@@ -134,7 +157,9 @@ describe('DyneinClient over HTTP', () => {
   it('stops when the next wait would pass maxElapsedMs', async () => {
     const { endpoint, seen } = await stub([{ status: 429, body: { message: 'Too Many Requests' }, headers: { 'retry-after': '30' } }]);
     const started = Date.now();
-    const err = await make(endpoint, { retry: { maxElapsedMs: 1_000 } }).get('demo', job.jobId).catch((e) => e);
+    const err = await make(endpoint, { retry: { maxElapsedMs: 1_000 } })
+      .get('demo', job.jobId)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ThrottledError);
     expect(err.attempts).toBe(1);
     expect(seen).toHaveLength(1);
@@ -143,7 +168,11 @@ describe('DyneinClient over HTTP', () => {
 
   it('refuses a 2xx that is not JSON without retrying it', async () => {
     const { endpoint, seen } = await stub([{ status: 200, body: '<html>a login page</html>' }]);
-    await expect(make(endpoint).get('demo', job.jobId)).rejects.toMatchObject({ name: 'DyneinApiError', code: 'InvalidResponse', status: 200 });
+    await expect(make(endpoint).get('demo', job.jobId)).rejects.toMatchObject({
+      name: 'DyneinApiError',
+      code: 'InvalidResponse',
+      status: 200,
+    });
     expect(seen).toHaveLength(1);
   });
 
@@ -151,14 +180,20 @@ describe('DyneinClient over HTTP', () => {
     const { endpoint } = await stub([{ status: 200 }]);
     await new Promise<void>((r) => server!.close(() => r()));
     server = undefined;
-    const err = await make(endpoint, { retry: { maxAttempts: 2, baseMs: 5, capMs: 5 } }).get('demo', job.jobId).catch((e) => e);
+    const err = await make(endpoint, { retry: { maxAttempts: 2, baseMs: 5, capMs: 5 } })
+      .get('demo', job.jobId)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(NetworkError);
     expect(err).toMatchObject({ retryable: true, attempts: 2 });
     expect(err.message).toMatch(/ECONNREFUSED/);
   });
 
   it('turns a delay into an absolute runAt and keeps the body identical across retries', async () => {
-    const { endpoint, seen } = await stub([{ status: 503, body: { message: 'Service Unavailable' } }, 'destroy', { status: 201, body: job }]);
+    const { endpoint, seen } = await stub([
+      { status: 503, body: { message: 'Service Unavailable' } },
+      'destroy',
+      { status: 201, body: job },
+    ]);
     const now = Date.parse('2030-05-01T10:00:00.000Z');
     await make(endpoint, { now: () => now }).schedule('demo', { payload: 1, delaySeconds: 90.5 });
     expect(seen).toHaveLength(3);
@@ -168,13 +203,25 @@ describe('DyneinClient over HTTP', () => {
     expect(body).not.toHaveProperty('delaySeconds');
   });
 
-  it('keeps the caller\'s idempotency key and refuses an impossible job before sending it', async () => {
+  it("keeps the caller's idempotency key and refuses an impossible job before sending it", async () => {
     const { endpoint, seen } = await stub([{ status: 201, body: job }]);
     const client = make(endpoint);
-    await client.schedule('demo', { payload: 1, runAt: new Date('2030-01-01T00:00:00Z'), idempotencyKey: 'invoice-42', cancellable: false });
-    expect(JSON.parse(seen[0]!.body)).toEqual({ payload: 1, runAt: '2030-01-01T00:00:00.000Z', idempotencyKey: 'invoice-42', cancellable: false });
+    await client.schedule('demo', {
+      payload: 1,
+      runAt: new Date('2030-01-01T00:00:00Z'),
+      idempotencyKey: 'invoice-42',
+      cancellable: false,
+    });
+    expect(JSON.parse(seen[0]!.body)).toEqual({
+      payload: 1,
+      runAt: '2030-01-01T00:00:00.000Z',
+      idempotencyKey: 'invoice-42',
+      cancellable: false,
+    });
     await expect(client.schedule('demo', { payload: 1 })).rejects.toMatchObject({ name: 'ValidationError', source: 'client', status: 400 });
-    await expect(client.schedule('demo', { payload: 1, runAt: '2030-01-01T00:00:00Z', delaySeconds: 5 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(client.schedule('demo', { payload: 1, runAt: '2030-01-01T00:00:00Z', delaySeconds: 5 })).rejects.toBeInstanceOf(
+      ValidationError,
+    );
     await expect(client.schedule('demo', { payload: 1, delaySeconds: -1 })).rejects.toBeInstanceOf(ValidationError);
     expect(seen).toHaveLength(1);
   });
@@ -186,7 +233,11 @@ describe('DyneinClient over HTTP', () => {
       { status: 200, body: { results: [ok(1)] } },
     ]);
     const progress: number[] = [];
-    const results = await make(endpoint).scheduleBatch('demo', [{ delaySeconds: 1 }, { delaySeconds: 2 }, { runAt: 'bad' }, { payload: 'neither' }], { onProgress: (d) => progress.push(d) });
+    const results = await make(endpoint).scheduleBatch(
+      'demo',
+      [{ delaySeconds: 1 }, { delaySeconds: 2 }, { runAt: 'bad' }, { payload: 'neither' }],
+      { onProgress: (d) => progress.push(d) },
+    );
     expect(results.map((r) => (r.ok ? r.job.jobId : r.error.code))).toEqual(['id-0', 'id-1', 'ValidationError', 'ValidationError']);
     expect(results[3]!.ok ? '' : results[3]!.error.message).toMatch(/^jobs\[3\]: give exactly one of runAt/);
     const first = JSON.parse(seen[0]!.body).jobs;

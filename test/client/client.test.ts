@@ -57,16 +57,29 @@ describe('DyneinClient against the local stack', () => {
 
     await expect(alpha.get('alpha', 'not-a-job-id')).rejects.toBeInstanceOf(InvalidJobIdError);
     await expect(beta.get('beta', soon.jobId)).rejects.toBeInstanceOf(JobNotFoundError);
-    await expect(alpha.schedule('alpha', { payload: 1, runAt: 'tomorrow' })).rejects.toMatchObject({ name: 'ValidationError', status: 400, source: 'api' });
-    await expect(alpha.schedule('alpha', { payload: 'x'.repeat(241 * 1024), delaySeconds: 60 })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await expect(alpha.schedule('alpha', { payload: 1, runAt: 'tomorrow' })).rejects.toMatchObject({
+      name: 'ValidationError',
+      status: 400,
+      source: 'api',
+    });
+    await expect(alpha.schedule('alpha', { payload: 'x'.repeat(241 * 1024), delaySeconds: 60 })).rejects.toBeInstanceOf(
+      PayloadTooLargeError,
+    );
 
-    const wrongSecret = new DyneinClient({ endpoint: local.endpoint, region: local.region, credentials: { accessKeyId: local.tenants.alpha!.accessKeyId, secretAccessKey: 'wrong' } });
+    const wrongSecret = new DyneinClient({
+      endpoint: local.endpoint,
+      region: local.region,
+      credentials: { accessKeyId: local.tenants.alpha!.accessKeyId, secretAccessKey: 'wrong' },
+    });
     const forbidden = await wrongSecret.get('alpha', soon.jobId).catch((e) => e);
     expect(forbidden).toBeInstanceOf(ForbiddenError);
     expect(forbidden).toMatchObject({ status: 403, source: 'gateway', attempts: 1 });
     expect(forbidden.message).toMatch(/signature we calculated does not match/);
     // Another tenant's path: the gateway's IAM rule, before any handler runs.
-    await expect(alpha.schedule('beta', { payload: 1, delaySeconds: 60 })).rejects.toMatchObject({ name: 'ForbiddenError', message: 'Forbidden' });
+    await expect(alpha.schedule('beta', { payload: 1, delaySeconds: 60 })).rejects.toMatchObject({
+      name: 'ForbiddenError',
+      message: 'Forbidden',
+    });
     await expect(alpha.schedule('alpha', { payload: 1 })).rejects.toBeInstanceOf(ValidationError);
   });
 
@@ -84,7 +97,9 @@ describe('DyneinClient against the local stack', () => {
   });
 
   it('schedules a batch of 250 jobs in requests of 100 and reports each job in order', async () => {
-    const jobs = Array.from({ length: 250 }, (_, i) => (i === 137 ? { payload: i, runAt: 'not a time' } : { payload: i, delaySeconds: 600 + i }));
+    const jobs = Array.from({ length: 250 }, (_, i) =>
+      i === 137 ? { payload: i, runAt: 'not a time' } : { payload: i, delaySeconds: 600 + i },
+    );
     const progress: number[] = [];
     const results = await alpha.scheduleBatch('alpha', jobs, { onProgress: (done) => progress.push(done), concurrency: 2 });
     expect(results).toHaveLength(250);
@@ -105,22 +120,34 @@ describe('DyneinClient against the local stack', () => {
       let body = '';
       for await (const c of req) body += c;
       if (req.url?.endsWith('/jobs')) bodies.push(body);
-      const forwarded = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, async (up) => {
-        let text = '';
-        for await (const c of up) text += c;
-        if (req.url?.endsWith('/jobs') && bodies.length === 1) {
-          hidden = JSON.parse(text);
-          res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"Service Unavailable"}');
-          return;
-        }
-        res.writeHead(up.statusCode!, up.headers).end(text);
-      });
+      const forwarded = request(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+        async (up) => {
+          let text = '';
+          for await (const c of up) text += c;
+          if (req.url?.endsWith('/jobs') && bodies.length === 1) {
+            hidden = JSON.parse(text);
+            res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"Service Unavailable"}');
+            return;
+          }
+          res.writeHead(up.statusCode!, up.headers).end(text);
+        },
+      );
       forwarded.end(body);
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
-    const viaProxy = new DyneinClient({ endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, region: local.region, credentials: local.tenants.alpha!, retry: { baseMs: 10, capMs: 50 } });
+    const viaProxy = new DyneinClient({
+      endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+      region: local.region,
+      credentials: local.tenants.alpha!,
+      retry: { baseMs: 10, capMs: 50 },
+    });
 
-    const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const sqs = new SQSClient({
+      endpoint: local.sqsEndpoint,
+      region: local.region,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
     const consumer = consume(sqs, local.tenants.alpha!.queueUrl);
     try {
       // Due after the lookahead: through the inbound queue and the table, where the id dedupes.

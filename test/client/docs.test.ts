@@ -6,7 +6,11 @@ import { describe, expect, it } from 'vitest';
  * type check covers (and CI compiles as a consumer of the packed tarball): each block must appear
  * in one of them, line for line (indentation aside).
  */
-const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
 
 const exampleFiles = readdirSync('examples').filter((f) => f.endsWith('.ts'));
 const examples = exampleFiles.map((f) => lines(readFileSync(`examples/${f}`, 'utf8')));

@@ -26,7 +26,13 @@ afterAll(async () => em?.stop());
 describe('dyneinLambdaHandler', () => {
   it('reports only the failed records, backs them off, and sends unrecoverable ones to the DLQ', async () => {
     const q = await em.createQueue('l-batch', { dlq: true, maxReceiveCount: 5 });
-    await sendDeliveries(em.sqs, q.url, [{ jobId: 'ok-1' }, { jobId: 'ok-2' }, { jobId: 'flaky' }, { jobId: 'doomed' }, { jobId: 'ok-3', runAtMs: Date.now() - 2_000 }]);
+    await sendDeliveries(em.sqs, q.url, [
+      { jobId: 'ok-1' },
+      { jobId: 'ok-2' },
+      { jobId: 'flaky' },
+      { jobId: 'doomed' },
+      { jobId: 'ok-3', runAtMs: Date.now() - 2_000 },
+    ]);
     const sqs = em.newClients().sqs;
     const calls = recordCalls(sqs);
     const seen: { jobId: string; ctx: JobContext }[] = [];
@@ -61,7 +67,9 @@ describe('dyneinLambdaHandler', () => {
     // floor(0.5 * 1000) ms, rounded up to 1 s.
     expect(calls.filter((c) => c.command === 'ChangeMessageVisibility').map((c) => c.input.VisibilityTimeout)).toEqual([1]);
     const dlq = await receiveAll(em.sqs, q.dlqUrl!);
-    expect(dlq.map((m) => [JSON.parse(m.Body!).jobId, m.MessageAttributes?.dyneinError?.StringValue])).toEqual([['doomed', 'no such customer']]);
+    expect(dlq.map((m) => [JSON.parse(m.Body!).jobId, m.MessageAttributes?.dyneinError?.StringValue])).toEqual([
+      ['doomed', 'no such customer'],
+    ]);
   }, 20_000);
 
   it('without an SQS client, reports malformed and failed records as batch item failures', async () => {
@@ -70,7 +78,16 @@ describe('dyneinLambdaHandler', () => {
     await sendDeliveries(em.sqs, q.url, [{ jobId: 'fine' }, { jobId: 'broken' }]);
     const msgs = await receiveAll(em.sqs, q.url);
     const event: SQSEvent = {
-      Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: m.Attributes ?? {}, messageAttributes: {} }) as unknown as SQSRecord),
+      Records: msgs.map(
+        (m) =>
+          ({
+            messageId: m.MessageId!,
+            receiptHandle: m.ReceiptHandle!,
+            body: m.Body!,
+            attributes: m.Attributes ?? {},
+            messageAttributes: {},
+          }) as unknown as SQSRecord,
+      ),
     };
     const handled: string[] = [];
     const errors: string[] = [];
@@ -87,7 +104,7 @@ describe('dyneinLambdaHandler', () => {
     expect(errors.sort()).toEqual(['MalformedMessageError', 'UnrecoverableError']);
   });
 
-  it('aborts the handlers\' signal before the function times out', async () => {
+  it("aborts the handlers' signal before the function times out", async () => {
     const q = await em.createQueue('l-timeout');
     await sendDeliveries(em.sqs, q.url, [{ jobId: 'slow' }]);
     const [m] = await receiveAll(em.sqs, q.url);
@@ -101,18 +118,44 @@ describe('dyneinLambdaHandler', () => {
           }),
         ),
       { timeoutMarginMs: 900 },
-    )({ Records: [{ messageId: m!.MessageId!, receiptHandle: m!.ReceiptHandle!, body: m!.Body!, attributes: {}, messageAttributes: {} } as unknown as SQSRecord] }, { getRemainingTimeInMillis: () => 1_000 });
+    )(
+      {
+        Records: [
+          {
+            messageId: m!.MessageId!,
+            receiptHandle: m!.ReceiptHandle!,
+            body: m!.Body!,
+            attributes: {},
+            messageAttributes: {},
+          } as unknown as SQSRecord,
+        ],
+      },
+      { getRemainingTimeInMillis: () => 1_000 },
+    );
     expect(reason).toMatch(/about to time out/);
     expect(res.batchItemFailures).toEqual([{ itemIdentifier: m!.MessageId! }]);
   });
 
-  it('hands the batch to Powertools\' batch processing (SQS processor, partial responses) and bounds the records run at once', async () => {
+  it("hands the batch to Powertools' batch processing (SQS processor, partial responses) and bounds the records run at once", async () => {
     const q = await em.createQueue('l-powertools');
-    await sendDeliveries(em.sqs, q.url, Array.from({ length: 7 }, (_, i) => ({ jobId: `p-${i}` })));
+    await sendDeliveries(
+      em.sqs,
+      q.url,
+      Array.from({ length: 7 }, (_, i) => ({ jobId: `p-${i}` })),
+    );
     const msgs = await receiveAll(em.sqs, q.url);
     expect(msgs).toHaveLength(7);
     const event: SQSEvent = {
-      Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: m.Attributes ?? {}, messageAttributes: {} }) as unknown as SQSRecord),
+      Records: msgs.map(
+        (m) =>
+          ({
+            messageId: m.MessageId!,
+            receiptHandle: m.ReceiptHandle!,
+            body: m.Body!,
+            attributes: m.Attributes ?? {},
+            messageAttributes: {},
+          }) as unknown as SQSRecord,
+      ),
     };
     const spy = vi.mocked(processPartialResponse);
     spy.mockClear();
@@ -140,7 +183,18 @@ describe('dyneinLambdaHandler', () => {
     const q = await em.createQueue('l-all-fail');
     await sendDeliveries(em.sqs, q.url, [{ jobId: 'f-1' }, { jobId: 'f-2' }]);
     const msgs = await receiveAll(em.sqs, q.url);
-    const event: SQSEvent = { Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: {}, messageAttributes: {} }) as unknown as SQSRecord) };
+    const event: SQSEvent = {
+      Records: msgs.map(
+        (m) =>
+          ({
+            messageId: m.MessageId!,
+            receiptHandle: m.ReceiptHandle!,
+            body: m.Body!,
+            attributes: {},
+            messageAttributes: {},
+          }) as unknown as SQSRecord,
+      ),
+    };
     const res = await dyneinLambdaHandler(() => {
       throw new Error('down');
     })(event);

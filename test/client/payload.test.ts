@@ -41,7 +41,8 @@ afterAll(async () => {
   await em?.stop();
 });
 
-const client = (url = endpoint) => new DyneinClient({ endpoint: url, region: 'us-east-1', credentials: keys, retry: { baseMs: 5, capMs: 20 } });
+const client = (url = endpoint) =>
+  new DyneinClient({ endpoint: url, region: 'us-east-1', credentials: keys, retry: { baseMs: 5, capMs: 20 } });
 
 /** Raw bodies from the tenant queue until `n` arrived, then `settleMs` more for stray copies. */
 async function receiveRaw(n: number, timeoutMs: number, settleMs = 0): Promise<string[]> {
@@ -53,7 +54,10 @@ async function receiveRaw(n: number, timeoutMs: number, settleMs = 0): Promise<s
     const res = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
     const msgs = res.Messages ?? [];
     bodies.push(...msgs.map((m) => m.Body ?? ''));
-    if (msgs.length > 0) await em.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    if (msgs.length > 0)
+      await em.sqs.send(
+        new DeleteMessageBatchCommand({ QueueUrl: url, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }),
+      );
     if (bodies.length >= n && settleUntil === Number.POSITIVE_INFINITY) settleUntil = Date.now() + settleMs;
   }
   return bodies;
@@ -74,7 +78,10 @@ describe('payloads through the SDK', () => {
     const ingest = sys.startIngest();
     const dispatch = runAllGroups(sys.w.dispatch);
     const texts = ['1.0', '[ 1 , 2 ]', '"😀 \\uFFFF"', '{"b":1,"a":2}'];
-    const results = await client().scheduleBatch('demo', texts.map((t) => ({ payloadJson: t, delaySeconds: 2 })));
+    const results = await client().scheduleBatch(
+      'demo',
+      texts.map((t) => ({ payloadJson: t, delaySeconds: 2 })),
+    );
     const bodies = await receiveRaw(texts.length, 15_000);
     await dispatch.stop();
     await ingest.stop();
@@ -110,23 +117,29 @@ describe('payloads through the SDK', () => {
     const proxy: Server = createServer(async (req, res) => {
       let body = '';
       for await (const c of req) body += c;
-      const forwarded = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, async (up) => {
-        let text = '';
-        for await (const c of up) text += c;
-        if (first) {
-          first = false;
-          hidden = JSON.parse(text);
-          res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"Service Unavailable"}');
-          return;
-        }
-        res.writeHead(up.statusCode!, up.headers).end(text);
-      });
+      const forwarded = request(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+        async (up) => {
+          let text = '';
+          for await (const c of up) text += c;
+          if (first) {
+            first = false;
+            hidden = JSON.parse(text);
+            res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"Service Unavailable"}');
+            return;
+          }
+          res.writeHead(up.statusCode!, up.headers).end(text);
+        },
+      );
       forwarded.end(body);
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
     try {
       // Due at once: straight to the tenant queue, where nothing could dedupe a second send.
-      const job = await client(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`).schedule('demo', { payload: { once: true }, delaySeconds: 0.5 });
+      const job = await client(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`).schedule('demo', {
+        payload: { once: true },
+        delaySeconds: 0.5,
+      });
       expect(hidden?.jobId).toBe(job.jobId);
       expect(job.state).toBe('QUEUED');
       const bodies = await receiveRaw(1, 10_000, 2_000);

@@ -32,7 +32,11 @@ export function deliveryBody(jobId: string, payload: unknown = null, runAtMs = D
   return { body: JSON.stringify({ jobId, tenant: 'demo', runAt, payload }), runAt };
 }
 
-export async function sendDeliveries(sqs: SQSClient, queueUrl: string, jobs: readonly { jobId: string; payload?: unknown; runAtMs?: number }[]): Promise<void> {
+export async function sendDeliveries(
+  sqs: SQSClient,
+  queueUrl: string,
+  jobs: readonly { jobId: string; payload?: unknown; runAtMs?: number }[],
+): Promise<void> {
   for (let i = 0; i < jobs.length; i += 10) {
     const entries = jobs.slice(i, i + 10).map((j, k) => {
       const { body, runAt } = deliveryBody(j.jobId, j.payload ?? null, j.runAtMs);
@@ -49,16 +53,31 @@ export async function sendRaw(sqs: SQSClient, queueUrl: string, body: string): P
 
 /** Receipt handles the recorded ReceiveMessage calls returned (fauxqs accepts any handle on delete: check them here). */
 export function receivedHandles(calls: readonly SentCall[]): Set<string> {
-  return new Set(calls.filter((c) => c.command === 'ReceiveMessage').flatMap((c) => (c.output?.Messages ?? []).map((m: { ReceiptHandle: string }) => m.ReceiptHandle)));
+  return new Set(
+    calls
+      .filter((c) => c.command === 'ReceiveMessage')
+      .flatMap((c) => (c.output?.Messages ?? []).map((m: { ReceiptHandle: string }) => m.ReceiptHandle)),
+  );
 }
 
 /** Receives (and leaves in flight for `visibility` s) every message currently visible in a queue. */
-export async function receiveAll(sqs: SQSClient, queueUrl: string, opts: { waitMs?: number; visibility?: number } = {}): Promise<Message[]> {
+export async function receiveAll(
+  sqs: SQSClient,
+  queueUrl: string,
+  opts: { waitMs?: number; visibility?: number } = {},
+): Promise<Message[]> {
   const out: Message[] = [];
   const until = Date.now() + (opts.waitMs ?? 1_500);
   while (Date.now() < until) {
     const res = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: opts.visibility ?? 60, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: opts.visibility ?? 60,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['All'],
+      }),
     );
     out.push(...(res.Messages ?? []));
   }

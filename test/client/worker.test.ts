@@ -28,13 +28,25 @@ describe('Worker', () => {
     const seen: { job: DeliveredJob; ctx: JobContext; aborted: boolean }[] = [];
     const sqs = em.newClients().sqs;
     const calls = recordCalls(sqs);
-    const worker = new Worker({ queueUrl: q.url, sqs, handleSignals: false, waitTimeSeconds: 1, handler: (job, ctx) => void seen.push({ job, ctx, aborted: ctx.signal.aborted }) });
+    const worker = new Worker({
+      queueUrl: q.url,
+      sqs,
+      handleSignals: false,
+      waitTimeSeconds: 1,
+      handler: (job, ctx) => void seen.push({ job, ctx, aborted: ctx.signal.aborted }),
+    });
     const running = worker.run();
     await waitUntil(() => seen.length === 1, 5_000, 'the delivery');
     await waitForEmptyQueue(em.sqs, q.url, 5_000);
     await worker.stop();
     await running;
-    expect(seen[0]!.job).toEqual({ jobId: 'j-1', tenant: 'demo', runAt: new Date(runAtMs).toISOString(), payload: { hello: 'world' }, payloadText: '{"hello":"world"}' });
+    expect(seen[0]!.job).toEqual({
+      jobId: 'j-1',
+      tenant: 'demo',
+      runAt: new Date(runAtMs).toISOString(),
+      payload: { hello: 'world' },
+      payloadText: '{"hello":"world"}',
+    });
     expect(seen[0]!.ctx.receiveCount).toBe(1);
     expect(seen[0]!.ctx.latenessMs).toBeGreaterThanOrEqual(1_500);
     expect(seen[0]!.ctx.latenessMs).toBe(seen[0]!.ctx.receivedAt - runAtMs);
@@ -63,7 +75,14 @@ describe('Worker', () => {
     const q = await em.createQueue('w-stop-poll');
     const events: WorkerEvent[] = [];
     let handled = 0;
-    const worker = new Worker({ queueUrl: q.url, sqs: em.newClients().sqs, handleSignals: false, waitTimeSeconds: 5, onEvent: (e) => void events.push(e), handler: () => void handled++ });
+    const worker = new Worker({
+      queueUrl: q.url,
+      sqs: em.newClients().sqs,
+      handleSignals: false,
+      waitTimeSeconds: 5,
+      onEvent: (e) => void events.push(e),
+      handler: () => void handled++,
+    });
     const running = worker.run();
     await new Promise((r) => setTimeout(r, 300)); // the long poll is under way
     const stopped = worker.stop();
@@ -103,7 +122,7 @@ describe('Worker', () => {
     const expected = draws.map((r, i) => Math.max(1, Math.ceil(Math.floor(r * Math.min(60_000, 1_000 * 2 ** i)) / 1000)));
     expect(expected).toEqual([1, 2, 3, 1]);
     const dlq = await (async () => {
-      for (const until = Date.now() + 20_000; Date.now() < until; ) {
+      for (const until = Date.now() + 20_000; Date.now() < until;) {
         const got = await receiveAll(em.sqs, q.dlqUrl!, { waitMs: 500 });
         if (got.length > 0) return got;
       }
@@ -199,7 +218,7 @@ describe('Worker', () => {
     });
     const running = worker.run();
     const dlq = await (async () => {
-      for (const until = Date.now() + 8_000; Date.now() < until; ) {
+      for (const until = Date.now() + 8_000; Date.now() < until;) {
         const got = await receiveAll(em.sqs, q.dlqUrl!, { waitMs: 300 });
         if (got.length > 0) return got;
       }
@@ -236,7 +255,11 @@ describe('Worker', () => {
     await waitForEmptyQueue(em.sqs, q.url, 5_000);
     await worker.stop();
     await running;
-    expect(done.filter((id) => id.startsWith('good')).sort()).toEqual(ids(6, 'good').map((j) => j.jobId).sort());
+    expect(done.filter((id) => id.startsWith('good')).sort()).toEqual(
+      ids(6, 'good')
+        .map((j) => j.jobId)
+        .sort(),
+    );
     expect(done.filter((id) => id === 'flaky')).toHaveLength(1);
     for (const j of ids(6, 'good')) expect(firstReceive.get(j.jobId)).toBe(1);
     const dlq = await receiveAll(em.sqs, q.dlqUrl!);
@@ -294,7 +317,15 @@ describe('Worker', () => {
     // A second worker takes over: it must see every job the first one did not complete.
     const firstRun = new Set(of('completed'));
     const secondRun: string[] = [];
-    const worker = new Worker({ queueUrl: q.url, sqs: em.newClients().sqs, handleSignals: false, waitTimeSeconds: 1, visibilityTimeoutSeconds: 5, concurrency: 10, handler: (job) => void secondRun.push(job.jobId) });
+    const worker = new Worker({
+      queueUrl: q.url,
+      sqs: em.newClients().sqs,
+      handleSignals: false,
+      waitTimeSeconds: 1,
+      visibilityTimeoutSeconds: 5,
+      concurrency: 10,
+      handler: (job) => void secondRun.push(job.jobId),
+    });
     const running = worker.run();
     await waitUntil(() => firstRun.size + secondRun.length >= jobs.length, 15_000, 'the remaining jobs');
     await waitForEmptyQueue(em.sqs, q.url, 5_000);
@@ -302,7 +333,9 @@ describe('Worker', () => {
     await running;
     expect([...firstRun, ...secondRun].sort()).toEqual(jobs.map((j) => j.jobId).sort());
     expect(secondRun.filter((id) => firstRun.has(id))).toEqual([]); // completed jobs were deleted before the exit
-    const attributes = (await em.sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.dlqUrl!, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes;
+    const attributes = (
+      await em.sqs.send(new GetQueueAttributesCommand({ QueueUrl: q.dlqUrl!, AttributeNames: ['ApproximateNumberOfMessages'] }))
+    ).Attributes;
     expect(attributes?.ApproximateNumberOfMessages).toBe('0');
   }, 45_000);
 
@@ -319,7 +352,11 @@ describe('Worker', () => {
     createInterface({ input: child.stdout! }).on('line', (l) => lines.push(JSON.parse(l)));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const of = (event: string) => lines.filter((l) => l.event === event);
-    await waitUntil(() => of('completed').length === 3 && of('start').length === 6, 20_000, 'the quick jobs done and the long ones running');
+    await waitUntil(
+      () => of('completed').length === 3 && of('start').length === 6,
+      20_000,
+      'the quick jobs done and the long ones running',
+    );
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
 
@@ -327,7 +364,11 @@ describe('Worker', () => {
     const [stopped] = of('stopped');
     // The long poll under way (20 s) and the long handlers (60 s) do not hold the stop.
     expect(stopped!.at - sigterm!.at).toBeLessThan(2_000);
-    expect(of('completed').map((l) => l.jobId).sort()).toEqual(quick.map((j) => j.jobId));
+    expect(
+      of('completed')
+        .map((l) => l.jobId)
+        .sort(),
+    ).toEqual(quick.map((j) => j.jobId));
     // The three long jobs, each handed back (one may be released twice: picked up again by the
     // worker's own receive under way, and handed straight back).
     expect(new Set(of('released').map((l) => l.jobId)).size).toBe(3);

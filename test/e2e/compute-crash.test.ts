@@ -15,15 +15,28 @@ describe('compute killed mid-dispatch', () => {
   it('loses nothing when compute is SIGKILLed twice during a burst', async () => {
     stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
     const local = await stack.waitForLocalJson();
-    const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const sqs = new SQSClient({
+      endpoint: local.sqsEndpoint,
+      region: local.region,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
     const consumer = consume(sqs, local.tenants.alpha!.queueUrl);
 
     // A burst of 300 jobs due over 4 s, starting 3 s from now, through the table.
     const start = Date.now();
-    const jobs = Array.from({ length: 300 }, (_, i) => ({ payload: { i }, runAt: new Date(start + 3_000 + Math.floor((i / 300) * 4_000)).toISOString() }));
+    const jobs = Array.from({ length: 300 }, (_, i) => ({
+      payload: { i },
+      runAt: new Date(start + 3_000 + Math.floor((i / 300) * 4_000)).toISOString(),
+    }));
     const ids: string[] = [];
     for (let i = 0; i < jobs.length; i += 100) {
-      const res = await signedFetch(local.endpoint, local.tenants.alpha!, 'POST', '/v1/tenants/alpha/jobs/batch', JSON.stringify({ jobs: jobs.slice(i, i + 100) }));
+      const res = await signedFetch(
+        local.endpoint,
+        local.tenants.alpha!,
+        'POST',
+        '/v1/tenants/alpha/jobs/batch',
+        JSON.stringify({ jobs: jobs.slice(i, i + 100) }),
+      );
       expect(res.status).toBe(200);
       for (const r of res.json.results) {
         expect(r.state).toBe('SCHEDULED');
@@ -40,7 +53,10 @@ describe('compute killed mid-dispatch', () => {
       pids.push(next.pids.compute);
     }
     expect(new Set(pids).size).toBe(3);
-    await vi.waitFor(() => expect(stack!.output()).toMatch(/compute died \(SIGKILL\); starting a new one/), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(() => expect(stack!.output()).toMatch(/compute died \(SIGKILL\); starting a new one/), {
+      timeout: 5_000,
+      interval: 50,
+    });
 
     await consumer.waitFor((d) => ids.every((id) => d.some((x) => x.jobId === id)), 60_000);
     await new Promise((r) => setTimeout(r, 1_000));

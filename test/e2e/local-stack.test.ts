@@ -56,7 +56,13 @@ describe('npm start', () => {
           const tenant = tenants[(i + k) % 2]!;
           // Due 10 to 22 s after its request: past the 5 s lookahead (through the table) and cancellable for a while.
           const runAt = new Date(Date.now() + 10_000 + Math.floor(Math.random() * 12_000)).toISOString();
-          const res = await signedFetch(local.endpoint, local.tenants[tenant]!, 'POST', `/v1/tenants/${tenant}/jobs`, JSON.stringify({ payload: { n: i + k }, runAt }));
+          const res = await signedFetch(
+            local.endpoint,
+            local.tenants[tenant]!,
+            'POST',
+            `/v1/tenants/${tenant}/jobs`,
+            JSON.stringify({ payload: { n: i + k }, runAt }),
+          );
           expect(res.status).toBe(201);
           expect(res.json).toMatchObject({ tenant, runAt, state: 'SCHEDULED' });
           expect(res.headers.get('apigw-requestid')).toBeTruthy();
@@ -74,7 +80,12 @@ describe('npm start', () => {
         cancelled.add(j.jobId);
       }),
     );
-    const status = await signedFetch(local.endpoint, local.tenants[toCancel[0]!.tenant]!, 'GET', `/v1/tenants/${toCancel[0]!.tenant}/jobs/${toCancel[0]!.jobId}`);
+    const status = await signedFetch(
+      local.endpoint,
+      local.tenants[toCancel[0]!.tenant]!,
+      'GET',
+      `/v1/tenants/${toCancel[0]!.tenant}/jobs/${toCancel[0]!.jobId}`,
+    );
     expect(status.json.state).toBe('CANCELLED');
 
     const expected = jobs.filter((j) => !cancelled.has(j.jobId));
@@ -101,22 +112,42 @@ describe('npm start', () => {
     const alpha = local.tenants.alpha!;
     const beta = local.tenants.beta!;
     const body = JSON.stringify({ payload: 1, delaySeconds: 60 });
-    const unsigned = await fetch(`${local.endpoint}/v1/tenants/alpha/jobs`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    const unsigned = await fetch(`${local.endpoint}/v1/tenants/alpha/jobs`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(unsigned.status).toBe(403);
     expect(await unsigned.json()).toEqual({ message: 'Forbidden' });
 
-    const unknownKey = await signedFetch(local.endpoint, { accessKeyId: 'AKIA0000000000000000', secretAccessKey: 'nope' }, 'POST', '/v1/tenants/alpha/jobs', body);
+    const unknownKey = await signedFetch(
+      local.endpoint,
+      { accessKeyId: 'AKIA0000000000000000', secretAccessKey: 'nope' },
+      'POST',
+      '/v1/tenants/alpha/jobs',
+      body,
+    );
     expect([unknownKey.status, unknownKey.json.message]).toEqual([403, 'The security token included in the request is invalid.']);
 
-    const wrongSecret = await signedFetch(local.endpoint, { accessKeyId: alpha.accessKeyId, secretAccessKey: beta.secretAccessKey }, 'POST', '/v1/tenants/alpha/jobs', body);
+    const wrongSecret = await signedFetch(
+      local.endpoint,
+      { accessKeyId: alpha.accessKeyId, secretAccessKey: beta.secretAccessKey },
+      'POST',
+      '/v1/tenants/alpha/jobs',
+      body,
+    );
     expect(wrongSecret.status).toBe(403);
     expect(wrongSecret.json.message).toMatch(/signature we calculated does not match/);
 
-    const tampered = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, { tamper: (_h, b) => b!.replace('60', '61') });
+    const tampered = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, {
+      tamper: (_h, b) => b!.replace('60', '61'),
+    });
     expect(tampered.status).toBe(403);
     expect(tampered.json.message).toMatch(/signature we calculated does not match/);
 
-    const stale = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, { date: new Date(Date.now() - 6 * 60_000) });
+    const stale = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, {
+      date: new Date(Date.now() - 6 * 60_000),
+    });
     expect(stale.status).toBe(403);
     expect(stale.json.message).toMatch(/Signature expired/);
 
@@ -131,7 +162,9 @@ describe('npm start', () => {
     const othersCancel = await signedFetch(local.endpoint, beta, 'DELETE', `/v1/tenants/beta/jobs/${mine.json.jobId}`);
     expect(othersCancel.status).toBe(404);
     // UNKNOWN until ingest has stored it (a second or two after submit), then SCHEDULED.
-    expect((await signedFetch(local.endpoint, alpha, 'GET', `/v1/tenants/alpha/jobs/${mine.json.jobId}`)).json.state).toMatch(/^(SCHEDULED|UNKNOWN)$/);
+    expect((await signedFetch(local.endpoint, alpha, 'GET', `/v1/tenants/alpha/jobs/${mine.json.jobId}`)).json.state).toMatch(
+      /^(SCHEDULED|UNKNOWN)$/,
+    );
 
     const noRoute = await signedFetch(local.endpoint, alpha, 'PUT', '/v1/tenants/alpha/jobs', body);
     expect([noRoute.status, noRoute.json]).toEqual([404, { message: 'Not Found' }]);
@@ -143,8 +176,13 @@ describe('npm start', () => {
     const body = JSON.stringify({ payload: 1, delaySeconds: 60 });
 
     const otherRegion = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, { region: 'us-west-2' });
-    expect([otherRegion.status, otherRegion.json]).toEqual([403, { message: "Credential should be scoped to a valid region, not 'us-west-2'. " }]);
-    const madeUpToken = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, { sessionToken: 'IQoJb3JpZ2luX2VjEMadeUpToken' });
+    expect([otherRegion.status, otherRegion.json]).toEqual([
+      403,
+      { message: "Credential should be scoped to a valid region, not 'us-west-2'. " },
+    ]);
+    const madeUpToken = await signedFetch(local.endpoint, alpha, 'POST', '/v1/tenants/alpha/jobs', body, {
+      sessionToken: 'IQoJb3JpZ2luX2VjEMadeUpToken',
+    });
     expect([madeUpToken.status, madeUpToken.json]).toEqual([403, { message: 'The security token included in the request is invalid.' }]);
 
     // Encoded and literal paths verify: the status handler answers (the id is not a job id),
@@ -157,24 +195,75 @@ describe('npm start', () => {
     ];
     for (const wirePath of paths) {
       const sdk = await rawRequest(local.endpoint, 'GET', wirePath, await sdkHeaders(alpha, 'GET', host, wirePath));
-      const spec = await rawRequest(local.endpoint, 'GET', wirePath, specSign({ method: 'GET', host, wirePath, ...alpha, region: local.region }));
+      const spec = await rawRequest(
+        local.endpoint,
+        'GET',
+        wirePath,
+        specSign({ method: 'GET', host, wirePath, ...alpha, region: local.region }),
+      );
       for (const r of [sdk, spec]) {
         expect([wirePath, r.status]).toEqual([wirePath, 400]);
         expect(JSON.parse(r.body).error.code).toBeTruthy();
       }
     }
-    const changed = await rawRequest(local.endpoint, 'GET', '/v1/tenants/alpha/jobs/a%20B', specSign({ method: 'GET', host, wirePath: '/v1/tenants/alpha/jobs/a%20b', ...alpha, region: local.region }));
-    expect([changed.status, JSON.parse(changed.body).message]).toEqual([403, expect.stringMatching(/signature we calculated does not match/)]);
+    const changed = await rawRequest(
+      local.endpoint,
+      'GET',
+      '/v1/tenants/alpha/jobs/a%20B',
+      specSign({ method: 'GET', host, wirePath: '/v1/tenants/alpha/jobs/a%20b', ...alpha, region: local.region }),
+    );
+    expect([changed.status, JSON.parse(changed.body).message]).toEqual([
+      403,
+      expect.stringMatching(/signature we calculated does not match/),
+    ]);
 
     // curl's own SigV4 signer, an independent client (plain paths: curl before 8.x signs paths verbatim).
     const url = `${local.endpoint}/v1/tenants/alpha/jobs`;
-    const byCurl = await curl(['--aws-sigv4', `aws:amz:${local.region}:execute-api`, '--user', `${alpha.accessKeyId}:${alpha.secretAccessKey}`, '-H', 'content-type: application/json', '-d', body, url]);
+    const byCurl = await curl([
+      '--aws-sigv4',
+      `aws:amz:${local.region}:execute-api`,
+      '--user',
+      `${alpha.accessKeyId}:${alpha.secretAccessKey}`,
+      '-H',
+      'content-type: application/json',
+      '-d',
+      body,
+      url,
+    ]);
     expect(byCurl.status).toBe(201);
     expect(JSON.parse(byCurl.body).state).toBe('SCHEDULED');
-    const curlRegion = await curl(['--aws-sigv4', 'aws:amz:us-west-2:execute-api', '--user', `${alpha.accessKeyId}:${alpha.secretAccessKey}`, '-H', 'content-type: application/json', '-d', body, url]);
-    expect([curlRegion.status, JSON.parse(curlRegion.body)]).toEqual([403, { message: "Credential should be scoped to a valid region, not 'us-west-2'. " }]);
-    const curlToken = await curl(['--aws-sigv4', `aws:amz:${local.region}:execute-api`, '--user', `${alpha.accessKeyId}:${alpha.secretAccessKey}`, '-H', 'x-amz-security-token: made-up', '-H', 'content-type: application/json', '-d', body, url]);
-    expect([curlToken.status, JSON.parse(curlToken.body)]).toEqual([403, { message: 'The security token included in the request is invalid.' }]);
+    const curlRegion = await curl([
+      '--aws-sigv4',
+      'aws:amz:us-west-2:execute-api',
+      '--user',
+      `${alpha.accessKeyId}:${alpha.secretAccessKey}`,
+      '-H',
+      'content-type: application/json',
+      '-d',
+      body,
+      url,
+    ]);
+    expect([curlRegion.status, JSON.parse(curlRegion.body)]).toEqual([
+      403,
+      { message: "Credential should be scoped to a valid region, not 'us-west-2'. " },
+    ]);
+    const curlToken = await curl([
+      '--aws-sigv4',
+      `aws:amz:${local.region}:execute-api`,
+      '--user',
+      `${alpha.accessKeyId}:${alpha.secretAccessKey}`,
+      '-H',
+      'x-amz-security-token: made-up',
+      '-H',
+      'content-type: application/json',
+      '-d',
+      body,
+      url,
+    ]);
+    expect([curlToken.status, JSON.parse(curlToken.body)]).toEqual([
+      403,
+      { message: 'The security token included in the request is invalid.' },
+    ]);
   }, 30_000);
 
   it('answers 413 past 10 MB while the body streams, before authentication, and 431 for oversized headers', async () => {
@@ -186,14 +275,28 @@ describe('npm start', () => {
     const asJson = (r: { status: number; body: string }) => ({ status: r.status, body: JSON.parse(r.body) as unknown });
 
     // Signed, declared length: refused for its size, not its signature.
-    const signed = specSign({ method: 'POST', host, wirePath: path, body: tooBig, headers: { 'content-type': 'application/json' }, ...alpha, region: local.region });
+    const signed = specSign({
+      method: 'POST',
+      host,
+      wirePath: path,
+      body: tooBig,
+      headers: { 'content-type': 'application/json' },
+      ...alpha,
+      region: local.region,
+    });
     expect(asJson(await rawRequest(local.endpoint, 'POST', path, signed, tooBig))).toEqual(entity);
     // Unsigned and chunked (no length declared): counted while streaming, 413 before any 403.
-    expect(asJson(await rawRequest(local.endpoint, 'POST', path, { 'content-type': 'application/json' }, tooBig, { chunked: true }))).toEqual(entity);
+    expect(
+      asJson(await rawRequest(local.endpoint, 'POST', path, { 'content-type': 'application/json' }, tooBig, { chunked: true })),
+    ).toEqual(entity);
     // A declared length past the limit is answered before a byte of the body is sent.
     const early = await new Promise<string>((resolve, reject) => {
       const { hostname, port } = new URL(local.endpoint);
-      const socket = connect(Number(port), hostname, () => socket.write(`POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${tooBig.length}\r\n\r\n`));
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${tooBig.length}\r\n\r\n`,
+        ),
+      );
       let got = '';
       socket.on('data', (d) => {
         got += d;
@@ -220,15 +323,35 @@ describe('npm start', () => {
 });
 
 /** Headers the AWS SDK's signer produces for a request whose wire path is `wirePath`. */
-async function sdkHeaders(c: { accessKeyId: string; secretAccessKey: string }, method: string, host: string, wirePath: string): Promise<Record<string, string>> {
+async function sdkHeaders(
+  c: { accessKeyId: string; secretAccessKey: string },
+  method: string,
+  host: string,
+  wirePath: string,
+): Promise<Record<string, string>> {
   const signer = new SignatureV4({ service: 'execute-api', region: local.region, credentials: c, sha256: Hash.bind(null, 'sha256') });
   const [hostname, port] = host.split(':');
-  const signed = await signer.sign({ method, protocol: 'http:', hostname: hostname!, port: Number(port), path: wirePath, query: {}, headers: { host } });
+  const signed = await signer.sign({
+    method,
+    protocol: 'http:',
+    hostname: hostname!,
+    port: Number(port),
+    path: wirePath,
+    query: {},
+    headers: { host },
+  });
   return signed.headers as Record<string, string>;
 }
 
 /** One HTTP request with the path sent exactly as given. */
-function rawRequest(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: Buffer, opts: { chunked?: boolean } = {}): Promise<{ status: number; body: string }> {
+function rawRequest(
+  endpoint: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+  opts: { chunked?: boolean } = {},
+): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(endpoint);
   return new Promise((resolve, reject) => {
     const req = request({ hostname, port, method, path, headers }, (res) => {

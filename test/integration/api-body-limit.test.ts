@@ -24,7 +24,13 @@ beforeAll(async () => {
     received.push(Buffer.byteLength(event.body ?? ''));
     return { statusCode: 200, body: '{}' };
   };
-  server = await startApiServer({ port: 0, region: 'us-east-1', keys: { demo: KEYS }, handlers: { submit: ok, status: ok, cancel: ok }, metrics: () => ({}) });
+  server = await startApiServer({
+    port: 0,
+    region: 'us-east-1',
+    keys: { demo: KEYS },
+    handlers: { submit: ok, status: ok, cancel: ok },
+    metrics: () => ({}),
+  });
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
@@ -32,13 +38,22 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 async function post(body: string): Promise<{ status: number; json: unknown }> {
   const url = new URL(`${base}/v1/tenants/demo/jobs/batch`);
   const signer = new SignatureV4({ service: 'execute-api', region: 'us-east-1', credentials: KEYS, sha256: Hash.bind(null, 'sha256') });
-  const signed = await signer.sign({ method: 'POST', protocol: 'http:', hostname: url.hostname, port: Number(url.port), path: url.pathname, headers: { host: url.host, 'content-type': 'application/json' }, body });
+  const signed = await signer.sign({
+    method: 'POST',
+    protocol: 'http:',
+    hostname: url.hostname,
+    port: Number(url.port),
+    path: url.pathname,
+    headers: { host: url.host, 'content-type': 'application/json' },
+    body,
+  });
   const res = await fetch(url, { method: 'POST', headers: signed.headers as Record<string, string>, body });
   return { status: res.status, json: await res.json() };
 }
 
 /** A batch body of about `bytes` bytes whose payload strings are `fill` repeated. */
-const batchOf = (bytes: number, fill: string) => JSON.stringify({ jobs: [{ payload: fill.repeat(Math.floor(bytes / fill.length)), delaySeconds: 60 }] });
+const batchOf = (bytes: number, fill: string) =>
+  JSON.stringify({ jobs: [{ payload: fill.repeat(Math.floor(bytes / fill.length)), delaySeconds: 60 }] });
 
 describe('request bodies above what Lambda accepts', () => {
   it('reach the handler while their event fits Lambda’s 6 MB (the handler then answers for itself)', async () => {

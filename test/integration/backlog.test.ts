@@ -22,16 +22,34 @@ describe('backlog independence', () => {
     const future = Array.from({ length: 20_000 }, (_, i) => {
       const dueMs = now + 3_600_000 + Math.floor(Math.random() * 365 * 86_400_000);
       const jobId = `future-${i}`;
-      return { ...keys.row({ shard: i % settings.shardCount, dueMs, jobId }), tenant: { S: 'demo' }, state: { S: 'SCHEDULED' }, leaseUntil: { N: '0' }, payload: { S: '{}' } };
+      return {
+        ...keys.row({ shard: i % settings.shardCount, dueMs, jobId }),
+        tenant: { S: 'demo' },
+        state: { S: 'SCHEDULED' },
+        leaseUntil: { N: '0' },
+        payload: { S: '{}' },
+      };
     });
     const chunks = Array.from({ length: future.length / 25 }, (_, c) => future.slice(c * 25, c * 25 + 25));
     for (let c = 0; c < chunks.length; c += 40) {
-      await Promise.all(chunks.slice(c, c + 40).map((items) => em.dynamo.send(new BatchWriteItemCommand({ RequestItems: { [sys.tableName]: items.map((Item) => ({ PutRequest: { Item } })) } }))));
+      await Promise.all(
+        chunks
+          .slice(c, c + 40)
+          .map((items) =>
+            em.dynamo.send(
+              new BatchWriteItemCommand({ RequestItems: { [sys.tableName]: items.map((Item) => ({ PutRequest: { Item } })) } }),
+            ),
+          ),
+      );
     }
 
     const ingest = sys.startIngest();
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
-    const due = await submitJobs(sys, 'demo', Array.from({ length: 20 }, (_, i) => ({ payload: { i }, runAt: new Date(Date.now() + 1_500 + i * 50).toISOString() })));
+    const due = await submitJobs(
+      sys,
+      'demo',
+      Array.from({ length: 20 }, (_, i) => ({ payload: { i }, runAt: new Date(Date.now() + 1_500 + i * 50).toISOString() })),
+    );
 
     // Record every read: the rows it returned and the bound it asked for.
     const seen: { untilMs: number; rows: { dueMs: number; jobId: string }[] }[] = [];

@@ -112,46 +112,235 @@ const NO_CANCEL = ['NotCancellable', 'AlreadyQueued'] as const;
 const cases: Case[] = [
   // ---- POST /jobs: the body as a whole
   { name: 'body not JSON', route: 'submit', body: '{"payload": 1, "delaySeconds": 30', status: 400, code: V, message: /JSON/ },
-  { name: 'body JSON followed by garbage', route: 'submit', body: '{"payload": 1, "delaySeconds": 30} trailing', status: 400, code: V, message: /JSON/ },
+  {
+    name: 'body JSON followed by garbage',
+    route: 'submit',
+    body: '{"payload": 1, "delaySeconds": 30} trailing',
+    status: 400,
+    code: V,
+    message: /JSON/,
+  },
   { name: 'empty body', route: 'submit', body: '', status: 400, code: V, message: /empty|body/i },
   { name: 'no body at all', route: 'submit', status: 400, code: V, message: /empty|body/i },
   { name: 'body a JSON array', route: 'submit', body: j([validJob()]), status: 400, code: V, message: /object/i },
   { name: 'body a JSON string', route: 'submit', body: j('run this'), status: 400, code: V, message: /object/i },
   { name: 'body a JSON number', route: 'submit', body: '42', status: 400, code: V, message: /object/i },
   { name: 'body JSON null', route: 'submit', body: 'null', status: 400, code: V, message: /object/i },
-  { name: 'a batch body sent to the single-job route', route: 'submit', body: j({ jobs: [validJob()] }), status: 400, code: V, message: /jobs/ },
+  {
+    name: 'a batch body sent to the single-job route',
+    route: 'submit',
+    body: j({ jobs: [validJob()] }),
+    status: 400,
+    code: V,
+    message: /jobs/,
+  },
 
   // ---- runAt / delaySeconds
-  { name: 'both runAt and delaySeconds', route: 'submit', body: j({ payload: 1, runAt: isoIn(DAY_MS), delaySeconds: 30 }), status: 400, code: V, message: [/runAt/, /delaySeconds/] },
-  { name: 'runAt and delaySeconds null', route: 'submit', body: j({ payload: 1, runAt: isoIn(DAY_MS), delaySeconds: null }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'neither runAt nor delaySeconds', route: 'submit', body: j({ payload: 1 }), status: 400, code: V, message: [/runAt/, /delaySeconds/] },
-  { name: 'runAt "tomorrow"', route: 'submit', body: j({ payload: 1, runAt: 'tomorrow' }), status: 400, code: V, message: [/runAt/, /RFC ?3339/i] },
-  { name: 'runAt February 30th', route: 'submit', body: j({ payload: 1, runAt: '2030-02-30T00:00:00Z' }), status: 400, code: V, message: [/runAt/, /RFC ?3339/i] },
-  { name: 'runAt February 29th of a common year', route: 'submit', body: j({ payload: 1, runAt: '2030-02-29T12:00:00Z' }), status: 400, code: V, message: /runAt/ },
-  { name: 'runAt month 13', route: 'submit', body: j({ payload: 1, runAt: '2030-13-01T00:00:00Z' }), status: 400, code: V, message: /runAt/ },
-  { name: 'runAt hour 24', route: 'submit', body: j({ payload: 1, runAt: '2030-01-01T24:00:00Z' }), status: 400, code: V, message: /runAt/ },
-  { name: 'runAt without a zone', route: 'submit', body: j({ payload: 1, runAt: '2030-01-01T00:00:00' }), status: 400, code: V, message: [/runAt/, /RFC ?3339/i] },
-  { name: 'runAt without seconds', route: 'submit', body: j({ payload: 1, runAt: '2030-01-01T00:00Z' }), status: 400, code: V, message: /runAt/ },
+  {
+    name: 'both runAt and delaySeconds',
+    route: 'submit',
+    body: j({ payload: 1, runAt: isoIn(DAY_MS), delaySeconds: 30 }),
+    status: 400,
+    code: V,
+    message: [/runAt/, /delaySeconds/],
+  },
+  {
+    name: 'runAt and delaySeconds null',
+    route: 'submit',
+    body: j({ payload: 1, runAt: isoIn(DAY_MS), delaySeconds: null }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'neither runAt nor delaySeconds',
+    route: 'submit',
+    body: j({ payload: 1 }),
+    status: 400,
+    code: V,
+    message: [/runAt/, /delaySeconds/],
+  },
+  {
+    name: 'runAt "tomorrow"',
+    route: 'submit',
+    body: j({ payload: 1, runAt: 'tomorrow' }),
+    status: 400,
+    code: V,
+    message: [/runAt/, /RFC ?3339/i],
+  },
+  {
+    name: 'runAt February 30th',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-02-30T00:00:00Z' }),
+    status: 400,
+    code: V,
+    message: [/runAt/, /RFC ?3339/i],
+  },
+  {
+    name: 'runAt February 29th of a common year',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-02-29T12:00:00Z' }),
+    status: 400,
+    code: V,
+    message: /runAt/,
+  },
+  {
+    name: 'runAt month 13',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-13-01T00:00:00Z' }),
+    status: 400,
+    code: V,
+    message: /runAt/,
+  },
+  {
+    name: 'runAt hour 24',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-01-01T24:00:00Z' }),
+    status: 400,
+    code: V,
+    message: /runAt/,
+  },
+  {
+    name: 'runAt without a zone',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-01-01T00:00:00' }),
+    status: 400,
+    code: V,
+    message: [/runAt/, /RFC ?3339/i],
+  },
+  {
+    name: 'runAt without seconds',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-01-01T00:00Z' }),
+    status: 400,
+    code: V,
+    message: /runAt/,
+  },
   { name: 'runAt a date only', route: 'submit', body: j({ payload: 1, runAt: '2030-01-01' }), status: 400, code: V, message: /runAt/ },
-  { name: 'runAt with an offset of +24:00', route: 'submit', body: j({ payload: 1, runAt: '2030-01-01T00:00:00+24:00' }), status: 400, code: V, message: /runAt/ },
-  { name: 'runAt epoch milliseconds (a number)', route: 'submit', body: j({ payload: 1, runAt: 1_900_000_000_000 }), status: 400, code: V, message: /runAt/ },
+  {
+    name: 'runAt with an offset of +24:00',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '2030-01-01T00:00:00+24:00' }),
+    status: 400,
+    code: V,
+    message: /runAt/,
+  },
+  {
+    name: 'runAt epoch milliseconds (a number)',
+    route: 'submit',
+    body: j({ payload: 1, runAt: 1_900_000_000_000 }),
+    status: 400,
+    code: V,
+    message: /runAt/,
+  },
   { name: 'runAt "NaN"', route: 'submit', body: j({ payload: 1, runAt: 'NaN' }), status: 400, code: V, message: /runAt/ },
   { name: 'runAt null', route: 'submit', body: j({ payload: 1, runAt: null }), status: 400, code: V, message: /runAt/ },
-  { name: 'runAt beyond the 10-year horizon', route: 'submit', body: () => j({ payload: 1, runAt: isoIn(BEYOND_HORIZON_MS) }), status: 400, code: V, message: /horizon/i },
-  { name: 'runAt in year 9999', route: 'submit', body: j({ payload: 1, runAt: '9999-12-31T23:59:59Z' }), status: 400, code: V, message: /horizon/i },
-  { name: 'delaySeconds negative', route: 'submit', body: j({ payload: 1, delaySeconds: -1 }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds slightly negative', route: 'submit', body: j({ payload: 1, delaySeconds: -0.001 }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds a numeric string', route: 'submit', body: j({ payload: 1, delaySeconds: '30' }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds null', route: 'submit', body: j({ payload: 1, delaySeconds: null }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds true', route: 'submit', body: j({ payload: 1, delaySeconds: true }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds "NaN"', route: 'submit', body: j({ payload: 1, delaySeconds: 'NaN' }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds "Infinity"', route: 'submit', body: j({ payload: 1, delaySeconds: 'Infinity' }), status: 400, code: V, message: /delaySeconds/ },
-  { name: 'delaySeconds a bare NaN literal (not JSON)', route: 'submit', body: '{"payload": 1, "delaySeconds": NaN}', status: 400, code: V, message: /JSON/ },
-  { name: 'delaySeconds 1e400 (Infinity once parsed)', route: 'submit', body: '{"payload": 1, "delaySeconds": 1e400}', status: 400, code: V, message: /delaySeconds|horizon/ },
-  { name: 'delaySeconds beyond the 10-year horizon', route: 'submit', body: j({ payload: 1, delaySeconds: BEYOND_HORIZON_MS / 1000 }), status: 400, code: V, message: /horizon/i },
+  {
+    name: 'runAt beyond the 10-year horizon',
+    route: 'submit',
+    body: () => j({ payload: 1, runAt: isoIn(BEYOND_HORIZON_MS) }),
+    status: 400,
+    code: V,
+    message: /horizon/i,
+  },
+  {
+    name: 'runAt in year 9999',
+    route: 'submit',
+    body: j({ payload: 1, runAt: '9999-12-31T23:59:59Z' }),
+    status: 400,
+    code: V,
+    message: /horizon/i,
+  },
+  {
+    name: 'delaySeconds negative',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: -1 }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds slightly negative',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: -0.001 }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds a numeric string',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: '30' }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds null',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: null }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds true',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: true }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds "NaN"',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: 'NaN' }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds "Infinity"',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: 'Infinity' }),
+    status: 400,
+    code: V,
+    message: /delaySeconds/,
+  },
+  {
+    name: 'delaySeconds a bare NaN literal (not JSON)',
+    route: 'submit',
+    body: '{"payload": 1, "delaySeconds": NaN}',
+    status: 400,
+    code: V,
+    message: /JSON/,
+  },
+  {
+    name: 'delaySeconds 1e400 (Infinity once parsed)',
+    route: 'submit',
+    body: '{"payload": 1, "delaySeconds": 1e400}',
+    status: 400,
+    code: V,
+    message: /delaySeconds|horizon/,
+  },
+  {
+    name: 'delaySeconds beyond the 10-year horizon',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: BEYOND_HORIZON_MS / 1000 }),
+    status: 400,
+    code: V,
+    message: /horizon/i,
+  },
 
   // ---- payload, idempotencyKey, cancellable, unknown fields
-  { name: 'payload 240 KiB + 1 byte serialized', route: 'submit', body: () => j({ payload: payloadOfBytes(MAX_PAYLOAD + 1), delaySeconds: 3600 }), status: 413, code: TOO_LARGE, message: /payload/i },
+  {
+    name: 'payload 240 KiB + 1 byte serialized',
+    route: 'submit',
+    body: () => j({ payload: payloadOfBytes(MAX_PAYLOAD + 1), delaySeconds: 3600 }),
+    status: 413,
+    code: TOO_LARGE,
+    message: /payload/i,
+  },
   {
     name: 'payload under 240 KiB in characters but over it in UTF-8 bytes',
     route: 'submit',
@@ -160,81 +349,421 @@ const cases: Case[] = [
     code: TOO_LARGE,
     message: /payload/i,
   },
-  { name: 'payload of 6 MiB', route: 'submit', body: () => j({ payload: 'x'.repeat(6 * MiB), delaySeconds: 3600 }), status: 413, code: TOO_LARGE, message: /./ },
-  { name: 'idempotencyKey of 129 characters', route: 'submit', body: j(validJob({ idempotencyKey: 'k'.repeat(129) })), status: 400, code: V, message: /idempotencyKey/ },
-  { name: 'idempotencyKey a number', route: 'submit', body: j(validJob({ idempotencyKey: 12345 })), status: 400, code: V, message: /idempotencyKey/ },
+  {
+    name: 'payload of 6 MiB',
+    route: 'submit',
+    body: () => j({ payload: 'x'.repeat(6 * MiB), delaySeconds: 3600 }),
+    status: 413,
+    code: TOO_LARGE,
+    message: /./,
+  },
+  {
+    name: 'idempotencyKey of 129 characters',
+    route: 'submit',
+    body: j(validJob({ idempotencyKey: 'k'.repeat(129) })),
+    status: 400,
+    code: V,
+    message: /idempotencyKey/,
+  },
+  {
+    name: 'idempotencyKey a number',
+    route: 'submit',
+    body: j(validJob({ idempotencyKey: 12345 })),
+    status: 400,
+    code: V,
+    message: /idempotencyKey/,
+  },
   { name: 'cancellable "yes"', route: 'submit', body: j(validJob({ cancellable: 'yes' })), status: 400, code: V, message: /cancellable/ },
-  { name: 'cancellable "false" (a string)', route: 'submit', body: j(validJob({ cancellable: 'false' })), status: 400, code: V, message: /cancellable/ },
+  {
+    name: 'cancellable "false" (a string)',
+    route: 'submit',
+    body: j(validJob({ cancellable: 'false' })),
+    status: 400,
+    code: V,
+    message: /cancellable/,
+  },
   { name: 'cancellable 0', route: 'submit', body: j(validJob({ cancellable: 0 })), status: 400, code: V, message: /cancellable/ },
   { name: 'unknown field', route: 'submit', body: j(validJob({ priority: 'high' })), status: 400, code: V, message: /priority/ },
-  { name: 'misspelled field runat', route: 'submit', body: j({ payload: 1, runat: isoIn(DAY_MS) }), status: 400, code: V, message: /runat|runAt/ },
+  {
+    name: 'misspelled field runat',
+    route: 'submit',
+    body: j({ payload: 1, runat: isoIn(DAY_MS) }),
+    status: 400,
+    code: V,
+    message: /runat|runAt/,
+  },
 
   // ---- tenants (body valid, only the tenant is wrong)
   { name: 'tenant name in uppercase', route: 'submit', tenant: 'Demo', body: j(validJob()), status: 400, code: V, message: /tenant/i },
-  { name: 'tenant name of 41 characters', route: 'submit', tenant: 'a'.repeat(41), body: j(validJob()), status: 400, code: V, message: /tenant/i },
-  { name: "tenant name starting with '-'", route: 'submit', tenant: '-demo', body: j(validJob()), status: 400, code: V, message: /tenant/i },
-  { name: 'tenant name with an underscore', route: 'submit', tenant: 'demo_1', body: j(validJob()), status: 400, code: V, message: /tenant/i },
+  {
+    name: 'tenant name of 41 characters',
+    route: 'submit',
+    tenant: 'a'.repeat(41),
+    body: j(validJob()),
+    status: 400,
+    code: V,
+    message: /tenant/i,
+  },
+  {
+    name: "tenant name starting with '-'",
+    route: 'submit',
+    tenant: '-demo',
+    body: j(validJob()),
+    status: 400,
+    code: V,
+    message: /tenant/i,
+  },
+  {
+    name: 'tenant name with an underscore',
+    route: 'submit',
+    tenant: 'demo_1',
+    body: j(validJob()),
+    status: 400,
+    code: V,
+    message: /tenant/i,
+  },
   { name: 'unknown tenant', route: 'submit', tenant: 'ghost', body: j(validJob()), status: 404, code: NO_TENANT, message: /ghost/ },
-  { name: 'unknown tenant with a valid 40-character name', route: 'submit', tenant: 'b'.repeat(40), body: j(validJob()), status: 404, code: NO_TENANT, message: /b{40}/ },
-  { name: 'batch for an unknown tenant', route: 'batch', tenant: 'ghost', body: j({ jobs: [validJob()] }), status: 404, code: NO_TENANT, message: /ghost/ },
-  { name: 'batch for a tenant name in uppercase', route: 'batch', tenant: 'DEMO', body: j({ jobs: [validJob()] }), status: 400, code: V, message: /tenant/i },
+  {
+    name: 'unknown tenant with a valid 40-character name',
+    route: 'submit',
+    tenant: 'b'.repeat(40),
+    body: j(validJob()),
+    status: 404,
+    code: NO_TENANT,
+    message: /b{40}/,
+  },
+  {
+    name: 'batch for an unknown tenant',
+    route: 'batch',
+    tenant: 'ghost',
+    body: j({ jobs: [validJob()] }),
+    status: 404,
+    code: NO_TENANT,
+    message: /ghost/,
+  },
+  {
+    name: 'batch for a tenant name in uppercase',
+    route: 'batch',
+    tenant: 'DEMO',
+    body: j({ jobs: [validJob()] }),
+    status: 400,
+    code: V,
+    message: /tenant/i,
+  },
 
   // ---- POST /jobs/batch: the request as a whole
   { name: 'batch with 0 jobs', route: 'batch', body: j({ jobs: [] }), status: 400, code: V, message: /jobs|batch/i },
-  { name: 'batch with 101 valid jobs', route: 'batch', body: j({ jobs: Array.from({ length: 101 }, (_, i) => validJob({ payload: i })) }), status: 400, code: V, message: /100/ },
+  {
+    name: 'batch with 101 valid jobs',
+    route: 'batch',
+    body: j({ jobs: Array.from({ length: 101 }, (_, i) => validJob({ payload: i })) }),
+    status: 400,
+    code: V,
+    message: /100/,
+  },
   { name: 'batch jobs an object', route: 'batch', body: j({ jobs: validJob() }), status: 400, code: V, message: /jobs/ },
   { name: 'batch jobs null', route: 'batch', body: j({ jobs: null }), status: 400, code: V, message: /jobs/ },
   { name: 'batch without jobs (a single job body)', route: 'batch', body: j(validJob()), status: 400, code: V, message: /jobs/ },
   { name: 'batch body a JSON array of jobs', route: 'batch', body: j([validJob()]), status: 400, code: V, message: /jobs/ },
-  { name: 'batch with an extra top-level field', route: 'batch', body: j({ jobs: [validJob()], dryRun: true }), status: 400, code: V, message: /dryRun/ },
+  {
+    name: 'batch with an extra top-level field',
+    route: 'batch',
+    body: j({ jobs: [validJob()], dryRun: true }),
+    status: 400,
+    code: V,
+    message: /dryRun/,
+  },
   { name: 'batch body not JSON', route: 'batch', body: '{"jobs": [', status: 400, code: V, message: /JSON/ },
   { name: 'batch body empty', route: 'batch', body: '', status: 400, code: V, message: /empty|body/i },
-  { name: 'batch body of 5 MiB + 1 byte', route: 'batch', body: oversizeBatchBody, status: 413, code: TOO_LARGE, message: /5242880|5 ?MiB/i },
+  {
+    name: 'batch body of 5 MiB + 1 byte',
+    route: 'batch',
+    body: oversizeBatchBody,
+    status: 413,
+    code: TOO_LARGE,
+    message: /5242880|5 ?MiB/i,
+  },
 
   // ---- GET / DELETE with bad job ids
   { name: 'GET a malformed id', route: 'status', jobId: () => 'not-a-job-id', status: 400, code: BAD_ID, message: /job ?id/i },
   { name: 'DELETE a malformed id', route: 'cancel', jobId: () => 'not-a-job-id', status: 400, code: BAD_ID, message: /job ?id/i },
   { name: 'GET an empty id', route: 'status', jobId: () => '', status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id with one MAC character changed', route: 'status', jobId: (ids) => alterChar(ids.demo, ids.demo.length - 5), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'DELETE an id with one MAC character changed', route: 'cancel', jobId: (ids) => alterChar(ids.demo, ids.demo.length - 5), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id with one random-part character changed', route: 'status', jobId: (ids) => withPart(ids.demo, 5, (p) => alterChar(p, 3)), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'DELETE an id with its due time changed by one digit', route: 'cancel', jobId: (ids) => withPart(ids.demo, 3, (p) => alterChar(p, p.length - 1, '0123456789')), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'DELETE an id with its shard changed', route: 'cancel', jobId: (ids) => withPart(ids.demo, 2, (p) => alterChar(p, 0, '123456789')), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: "GET an id with its path changed from 't' to 'd'", route: 'status', jobId: (ids) => withPart(ids.demo, 4, () => 'd'), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: "DELETE a direct job's id with its path changed to 't'", route: 'cancel', jobId: (ids) => withPart(ids.direct, 4, () => 't'), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: "GET another tenant's id relabelled as demo", route: 'status', jobId: (ids) => withPart(ids.other, 1, () => 'demo'), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id in uppercase', route: 'status', jobId: (ids) => ids.demo.toUpperCase(), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id signed with another key', route: 'status', jobId: (ids) => ids.foreignKey, status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'DELETE an id signed with another key', route: 'cancel', jobId: (ids) => ids.foreignKey, status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id with trailing garbage', route: 'status', jobId: (ids) => `${ids.demo}x`, status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'DELETE an id with a trailing part', route: 'cancel', jobId: (ids) => `${ids.demo}.x`, status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id with a trailing space', route: 'status', jobId: (ids) => `${ids.demo} `, status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'DELETE an id with leading garbage', route: 'cancel', jobId: (ids) => `x${ids.demo}`, status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id of 10,000 characters', route: 'status', jobId: (ids) => ids.demo + 'A'.repeat(10_000 - ids.demo.length), status: 400, code: BAD_ID, message: /job ?id/i },
-  { name: 'GET an id with broken percent-encoding', route: 'status', jobId: (ids) => `${ids.demo}%E0%A4%A`, rawJobId: true, status: 400, code: BAD_ID, message: /job ?id/i },
+  {
+    name: 'GET an id with one MAC character changed',
+    route: 'status',
+    jobId: (ids) => alterChar(ids.demo, ids.demo.length - 5),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'DELETE an id with one MAC character changed',
+    route: 'cancel',
+    jobId: (ids) => alterChar(ids.demo, ids.demo.length - 5),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id with one random-part character changed',
+    route: 'status',
+    jobId: (ids) => withPart(ids.demo, 5, (p) => alterChar(p, 3)),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'DELETE an id with its due time changed by one digit',
+    route: 'cancel',
+    jobId: (ids) => withPart(ids.demo, 3, (p) => alterChar(p, p.length - 1, '0123456789')),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'DELETE an id with its shard changed',
+    route: 'cancel',
+    jobId: (ids) => withPart(ids.demo, 2, (p) => alterChar(p, 0, '123456789')),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: "GET an id with its path changed from 't' to 'd'",
+    route: 'status',
+    jobId: (ids) => withPart(ids.demo, 4, () => 'd'),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: "DELETE a direct job's id with its path changed to 't'",
+    route: 'cancel',
+    jobId: (ids) => withPart(ids.direct, 4, () => 't'),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: "GET another tenant's id relabelled as demo",
+    route: 'status',
+    jobId: (ids) => withPart(ids.other, 1, () => 'demo'),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id in uppercase',
+    route: 'status',
+    jobId: (ids) => ids.demo.toUpperCase(),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id signed with another key',
+    route: 'status',
+    jobId: (ids) => ids.foreignKey,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'DELETE an id signed with another key',
+    route: 'cancel',
+    jobId: (ids) => ids.foreignKey,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id with trailing garbage',
+    route: 'status',
+    jobId: (ids) => `${ids.demo}x`,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'DELETE an id with a trailing part',
+    route: 'cancel',
+    jobId: (ids) => `${ids.demo}.x`,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id with a trailing space',
+    route: 'status',
+    jobId: (ids) => `${ids.demo} `,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'DELETE an id with leading garbage',
+    route: 'cancel',
+    jobId: (ids) => `x${ids.demo}`,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id of 10,000 characters',
+    route: 'status',
+    jobId: (ids) => ids.demo + 'A'.repeat(10_000 - ids.demo.length),
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
+  {
+    name: 'GET an id with broken percent-encoding',
+    route: 'status',
+    jobId: (ids) => `${ids.demo}%E0%A4%A`,
+    rawJobId: true,
+    status: 400,
+    code: BAD_ID,
+    message: /job ?id/i,
+  },
   { name: "GET another tenant's id", route: 'status', jobId: (ids) => ids.other, status: 404, code: NO_JOB, message: /./ },
   { name: "DELETE another tenant's id", route: 'cancel', jobId: (ids) => ids.other, status: 404, code: NO_JOB, message: /./ },
-  { name: 'GET a job under an unknown tenant', route: 'status', tenant: 'ghost', jobId: (ids) => ids.ghost, status: 404, code: NO_TENANT, message: /ghost/ },
-  { name: 'DELETE a job under an unknown tenant', route: 'cancel', tenant: 'ghost', jobId: (ids) => ids.ghost, status: 404, code: NO_TENANT, message: /ghost/ },
-  { name: 'GET under a tenant name in uppercase', route: 'status', tenant: 'DEMO', jobId: (ids) => ids.demo, status: 400, code: V, message: /tenant/i },
-  { name: "DELETE under a tenant name starting with '-'", route: 'cancel', tenant: '-demo', jobId: (ids) => ids.demo, status: 400, code: V, message: /tenant/i },
+  {
+    name: 'GET a job under an unknown tenant',
+    route: 'status',
+    tenant: 'ghost',
+    jobId: (ids) => ids.ghost,
+    status: 404,
+    code: NO_TENANT,
+    message: /ghost/,
+  },
+  {
+    name: 'DELETE a job under an unknown tenant',
+    route: 'cancel',
+    tenant: 'ghost',
+    jobId: (ids) => ids.ghost,
+    status: 404,
+    code: NO_TENANT,
+    message: /ghost/,
+  },
+  {
+    name: 'GET under a tenant name in uppercase',
+    route: 'status',
+    tenant: 'DEMO',
+    jobId: (ids) => ids.demo,
+    status: 400,
+    code: V,
+    message: /tenant/i,
+  },
+  {
+    name: "DELETE under a tenant name starting with '-'",
+    route: 'cancel',
+    tenant: '-demo',
+    jobId: (ids) => ids.demo,
+    status: 400,
+    code: V,
+    message: /tenant/i,
+  },
 
   // ---- DELETE that must answer 409 and write nothing (DESIGN.md: Cancel, guarantee 3)
-  { name: 'DELETE a job sent straight to its queue', route: 'cancel', jobId: (ids) => ids.direct, status: 409, code: NO_CANCEL, message: /./ },
-  { name: 'DELETE a cancellable:false job', route: 'cancel', jobId: (ids) => ids.uncancellable, status: 409, code: NO_CANCEL, message: /./ },
-  { name: 'DELETE a job inside the cancel cut-off', route: 'cancel', jobId: (ids) => ids.pastCutOff(), status: 409, code: NO_CANCEL, message: /./ },
+  {
+    name: 'DELETE a job sent straight to its queue',
+    route: 'cancel',
+    jobId: (ids) => ids.direct,
+    status: 409,
+    code: NO_CANCEL,
+    message: /./,
+  },
+  {
+    name: 'DELETE a cancellable:false job',
+    route: 'cancel',
+    jobId: (ids) => ids.uncancellable,
+    status: 409,
+    code: NO_CANCEL,
+    message: /./,
+  },
+  {
+    name: 'DELETE a job inside the cancel cut-off',
+    route: 'cancel',
+    jobId: (ids) => ids.pastCutOff(),
+    status: 409,
+    code: NO_CANCEL,
+    message: /./,
+  },
   { name: 'DELETE a job already due', route: 'cancel', jobId: (ids) => ids.pastDue, status: 409, code: NO_CANCEL, message: /./ },
   // Issue #12: characters SQS cannot carry (once a 500), ambiguous envelopes, limits of the raw payload.
-  { name: 'payload holding a raw U+FFFF', route: 'submit', body: '{"payload": "a\uFFFF", "delaySeconds": 30}', status: 400, code: V, message: [/U\+FFFF/, /byte \d+ of the payload/, /\\uFFFF/] },
-  { name: 'payload holding a raw U+FFFE, due at once (straight to the queue)', route: 'submit', body: '{"payload": {"k": "\uFFFE"}, "delaySeconds": 0}', status: 400, code: V, message: /U\+FFFE/ },
-  { name: 'a field given twice', route: 'submit', body: '{"payload": 1, "delaySeconds": 30, "payload": 2}', status: 400, code: V, message: /'payload'.*more than once/ },
-  { name: 'a batch with jobs given twice', route: 'batch', body: `{"jobs": [${j(validJob())}], "jobs": [${j(validJob())}]}`, status: 400, code: V, message: /'jobs'.*more than once/ },
-  { name: 'payload nested 1,001 deep', route: 'submit', body: `{"delaySeconds": 60, "payload": ${'['.repeat(1_001)}${']'.repeat(1_001)}}`, status: 400, code: V, message: /nests 1001 levels/ },
-  { name: 'idempotencyKey an unpaired surrogate escape', route: 'submit', body: '{"payload": 1, "delaySeconds": 30, "idempotencyKey": "k\\ud800"}', status: 400, code: V, message: /idempotencyKey/ },
+  {
+    name: 'payload holding a raw U+FFFF',
+    route: 'submit',
+    body: '{"payload": "a\uFFFF", "delaySeconds": 30}',
+    status: 400,
+    code: V,
+    message: [/U\+FFFF/, /byte \d+ of the payload/, /\\uFFFF/],
+  },
+  {
+    name: 'payload holding a raw U+FFFE, due at once (straight to the queue)',
+    route: 'submit',
+    body: '{"payload": {"k": "\uFFFE"}, "delaySeconds": 0}',
+    status: 400,
+    code: V,
+    message: /U\+FFFE/,
+  },
+  {
+    name: 'a field given twice',
+    route: 'submit',
+    body: '{"payload": 1, "delaySeconds": 30, "payload": 2}',
+    status: 400,
+    code: V,
+    message: /'payload'.*more than once/,
+  },
+  {
+    name: 'a batch with jobs given twice',
+    route: 'batch',
+    body: `{"jobs": [${j(validJob())}], "jobs": [${j(validJob())}]}`,
+    status: 400,
+    code: V,
+    message: /'jobs'.*more than once/,
+  },
+  {
+    name: 'payload nested 1,001 deep',
+    route: 'submit',
+    body: `{"delaySeconds": 60, "payload": ${'['.repeat(1_001)}${']'.repeat(1_001)}}`,
+    status: 400,
+    code: V,
+    message: /nests 1001 levels/,
+  },
+  {
+    name: 'idempotencyKey an unpaired surrogate escape',
+    route: 'submit',
+    body: '{"payload": 1, "delaySeconds": 30, "idempotencyKey": "k\\ud800"}',
+    status: 400,
+    code: V,
+    message: /idempotencyKey/,
+  },
   // Once answered 500 (an out-of-range Date in the error message, a stack overflow): now 400.
-  { name: 'payload nested 100,000 deep', route: 'submit', body: () => `{"delaySeconds": 60, "payload": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`, status: 400, code: V, message: /nest/ },
-  { name: 'delaySeconds 1e300 (far beyond the horizon)', route: 'submit', body: '{"payload": 1, "delaySeconds": 1e300}', status: 400, code: V, message: /delaySeconds|horizon/ },
-  { name: 'delaySeconds 1e13 (beyond the horizon and the Date range)', route: 'submit', body: j({ payload: 1, delaySeconds: 1e13 }), status: 400, code: V, message: /delaySeconds|horizon/ },
+  {
+    name: 'payload nested 100,000 deep',
+    route: 'submit',
+    body: () => `{"delaySeconds": 60, "payload": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+    status: 400,
+    code: V,
+    message: /nest/,
+  },
+  {
+    name: 'delaySeconds 1e300 (far beyond the horizon)',
+    route: 'submit',
+    body: '{"payload": 1, "delaySeconds": 1e300}',
+    status: 400,
+    code: V,
+    message: /delaySeconds|horizon/,
+  },
+  {
+    name: 'delaySeconds 1e13 (beyond the horizon and the Date range)',
+    route: 'submit',
+    body: j({ payload: 1, delaySeconds: 1e13 }),
+    status: 400,
+    code: V,
+    message: /delaySeconds|horizon/,
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -254,15 +783,26 @@ function handlersOf(sys: TestSystem): Handlers {
 }
 
 /** Sends one request through the handler as API Gateway would deliver it. */
-function send(h: Handlers, route: Route, tenant: string, opts: { body?: string; jobId?: string; rawJobId?: boolean } = {}): Promise<HttpResult> {
+function send(
+  h: Handlers,
+  route: Route,
+  tenant: string,
+  opts: { body?: string; jobId?: string; rawJobId?: boolean } = {},
+): Promise<HttpResult> {
   const encodedTenant = encodeURIComponent(tenant);
   const jobId = opts.jobId === undefined ? undefined : opts.rawJobId ? opts.jobId : encodeURIComponent(opts.jobId);
   const path =
-    route === 'submit' ? `/v1/tenants/${encodedTenant}/jobs` : route === 'batch' ? `/v1/tenants/${encodedTenant}/jobs/batch` : `/v1/tenants/${encodedTenant}/jobs/${jobId}`;
+    route === 'submit'
+      ? `/v1/tenants/${encodedTenant}/jobs`
+      : route === 'batch'
+        ? `/v1/tenants/${encodedTenant}/jobs/batch`
+        : `/v1/tenants/${encodedTenant}/jobs/${jobId}`;
   const method = ROUTE_KEYS[route].split(' ')[0]!;
   const pathParameters: Record<string, string> = { tenant: encodedTenant };
   if (jobId !== undefined) pathParameters.jobId = jobId;
-  return h[route](httpEvent(method, path, { routeKey: ROUTE_KEYS[route], pathParameters, ...(opts.body !== undefined ? { body: opts.body } : {}) }));
+  return h[route](
+    httpEvent(method, path, { routeKey: ROUTE_KEYS[route], pathParameters, ...(opts.body !== undefined ? { body: opts.body } : {}) }),
+  );
 }
 
 /** Asserts DESIGN.md's error shape and returns the error. */
@@ -307,7 +847,11 @@ async function queueCounts(em: Emulators, url: string): Promise<{ visible: numbe
     expect(a[k], `${k} of ${url}`).toMatch(/^\d+$/);
     return Number(a[k]);
   };
-  return { visible: num('ApproximateNumberOfMessages'), notVisible: num('ApproximateNumberOfMessagesNotVisible'), delayed: num('ApproximateNumberOfMessagesDelayed') };
+  return {
+    visible: num('ApproximateNumberOfMessages'),
+    notVisible: num('ApproximateNumberOfMessagesNotVisible'),
+    delayed: num('ApproximateNumberOfMessagesDelayed'),
+  };
 }
 
 const total = (c: { visible: number; notVisible: number; delayed: number }) => c.visible + c.notVisible + c.delayed;
@@ -366,7 +910,8 @@ describe('bad input gets a 4xx with a code and writes nothing', () => {
   it('starts from a table holding only the two tenant registrations and empty queues', async () => {
     expect(tableBefore).toHaveLength(2);
     expect(tableBefore.map((i) => i.queueUrl?.S).sort()).toEqual([sys.tenants.demo!.url, sys.tenants.other!.url].sort());
-    for (const url of [sys.inboundUrl, ...Object.values(sys.tenants).flatMap((t) => [t.url, t.dlqUrl])]) expect(total(await queueCounts(em, url))).toBe(0);
+    for (const url of [sys.inboundUrl, ...Object.values(sys.tenants).flatMap((t) => [t.url, t.dlqUrl])])
+      expect(total(await queueCounts(em, url))).toBe(0);
   });
 
   it('controls: the unaltered ids are accepted, so each rejection below is due to its one defect', async () => {
@@ -405,7 +950,13 @@ describe('bad input gets a 4xx with a code and writes nothing', () => {
   });
 
   it('a batch whose every job is invalid answers 200 with an error per job, in order', async () => {
-    const jobs = [{ payload: 1 }, 7, { payload: 1, delaySeconds: -5 }, { payload: payloadOfBytes(MAX_PAYLOAD + 1), delaySeconds: 60 }, { payload: 1, delaySeconds: 5, extra: 1 }];
+    const jobs = [
+      { payload: 1 },
+      7,
+      { payload: 1, delaySeconds: -5 },
+      { payload: payloadOfBytes(MAX_PAYLOAD + 1), delaySeconds: 60 },
+      { payload: 1, delaySeconds: 5, extra: 1 },
+    ];
     const res = await send(h, 'batch', 'demo', { body: j({ jobs }) });
     expect(res.statusCode).toBe(200);
     const { results } = JSON.parse(res.body) as { results: Record<string, unknown>[] };
@@ -413,7 +964,10 @@ describe('bad input gets a 4xx with a code and writes nothing', () => {
     const expected = [V, V, V, TOO_LARGE, V];
     results.forEach((r, i) => {
       expect(Object.keys(r)).toEqual(['error']);
-      expectError({ statusCode: 200, body: JSON.stringify(r), headers: res.headers }, { status: 200, code: expected[i]!, message: new RegExp(`jobs\\[${i}\\]`) });
+      expectError(
+        { statusCode: 200, body: JSON.stringify(r), headers: res.headers },
+        { status: 200, code: expected[i]!, message: new RegExp(`jobs\\[${i}\\]`) },
+      );
     });
   });
 
@@ -482,7 +1036,10 @@ describe('a batch mixing valid and invalid jobs', () => {
     results.forEach((r, i) => {
       const e = expected[i]!;
       if ('code' in e) {
-        expectError({ statusCode: 200, body: JSON.stringify(r), headers: res.headers }, { status: 200, code: e.code, message: new RegExp(`jobs\\[${i}\\]`) });
+        expectError(
+          { statusCode: 200, body: JSON.stringify(r), headers: res.headers },
+          { status: 200, code: e.code, message: new RegExp(`jobs\\[${i}\\]`) },
+        );
         return;
       }
       expect(r, `jobs[${i}]`).not.toHaveProperty('error');
@@ -511,7 +1068,11 @@ describe('a batch mixing valid and invalid jobs', () => {
       expectError(await send(h, 'cancel', 'demo', { jobId: bad }), { status: 400, code: BAD_ID, message: /job ?id/i });
     }
     // A direct job's real id, re-labelled as a table job to make it cancellable: a forgery.
-    expectError(await send(h, 'cancel', 'demo', { jobId: withPart(queued[0]!, 4, () => 't') }), { status: 400, code: BAD_ID, message: /job ?id/i });
+    expectError(await send(h, 'cancel', 'demo', { jobId: withPart(queued[0]!, 4, () => 't') }), {
+      status: 400,
+      code: BAD_ID,
+      message: /job ?id/i,
+    });
 
     // Exactly the valid jobs were written: the table jobs wait in the inbound queue (no ingest
     // runs here), the direct ones in the tenant queue; the table holds the tenant registry and
@@ -532,17 +1093,25 @@ describe('a batch mixing valid and invalid jobs', () => {
       inboundBodies.push(...(got.Messages ?? []).map((m) => m.Body ?? ''));
     }
     expect(inboundBodies).toHaveLength(1);
-    expect(parseInboundBody(inboundBodies[0]!)?.map((j) => j.jobId).sort()).toEqual([...scheduled].sort());
+    expect(
+      parseInboundBody(inboundBodies[0]!)
+        ?.map((j) => j.jobId)
+        .sort(),
+    ).toEqual([...scheduled].sort());
 
     // The job due in 3 s reaches its tenant queue, with the body DESIGN.md describes.
     const soonId = accepted.find((a) => a.index === 2)!.jobId;
     let delivered: Record<string, unknown> | undefined;
     for (let tries = 0; tries < 15 && !delivered; tries++) {
-      const got = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.tenants.demo!.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      const got = await em.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: sys.tenants.demo!.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
       for (const m of got.Messages ?? []) {
         const body = JSON.parse(m.Body ?? '{}') as Record<string, unknown>;
         if (body.jobId === soonId) delivered = body;
-        await em.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: sys.tenants.demo!.url, Entries: [{ Id: '0', ReceiptHandle: m.ReceiptHandle! }] }));
+        await em.sqs.send(
+          new DeleteMessageBatchCommand({ QueueUrl: sys.tenants.demo!.url, Entries: [{ Id: '0', ReceiptHandle: m.ReceiptHandle! }] }),
+        );
       }
     }
     expect(delivered).toEqual({ jobId: soonId, tenant: 'demo', runAt: new Date(Date.parse(soonRunAt)).toISOString(), payload: { n: 2 } });

@@ -21,8 +21,19 @@ describe('truthful cancel', () => {
 
     // 1,000 table jobs due 3 to 9 s ahead, and 50 that go straight to the queue.
     const start = Date.now();
-    const tableJobs = await submitJobs(sys, 'demo', Array.from({ length: 1_000 }, (_, i) => ({ payload: { i }, runAt: new Date(start + 4_000 + Math.floor(Math.random() * 6_000)).toISOString() })));
-    const directJobs = await submitJobs(sys, 'demo', Array.from({ length: 50 }, (_, i) => ({ payload: { d: i }, delaySeconds: 1 })));
+    const tableJobs = await submitJobs(
+      sys,
+      'demo',
+      Array.from({ length: 1_000 }, (_, i) => ({
+        payload: { i },
+        runAt: new Date(start + 4_000 + Math.floor(Math.random() * 6_000)).toISOString(),
+      })),
+    );
+    const directJobs = await submitJobs(
+      sys,
+      'demo',
+      Array.from({ length: 50 }, (_, i) => ({ payload: { d: i }, delaySeconds: 1 })),
+    );
     expect(tableJobs.every((j) => j.state === 'SCHEDULED')).toBe(true);
     expect(directJobs.every((j) => j.state === 'QUEUED')).toBe(true);
 
@@ -49,7 +60,11 @@ describe('truthful cancel', () => {
       }),
     );
     const directAnswers = await Promise.all(
-      directJobs.map(async (j) => (await cancel(httpEvent('DELETE', `/v1/tenants/demo/jobs/${j.jobId}`, { pathParameters: { tenant: 'demo', jobId: j.jobId } }))).statusCode),
+      directJobs.map(
+        async (j) =>
+          (await cancel(httpEvent('DELETE', `/v1/tenants/demo/jobs/${j.jobId}`, { pathParameters: { tenant: 'demo', jobId: j.jobId } })))
+            .statusCode,
+      ),
     );
 
     const cancelled = new Set([...answers].filter(([, a]) => a.status === 200 && a.state === 'CANCELLED').map(([id]) => id));
@@ -78,14 +93,21 @@ describe('truthful cancel', () => {
     // Status agrees with what happened, and a repeated cancel of a cancelled job still answers CANCELLED.
     const sample = [...cancelled].slice(0, 20);
     for (const jobId of sample) {
-      const s = JSON.parse((await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }))).body);
+      const s = JSON.parse(
+        (await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }))).body,
+      );
       expect(s.state).toBe('CANCELLED');
       const again = await cancel(httpEvent('DELETE', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }));
       expect(again.statusCode).toBe(200);
     }
     const deliveredId = mustArrive[0]!;
-    const s = JSON.parse((await status(httpEvent('GET', `/v1/tenants/demo/jobs/${deliveredId}`, { pathParameters: { tenant: 'demo', jobId: deliveredId } }))).body);
+    const s = JSON.parse(
+      (await status(httpEvent('GET', `/v1/tenants/demo/jobs/${deliveredId}`, { pathParameters: { tenant: 'demo', jobId: deliveredId } })))
+        .body,
+    );
     expect(s.state).toBe('QUEUED');
-    console.log(`cancel race: ${cancelled.size} cancelled, ${[...answers.values()].filter((a) => a.status === 409).length} answered 409, ${received.size} delivered`);
+    console.log(
+      `cancel race: ${cancelled.size} cancelled, ${[...answers.values()].filter((a) => a.status === 409).length} answered 409, ${received.size} delivered`,
+    );
   }, 90_000);
 });

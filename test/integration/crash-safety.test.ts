@@ -17,7 +17,9 @@ const settings = { lookaheadMs: 1_000, leaseMs: 3_000, shardCount: 8, groupCount
  * Runs one crash scenario: jobs go through the table, a dispatcher process dies at the injected
  * point, a fresh dispatcher takes over once leases expire, and every job must arrive, none early.
  */
-async function crashScenario(hooks: (proc: SimProcess) => { store?: Parameters<typeof inProcess<JobStore>>[2]; sender?: Parameters<typeof inProcess<QueueSender>>[2] }) {
+async function crashScenario(
+  hooks: (proc: SimProcess) => { store?: Parameters<typeof inProcess<JobStore>>[2]; sender?: Parameters<typeof inProcess<QueueSender>>[2] },
+) {
   const sys = await createSystem(em, { settings });
   const ingest = sys.startIngest();
   const consumer = consume(em.sqs, sys.tenants.demo!.url);

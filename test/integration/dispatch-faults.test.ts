@@ -19,7 +19,11 @@ const settings = { lookaheadMs: 1_000, leaseMs: 4_000, shardCount: 4, groupCount
 async function dueJobs(sys: TestSystem, n: number, inMs = 1_300, spreadMs = 300) {
   const ingest = sys.startIngest();
   const start = Date.now();
-  const jobs = await submitJobs(sys, 'demo', Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(start + inMs + Math.floor((i * spreadMs) / n)).toISOString() })));
+  const jobs = await submitJobs(
+    sys,
+    'demo',
+    Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(start + inMs + Math.floor((i * spreadMs) / n)).toISOString() })),
+  );
   await waitForEmptyQueue(em.sqs, sys.inboundUrl);
   await ingest.stop();
   await sleepMs(Date.parse(jobs[0]!.runAt) - settings.lookaheadMs + 20 - Date.now());

@@ -27,7 +27,13 @@ const settings = { lookaheadMs: 1_000, leaseMs: 3_000, shardCount: 4, groupCount
 
 interface Reply {
   status: number;
-  body: { jobId?: string; runAt?: string; state?: string; error?: { code: string; message: string }; results?: { jobId?: string; runAt?: string; error?: { code: string; message: string } }[] };
+  body: {
+    jobId?: string;
+    runAt?: string;
+    state?: string;
+    error?: { code: string; message: string };
+    results?: { jobId?: string; runAt?: string; error?: { code: string; message: string } }[];
+  };
 }
 
 /** POSTs a body to the single-job (or batch) route through the real handler, as API Gateway would. */
@@ -35,7 +41,9 @@ async function post(w: Wiring, body: unknown, opts: { tenant?: string; batch?: b
   const tenant = opts.tenant ?? 'demo';
   const routeKey = opts.batch ? 'POST /v1/tenants/{tenant}/jobs/batch' : 'POST /v1/tenants/{tenant}/jobs';
   const path = `/v1/tenants/${tenant}/jobs${opts.batch ? '/batch' : ''}`;
-  const res = await submitHandler(w)(httpEvent('POST', path, { routeKey, pathParameters: { tenant }, body: typeof body === 'string' ? body : JSON.stringify(body) }));
+  const res = await submitHandler(w)(
+    httpEvent('POST', path, { routeKey, pathParameters: { tenant }, body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  );
   return { status: res.statusCode, body: JSON.parse(res.body) };
 }
 
@@ -49,7 +57,9 @@ const jobRows = async (sys: TestSystem) => (await scanAll(sys)).filter((i) => /^
 
 async function queueTotal(url: string): Promise<number> {
   const a = (await em.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ?? {};
-  return Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed);
+  return (
+    Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed)
+  );
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -101,7 +111,16 @@ describe('idempotency keys', () => {
       expect(res.body.error?.message).toMatch(/k-1.*new key/);
     }
     // In a batch: only the job that reuses the key is refused.
-    const batch = await post(sys.w, { jobs: [{ ...original, payload: 'changed' }, { payload: 1, delaySeconds: 60 }] }, { batch: true });
+    const batch = await post(
+      sys.w,
+      {
+        jobs: [
+          { ...original, payload: 'changed' },
+          { payload: 1, delaySeconds: 60 },
+        ],
+      },
+      { batch: true },
+    );
     expect(batch.body.results?.map((r) => r.error?.code ?? 'accepted')).toEqual(['IdempotencyKeyReused', 'accepted']);
     expect(batch.body.results?.[0]?.error?.message).toMatch(/^jobs\[0\]: /);
     // Nothing written for the refused ones: the table is unchanged and only the accepted job went inbound.
@@ -111,13 +130,25 @@ describe('idempotency keys', () => {
     // The same request again still answers its job; the key under another tenant is another job.
     const again = await post(sys.w, JSON.stringify(original).replace('"amount":1', '"amount":1.0'));
     expect(again).toEqual({ status: 200, body: first.body });
-    const equivalentRunAt = await post(sys.w, JSON.stringify({ ...original, runAt: runAt.replace('Z', '+00:00') }).replace('"amount":1', '"amount":1.0'));
+    const equivalentRunAt = await post(
+      sys.w,
+      JSON.stringify({ ...original, runAt: runAt.replace('Z', '+00:00') }).replace('"amount":1', '"amount":1.0'),
+    );
     expect(equivalentRunAt).toEqual({ status: 200, body: first.body });
     const otherTenant = await post(sys.w, original, { tenant: 'other' });
     expect(otherTenant.status).toBe(201);
     expect(otherTenant.body.jobId).not.toBe(first.body.jobId);
     // Two keys in one batch that differ: two jobs.
-    const two = await post(sys.w, { jobs: [{ ...original, idempotencyKey: 'k-2' }, { ...original, payload: 'x', idempotencyKey: 'k-3' }] }, { batch: true });
+    const two = await post(
+      sys.w,
+      {
+        jobs: [
+          { ...original, idempotencyKey: 'k-2' },
+          { ...original, payload: 'x', idempotencyKey: 'k-3' },
+        ],
+      },
+      { batch: true },
+    );
     expect(new Set(two.body.results?.map((r) => r.jobId)).size).toBe(2);
   });
 
@@ -189,7 +220,9 @@ describe('idempotency keys', () => {
           : orig(url, messages),
     });
     const submitter = new Submitter({ ...sys.w.submitter.deps, sender: refusing });
-    await expect(submitter.submit('demo', JSON.stringify({ payload: 'refuse-me', delaySeconds: 60, idempotencyKey: 'free-again' }))).rejects.toMatchObject({ status: 400, code: 'ValidationError' });
+    await expect(
+      submitter.submit('demo', JSON.stringify({ payload: 'refuse-me', delaySeconds: 60, idempotencyKey: 'free-again' })),
+    ).rejects.toMatchObject({ status: 400, code: 'ValidationError' });
     expect((await scanAll(sys)).filter((i) => i.pk!.S!.startsWith('idem#'))).toHaveLength(0);
     const fixed = await post(sys.w, { payload: 'fixed', delaySeconds: 60, idempotencyKey: 'free-again' });
     expect(fixed.status).toBe(201);

@@ -44,7 +44,11 @@ describe('inbound packing', () => {
   it('sends a batch of 100 small jobs as one inbound message, and ingest writes each job once', async () => {
     const sys = await createSystem(em, { settings });
     const before = em.counter.snapshot()['SQS.SendMessageBatch'] ?? 0;
-    const replies = await submitJobs(sys, 'demo', Array.from({ length: 100 }, (_, i) => ({ payload: kb(i), delaySeconds: 3_600 })));
+    const replies = await submitJobs(
+      sys,
+      'demo',
+      Array.from({ length: 100 }, (_, i) => ({ payload: kb(i), delaySeconds: 3_600 })),
+    );
     expect((em.counter.snapshot()['SQS.SendMessageBatch'] ?? 0) - before).toBe(1);
     const [msg, ...rest] = await receiveAll(sys.inboundUrl, 1);
     expect(rest).toEqual([]);
@@ -63,7 +67,9 @@ describe('inbound packing', () => {
     // SQS's per-entry failures cannot be produced by the emulator: refuse the inbound entries here.
     const sender = inProcess<QueueSender>(sys.w.dispatch.sender, new SimProcess(), {
       sendBatch: async (orig, url, messages) =>
-        url === sys.inboundUrl ? messages.map((m) => ({ id: m.id, retryable: true, message: 'ServiceUnavailable (injected)' })) : orig(url, messages),
+        url === sys.inboundUrl
+          ? messages.map((m) => ({ id: m.id, retryable: true, message: 'ServiceUnavailable (injected)' }))
+          : orig(url, messages),
     });
     const submitter = new Submitter({ ...sys.w.submitter.deps, sender, send: { backoff: { baseMs: 1, capMs: 5 } } });
     const now = Date.now();
@@ -89,15 +95,22 @@ describe('inbound packing', () => {
       sendBatch: async (orig, url, messages) => {
         const bad = messages.filter((m) => m.body.includes('"poison"'));
         refusals += bad.length;
-        const failures = await orig(url, messages.filter((m) => !bad.includes(m)));
+        const failures = await orig(
+          url,
+          messages.filter((m) => !bad.includes(m)),
+        );
         return [...failures, ...bad.map((m) => ({ id: m.id, retryable: false, message: 'InvalidMessageContents (injected)' }))];
       },
     });
     const submitter = new Submitter({ ...sys.w.submitter.deps, sender });
     const jobs = Array.from({ length: 20 }, (_, i) => ({ payload: i === 13 ? 'poison' : kb(i), delaySeconds: 3_600 }));
     const { results } = await submitter.submitBatch('demo', JSON.stringify({ jobs }));
-    expect(results.map((r, i) => ('error' in r ? `${i}:${r.error.code}` : r.state))).toEqual(jobs.map((_, i) => (i === 13 ? '13:ValidationError' : 'SCHEDULED')));
-    expect((results[13] as { error: { message: string } }).error.message).toMatch(/^jobs\[13\]: SQS refused the job \(InvalidMessageContents \(injected\)\)/);
+    expect(results.map((r, i) => ('error' in r ? `${i}:${r.error.code}` : r.state))).toEqual(
+      jobs.map((_, i) => (i === 13 ? '13:ValidationError' : 'SCHEDULED')),
+    );
+    expect((results[13] as { error: { message: string } }).error.message).toMatch(
+      /^jobs\[13\]: SQS refused the job \(InvalidMessageContents \(injected\)\)/,
+    );
     expect(refusals).toBeGreaterThan(1); // the packed message, then halves down to the job alone
 
     // Every other job is stored: ingest what reached the inbound queue.
@@ -121,7 +134,10 @@ describe('inbound packing', () => {
       },
     });
     const submitter = new Submitter({ ...sys.w.submitter.deps, sender, send: { backoff: { baseMs: 1, capMs: 5 } } });
-    const { results } = await submitter.submitBatch('demo', JSON.stringify({ jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i, delaySeconds: 3_600 })) }));
+    const { results } = await submitter.submitBatch(
+      'demo',
+      JSON.stringify({ jobs: Array.from({ length: 5 }, (_, i) => ({ payload: i, delaySeconds: 3_600 })) }),
+    );
     expect(results.map((r) => ('error' in r ? r.error.code : r.state))).toEqual(Array(5).fill('SCHEDULED'));
     expect(calls).toBe(3);
     const [msg, ...rest] = await receiveAll(sys.inboundUrl, 1);
@@ -149,7 +165,11 @@ describe('inbound packing', () => {
 
   it('retries a message whose ingest failed part-way, without a second row, and reports the rest as duplicates', async () => {
     const sys = await createSystem(em, { settings });
-    const replies = await submitJobs(sys, 'demo', Array.from({ length: 20 }, (_, i) => ({ payload: kb(i), delaySeconds: 3_600 })));
+    const replies = await submitJobs(
+      sys,
+      'demo',
+      Array.from({ length: 20 }, (_, i) => ({ payload: kb(i), delaySeconds: 3_600 })),
+    );
     const [msg] = await receiveAll(sys.inboundUrl, 1);
     const victim = replies[7]!.jobId;
     let refused = 0;

@@ -22,7 +22,9 @@ describe('incremental reads', () => {
     const ingest = sys.startIngest();
     const steps: DispatchStepResult[] = [];
     const run = (owner: string, startMs: number, untilMs: number, signal: AbortSignal) =>
-      [0, 1].map((g) => dispatchLoop(sys.w.dispatch, { groups: [g], owner, ownerStartMs: startMs, untilMs, signal, onStep: (r) => steps.push(r) }));
+      [0, 1].map((g) =>
+        dispatchLoop(sys.w.dispatch, { groups: [g], owner, ownerStartMs: startMs, untilMs, signal, onStep: (r) => steps.push(r) }),
+      );
 
     // 50 jobs a second for 12 s, each due 3 to 5 s after its submit; a new execution takes over
     // half way, as the tick's executions do every minute (here five times as often: the two
@@ -34,7 +36,16 @@ describe('incremental reads', () => {
     const jobs: { jobId: string; runAt: string }[] = [];
     let second: Promise<void>[] = [];
     for (let s = 0; s < 12; s++) {
-      jobs.push(...(await submitJobs(sys, 'demo', Array.from({ length: 50 }, (_, i) => ({ payload: { s, i }, runAt: new Date(Date.now() + 3_000 + Math.floor(Math.random() * 2_000)).toISOString() })))));
+      jobs.push(
+        ...(await submitJobs(
+          sys,
+          'demo',
+          Array.from({ length: 50 }, (_, i) => ({
+            payload: { s, i },
+            runAt: new Date(Date.now() + 3_000 + Math.floor(Math.random() * 2_000)).toISOString(),
+          })),
+        )),
+      );
       if (s === 6) second = run('second', Date.now(), Date.now() + 120_000, abort.signal);
       await sleepMs(t0 + (s + 1) * 1_000 - Date.now());
     }
@@ -56,7 +67,9 @@ describe('incremental reads', () => {
     expect(sent).toBe(jobs.length);
     expect(itemsRead / sent).toBeLessThanOrEqual(2);
     expect(steps.some((s) => s.owner === 'second' && s.sent > 0)).toBe(true);
-    console.log(`incremental reads: ${itemsRead} items read for ${sent} jobs (${(itemsRead / sent).toFixed(2)} per job), ${steps.reduce((n, s) => n + s.lateRows, 0)} through the late lane`);
+    console.log(
+      `incremental reads: ${itemsRead} items read for ${sent} jobs (${(itemsRead / sent).toFixed(2)} per job), ${steps.reduce((n, s) => n + s.lateRows, 0)} through the late lane`,
+    );
   }, 60_000);
 
   it('finds a row written behind every read position through the late lane, never early', async () => {
@@ -73,7 +86,12 @@ describe('incremental reads', () => {
     const steps: DispatchStepResult[] = [];
     const abort = new AbortController();
     const t0 = Date.now();
-    const loops = [0, 1].map((g) => dispatchLoop({ ...sys.w.dispatch, store }, { groups: [g], owner: 'x', ownerStartMs: t0, untilMs: t0 + 60_000, signal: abort.signal, onStep: (r) => steps.push(r) }));
+    const loops = [0, 1].map((g) =>
+      dispatchLoop(
+        { ...sys.w.dispatch, store },
+        { groups: [g], owner: 'x', ownerStartMs: t0, untilMs: t0 + 60_000, signal: abort.signal, onStep: (r) => steps.push(r) },
+      ),
+    );
     // One job through the table: once it is sent, the rounds' marks (kept in the lease items)
     // lie past its due time.
     const ingest = sys.startIngest();

@@ -12,7 +12,14 @@ import { consume, createSystem, httpEvent, type TestSystem } from '../support/sy
 let em: Emulators;
 let sys: TestSystem;
 const context = (ms = 60_000) =>
-  ({ functionName: 'test', awsRequestId: 'req-1', getRemainingTimeInMillis: () => ms, invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:test', functionVersion: '1', memoryLimitInMB: '256' }) as unknown as Context;
+  ({
+    functionName: 'test',
+    awsRequestId: 'req-1',
+    getRemainingTimeInMillis: () => ms,
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:test',
+    functionVersion: '1',
+    memoryLimitInMB: '256',
+  }) as unknown as Context;
 
 beforeAll(async () => {
   em = await startEmulators();
@@ -44,24 +51,56 @@ describe('Lambda entry files', () => {
     const tick = (await import('../../lambdas/tick.js')).handler;
 
     const runAt = new Date(Date.now() + 2_000).toISOString();
-    const created = await submit(httpEvent('POST', '/v1/tenants/demo/jobs', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ payload: { hello: 'world' }, runAt }) }), context());
+    const created = await submit(
+      httpEvent('POST', '/v1/tenants/demo/jobs', {
+        pathParameters: { tenant: 'demo' },
+        body: JSON.stringify({ payload: { hello: 'world' }, runAt }),
+      }),
+      context(),
+    );
     expect(created.statusCode).toBe(201);
     const job = JSON.parse(created.body!);
     expect(job).toMatchObject({ tenant: 'demo', runAt, state: 'SCHEDULED' });
-    const other = JSON.parse((await submit(httpEvent('POST', '/v1/tenants/demo/jobs', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ payload: 2, delaySeconds: 600 }) }), context())).body!);
+    const other = JSON.parse(
+      (
+        await submit(
+          httpEvent('POST', '/v1/tenants/demo/jobs', {
+            pathParameters: { tenant: 'demo' },
+            body: JSON.stringify({ payload: 2, delaySeconds: 600 }),
+          }),
+          context(),
+        )
+      ).body!,
+    );
 
     // The inbound queue, as Lambda's event source would hand it over.
     const { ReceiveMessageCommand } = await import('@aws-sdk/client-sqs');
-    const msgs = (await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.inboundUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ?? [];
+    const msgs =
+      (await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.inboundUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }))).Messages ??
+      [];
     expect(msgs).toHaveLength(2);
-    const res = await ingest({ Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! })) } as never, context());
+    const res = await ingest(
+      { Records: msgs.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! })) } as never,
+      context(),
+    );
     expect(res).toEqual({ batchItemFailures: [] });
     const { DeleteMessageBatchCommand } = await import('@aws-sdk/client-sqs');
-    await em.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: sys.inboundUrl, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    await em.sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: sys.inboundUrl,
+        Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
 
-    const get = async (jobId: string) => JSON.parse((await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }), context())).body!);
+    const get = async (jobId: string) =>
+      JSON.parse(
+        (await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }), context())).body!,
+      );
     expect((await get(job.jobId)).state).toBe('SCHEDULED');
-    const del = await cancel(httpEvent('DELETE', `/v1/tenants/demo/jobs/${other.jobId}`, { pathParameters: { tenant: 'demo', jobId: other.jobId } }), context());
+    const del = await cancel(
+      httpEvent('DELETE', `/v1/tenants/demo/jobs/${other.jobId}`, { pathParameters: { tenant: 'demo', jobId: other.jobId } }),
+      context(),
+    );
     expect(del.statusCode).toBe(200);
     expect(JSON.parse(del.body!)).toEqual({ jobId: other.jobId, state: 'CANCELLED' });
 
@@ -76,7 +115,8 @@ describe('Lambda entry files', () => {
     const results = await Promise.all(plan.items.map(({ shards: _, ...step }) => dispatch(step, context(6_000))));
     expect(results.reduce((n, r) => n + r.sent, 0)).toBe(1);
     // Each result is the next step's input, as the state machine passes it on.
-    for (const [i, r] of results.entries()) expect(r).toMatchObject({ groups: plan.items[i]!.groups, owner: 'exec-1', untilMs: plan.items[i]!.untilMs, done: false });
+    for (const [i, r] of results.entries())
+      expect(r).toMatchObject({ groups: plan.items[i]!.groups, owner: 'exec-1', untilMs: plan.items[i]!.untilMs, done: false });
     await consumer.waitFor((d) => d.length >= 1, 5_000);
     await consumer.stop();
     expect(consumer.deliveries.map((d) => [d.jobId, d.payload])).toEqual([[job.jobId, { hello: 'world' }]]);
@@ -91,10 +131,17 @@ describe('Lambda entry files', () => {
   });
 
   it('fails a cold start with every configuration problem listed', async () => {
-    expect(() => readConfig({ DYNEIN_SHARDS: 'many', DYNEIN_LEASE_MS: '-1', DYNEIN_ID_KEY: randomBytes(8).toString('base64') }, { inboundQueue: true })).toThrowError(
+    expect(() =>
+      readConfig(
+        { DYNEIN_SHARDS: 'many', DYNEIN_LEASE_MS: '-1', DYNEIN_ID_KEY: randomBytes(8).toString('base64') },
+        { inboundQueue: true },
+      ),
+    ).toThrowError(
       /DYNEIN_TABLE is required[\s\S]*DYNEIN_INBOUND_QUEUE_URL is required[\s\S]*DYNEIN_ID_KEY must be base64 of at least 32 bytes[\s\S]*DYNEIN_SHARDS must be a whole number[\s\S]*DYNEIN_LEASE_MS must be a whole number/,
     );
-    expect(() => readConfig({ DYNEIN_TABLE: 't', DYNEIN_ID_KEY: randomBytes(32).toString('base64'), DYNEIN_GROUPS: '41' })).toThrowError(/groupCount must be an integer from 1 to 40/);
+    expect(() => readConfig({ DYNEIN_TABLE: 't', DYNEIN_ID_KEY: randomBytes(32).toString('base64'), DYNEIN_GROUPS: '41' })).toThrowError(
+      /groupCount must be an integer from 1 to 40/,
+    );
     vi.resetModules();
     const saved = process.env.DYNEIN_TABLE;
     delete process.env.DYNEIN_TABLE;

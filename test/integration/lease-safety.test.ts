@@ -17,7 +17,11 @@ describe('lease safety', () => {
     const sys = await createSystem(em, { settings });
     const ingest = sys.startIngest();
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
-    const replies = await submitJobs(sys, 'demo', Array.from({ length: 40 }, (_, i) => ({ payload: { i }, runAt: new Date(Date.now() + 2_500 + i * 10).toISOString() })));
+    const replies = await submitJobs(
+      sys,
+      'demo',
+      Array.from({ length: 40 }, (_, i) => ({ payload: { i }, runAt: new Date(Date.now() + 2_500 + i * 10).toISOString() })),
+    );
     await waitForEmptyQueue(em.sqs, sys.inboundUrl);
 
     // Round A: every acquire succeeds in DynamoDB, but its reply reaches A only after the lease

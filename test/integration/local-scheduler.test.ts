@@ -22,7 +22,13 @@ import {
 } from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { sqsQueueUrlResolver, startLocalScheduler, type Firing, type LocalScheduler, type LocalSchedulerOptions } from '../../local/scheduler/index.js';
+import {
+  sqsQueueUrlResolver,
+  startLocalScheduler,
+  type Firing,
+  type LocalScheduler,
+  type LocalSchedulerOptions,
+} from '../../local/scheduler/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 
 const region = 'us-east-1';
@@ -63,7 +69,15 @@ function newDir(): string {
 }
 
 async function start(dataDir: string, extra: Partial<LocalSchedulerOptions> = {}) {
-  const scheduler = await startLocalScheduler({ port: 0, dataDir, region, accountId, sqs: emu.sqs, resolveQueueUrl: sqsQueueUrlResolver(emu.sqs), ...extra });
+  const scheduler = await startLocalScheduler({
+    port: 0,
+    dataDir,
+    region,
+    accountId,
+    sqs: emu.sqs,
+    resolveQueueUrl: sqsQueueUrlResolver(emu.sqs),
+    ...extra,
+  });
   const client = new SchedulerClient({ endpoint: scheduler.endpoint, region, credentials, maxAttempts: 1 });
   const firings: Firing[] = [];
   scheduler.onFiring((f) => firings.push(f));
@@ -91,7 +105,14 @@ async function receiveAll(url: string, waitSeconds: number): Promise<Message[]> 
   const out: Message[] = [];
   const until = Date.now() + waitSeconds * 1000;
   while (Date.now() < until) {
-    const r = await emu.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['SentTimestamp'] }));
+    const r = await emu.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['SentTimestamp'],
+      }),
+    );
     out.push(...(r.Messages ?? []));
   }
   return out;
@@ -115,7 +136,14 @@ describe('local EventBridge Scheduler stand-in', () => {
     const { client } = await start(newDir());
     const before = Date.now();
     const created = await client.send(
-      new CreateScheduleCommand(definition('nightly', { ScheduleExpression: 'cron(30 2 * * ? *)', ScheduleExpressionTimezone: 'Europe/Paris', Description: 'night run', ActionAfterCompletion: 'NONE' })),
+      new CreateScheduleCommand(
+        definition('nightly', {
+          ScheduleExpression: 'cron(30 2 * * ? *)',
+          ScheduleExpressionTimezone: 'Europe/Paris',
+          Description: 'night run',
+          ActionAfterCompletion: 'NONE',
+        }),
+      ),
     );
     expect(created.ScheduleArn).toBe(`arn:aws:scheduler:${region}:${accountId}:schedule/default/nightly`);
 
@@ -138,7 +166,13 @@ describe('local EventBridge Scheduler stand-in', () => {
 
     const endDate = new Date(Date.now() + 86_400_000);
     const updated = await client.send(
-      new UpdateScheduleCommand(definition('nightly', { ScheduleExpression: 'rate(2 hours)', EndDate: endDate, FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 15 } })),
+      new UpdateScheduleCommand(
+        definition('nightly', {
+          ScheduleExpression: 'rate(2 hours)',
+          EndDate: endDate,
+          FlexibleTimeWindow: { Mode: 'FLEXIBLE', MaximumWindowInMinutes: 15 },
+        }),
+      ),
     );
     expect(updated.ScheduleArn).toBe(created.ScheduleArn);
     const after = await client.send(new GetScheduleCommand({ Name: 'nightly', GroupName: 'default' }));
@@ -152,7 +186,12 @@ describe('local EventBridge Scheduler stand-in', () => {
 
     await client.send(new CreateScheduleGroupCommand({ Name: 'tenant-a' }));
     expect((await client.send(new GetScheduleGroupCommand({ Name: 'tenant-a' }))).State).toBe('ACTIVE');
-    for (const n of ['a1', 'a2', 'a3']) await client.send(new CreateScheduleCommand(definition(n, { GroupName: 'tenant-a', State: n === 'a2' ? 'ENABLED' : 'DISABLED', ScheduleExpression: 'cron(0 0 1 1 ? 2190)' })));
+    for (const n of ['a1', 'a2', 'a3'])
+      await client.send(
+        new CreateScheduleCommand(
+          definition(n, { GroupName: 'tenant-a', State: n === 'a2' ? 'ENABLED' : 'DISABLED', ScheduleExpression: 'cron(0 0 1 1 ? 2190)' }),
+        ),
+      );
     const inGroup = await client.send(new ListSchedulesCommand({ GroupName: 'tenant-a' }));
     expect(inGroup.Schedules?.map((s) => s.Name)).toEqual(['a1', 'a2', 'a3']);
     expect(inGroup.Schedules?.[0]).toMatchObject({ GroupName: 'tenant-a', State: 'DISABLED', Target: { Arn: queueArn } });
@@ -166,7 +205,12 @@ describe('local EventBridge Scheduler stand-in', () => {
     expect(page1.Schedules).toHaveLength(2);
     expect(page1.NextToken).toBeDefined();
     const page2 = await client.send(new ListSchedulesCommand({ MaxResults: 2, NextToken: page1.NextToken }));
-    expect([...(page1.Schedules ?? []), ...(page2.Schedules ?? [])].map((s) => `${s.GroupName}/${s.Name}`)).toEqual(['default/nightly', 'tenant-a/a1', 'tenant-a/a2', 'tenant-a/a3']);
+    expect([...(page1.Schedules ?? []), ...(page2.Schedules ?? [])].map((s) => `${s.GroupName}/${s.Name}`)).toEqual([
+      'default/nightly',
+      'tenant-a/a1',
+      'tenant-a/a2',
+      'tenant-a/a3',
+    ]);
 
     await client.send(new DeleteScheduleCommand({ Name: 'nightly' }));
     expect(await rejection(client.send(new GetScheduleCommand({ Name: 'nightly' })))).toBeInstanceOf(ResourceNotFoundException);
@@ -185,7 +229,9 @@ describe('local EventBridge Scheduler stand-in', () => {
     expect((dup as ConflictException).message).toContain('once');
     // The same ClientToken (an SDK retry of a create that succeeded) answers as the first did.
     await client.send(new CreateScheduleCommand(definition('tok', { ClientToken: 'token-1' })));
-    expect((await client.send(new CreateScheduleCommand(definition('tok', { ClientToken: 'token-1' })))).ScheduleArn).toContain('schedule/default/tok');
+    expect((await client.send(new CreateScheduleCommand(definition('tok', { ClientToken: 'token-1' })))).ScheduleArn).toContain(
+      'schedule/default/tok',
+    );
 
     for (const call of [
       () => client.send(new GetScheduleCommand({ Name: 'missing' })),
@@ -232,7 +278,11 @@ describe('local EventBridge Scheduler stand-in', () => {
     const dir = newDir();
     const first = await start(dir);
     await first.client.send(new CreateScheduleGroupCommand({ Name: 'kept' }));
-    await first.client.send(new CreateScheduleCommand(definition('survivor', { GroupName: 'kept', ScheduleExpression: 'cron(0 12 ? * MON-FRI *)', Description: 'd' })));
+    await first.client.send(
+      new CreateScheduleCommand(
+        definition('survivor', { GroupName: 'kept', ScheduleExpression: 'cron(0 12 ? * MON-FRI *)', Description: 'd' }),
+      ),
+    );
     const before = await first.client.send(new GetScheduleCommand({ Name: 'survivor', GroupName: 'kept' }));
     await stopOne(first);
 
@@ -248,7 +298,16 @@ describe('local EventBridge Scheduler stand-in', () => {
     const occurrence = Math.ceil(Date.now() / 1000) * 1000 + 3000;
     const at = new Date(occurrence).toISOString().slice(0, 19);
     const input = '{"payload": "é ✓ \\u0000 spaces  kept",\n "n": 1.50, "bmp": "日本語 ±½"}';
-    await client.send(new CreateScheduleCommand(definition('one-shot', { ScheduleExpression: `at(${at})`, State: 'ENABLED', ActionAfterCompletion: 'DELETE', Target: { Arn: arn, RoleArn: 'arn:aws:iam::000000000000:role/r', Input: input } })));
+    await client.send(
+      new CreateScheduleCommand(
+        definition('one-shot', {
+          ScheduleExpression: `at(${at})`,
+          State: 'ENABLED',
+          ActionAfterCompletion: 'DELETE',
+          Target: { Arn: arn, RoleArn: 'arn:aws:iam::000000000000:role/r', Input: input },
+        }),
+      ),
+    );
 
     const messages = await receiveAll(url, 7);
     expect(messages).toHaveLength(1);
@@ -265,9 +324,19 @@ describe('local EventBridge Scheduler stand-in', () => {
     const { client, firings } = await start(newDir());
     const startDate = Math.floor(Date.now() / 1000) * 1000 - 57_000; // next occurrence about 3 s from now
     const occurrence = startDate + 60_000;
-    const target = { Arn: arn, RoleArn: 'arn:aws:iam::000000000000:role/r', Input: '{"at":"<aws.scheduler.scheduled-time>","arn":"<aws.scheduler.schedule-arn>","try":<aws.scheduler.attempt-number>}' };
-    await client.send(new CreateScheduleCommand(definition('minutely', { ScheduleExpression: 'rate(1 minute)', StartDate: new Date(startDate), State: 'ENABLED', Target: target })));
-    await client.send(new CreateScheduleCommand(definition('paused', { ScheduleExpression: 'rate(1 minute)', State: 'DISABLED', Target: target })));
+    const target = {
+      Arn: arn,
+      RoleArn: 'arn:aws:iam::000000000000:role/r',
+      Input: '{"at":"<aws.scheduler.scheduled-time>","arn":"<aws.scheduler.schedule-arn>","try":<aws.scheduler.attempt-number>}',
+    };
+    await client.send(
+      new CreateScheduleCommand(
+        definition('minutely', { ScheduleExpression: 'rate(1 minute)', StartDate: new Date(startDate), State: 'ENABLED', Target: target }),
+      ),
+    );
+    await client.send(
+      new CreateScheduleCommand(definition('paused', { ScheduleExpression: 'rate(1 minute)', State: 'DISABLED', Target: target })),
+    );
 
     const messages = await receiveAll(url, 7);
     expect(messages).toHaveLength(1);
@@ -288,7 +357,15 @@ describe('local EventBridge Scheduler stand-in', () => {
     const clock = { now: () => now };
     const dir = newDir();
     const first = await start(dir, { clock, maxSleepMs: 20 });
-    await first.client.send(new CreateScheduleCommand(definition('tick', { ScheduleExpression: 'cron(* * * * ? *)', State: 'ENABLED', Target: { Arn: arn, RoleArn: 'r', Input: 'tick' } })));
+    await first.client.send(
+      new CreateScheduleCommand(
+        definition('tick', {
+          ScheduleExpression: 'cron(* * * * ? *)',
+          State: 'ENABLED',
+          Target: { Arn: arn, RoleArn: 'r', Input: 'tick' },
+        }),
+      ),
+    );
     now = Date.parse('2030-01-01T00:01:00Z'); // 00:01 is due
     await expect.poll(() => first.firings.length, { timeout: 5000 }).toBe(1);
     expect(first.firings[0]?.occurrence).toBe(Date.parse('2030-01-01T00:01:00Z'));
@@ -313,12 +390,24 @@ describe('local EventBridge Scheduler stand-in', () => {
     const clock = { now: () => now };
     const dir = newDir();
     const first = await start(dir, { clock, maxSleepMs: 20, missedOccurrences: 'fire' });
-    await first.client.send(new CreateScheduleCommand(definition('tick', { ScheduleExpression: 'cron(* * * * ? *)', State: 'ENABLED', Target: { Arn: arn, RoleArn: 'r', Input: 'tick' } })));
+    await first.client.send(
+      new CreateScheduleCommand(
+        definition('tick', {
+          ScheduleExpression: 'cron(* * * * ? *)',
+          State: 'ENABLED',
+          Target: { Arn: arn, RoleArn: 'r', Input: 'tick' },
+        }),
+      ),
+    );
     await stopOne(first);
     now = Date.parse('2030-01-01T00:03:30Z');
     const second = await start(dir, { clock, maxSleepMs: 20, missedOccurrences: 'fire' });
     await expect.poll(() => second.firings.length, { timeout: 5000 }).toBe(3);
-    expect(second.firings.map((f) => new Date(f.occurrence).toISOString()).sort()).toEqual(['2030-01-01T00:01:00.000Z', '2030-01-01T00:02:00.000Z', '2030-01-01T00:03:00.000Z']);
+    expect(second.firings.map((f) => new Date(f.occurrence).toISOString()).sort()).toEqual([
+      '2030-01-01T00:01:00.000Z',
+      '2030-01-01T00:02:00.000Z',
+      '2030-01-01T00:03:00.000Z',
+    ]);
     expect(await receiveAll(url, 2)).toHaveLength(3);
   });
 
@@ -331,7 +420,17 @@ describe('local EventBridge Scheduler stand-in', () => {
     const missing = `arn:aws:sqs:${region}:${accountId}:no-such-queue`;
     await client.send(
       new CreateScheduleCommand(
-        definition('lost', { ScheduleExpression: 'cron(* * * * ? *)', State: 'ENABLED', Target: { Arn: missing, RoleArn: 'r', Input: 'lost', RetryPolicy: { MaximumRetryAttempts: 2 }, DeadLetterConfig: { Arn: dlq.arn } } }),
+        definition('lost', {
+          ScheduleExpression: 'cron(* * * * ? *)',
+          State: 'ENABLED',
+          Target: {
+            Arn: missing,
+            RoleArn: 'r',
+            Input: 'lost',
+            RetryPolicy: { MaximumRetryAttempts: 2 },
+            DeadLetterConfig: { Arn: dlq.arn },
+          },
+        }),
       ),
     );
     now = Date.parse('2030-01-01T00:01:00Z');
@@ -361,7 +460,15 @@ describe('local EventBridge Scheduler stand-in', () => {
       return real(queueArn);
     };
     const { client, firings } = await start(newDir(), { clock, maxSleepMs: 20, retryBaseMs: 10, resolveQueueUrl: flaky, log: () => {} });
-    await client.send(new CreateScheduleCommand(definition('flaky', { ScheduleExpression: 'cron(* * * * ? *)', State: 'ENABLED', Target: { Arn: arn, RoleArn: 'r', Input: 'attempt <aws.scheduler.attempt-number>' } })));
+    await client.send(
+      new CreateScheduleCommand(
+        definition('flaky', {
+          ScheduleExpression: 'cron(* * * * ? *)',
+          State: 'ENABLED',
+          Target: { Arn: arn, RoleArn: 'r', Input: 'attempt <aws.scheduler.attempt-number>' },
+        }),
+      ),
+    );
     now = Date.parse('2030-01-01T00:01:00Z');
     await expect.poll(() => firings.length, { timeout: 5000 }).toBe(1);
     expect(firings[0]?.delivered).toBe(true);

@@ -19,7 +19,13 @@ describe('never early and precise', () => {
     const start = Date.now();
     const stop = new AbortController();
     const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
-      dispatchLoop(sys.w.dispatch, { groups: [group], owner: 'test-exec', ownerStartMs: start, untilMs: start + 40_000, signal: stop.signal }),
+      dispatchLoop(sys.w.dispatch, {
+        groups: [group],
+        owner: 'test-exec',
+        ownerStartMs: start,
+        untilMs: start + 40_000,
+        signal: stop.signal,
+      }),
     );
 
     const expected = new Map<string, number>();
@@ -28,7 +34,9 @@ describe('never early and precise', () => {
         payload: { n: b * 100 + i },
         runAt: new Date(Date.now() + 1_000 + Math.floor(Math.random() * 10_000)).toISOString(),
       }));
-      const res = await submit(httpEvent('POST', '/v1/tenants/demo/jobs/batch', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ jobs }) }));
+      const res = await submit(
+        httpEvent('POST', '/v1/tenants/demo/jobs/batch', { pathParameters: { tenant: 'demo' }, body: JSON.stringify({ jobs }) }),
+      );
       expect(res.statusCode).toBe(200);
       const { results } = JSON.parse(res.body) as { results: { jobId: string; runAt: string; state: string }[] };
       for (const r of results) expected.set(r.jobId, Date.parse(r.runAt));

@@ -48,7 +48,13 @@ describe('outage drain', () => {
         const dueMs = dueOf(i);
         const jobId = sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random: `o${String(i).padStart(15, '0')}` });
         backlogIds.set(jobId, dueMs);
-        items.push({ ...keys.row({ shard, dueMs, jobId }), tenant: { S: 'demo' }, state: { S: 'SCHEDULED' }, leaseUntil: { N: '0' }, payload: { S: `{"i":${i}}` } });
+        items.push({
+          ...keys.row({ shard, dueMs, jobId }),
+          tenant: { S: 'demo' },
+          state: { S: 'SCHEDULED' },
+          leaseUntil: { N: '0' },
+          payload: { S: `{"i":${i}}` },
+        });
       }
       let pending = items.map((Item) => ({ PutRequest: { Item } }));
       while (pending.length > 0) {
@@ -98,13 +104,28 @@ describe('outage drain', () => {
     const start = Date.now();
     const deps = { ...sys.w.dispatch, store, sender };
     const loops = [0, 1].map((g) =>
-      dispatchLoop(deps, { groups: [g], owner: 'after-outage', ownerStartMs: start, untilMs: start + 300_000, signal: abort.signal, limits: LIMITS, onStep: (r) => steps.push(r) }),
+      dispatchLoop(deps, {
+        groups: [g],
+        owner: 'after-outage',
+        ownerStartMs: start,
+        untilMs: start + 300_000,
+        signal: abort.signal,
+        limits: LIMITS,
+        onStep: (r) => steps.push(r),
+      }),
     );
 
     // Jobs submitted while the drain runs, due 3 to 6 s after their submit: they must not wait for the backlog.
     const fresh = new Map<string, number>();
     for (let b = 0; b < 4; b++) {
-      const replies = await submitJobs(sys, 'demo', Array.from({ length: 50 }, (_, i) => ({ payload: { fresh: b * 50 + i }, runAt: new Date(Date.now() + 3_000 + Math.floor(Math.random() * 3_000)).toISOString() })));
+      const replies = await submitJobs(
+        sys,
+        'demo',
+        Array.from({ length: 50 }, (_, i) => ({
+          payload: { fresh: b * 50 + i },
+          runAt: new Date(Date.now() + 3_000 + Math.floor(Math.random() * 3_000)).toISOString(),
+        })),
+      );
       for (const r of replies) fresh.set(r.jobId, Date.parse(r.runAt));
       await sleepMs(1_000);
     }
@@ -139,7 +160,10 @@ describe('outage drain', () => {
 
     // Oldest first: the order backlog rows arrive in follows their due times.
     const backlogOrder = all.filter((d) => backlogIds.has(d.jobId) && byId.get(d.jobId) === d);
-    const rho = rankCorrelation(backlogOrder.map((d) => d.receivedAt), backlogOrder.map((d) => backlogIds.get(d.jobId)!));
+    const rho = rankCorrelation(
+      backlogOrder.map((d) => d.receivedAt),
+      backlogOrder.map((d) => backlogIds.get(d.jobId)!),
+    );
     expect(rho).toBeGreaterThan(0.9);
 
     // Fresh jobs were not behind the backlog: each was sent while backlog rows were still going
@@ -164,7 +188,13 @@ describe('outage drain', () => {
     // reads a few items, not the 20,200 delivered markers.
     const later = Date.now();
     const takeover = await Promise.all(
-      [0, 1].map((g) => dispatchStep(sys.w.dispatch, { groups: [g], owner: 'next', ownerStartMs: later, untilMs: later + 60_000 }, { deadlineMs: Date.now() + 3_000 })),
+      [0, 1].map((g) =>
+        dispatchStep(
+          sys.w.dispatch,
+          { groups: [g], owner: 'next', ownerStartMs: later, untilMs: later + 60_000 },
+          { deadlineMs: Date.now() + 3_000 },
+        ),
+      ),
     );
     expect(takeover.every((r) => r.idle)).toBe(true);
     const reread = takeover.reduce((n, r) => n + r.itemsRead, 0);

@@ -26,7 +26,14 @@ afterAll(async () => em?.stop());
 async function rowsOf(sys: TestSystem, tenant: string): Promise<{ sk: string; state: string; leaseUntil: string }[]> {
   const out: { sk: string; state: string; leaseUntil: string }[] = [];
   for (let shard = 0; shard < SETTINGS.shardCount; shard++) {
-    const res = await em.dynamo.send(new QueryCommand({ TableName: sys.tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': { S: String(shard) } }, ConsistentRead: true }));
+    const res = await em.dynamo.send(
+      new QueryCommand({
+        TableName: sys.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': { S: String(shard) } },
+        ConsistentRead: true,
+      }),
+    );
     for (const item of res.Items ?? []) {
       if (item.tenant?.S === tenant) out.push({ sk: item.sk!.S!, state: item.state!.S!, leaseUntil: item.leaseUntil?.N ?? '' });
     }
@@ -65,11 +72,19 @@ describe('jobs of a removed tenant', () => {
       const w = { ...sys.w, dispatch: { ...sys.w.dispatch, tenants: new TenantRegistry(sys.w.store, { negativeTtlMs: 100 }), parked } };
       const counts: Record<string, number> = {};
       const warnings: Record<string, unknown>[] = [];
-      const telemetry: Telemetry = { count: (n, k) => void (counts[n] = (counts[n] ?? 0) + k), values() {}, error() {}, warn: (_m, f) => void warnings.push(f) };
+      const telemetry: Telemetry = {
+        count: (n, k) => void (counts[n] = (counts[n] ?? 0) + k),
+        values() {},
+        error() {},
+        warn: (_m, f) => void warnings.push(f),
+      };
       const handler = dispatchHandler(w, telemetry);
       const step = (ms: number): Promise<DispatchStepResult> => {
         const now = Date.now();
-        return handler({ groups: [0], owner: `exec-${now}`, ownerStartMs: now, untilMs: now + ms }, { getRemainingTimeInMillis: () => ms + 10_000 });
+        return handler(
+          { groups: [0], owner: `exec-${now}`, ownerStartMs: now, untilMs: now + ms },
+          { getRemainingTimeInMillis: () => ms + 10_000 },
+        );
       };
 
       // Steps until the demo jobs are due and sent; then one more that finds only parked rows.
@@ -111,16 +126,32 @@ describe('jobs of a removed tenant', () => {
   });
 
   it('are recognised by the job id alone, with a bounded memory of unknown tenants', async () => {
-    const registry = { lookup: async (name: string) => (name === 'known' ? { name, queueUrl: 'q', dlqUrl: 'd' } : undefined) } as unknown as TenantRegistry;
+    const registry = {
+      lookup: async (name: string) => (name === 'known' ? { name, queueUrl: 'q', dlqUrl: 'd' } : undefined),
+    } as unknown as TenantRegistry;
     const parked = new ParkedTenants({ maxTenants: 3, recheckMs: 60_000 });
-    const key = (tenant: string, i = 0) => ({ shard: 0, dueMs: 1, jobId: `j1.${tenant}.0.1.t.${'a'.repeat(16)}.${i}`, state: 'SCHEDULED' as const, leaseUntil: 0 });
-    const { acquire, parked: skipped } = await parked.split([key('known'), key('gone-1'), key('gone-1', 1), key('gone-2')], registry, 1_000);
+    const key = (tenant: string, i = 0) => ({
+      shard: 0,
+      dueMs: 1,
+      jobId: `j1.${tenant}.0.1.t.${'a'.repeat(16)}.${i}`,
+      state: 'SCHEDULED' as const,
+      leaseUntil: 0,
+    });
+    const { acquire, parked: skipped } = await parked.split(
+      [key('known'), key('gone-1'), key('gone-1', 1), key('gone-2')],
+      registry,
+      1_000,
+    );
     expect(acquire.map((k) => k.jobId)).toEqual([key('known').jobId]);
     expect(skipped).toHaveLength(3);
     for (let i = 3; i <= 6; i++) await parked.split([key(`gone-${i}`)], registry, 1_000);
     expect(parked.tenants).toEqual(['gone-4', 'gone-5', 'gone-6']);
     // A registry that cannot answer parks nothing (the row is acquired; release keeps it if still unknown).
-    const failing = { lookup: async () => { throw new Error('throttled'); } } as unknown as TenantRegistry;
+    const failing = {
+      lookup: async () => {
+        throw new Error('throttled');
+      },
+    } as unknown as TenantRegistry;
     expect((await new ParkedTenants().split([key('x')], failing, 0)).acquire).toHaveLength(1);
   });
 });

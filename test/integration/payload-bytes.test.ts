@@ -51,7 +51,9 @@ const PAYLOADS: readonly string[] = [
 function submitEvent(route: typeof SINGLE | typeof BATCH, body: string | undefined, opts: { base64?: boolean } = {}) {
   const path = route === SINGLE ? '/v1/tenants/demo/jobs' : '/v1/tenants/demo/jobs/batch';
   const e = httpEvent('POST', path, { routeKey: route, pathParameters: { tenant: 'demo' }, ...(body !== undefined ? { body } : {}) });
-  return opts.base64 ? { ...e, body: body === undefined ? undefined : Buffer.from(body, 'utf8').toString('base64'), isBase64Encoded: true } : e;
+  return opts.base64
+    ? { ...e, body: body === undefined ? undefined : Buffer.from(body, 'utf8').toString('base64'), isBase64Encoded: true }
+    : e;
 }
 
 /** Reads raw message bodies from a queue until `n` arrived (or the time is up), deleting them. */
@@ -62,7 +64,10 @@ async function receiveRaw(sqs: SQSClient, url: string, n: number, timeoutMs: num
     const res = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
     const msgs = res.Messages ?? [];
     bodies.push(...msgs.map((m) => m.Body ?? ''));
-    if (msgs.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+    if (msgs.length > 0)
+      await sqs.send(
+        new DeleteMessageBatchCommand({ QueueUrl: url, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }),
+      );
   }
   return bodies;
 }
@@ -77,7 +82,9 @@ async function scanAll(tableName: string): Promise<Record<string, AttributeValue
 
 async function queueTotal(url: string): Promise<number> {
   const a = (await em.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }))).Attributes ?? {};
-  return Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed);
+  return (
+    Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible) + Number(a.ApproximateNumberOfMessagesDelayed)
+  );
 }
 
 describe('the payload is delivered byte for byte', () => {
@@ -95,7 +102,12 @@ describe('the payload is delivered byte for byte', () => {
         expected.push(expectedBody(JSON.parse(res.body), p));
       }
     }
-    const batch = await submit(submitEvent(BATCH, `{"jobs":[${PAYLOADS.map((p, i) => `{"runAt":"${at(2_500)}",\n"payload":\t${p}${i % 2 ? ' ' : ''}}`).join(' , ')}]}`));
+    const batch = await submit(
+      submitEvent(
+        BATCH,
+        `{"jobs":[${PAYLOADS.map((p, i) => `{"runAt":"${at(2_500)}",\n"payload":\t${p}${i % 2 ? ' ' : ''}}`).join(' , ')}]}`,
+      ),
+    );
     expect(batch.statusCode, batch.body).toBe(200);
     const { results } = JSON.parse(batch.body) as { results: { jobId: string; runAt: string }[] };
     results.forEach((r, i) => expected.push(expectedBody(r, PAYLOADS[i]!)));
@@ -169,13 +181,25 @@ describe('characters SQS cannot carry', () => {
   });
 
   it('in a batch, refuses only the job that holds one; the others are accepted', async () => {
-    const res = await submit(submitEvent(BATCH, `{"jobs":[{"payload":"ok","delaySeconds":1},{"payload":"bad \uFFFF","delaySeconds":1},{"payload":"😀","delaySeconds":1}]}`));
+    const res = await submit(
+      submitEvent(
+        BATCH,
+        `{"jobs":[{"payload":"ok","delaySeconds":1},{"payload":"bad \uFFFF","delaySeconds":1},{"payload":"😀","delaySeconds":1}]}`,
+      ),
+    );
     expect(res.statusCode).toBe(200);
-    const { results } = JSON.parse(res.body) as { results: ({ jobId: string; runAt: string } | { error: { code: string; message: string } })[] };
+    const { results } = JSON.parse(res.body) as {
+      results: ({ jobId: string; runAt: string } | { error: { code: string; message: string } })[];
+    };
     expect(results.map((r) => ('error' in r ? r.error.code : 'accepted'))).toEqual(['accepted', 'ValidationError', 'accepted']);
     expect((results[1] as { error: { message: string } }).error.message).toMatch(/^jobs\[1\]: .*U\+FFFF/);
     const got = await receiveRaw(em.sqs, sys.tenants.demo!.url, 2, 10_000);
-    expect(got.sort()).toEqual([expectedBody(results[0] as { jobId: string; runAt: string }, '"ok"'), expectedBody(results[2] as { jobId: string; runAt: string }, '"😀"')].sort());
+    expect(got.sort()).toEqual(
+      [
+        expectedBody(results[0] as { jobId: string; runAt: string }, '"ok"'),
+        expectedBody(results[2] as { jobId: string; runAt: string }, '"😀"'),
+      ].sort(),
+    );
   });
 
   it('delivers a U+1F600 payload byte-exact to the tenant queue, through the table too', async () => {
@@ -207,7 +231,16 @@ describe('characters SQS cannot carry', () => {
       const port = (server.address() as AddressInfo).port;
       const signer = new SignatureV4({ service: 'execute-api', region: 'us-east-1', credentials: keys, sha256: Hash.bind(null, 'sha256') });
       const post = async (body: Buffer) => {
-        const signed = await signer.sign({ method: 'POST', protocol: 'http:', hostname: '127.0.0.1', port, path: '/v1/tenants/demo/jobs', query: {}, headers: { host: `127.0.0.1:${port}`, 'content-type': 'application/json' }, body });
+        const signed = await signer.sign({
+          method: 'POST',
+          protocol: 'http:',
+          hostname: '127.0.0.1',
+          port,
+          path: '/v1/tenants/demo/jobs',
+          query: {},
+          headers: { host: `127.0.0.1:${port}`, 'content-type': 'application/json' },
+          body,
+        });
         const headers = { ...(signed.headers as Record<string, string>) };
         delete headers.host;
         const r = await fetch(`http://127.0.0.1:${port}/v1/tenants/demo/jobs`, { method: 'POST', headers, body });

@@ -25,7 +25,14 @@ function itemBytes(item: Record<string, AttributeValue>): number {
 /** A 1 KB payload shaped like a real one (ids, words, numbers). */
 function payload(i: number) {
   const words = ['invoice', 'reminder', 'customer', 'renewal', 'shipment', 'account', 'balance', 'overdue'];
-  const p = { type: 'invoice.reminder', seq: i, customerId: randomUUID(), orderId: randomUUID(), amountCents: 123_456 + i, tags: [] as string[] };
+  const p = {
+    type: 'invoice.reminder',
+    seq: i,
+    customerId: randomUUID(),
+    orderId: randomUUID(),
+    amountCents: 123_456 + i,
+    tags: [] as string[],
+  };
   while (JSON.stringify(p).length < 1_000) p.tags.push(`${words[p.tags.length % words.length]}-${(p.tags.length * 7919) % 10_000}`);
   return p;
 }

@@ -19,16 +19,24 @@ describe('tick plan', () => {
     // 100 rows a second for 20 s, 10 s from now, spread over the shards; and tombstone-free.
     const rows = Array.from({ length: 2_000 }, (_, i) => ({ shard: i % 16, dueMs: now + 10_000 + i * 10 }));
     for (let i = 0; i < rows.length; i += 100) {
-      await Promise.all(rows.slice(i, i + 100).map((r, k) => sys.w.store.putJob({ jobId: `j-${i + k}`, tenant: 'demo', shard: r.shard, dueMs: r.dueMs, payload: '{}' })));
+      await Promise.all(
+        rows
+          .slice(i, i + 100)
+          .map((r, k) => sys.w.store.putJob({ jobId: `j-${i + k}`, tenant: 'demo', shard: r.shard, dueMs: r.dueMs, payload: '{}' })),
+      );
     }
     const input = { executionName: 'exec', executionStartTime: new Date(now).toISOString() };
-    const plan = (rate: number) => tickHandler({ store: sys.w.store, settings: { ...sys.w.config.settings, dispatcherRowsPerSecond: rate } })(input);
+    const plan = (rate: number) =>
+      tickHandler({ store: sys.w.store, settings: { ...sys.w.config.settings, dispatcherRowsPerSecond: rate } })(input);
 
     const sized = await plan(60); // ~100 rows/s peak → 2 dispatchers of 2 groups
     expect(sized.reason).toBe('sampled');
     expect(sized.peakRowsPerSecond).toBeGreaterThanOrEqual(90);
     expect(sized.peakRowsPerSecond).toBeLessThanOrEqual(120);
-    expect(sized.items.map((i) => i.groups)).toEqual([[0, 2], [1, 3]]);
+    expect(sized.items.map((i) => i.groups)).toEqual([
+      [0, 2],
+      [1, 3],
+    ]);
     expect(sized.items.map((i) => i.shards)).toEqual([8, 8]);
     expect((await plan(1_000)).items.map((i) => i.groups)).toEqual([[0, 1, 2, 3]]);
 

@@ -21,13 +21,22 @@ describe('AWS requests per job', () => {
     const clients = em.newClients(counter);
     const w = await sys.another(clients);
     const handle = ingestHandler(w);
-    const ingest = startSqsEventSource({ sqs: clients.sqs, queueUrl: sys.inboundUrl, handler: (e: SQSEvent) => handle(e), waitTimeSeconds: 1, pollers: 2 });
+    const ingest = startSqsEventSource({
+      sqs: clients.sqs,
+      queueUrl: sys.inboundUrl,
+      handler: (e: SQSEvent) => handle(e),
+      waitTimeSeconds: 1,
+      pollers: 2,
+    });
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     const dispatch = runAllGroups(w.dispatch);
 
     const n = 1_000;
     const start = Date.now();
-    const jobs = Array.from({ length: n }, (_, i) => ({ payload: { i, pad: 'x'.repeat(1000) }, runAt: new Date(start + 8_000 + Math.floor((i / n) * 3_000)).toISOString() }));
+    const jobs = Array.from({ length: n }, (_, i) => ({
+      payload: { i, pad: 'x'.repeat(1000) },
+      runAt: new Date(start + 8_000 + Math.floor((i / n) * 3_000)).toISOString(),
+    }));
     const replies: { jobId: string }[] = [];
     for (let i = 0; i < n; i += 100) {
       const { results } = await w.submitter.submitBatch('demo', JSON.stringify({ jobs: jobs.slice(i, i + 100) }));

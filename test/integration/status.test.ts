@@ -21,7 +21,14 @@ const settings = { lookaheadMs: 1_000, leaseMs: 3_000, shardCount: 2, groupCount
 /** Takes one inbound message off the queue (the test plays the event source). */
 async function takeInbound(sys: TestSystem): Promise<Message> {
   for (;;) {
-    const res = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.inboundUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['All'] }));
+    const res = await em.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: sys.inboundUrl,
+        MaxNumberOfMessages: 1,
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
     const m = res.Messages?.[0];
     if (m) {
       await em.sqs.send(new DeleteMessageCommand({ QueueUrl: sys.inboundUrl, ReceiptHandle: m.ReceiptHandle! }));
@@ -32,7 +39,13 @@ async function takeInbound(sys: TestSystem): Promise<Message> {
 
 /** The message as the event source hands it to ingest, on its `receiveCount`th receive. */
 function eventOf(m: Message, receiveCount: number): SQSEvent {
-  const record = { messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body!, attributes: { ApproximateReceiveCount: String(receiveCount) }, messageAttributes: {} };
+  const record = {
+    messageId: m.MessageId!,
+    receiptHandle: m.ReceiptHandle!,
+    body: m.Body!,
+    attributes: { ApproximateReceiveCount: String(receiveCount) },
+    messageAttributes: {},
+  };
   return { Records: [record as unknown as SQSRecord] };
 }
 
@@ -74,8 +87,17 @@ describe('status tells only what the table records', () => {
     expect(await sys.w.jobs.status('demo', direct!.jobId)).toMatchObject({ state: 'QUEUED' });
 
     // Eight days on, the marker has expired (DynamoDB deletes it some time after; dynalite never does).
-    const later = new JobsService({ store: sys.w.store, codec: sys.w.codec, tenants: sys.w.dispatch.tenants, settings: sys.w.config.settings, clock: { now: () => Date.parse(job!.runAt) + 8 * 86_400_000 } });
-    expect(await later.status('demo', job!.jobId)).toMatchObject({ state: 'UNKNOWN', message: expect.stringMatching(/record expired \(records are kept 7 days after runAt\)/) });
+    const later = new JobsService({
+      store: sys.w.store,
+      codec: sys.w.codec,
+      tenants: sys.w.dispatch.tenants,
+      settings: sys.w.config.settings,
+      clock: { now: () => Date.parse(job!.runAt) + 8 * 86_400_000 },
+    });
+    expect(await later.status('demo', job!.jobId)).toMatchObject({
+      state: 'UNKNOWN',
+      message: expect.stringMatching(/record expired \(records are kept 7 days after runAt\)/),
+    });
   });
 
   it('answers DEAD_LETTERED for a job whose inbound message ingest gave up on; a redrive schedules it again, a cancel keeps it from ever being delivered', async () => {

@@ -23,7 +23,10 @@ const STACK_B = 'arn:aws:cloudformation:eu-west-1:123456789012:stack/TeamB/22222
 
 function setup(table: string) {
   const sent: { url: string; body: RegisterResponse }[] = [];
-  const handler = registerHandler({ dynamo: em.dynamo, respond: async (url, body) => void sent.push({ url, body: JSON.parse(body) as RegisterResponse }) });
+  const handler = registerHandler({
+    dynamo: em.dynamo,
+    respond: async (url, body) => void sent.push({ url, body: JSON.parse(body) as RegisterResponse }),
+  });
   let n = 0;
   const event = (
     type: 'Create' | 'Update' | 'Delete',
@@ -31,15 +34,37 @@ function setup(table: string) {
     props: Partial<RegistrationProperties> = {},
     extra: { logicalId?: string; physicalId?: string } = {},
   ): CloudFormationCustomResourceEvent<RegistrationProperties> => {
-    const ResourceProperties = { ServiceToken: 'arn:fn', TableName: table, TenantName: 'payments', QueueUrl: `https://sqs/${stackId.split('/')[1]}-q`, DlqUrl: `https://sqs/${stackId.split('/')[1]}-dlq`, ...props };
-    const common = { ServiceToken: 'arn:fn', ResponseURL: `https://cfn-response/${n++}`, StackId: stackId, RequestId: `req-${n}`, LogicalResourceId: extra.logicalId ?? 'PaymentsRegistration', ResourceType: 'Custom::DyneinTenantRegistration', ResourceProperties };
+    const ResourceProperties = {
+      ServiceToken: 'arn:fn',
+      TableName: table,
+      TenantName: 'payments',
+      QueueUrl: `https://sqs/${stackId.split('/')[1]}-q`,
+      DlqUrl: `https://sqs/${stackId.split('/')[1]}-dlq`,
+      ...props,
+    };
+    const common = {
+      ServiceToken: 'arn:fn',
+      ResponseURL: `https://cfn-response/${n++}`,
+      StackId: stackId,
+      RequestId: `req-${n}`,
+      LogicalResourceId: extra.logicalId ?? 'PaymentsRegistration',
+      ResourceType: 'Custom::DyneinTenantRegistration',
+      ResourceProperties,
+    };
     if (type === 'Create') return { ...common, RequestType: 'Create' };
-    if (type === 'Update') return { ...common, RequestType: 'Update', PhysicalResourceId: extra.physicalId ?? 'dynein-tenant-payments', OldResourceProperties: ResourceProperties };
+    if (type === 'Update')
+      return {
+        ...common,
+        RequestType: 'Update',
+        PhysicalResourceId: extra.physicalId ?? 'dynein-tenant-payments',
+        OldResourceProperties: ResourceProperties,
+      };
     return { ...common, RequestType: 'Delete', PhysicalResourceId: extra.physicalId ?? 'dynein-tenant-payments' };
   };
   const item = async () => {
     const k = tenantItemKey('payments');
-    return (await em.dynamo.send(new GetItemCommand({ TableName: table, Key: { pk: { S: k.pk }, sk: { S: k.sk } }, ConsistentRead: true }))).Item;
+    return (await em.dynamo.send(new GetItemCommand({ TableName: table, Key: { pk: { S: k.pk }, sk: { S: k.sk } }, ConsistentRead: true })))
+      .Item;
   };
   return { handler, event, item, sent };
 }
@@ -51,7 +76,11 @@ describe('tenant registration', () => {
     const created = await handler(event('Create', STACK_A));
     expect(created).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: 'dynein-tenant-payments' });
     expect(sent.at(-1)).toEqual({ url: expect.stringMatching(/^https:\/\/cfn-response\//), body: created });
-    expect(await item()).toMatchObject({ queueUrl: { S: 'https://sqs/TeamA-q' }, owner: { S: STACK_A }, registration: { S: `${STACK_A}/PaymentsRegistration` } });
+    expect(await item()).toMatchObject({
+      queueUrl: { S: 'https://sqs/TeamA-q' },
+      owner: { S: STACK_A },
+      registration: { S: `${STACK_A}/PaymentsRegistration` },
+    });
 
     // Another stack's tenant of the same name: FAILED, the message names the owner and the fix; the item is untouched.
     const refused = await handler(event('Create', STACK_B));

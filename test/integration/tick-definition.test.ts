@@ -16,12 +16,24 @@ import { consume, createSystem, submitJobs, waitForEmptyQueue, type Delivery, ty
  * dynalite and fauxqs.
  */
 const require = createRequire(import.meta.url);
-const aslValidator = require('asl-validator') as (definition: object) => { isValid: boolean; errors: { message?: string }[]; errorsText(sep?: string): string };
+const aslValidator = require('asl-validator') as (definition: object) => {
+  isValid: boolean;
+  errors: { message?: string }[];
+  errorsText(sep?: string): string;
+};
 
-const ARNS = { tick: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-tick', dispatch: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-dispatch' };
+const ARNS = {
+  tick: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-tick',
+  dispatch: 'arn:aws:lambda:us-east-1:000000000000:function:dynein-dispatch',
+};
 const SETTINGS = { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 8, groupCount: 4 };
 
-interface Step { readonly exec: string; readonly endedAt: number; readonly input: DispatchStepInput; readonly result: DispatchStepResult }
+interface Step {
+  readonly exec: string;
+  readonly endedAt: number;
+  readonly input: DispatchStepInput;
+  readonly result: DispatchStepResult;
+}
 
 /**
  * Starts one execution of the tick state machine, named `name` ($$.Execution.Name; the library
@@ -35,20 +47,23 @@ function startTick(sys: TestSystem, w: Wiring, name: string, runMs: number, step
   // library's default Task timeout.
   const lambdaContext = { getRemainingTimeInMillis: () => 55_000 };
   let plan: TickPlan | undefined;
-  const execution = machine.run({}, {
-    context: { Execution: { Name: name } },
-    overrides: {
-      taskResourceLocalHandlers: {
-        Plan: async (input) => (plan = await tick(input as unknown as TickInput)) as never,
-        Dispatch: async (input) => {
-          const result = await dispatch(input as unknown as DispatchStepInput, lambdaContext);
-          steps.push({ exec: name, endedAt: Date.now(), input: input as unknown as DispatchStepInput, result });
-          return result as never;
+  const execution = machine.run(
+    {},
+    {
+      context: { Execution: { Name: name } },
+      overrides: {
+        taskResourceLocalHandlers: {
+          Plan: async (input) => (plan = await tick(input as unknown as TickInput)) as never,
+          Dispatch: async (input) => {
+            const result = await dispatch(input as unknown as DispatchStepInput, lambdaContext);
+            steps.push({ exec: name, endedAt: Date.now(), input: input as unknown as DispatchStepInput, result });
+            return result as never;
+          },
         },
+        waitTimeOverrides: { AfterError: 200 },
       },
-      waitTimeOverrides: { AfterError: 200 },
     },
-  });
+  );
   return { result: execution.result, plan: () => plan };
 }
 
@@ -71,7 +86,12 @@ function lastSteps(steps: readonly Step[], exec: string, plan: TickPlan): (Step 
 }
 
 /** Waits for every job to arrive, stops the consumer and ingest, and checks the deliveries; returns their lateness. */
-async function finish(sys: TestSystem, consumer: ReturnType<typeof consume>, ingest: { stop(): Promise<void> }, expected: Map<string, number>): Promise<number[]> {
+async function finish(
+  sys: TestSystem,
+  consumer: ReturnType<typeof consume>,
+  ingest: { stop(): Promise<void> },
+  expected: Map<string, number>,
+): Promise<number[]> {
   await waitForEmptyQueue(em.sqs, sys.tenants.demo!.url, 10_000);
   await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= expected.size, 5_000);
   await consumer.stop();
@@ -81,7 +101,10 @@ async function finish(sys: TestSystem, consumer: ReturnType<typeof consume>, ing
 
 /** Submits `n` jobs due at random milliseconds in [from, to] (epoch ms), all through the table. */
 async function submitDue(sys: TestSystem, n: number, from: number, to: number): Promise<Map<string, number>> {
-  const jobs = Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(from + Math.floor(Math.random() * (to - from))).toISOString() }));
+  const jobs = Array.from({ length: n }, (_, i) => ({
+    payload: { i },
+    runAt: new Date(from + Math.floor(Math.random() * (to - from))).toISOString(),
+  }));
   const replies = await submitJobs(sys, 'demo', jobs);
   // Due beyond the lookahead: each job goes through inbound, ingest and the table, not straight to the queue.
   expect(replies.filter((r) => r.state !== 'SCHEDULED')).toEqual([]);
@@ -105,16 +128,35 @@ describe('tick state machine definition', () => {
 
     const parsed = JSON.parse(rendered);
     expect(parsed.TimeoutSeconds).toBe(150);
-    expect(parsed.States.Plan).toMatchObject({ Resource: ARNS.tick, Parameters: { runMs: 90_000, 'executionName.$': '$$.Execution.Name', 'executionStartTime.$': '$$.Execution.StartTime' } });
+    expect(parsed.States.Plan).toMatchObject({
+      Resource: ARNS.tick,
+      Parameters: { runMs: 90_000, 'executionName.$': '$$.Execution.Name', 'executionStartTime.$': '$$.Execution.StartTime' },
+    });
     const map = parsed.States.Groups;
-    expect(map).toMatchObject({ Type: 'Map', ItemsPath: '$.items', MaxConcurrency: 40, ResultPath: null, End: true, ItemProcessor: { ProcessorConfig: { Mode: 'INLINE' } } });
+    expect(map).toMatchObject({
+      Type: 'Map',
+      ItemsPath: '$.items',
+      MaxConcurrency: 40,
+      ResultPath: null,
+      End: true,
+      ItemProcessor: { ProcessorConfig: { Mode: 'INLINE' } },
+    });
     // A Retry or Catch on the Map itself would mean one group's failure stops (or restarts) them all.
     expect(map.Retry).toBeUndefined();
     expect(map.Catch).toBeUndefined();
     const dispatch = map.ItemProcessor.States.Dispatch;
     expect(dispatch.Resource).toBe(ARNS.dispatch);
     expect(dispatch.Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'CountError' }]);
-    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual(['done.$', 'failures', 'groups.$', 'idle.$', 'idleWaitSeconds.$', 'owner.$', 'ownerStartMs.$', 'untilMs.$']);
+    expect(Object.keys(dispatch.ResultSelector).sort()).toEqual([
+      'done.$',
+      'failures',
+      'groups.$',
+      'idle.$',
+      'idleWaitSeconds.$',
+      'owner.$',
+      'ownerStartMs.$',
+      'untilMs.$',
+    ]);
     // The error path is bounded: retries with backoff and a cap, then counted catches with growing waits, then GaveUp.
     for (const r of dispatch.Retry) {
       expect(r.MaxAttempts).toBeGreaterThan(0);
@@ -125,7 +167,11 @@ describe('tick state machine definition', () => {
     expect(dispatch.Retry.at(-1).ErrorEquals).toEqual(['States.ALL']);
     const states = map.ItemProcessor.States;
     expect(states.CountError).toMatchObject({ Type: 'Pass', Next: 'TooManyErrors' });
-    expect(states.TooManyErrors).toMatchObject({ Type: 'Choice', Choices: [{ Variable: '$.failures', NumericGreaterThanEquals: MAX_CONSECUTIVE_FAILURES, Next: 'GaveUp' }], Default: 'AfterError' });
+    expect(states.TooManyErrors).toMatchObject({
+      Type: 'Choice',
+      Choices: [{ Variable: '$.failures', NumericGreaterThanEquals: MAX_CONSECUTIVE_FAILURES, Next: 'GaveUp' }],
+      Default: 'AfterError',
+    });
     expect(states.AfterError).toMatchObject({ Type: 'Wait', SecondsPath: '$.backoffSeconds', Next: 'Dispatch' });
     expect(states.GaveUp.Type).toBe('Succeed');
     expect(map.ItemSelector.failures).toBe(0);
@@ -202,7 +248,9 @@ describe('tick state machine definition', () => {
     expect(sentA).toBeGreaterThan(0);
     expect(sentB).toBeGreaterThan(0);
     expect(sentA + sentB).toBe(expected.size);
-    console.log(`hand-over: A sent ${sentA}, B sent ${sentB}; A lost ${ofA.filter((s) => s.result.lostGroup).length} groups; max lateness ${Math.max(...lateness)} ms`);
+    console.log(
+      `hand-over: A sent ${sentA}, B sent ${sentB}; A lost ${ofA.filter((s) => s.result.lostGroup).length} groups; max lateness ${Math.max(...lateness)} ms`,
+    );
   });
 });
 
@@ -210,21 +258,33 @@ describe('the dispatcher error path', () => {
   /** One execution with stand-in handlers: Plan plans `dispatchers` items, Dispatch is `dispatch`. */
   function run(dispatch: (input: DispatchStepInput) => Promise<unknown>, dispatchers = 2) {
     const machine = new StateMachine(JSON.parse(renderTickDefinition(tickDefinition({ runMs: 10_000, timeoutSeconds: 60 }), ARNS)));
-    const execution = machine.run({}, {
-      context: { Execution: { Name: `errors-${randomUUID()}` } },
-      overrides: {
-        taskResourceLocalHandlers: {
-          Plan: async () => {
-            const now = Date.now();
-            return { items: Array.from({ length: dispatchers }, (_, i) => ({ groups: [i], owner: 'x', ownerStartMs: now, untilMs: now + 10_000, idleWaitSeconds: 3, shards: 1 })) } as never;
+    const execution = machine.run(
+      {},
+      {
+        context: { Execution: { Name: `errors-${randomUUID()}` } },
+        overrides: {
+          taskResourceLocalHandlers: {
+            Plan: async () => {
+              const now = Date.now();
+              return {
+                items: Array.from({ length: dispatchers }, (_, i) => ({
+                  groups: [i],
+                  owner: 'x',
+                  ownerStartMs: now,
+                  untilMs: now + 10_000,
+                  idleWaitSeconds: 3,
+                  shards: 1,
+                })),
+              } as never;
+            },
+            Dispatch: async (input) => (await dispatch(input as unknown as DispatchStepInput)) as never,
           },
-          Dispatch: async (input) => (await dispatch(input as unknown as DispatchStepInput)) as never,
+          // Waits and retry intervals shortened (the definition's own seconds are checked above).
+          waitTimeOverrides: { AfterError: 10, Idle: 10 },
+          retryIntervalOverrides: { Dispatch: 5 },
         },
-        // Waits and retry intervals shortened (the definition's own seconds are checked above).
-        waitTimeOverrides: { AfterError: 10, Idle: 10 },
-        retryIntervalOverrides: { Dispatch: 5 },
       },
-    });
+    );
     return { result: execution.result };
   }
 

@@ -89,7 +89,13 @@ describe('dynein local from an installed package', () => {
   const peersFile = join(dir, 'peers.json');
   writeFileSync(
     peersFile,
-    JSON.stringify({ packages: [{ name: '@aws-sdk/client-dynamodb', range: '^3.1162.0' }, { name: 'dynalite', range: '^4.0.0' }, { name: 'fauxqs', range: '1.9.2' }] }),
+    JSON.stringify({
+      packages: [
+        { name: '@aws-sdk/client-dynamodb', range: '^3.1162.0' },
+        { name: 'dynalite', range: '^4.0.0' },
+        { name: 'fauxqs', range: '1.9.2' },
+      ],
+    }),
   );
 
   it('names the missing peers and the exact npm install -D command', () => {

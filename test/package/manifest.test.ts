@@ -47,7 +47,12 @@ function runtimeImports(entries: string[]): { packages: Set<string>; files: Set<
         continue;
       }
       if (spec.startsWith('node:') || builtins.has(spec)) continue;
-      packages.add(spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'));
+      packages.add(
+        spec
+          .split('/')
+          .slice(0, spec.startsWith('@') ? 2 : 1)
+          .join('/'),
+      );
     }
   }
   return { packages, files };
@@ -67,7 +72,10 @@ describe('package.json', () => {
       './cdk': { types: './dist/lib/index.d.ts', default: './dist/lib/index.js' },
       './package.json': './package.json',
     });
-    for (const [entry, source] of [['.', 'client/index.ts'], ['./cdk', 'lib/index.ts']] as const) {
+    for (const [entry, source] of [
+      ['.', 'client/index.ts'],
+      ['./cdk', 'lib/index.ts'],
+    ] as const) {
       expect(Object.keys(pkg.exports[entry] as object)[0]).toBe('types');
       expect(existsSync(source), `${source} (the source of ${entry})`).toBe(true);
     }
@@ -86,14 +94,21 @@ describe('package.json', () => {
       expect(pkg.devDependencies[name], `${name} is a devDependency of the repo`).toBeDefined();
       expect(pkg.dependencies[name], `${name} is not a dependency`).toBeUndefined();
     }
-    expect(Object.keys(pkg.peerDependencies)).toEqual(expect.arrayContaining(['aws-cdk-lib', 'constructs', 'dynalite', 'fauxqs', 'aws-local-stepfunctions']));
-    for (const heavy of ['aws-cdk-lib', 'constructs', 'esbuild', 'tsx', 'typescript']) expect(pkg.dependencies[heavy], heavy).toBeUndefined();
+    expect(Object.keys(pkg.peerDependencies)).toEqual(
+      expect.arrayContaining(['aws-cdk-lib', 'constructs', 'dynalite', 'fauxqs', 'aws-local-stepfunctions']),
+    );
+    for (const heavy of ['aws-cdk-lib', 'constructs', 'esbuild', 'tsx', 'typescript'])
+      expect(pkg.dependencies[heavy], heavy).toBeUndefined();
   });
 
   it("declares every package the client and the CLI import at run time, and nothing they don't", () => {
     const { packages, files } = runtimeImports(['client/index.ts', 'client/cli.ts']);
     expect([...files].map((f) => relative('.', f)).filter((f) => !/^(client|core)\//.test(f))).toEqual([]);
     const typesOnly = Object.keys(pkg.dependencies).filter((d) => d.startsWith('@types/'));
-    expect([...packages].sort()).toEqual(Object.keys(pkg.dependencies).filter((d) => !typesOnly.includes(d)).sort());
+    expect([...packages].sort()).toEqual(
+      Object.keys(pkg.dependencies)
+        .filter((d) => !typesOnly.includes(d))
+        .sort(),
+    );
   });
 });

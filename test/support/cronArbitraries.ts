@@ -24,11 +24,24 @@ export const everything: Item[] = [{ kind: 'all' }];
 
 export const daysArb: fc.Arbitrary<DaySpec> = fc.oneof(
   { weight: 3, arbitrary: itemsArb(1, 31).map<DaySpec>((items) => ({ field: 'dom', items })) },
-  { weight: 1, arbitrary: fc.constantFrom<DaySpec>({ field: 'dom', special: 'L' }, { field: 'dom', special: 'LW' }, { field: 'dow', special: 'L' }) },
-  { weight: 2, arbitrary: fc.oneof(fc.integer({ min: 1, max: 31 }), fc.constantFrom(1, 30, 31)).map<DaySpec>((day) => ({ field: 'dom', special: 'W', day })) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<DaySpec>({ field: 'dom', special: 'L' }, { field: 'dom', special: 'LW' }, { field: 'dow', special: 'L' }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .oneof(fc.integer({ min: 1, max: 31 }), fc.constantFrom(1, 30, 31))
+      .map<DaySpec>((day) => ({ field: 'dom', special: 'W', day })),
+  },
   { weight: 3, arbitrary: itemsArb(1, 7, false).map<DaySpec>((items) => ({ field: 'dow', items })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 7 }).map<DaySpec>((weekday) => ({ field: 'dow', special: 'lastOf', weekday })) },
-  { weight: 1, arbitrary: fc.record({ weekday: fc.integer({ min: 1, max: 7 }), nth: fc.integer({ min: 1, max: 5 }) }).map<DaySpec>((r) => ({ field: 'dow', special: 'nth', ...r })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ weekday: fc.integer({ min: 1, max: 7 }), nth: fc.integer({ min: 1, max: 5 }) })
+      .map<DaySpec>((r) => ({ field: 'dow', special: 'nth', ...r })),
+  },
 );
 
 /** Mostly dense expressions (so that runs fall inside a four-day window), some sparse ones. */

@@ -50,13 +50,35 @@ const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
 /** The clocks of `zone` for every UTC minute in [from, to). */
 export function clocks(zone: string, from: number, to: number): Clock[] {
   const format = new Intl.DateTimeFormat('en-GB', {
-    timeZone: zone, weekday: 'short', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
+    timeZone: zone,
+    weekday: 'short',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
   });
   const out: Clock[] = [];
   for (let utc = from; utc < to; utc += 60_000) {
     const p = Object.fromEntries(format.formatToParts(utc).map((part) => [part.type, part.value]));
-    const [year, month, day, hour, minute] = [p.year, p.month, p.day, p.hour, p.minute].map(Number) as [number, number, number, number, number];
-    out.push({ utc, year, month, day, hour, minute, weekday: WEEKDAYS.indexOf(p.weekday ?? '') + 1, key: `${year}-${month}-${day} ${hour}:${minute}` });
+    const [year, month, day, hour, minute] = [p.year, p.month, p.day, p.hour, p.minute].map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    out.push({
+      utc,
+      year,
+      month,
+      day,
+      hour,
+      minute,
+      weekday: WEEKDAYS.indexOf(p.weekday ?? '') + 1,
+      key: `${year}-${month}-${day} ${hour}:${minute}`,
+    });
   }
   return out;
 }
@@ -88,7 +110,8 @@ function lastDay(year: number, month: number): number {
   return day;
 }
 
-const isWeekday = (year: number, month: number, day: number): boolean => ![0, 6].includes(new Date(Date.UTC(year, month - 1, day)).getUTCDay());
+const isWeekday = (year: number, month: number, day: number): boolean =>
+  ![0, 6].includes(new Date(Date.UTC(year, month - 1, day)).getUTCDay());
 
 function dayMatches(spec: DaySpec, c: Clock): boolean {
   const last = lastDay(c.year, c.month);
@@ -114,8 +137,13 @@ function dayMatches(spec: DaySpec, c: Clock): boolean {
 }
 
 export function cronMatches(cron: OracleCron, c: Clock): boolean {
-  return anyMatches(cron.minutes, c.minute, 0, 59) && anyMatches(cron.hours, c.hour, 0, 23) && anyMatches(cron.months, c.month, 1, 12)
-    && anyMatches(cron.years, c.year, 1970, 2199) && dayMatches(cron.days, c);
+  return (
+    anyMatches(cron.minutes, c.minute, 0, 59) &&
+    anyMatches(cron.hours, c.hour, 0, 23) &&
+    anyMatches(cron.months, c.month, 1, 12) &&
+    anyMatches(cron.years, c.year, 1970, 2199) &&
+    dayMatches(cron.days, c)
+  );
 }
 
 /**

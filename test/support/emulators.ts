@@ -24,7 +24,10 @@ export interface Emulators {
   /** Creates a table with the scheduler's key schema under a unique name. */
   createTable(prefix?: string): Promise<string>;
   /** Creates a queue (and, with `dlq`, its DLQ with redrive) under a unique name. */
-  createQueue(prefix: string, opts?: { dlq?: boolean; maxReceiveCount?: number; visibilityTimeout?: number }): Promise<{ url: string; dlqUrl?: string }>;
+  createQueue(
+    prefix: string,
+    opts?: { dlq?: boolean; maxReceiveCount?: number; visibilityTimeout?: number },
+  ): Promise<{ url: string; dlqUrl?: string }>;
   /** A fresh SDK client against the emulators (for fault-injecting wrappers and second "processes"). */
   newClients(counter?: RequestCounter): { dynamo: DynamoDBClient; sqs: SQSClient };
   stop(): Promise<void>;
@@ -104,7 +107,8 @@ export function emulatorsAt(dynamoEndpoint: string, sqsEndpoint: string, stopSer
       const attributes: Record<string, string> = { VisibilityTimeout: String(opts.visibilityTimeout ?? 30) };
       if (opts.dlq) {
         dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
-        const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+        const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }))).Attributes!
+          .QueueArn!;
         attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount: opts.maxReceiveCount ?? 5 });
       }
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;

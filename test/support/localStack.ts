@@ -30,7 +30,15 @@ export async function freePort(): Promise<number> {
 export async function startLocalStack(
   env: Record<string, string>,
   opts: { dataDir?: string } = {},
-): Promise<{ proc: ChildProcess; dataDir: string; output: () => string; exited: Promise<number | null>; localJson: () => LocalJson | undefined; waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>; stop(): Promise<void> }> {
+): Promise<{
+  proc: ChildProcess;
+  dataDir: string;
+  output: () => string;
+  exited: Promise<number | null>;
+  localJson: () => LocalJson | undefined;
+  waitForLocalJson(pred?: (l: LocalJson) => boolean, timeoutMs?: number): Promise<LocalJson>;
+  stop(): Promise<void>;
+}> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
   const port = await freePort();
   let out = '';
@@ -92,13 +100,32 @@ export async function signedFetch(
   method: string,
   path: string,
   body?: string,
-  opts: { region?: string; tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined; date?: Date; sessionToken?: string } = {},
+  opts: {
+    region?: string;
+    tamper?: (headers: Record<string, string>, body: string | undefined) => string | undefined;
+    date?: Date;
+    sessionToken?: string;
+  } = {},
 ): Promise<{ status: number; json: any; headers: Headers }> {
   const url = new URL(path, endpoint);
   const credentials = opts.sessionToken ? { ...creds, sessionToken: opts.sessionToken } : creds;
-  const signer = new SignatureV4({ service: 'execute-api', region: opts.region ?? 'us-east-1', credentials, sha256: Hash.bind(null, 'sha256') });
+  const signer = new SignatureV4({
+    service: 'execute-api',
+    region: opts.region ?? 'us-east-1',
+    credentials,
+    sha256: Hash.bind(null, 'sha256'),
+  });
   const request = await signer.sign(
-    { method, protocol: url.protocol, hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body },
+    {
+      method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: url.pathname,
+      query: {},
+      headers: { host: url.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body,
+    },
     opts.date ? { signingDate: opts.date } : undefined,
   );
   const headers = { ...(request.headers as Record<string, string>) };

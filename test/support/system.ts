@@ -23,7 +23,10 @@ export interface TestSystem {
 }
 
 /** Table, inbound queue and tenant queues under unique names, tenants registered, core wired. */
-export async function createSystem(em: Emulators, opts: { tenants?: string[]; settings?: Partial<SchedulerSettings>; clock?: Clock } = {}): Promise<TestSystem> {
+export async function createSystem(
+  em: Emulators,
+  opts: { tenants?: string[]; settings?: Partial<SchedulerSettings>; clock?: Clock } = {},
+): Promise<TestSystem> {
   const settings = resolveSettings(opts.settings);
   const tableName = await em.createTable();
   // 30 s: ingest's Lambda timeout (AWS sets 180 s); an invocation of 10 packed messages may write 1,000 rows.
@@ -66,24 +69,43 @@ export interface Delivery {
 }
 
 /** Drains a queue until stopped, recording every delivery (duplicates included). */
-export function consume(sqs: SQSClient, queueUrl: string): { deliveries: Delivery[]; stop(): Promise<void>; waitFor(pred: (d: Delivery[]) => boolean, timeoutMs: number): Promise<void> } {
+export function consume(
+  sqs: SQSClient,
+  queueUrl: string,
+): { deliveries: Delivery[]; stop(): Promise<void>; waitFor(pred: (d: Delivery[]) => boolean, timeoutMs: number): Promise<void> } {
   const deliveries: Delivery[] = [];
   const abort = new AbortController();
   const loop = (async () => {
     while (!abort.signal.aborted) {
       try {
         const res = await sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+          new ReceiveMessageCommand({
+            QueueUrl: queueUrl,
+            MaxNumberOfMessages: 10,
+            WaitTimeSeconds: 1,
+            MessageAttributeNames: ['All'],
+            MessageSystemAttributeNames: ['All'],
+          }),
           { abortSignal: abort.signal },
         );
         const receivedAt = Date.now();
         const msgs = res.Messages ?? [];
         for (const m of msgs) {
           const body = JSON.parse(m.Body ?? '{}');
-          deliveries.push({ ...body, receivedAt, firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0), attributeRunAt: m.MessageAttributes?.runAt?.StringValue });
+          deliveries.push({
+            ...body,
+            receivedAt,
+            firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0),
+            attributeRunAt: m.MessageAttributes?.runAt?.StringValue,
+          });
         }
         if (msgs.length > 0) {
-          await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
+          await sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: msgs.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+            }),
+          );
         }
       } catch {
         if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 100));
@@ -110,7 +132,11 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 /** An API Gateway HTTP API v2 event, as the routes deliver it. */
-export function httpEvent(method: string, path: string, opts: { body?: string; pathParameters?: Record<string, string>; routeKey?: string } = {}) {
+export function httpEvent(
+  method: string,
+  path: string,
+  opts: { body?: string; pathParameters?: Record<string, string>; routeKey?: string } = {},
+) {
   return {
     version: '2.0',
     routeKey: opts.routeKey ?? `${method} ${path}`,
@@ -125,7 +151,11 @@ export function httpEvent(method: string, path: string, opts: { body?: string; p
 }
 
 /** Submits job bodies through the batch API (chunks of 100); returns the replies in order. */
-export async function submitJobs(sys: TestSystem, tenant: string, jobs: readonly object[]): Promise<{ jobId: string; runAt: string; state: string }[]> {
+export async function submitJobs(
+  sys: TestSystem,
+  tenant: string,
+  jobs: readonly object[],
+): Promise<{ jobId: string; runAt: string; state: string }[]> {
   const out: { jobId: string; runAt: string; state: string }[] = [];
   for (let i = 0; i < jobs.length; i += 100) {
     const { results } = await sys.w.submitter.submitBatch(tenant, JSON.stringify({ jobs: jobs.slice(i, i + 100) }));
@@ -143,7 +173,10 @@ export async function waitForEmptyQueue(sqs: SQSClient, queueUrl: string, timeou
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     const a = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }))).Attributes ?? {};
-    const n = Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+    const n =
+      Number(a.ApproximateNumberOfMessages ?? 0) +
+      Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) +
+      Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
     if (n === 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -156,7 +189,13 @@ export function runAllGroups(deps: Wiring['dispatch'], opts: { owner?: string; s
   opts.signal?.addEventListener('abort', () => abort.abort(), { once: true });
   const start = Date.now();
   const loops = Array.from({ length: deps.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, { groups: [group], owner: opts.owner ?? `exec-${start}`, ownerStartMs: start, untilMs: start + 600_000, signal: abort.signal }),
+    dispatchLoop(deps, {
+      groups: [group],
+      owner: opts.owner ?? `exec-${start}`,
+      ownerStartMs: start,
+      untilMs: start + 600_000,
+      signal: abort.signal,
+    }),
   );
   return {
     async stop() {

@@ -55,7 +55,9 @@ describe('resolveSettings', () => {
     expect(resolveSettings({ lookaheadMs: 1_000, leaseMs: 2_000 }).leaseMs).toBe(2_000);
     expect(resolveSettings({ lookaheadMs: 60_000, leaseMs: 120_000 }).lookaheadMs).toBe(60_000);
     expect(resolveSettings({ leaseMs: 15 * 60_000 }).leaseMs).toBe(900_000);
-    expect(resolveSettings({ maxPayloadBytes: 240 * 1024, maxBatchJobs: 1, cancelRecordRetentionMs: 0, tombstoneGraceMs: 0 }).maxBatchJobs).toBe(1);
+    expect(
+      resolveSettings({ maxPayloadBytes: 240 * 1024, maxBatchJobs: 1, cancelRecordRetentionMs: 0, tombstoneGraceMs: 0 }).maxBatchJobs,
+    ).toBe(1);
   });
 
   it('rejects one step beyond the bounds', () => {
@@ -90,7 +92,18 @@ describe('resolveSettings', () => {
       cancelRecordRetentionMs: -1,
       tombstoneGraceMs: Number.NaN,
     });
-    const names = ['shardCount', 'groupCount', 'lookaheadMs', 'leaseMs', 'maxPayloadBytes', 'maxBatchBytes', 'maxBatchJobs', 'horizonMs', 'cancelRecordRetentionMs', 'tombstoneGraceMs'];
+    const names = [
+      'shardCount',
+      'groupCount',
+      'lookaheadMs',
+      'leaseMs',
+      'maxPayloadBytes',
+      'maxBatchBytes',
+      'maxBatchJobs',
+      'horizonMs',
+      'cancelRecordRetentionMs',
+      'tombstoneGraceMs',
+    ];
     const lines = problems(message);
     expect(lines).toHaveLength(names.length);
     for (const name of names) expect(lines.filter((l) => l.startsWith(`- ${name} `))).toHaveLength(1);
@@ -116,7 +129,9 @@ describe('resolveSettings', () => {
 describe('shardsOfGroup', () => {
   const validArb = fc
     .integer({ min: 1, max: 10_000 })
-    .chain((shardCount) => fc.record({ shardCount: fc.constant(shardCount), groupCount: fc.integer({ min: 1, max: Math.min(MAX_GROUPS, shardCount) }) }));
+    .chain((shardCount) =>
+      fc.record({ shardCount: fc.constant(shardCount), groupCount: fc.integer({ min: 1, max: Math.min(MAX_GROUPS, shardCount) }) }),
+    );
 
   it('partitions all shards: every shard in exactly one group, groups balanced within one (property)', () => {
     fc.assert(
@@ -144,7 +159,9 @@ describe('shardsOfGroup', () => {
 
   it('splits the default 64 shards over the default groups', () => {
     const s = resolveSettings();
-    const all = Array.from({ length: s.groupCount }, (_, g) => shardsOfGroup(g, s)).flat().sort((a, b) => a - b);
+    const all = Array.from({ length: s.groupCount }, (_, g) => shardsOfGroup(g, s))
+      .flat()
+      .sort((a, b) => a - b);
     expect(all).toEqual(Array.from({ length: 64 }, (_, i) => i));
   });
 

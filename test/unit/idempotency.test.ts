@@ -15,7 +15,13 @@ describe('fingerprint: what counts as the same request for an idempotency key', 
 
   it('differs when any of them differs, byte for byte in the payload', () => {
     const base = fingerprint(req('{"amount":1.0}'));
-    for (const other of [req('{"amount":1}'), req('{"amount": 1.0}'), req('{"amount":1.0}', 'delay:30001'), req('{"amount":1.0}', 'runAt:30000'), req('{"amount":1.0}', 'delay:30000', false)]) {
+    for (const other of [
+      req('{"amount":1}'),
+      req('{"amount": 1.0}'),
+      req('{"amount":1.0}', 'delay:30001'),
+      req('{"amount":1.0}', 'runAt:30000'),
+      req('{"amount":1.0}', 'delay:30000', false),
+    ]) {
       expect(fingerprint(other)).not.toBe(base);
     }
   });

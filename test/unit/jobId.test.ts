@@ -47,9 +47,11 @@ describe('JobIdCodec', () => {
   });
 
   it('the tenant generator only produces names the contract allows', () => {
-    fc.assert(fc.property(tenantArb, (t) => {
-      expect(t).toMatch(TENANT_PATTERN);
-    }));
+    fc.assert(
+      fc.property(tenantArb, (t) => {
+        expect(t).toMatch(TENANT_PATTERN);
+      }),
+    );
   });
 
   describe('encode/parse round trip', () => {
@@ -187,7 +189,22 @@ describe('JobIdCodec', () => {
     it('rejects non-strings', () => {
       const id = codec.encode({ tenant: 'demo', shard: 1, dueMs: 2, path: 'd', random: 'abcdefghijklmnop' });
       expect(codec.parse(id).jobId).toBe(id);
-      for (const v of [undefined, null, 0, 42, 1n, true, {}, [], [id], { toString: () => id }, new String(id), Buffer.from(id), Symbol('id'), () => id]) {
+      for (const v of [
+        undefined,
+        null,
+        0,
+        42,
+        1n,
+        true,
+        {},
+        [],
+        [id],
+        { toString: () => id },
+        new String(id),
+        Buffer.from(id),
+        Symbol('id'),
+        () => id,
+      ]) {
         expectRejected(v);
       }
     });

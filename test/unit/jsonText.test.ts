@@ -21,14 +21,40 @@ const payloadPath = (path: JsonPath) => path.length === 1 && path[0] === 'payloa
 const wsArb = fc.constantFrom('', '', ' ', '\n', '\t', '\r\n  ', '  \t ');
 /** Numbers as people and programs write them, including what JSON.parse would alter. */
 const numberTextArb = fc.oneof(
-  fc.constantFrom('0', '-0', '1.0', '-0.0', '1e400', '-1e400', '1E-400', '9007199254740993', '18446744073709551616', '0.1000000000000000055511151231257827', '1e+2', '2E-0', '123456789012345678901234567890'),
+  fc.constantFrom(
+    '0',
+    '-0',
+    '1.0',
+    '-0.0',
+    '1e400',
+    '-1e400',
+    '1E-400',
+    '9007199254740993',
+    '18446744073709551616',
+    '0.1000000000000000055511151231257827',
+    '1e+2',
+    '2E-0',
+    '123456789012345678901234567890',
+  ),
   fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => JSON.stringify(d)),
   fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
 );
 /** Strings as JSON text: raw characters of every kind (emoji, é, U+2028), and escapes. */
 const stringTextArb = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 8 }).map((s) => JSON.stringify(s)),
-  fc.constantFrom('"\\u0041"', '"\\uFFFF"', '"\\ud83d\\ude00"', '"\\uD800"', '"é"', '"😀"', '"\u2028"', '"\\/"', '"a\\"b"', '"\\\\u0041"', '""'),
+  fc.constantFrom(
+    '"\\u0041"',
+    '"\\uFFFF"',
+    '"\\ud83d\\ude00"',
+    '"\\uD800"',
+    '"é"',
+    '"😀"',
+    '"\u2028"',
+    '"\\/"',
+    '"a\\"b"',
+    '"\\\\u0041"',
+    '""',
+  ),
 );
 const keyArb = fc.oneof(fc.constantFrom('"a"', '"b"', '"__proto__"', '"payload"', '"1"', '"\\u0061"', '""'), stringTextArb);
 
@@ -39,23 +65,32 @@ const jsonTextArb: fc.Arbitrary<string> = fc.letrec<{ value: string }>((tie) => 
     numberTextArb,
     stringTextArb,
     fc.constantFrom('true', 'false', 'null'),
-    fc.tuple(fc.array(fc.tuple(wsArb, tie('value'), wsArb), { maxLength: 4 }), wsArb).map(([items, ws]) =>
-      items.length === 0 ? `[${ws}]` : `[${items.map(([a, v, b]) => a + v + b).join(',')}]`,
-    ),
-    fc.tuple(fc.array(fc.tuple(wsArb, keyArb, wsArb, wsArb, tie('value'), wsArb), { maxLength: 4 }), wsArb).map(([members, ws]) =>
-      members.length === 0 ? `{${ws}}` : `{${members.map(([a, k, b, c, v, d]) => `${a}${k}${b}:${c}${v}${d}`).join(',')}}`,
-    ),
+    fc
+      .tuple(fc.array(fc.tuple(wsArb, tie('value'), wsArb), { maxLength: 4 }), wsArb)
+      .map(([items, ws]) => (items.length === 0 ? `[${ws}]` : `[${items.map(([a, v, b]) => a + v + b).join(',')}]`)),
+    fc
+      .tuple(fc.array(fc.tuple(wsArb, keyArb, wsArb, wsArb, tie('value'), wsArb), { maxLength: 4 }), wsArb)
+      .map(([members, ws]) =>
+        members.length === 0 ? `{${ws}}` : `{${members.map(([a, k, b, c, v, d]) => `${a}${k}${b}:${c}${v}${d}`).join(',')}}`,
+      ),
   ),
 })).value;
 
 /** Characters that make up (and break) JSON. */
 const jsonishArb = fc
-  .array(fc.constantFrom(...'{}[]":,.-+eE0123456789 \t\n\r\\/ubfnrtalsxAF\u0000\u001f\u00e9\ud83d\ude00\ud800\ufeff'.split('')), { maxLength: 30 })
+  .array(fc.constantFrom(...'{}[]":,.-+eE0123456789 \t\n\r\\/ubfnrtalsxAF\u0000\u001f\u00e9\ud83d\ude00\ud800\ufeff'.split('')), {
+    maxLength: 30,
+  })
   .map((cs) => cs.join(''));
 
 /** Valid JSON text with one random edit: often invalid, sometimes still valid. */
 const mutatedArb = fc
-  .tuple(jsonTextArb, fc.nat(), fc.constantFrom('insert', 'delete', 'replace'), fc.constantFrom(...'{}[]":,.-+eE019 \\ut\u0000\u001fx\t'.split('')))
+  .tuple(
+    jsonTextArb,
+    fc.nat(),
+    fc.constantFrom('insert', 'delete', 'replace'),
+    fc.constantFrom(...'{}[]":,.-+eE019 \\ut\u0000\u001fx\t'.split('')),
+  )
   .map(([text, at, op, ch]) => {
     const i = text.length === 0 ? 0 : at % text.length;
     if (op === 'insert') return text.slice(0, i) + ch + text.slice(i);
@@ -85,9 +120,61 @@ describe('parseJson agrees with JSON.parse', () => {
 
   it('agrees on hand-picked edge cases', () => {
     const cases = [
-      '', ' ', '\ufeff{}', '{}', '[]', '[,]', '[1,]', '{"a":1,}', '{"a" 1}', '{a:1}', "{'a':1}", '01', '-01', '1.', '.5', '-', '+1', '1e', '1e+', '1.e3', '0x10', 'NaN',
-      'Infinity', '-Infinity', 'tru', 'truex', 'nul', '"\\x"', '"\\u12"', '"\\u12G4"', '"\t"', '"\u0000"', '"\u001f"', '" "', '"\u007f"', '"a', '"\\"', '[1 2]', '{"a":1 "b":2}', '1 2', ' 1 ',
-      '\u00a01', '\u20281', '[-0]', '-0', '1E400', '{"__proto__":{"x":1}}', '{"a":1,"a":2}', '[[[[[]]]]]', '{"":""}', '"\ud800"', '"\\ud800"', '[1]]', '[[1]', '{"a":{}}}',
+      '',
+      ' ',
+      '\ufeff{}',
+      '{}',
+      '[]',
+      '[,]',
+      '[1,]',
+      '{"a":1,}',
+      '{"a" 1}',
+      '{a:1}',
+      "{'a':1}",
+      '01',
+      '-01',
+      '1.',
+      '.5',
+      '-',
+      '+1',
+      '1e',
+      '1e+',
+      '1.e3',
+      '0x10',
+      'NaN',
+      'Infinity',
+      '-Infinity',
+      'tru',
+      'truex',
+      'nul',
+      '"\\x"',
+      '"\\u12"',
+      '"\\u12G4"',
+      '"\t"',
+      '"\u0000"',
+      '"\u001f"',
+      '" "',
+      '"\u007f"',
+      '"a',
+      '"\\"',
+      '[1 2]',
+      '{"a":1 "b":2}',
+      '1 2',
+      ' 1 ',
+      '\u00a01',
+      '\u20281',
+      '[-0]',
+      '-0',
+      '1E400',
+      '{"__proto__":{"x":1}}',
+      '{"a":1,"a":2}',
+      '[[[[[]]]]]',
+      '{"":""}',
+      '"\ud800"',
+      '"\\ud800"',
+      '[1]]',
+      '[[1]',
+      '{"a":{}}}',
     ];
     for (const text of cases) {
       const ref = reference(text);
@@ -150,7 +237,9 @@ describe('raw values', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(jsonTextArb, wsArb), { minLength: 1, maxLength: 5 }), (jobs) => {
         const body = `{"jobs":[${jobs.map(([p, w]) => `{"payload":${w}${p}${w},"delaySeconds":1}`).join(`,`)}]}`;
-        const parsed = parseJson(body, { raw: (path) => path.length === 3 && path[0] === 'jobs' && path[2] === 'payload' }) as { jobs: { payload: RawJson }[] };
+        const parsed = parseJson(body, { raw: (path) => path.length === 3 && path[0] === 'jobs' && path[2] === 'payload' }) as {
+          jobs: { payload: RawJson }[];
+        };
         expect(parsed.jobs.map((j) => j.payload.text)).toEqual(jobs.map(([p]) => p));
       }),
       { numRuns: 1_000 },
@@ -158,7 +247,18 @@ describe('raw values', () => {
   });
 
   it('keep the values JSON.parse would alter exactly as written', () => {
-    for (const payload of ['9007199254740993', '1e400', '-0', '1.0', '{"a":1,"a":2}', '{"b":1,"a":2}', '[ 1 ,\n\t2 ]', '"\\uFFFF"', '"😀"', '{"__proto__":{"x":1}}']) {
+    for (const payload of [
+      '9007199254740993',
+      '1e400',
+      '-0',
+      '1.0',
+      '{"a":1,"a":2}',
+      '{"b":1,"a":2}',
+      '[ 1 ,\n\t2 ]',
+      '"\\uFFFF"',
+      '"😀"',
+      '{"__proto__":{"x":1}}',
+    ]) {
       const parsed = parseJson(`{"payload":${payload}}`, { raw: payloadPath }) as { payload: RawJson };
       expect(parsed.payload.text).toBe(payload);
     }

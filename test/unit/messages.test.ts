@@ -2,7 +2,16 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JobIdCodec } from '../../core/jobId.js';
-import { deliveryMessage, inboundBody, MAX_INBOUND_MESSAGE_BYTES, packBatches, packInbound, parseInboundBody, parseInboundJobs, type InboundJob } from '../../core/messages.js';
+import {
+  deliveryMessage,
+  inboundBody,
+  MAX_INBOUND_MESSAGE_BYTES,
+  packBatches,
+  packInbound,
+  parseInboundBody,
+  parseInboundJobs,
+  type InboundJob,
+} from '../../core/messages.js';
 import type { OutgoingMessage } from '../../core/ports.js';
 
 const KIB = 1024;
@@ -23,7 +32,12 @@ const dueArb = fc.integer({ min: 0, max: Date.UTC(2040, 0, 1) });
 /** Any JSON value, as the JSON text validateJob stores (JSON.stringify of a parsed value). */
 const payloadTextArb = fc.jsonValue().map((v) => JSON.stringify(v));
 const jobIdArb = fc
-  .record({ tenant: tenantArb, shard: fc.integer({ min: 0, max: 9_999 }), dueMs: dueArb, path: fc.constantFrom('t' as const, 'u' as const, 'd' as const) })
+  .record({
+    tenant: tenantArb,
+    shard: fc.integer({ min: 0, max: 9_999 }),
+    dueMs: dueArb,
+    path: fc.constantFrom('t' as const, 'u' as const, 'd' as const),
+  })
   .map((p) => codec.encode({ ...p, random: codec.placement(p.tenant, 64).random }));
 
 /** Bodies from empty to ~200 KB, in 1- to 4-byte characters, so that both batch limits come into play. */
@@ -92,18 +106,49 @@ describe('packBatches', () => {
   it('splits by bytes at exactly 256 KiB, counting attributes', () => {
     const half = 'x'.repeat(128 * KIB);
     // Two halves fill a batch exactly.
-    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: half }]).map((b) => b.length)).toEqual([2]);
+    expect(
+      packBatches([
+        { id: 'a', body: half },
+        { id: 'b', body: half },
+      ]).map((b) => b.length),
+    ).toEqual([2]);
     // One byte more does not fit.
-    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: half + 'x' }]).map((b) => b.length)).toEqual([1, 1]);
+    expect(
+      packBatches([
+        { id: 'a', body: half },
+        { id: 'b', body: half + 'x' },
+      ]).map((b) => b.length),
+    ).toEqual([1, 1]);
     // Nor does an attribute on top: name "k" (1) + type "String" (6) + value "v" (1).
-    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: half, attributes: { k: 'v' } }]).map((b) => b.length)).toEqual([1, 1]);
+    expect(
+      packBatches([
+        { id: 'a', body: half },
+        { id: 'b', body: half, attributes: { k: 'v' } },
+      ]).map((b) => b.length),
+    ).toEqual([1, 1]);
     // The type name counts: a 2-byte body cut does not make room for an 8-byte attribute.
-    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: 'x'.repeat(128 * KIB - 2), attributes: { k: 'v' } }]).map((b) => b.length)).toEqual([1, 1]);
+    expect(
+      packBatches([
+        { id: 'a', body: half },
+        { id: 'b', body: 'x'.repeat(128 * KIB - 2), attributes: { k: 'v' } },
+      ]).map((b) => b.length),
+    ).toEqual([1, 1]);
     const shorter = 'x'.repeat(128 * KIB - 8);
-    expect(packBatches([{ id: 'a', body: half }, { id: 'b', body: shorter, attributes: { k: 'v' } }]).map((b) => b.length)).toEqual([2]);
+    expect(
+      packBatches([
+        { id: 'a', body: half },
+        { id: 'b', body: shorter, attributes: { k: 'v' } },
+      ]).map((b) => b.length),
+    ).toEqual([2]);
     // Bytes, not characters: 64 Ki "é" are 128 KiB.
     const halfE = 'é'.repeat(64 * KIB);
-    expect(packBatches([{ id: 'a', body: halfE }, { id: 'b', body: halfE }, { id: 'c', body: 'x' }]).map((b) => b.length)).toEqual([2, 1]);
+    expect(
+      packBatches([
+        { id: 'a', body: halfE },
+        { id: 'b', body: halfE },
+        { id: 'c', body: 'x' },
+      ]).map((b) => b.length),
+    ).toEqual([2, 1]);
   });
 
   it('sends a message of exactly 256 KiB alone', () => {
@@ -119,21 +164,28 @@ describe('packBatches', () => {
 describe('deliveryMessage', () => {
   it('is {"jobId", "tenant", "runAt" (RFC 3339, ms), "payload"} with the original payload (property)', () => {
     fc.assert(
-      fc.property(jobIdArb, tenantArb, dueArb, payloadTextArb, fc.option(fc.integer({ min: 0, max: 900 }), { nil: undefined }), (jobId, tenant, dueMs, payload, delaySeconds) => {
-        const m = deliveryMessage('7', { jobId, tenant, dueMs, payload }, delaySeconds);
-        const body = JSON.parse(m.body) as Record<string, unknown>;
-        expect(Object.keys(body).sort()).toEqual(['jobId', 'payload', 'runAt', 'tenant']);
-        expect(body.jobId).toBe(jobId);
-        expect(body.tenant).toBe(tenant);
-        expect(body.payload).toEqual(JSON.parse(payload));
-        expect(body.runAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-        expect(Date.parse(body.runAt as string)).toBe(dueMs);
-        // The attribute carries the same value, so that a consumer need not parse the body.
-        expect(m.attributes).toEqual({ runAt: body.runAt });
-        expect(m.id).toBe('7');
-        if (delaySeconds === undefined) expect('delaySeconds' in m).toBe(false);
-        else expect(m.delaySeconds).toBe(delaySeconds);
-      }),
+      fc.property(
+        jobIdArb,
+        tenantArb,
+        dueArb,
+        payloadTextArb,
+        fc.option(fc.integer({ min: 0, max: 900 }), { nil: undefined }),
+        (jobId, tenant, dueMs, payload, delaySeconds) => {
+          const m = deliveryMessage('7', { jobId, tenant, dueMs, payload }, delaySeconds);
+          const body = JSON.parse(m.body) as Record<string, unknown>;
+          expect(Object.keys(body).sort()).toEqual(['jobId', 'payload', 'runAt', 'tenant']);
+          expect(body.jobId).toBe(jobId);
+          expect(body.tenant).toBe(tenant);
+          expect(body.payload).toEqual(JSON.parse(payload));
+          expect(body.runAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+          expect(Date.parse(body.runAt as string)).toBe(dueMs);
+          // The attribute carries the same value, so that a consumer need not parse the body.
+          expect(m.attributes).toEqual({ runAt: body.runAt });
+          expect(m.id).toBe('7');
+          if (delaySeconds === undefined) expect('delaySeconds' in m).toBe(false);
+          else expect(m.delaySeconds).toBe(delaySeconds);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -148,8 +200,18 @@ describe('deliveryMessage', () => {
   });
 
   it('writes a concrete example as documented', () => {
-    const m = deliveryMessage('0', { jobId: 'j1.demo.3.1893456000250.d.abc.def', tenant: 'demo', dueMs: Date.UTC(2030, 0, 1, 0, 0, 0, 250), payload: '{"a":[1,"x"]}' });
-    expect(JSON.parse(m.body)).toEqual({ jobId: 'j1.demo.3.1893456000250.d.abc.def', tenant: 'demo', runAt: '2030-01-01T00:00:00.250Z', payload: { a: [1, 'x'] } });
+    const m = deliveryMessage('0', {
+      jobId: 'j1.demo.3.1893456000250.d.abc.def',
+      tenant: 'demo',
+      dueMs: Date.UTC(2030, 0, 1, 0, 0, 0, 250),
+      payload: '{"a":[1,"x"]}',
+    });
+    expect(JSON.parse(m.body)).toEqual({
+      jobId: 'j1.demo.3.1893456000250.d.abc.def',
+      tenant: 'demo',
+      runAt: '2030-01-01T00:00:00.250Z',
+      payload: { a: [1, 'x'] },
+    });
     expect(m.attributes).toEqual({ runAt: '2030-01-01T00:00:00.250Z' });
   });
 });
@@ -189,7 +251,12 @@ describe('inbound messages', () => {
       shard: fc.integer({ min: 0, max: 63 }),
       dueMs: fc.integer({ min: 0, max: 2 ** 45 }),
       // Up to 240 KiB, as submit allows; mostly small.
-      payload: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 2, max: 2_000 }) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 240 * 1024 }) }).map((n) => JSON.stringify('x'.repeat(n - 2))),
+      payload: fc
+        .oneof(
+          { weight: 5, arbitrary: fc.integer({ min: 2, max: 2_000 }) },
+          { weight: 1, arbitrary: fc.integer({ min: 2, max: 240 * 1024 }) },
+        )
+        .map((n) => JSON.stringify('x'.repeat(n - 2))),
     });
     fc.assert(
       fc.property(fc.array(sized, { minLength: 1, maxLength: 100 }), (jobs: InboundJob[]) => {
@@ -201,21 +268,44 @@ describe('inbound messages', () => {
         }
         // Greedy: no two neighbouring messages would have fitted in one.
         for (let k = 1; k < packed.length; k++) {
-          expect(Buffer.byteLength(packed[k - 1]!.body) + Buffer.byteLength(inboundBody([jobs[packed[k]!.indexes[0]!]!])) - Buffer.byteLength(inboundBody([]))).toBeGreaterThan(MAX_INBOUND_MESSAGE_BYTES - 2);
+          expect(
+            Buffer.byteLength(packed[k - 1]!.body) +
+              Buffer.byteLength(inboundBody([jobs[packed[k]!.indexes[0]!]!])) -
+              Buffer.byteLength(inboundBody([])),
+          ).toBeGreaterThan(MAX_INBOUND_MESSAGE_BYTES - 2);
         }
       }),
       { numRuns: 200 },
     );
     // A hundred 1 KB jobs: one message.
-    const small = Array.from({ length: 100 }, (_, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i % 64, dueMs: 1e12 + i, payload: JSON.stringify('p'.repeat(1_000)) }));
+    const small = Array.from({ length: 100 }, (_, i): InboundJob => ({
+      jobId: `j${i}`,
+      tenant: 'demo',
+      shard: i % 64,
+      dueMs: 1e12 + i,
+      payload: JSON.stringify('p'.repeat(1_000)),
+    }));
     expect(packInbound(small)).toHaveLength(1);
   });
 
   it('carry every payload as the exact text submit stored, never parsed again', () => {
-    const texts = ['9007199254740993', '1e400', '-0', '1.0', '{"a":1,"a":2}', '{"b":1,"a":2}', '[ 1 ,\n\t2 ]', '"\\uFFFF"', '"😀"', '{"__proto__":{"x":1}}', 'null'];
+    const texts = [
+      '9007199254740993',
+      '1e400',
+      '-0',
+      '1.0',
+      '{"a":1,"a":2}',
+      '{"b":1,"a":2}',
+      '[ 1 ,\n\t2 ]',
+      '"\\uFFFF"',
+      '"😀"',
+      '{"__proto__":{"x":1}}',
+      'null',
+    ];
     const jobs = texts.map((payload, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i, dueMs: 1e12 + i, payload }));
     expect(parseInboundBody(inboundBody(jobs))).toEqual(jobs);
-    for (const { body, indexes } of packInbound(jobs)) expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(indexes.map((i) => texts[i]));
+    for (const { body, indexes } of packInbound(jobs))
+      expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(indexes.map((i) => texts[i]));
   });
 
   it('parse each job on its own: a malformed entry is undefined in its place, the others are kept', () => {

@@ -14,7 +14,10 @@ function table(rows: { shard: number; dueMs: number }[]) {
     store: {
       async dueTimes(shard: number, untilMs: number, limit: number) {
         calls.push({ shard, limit });
-        const due = rows.filter((r) => r.shard === shard && r.dueMs <= untilMs).map((r) => r.dueMs).sort((a, b) => a - b);
+        const due = rows
+          .filter((r) => r.shard === shard && r.dueMs <= untilMs)
+          .map((r) => r.dueMs)
+          .sort((a, b) => a - b);
         return { dueMs: due.slice(0, limit), more: due.length > limit };
       },
     },
@@ -38,7 +41,12 @@ describe('planDispatchers', () => {
   });
 
   it('sizes the plan by the peak rate coming due: 100/s → 1, 900/s → 5, 5,000/s → 8 (the most)', async () => {
-    for (const [rate, expected] of [[100, 1], [150, 1], [900, 5], [5_000, 8]] as const) {
+    for (const [rate, expected] of [
+      [100, 1],
+      [150, 1],
+      [900, 5],
+      [5_000, 8],
+    ] as const) {
       const plan = await planDispatchers({ store: table(steady(settings, rate, NOW, 95)).store, settings }, NOW, UNTIL);
       expect(plan.dispatchers, `${rate}/s`).toHaveLength(expected);
       expect(plan.peakRowsPerSecond).toBeGreaterThanOrEqual(rate * 0.9);
@@ -69,7 +77,11 @@ describe('planDispatchers', () => {
     const cut = await planDispatchers({ store: table(steady(settings, 20_000, NOW, 95)).store, settings }, NOW, UNTIL);
     expect(cut).toMatchObject({ reason: 'sample cut short', dispatchers: packGroups(8, 8) });
     const logged: string[] = [];
-    const failing = { async dueTimes(): Promise<never> { throw new Error('ProvisionedThroughputExceededException'); } };
+    const failing = {
+      async dueTimes(): Promise<never> {
+        throw new Error('ProvisionedThroughputExceededException');
+      },
+    };
     const failed = await planDispatchers({ store: failing, settings, log: (m) => logged.push(m) }, NOW, UNTIL);
     expect(failed).toMatchObject({ reason: 'sample failed', dispatchers: packGroups(8, 8) });
     expect(logged).toHaveLength(1);
@@ -83,13 +95,16 @@ describe('planDispatchers', () => {
 describe('packGroups', () => {
   it('puts every group in exactly one dispatcher, sizes within one (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }).chain((g) => fc.tuple(fc.constant(g), fc.integer({ min: 1, max: g }))), ([groups, count]) => {
-        const packed = packGroups(groups, count);
-        expect(packed).toHaveLength(count);
-        expect(packed.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: groups }, (_, i) => i));
-        const sizes = packed.map((p) => p.length);
-        expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 40 }).chain((g) => fc.tuple(fc.constant(g), fc.integer({ min: 1, max: g }))),
+        ([groups, count]) => {
+          const packed = packGroups(groups, count);
+          expect(packed).toHaveLength(count);
+          expect(packed.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: groups }, (_, i) => i));
+          const sizes = packed.map((p) => p.length);
+          expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
+        },
+      ),
     );
   });
 });

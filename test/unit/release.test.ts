@@ -16,11 +16,21 @@ function harness(releaseWindowMs: number, markDelivered: JobStore['markDelivered
     },
   };
   const store = { renew: async () => true, markDelivered } as unknown as JobStore;
-  const tenants = new TenantRegistry({ getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }), putTenant: async () => {} });
+  const tenants = new TenantRegistry({
+    getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }),
+    putTenant: async () => {},
+  });
   const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
   const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
   const releaser = new Releaser(deps, stats);
-  const row = (jobId: string, dueMs: number): AcquiredRow => ({ shard: 0, dueMs, jobId, tenant: 'demo', payload: '{}', leaseUntil: dueMs + 60_000 });
+  const row = (jobId: string, dueMs: number): AcquiredRow => ({
+    shard: 0,
+    dueMs,
+    jobId,
+    tenant: 'demo',
+    payload: '{}',
+    leaseUntil: dueMs + 60_000,
+  });
   return { batches, stats, releaser, row };
 }
 
@@ -28,7 +38,15 @@ describe('Releaser', () => {
   it('sends rows due within the window in one batch when the last is due, and a lone row at once', async () => {
     const { batches, releaser, row, stats } = harness(40);
     const base = Date.now() + 100;
-    const due: Record<string, number> = { a: base, b: base + 10, c: base + 30, lone: base + 300, d: base + 600, e: base + 639, f: base + 800 };
+    const due: Record<string, number> = {
+      a: base,
+      b: base + 10,
+      c: base + 30,
+      lone: base + 300,
+      d: base + 600,
+      e: base + 639,
+      f: base + 800,
+    };
     for (const [id, t] of Object.entries(due)) releaser.add(row(id, t));
     await releaser.drain(base + 2_000);
     expect(batches.map((b) => b.jobIds)).toEqual([['a', 'b', 'c'], ['lone'], ['d', 'e'], ['f']]);
@@ -42,7 +60,12 @@ describe('Releaser', () => {
   it('with a window of 0 sends each due millisecond on its own', async () => {
     const { batches, releaser, row } = harness(0);
     const base = Date.now() + 50;
-    for (const [id, t] of [['a', base], ['b', base], ['c', base + 15]] as const) releaser.add(row(id, t));
+    for (const [id, t] of [
+      ['a', base],
+      ['b', base],
+      ['c', base + 15],
+    ] as const)
+      releaser.add(row(id, t));
     await releaser.drain(base + 1_000);
     expect(batches.map((b) => b.jobIds.sort())).toEqual([['a', 'b'], ['c']]);
   });

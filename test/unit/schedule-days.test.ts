@@ -29,9 +29,21 @@ describe('day-of-month and day-of-week rules match the oracle in any month', () 
     });
     fc.assert(
       fc.property(arb, ({ days, year, month, names }) => {
-        const cron: OracleCron = { minutes: [{ kind: 'value', value: 0 }], hours: [{ kind: 'value', value: 12 }], days, months: everything, years: everything };
-        const expected = noons(year, month).filter((c) => cronMatches(cron, c)).map((c) => c.utc);
-        const runs = nextRuns(parseSchedule(renderCron(cron, names)), { after: Date.UTC(year, month - 1, 1), endAt: Date.UTC(year, month, 1), count: 31 });
+        const cron: OracleCron = {
+          minutes: [{ kind: 'value', value: 0 }],
+          hours: [{ kind: 'value', value: 12 }],
+          days,
+          months: everything,
+          years: everything,
+        };
+        const expected = noons(year, month)
+          .filter((c) => cronMatches(cron, c))
+          .map((c) => c.utc);
+        const runs = nextRuns(parseSchedule(renderCron(cron, names)), {
+          after: Date.UTC(year, month - 1, 1),
+          endAt: Date.UTC(year, month, 1),
+          count: 31,
+        });
         expect(runs).toEqual(expected);
       }),
       { numRuns: 1500 },
@@ -39,10 +51,21 @@ describe('day-of-month and day-of-week rules match the oracle in any month', () 
   });
 
   it('for random month and year fields (names, steps, wrap-around month ranges)', () => {
-    const arb = fc.record({ months: itemsArb(1, 12), years: itemsArb(1970, 2199, true, false), start: fc.integer({ min: 1970, max: 2190 }), names: fc.boolean() });
+    const arb = fc.record({
+      months: itemsArb(1, 12),
+      years: itemsArb(1970, 2199, true, false),
+      start: fc.integer({ min: 1970, max: 2190 }),
+      names: fc.boolean(),
+    });
     fc.assert(
       fc.property(arb, ({ months, years, start, names }) => {
-        const cron: OracleCron = { minutes: [{ kind: 'value', value: 0 }], hours: [{ kind: 'value', value: 0 }], days: { field: 'dom', items: [{ kind: 'value', value: 1 }] }, months, years };
+        const cron: OracleCron = {
+          minutes: [{ kind: 'value', value: 0 }],
+          hours: [{ kind: 'value', value: 0 }],
+          days: { field: 'dom', items: [{ kind: 'value', value: 1 }] },
+          months,
+          years,
+        };
         const expected: number[] = [];
         for (let y = start; y < start + 10; y++) {
           for (let m = 1; m <= 12; m++) {
@@ -50,7 +73,11 @@ describe('day-of-month and day-of-week rules match the oracle in any month', () 
             if (c && cronMatches(cron, c)) expected.push(c.utc);
           }
         }
-        const runs = nextRuns(parseSchedule(renderCron(cron, names)), { after: Date.UTC(start, 0, 1), endAt: Date.UTC(start + 10, 0, 1), count: 1000 });
+        const runs = nextRuns(parseSchedule(renderCron(cron, names)), {
+          after: Date.UTC(start, 0, 1),
+          endAt: Date.UTC(start + 10, 0, 1),
+          count: 1000,
+        });
         expect(runs).toEqual(expected);
       }),
       { numRuns: 200 },

@@ -12,7 +12,17 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const HISTORY = 26 * HOUR;
-const ZONES = ['UTC', 'Europe/London', 'America/New_York', 'Asia/Kolkata', 'Asia/Kathmandu', 'Australia/Sydney', 'Australia/Lord_Howe', 'Pacific/Chatham', 'America/Santiago'];
+const ZONES = [
+  'UTC',
+  'Europe/London',
+  'America/New_York',
+  'Asia/Kolkata',
+  'Asia/Kathmandu',
+  'Australia/Sydney',
+  'Australia/Lord_Howe',
+  'Pacific/Chatham',
+  'America/Santiago',
+];
 
 /** Instants where the zone's offset changes in `year`, found hour by hour through Intl. */
 function transitions(zone: string, year: number): number[] {
@@ -79,12 +89,20 @@ describe.each(ZONES)('cron in %s matches the minute-by-minute oracle', (zone) =>
   });
 
   it('runs every-few-minutes expressions through the transition like the oracle (gap skipped, repeat once)', () => {
-    const arb = fc.record({ window: fc.constantFrom(...windows), startMinute: nearCentre(0), minutes: itemsArb(0, 59), hours: itemsArb(0, 23) });
+    const arb = fc.record({
+      window: fc.constantFrom(...windows),
+      startMinute: nearCentre(0),
+      minutes: itemsArb(0, 59),
+      hours: itemsArb(0, 23),
+    });
     fc.assert(
       fc.property(arb, ({ window, startMinute, minutes, hours }) => {
         const after = window.from + Math.max(0, startMinute - 240) * MINUTE;
         const endAt = Math.min(window.to, after + 8 * HOUR);
-        for (const cron of [{ minutes, hours: everything }, { minutes, hours }]) {
+        for (const cron of [
+          { minutes, hours: everything },
+          { minutes, hours },
+        ]) {
           const full: OracleCron = { ...cron, days: { field: 'dom', items: everything }, months: everything, years: everything };
           const expected = expectedRuns(window.history, after, endAt, (c) => cronMatches(full, c));
           expect(nextRuns(parseSchedule(renderCron(full), zone), { after, endAt, count: 1000 })).toEqual(expected);

@@ -26,7 +26,10 @@ describe('rate()', () => {
   it('counts from createdAt without a startAt, to the millisecond, and from startAt when both are given', () => {
     const schedule = parseSchedule('rate(5 minutes)');
     const createdAt = Date.parse('2026-01-01T00:00:30.250Z');
-    expect(nextRuns(schedule, { after: Date.parse('2026-01-01T00:07:00Z'), createdAt, count: 2 }).map(iso)).toEqual(['2026-01-01T00:10:30.250Z', '2026-01-01T00:15:30.250Z']);
+    expect(nextRuns(schedule, { after: Date.parse('2026-01-01T00:07:00Z'), createdAt, count: 2 }).map(iso)).toEqual([
+      '2026-01-01T00:10:30.250Z',
+      '2026-01-01T00:15:30.250Z',
+    ]);
     expect(nextRuns(schedule, { after: createdAt, createdAt, count: 1 })).toEqual([createdAt]);
     const startAt = Date.parse('2026-06-01T00:00:00Z');
     expect(nextRuns(schedule, { after: createdAt, createdAt, startAt, count: 1 })).toEqual([startAt]);
@@ -94,7 +97,10 @@ describe('at()', () => {
 describe('paging', () => {
   it('asking again from just after the last run continues the same sequence (cron and rate, any zone)', () => {
     const arb = fc.record({
-      expression: fc.oneof(cronArb.map((c) => renderCron(c)), fc.constantFrom('rate(1 minute)', 'rate(7 minutes)', 'rate(3 hours)', 'rate(1 day)')),
+      expression: fc.oneof(
+        cronArb.map((c) => renderCron(c)),
+        fc.constantFrom('rate(1 minute)', 'rate(7 minutes)', 'rate(3 hours)', 'rate(1 day)'),
+      ),
       zone: fc.constantFrom('UTC', 'Europe/London', 'America/New_York', 'Australia/Lord_Howe', 'Pacific/Chatham', 'America/Santiago'),
       after: fc.integer({ min: Date.UTC(2025, 0, 1), max: Date.UTC(2027, 0, 1) }),
       split: fc.integer({ min: 1, max: 19 }),

@@ -8,17 +8,28 @@ import { codePointName, describeSqsUnsafeChar, findSqsUnsafeChar } from '../../c
  * Written out here from the documentation, independently of the regex under test.
  */
 function allowedBySqs(cp: number): boolean {
-  return cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
+  return (
+    cp === 0x9 ||
+    cp === 0xa ||
+    cp === 0xd ||
+    (cp >= 0x20 && cp <= 0xd7ff) ||
+    (cp >= 0xe000 && cp <= 0xfffd) ||
+    (cp >= 0x10000 && cp <= 0x10ffff)
+  );
 }
 
 describe('findSqsUnsafeChar', () => {
   it('follows the documented set at every boundary', () => {
     const boundaries = [
-      0x0, 0x8, 0x9, 0xa, 0xb, 0xc, 0xd, 0xe, 0x1f, 0x20, 0x7f, 0xff, 0xd7ff, 0xe000, 0xfdd0, 0xfffd, 0xfffe, 0xffff, 0x10000, 0x1f600, 0x1fffe, 0x10fffe, 0x10ffff,
+      0x0, 0x8, 0x9, 0xa, 0xb, 0xc, 0xd, 0xe, 0x1f, 0x20, 0x7f, 0xff, 0xd7ff, 0xe000, 0xfdd0, 0xfffd, 0xfffe, 0xffff, 0x10000, 0x1f600,
+      0x1fffe, 0x10fffe, 0x10ffff,
     ];
     for (const cp of boundaries) {
       const text = `ab${String.fromCodePoint(cp)}cd`;
-      expect({ cp: codePointName(cp), found: findSqsUnsafeChar(text) }).toEqual({ cp: codePointName(cp), found: allowedBySqs(cp) ? undefined : { index: 2, codePoint: cp } });
+      expect({ cp: codePointName(cp), found: findSqsUnsafeChar(text) }).toEqual({
+        cp: codePointName(cp),
+        found: allowedBySqs(cp) ? undefined : { index: 2, codePoint: cp },
+      });
     }
   });
 

@@ -64,7 +64,12 @@ describe('sendParcels', () => {
     const sqs = fakeSqs(new Set([5]));
     const problems = await sendParcels(sqs.sender, [parcel([0, 1, 2, 3, 4, 5, 6, 7])], noWait);
     expect([...problems]).toEqual([[5, { refused: true, message: 'InvalidMessageContents' }]]);
-    expect(sqs.calls.map((c) => c.map((m) => m.body))).toEqual([['jobs:0,1,2,3,4,5,6,7'], ['jobs:0,1,2,3', 'jobs:4,5,6,7'], ['jobs:4,5', 'jobs:6,7'], ['jobs:4', 'jobs:5']]);
+    expect(sqs.calls.map((c) => c.map((m) => m.body))).toEqual([
+      ['jobs:0,1,2,3,4,5,6,7'],
+      ['jobs:0,1,2,3', 'jobs:4,5,6,7'],
+      ['jobs:4,5', 'jobs:6,7'],
+      ['jobs:4', 'jobs:5'],
+    ]);
   });
 
   it('gives up after `attempts` on failures that are SQS side, reporting them retryable (not refused)', async () => {

@@ -61,7 +61,10 @@ describe('TenantRegistry', () => {
   it('does not cache a failed read', async () => {
     const store = countingStore([demo]);
     let fail = true;
-    const flaky: TenantStore = { getTenant: async (n) => (fail ? Promise.reject(new Error('network')) : store.getTenant(n)), putTenant: store.putTenant };
+    const flaky: TenantStore = {
+      getTenant: async (n) => (fail ? Promise.reject(new Error('network')) : store.getTenant(n)),
+      putTenant: store.putTenant,
+    };
     const reg = new TenantRegistry(flaky);
     await expect(reg.require('demo')).rejects.toThrow('network');
     fail = false;

@@ -203,7 +203,18 @@ describe('validateJob', () => {
   });
 
   it('rejects negative, NaN, infinite and non-number delays', () => {
-    for (const delaySeconds of [-1, -0.001, Number.NEGATIVE_INFINITY, Number.NaN, Number.POSITIVE_INFINITY, '30', null, true, [30], { s: 30 }]) {
+    for (const delaySeconds of [
+      -1,
+      -0.001,
+      Number.NEGATIVE_INFINITY,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      '30',
+      null,
+      true,
+      [30],
+      { s: 30 },
+    ]) {
       expectValidationError(() => validateJob({ payload: 1, delaySeconds }, settings, NOW), /delaySeconds/);
     }
   });
@@ -252,7 +263,9 @@ describe('validateJob', () => {
     expect(validateJob({ payload: atLimit, delaySeconds: 1 }, settings, NOW).payloadText).toHaveLength(MAX_PAYLOAD);
     expectTooLarge(() => validateJob({ payload: atLimit + 'x', delaySeconds: 1 }, settings, NOW));
     // In an object: {"data":"..."} adds 11 bytes.
-    expect(validateJob({ payload: { data: 'x'.repeat(MAX_PAYLOAD - 11) }, delaySeconds: 1 }, settings, NOW).payloadText).toHaveLength(MAX_PAYLOAD);
+    expect(validateJob({ payload: { data: 'x'.repeat(MAX_PAYLOAD - 11) }, delaySeconds: 1 }, settings, NOW).payloadText).toHaveLength(
+      MAX_PAYLOAD,
+    );
     expectTooLarge(() => validateJob({ payload: { data: 'x'.repeat(MAX_PAYLOAD - 10) }, delaySeconds: 1 }, settings, NOW));
   });
 
@@ -367,7 +380,18 @@ describe('validateJob on a request body as parsed (payload kept as raw text)', (
   const fromBody = (body: string, s = settings) => validateJob(parseJsonBody(body, s.maxBatchBytes, JOB_PAYLOAD), s, NOW, body);
 
   it('keeps the payload exactly as written, whatever JSON.parse would make of it', () => {
-    for (const p of ['9007199254740993', '1e400', '-0', '1.0', '{"a":1,"a":2}', '{"b":1,"a":2}', '[ 1 ,\n\t2 ]', '"\\uFFFF"', '"😀"', '{"__proto__":{"x":1}}']) {
+    for (const p of [
+      '9007199254740993',
+      '1e400',
+      '-0',
+      '1.0',
+      '{"a":1,"a":2}',
+      '{"b":1,"a":2}',
+      '[ 1 ,\n\t2 ]',
+      '"\\uFFFF"',
+      '"😀"',
+      '{"__proto__":{"x":1}}',
+    ]) {
       expect(fromBody(`{"delaySeconds": 1, "payload" :  ${p}  }`).payloadText).toBe(p);
     }
   });
