@@ -88,7 +88,12 @@ describe('dynein CLI', () => {
     const again = await dynein(['schedule', '--tenant', 'alpha', '--at', at, '--json', '--idempotency-key', 'k-1']);
     expect(JSON.parse(again.stdout).jobId).toBe(JSON.parse(json.stdout).jobId);
 
-    const got = await dynein(['get', '--tenant', 'alpha', jobId]);
+    // Right after submit, status answers UNKNOWN until ingest stored the job: wait for it.
+    let got = await dynein(['get', '--tenant', 'alpha', jobId]);
+    for (let i = 0; i < 150 && got.stdout.startsWith('UNKNOWN'); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      got = await dynein(['get', '--tenant', 'alpha', jobId]);
+    }
     expect(got.code).toBe(0);
     expect(got.stdout).toMatch(new RegExp(`^SCHEDULED  runAt \\S+Z  ${jobId.replace(/\./g, '\\.')}\\n$`));
     const gotJson = JSON.parse((await dynein(['get', '--tenant', 'alpha', jobId, '--json'])).stdout);

@@ -92,8 +92,14 @@ describe('npm start on one data directory', () => {
 
     expect(snapshot()).toEqual(before);
     for (const pid of [firstLocal.pids.services, firstLocal.pids.compute]) expect(gone(pid)).toBe(false);
-    const status = await signedFetch(firstLocal.endpoint, firstLocal.tenants.alpha!, 'GET', `/v1/tenants/alpha/jobs/${scheduledJob}`);
-    expect([status.status, status.json.state]).toEqual([200, 'SCHEDULED']);
+    // Stored by ingest a moment after submit (UNKNOWN until then).
+    await vi.waitFor(
+      async () => {
+        const status = await signedFetch(firstLocal.endpoint, firstLocal.tenants.alpha!, 'GET', `/v1/tenants/alpha/jobs/${scheduledJob}`);
+        expect([status.status, status.json.state]).toEqual([200, 'SCHEDULED']);
+      },
+      { timeout: 15_000, interval: 200 },
+    );
   }, 90_000);
 
   let second: Stack;
@@ -116,8 +122,13 @@ describe('npm start on one data directory', () => {
     expect(readFileSync(join(first.dataDir, 'secrets.json'), 'utf8')).toBe(secrets);
     expect(JSON.parse(readFileSync(join(first.dataDir, 'start.lock'), 'utf8')).pid).not.toBe(undefined);
     // The table survived the SIGKILL (dynalite's files), and the keys did: the job is still there.
-    const status = await signedFetch(local.endpoint, local.tenants.alpha!, 'GET', `/v1/tenants/alpha/jobs/${scheduledJob}`);
-    expect([status.status, status.json.state]).toEqual([200, 'SCHEDULED']);
+    await vi.waitFor(
+      async () => {
+        const status = await signedFetch(local.endpoint, local.tenants.alpha!, 'GET', `/v1/tenants/alpha/jobs/${scheduledJob}`);
+        expect([status.status, status.json.state]).toEqual([200, 'SCHEDULED']);
+      },
+      { timeout: 15_000, interval: 200 },
+    );
   }, 90_000);
 
   it('stops every process on Ctrl-C, leaving no orphan, no local.json and no lock', async () => {
