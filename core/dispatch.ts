@@ -116,6 +116,35 @@ async function settleAll<T>(promises: Promise<T>[]): Promise<T[]> {
   return results.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
+/** A report with nothing done yet (a round starts from it; a step that dispatches nothing answers it). */
+export function emptyRoundReport(): RoundReport {
+  return {
+    acquired: 0,
+    recovered: 0,
+    conflicts: 0,
+    queries: 0,
+    itemsRead: 0,
+    backlogRows: 0,
+    lateRows: 0,
+    maxTracked: 0,
+    throttled: 0,
+    errors: 0,
+    idle: false,
+    lostGroup: false,
+    abandoned: 0,
+    marks: {},
+    parked: 0,
+    parkedTenants: [],
+    durationMs: 0,
+    sent: 0,
+    recorded: 0,
+    leaseLost: 0,
+    renewed: 0,
+    sendRetries: 0,
+    latenessMs: [],
+  };
+}
+
 /**
  * One dispatch round over some shards, as docs/design-dispatch.md describes it.
  *
@@ -147,31 +176,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const pageRows = options.pageRows ?? 200;
   const readAhead = readAheadMs(settings);
   const signal = options.signal;
-  const report: RoundReport = {
-    acquired: 0,
-    recovered: 0,
-    conflicts: 0,
-    queries: 0,
-    itemsRead: 0,
-    backlogRows: 0,
-    lateRows: 0,
-    maxTracked: 0,
-    throttled: 0,
-    errors: 0,
-    idle: false,
-    lostGroup: false,
-    abandoned: 0,
-    marks: {},
-    parked: 0,
-    parkedTenants: [],
-    durationMs: 0,
-    sent: 0,
-    recorded: 0,
-    leaseLost: 0,
-    renewed: 0,
-    sendRetries: 0,
-    latenessMs: [],
-  };
+  const report = emptyRoundReport();
   const lanes = options.shards.map((s) => new ShardLane(s, options.marks?.[s]));
   const laneOf = new Map(lanes.map((l) => [l.shard, l]));
   const tracks = new Map<string, Track>();

@@ -1,6 +1,6 @@
 import { sleep } from './backoff.js';
 import { shardsOfGroup } from './config.js';
-import { dispatchRound, type DispatchDeps, type RoundOptions, type RoundReport } from './dispatch.js';
+import { dispatchRound, emptyRoundReport, type DispatchDeps, type RoundOptions, type RoundReport } from './dispatch.js';
 import type { ShardMarks } from './ports.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
@@ -207,27 +207,6 @@ function pick(marks: ShardMarks, shards: readonly number[]): ShardMarks {
 }
 
 function emptyReport(): Omit<RoundReport, 'latenessMs' | 'lostGroup'> {
-  return {
-    acquired: 0,
-    recovered: 0,
-    conflicts: 0,
-    queries: 0,
-    itemsRead: 0,
-    backlogRows: 0,
-    lateRows: 0,
-    maxTracked: 0,
-    throttled: 0,
-    errors: 0,
-    idle: false,
-    abandoned: 0,
-    parked: 0,
-    parkedTenants: [],
-    marks: {},
-    durationMs: 0,
-    sent: 0,
-    recorded: 0,
-    leaseLost: 0,
-    renewed: 0,
-    sendRetries: 0,
-  };
+  const { latenessMs: _latenessMs, lostGroup: _lostGroup, ...report } = emptyRoundReport();
+  return report;
 }

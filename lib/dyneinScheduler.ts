@@ -28,7 +28,7 @@ import {
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring } from './monitoring.js';
 import { defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
-import { secureQueue } from './queues.js';
+import { DLQ_REDRIVE_ACTIONS, secureQueue } from './queues.js';
 import {
   acknowledgeRuntime,
   admitSender,
@@ -330,16 +330,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
    */
   grantInboundRedrive(grantee: iam.IGrantable): iam.Grant {
     admitSender(grantee, this.inboundSenderTagKey, this.#inboundExtraSenders, this.inboundQueue, 'grantInboundRedrive');
-    const dlq = this.inboundDeadLetterQueue.grant(
-      grantee,
-      'sqs:ReceiveMessage',
-      'sqs:DeleteMessage',
-      'sqs:ChangeMessageVisibility',
-      'sqs:GetQueueAttributes',
-      'sqs:StartMessageMoveTask',
-      'sqs:ListMessageMoveTasks',
-      'sqs:CancelMessageMoveTask',
-    );
+    const dlq = this.inboundDeadLetterQueue.grant(grantee, ...DLQ_REDRIVE_ACTIONS);
     return dlq.combine(this.inboundQueue.grant(grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
   }
 

@@ -41,3 +41,14 @@ export function secureQueue(scope: Construct, id: string, props: SecureQueueProp
   });
   return { queue, deadLetterQueue };
 }
+
+/** What moving a DLQ back to its queue needs on the DLQ (console "Start DLQ redrive", `StartMessageMoveTask`). */
+export const DLQ_REDRIVE_ACTIONS = [
+  'sqs:ReceiveMessage',
+  'sqs:DeleteMessage',
+  'sqs:ChangeMessageVisibility',
+  'sqs:GetQueueAttributes',
+  'sqs:StartMessageMoveTask',
+  'sqs:ListMessageMoveTasks',
+  'sqs:CancelMessageMoveTask',
+] as const;

@@ -10,7 +10,7 @@ import { Construct } from 'constructs';
 import { TENANT_PATTERN } from '../core/jobId.js';
 import type { RegistrationProperties } from '../core/registration.js';
 import { bundleCode } from './bundles.js';
-import { secureQueue } from './queues.js';
+import { DLQ_REDRIVE_ACTIONS, secureQueue } from './queues.js';
 import { deadLetterQueueName, senderTagKey, tenantQueueName, validatePrefix } from './naming.js';
 
 /**
@@ -210,17 +210,7 @@ export class DyneinTenant extends Construct {
    */
   grantRedrive(grantee: iam.IGrantable): iam.Grant {
     admitSender(grantee, this.senderTagKey, this.#extraSenders, this.queue, 'grantRedrive');
-    const dlq = this.#grant(
-      this.deadLetterQueue,
-      grantee,
-      'sqs:ReceiveMessage',
-      'sqs:DeleteMessage',
-      'sqs:ChangeMessageVisibility',
-      'sqs:GetQueueAttributes',
-      'sqs:StartMessageMoveTask',
-      'sqs:ListMessageMoveTasks',
-      'sqs:CancelMessageMoveTask',
-    );
+    const dlq = this.#grant(this.deadLetterQueue, grantee, ...DLQ_REDRIVE_ACTIONS);
     return dlq.combine(this.#grant(this.queue, grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
   }
 
