@@ -149,7 +149,14 @@ done
 out=$(node dist/client-quickstart.js) || fail "the quickstart example failed: $out"
 for line in 'status: ' 'cancelled: CANCELLED' 'hello from the quickstart'; do grep -qF "$line" <<<"$out" || fail "the quickstart example printed no '$line': $out"; done
 job=$(npx --no-install dynein schedule --tenant demo --in 1h)
-npx --no-install dynein get --tenant demo "$job" | grep -q '^SCHEDULED ' || fail "dynein get: $job is not SCHEDULED"
+# Status answers UNKNOWN until ingest stored the job (a second or two): wait for SCHEDULED.
+got=
+for _ in $(seq 50); do
+  got=$(npx --no-install dynein get --tenant demo "$job") || fail "dynein get failed: $got"
+  [[ $got == SCHEDULED\ * ]] && break
+  sleep 0.2
+done
+[[ $got == SCHEDULED\ * ]] || fail "dynein get: $job is not SCHEDULED: $got"
 npx --no-install dynein cancel --tenant demo "$job" | grep -q '^CANCELLED ' || fail "dynein cancel: $job is not CANCELLED"
 kill -INT "$local_pid"
 wait "$local_pid" || true
