@@ -192,9 +192,24 @@ async function receiveAll(em: Emulators, queueUrl: string, onMessage: (jobId: st
   return received;
 }
 
+/**
+ * A table, queues and wiring of their own. dynalite makes a new table ACTIVE on a timer, which a
+ * busy emulator (right after a large drain) may run late: a write then finds no table yet; retry.
+ */
+async function freshSystem(em: Emulators): Promise<TestSystem> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await createSystem(em, { tenants: ['demo'] });
+    } catch (err) {
+      if ((err as Error).name !== 'ResourceNotFoundException' || attempt >= 20) throw err;
+      await sleep(500);
+    }
+  }
+}
+
 /** A burst of `rows` rows due at once on a fresh table of the same emulator, with no backlog: its rate and RSS samples. */
 async function emptyRun(em: Emulators, rows: number): Promise<{ jobsPerSec: number; durationMs: number; rss: number[] }> {
-  const emptySys = await createSystem(em, { tenants: ['demo'] });
+  const emptySys = await freshSystem(em);
   const emptyDue = Date.now() - 1_000;
   await writeRows(em, emptySys, rows, 'E', () => emptyDue);
   await settle();
@@ -216,7 +231,7 @@ export async function runRecovery(em: Emulators, opts: { overdueRows: number; em
   progress(`recovery: ${before.jobsPerSec} jobs/s with no backlog; RSS median ${steadyRssMb} MB, max ${Math.max(...before.rss)} MB`);
 
   // The outage: overdue rows, due between an hour and a second ago (oldest first in index order).
-  const sys = await createSystem(em, { tenants: ['demo'] });
+  const sys = await freshSystem(em);
   const now = Date.now();
   progress(`recovery: loading ${opts.overdueRows} overdue rows (due between 1 h and 1 s ago)`);
   const t0 = Date.now();
