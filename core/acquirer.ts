@@ -2,8 +2,8 @@
  * The acquire queue of a dispatch round: conditional acquires run continuously, at most
  * `concurrency` at a time, fresh rows first (in due order), then the backlog (the oldest row of
  * any shard first). The round's reads fill it; it never waits for them, and they never wait for
- * it. Rows that fall due during an outage drain therefore wait for at most the acquires already
- * in flight, not for the backlog.
+ * it. A row that falls due during an outage drain takes the next free slot, ahead of every
+ * backlog row still queued: it waits for one of the acquires in flight to end, not for the backlog.
  */
 export interface AcquireItem {
   readonly key: { readonly shard: number; readonly dueMs: number };
@@ -30,12 +30,7 @@ export class Acquirer<T extends AcquireItem> {
   #stopped = false;
   readonly #running = new Set<Promise<void>>();
 
-  /** Slots only fresh rows may take. */
-  readonly #reserve: number;
-
-  constructor(private readonly opts: AcquirerOptions<T>) {
-    this.#reserve = opts.concurrency > 1 ? Math.max(1, Math.floor(opts.concurrency / 8)) : 0;
-  }
+  constructor(private readonly opts: AcquirerOptions<T>) {}
 
   /** Rows waiting for an acquire. */
   get queued(): number {
@@ -86,8 +81,7 @@ export class Acquirer<T extends AcquireItem> {
       return;
     }
     while (this.#inflight < this.opts.concurrency && this.queued > 0 && this.opts.canStart() && !this.#stopped) {
-      // The backlog never takes the last slots: a fresh row never waits for a backlog acquire.
-      const item = this.#fresh.length > 0 || this.#inflight < this.opts.concurrency - this.#reserve ? this.#next() : undefined;
+      const item = this.#next();
       if (!item) break;
       this.#inflight++;
       const p: Promise<void> = this.opts

@@ -1,5 +1,5 @@
 import { Acquirer } from './acquirer.js';
-import { backoffMs, sleep } from './backoff.js';
+import { backoffMs, settleAll, sleep } from './backoff.js';
 import { ThrottledError } from './errors.js';
 import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
 import { ParkedTenants } from './parked.js';
@@ -107,14 +107,6 @@ interface Track {
 }
 
 const isLive = (k: DueKey) => k.state === 'SCHEDULED' || k.state === 'ACQUIRED';
-
-/** Like Promise.all, but rejects (with the first failure) only once every promise has settled. */
-async function settleAll<T>(promises: Promise<T>[]): Promise<T[]> {
-  const results = await Promise.allSettled(promises);
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
-}
 
 /** A report with nothing done yet (a round starts from it; a step that dispatches nothing answers it). */
 export function emptyRoundReport(): RoundReport {
@@ -387,7 +379,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     t.phase = 'queued';
     t.backlog = backlog;
     if (backlog) {
-      laneOf.get(t.key.shard)!.backlogOpen++;
+      const lane = laneOf.get(t.key.shard);
+      if (lane) lane.backlogOpen++;
       acquirer.pushBacklog(t);
     } else acquirer.pushFresh(t);
   }
@@ -412,7 +405,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   async function acquireOne(t: Track): Promise<void> {
     t.phase = 'acquiring';
     if (t.backlog) {
-      laneOf.get(t.key.shard)!.backlogOpen--;
+      const lane = laneOf.get(t.key.shard);
+      if (lane) lane.backlogOpen--;
       t.backlog = false;
     }
     const at = clock.now();
