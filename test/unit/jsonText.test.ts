@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { duplicateKeysOf, isJson, JsonSyntaxError, parseJson, RawJson, type JsonPath } from '../../core/jsonText.js';
+import { ALTERED_BY_PARSE } from '../support/payloads.js';
 
 /** What JSON.parse says about `text`: its value, or that it is not JSON. */
 function reference(text: string): { ok: true; value: unknown } | { ok: false } {
@@ -247,18 +248,7 @@ describe('raw values', () => {
   });
 
   it('keep the values JSON.parse would alter exactly as written', () => {
-    for (const payload of [
-      '9007199254740993',
-      '1e400',
-      '-0',
-      '1.0',
-      '{"a":1,"a":2}',
-      '{"b":1,"a":2}',
-      '[ 1 ,\n\t2 ]',
-      '"\\uFFFF"',
-      '"😀"',
-      '{"__proto__":{"x":1}}',
-    ]) {
+    for (const payload of ALTERED_BY_PARSE) {
       const parsed = parseJson(`{"payload":${payload}}`, { raw: payloadPath }) as { payload: RawJson };
       expect(parsed.payload.text).toBe(payload);
     }
