@@ -47,12 +47,13 @@ export function targets(r: BenchResult): Target[] {
       met: b.requestsPerJob.sqs <= 0.5,
     });
   }
-  if (r.costPerMillionUsd)
+  const ours = r.costPerMillionUsd?.ours;
+  if (ours !== undefined)
     t.push({
       name: 'Cost per million batch-submitted 1 KB jobs',
       target: '≤ $2.50',
-      value: `$${r.costPerMillionUsd.ours.toFixed(2)}`,
-      met: r.costPerMillionUsd.ours <= 2.5,
+      value: `$${ours.toFixed(2)}`,
+      met: ours <= 2.5,
     });
   if (r.backlog)
     t.push({
@@ -82,11 +83,28 @@ export function targets(r: BenchResult): Target[] {
       met: rc.lost === 0 && rc.early === 0,
     });
   }
+  const rr = r.recurring;
+  if (rr) {
+    t.push({
+      name: 'Recurring: missing occurrences',
+      target: '0',
+      value: `${rr.missing} (${rr.delivered}/${rr.expected} delivered, ${rr.schedules} schedules)`,
+      met: rr.missing === 0,
+    });
+    t.push({ name: 'Recurring: early', target: '0', value: String(rr.early), met: rr.early === 0 });
+    t.push({
+      name: 'Recurring: duplicates',
+      target: '0',
+      value: `${rr.duplicates}${rr.unexpected ? ` (and ${rr.unexpected} unexpected)` : ''}`,
+      met: rr.duplicates === 0,
+    });
+    t.push({ name: 'Recurring: lateness p95', target: '≤ 100 ms', value: `${rr.p95Ms} ms`, met: rr.p95Ms <= 100 });
+  }
   return t;
 }
 
 const mark = (met: boolean | undefined) => (met === undefined ? '–' : met ? 'yes' : '**no**');
-const usd = (x: number) => `$${x.toFixed(2)}`;
+const usd = (x: number | undefined) => (x === undefined ? '–' : `$${x.toFixed(2)}`);
 
 export function markdown(r: BenchResult): string {
   const lines: string[] = [];
@@ -191,12 +209,47 @@ export function markdown(r: BenchResult): string {
       `| ours, single POSTs | ${s.requestsPerJob.dynamodbWrite} | ${s.itemWritesPerJob} (${s.usagePerJob.dynamodbWru}) | ${s.requestsPerJob.dynamodbRead} | ${s.requestsPerJob.sqs} | ${s.requestsPerJob.lambda} | ${s.requestsPerJob.apiGateway} | ${usd(c.oursSinglePost)} |`,
     );
     lines.push(
-      `| Dynein's pattern (servers not included) | 3 | 3 (${c.usage.dyneinPattern.dynamodbWru}) | 0.1 | 4 | – | – | ${usd(c.dyneinPattern)} |`,
+      `| Dynein's pattern (servers not included) | 3 | 3 (${c.usage.dyneinPattern?.dynamodbWru}) | 0.1 | 4 | – | – | ${usd(c.dyneinPattern)} |`,
     );
     lines.push(`| EventBridge Scheduler one-time schedules → SQS | – | – | – | 1 | – | – | ${usd(c.eventBridgeScheduler)} |`);
     lines.push('');
     lines.push(
       `Polling is apart: an idle deployment costs ${usd(r.fixedMonthlyUsd.idle.totalUsd)} a month (tick executions, idle dispatch steps, the event source's long polls); at a steady 100 jobs/s the tick plans one dispatcher, which adds ${usd(r.fixedMonthlyUsd.busyAt100PerSec.totalUsd)} a month; at its most (every one of the ${r.fixedMonthlyUsd.model.groups} groups its own dispatch Lambda of ${r.fixedMonthlyUsd.model.dispatchMemoryMb} MB, always busy, from ~${(r.fixedMonthlyUsd.model.groups - 1) * r.fixedMonthlyUsd.model.dispatcherRowsPerSecond} jobs/s) ${usd(r.fixedMonthlyUsd.busy.totalUsd)} a month (${r.fixedMonthlyUsd.model.shards * 2} queries/s). All in at a steady 100 jobs/s: ${usd(c.oursAllInAt100PerSec)} per million batch-submitted jobs. With the payload stored as plain text instead (the design before deflating): ${usd(c.whatIfCompressedPayload)}.`,
+      '',
+    );
+  }
+
+  const rr = r.recurring;
+  if (rr) {
+    const w = rr.window;
+    lines.push(
+      `## Recurring schedules (${rr.schedules} schedules, ${rr.tenants.length} tenants, zones ${rr.zones.join(', ')}; occurrences due ${w.from.slice(11, 19)}–${w.to.slice(11, 19)} UTC, received until ${w.graceMs / 1000} s after)`,
+      '',
+    );
+    lines.push('| | p50 | p95 | p99 | max | early | missing | duplicates | delivered |', '|---|---|---|---|---|---|---|---|---|');
+    lines.push(
+      `| local stack, Scheduler stand-in as the clock (runAt → consumer receive) | ${rr.p50Ms} ms | ${rr.p95Ms} ms | ${rr.p99Ms} ms | ${rr.maxMs} ms | ${rr.early} | ${rr.missing} | ${rr.duplicates} | ${rr.delivered}/${rr.expected} |`,
+    );
+    lines.push(
+      `| same occurrences, SQS ApproximateFirstReceiveTimestamp | ${rr.firstReceive.p50Ms} ms | ${rr.firstReceive.p95Ms} ms | ${rr.firstReceive.p99Ms} ms | ${rr.firstReceive.maxMs} ms | | | | |`,
+    );
+    lines.push('', '| expression | schedules | expected | delivered | p95 |', '|---|---|---|---|---|');
+    for (const [e, x] of Object.entries(rr.byExpression))
+      lines.push(`| \`${e}\` | ${x.schedules} | ${x.expected} | ${x.delivered} | ${x.p95Ms} ms |`);
+    const u = rr.perOccurrence.usage;
+    const byService = r.costPerMillionUsd?.byService.recurring ?? {};
+    const requests = Object.entries(rr.perOccurrence.requestsPerOccurrence)
+      .filter(([k, v]) => v > 0 && k !== 'DynamoDB.Query')
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    lines.push(
+      '',
+      `Expected occurrences are computed apart from the server (cron: a minute-by-minute enumeration of what each zone's clocks show; rate: startAt + k × period); ${rr.unexpected} unexpected occurrence(s), ${rr.scheduleMismatches} schedule attribute/body mismatch(es). Schedule PUT p50 ${rr.createMs.p50Ms} ms, p99 ${rr.createMs.p99Ms} ms.`,
+      '',
+      `Per occurrence, measured on compute's clients less its idle polling (${rr.perOccurrence.occurrences} occurrences in ${Math.round(rr.perOccurrence.windowMs / 1000)} s): ${requests}. On AWS: ${u.schedulerInvocations} EventBridge Scheduler invocation, ${u.sqsRequests} SQS requests (its SendMessage included), ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.lambdaInvocations} ingest invocations (${u.lambdaGbSeconds} GB-s): ${usd(r.costPerMillionUsd?.recurring)} per million occurrences (${Object.entries(byService)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => `${k} $${v.toFixed(2)}`)
+        .join(', ')}); polling apart, as for one-off jobs.`,
       '',
     );
   }

@@ -9,14 +9,18 @@
  *   3. AWS requests and dollars per job (batch submits and single POSTs), polling apart
  *   5. each Lambda bundle's size and import time
  *   7. recovery after an outage: a backlog of overdue rows drained beside jobs falling due
+ *   8. recurring schedules through the local stack, its EventBridge Scheduler stand-in the clock
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles` for a subset.
+ * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring` for a subset
+ * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
+ * <mode> files keep the last complete run.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { payloadAttribute } from '../adapters/dynamoJobStore.js';
 import { runBacklog, type BacklogResult } from './backlog.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
+import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
 import { BULLMQ_SKIP_MESSAGE, redisServerAvailable, runBullmq, type BullmqResult } from './bullmq.js';
 import { runBundles, type BundleResult } from './bundles.js';
 import {
@@ -45,7 +49,7 @@ import { markdown, targets, type Target } from './report.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
-const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles'] as const;
+const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring'] as const;
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
@@ -62,30 +66,38 @@ export interface BenchResult {
     recovery: { overdueRows: number; emptyRows: number; freshPerSec: number };
     requestJobs: number;
     bundleRuns: number;
+    recurring: RecurringShape;
   };
   lateness?: LatenessResult;
   dispatch?: DispatchResult;
   requestsPerJob?: ServiceFigures;
   requests?: RequestsResult;
+  /** One-off figures from phase 3 (requests), `recurring` from phase 8: each absent when its phase did not run. */
   costPerMillionUsd?: {
-    ours: number;
-    oursSinglePost: number;
-    dyneinPattern: number;
-    eventBridgeScheduler: number;
+    ours?: number;
+    oursSinglePost?: number;
+    dyneinPattern?: number;
+    eventBridgeScheduler?: number;
     /** ours plus the idle and busy fixed costs spread over a month at a steady 100 jobs/s. */
-    oursAllInAt100PerSec: number;
+    oursAllInAt100PerSec?: number;
     /** ours if the payload were stored as plain text in the row (the design before deflating). Name kept for result-file compatibility. */
-    whatIfCompressedPayload: number;
+    whatIfCompressedPayload?: number;
+    /** Per million occurrences of recurring schedules (firing, materialise and dispatch), polling apart. */
+    recurring?: number;
     byService: Record<string, Cost['byServiceUsd']>;
-    usage: Record<'ours' | 'oursSinglePost' | 'dyneinPattern' | 'eventBridgeScheduler' | 'whatIfCompressedPayload', PerJobUsage>;
-    rowBytes: number;
-    compressedRowBytes: number;
+    usage: Partial<
+      Record<'ours' | 'oursSinglePost' | 'dyneinPattern' | 'eventBridgeScheduler' | 'whatIfCompressedPayload' | 'recurring', PerJobUsage>
+    >;
+    rowBytes?: number;
+    compressedRowBytes?: number;
   };
   fixedMonthlyUsd: { idle: Cost; busy: Cost; busyAt100PerSec: Cost; model: TickModel; measuredLocalIdleStepMs?: number };
   /** Steady batch-submitted 1 KB jobs on AWS: as built, and with the payload deflated in the row. */
   capacity?: { basis: Record<string, number | string>; asBuilt: CapacityRow[]; compressedPayload: CapacityRow[] };
   backlog?: BacklogResult;
   recovery?: RecoveryResult;
+  /** Phase 8 (quick mode: a short version, 40 schedules over 15 s, where the cron ones count only if a minute boundary falls in it). */
+  recurring?: RecurringResult;
   bundles?: Record<string, BundleResult>;
   peers: { bullmq?: BullmqResult; bullmqSkipped?: string };
   targets: Target[];
@@ -104,7 +116,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
       burst: 500,
@@ -112,10 +124,11 @@ const sizes: BenchResult['sizes'] = quick
       recovery: { overdueRows: 3_000, emptyRows: 1_000, freshPerSec: 10 },
       requestJobs: 200,
       bundleRuns: 2,
+      recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
     }
   : {
       description:
-        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle',
+        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes',
       lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
       peerDurationMs: 60_000,
       burst: 10_000,
@@ -123,6 +136,7 @@ const sizes: BenchResult['sizes'] = quick
       recovery: { overdueRows: 100_000, emptyRows: 10_000, freshPerSec: 20 },
       requestJobs: 1_000,
       bundleRuns: 7,
+      recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
     };
 
 const started = Date.now();
@@ -198,6 +212,9 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery')) {
 // 5
 r.bundles = await phase('bundles', () => runBundles({ runs: sizes.bundleRuns }));
 
+// 8: the local stack again, alone on the machine (its own npm start).
+r.recurring = await phase('recurring', () => runRecurring(sizes.recurring));
+
 if (r.requests) {
   const b = r.requests.batch;
   const payloadBytes = r.requests.payloadBytes;
@@ -259,6 +276,15 @@ if (r.requests) {
   }
 }
 
+if (r.recurring) {
+  const usage = r.recurring.perOccurrence.usage;
+  const cost = costPerMillion(usage);
+  const c = (r.costPerMillionUsd ??= { byService: {}, usage: {} });
+  c.recurring = cost.totalUsd;
+  c.byService.recurring = cost.byServiceUsd;
+  c.usage.recurring = usage;
+}
+
 r.durationS = Math.round((Date.now() - started) / 100) / 10;
 r.machine.loadAvgAtEnd = load();
 r.targets = targets(r);
@@ -267,11 +293,12 @@ const dir = new URL('./results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
 const json = `${JSON.stringify(r, null, 2)}\n`;
 const md = `${markdown(r)}\n`;
-for (const name of ['latest', r.mode]) {
+const subset = PHASES.some((p) => !only.has(p));
+for (const name of subset ? ['latest'] : ['latest', r.mode]) {
   writeFileSync(new URL(`${name}.json`, dir), json);
   writeFileSync(new URL(`${name}.md`, dir), md);
 }
-progress(`wrote bench/results/latest.json and latest.md (and ${r.mode}.json/.md) in ${r.durationS} s`);
+progress(`wrote bench/results/latest.json and latest.md${subset ? ' (a subset: not ' + r.mode + '.json/.md)' : ` (and ${r.mode}.json/.md)`} in ${r.durationS} s`);
 console.log(`\n${md}`);
 if (Object.keys(r.errors).length > 0) {
   console.error(`bench: ${Object.keys(r.errors).length} phase(s) failed: ${Object.keys(r.errors).join(', ')}`);
@@ -313,8 +340,8 @@ function notes(res: BenchResult): string[] {
       `The idle step takes ${res.requests.idle.stepMs} ms here; the fixed monthly cost assumes ${DEFAULT_TICK.idleStepSeconds * 1000} ms on AWS (a lease write and ${res.requests.idle.queriesPerStep} parallel queries).`,
     );
   }
-  if (res.costPerMillionUsd) {
-    const c = res.costPerMillionUsd;
+  if (res.costPerMillionUsd?.rowBytes !== undefined && res.costPerMillionUsd.compressedRowBytes !== undefined) {
+    const c = res.costPerMillionUsd as { rowBytes: number; compressedRowBytes: number };
     out.push(
       `A job row with a ${res.requests?.payloadBytes}-byte payload stored as text is ${c.rowBytes} bytes (${wruOf(c.rowBytes)} WRU per write); as built, the payload is stored deflated and the row is ${c.compressedRowBytes} bytes (${wruOf(c.compressedRowBytes)} WRU per write, each of a job's 3 writes).`,
     );

@@ -227,6 +227,10 @@ export interface Received {
   readonly receivedAt: number;
   /** SQS's ApproximateFirstReceiveTimestamp. */
   readonly firstReceiveAt: number;
+  /** A recurring schedule's occurrence: the `schedule` message attribute (undefined for a one-off job). */
+  readonly schedule?: string;
+  /** The body's `schedule` field (it must equal the attribute). */
+  readonly bodySchedule?: string;
 }
 
 /**
@@ -250,7 +254,7 @@ export function consumeQueue(
             QueueUrl: queueUrl,
             MaxNumberOfMessages: 10,
             WaitTimeSeconds: 1,
-            MessageAttributeNames: ['runAt'],
+            MessageAttributeNames: ['runAt', 'schedule'],
             MessageSystemAttributeNames: ['ApproximateFirstReceiveTimestamp'],
           }),
           { abortSignal: abort.signal },
@@ -258,12 +262,15 @@ export function consumeQueue(
         const receivedAt = Date.now();
         const msgs = res.Messages ?? [];
         for (const m of msgs) {
-          const body = JSON.parse(m.Body ?? '{}') as { jobId?: string; runAt?: string };
+          const body = JSON.parse(m.Body ?? '{}') as { jobId?: string; runAt?: string; schedule?: string };
+          const schedule = m.MessageAttributes?.schedule?.StringValue;
           received.push({
             jobId: body.jobId ?? '',
             runAtMs: Date.parse(m.MessageAttributes?.runAt?.StringValue ?? body.runAt ?? ''),
             receivedAt,
             firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0),
+            ...(schedule !== undefined ? { schedule } : {}),
+            ...(body.schedule !== undefined ? { bodySchedule: body.schedule } : {}),
           });
         }
         if (msgs.length > 0) {
