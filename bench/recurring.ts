@@ -289,7 +289,9 @@ export async function runRecurring(shape: RecurringShape): Promise<RecurringResu
     sqs.destroy();
 
     // What should have arrived, computed apart from the server.
-    const history = new Map(ZONES.map((z) => [z, clocks(z, windowFrom - 26 * 3_600_000, windowTo)] as const));
+    // The oracle walks whole UTC minutes from its start: start it on one, 26 hours back (a wall time shown before a fall back).
+    const historyFrom = Math.floor((windowFrom - 26 * 3_600_000) / 60_000) * 60_000;
+    const history = new Map(ZONES.map((z) => [z, clocks(z, historyFrom, windowTo)] as const));
     const expected = new Map<string, { kind: string }>();
     const keyOf = (tenant: string, schedule: string, runAtMs: number) => `${tenant}/${schedule}@${runAtMs}`;
     const byExpression: RecurringResult['byExpression'] = {};
