@@ -97,7 +97,9 @@ export interface PerOccurrence {
   measured: Record<string, number>;
   /** compute's requests per second while idle, before the schedules (polling). */
   idlePerSecond: Record<string, number>;
-  /** (measured − idle rate × window) / occurrences, by operation. */
+  /** UpdateItems measured in the window beyond the path's (the dispatcher's group leases), per second. */
+  leaseWritesPerSecond: number;
+  /** (measured − idle rate × window) / occurrences, by operation; queries left out, UpdateItem the path's only (see basis). */
   requestsPerOccurrence: Record<string, number>;
   /** Billing units per occurrence on AWS, what the cost is computed from. */
   usage: PerJobUsage;
@@ -146,15 +148,19 @@ const delta = (after: Record<string, number>, before: Record<string, number>) =>
 
 /**
  * Billing units per occurrence from compute's request counts in the window, less the idle
- * polling rate: DynamoDB queries are left out altogether (the dispatcher's due-range and late-lane
- * reads are polling, priced in the fixed monthly cost as for one-off jobs); each remaining
- * DynamoDB write is 1 WRU (occurrence rows, the schedule's watermark and the delivered markers
- * are under 1 KB) and the delivered marker is one item of a BatchWriteItem per occurrence; each
- * GetItem (the schedule, read strongly consistent, < 4 KB) 1 RRU; every SQS request compute made
- * (inbound receive and delete, tenant send) plus EventBridge Scheduler's own SendMessage into the
- * inbound queue; one EventBridge Scheduler invocation per occurrence (its schedule has the same
- * expression); one ingest invocation per inbound DeleteMessageBatch (the event source deletes
- * once per invocation) of {@link FIRING_INGEST_SECONDS} at 256 MB.
+ * polling rate. DynamoDB queries are left out altogether (the dispatcher's due-range and
+ * late-lane reads are polling, priced in the fixed monthly cost as for one-off jobs). UpdateItem
+ * mixes the path's writes with the dispatcher's group-lease writes (polling too, and more or less
+ * frequent while busy than idle, so the idle rate cannot be subtracted): the path's are counted
+ * as one acquire per occurrence plus one watermark advance per firing, firings being the
+ * schedule reads (GetItem, one per firing, net of idle). Each DynamoDB write is 1 WRU (occurrence
+ * rows, the schedule's watermark and the delivered markers are under 1 KB), and the delivered
+ * marker is one item of a BatchWriteItem per occurrence; each GetItem (the schedule item, strongly
+ * consistent, < 4 KB) 1 RRU. SQS: every request compute made (inbound receive and delete, tenant
+ * send) plus EventBridge Scheduler's own SendMessage into the inbound queue; one EventBridge
+ * Scheduler invocation per occurrence (its schedule has the same expression); one ingest
+ * invocation per inbound DeleteMessageBatch (the event source deletes once per invocation) of
+ * {@link FIRING_INGEST_SECONDS} at 256 MB.
  */
 export function perOccurrenceUsage(
   measured: Record<string, number>,
@@ -162,18 +168,26 @@ export function perOccurrenceUsage(
   idleMs: number,
   windowMs: number,
   occurrences: number,
-): Pick<PerOccurrence, 'requestsPerOccurrence' | 'usage' | 'idlePerSecond' | 'basis'> {
+): Pick<PerOccurrence, 'requestsPerOccurrence' | 'usage' | 'idlePerSecond' | 'leaseWritesPerSecond' | 'basis'> {
   const n = Math.max(1, occurrences);
   const idlePerSecond = Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, +((v / idleMs) * 1000).toFixed(3)]));
   const net = (k: string) => Math.max(0, (measured[k] ?? 0) - ((idle[k] ?? 0) / idleMs) * windowMs);
   const keys = [...new Set([...Object.keys(measured), ...Object.keys(idle)])].sort();
-  const requestsPerOccurrence = Object.fromEntries(keys.map((k) => [k, +(net(k) / n).toFixed(3)]));
   const per = (x: number) => +(x / n).toFixed(4);
   const sqsCompute = keys.filter((k) => k.startsWith('SQS.')).reduce((a, k) => a + net(k), 0);
   const markers = net('DynamoDB.BatchWriteItem') > 0 ? n : 0;
+  const firings = net('DynamoDB.GetItem');
+  // Acquires and watermark advances; never more than the UpdateItems measured.
+  const pathUpdates = Math.min(measured['DynamoDB.UpdateItem'] ?? 0, n + firings);
   const invocations = net('SQS.DeleteMessageBatch');
+  const requestsPerOccurrence = Object.fromEntries(
+    keys
+      .filter((k) => k !== 'DynamoDB.Query')
+      .map((k) => [k, +((k === 'DynamoDB.UpdateItem' ? pathUpdates : net(k)) / n).toFixed(3)] as const)
+      .filter(([, v]) => v > 0),
+  );
   const usage: PerJobUsage = {
-    dynamodbWru: per(net('DynamoDB.PutItem') + net('DynamoDB.UpdateItem') + net('DynamoDB.DeleteItem') + markers),
+    dynamodbWru: per(net('DynamoDB.PutItem') + pathUpdates + net('DynamoDB.DeleteItem') + markers),
     dynamodbRru: per(net('DynamoDB.GetItem')),
     sqsRequests: per(sqsCompute + n),
     lambdaInvocations: per(invocations),
@@ -185,9 +199,11 @@ export function perOccurrenceUsage(
     requestsPerOccurrence,
     usage,
     idlePerSecond,
+    leaseWritesPerSecond: +((((measured['DynamoDB.UpdateItem'] ?? 0) - pathUpdates) / windowMs) * 1000).toFixed(2),
     basis: [
       'requests counted by compute (ingest, dispatch, tick) in the window, less the idle rate measured before the schedules existed',
       'DynamoDB.Query left out (polling: priced in the fixed monthly cost, as for one-off jobs)',
+      'UpdateItem on the path: 1 acquire per occurrence + 1 watermark advance per firing (firings = schedule GetItems); the rest of the UpdateItems measured are group-lease writes (polling)',
       'each DynamoDB write 1 WRU (items under 1 KB); one delivered-marker item per occurrence in the BatchWriteItems',
       'GetItem 1 RRU each (the schedule item, strongly consistent)',
       "SQS: compute's requests plus EventBridge Scheduler's SendMessage into the inbound queue (1 per occurrence)",
@@ -252,9 +268,16 @@ export async function runRecurring(shape: RecurringShape): Promise<RecurringResu
           payload: { bench: 'recurring', schedule: p.name, zone: p.zone },
         });
         const t0 = Date.now();
-        const res = await signedFetch(local.endpoint, local.tenants[p.tenant]!, 'PUT', `/v1/tenants/${p.tenant}/schedules/${p.name}`, body, {
-          region: local.region,
-        }).catch((err: Error) => ({ status: 0, json: err.message }));
+        const res = await signedFetch(
+          local.endpoint,
+          local.tenants[p.tenant]!,
+          'PUT',
+          `/v1/tenants/${p.tenant}/schedules/${p.name}`,
+          body,
+          {
+            region: local.region,
+          },
+        ).catch((err: Error) => ({ status: 0, json: err.message }));
         if (res.status === 201) createMs.push(Date.now() - t0);
         else {
           failed++;

@@ -239,14 +239,15 @@ export function markdown(r: BenchResult): string {
     const u = rr.perOccurrence.usage;
     const byService = r.costPerMillionUsd?.byService.recurring ?? {};
     const requests = Object.entries(rr.perOccurrence.requestsPerOccurrence)
-      .filter(([k, v]) => v > 0 && k !== 'DynamoDB.Query')
       .map(([k, v]) => `${k} ${v}`)
       .join(', ');
     lines.push(
       '',
       `Expected occurrences are computed apart from the server (cron: a minute-by-minute enumeration of what each zone's clocks show; rate: startAt + k × period); ${rr.unexpected} unexpected occurrence(s), ${rr.scheduleMismatches} schedule attribute/body mismatch(es). Schedule PUT p50 ${rr.createMs.p50Ms} ms, p99 ${rr.createMs.p99Ms} ms.`,
       '',
-      `Per occurrence, measured on compute's clients less its idle polling (${rr.perOccurrence.occurrences} occurrences in ${Math.round(rr.perOccurrence.windowMs / 1000)} s): ${requests}. On AWS: ${u.schedulerInvocations} EventBridge Scheduler invocation, ${u.sqsRequests} SQS requests (its SendMessage included), ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.lambdaInvocations} ingest invocations (${u.lambdaGbSeconds} GB-s): ${usd(r.costPerMillionUsd?.recurring)} per million occurrences (${Object.entries(byService)
+      `Per occurrence, measured on compute's clients less its idle polling (${rr.perOccurrence.occurrences} occurrences in ${Math.round(rr.perOccurrence.windowMs / 1000)} s; UpdateItem: acquires and watermark advances, the dispatcher's ${rr.perOccurrence.leaseWritesPerSecond} group-lease writes/s and its queries apart): ${requests}. On AWS: ${u.schedulerInvocations} EventBridge Scheduler invocation, ${u.sqsRequests} SQS requests (its SendMessage included), ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.lambdaInvocations} ingest invocations (${u.lambdaGbSeconds} GB-s): ${usd(r.costPerMillionUsd?.recurring)} per million occurrences (${Object.entries(
+        byService,
+      )
         .filter(([, v]) => v > 0)
         .map(([k, v]) => `${k} $${v.toFixed(2)}`)
         .join(', ')}); polling apart, as for one-off jobs.`,

@@ -298,7 +298,9 @@ for (const name of subset ? ['latest'] : ['latest', r.mode]) {
   writeFileSync(new URL(`${name}.json`, dir), json);
   writeFileSync(new URL(`${name}.md`, dir), md);
 }
-progress(`wrote bench/results/latest.json and latest.md${subset ? ' (a subset: not ' + r.mode + '.json/.md)' : ` (and ${r.mode}.json/.md)`} in ${r.durationS} s`);
+progress(
+  `wrote bench/results/latest.json and latest.md${subset ? ' (a subset: not ' + r.mode + '.json/.md)' : ` (and ${r.mode}.json/.md)`} in ${r.durationS} s`,
+);
 console.log(`\n${md}`);
 if (Object.keys(r.errors).length > 0) {
   console.error(`bench: ${Object.keys(r.errors).length} phase(s) failed: ${Object.keys(r.errors).join(', ')}`);
