@@ -74,10 +74,14 @@ export interface RecurringResult {
   meanMs: number;
   /** Occurrences received with a runAt in the window that were not expected (wrong time, or a schedule's extra run). */
   unexpected: number;
+  /** Most occurrences due at the same millisecond (the cron ones fall on whole minutes, together). */
+  maxDueAtOnce: number;
   /** Deliveries whose `schedule` attribute and body field disagree, or name no schedule of that tenant. */
   scheduleMismatches: number;
   /** The same lateness by SQS's ApproximateFirstReceiveTimestamp. */
   firstReceive: Summary;
+  /** The dispatcher's own figure (due time → tenant SendMessageBatch acknowledged) for every job compute sent, from /local/metrics (le -1: the open bucket). */
+  dispatcher: { count: number; meanMs: number; maxMs: number; buckets: { le: number; count: number }[] };
   byExpression: Record<string, { schedules: number; expected: number; delivered: number; p95Ms: number }>;
   zones: string[];
   tenants: string[];
@@ -134,10 +138,16 @@ export function expectedOf(p: Planned, from: number, to: number, history: Map<st
   return expectedRuns(h, from, to, (c) => cronMatches(p.kind.cron!, c));
 }
 
-async function metricsRequests(endpoint: string): Promise<Record<string, number>> {
-  const m = (await (await fetch(new URL('/local/metrics', endpoint))).json()) as { requests: Record<string, number> };
-  return m.requests;
+interface LocalMetricsSnapshot {
+  requests: Record<string, number>;
+  lateness: { count: number; meanMs: number; maxMs: number; buckets: { le: number | null; count: number }[] };
 }
+
+async function localMetrics(endpoint: string): Promise<LocalMetricsSnapshot> {
+  return (await (await fetch(new URL('/local/metrics', endpoint))).json()) as LocalMetricsSnapshot;
+}
+
+const metricsRequests = async (endpoint: string) => (await localMetrics(endpoint)).requests;
 
 const delta = (after: Record<string, number>, before: Record<string, number>) =>
   Object.fromEntries(
@@ -309,6 +319,7 @@ export async function runRecurring(shape: RecurringShape): Promise<RecurringResu
     const measuredMs = Date.now() - measuredFrom;
     await sleep(windowTo + shape.graceMs - Date.now());
     for (const c of Object.values(consumers)) await c.stop();
+    const { lateness: dispatcher } = await localMetrics(local.endpoint);
     sqs.destroy();
 
     // What should have arrived, computed apart from the server.
@@ -360,6 +371,11 @@ export async function runRecurring(shape: RecurringShape): Promise<RecurringResu
     }
     const s = summarize(late);
     const occurrences = expected.size;
+    const dueAt = new Map<number, number>();
+    for (const k of expected.keys()) {
+      const t = Number(k.slice(k.lastIndexOf('@') + 1));
+      dueAt.set(t, (dueAt.get(t) ?? 0) + 1);
+    }
     const result: RecurringResult = {
       schedules: planned.length,
       expected: expected.size,
@@ -374,7 +390,15 @@ export async function runRecurring(shape: RecurringShape): Promise<RecurringResu
       meanMs: s.meanMs,
       unexpected,
       scheduleMismatches,
+      maxDueAtOnce: Math.max(0, ...dueAt.values()),
       firstReceive: summarize(got.map((r) => r.firstReceiveAt - r.runAtMs)),
+      dispatcher: {
+        count: dispatcher.count,
+        meanMs: dispatcher.meanMs,
+        maxMs: dispatcher.maxMs,
+        // JSON has no Infinity: the open bucket comes back as null.
+        buckets: dispatcher.buckets.filter((b) => b.count > 0).map((b) => ({ le: b.le ?? -1, count: b.count })),
+      },
       byExpression,
       zones: [...ZONES],
       tenants: [...TENANTS],

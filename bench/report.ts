@@ -233,6 +233,9 @@ export function markdown(r: BenchResult): string {
     lines.push(
       `| same occurrences, SQS ApproximateFirstReceiveTimestamp | ${rr.firstReceive.p50Ms} ms | ${rr.firstReceive.p95Ms} ms | ${rr.firstReceive.p99Ms} ms | ${rr.firstReceive.maxMs} ms | | | | |`,
     );
+    lines.push(
+      `| dispatcher, due → tenant send acknowledged (every job compute sent; mean, max) | ${rr.dispatcher.meanMs} ms (mean) | | | ${rr.dispatcher.maxMs} ms | | | | ${rr.dispatcher.count} sent |`,
+    );
     lines.push('', '| expression | schedules | expected | delivered | p95 |', '|---|---|---|---|---|');
     for (const [e, x] of Object.entries(rr.byExpression))
       lines.push(`| \`${e}\` | ${x.schedules} | ${x.expected} | ${x.delivered} | ${x.p95Ms} ms |`);
@@ -243,7 +246,7 @@ export function markdown(r: BenchResult): string {
       .join(', ');
     lines.push(
       '',
-      `Expected occurrences are computed apart from the server (cron: a minute-by-minute enumeration of what each zone's clocks show; rate: startAt + k × period); ${rr.unexpected} unexpected occurrence(s), ${rr.scheduleMismatches} schedule attribute/body mismatch(es). Schedule PUT p50 ${rr.createMs.p50Ms} ms, p99 ${rr.createMs.p99Ms} ms.`,
+      `Expected occurrences are computed apart from the server (cron: a minute-by-minute enumeration of what each zone's clocks show; rate: startAt + k × period); ${rr.unexpected} unexpected occurrence(s), ${rr.scheduleMismatches} schedule attribute/body mismatch(es); at most ${rr.maxDueAtOnce} occurrences due at the same millisecond. Schedule PUT p50 ${rr.createMs.p50Ms} ms, p99 ${rr.createMs.p99Ms} ms.`,
       '',
       `Per occurrence, measured on compute's clients less its idle polling (${rr.perOccurrence.occurrences} occurrences in ${Math.round(rr.perOccurrence.windowMs / 1000)} s; UpdateItem: acquires and watermark advances, the dispatcher's ${rr.perOccurrence.leaseWritesPerSecond} group-lease writes/s and its queries apart): ${requests}. On AWS: ${u.schedulerInvocations} EventBridge Scheduler invocation, ${u.sqsRequests} SQS requests (its SendMessage included), ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.lambdaInvocations} ingest invocations (${u.lambdaGbSeconds} GB-s): ${usd(r.costPerMillionUsd?.recurring)} per million occurrences (${Object.entries(
         byService,

@@ -328,6 +328,14 @@ function notes(res: BenchResult): string[] {
       `Lateness missed its target in this run: the dispatcher's own lateness (due → SendMessageBatch acknowledged) averaged ${l.dispatcher.meanMs} ms (max ${l.dispatcher.maxMs} ms) and the inbound backlog reached ${l.ingestBacklog.max} jobs, with the load average at ${l.loadAvg.before[0]} → ${l.loadAvg.after[0]} on ${res.machine.cpus} CPUs: the local stack (API, Lambdas, dynalite, fauxqs, the state machine, the load and the consumer) shares two cores with whatever else runs; a job ingested later than its due time is late by that much.`,
     );
   }
+  const rr = res.recurring;
+  if (rr && rr.p95Ms > 100) {
+    const cron = Object.entries(rr.byExpression).filter(([e]) => e.startsWith('cron('));
+    const rate = Object.entries(rr.byExpression).filter(([e]) => e.startsWith('rate('));
+    out.push(
+      `Recurring lateness missed its target in this run (p95 ${rr.p95Ms} ms): by expression, ${[...cron, ...rate].map(([e, x]) => `${e} p95 ${x.p95Ms} ms`).join(', ')}. The cron occurrences fall on whole minutes, up to ${rr.maxDueAtOnce} due at the same millisecond, and at that same moment the clock fires each of those schedules (a SendMessage into the inbound queue, then a materialise pass: a read, a put, a watermark update): on the local stack all of it shares fauxqs, dynalite and two cores with the dispatcher's sends; the rate schedules, spread over the minute, are not in such a burst. The dispatcher's own lateness (due → tenant send acknowledged) averaged ${rr.dispatcher.meanMs} ms, max ${rr.dispatcher.maxMs} ms; load average ${rr.loadAvg.before[0]} → ${rr.loadAvg.after[0]} on ${res.machine.cpus} CPUs.`,
+    );
+  }
   if (res.requests) {
     const b = res.requests.batch;
     const tenantSends = (b.byOperation['SQS.SendMessageBatch'] ?? 0) - 0.1;
