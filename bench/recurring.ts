@@ -80,7 +80,11 @@ export interface RecurringResult {
   scheduleMismatches: number;
   /** The same lateness by SQS's ApproximateFirstReceiveTimestamp. */
   firstReceive: Summary;
-  /** The dispatcher's own figure (due time → tenant SendMessageBatch acknowledged) for every job compute sent, from /local/metrics (le -1: the open bucket). */
+  /**
+   * The dispatcher's own figure (due time → tenant SendMessageBatch acknowledged), from /local/metrics (le -1: the open
+   * bucket): the jobs of every dispatch step that had ended by the end of the grace period (a step reports when it ends; it
+   * runs a tick execution, 90 s), since compute started (a few occurrences before the window).
+   */
   dispatcher: { count: number; meanMs: number; maxMs: number; buckets: { le: number; count: number }[] };
   byExpression: Record<string, { schedules: number; expected: number; delivered: number; p95Ms: number }>;
   zones: string[];
