@@ -417,7 +417,8 @@ const COMMANDS: Record<string, Command | Group> = {
         targeted: true,
         flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
         async run({ values, rest, target, tenant, io }) {
-          const reply = await client(target()).getSchedule(tenant, scheduleNameOf('get', rest));
+          const name = scheduleNameOf('get', rest);
+          const reply = await client(target()).getSchedule(tenant, name);
           if (values.json) {
             io.out(JSON.stringify(reply));
             return 0;
@@ -486,7 +487,8 @@ const COMMANDS: Record<string, Command | Group> = {
         targeted: true,
         flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
         async run({ values, rest, target, tenant, io }) {
-          const reply = await client(target()).deleteSchedule(tenant, scheduleNameOf('delete', rest));
+          const name = scheduleNameOf('delete', rest);
+          const reply = await client(target()).deleteSchedule(tenant, name);
           io.out(values.json ? JSON.stringify(reply) : `deleted ${reply.name}${cancelled(reply.cancelledOccurrences)}`);
           return 0;
         },
@@ -498,7 +500,8 @@ const COMMANDS: Record<string, Command | Group> = {
         targeted: true,
         flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
         async run({ values, rest, target, tenant, io }) {
-          const reply = await client(target()).pauseSchedule(tenant, scheduleNameOf('pause', rest));
+          const name = scheduleNameOf('pause', rest);
+          const reply = await client(target()).pauseSchedule(tenant, name);
           if (values.json) io.out(JSON.stringify(reply));
           else io.out(`paused ${describeSchedule(reply)}`);
           return 0;
@@ -511,7 +514,8 @@ const COMMANDS: Record<string, Command | Group> = {
         targeted: true,
         flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
         async run({ values, rest, target, tenant, io }) {
-          const reply = await client(target()).resumeSchedule(tenant, scheduleNameOf('resume', rest));
+          const name = scheduleNameOf('resume', rest);
+          const reply = await client(target()).resumeSchedule(tenant, name);
           if (values.json) {
             io.out(JSON.stringify(reply));
             return 0;
