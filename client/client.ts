@@ -171,8 +171,8 @@ export interface DeletedSchedule {
   readonly tenant: string;
   readonly name: string;
   readonly deleted: true;
-  /** Occurrences already materialised more than 5 s ahead that the delete cancelled. */
-  readonly cancelledOccurrences: number;
+  /** Occurrences already materialised more than 5 s ahead that the delete cancelled, when the API reports it. */
+  readonly cancelledOccurrences?: number;
 }
 
 export interface PutScheduleOptions extends CallOptions {
