@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,6 +77,24 @@ describe('dynein schedules', () => {
         '--endpoint',
       ])
         expect(text).toContain(f);
+    }
+  });
+
+  it('every flag a subcommand lists is accepted, and documented in docs/install.md', async () => {
+    const section = readFileSync('docs/install.md', 'utf8')
+      .split(/^### /m)
+      .find((s) => s.startsWith('`dynein schedules`'));
+    expect(section, 'docs/install.md has a "### `dynein schedules`" section').toBeDefined();
+    for (const sub of ['put', 'get', 'list', 'delete', 'pause', 'resume']) {
+      const usage = (await run(['schedules', sub, '--help'], null)).out.join('\n');
+      const flags = [...new Set([...usage.matchAll(/^\s+(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]!))];
+      expect(flags).toEqual(expect.arrayContaining(['--tenant', '--json', '--endpoint', '--help']));
+      for (const flag of flags) {
+        expect(section, `dynein schedules ${sub} ${flag}`).toContain(flag);
+        const r = await run(['schedules', sub, flag, 'x', '--help'], null);
+        expect(r.err.join('\n'), `schedules ${sub} ${flag}`).not.toMatch(/Unknown option/);
+      }
+      expect(section).toContain(`dynein schedules ${sub}`);
     }
   });
 
