@@ -619,12 +619,12 @@ const COMMANDS: Record<string, Command | Group> = {
   },
 
   local: {
-    brief: 'start the local stack (API, DynamoDB, SQS, tick, dashboard)',
+    brief: 'start the local stack (API, DynamoDB, SQS, Scheduler, tick, dashboard)',
     usage: '[--port <n>] [--tenants <a,b>] [--data-dir <dir>]',
     summary:
-      'Start the local stack (API, DynamoDB, SQS, tick, dashboard) until Ctrl-C; the same as `npm start` in a clone.\n' +
-      'It writes <data dir>/local.json, which the other commands read. From an installed package it needs\n' +
-      'dynalite, fauxqs, aws-local-stepfunctions, @aws-sdk/client-dynamodb and @aws-sdk/client-secrets-manager\n' +
+      'Start the local stack (API, DynamoDB, SQS, Scheduler, tick, dashboard) until Ctrl-C; the same as `npm start` in a\n' +
+      'clone. It writes <data dir>/local.json, which the other commands read. From an installed package it needs dynalite,\n' +
+      'fauxqs, aws-local-stepfunctions, @aws-sdk/client-dynamodb, @aws-sdk/client-scheduler and @aws-sdk/client-secrets-manager\n' +
       '(`npm install -D ...`: it prints the exact command when one is missing). Other settings come from the\n' +
       'environment: DYNEIN_LOOKAHEAD_MS, DYNEIN_LEASE_MS, DYNEIN_TICK_RUN_MS, DYNEIN_TICK_EVERY_MS, AWS_REGION.',
     targeted: false,
