@@ -298,7 +298,13 @@ export class DynamoJobStore implements JobStore, TenantStore {
         }),
       );
       const a = res.Attributes ?? {};
-      return { ...key, tenant: a.tenant?.S ?? '', payload: payloadOf(a), leaseUntil, ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}) };
+      return {
+        ...key,
+        tenant: a.tenant?.S ?? '',
+        payload: payloadOf(a),
+        leaseUntil,
+        ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}),
+      };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
       rethrow(err);
