@@ -371,7 +371,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         resources: [this.inboundQueue.queueArn],
         conditions: {
           ArnNotEquals: {
-            'aws:PrincipalArn': Lazy.list({ produce: () => [submit.role!.roleArn, this.schedulerRole.roleArn, ...this.#inboundExtraSenders] }),
+            'aws:PrincipalArn': Lazy.list({
+              produce: () => [submit.role!.roleArn, this.schedulerRole.roleArn, ...this.#inboundExtraSenders],
+            }),
           },
           StringNotEquals: { [`aws:PrincipalTag/${this.inboundSenderTagKey}`]: 'true' },
         },

@@ -158,7 +158,11 @@ export class SchedulerMonitoring extends Construct {
           s.metricFirings('InvocationDroppedCount', { label: 'dropped' }),
         ],
         right: [
-          s.schedulerDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum', label: 'firing DLQ depth' }),
+          s.schedulerDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            period: minute,
+            statistic: 'Maximum',
+            label: 'firing DLQ depth',
+          }),
         ],
         width: 12,
       }),
