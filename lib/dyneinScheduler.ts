@@ -297,6 +297,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       environment: env,
       reservedConcurrentExecutions: props.dispatchReservedConcurrency,
     });
+    // Created (and answering requests) only once its group exists and the role it passes may send the firings.
+    schedules.node.addDependency(this.scheduleGroup, this.schedulerRole);
     this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules };
 
     // Least privilege, one statement per need (no wildcard actions).

@@ -192,6 +192,17 @@ describe('schedules function', () => {
     expect(offenders.map((s) => `${s.source}: ${s.Action.join(',')}`)).toEqual([]);
   });
 
+  it('is created after the schedule group and the execution role with its policy', () => {
+    const dependsOn = resource(t, idOf(scheduler.functions.schedules)).DependsOn ?? [];
+    expect(dependsOn).toContain(idOf(scheduler.scheduleGroup));
+    expect(dependsOn).toContain(roleIdOf(scheduler.schedulerRole));
+    const rolePolicies = resourcesOf(t, 'AWS::IAM::Policy').filter(([, p]) =>
+      JSON.stringify(p.Properties.Roles).includes(roleIdOf(scheduler.schedulerRole)),
+    );
+    expect(rolePolicies).toHaveLength(1);
+    expect(dependsOn).toContain(rolePolicies[0]![0]);
+  });
+
   it('ingest may also update items (a firing advances its schedule and writes tombstones)', () => {
     const granted = allowed(roleStatements(t, functionRoleId('ingest')));
     expect([...granted.get('dynamodb:UpdateItem')!]).toEqual([getAtt(scheduler.table, 'Arn')]);
