@@ -92,13 +92,13 @@ const stateOf = (item: Item): RowState => {
   return s && STATES.has(s) ? s : 'SCHEDULED';
 };
 
-const isConditionFailure = (err: unknown) =>
+export const isConditionFailure = (err: unknown) =>
   err instanceof ConditionalCheckFailedException || (err as Error)?.name === 'ConditionalCheckFailedException';
 
 const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 
 /** Rethrows throttling as {@link ThrottledError}, so rounds back off instead of failing. */
-function rethrow(err: unknown): never {
+export function rethrow(err: unknown): never {
   if (THROTTLE_NAMES.has((err as Error)?.name)) throw new ThrottledError(`DynamoDB throttled: ${(err as Error).message}`, err);
   throw err;
 }
@@ -136,6 +136,7 @@ export class DynamoJobStore implements JobStore, TenantStore {
             state: { S: 'SCHEDULED' },
             leaseUntil: { N: '0' },
             ...payloadAttribute(row.payload),
+            ...(row.schedule !== undefined ? { sched: { S: row.schedule } } : {}),
           },
           // Only into an empty key: a redelivered message finds its row, a cancelled job its
           // tombstone, a delivered one its marker. A DEAD record gives way: the job was redriven
@@ -297,7 +298,7 @@ export class DynamoJobStore implements JobStore, TenantStore {
         }),
       );
       const a = res.Attributes ?? {};
-      return { ...key, tenant: a.tenant?.S ?? '', payload: payloadOf(a), leaseUntil };
+      return { ...key, tenant: a.tenant?.S ?? '', payload: payloadOf(a), leaseUntil, ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}) };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
       rethrow(err);

@@ -93,6 +93,26 @@ export class IdempotencyKeyReusedError extends ApiError {
   }
 }
 
+/** 404: no recurring schedule of that name for the tenant. */
+export class ScheduleNotFoundError extends ApiError {
+  readonly status = 404;
+  readonly code = 'ScheduleNotFound';
+  constructor(tenant: string, name: string) {
+    super(`tenant '${tenant}' has no schedule named '${name}': list them with GET /v1/tenants/${tenant}/schedules`);
+    this.name = 'ScheduleNotFoundError';
+  }
+}
+
+/** 409: another change to the same schedule won the race; nothing of this request was applied. */
+export class ConcurrentModificationError extends ApiError {
+  readonly status = 409;
+  readonly code = 'ConcurrentModification';
+  constructor(what: string) {
+    super(`${what} was changed by another request at the same time: read it again and retry`);
+    this.name = 'ConcurrentModificationError';
+  }
+}
+
 /** A storage or queue call was throttled; the caller backs off and retries. */
 export class ThrottledError extends Error {
   constructor(

@@ -71,6 +71,24 @@ export class JobIdCodec {
   }
 
   /**
+   * Shard and random part of a recurring schedule's occurrence: derived (HMAC) from the tenant,
+   * the schedule, its revision and the occurrence's due time, so that a repeated firing, or a
+   * retried one, names the same job and its conditional put finds it.
+   */
+  occurrencePlacement(tenant: string, schedule: string, rev: string, dueMs: number, shardCount: number): { shard: number; random: string } {
+    const h = createHmac('sha256', this.#key).update(`occ\n${tenant}\n${schedule}\n${rev}\n${dueMs}`).digest();
+    return { shard: h.readUInt32BE(12) % shardCount, random: h.subarray(0, 12).toString('base64url') };
+  }
+
+  /**
+   * A tag proving this deployment wrote `text` for `purpose` (paging cursors): 16 bytes of
+   * HMAC-SHA256, base64url. Each purpose and scope (a tenant) signs apart.
+   */
+  tag(purpose: string, text: string): string {
+    return createHmac('sha256', this.#key).update(`tag\n${purpose}\n${text}`).digest().subarray(0, 16).toString('base64url');
+  }
+
+  /**
    * The id of an idempotency key within its tenant: HMAC-SHA256(tenant, key), 16 bytes in
    * base64url. The idempotency record lives under it (spread over partitions, fixed length,
    * whatever characters the key holds).

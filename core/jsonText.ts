@@ -311,3 +311,20 @@ function unescape(body: string): string {
     hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : ESCAPES[ch as string]!,
   );
 }
+
+/**
+ * `JSON.stringify`, with every {@link RawJson} in `value` written as its source text, byte for
+ * byte (a stored payload goes back out exactly as it came in).
+ */
+export function stringifyWithRaw(value: unknown): string {
+  const raws: string[] = [];
+  const tag = `\u0000raw${Math.random().toString(36).slice(2)}:`;
+  const text = JSON.stringify(value, (_key, v: unknown) => {
+    if (!(v instanceof RawJson)) return v;
+    raws.push(v.text);
+    return `${tag}${raws.length - 1}`;
+  });
+  if (raws.length === 0) return text;
+  const quoted = JSON.stringify(tag).slice(1, -1);
+  return text.replace(new RegExp(`"${quoted.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}(\\d+)"`, 'g'), (_m, i: string) => raws[Number(i)]!);
+}

@@ -11,19 +11,21 @@ export function isoMs(ms: number): string {
 }
 
 /**
- * The body delivered to a tenant queue: `{"jobId", "tenant", "runAt", "payload"}`. The payload
- * is spliced in as the JSON text it was stored as, never parsed again.
+ * The body delivered to a tenant queue: `{"jobId", "tenant", "runAt", "payload"}`, and for an
+ * occurrence of a recurring schedule `"schedule"` before the payload (and a `schedule` message
+ * attribute). The payload is spliced in as the JSON text it was stored as, never parsed again.
  */
 export function deliveryMessage(
   id: string,
-  job: { jobId: string; tenant: string; dueMs: number; payload: string },
+  job: { jobId: string; tenant: string; dueMs: number; payload: string; schedule?: string },
   delaySeconds?: number,
 ): OutgoingMessage {
   const runAt = isoMs(job.dueMs);
+  const schedule = job.schedule === undefined ? '' : `"schedule":${JSON.stringify(job.schedule)},`;
   return {
     id,
-    body: `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"runAt":"${runAt}","payload":${job.payload}}`,
-    attributes: { runAt },
+    body: `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"runAt":"${runAt}",${schedule}"payload":${job.payload}}`,
+    attributes: job.schedule === undefined ? { runAt } : { runAt, schedule: job.schedule },
     ...(delaySeconds !== undefined ? { delaySeconds } : {}),
   };
 }
@@ -35,6 +37,8 @@ export interface InboundJob {
   readonly shard: number;
   readonly dueMs: number;
   readonly payload: string;
+  /** An occurrence of a recurring schedule: its name. */
+  readonly schedule?: string;
 }
 
 /**

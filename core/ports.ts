@@ -11,6 +11,8 @@ export interface JobRow {
   readonly tenant: string;
   /** The payload as JSON text. */
   readonly payload: string;
+  /** An occurrence of a recurring schedule: the schedule's name (delivered in the body and as an attribute). */
+  readonly schedule?: string;
 }
 
 /**

@@ -116,7 +116,7 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
  * The payload's JSON text, checked: size, nesting, and the characters SQS carries. An omitted
  * payload is `null`, like an explicit one.
  */
-function payloadTextOf(payload: unknown, settings: SchedulerSettings, source: string | undefined): string {
+export function payloadTextOf(payload: unknown, settings: Pick<SchedulerSettings, 'maxPayloadBytes'>, source: string | undefined): string {
   let text: string;
   let depth = 0;
   let start: number | undefined;

@@ -1,10 +1,8 @@
-/**
- * PLACEHOLDER on the cdk13 branch (COORD-13.md, "Contract: CDK"): the lead's lambdas/schedules.ts
- * (the `/v1/tenants/{tenant}/schedules...` routes) replaces this file at merge. It only lets the
- * bundle and the constructs build; every request gets 501.
- */
-export const handler = async (): Promise<{ statusCode: number; headers: Record<string, string>; body: string }> => ({
-  statusCode: 501,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ error: { code: 'NotImplemented', message: 'schedules: placeholder bundle' } }),
-});
+/** The recurring-schedule routes: `PUT|GET|DELETE /v1/tenants/{tenant}/schedules/{name}`, the list, pause and resume. */
+import { readConfig } from './runtime/config.js';
+import { schedulesHandler } from './runtime/handlers.js';
+import { lambda } from './runtime/powertools.js';
+import { wire } from './runtime/wiring.js';
+
+const wiring = await wire(readConfig(process.env, { scheduler: true }));
+export const handler = lambda('schedules', (t) => schedulesHandler(wiring, t));

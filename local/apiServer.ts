@@ -16,7 +16,7 @@ export interface ApiServerOptions {
   readonly region: string;
   /** Each tenant's access key: a key may invoke its own tenant's routes only (as the IAM grants). */
   readonly keys: Readonly<Record<string, TenantKeys>>;
-  readonly handlers: { readonly submit: Handler; readonly status: Handler; readonly cancel: Handler };
+  readonly handlers: { readonly submit: Handler; readonly status: Handler; readonly cancel: Handler; readonly schedules?: Handler };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
   /** Default route throttling, as the stage's. @default { rateLimit: 1000, burstLimit: 2000 } */
@@ -69,6 +69,27 @@ const ROUTES: readonly Route[] = [
     handler: 'cancel',
     params: ['tenant', 'jobId'],
   },
+  ...(['PUT', 'GET', 'DELETE'] as const).map((method) => ({
+    method,
+    pattern: /^\/v1\/tenants\/([^/]+)\/schedules\/([^/]+)$/,
+    routeKey: `${method} /v1/tenants/{tenant}/schedules/{name}`,
+    handler: 'schedules' as const,
+    params: ['tenant', 'name'],
+  })),
+  {
+    method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/schedules$/,
+    routeKey: 'GET /v1/tenants/{tenant}/schedules',
+    handler: 'schedules',
+    params: ['tenant'],
+  },
+  ...(['pause', 'resume'] as const).map((action) => ({
+    method: 'POST',
+    pattern: new RegExp(`^/v1/tenants/([^/]+)/schedules/([^/]+)/${action}$`),
+    routeKey: `POST /v1/tenants/{tenant}/schedules/{name}/${action}`,
+    handler: 'schedules' as const,
+    params: ['tenant', 'name'],
+  })),
 ];
 
 /**
@@ -128,7 +149,7 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     if (!caller) return gateway(res, requestId, 403, 'Forbidden');
     const values = route.pattern.exec(target.path) ?? [];
     const params = Object.fromEntries(route.params.map((p, i) => [p, safeDecode(values[i + 1] ?? '')]));
-    // The IAM grant: execute-api:Invoke on /v1/tenants/<own tenant>/jobs and /jobs/* only.
+    // The IAM grant: execute-api:Invoke on /v1/tenants/<own tenant>/jobs, /schedules and below only.
     if (params.tenant !== caller.tenant) return gateway(res, requestId, 403, 'Forbidden');
     if (!takeToken()) return gateway(res, requestId, 429, 'Too Many Requests');
 
@@ -137,7 +158,9 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     // Gateway takes up to 10 MB): answer 413 here, before the handler, rather than call it.
     if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_SYNC_PAYLOAD_BYTES)
       return gateway(res, requestId, 413, 'Request Entity Too Large');
-    const result = await opts.handlers[route.handler](event);
+    const handler = opts.handlers[route.handler];
+    if (!handler) return gateway(res, requestId, 404, 'Not Found');
+    const result = await handler(event);
     send(res, result.statusCode, { ...stringHeaders(result.headers), 'apigw-requestid': requestId }, result.body ?? '');
   }
 

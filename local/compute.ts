@@ -13,7 +13,16 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
-import { cancelHandler, dispatchHandler, ingestHandler, statusHandler, submitHandler, tickHandler } from '../lambdas/runtime/handlers.js';
+import {
+  cancelHandler,
+  dispatchHandler,
+  ingestHandler,
+  schedulesHandler,
+  statusHandler,
+  submitHandler,
+  tickHandler,
+} from '../lambdas/runtime/handlers.js';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { wire } from '../lambdas/runtime/wiring.js';
 import { startApiServer } from './apiServer.js';
 import { LocalMetrics } from './metrics.js';
@@ -42,9 +51,13 @@ const dynamo = counter.attach(new DynamoDBClient({ endpoint: config.dynamodbEndp
 const sqs = counter.attach(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials }));
 const metrics = new LocalMetrics(counter);
 const t = metrics.telemetry();
+const scheduler = config.scheduler?.endpoint
+  ? counter.attach(new SchedulerClient({ endpoint: config.scheduler.endpoint, region: settings.region, credentials }))
+  : undefined;
 const w = await wire(config, {
   dynamo,
   sqs,
+  ...(scheduler ? { scheduler } : {}),
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
 });
 
@@ -53,7 +66,7 @@ const api = await startApiServer({
   port: settings.port,
   region: settings.region,
   keys,
-  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: cancelHandler(w, t) },
+  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: cancelHandler(w, t), schedules: schedulesHandler(w, t) },
   metrics: () => metrics.snapshot(),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;

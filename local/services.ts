@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { CreateScheduleGroupCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
@@ -17,7 +18,16 @@ import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
 import { alignFauxqsCharset } from './fauxqsCharset.js';
 import { restoreInboundJournal } from './inboundJournal.js';
-import { INBOUND_QUEUE, localSettings, TABLE_NAME, tenantQueueName } from './settings.js';
+import { startLocalScheduler, sqsQueueUrlResolver } from './scheduler/index.js';
+import {
+  INBOUND_QUEUE,
+  localSettings,
+  LOCAL_ACCOUNT,
+  SCHEDULE_GROUP,
+  SCHEDULER_ROLE_ARN,
+  TABLE_NAME,
+  tenantQueueName,
+} from './settings.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -28,6 +38,8 @@ export interface ServicesReady {
   readonly tableName: string;
   readonly inboundQueueUrl: string;
   readonly tenants: Record<string, { queueUrl: string; dlqUrl: string }>;
+  /** The EventBridge Scheduler stand-in (local/scheduler), the recurring schedules' clock. */
+  readonly scheduler: { readonly endpoint: string; readonly groupName: string; readonly roleArn: string; readonly targetArn: string };
 }
 
 // Until the services are up there is nothing to close: any stop request just exits. Installed
@@ -134,6 +146,28 @@ for (const t of settings.tenants) {
   await store.putTenant({ name: t, ...tenants[t] });
 }
 
+// The recurring schedules' clock: it fires into the inbound queue. Firings that fell while the
+// stack was stopped are sent at start, late (on AWS, EventBridge Scheduler never stops: its
+// firings wait in the inbound queue while ingest is down, and each catches up what it missed).
+const scheduler = await startLocalScheduler({
+  port: Number(process.env.DYNEIN_SCHEDULER_PORT ?? 0),
+  dataDir: join(settings.dataDir, 'scheduler'),
+  region: settings.region,
+  accountId: LOCAL_ACCOUNT,
+  sqs,
+  resolveQueueUrl: sqsQueueUrlResolver(sqs),
+  missedOccurrences: 'fire',
+  log: (m) => console.error(`dynein scheduler: ${m}`),
+});
+const schedulerClient = new SchedulerClient({ endpoint: scheduler.endpoint, region: settings.region, credentials });
+try {
+  await schedulerClient.send(new CreateScheduleGroupCommand({ Name: SCHEDULE_GROUP }));
+} catch (err) {
+  if ((err as Error).name !== 'ConflictException') throw err;
+}
+const inboundArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: inbound.queueUrl, AttributeNames: ['QueueArn'] }))).Attributes!
+  .QueueArn!;
+
 const ready: ServicesReady = {
   type: 'ready',
   dynamodbEndpoint,
@@ -141,6 +175,7 @@ const ready: ServicesReady = {
   tableName: TABLE_NAME,
   inboundQueueUrl: inbound.queueUrl,
   tenants,
+  scheduler: { endpoint: scheduler.endpoint, groupName: SCHEDULE_GROUP, roleArn: SCHEDULER_ROLE_ARN, targetArn: inboundArn },
 };
 if (process.send) process.send(ready);
 else console.log(JSON.stringify(ready));
@@ -148,6 +183,7 @@ else console.log(JSON.stringify(ready));
 let stopping: Promise<void> | undefined;
 stop = () =>
   (stopping ??= (async () => {
+    await scheduler.stop().catch(() => {});
     await sqsServer.stop().catch(() => {});
     // A request whose client died keeps running inside dynalite: let it finish before the
     // database closes under it (it would throw "Database is not open"), for up to 5 s.

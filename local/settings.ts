@@ -27,6 +27,12 @@ export const EXIT_CONFIG = 78;
 
 export const TABLE_NAME = 'dynein-scheduler';
 export const INBOUND_QUEUE = 'dynein-inbound';
+/** The account id of the local stand-ins' ARNs. */
+export const LOCAL_ACCOUNT = '000000000000';
+/** The recurring schedules' group in the local EventBridge Scheduler stand-in. */
+export const SCHEDULE_GROUP = 'dynein-schedules';
+/** The execution role the local clock is given (the stand-in checks its form, not its permissions). */
+export const SCHEDULER_ROLE_ARN = `arn:aws:iam::${LOCAL_ACCOUNT}:role/dynein-scheduler`;
 export const tenantQueueName = (tenant: string) => `dynein-tenant-${tenant}`;
 
 /** Reads and checks the environment; throws one error listing every problem. */

@@ -78,6 +78,10 @@ const computeEnv = {
   DYNEIN_DYNAMODB_ENDPOINT: svc.dynamodbEndpoint,
   DYNEIN_SQS_ENDPOINT: svc.sqsEndpoint,
   DYNEIN_DATA_DIR: settings.dataDir,
+  DYNEIN_SCHEDULER_ENDPOINT: svc.scheduler.endpoint,
+  DYNEIN_SCHEDULE_GROUP: svc.scheduler.groupName,
+  DYNEIN_SCHEDULER_ROLE_ARN: svc.scheduler.roleArn,
+  DYNEIN_INBOUND_QUEUE_ARN: svc.scheduler.targetArn,
 };
 const recentDeaths: number[] = [];
 
@@ -120,6 +124,7 @@ function writeLocalJson(): void {
         region: settings.region,
         sqsEndpoint: svc.sqsEndpoint,
         dynamodbEndpoint: svc.dynamodbEndpoint,
+        schedulerEndpoint: svc.scheduler.endpoint,
         pids: { services: services.pid, compute: compute?.pid },
         tenants,
       },

@@ -13,6 +13,19 @@ export interface LambdaConfig {
   /** Optional SDK endpoints (the local stack's emulators). */
   readonly dynamodbEndpoint?: string;
   readonly sqsEndpoint?: string;
+  /** The recurring schedules' clock (the schedules function only). */
+  readonly scheduler?: SchedulerClockConfig;
+}
+
+/** Where the schedules function keeps each schedule's clock (EventBridge Scheduler). */
+export interface SchedulerClockConfig {
+  readonly groupName: string;
+  readonly roleArn: string;
+  /** The inbound queue's ARN: the target of every firing. */
+  readonly targetArn: string;
+  readonly deadLetterArn?: string;
+  /** The local stand-in's endpoint (local stack only). */
+  readonly endpoint?: string;
 }
 
 /**
@@ -26,10 +39,12 @@ export interface LambdaConfig {
  * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES`, `DYNEIN_RELEASE_WINDOW_MS`, `DYNEIN_DISPATCHER_ROWS_PER_SECOND` | settings (defaults of DESIGN.md) |
  * | `DYNEIN_INBOUND_MAX_RECEIVE_COUNT` | the inbound queue's maxReceiveCount (ingest's last attempt writes DEAD records); default 5 |
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
+ * | `DYNEIN_SCHEDULE_GROUP`, `DYNEIN_SCHEDULER_ROLE_ARN`, `DYNEIN_INBOUND_QUEUE_ARN` | the recurring schedules' clock: EventBridge Scheduler group, execution role, target (the schedules function) |
+ * | `DYNEIN_SCHEDULER_DLQ_ARN`, `DYNEIN_SCHEDULER_ENDPOINT` | the firings' dead-letter queue; the local Scheduler stand-in's endpoint |
  */
 export function readConfig(
   env: NodeJS.ProcessEnv,
-  needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean } = {},
+  needs: { inboundQueue?: boolean; storage?: boolean; idKey?: boolean; scheduler?: boolean } = {},
 ): LambdaConfig {
   const storage = needs.storage ?? true;
   const needsKey = storage && (needs.idKey ?? true);
@@ -63,6 +78,19 @@ export function readConfig(
     releaseWindowMs: int('DYNEIN_RELEASE_WINDOW_MS'),
     dispatcherRowsPerSecond: int('DYNEIN_DISPATCHER_ROWS_PER_SECOND'),
   };
+  const groupName = str('DYNEIN_SCHEDULE_GROUP', needs.scheduler ?? false);
+  const roleArn = str('DYNEIN_SCHEDULER_ROLE_ARN', needs.scheduler ?? false);
+  const targetArn = str('DYNEIN_INBOUND_QUEUE_ARN', needs.scheduler ?? false);
+  const scheduler =
+    groupName && roleArn && targetArn
+      ? {
+          groupName,
+          roleArn,
+          targetArn,
+          ...(str('DYNEIN_SCHEDULER_DLQ_ARN', false) ? { deadLetterArn: str('DYNEIN_SCHEDULER_DLQ_ARN', false)! } : {}),
+          ...(str('DYNEIN_SCHEDULER_ENDPOINT', false) ? { endpoint: str('DYNEIN_SCHEDULER_ENDPOINT', false)! } : {}),
+        }
+      : undefined;
   const inboundMaxReceiveCount = int('DYNEIN_INBOUND_MAX_RECEIVE_COUNT');
   if (inboundMaxReceiveCount !== undefined && (inboundMaxReceiveCount < 1 || inboundMaxReceiveCount > 1000))
     problems.push(`DYNEIN_INBOUND_MAX_RECEIVE_COUNT must be from 1 to 1000, got ${inboundMaxReceiveCount}`);
@@ -81,5 +109,6 @@ export function readConfig(
     ...(inboundMaxReceiveCount !== undefined ? { inboundMaxReceiveCount } : {}),
     dynamodbEndpoint: str('DYNEIN_DYNAMODB_ENDPOINT', false),
     sqsEndpoint: str('DYNEIN_SQS_ENDPOINT', false),
+    ...(scheduler ? { scheduler } : {}),
   };
 }

@@ -2,6 +2,8 @@ import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from
 import { QUEUE_SETTINGS } from '../../adapters/resources.js';
 import { recordDeadLetters } from '../../core/deadLetters.js';
 import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest.js';
+import { materialiseFiring } from '../../core/recurring/materialise.js';
+import { parseFiring } from '../../core/recurring/ports.js';
 import { limiter } from '../../core/limit.js';
 import { shardsOfGroup } from '../../core/config.js';
 import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
@@ -88,6 +90,40 @@ export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     );
 }
 
+/**
+ * The recurring-schedule routes: `PUT`, `GET`, `DELETE /v1/tenants/{tenant}/schedules/{name}`,
+ * `GET /v1/tenants/{tenant}/schedules`, `POST .../schedules/{name}/pause` and `/resume`.
+ */
+export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const name = pathParam(event, 'name');
+    const method = (event.requestContext?.http?.method ?? '').toUpperCase();
+    const path = event.rawPath ?? '';
+    const query = event.queryStringParameters ?? {};
+    const unexpected = (err: unknown) => t.error('schedules failed', err);
+    const service = w.schedules;
+    if (!service)
+      return respond(event, 500, () => Promise.reject(new Error('the schedules function has no scheduler clock configured')), unexpected);
+    if (method === 'PUT')
+      return respond(
+        event,
+        200,
+        async () => {
+          const { status, schedule } = await service.put(tenant, name, bodyOf(event), query);
+          if (!schedule.dryRun) t.count('SchedulesPut', 1);
+          return new WithStatus(status, schedule);
+        },
+        unexpected,
+      );
+    if (method === 'DELETE') return respond(event, 200, () => service.delete(tenant, name), unexpected);
+    if (method === 'POST')
+      return respond(event, 200, () => service.setState(tenant, name, path.endsWith('/pause') ? 'DISABLED' : 'ENABLED'), unexpected);
+    if (event.pathParameters?.name === undefined) return respond(event, 200, () => service.list(tenant, query), unexpected);
+    return respond(event, 200, () => service.get(tenant, name), unexpected);
+  };
+}
+
 /** Table writes one ingest invocation keeps in flight (an inbound message carries up to ~250 jobs). */
 const INGEST_CONCURRENCY = 32;
 
@@ -101,8 +137,20 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     const limit = limiter(INGEST_CONCURRENCY);
     const failures: string[] = [];
     const outcomes: IngestOutcome[] = [];
+    let materialised = 0;
     await Promise.all(
       event.Records.map(async (r) => {
+        // A recurring schedule's clock fired: write the occurrences ahead as jobs.
+        const firing = parseFiring(r.body);
+        if (firing) {
+          try {
+            materialised += await materialiseFiring(w.recurring, firing);
+          } catch (err) {
+            t.error('materialising a schedule failed', err);
+            failures.push(r.messageId);
+          }
+          return;
+        }
         const { outcomes: done, error } = await ingestMessage(w.ingest, r.body, limit);
         outcomes.push(...done);
         if (error !== undefined) {
@@ -120,6 +168,7 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     );
     t.count('JobsIngested', outcomes.filter((o) => o === 'created').length);
     t.count('IngestDuplicates', outcomes.filter((o) => o === 'duplicate').length);
+    t.count('OccurrencesMaterialised', materialised);
     return { batchItemFailures: failures.map((id) => ({ itemIdentifier: id })) };
   };
 }

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ApiError, ValidationError } from '../../core/errors.js';
+import { stringifyWithRaw } from '../../core/jsonText.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 
@@ -32,7 +33,7 @@ export function json(statusCode: number, value: unknown, requestId?: string): Ht
   return {
     statusCode,
     headers: { 'content-type': 'application/json', ...(requestId ? { 'x-request-id': requestId } : {}) },
-    body: JSON.stringify(value),
+    body: stringifyWithRaw(value),
   };
 }
 

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
+import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
+import type { RecurringDeps } from '../../core/recurring/materialise.js';
+import { SchedulesService } from '../../core/recurring/service.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
@@ -25,11 +30,16 @@ export interface Wiring {
   readonly jobs: JobsService;
   readonly ingest: IngestDeps;
   readonly dispatch: DispatchDeps;
+  /** What a firing needs to materialise occurrences (ingest). */
+  readonly recurring: RecurringDeps;
+  /** The recurring-schedule API (only where the scheduler's clock is configured: the schedules function). */
+  readonly schedules?: SchedulesService;
 }
 
 export interface WiringOptions {
   readonly dynamo?: DynamoDBClient;
   readonly sqs?: SQSClient;
+  readonly scheduler?: SchedulerClient;
   readonly clock?: Clock;
   /** The job id key itself (skips Secrets Manager). */
   readonly idKey?: Buffer;
@@ -46,6 +56,23 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const tenants = new TenantRegistry(store, { clock });
   const sender = new SqsSender(sqs);
   const { settings } = config;
+  const scheduleStore = new DynamoScheduleStore(config.tableName, dynamo);
+  const clockConfig = config.scheduler;
+  const schedules = clockConfig
+    ? new SchedulesService({
+        store,
+        schedules: scheduleStore,
+        trigger: new EventBridgeTrigger(
+          clockConfig,
+          opts.scheduler ?? new SchedulerClient(clockConfig.endpoint ? { endpoint: clockConfig.endpoint } : {}),
+          () => clock.now(),
+        ),
+        tenants,
+        codec,
+        clock,
+        settings,
+      })
+    : undefined;
   return {
     config,
     store,
@@ -61,6 +88,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     }),
     jobs: new JobsService({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },
+    recurring: { store, codec, clock, settings, schedules: scheduleStore },
+    ...(schedules ? { schedules } : {}),
     // Unregistered tenants are remembered per instance, across steps (their rows stay parked).
     dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants() },
   };

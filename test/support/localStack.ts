@@ -122,7 +122,7 @@ export async function signedFetch(
       hostname: url.hostname,
       port: Number(url.port),
       path: url.pathname,
-      query: {},
+      query: Object.fromEntries(url.searchParams),
       headers: { host: url.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       body,
     },

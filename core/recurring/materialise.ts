@@ -1,0 +1,137 @@
+/**
+ * Turns a recurring schedule's occurrences into one-off jobs on the table path (docs/design.md,
+ * "Recurring schedules"). EventBridge Scheduler is only the clock: each firing calls
+ * {@link materialise}, which writes every occurrence from the schedule's watermark up to a horizon
+ * (at least {@link MIN_OCCURRENCES_AHEAD} occurrences and {@link MATERIALISE_AHEAD_MS} ahead),
+ * then moves the watermark. Occurrence ids are derived from (tenant, schedule, revision, due
+ * time), so a repeated or retried firing rewrites the same keys and the conditional put keeps one
+ * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
+ * once each.
+ */
+import { ingestJob, type IngestDeps } from '../ingest.js';
+import { limiter } from '../limit.js';
+import { END_OF_TIME } from '../schedule/index.js';
+import { occurrencesOf, type PendingCancel, type ScheduleRecord } from './model.js';
+import type { ScheduleStore } from './ports.js';
+
+/** Occurrences are materialised at least this far ahead: EventBridge Scheduler fires up to a minute late. */
+export const MATERIALISE_AHEAD_MS = 3 * 60_000;
+/** ... and at least this many occurrences ahead, however far they are. */
+export const MIN_OCCURRENCES_AHEAD = 2;
+/** Most occurrences one firing writes (a long outage is caught up over several firings). */
+export const MAX_OCCURRENCES_PER_PASS = 1_000;
+/** Table writes one pass keeps in flight. */
+const WRITE_CONCURRENCY = 16;
+
+export interface RecurringDeps extends IngestDeps {
+  readonly schedules: ScheduleStore;
+}
+
+/** How far a pass at `nowMs` materialises: `MIN_OCCURRENCES_AHEAD` occurrences at or after now, and `MATERIALISE_AHEAD_MS`. */
+export function horizonOf(
+  r: Pick<ScheduleRecord, 'expression' | 'timezone' | 'startAtMs' | 'endAtMs' | 'anchorMs'>,
+  nowMs: number,
+): number {
+  const ahead = occurrencesOf(r, nowMs, MIN_OCCURRENCES_AHEAD);
+  // Fewer left than that: all of them (the schedule ends).
+  if (ahead.length < MIN_OCCURRENCES_AHEAD) return END_OF_TIME;
+  return Math.max(nowMs + MATERIALISE_AHEAD_MS, ahead[ahead.length - 1]!);
+}
+
+/** The job of one occurrence of a revision. */
+export function occurrenceJob(
+  deps: Pick<IngestDeps, 'codec'>,
+  r: { tenant: string; name: string; rev: string; shardCount: number },
+  dueMs: number,
+): { jobId: string; shard: number } {
+  const { shard, random } = deps.codec.occurrencePlacement(r.tenant, r.name, r.rev, dueMs, r.shardCount);
+  return { jobId: deps.codec.encode({ tenant: r.tenant, shard, dueMs, path: 't', random }), shard };
+}
+
+/**
+ * Writes the occurrences of an enabled schedule after its watermark, up to the horizon, and moves
+ * the watermark (conditional on the revision: a schedule changed meanwhile keeps its own). The
+ * retired revisions' cancels left by a call that died are finished first. Returns how many
+ * occurrence jobs were new.
+ */
+export async function materialise(deps: RecurringDeps, record: ScheduleRecord): Promise<number> {
+  if (record.pending.length > 0) await settlePending(deps, record);
+  if (record.state !== 'ENABLED' || record.deleting) return 0;
+  const now = deps.clock.now();
+  const horizon = horizonOf(record, now);
+  const runs = occurrencesOf(record, record.throughMs + 1, MAX_OCCURRENCES_PER_PASS, horizon === END_OF_TIME ? undefined : horizon + 1);
+  const limit = limiter(WRITE_CONCURRENCY);
+  const outcomes = await Promise.all(
+    runs.map((dueMs) =>
+      limit(() => {
+        const { jobId, shard } = occurrenceJob(deps, record, dueMs);
+        return ingestJob(deps, { jobId, tenant: record.tenant, shard, dueMs, payload: record.payload, schedule: record.name });
+      }),
+    ),
+  );
+  const through = runs.length === MAX_OCCURRENCES_PER_PASS ? runs[runs.length - 1]! : horizon;
+  if (through > record.throughMs) await deps.schedules.advanceThrough(record.tenant, record.name, record.rev, through);
+  return outcomes.filter((o) => o === 'created').length;
+}
+
+/**
+ * Cancels the materialised occurrences of retired revisions (each a tombstone at its key, so a
+ * firing of the old revision still in flight cannot write it afterwards), then drops the
+ * pending entries.
+ */
+export async function settlePending(deps: RecurringDeps, record: ScheduleRecord): Promise<void> {
+  if (record.pending.length === 0) return;
+  await Promise.all(record.pending.map((p) => cancelOccurrences(deps, record, p)));
+  await deps.schedules.clearPending(
+    record.tenant,
+    record.name,
+    record.rev,
+    record.pending.map((p) => p.rev),
+  );
+}
+
+async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p: PendingCancel): Promise<void> {
+  const limit = limiter(WRITE_CONCURRENCY);
+  const { store, settings } = deps;
+  let after = p.fromMs + 1;
+  for (;;) {
+    const runs = occurrencesOf(p, after, MAX_OCCURRENCES_PER_PASS, p.throughMs + 1);
+    await Promise.all(
+      runs.map((dueMs) =>
+        limit(async () => {
+          const { jobId, shard } = occurrenceJob(
+            deps,
+            { tenant: record.tenant, name: record.name, rev: p.rev, shardCount: p.shardCount },
+            dueMs,
+          );
+          // A row a dispatcher holds is past the cut-off (it is being delivered): nothing to do.
+          await store.cancel({ shard, dueMs, jobId }, record.tenant, dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs);
+        }),
+      ),
+    );
+    if (runs.length < MAX_OCCURRENCES_PER_PASS) return;
+    after = runs[runs.length - 1]! + 1;
+  }
+}
+
+/** The pending cancel that retires `record`'s revision at `nowMs`: its occurrences due after the cut-off. */
+export function retire(record: ScheduleRecord, nowMs: number, lookaheadMs: number): PendingCancel {
+  return {
+    rev: record.rev,
+    expression: record.expression,
+    timezone: record.timezone,
+    ...(record.startAtMs !== undefined ? { startAtMs: record.startAtMs } : {}),
+    ...(record.endAtMs !== undefined ? { endAtMs: record.endAtMs } : {}),
+    anchorMs: record.anchorMs,
+    shardCount: record.shardCount,
+    fromMs: nowMs + lookaheadMs,
+    // A firing still in flight may have read its clock up to a minute ago or ahead: cover its horizon.
+    throughMs: Math.max(record.throughMs, horizonOf(record, nowMs + 60_000)),
+  };
+}
+
+/** A firing of the schedule's clock: materialises what is due ahead (nothing for a schedule deleted since). */
+export async function materialiseFiring(deps: RecurringDeps, ref: { tenant: string; name: string }): Promise<number> {
+  const record = await deps.schedules.getSchedule(ref.tenant, ref.name);
+  return record ? materialise(deps, record) : 0;
+}
