@@ -241,12 +241,15 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       }),
       description: 'Dynein: EventBridge Scheduler execution role of the recurring schedules (sends firings to the inbound queue)',
     });
-    this.schedulerRole.addToPolicy(
-      new iam.PolicyStatement({
-        actions: ['sqs:SendMessage'],
-        resources: [this.inboundQueue.queueArn, this.schedulerDeadLetterQueue.queueArn],
-      }),
-    );
+    const firingPolicy = new iam.Policy(this, 'SchedulerRolePolicy', {
+      roles: [this.schedulerRole],
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['sqs:SendMessage'],
+          resources: [this.inboundQueue.queueArn, this.schedulerDeadLetterQueue.queueArn],
+        }),
+      ],
+    });
 
     this.idKey = new secrets.Secret(this, 'JobIdKey', {
       description: 'Dynein Serverless: HMAC key that signs job ids (rotating it invalidates outstanding ids)',
@@ -298,7 +301,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       reservedConcurrentExecutions: props.dispatchReservedConcurrency,
     });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
-    schedules.node.addDependency(this.scheduleGroup, this.schedulerRole);
+    schedules.node.addDependency(this.scheduleGroup, firingPolicy);
     this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules };
 
     // Least privilege, one statement per need (no wildcard actions).

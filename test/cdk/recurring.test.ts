@@ -195,7 +195,6 @@ describe('schedules function', () => {
   it('is created after the schedule group and the execution role with its policy', () => {
     const dependsOn = resource(t, idOf(scheduler.functions.schedules)).DependsOn ?? [];
     expect(dependsOn).toContain(idOf(scheduler.scheduleGroup));
-    expect(dependsOn).toContain(roleIdOf(scheduler.schedulerRole));
     const rolePolicies = resourcesOf(t, 'AWS::IAM::Policy').filter(([, p]) =>
       JSON.stringify(p.Properties.Roles).includes(roleIdOf(scheduler.schedulerRole)),
     );
