@@ -54,7 +54,7 @@ export class SchedulerStack extends Stack {
 
     const scheduler = new DyneinScheduler(this, 'Dynein', { alarmTopic });
     const billing = scheduler.addTenant('billing', { maxReceiveCount: 5 });
-    billing.grantSchedule(billingApiRole); // execute-api:Invoke on billing's four routes ($default stage) only
+    billing.grantSchedule(billingApiRole); // execute-api:Invoke on billing's job and schedule routes ($default stage) only
     billing.grantConsume(billingWorkerRole); // sqs:ReceiveMessage, DeleteMessage, ChangeMessageVisibility, GetQueueAttributes on its queue only
     billing.grantRedrive(opsRole); // move its DLQ back (StartMessageMoveTask), and send to its queue
     scheduler.grantInboundRedrive(opsRole); // move the inbound DLQ back after a fix
