@@ -41,6 +41,8 @@ type Item = Record<string, AttributeValue>;
  * | cancel record (earlier releases)      | `c#<shard>`     | `<dueMs 13>#<jobId>` |
  * | group lease (and its shards' marks)   | `lease#<group>` | `lease`              |
  * | tenant                                | `tenant#<name>` | `tenant`             |
+ * | idempotency record (dynamoIdempotencyStore.ts) | `idem#<keyId>` | `idem`     |
+ * | recurring schedule (dynamoScheduleStore.ts)    | `sched#<tenant>` | `<name>` |
  */
 export const keys = {
   row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),

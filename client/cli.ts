@@ -489,7 +489,7 @@ const COMMANDS: Record<string, Command | Group> = {
         async run({ values, rest, target, tenant, io }) {
           const name = scheduleNameOf('delete', rest);
           const reply = await client(target()).deleteSchedule(tenant, name);
-          io.out(values.json ? JSON.stringify(reply) : `deleted ${reply.name}${cancelled(reply.cancelledOccurrences)}`);
+          io.out(values.json ? JSON.stringify(reply) : `deleted ${reply.name}: its occurrences due more than 5 s from now are cancelled`);
           return 0;
         },
       },
@@ -684,10 +684,8 @@ function payloadOption(inline: string | undefined, file: string | undefined): st
 
 /** `nightly  ENABLED  cron(0 2 * * ? *)  Europe/Paris` (and what the call cancelled). */
 function describeSchedule(s: Schedule & { dryRun?: true }): string {
-  return `${s.name}  ${s.state}  ${s.expression}  ${s.timezone}${cancelled(s.cancelledOccurrences)}`;
+  return `${s.name}  ${s.state}  ${s.expression}  ${s.timezone}`;
 }
-
-const cancelled = (n: number | undefined) => (n ? ` (cancelled ${n} occurrence${n === 1 ? '' : 's'} already materialised)` : '');
 
 function printRuns(io: Io, s: Schedule): void {
   if (s.nextRuns.length === 0) {

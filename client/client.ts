@@ -147,8 +147,6 @@ export interface Schedule<P = unknown> {
   readonly updatedAt: string;
   /** The next occurrences (5; up to `count` in a dry run), RFC 3339 UTC with milliseconds; `[]` while `DISABLED` or past `endAt`. */
   readonly nextRuns: readonly string[];
-  /** Update, pause, resume: occurrences already materialised more than 5 s ahead that the call cancelled. */
-  readonly cancelledOccurrences?: number;
 }
 
 /** Reply of `putSchedule`. */
@@ -171,8 +169,6 @@ export interface DeletedSchedule {
   readonly tenant: string;
   readonly name: string;
   readonly deleted: true;
-  /** Occurrences already materialised more than 5 s ahead that the delete cancelled, when the API reports it. */
-  readonly cancelledOccurrences?: number;
 }
 
 export interface PutScheduleOptions extends CallOptions {

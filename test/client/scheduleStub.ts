@@ -115,19 +115,18 @@ export async function startScheduleStub(tenants: readonly string[] = ['alpha']):
       };
       if (params.get('dryRun') === 'true') return reply(200, { ...view(stored, Number(params.get('count') ?? 100)), dryRun: true });
       schedules.set(name, stored);
-      return reply(existing ? 200 : 201, { ...view(stored), ...(existing ? { cancelledOccurrences: 2 } : {}) });
+      return reply(existing ? 200 : 201, view(stored));
     }
     if (!existing) return error(404, 'ScheduleNotFound', `tenant ${tenant} has no schedule ${name}`);
     if (method === 'GET' && action === undefined) return reply(200, view(existing));
     if (method === 'DELETE' && action === undefined) {
       schedules.delete(name);
-      return reply(200, { tenant, name, deleted: true, cancelledOccurrences: existing.state === 'ENABLED' ? 2 : 0 });
+      return reply(200, { tenant, name, deleted: true });
     }
     if (method === 'POST' && action !== undefined) {
       const state = action === 'pause' ? 'DISABLED' : 'ENABLED';
-      const changed = existing.state !== state;
       existing.state = state;
-      return reply(200, { ...view(existing), ...(changed && state === 'DISABLED' ? { cancelledOccurrences: 2 } : {}) });
+      return reply(200, view(existing));
     }
     return reply(404, { message: 'Not Found' });
   });

@@ -278,7 +278,7 @@ describe('dynein schedules on the local stack', () => {
     const resumed = await dynein(['schedules', 'resume', 'digest', '--tenant', 'beta']);
     expect(resumed.stdout).toMatch(/^resumed digest {2}ENABLED .*\n {2}next 5 runs:\n/);
     const deleted = await dynein(['schedules', 'delete', 'digest', '--tenant', 'beta']);
-    expect([deleted.code, deleted.stdout]).toEqual([0, 'deleted digest\n']);
+    expect([deleted.code, deleted.stdout]).toEqual([0, 'deleted digest: its occurrences due more than 5 s from now are cancelled\n']);
 
     const errors: [string[], number, RegExp][] = [
       [['schedules', 'get', 'digest', '--tenant', 'beta'], 1, /^dynein: ScheduleNotFound \(HTTP 404\): .*digest.*\[request \S+\]\n$/],

@@ -16,7 +16,7 @@ import { clockName } from '../../adapters/eventBridgeTrigger.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { resolveSettings } from '../../core/config.js';
 import type { JobStore } from '../../core/ports.js';
-import { MATERIALISE_AHEAD_MS, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
+import { MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
 import { firingBody } from '../../core/recurring/ports.js';
 import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.js';
@@ -399,6 +399,31 @@ describe('changing a schedule', () => {
       expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
       expect(await occurrenceState(v2, minute(t))).toBe('SCHEDULED');
     }
+  });
+
+  it('a change while firings were missed first writes the old revision up to the cut-off: late, never skipped', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/behind', { expression: 'cron(* * * * ? *)', payload: 'v1' });
+    const v1 = await record('acme', 'behind');
+    // Ingest was down: no firing since 10:00:30 (the watermark is 10:03:30).
+    now = minute('10:10:30');
+    await call('PUT', '/v1/tenants/acme/schedules/behind', { expression: 'cron(* * * * ? *)', payload: 'v2' });
+    const v2 = await record('acme', 'behind');
+    for (let m = 1; m <= 10; m++) expect(await occurrenceState(v1, minute(`10:${String(m).padStart(2, '0')}:00`))).toBe('SCHEDULED');
+    for (const t of ['10:11:00', '10:12:00', '10:13:00']) {
+      expect(await occurrenceState(v1, minute(t))).not.toBe('SCHEDULED');
+      expect(await occurrenceState(v2, minute(t))).toBe('SCHEDULED');
+    }
+  });
+
+  it('a firing that read the old revision before a change cannot write past the change', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/race', { expression: 'cron(* * * * ? *)' });
+    const v1 = await record('acme', 'race');
+    // The firing read its clock and the record at 10:01:59, then stalled; the change lands at 10:02:00.
+    now = minute('10:02:00');
+    await call('POST', '/v1/tenants/acme/schedules/race/pause');
+    // The stalled firing goes on with what it read: every occurrence it would write is tombstoned.
+    expect(await materialise(w.recurring, v1, { nowMs: minute('10:01:59') })).toBe(0);
+    for (const t of ['10:03:00', '10:04:00']) expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
   });
 
   it('a firing after an outage writes every occurrence it missed, once each', async () => {
