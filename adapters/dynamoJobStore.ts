@@ -41,6 +41,8 @@ type Item = Record<string, AttributeValue>;
  * | cancel record (earlier releases)      | `c#<shard>`     | `<dueMs 13>#<jobId>` |
  * | group lease (and its shards' marks)   | `lease#<group>` | `lease`              |
  * | tenant                                | `tenant#<name>` | `tenant`             |
+ * | idempotency record (dynamoIdempotencyStore.ts) | `idem#<keyId>` | `idem`     |
+ * | recurring schedule (dynamoScheduleStore.ts)    | `sched#<tenant>` | `<name>` |
  */
 export const keys = {
   row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
@@ -298,7 +300,13 @@ export class DynamoJobStore implements JobStore, TenantStore {
         }),
       );
       const a = res.Attributes ?? {};
-      return { ...key, tenant: a.tenant?.S ?? '', payload: payloadOf(a), leaseUntil, ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}) };
+      return {
+        ...key,
+        tenant: a.tenant?.S ?? '',
+        payload: payloadOf(a),
+        leaseUntil,
+        ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}),
+      };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
       rethrow(err);

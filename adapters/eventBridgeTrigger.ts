@@ -32,8 +32,11 @@ export function clockName(ref: ScheduleRef): string {
   return `d-${createHash('sha256').update(`${ref.tenant}\n${ref.name}`).digest('hex').slice(0, 40)}`;
 }
 
-/** Retries of a firing EventBridge Scheduler could not send (its defaults, explicit). */
-const RETRY_POLICY = { MaximumEventAgeInSeconds: 86_400, MaximumRetryAttempts: 185 };
+/**
+ * Retries of a firing EventBridge Scheduler could not send: for an hour, then the firings DLQ (and
+ * its alarm). A firing lost so is no occurrence lost: the next firing writes from the watermark.
+ */
+const RETRY_POLICY = { MaximumEventAgeInSeconds: 3_600, MaximumRetryAttempts: 185 };
 
 /** {@link ScheduleTrigger} on Amazon EventBridge Scheduler (`@aws-sdk/client-scheduler`), or its local stand-in. */
 export class EventBridgeTrigger implements ScheduleTrigger {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isJson } from '../core/jsonText.js';
-import { DyneinClient, type JobRequest } from './client.js';
+import { DyneinClient, scheduleNameProblem, type JobRequest, type Schedule, type ScheduleDefinition } from './client.js';
 import { startLocal } from './cliLocal.js';
 import { UsageError, packageJson, redrive, resolveTarget, type Target } from './cliTarget.js';
 import { DyneinApiError } from './errors.js';
@@ -29,6 +29,13 @@ interface Command {
   readonly run: (c: Ctx) => Promise<number>;
 }
 
+/** A command with subcommands (`dynein schedules put ...`): the second word picks one. */
+interface Group {
+  readonly brief: string;
+  readonly summary: string;
+  readonly subcommands: Readonly<Record<string, Command>>;
+}
+
 const HELP: Record<string, Flag> = { help: { type: 'boolean', short: 'h', help: "print this command's usage" } };
 const JSON_OUT: Record<string, Flag> = { json: { type: 'boolean', help: 'print the reply as one JSON line' } };
 const TENANT: Record<string, Flag> = { tenant: { type: 'string', short: 't', arg: '<name>', help: 'the tenant (required)' } };
@@ -47,10 +54,42 @@ const QUEUES: Record<string, Flag> = {
 const VERSION: Record<string, Flag> = { version: { type: 'boolean', help: 'print the version of dynein-serverless' } };
 
 /** Every flag any command takes, for the first pass that finds the command. */
-const ALL_FLAGS = (): Record<string, Flag> => Object.assign({}, VERSION, HELP, ...Object.values(COMMANDS).map((c) => c.flags));
+const ALL_FLAGS = (): Record<string, Flag> =>
+  Object.assign(
+    {},
+    VERSION,
+    HELP,
+    ...Object.values(COMMANDS).flatMap((c) => ('subcommands' in c ? Object.values(c.subcommands) : [c]).map((x) => x.flags)),
+  );
 
 /** The command of that name (own properties only: `dynein constructor` is an unknown command). */
-const commandOf = (name: string): Command | undefined => (Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined);
+const commandOf = (name: string): Command | Group | undefined => (Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined);
+
+/** A group's subcommand of that name, or a usage error listing them. */
+function subcommandOf(group: string, spec: Group, name: string | undefined): Command {
+  if (name !== undefined && Object.hasOwn(spec.subcommands, name)) return spec.subcommands[name]!;
+  const choices = Object.keys(spec.subcommands).join(', ');
+  throw new UsageError(
+    name === undefined
+      ? `${group} needs a command: one of ${choices} (see \`dynein ${group} --help\`)`
+      : `unknown ${group} command '${name}': one of ${choices} (see \`dynein ${group} --help\`)`,
+  );
+}
+
+function groupUsage(name: string, g: Group): string {
+  const width = Math.max(...Object.keys(g.subcommands).map((n) => n.length));
+  return [
+    `Usage: dynein ${name} <command> [options]`,
+    '',
+    g.summary,
+    '',
+    'Commands:',
+    ...Object.entries(g.subcommands).map(([n, c]) => `  ${n.padEnd(width)}  ${c.brief}`),
+    '',
+    `  dynein ${name} <command> --help   that command's usage and options`,
+    '',
+  ].join('\n');
+}
 
 const parseOptions = (flags: Readonly<Record<string, Flag>>) =>
   Object.fromEntries(Object.entries(flags).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
@@ -124,7 +163,10 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
       if (topic !== undefined && command === 'help') {
         const spec = commandOf(topic);
         if (!spec) throw unknownCommand(topic);
-        io.out(usageOf(topic, spec));
+        const sub = first.positionals[2];
+        if (!('subcommands' in spec)) io.out(usageOf(topic, spec));
+        else if (sub === undefined) io.out(groupUsage(topic, spec));
+        else io.out(usageOf(`${topic} ${sub}`, subcommandOf(topic, spec, sub)));
         return 0;
       }
       const { values } = parse(args, { ...HELP, ...VERSION }, true);
@@ -139,17 +181,29 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
       io.err(generalUsage());
       return 2;
     }
-    const spec = commandOf(command);
-    if (!spec) throw unknownCommand(command);
-    const { values, positionals } = parse(args, spec.flags, true, command);
+    const found = commandOf(command);
+    if (!found) throw unknownCommand(command);
+    let name = command;
+    let spec: Command;
+    if ('subcommands' in found) {
+      if (topic === undefined && first.values.help) {
+        io.out(groupUsage(command, found));
+        return 0;
+      }
+      spec = subcommandOf(command, found, topic);
+      name = `${command} ${topic}`;
+    } else {
+      spec = found;
+    }
+    const { values, positionals } = parse(args, spec.flags, true, name);
     if (values.help) {
-      io.out(usageOf(command, spec));
+      io.out(usageOf(name, spec));
       return 0;
     }
-    const rest = positionals.slice(1);
+    const rest = positionals.slice(name.split(' ').length);
     const str = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
     const tenant = str('tenant');
-    if (spec.targeted && !tenant) throw new UsageError(`${command} needs --tenant <name>`);
+    if (spec.targeted && !tenant) throw new UsageError(`${name} needs --tenant <name>`);
     let resolved: Target | undefined;
     const target = () =>
       (resolved ??= resolveTarget({
@@ -188,7 +242,7 @@ interface Ctx {
 
 const client = (t: Target) => new DyneinClient({ endpoint: t.endpoint, region: t.region, credentials: t.credentials });
 
-const COMMANDS: Record<string, Command> = {
+const COMMANDS: Record<string, Command | Group> = {
   schedule: {
     brief: 'schedule a job, print its id',
     usage: '--tenant <name> (--at <time> | --in <duration>) [--payload <JSON> | @file] [options]',
@@ -289,6 +343,191 @@ const COMMANDS: Record<string, Command> = {
     },
   },
 
+  schedules: {
+    brief: 'recurring schedules: put, get, list, delete, pause, resume',
+    summary:
+      "Recurring schedules (cron(), rate() or at() in a time zone): each occurrence is delivered to the tenant's queue\n" +
+      'as a job with "schedule": "<name>". Human output prints the next runs; --json prints the API reply.',
+    subcommands: {
+      put: {
+        brief: 'create or replace a schedule, print its next runs',
+        usage: '<name> --tenant <name> --expression <expr> [--timezone <zone>] [--payload <JSON> | --payload-file <file>] [options]',
+        summary:
+          'Create or replace a schedule and print its next runs. With --dry-run, check it and print up to --count next\n' +
+          'runs (default 100), storing nothing. Expressions: cron(min hour day-of-month month day-of-week year),\n' +
+          'rate(n minute|minutes|hour|hours|day|days), at(yyyy-mm-ddThh:mm:ss) (docs/schedules.md).',
+        targeted: true,
+        flags: {
+          ...TENANT,
+          expression: {
+            type: 'string',
+            short: 'e',
+            arg: '<expr>',
+            help: "when: 'cron(0 9 ? * MON-FRI *)', 'rate(5 minutes)', 'at(2030-01-31T09:00:00)'",
+          },
+          timezone: { type: 'string', arg: '<zone>', help: 'the IANA time zone the expression reads in (default UTC)' },
+          'start-at': { type: 'string', arg: '<time>', help: 'no occurrence before this RFC 3339 time (rate() counts from it)' },
+          'end-at': { type: 'string', arg: '<time>', help: 'no occurrence at or after this RFC 3339 time' },
+          payload: { type: 'string', arg: '<JSON>', help: 'delivered with every occurrence (default null); @file.json reads a file' },
+          'payload-file': { type: 'string', arg: '<file>', help: 'or the payload from a file' },
+          disabled: { type: 'boolean', help: 'store it paused (state DISABLED): nothing runs until resume' },
+          'dry-run': { type: 'boolean', help: 'check the definition and print its next runs; store nothing' },
+          count: { type: 'string', arg: '<n>', help: 'with --dry-run: how many next runs, 1 to 100 (default 100)' },
+          ...JSON_OUT,
+          ...WHERE,
+          ...HELP,
+        },
+        async run({ values, str, rest, target, tenant, io }) {
+          const name = scheduleNameOf('put', rest);
+          const expression = str('expression');
+          if (expression === undefined) throw new UsageError("schedules put needs --expression, e.g. --expression 'rate(5 minutes)'");
+          const count = str('count');
+          if (count !== undefined && !values['dry-run']) throw new UsageError('--count goes with --dry-run');
+          if (count !== undefined && !/^\d+$/.test(count))
+            throw new UsageError(`--count must be a whole number from 1 to 100, got '${count}'`);
+          if (count !== undefined && (Number(count) < 1 || Number(count) > 100))
+            throw new UsageError(`--count must be a whole number from 1 to 100, got '${count}'`);
+          const definition: ScheduleDefinition = {
+            expression,
+            ...optional('timezone', str('timezone')),
+            ...optional('startAt', str('start-at')),
+            ...optional('endAt', str('end-at')),
+            ...optional('payloadJson', payloadOption(str('payload'), str('payload-file'))),
+            ...(values.disabled ? { state: 'DISABLED' as const } : {}),
+          };
+          const reply = await client(target()).putSchedule(tenant, name, definition, {
+            ...(values['dry-run'] ? { dryRun: true } : {}),
+            ...(count !== undefined ? { count: Number(count) } : {}),
+          });
+          if (values.json) {
+            const { created: _created, ...body } = reply;
+            io.out(JSON.stringify(body));
+            return 0;
+          }
+          const verb = reply.dryRun ? 'dry run (nothing stored):' : reply.created ? 'created' : 'replaced';
+          io.out(`${verb} ${describeSchedule(reply)}`);
+          printRuns(io, reply);
+          return 0;
+        },
+      },
+
+      get: {
+        brief: "print a schedule's definition and next runs",
+        usage: '<name> --tenant <name> [options]',
+        targeted: true,
+        flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+        async run({ values, rest, target, tenant, io }) {
+          const name = scheduleNameOf('get', rest);
+          const reply = await client(target()).getSchedule(tenant, name);
+          if (values.json) {
+            io.out(JSON.stringify(reply));
+            return 0;
+          }
+          io.out(describeSchedule(reply));
+          if (reply.startAt !== undefined || reply.endAt !== undefined)
+            io.out(`  from ${reply.startAt ?? '(creation)'} until ${reply.endAt ?? '(no end)'}`);
+          io.out(`  payload ${JSON.stringify(reply.payload)}`);
+          io.out(`  created ${reply.createdAt}, updated ${reply.updatedAt}`);
+          printRuns(io, reply);
+          return 0;
+        },
+      },
+
+      list: {
+        brief: "list the tenant's schedules, one line each",
+        usage: '--tenant <name> [--limit <n>] [--cursor <c>] [options]',
+        summary:
+          "List the tenant's schedules in name order, one line each (name, state, expression, zone, next run): every\n" +
+          'page by default; with --limit or --cursor, one page, and the command for the next one on stderr.',
+        targeted: true,
+        flags: {
+          ...TENANT,
+          limit: { type: 'string', arg: '<n>', help: 'one page of at most n schedules, 1 to 100' },
+          cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor' },
+          json: { type: 'boolean', help: 'print {"schedules": [...], "nextCursor"?} as one JSON line' },
+          ...WHERE,
+          ...HELP,
+        },
+        async run({ values, str, rest, target, tenant, io }) {
+          noPositionals('schedules list', rest);
+          const [limitText, cursor] = [str('limit'), str('cursor')];
+          if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100))
+            throw new UsageError(`--limit must be a whole number from 1 to 100, got '${limitText}'`);
+          const api = client(target());
+          let schedules: readonly Schedule[];
+          let nextCursor: string | undefined;
+          if (limitText !== undefined || cursor !== undefined) {
+            const page = await api.listSchedules(tenant, {
+              ...(limitText !== undefined ? { limit: Number(limitText) } : {}),
+              ...(cursor !== undefined ? { cursor } : {}),
+            });
+            ({ schedules, nextCursor } = page);
+          } else {
+            const all: Schedule[] = [];
+            for await (const s of api.schedules(tenant, { limit: 100 })) all.push(s);
+            schedules = all;
+          }
+          if (values.json) {
+            io.out(JSON.stringify({ schedules, ...(nextCursor !== undefined ? { nextCursor } : {}) }));
+          } else {
+            const rows = schedules.map((s) => [s.name, s.state, s.expression, s.timezone, s.nextRuns[0] ?? '-']);
+            const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+            for (const r of rows) io.out(r.map((c, i) => (i < 4 ? c.padEnd(widths[i]!) : c)).join('  '));
+            if (rows.length === 0) io.err(`tenant ${tenant} has no schedules${cursor !== undefined ? ' after this cursor' : ''}`);
+          }
+          if (nextCursor !== undefined)
+            io.err(`more: dynein schedules list --tenant ${tenant} --cursor '${nextCursor}'${limitText ? ` --limit ${limitText}` : ''}`);
+          return 0;
+        },
+      },
+
+      delete: {
+        brief: 'delete a schedule (occurrences due more than 5 s later are cancelled)',
+        usage: '<name> --tenant <name> [options]',
+        targeted: true,
+        flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+        async run({ values, rest, target, tenant, io }) {
+          const name = scheduleNameOf('delete', rest);
+          const reply = await client(target()).deleteSchedule(tenant, name);
+          io.out(values.json ? JSON.stringify(reply) : `deleted ${reply.name}: its occurrences due more than 5 s from now are cancelled`);
+          return 0;
+        },
+      },
+
+      pause: {
+        brief: 'pause a schedule (occurrences due more than 5 s later are cancelled)',
+        usage: '<name> --tenant <name> [options]',
+        targeted: true,
+        flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+        async run({ values, rest, target, tenant, io }) {
+          const name = scheduleNameOf('pause', rest);
+          const reply = await client(target()).pauseSchedule(tenant, name);
+          if (values.json) io.out(JSON.stringify(reply));
+          else io.out(`paused ${describeSchedule(reply)}`);
+          return 0;
+        },
+      },
+
+      resume: {
+        brief: 'resume a paused schedule from now on (what fell while paused is not delivered)',
+        usage: '<name> --tenant <name> [options]',
+        targeted: true,
+        flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+        async run({ values, rest, target, tenant, io }) {
+          const name = scheduleNameOf('resume', rest);
+          const reply = await client(target()).resumeSchedule(tenant, name);
+          if (values.json) {
+            io.out(JSON.stringify(reply));
+            return 0;
+          }
+          io.out(`resumed ${describeSchedule(reply)}`);
+          printRuns(io, reply);
+          return 0;
+        },
+      },
+    },
+  },
+
   worker: {
     brief: "consume the tenant's queue, one line per delivery",
     usage: '--tenant <name> [options]',
@@ -327,6 +566,7 @@ const COMMANDS: Record<string, Command> = {
                 jobId: job.jobId,
                 tenant: job.tenant,
                 runAt: job.runAt,
+                ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
                 receivedAt,
                 latenessMs: ctx.latenessMs,
                 receiveCount: ctx.receiveCount,
@@ -335,7 +575,7 @@ const COMMANDS: Record<string, Command> = {
             );
           } else {
             io.out(
-              `${receivedAt}  ${job.jobId}  runAt ${job.runAt}  late ${ctx.latenessMs} ms  receive #${ctx.receiveCount}  ${JSON.stringify(job.payload)}`,
+              `${receivedAt}  ${job.jobId}  runAt ${job.runAt}${job.schedule !== undefined ? `  schedule ${job.schedule}` : ''}  late ${ctx.latenessMs} ms  receive #${ctx.receiveCount}  ${JSON.stringify(job.payload)}`,
             );
           }
         },
@@ -379,12 +619,12 @@ const COMMANDS: Record<string, Command> = {
   },
 
   local: {
-    brief: 'start the local stack (API, DynamoDB, SQS, tick, dashboard)',
+    brief: 'start the local stack (API, DynamoDB, SQS, Scheduler, tick, dashboard)',
     usage: '[--port <n>] [--tenants <a,b>] [--data-dir <dir>]',
     summary:
-      'Start the local stack (API, DynamoDB, SQS, tick, dashboard) until Ctrl-C; the same as `npm start` in a clone.\n' +
-      'It writes <data dir>/local.json, which the other commands read. From an installed package it needs\n' +
-      'dynalite, fauxqs, aws-local-stepfunctions, @aws-sdk/client-dynamodb and @aws-sdk/client-secrets-manager\n' +
+      'Start the local stack (API, DynamoDB, SQS, Scheduler, tick, dashboard) until Ctrl-C; the same as `npm start` in a\n' +
+      'clone. It writes <data dir>/local.json, which the other commands read. From an installed package it needs dynalite,\n' +
+      'fauxqs, aws-local-stepfunctions, @aws-sdk/client-dynamodb, @aws-sdk/client-scheduler and @aws-sdk/client-secrets-manager\n' +
       '(`npm install -D ...`: it prints the exact command when one is missing). Other settings come from the\n' +
       'environment: DYNEIN_LOOKAHEAD_MS, DYNEIN_LEASE_MS, DYNEIN_TICK_RUN_MS, DYNEIN_TICK_EVERY_MS, AWS_REGION.',
     targeted: false,
@@ -413,6 +653,47 @@ function noPositionals(command: string, rest: readonly string[]): void {
 function jobIdOf(command: string, rest: readonly string[]): string {
   if (rest.length !== 1) throw new UsageError(`${command} needs one job id: dynein ${command} --tenant T <jobId>`);
   return rest[0]!;
+}
+
+/** The one schedule name a schedules subcommand takes. */
+function scheduleNameOf(command: string, rest: readonly string[]): string {
+  if (rest.length !== 1)
+    throw new UsageError(`schedules ${command} needs one schedule name: dynein schedules ${command} <name> --tenant T`);
+  const problem = scheduleNameProblem(rest[0]);
+  if (problem) throw new UsageError(problem);
+  return rest[0]!;
+}
+
+/** `{key: value}` when the value is given, else `{}` (for spreading into a readonly object). */
+const optional = <K extends string, V>(key: K, value: V | undefined) => (value === undefined ? {} : ({ [key]: value } as Record<K, V>));
+
+/** The payload JSON text of `--payload <JSON>` / `--payload @file` / `--payload-file <file>`, checked; undefined when none. */
+function payloadOption(inline: string | undefined, file: string | undefined): string | undefined {
+  if (inline !== undefined && file !== undefined) throw new UsageError('give --payload or --payload-file, not both');
+  if (inline === undefined && file === undefined) return undefined;
+  const text = file !== undefined ? readText(file) : inline!.startsWith('@') ? readText(inline!.slice(1)) : inline!;
+  if (!isJson(text)) {
+    throw new UsageError(
+      file !== undefined || inline!.startsWith('@')
+        ? `${file ?? inline!.slice(1)} does not hold one JSON value`
+        : `--payload is not JSON: quote it, e.g. --payload '{"a":1}', or give a file as --payload-file payload.json`,
+    );
+  }
+  return text;
+}
+
+/** `nightly  ENABLED  cron(0 2 * * ? *)  Europe/Paris` (and what the call cancelled). */
+function describeSchedule(s: Schedule & { dryRun?: true }): string {
+  return `${s.name}  ${s.state}  ${s.expression}  ${s.timezone}`;
+}
+
+function printRuns(io: Io, s: Schedule): void {
+  if (s.nextRuns.length === 0) {
+    io.out(s.state === 'DISABLED' ? '  no next runs: paused (dynein schedules resume)' : '  no next runs: the schedule has ended');
+    return;
+  }
+  io.out(`  next ${s.nextRuns.length === 1 ? 'run' : `${s.nextRuns.length} runs`}:`);
+  for (const run of s.nextRuns) io.out(`    ${run}`);
 }
 
 const UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400 };

@@ -108,6 +108,83 @@ export interface BatchOptions extends CallOptions {
   readonly concurrency?: number;
 }
 
+/** A recurring schedule's state: `DISABLED` runs nothing until resumed. */
+export type ScheduleState = 'ENABLED' | 'DISABLED';
+
+/**
+ * A recurring schedule as `putSchedule` takes it (docs/schedules.md has the expression grammar).
+ * At most one of `payload` and `payloadJson`.
+ */
+export interface ScheduleDefinition<P = unknown> {
+  /** `cron(min hour day-of-month month day-of-week year)`, `rate(n minute|minutes|hour|hours|day|days)` or `at(yyyy-mm-ddThh:mm:ss)`. */
+  readonly expression: string;
+  /** IANA time zone the expression reads in. @default 'UTC' */
+  readonly timezone?: string;
+  /** No occurrence before this (a Date or an RFC 3339 time); a `rate()` counts from it. */
+  readonly startAt?: Date | string;
+  /** No occurrence at or after this (exclusive). */
+  readonly endAt?: Date | string;
+  /** Any JSON value, delivered with every occurrence (`JSON.stringify`). Omitted: `null`. */
+  readonly payload?: P;
+  /** The payload as JSON text, delivered byte for byte (as {@link JobRequest.payloadJson}). */
+  readonly payloadJson?: string;
+  /** @default 'ENABLED' */
+  readonly state?: ScheduleState;
+}
+
+/** A stored schedule: the reply of `getSchedule`, `putSchedule`, `pauseSchedule`, `resumeSchedule`, and the items of `listSchedules`. */
+export interface Schedule<P = unknown> {
+  readonly tenant: string;
+  readonly name: string;
+  readonly expression: string;
+  readonly timezone: string;
+  readonly startAt?: string;
+  readonly endAt?: string;
+  /** The payload as defined; `null` when none. */
+  readonly payload: P | null;
+  readonly state: ScheduleState;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** The next occurrences (5; up to `count` in a dry run), RFC 3339 UTC with milliseconds; `[]` while `DISABLED` or past `endAt`. */
+  readonly nextRuns: readonly string[];
+}
+
+/** Reply of `putSchedule`. */
+export interface PutScheduleResult<P = unknown> extends Schedule<P> {
+  /** `true` when the call created the schedule (201), `false` when it replaced one (200) or was a dry run. */
+  readonly created: boolean;
+  /** Set on a dry run: nothing was stored. */
+  readonly dryRun?: true;
+}
+
+/** One page of `listSchedules`, in name order. */
+export interface SchedulePage<P = unknown> {
+  readonly schedules: readonly Schedule<P>[];
+  /** Pass it as `cursor` for the next page; absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+/** Reply of `deleteSchedule`. */
+export interface DeletedSchedule {
+  readonly tenant: string;
+  readonly name: string;
+  readonly deleted: true;
+}
+
+export interface PutScheduleOptions extends CallOptions {
+  /** Validate and answer the next runs without storing anything. */
+  readonly dryRun?: boolean;
+  /** With `dryRun`: how many next runs to answer, 1 to 100. @default 100 */
+  readonly count?: number;
+}
+
+export interface ListSchedulesOptions extends CallOptions {
+  /** Schedules per page, 1 to 100. @default 50 */
+  readonly limit?: number;
+  /** The previous page's `nextCursor`. */
+  readonly cursor?: string;
+}
+
 const MAX_BATCH_JOBS = 100;
 /** Under the API's 5 MiB, leaving room for the envelope. */
 const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024;
@@ -220,6 +297,89 @@ export class DyneinClient {
   }
 
   /**
+   * Creates or replaces a recurring schedule. With `dryRun`, validates the definition and answers
+   * up to `count` next runs, storing nothing. Safe to retry: the same definition replaces itself.
+   * @throws ValidationError (the message names the field), TenantNotFoundError, ConcurrentModificationError
+   */
+  async putSchedule<P>(
+    tenant: string,
+    name: string,
+    definition: ScheduleDefinition<P>,
+    opts: PutScheduleOptions = {},
+  ): Promise<PutScheduleResult<P>> {
+    const query: string[] = [];
+    if (opts.dryRun) query.push('dryRun=true');
+    if (opts.count !== undefined) {
+      if (!opts.dryRun) throw new ValidationError({ source: 'client', message: 'count applies to a dry run only: give dryRun: true' });
+      query.push(`count=${wholeNumber('count', opts.count, 1, 100)}`);
+    }
+    const body = scheduleBody(definition);
+    const path = `${schedulePath(tenant, name)}${query.length > 0 ? `?${query.join('&')}` : ''}`;
+    const { status, value } = await this.#call<Schedule<P> & { dryRun?: true }>('PUT', path, body, opts.signal);
+    return { ...value, created: status === 201 && !value.dryRun };
+  }
+
+  /**
+   * A schedule's definition and its next runs.
+   * @throws ScheduleNotFoundError, TenantNotFoundError
+   */
+  async getSchedule<P = unknown>(tenant: string, name: string, opts: CallOptions = {}): Promise<Schedule<P>> {
+    return this.#request<Schedule<P>>('GET', schedulePath(tenant, name), undefined, opts.signal);
+  }
+
+  /**
+   * One page of the tenant's schedules, in name order; {@link schedules} walks every page.
+   * @throws ValidationError (a bad `limit` or `cursor`), TenantNotFoundError
+   */
+  async listSchedules<P = unknown>(tenant: string, opts: ListSchedulesOptions = {}): Promise<SchedulePage<P>> {
+    const query: string[] = [];
+    if (opts.limit !== undefined) query.push(`limit=${wholeNumber('limit', opts.limit, 1, 100)}`);
+    if (opts.cursor !== undefined) query.push(`cursor=${enc(opts.cursor)}`);
+    const path = `v1/tenants/${enc(tenant)}/schedules${query.length > 0 ? `?${query.join('&')}` : ''}`;
+    return this.#request<SchedulePage<P>>('GET', path, undefined, opts.signal);
+  }
+
+  /**
+   * Every schedule of the tenant, in name order, fetching pages of `limit` as it goes.
+   * @example for await (const s of client.schedules('billing')) console.log(s.name, s.nextRuns[0]);
+   */
+  async *schedules<P = unknown>(
+    tenant: string,
+    opts: Omit<ListSchedulesOptions, 'cursor'> = {},
+  ): AsyncGenerator<Schedule<P>, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: SchedulePage<P> = await this.listSchedules<P>(tenant, { ...opts, ...(cursor !== undefined ? { cursor } : {}) });
+      yield* page.schedules;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * Deletes a schedule; occurrences due more than 5 s later are cancelled. A second delete answers `ScheduleNotFoundError`.
+   * @throws ScheduleNotFoundError, ConcurrentModificationError
+   */
+  async deleteSchedule(tenant: string, name: string, opts: CallOptions = {}): Promise<DeletedSchedule> {
+    return this.#request<DeletedSchedule>('DELETE', schedulePath(tenant, name), undefined, opts.signal);
+  }
+
+  /**
+   * Pauses a schedule (state `DISABLED`): occurrences due more than 5 s later are cancelled. Pausing a paused schedule changes nothing.
+   * @throws ScheduleNotFoundError, ConcurrentModificationError
+   */
+  async pauseSchedule<P = unknown>(tenant: string, name: string, opts: CallOptions = {}): Promise<Schedule<P>> {
+    return this.#request<Schedule<P>>('POST', `${schedulePath(tenant, name)}/pause`, undefined, opts.signal);
+  }
+
+  /**
+   * Resumes a paused schedule from now on: the occurrences that fell while it was paused are never delivered.
+   * @throws ScheduleNotFoundError, ConcurrentModificationError
+   */
+  async resumeSchedule<P = unknown>(tenant: string, name: string, opts: CallOptions = {}): Promise<Schedule<P>> {
+    return this.#request<Schedule<P>>('POST', `${schedulePath(tenant, name)}/resume`, undefined, opts.signal);
+  }
+
+  /**
    * The body sent for a job, as JSON text: an absolute `runAt` and an idempotency key, fixed
    * before the first attempt, so that every attempt sends the same bytes. The payload is spliced
    * in as text (`payloadJson` as given).
@@ -253,11 +413,21 @@ export class DyneinClient {
 
   /** One API call with retries; resolves with the parsed 2xx body or throws a typed error. */
   async #request<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<T> {
+    return (await this.#call<T>(method, path, body, signal)).value;
+  }
+
+  /** {@link #request}, with the reply's HTTP status. */
+  async #call<T>(
+    method: string,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<{ status: number; value: T }> {
     const { maxAttempts, maxElapsedMs } = this.#retry;
     const started = this.#now();
     for (let attempt = 1; ; attempt++) {
       const outcome = await this.#once<T>(method, path, body, signal);
-      if (outcome.ok) return outcome.value;
+      if (outcome.ok) return { status: outcome.status, value: outcome.value };
       const { error, retryAfterMs } = outcome;
       error.attempts = attempt;
       if (!error.retryable || attempt >= maxAttempts) throw error;
@@ -274,7 +444,7 @@ export class DyneinClient {
     path: string,
     body: string | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<{ ok: true; value: T } | { ok: false; error: DyneinError; retryAfterMs?: number }> {
+  ): Promise<{ ok: true; status: number; value: T } | { ok: false; error: DyneinError; retryAfterMs?: number }> {
     let res: Response;
     let text: string;
     try {
@@ -292,7 +462,7 @@ export class DyneinClient {
         retryAfterMs: parseRetryAfter(res.headers.get('retry-after'), this.#now()),
       };
     try {
-      return { ok: true, value: JSON.parse(text) as T };
+      return { ok: true, status: res.status, value: JSON.parse(text) as T };
     } catch {
       throw new DyneinApiError({
         status: res.status,
@@ -318,7 +488,7 @@ export class DyneinClient {
       hostname: url.hostname,
       ...(url.port ? { port: Number(url.port) } : {}),
       path: url.pathname,
-      query: {},
+      query: Object.fromEntries(url.searchParams),
       headers,
       body,
     });
@@ -333,7 +503,7 @@ export class DyneinClient {
  * A job's payload as JSON text: `payloadJson` checked and kept as given, or `payload` through
  * `JSON.stringify` with U+FFFE and U+FFFF escaped (SQS refuses them raw; the value is the same).
  */
-function payloadText(job: JobRequest<unknown>): string {
+function payloadText(job: Pick<JobRequest<unknown>, 'payload' | 'payloadJson'>): string {
   if (job.payloadJson !== undefined) {
     if (job.payload !== undefined)
       throw new ValidationError({ source: 'client', message: 'give payload (a value) or payloadJson (JSON text), not both' });
@@ -361,6 +531,54 @@ function payloadText(job: JobRequest<unknown>): string {
   if (text === undefined)
     throw new ValidationError({ source: 'client', message: 'payload cannot be serialized as JSON (a function or a symbol)' });
   return text.replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/** Schedule names the API accepts; `.` and `..` also match the pattern but no URL can address them. */
+const SCHEDULE_NAME = /^[0-9A-Za-z_.-]{1,64}$/;
+
+/** Why `name` cannot be a schedule name, or undefined when it can (for the CLI; not exported from the package). */
+export function scheduleNameProblem(name: unknown): string | undefined {
+  if (typeof name === 'string' && SCHEDULE_NAME.test(name) && name !== '.' && name !== '..') return undefined;
+  return `name ${JSON.stringify(name)} is not a schedule name: 1 to 64 characters of A-Z a-z 0-9 _ . - (not . or ..)`;
+}
+
+/** The path of one schedule; refuses a name the API would refuse or no URL could address, before sending. */
+function schedulePath(tenant: string, name: string): string {
+  const problem = scheduleNameProblem(name);
+  if (problem) throw new ValidationError({ source: 'client', message: problem });
+  return `v1/tenants/${enc(tenant)}/schedules/${name}`;
+}
+
+/** The PUT body of a definition, as JSON text: times as RFC 3339, the payload spliced in as text. */
+function scheduleBody<P>(d: ScheduleDefinition<P>): string {
+  if (typeof d !== 'object' || d === null)
+    throw new ValidationError({ source: 'client', message: 'the schedule definition must be an object' });
+  const time = (field: 'startAt' | 'endAt'): string | undefined => {
+    const v = d[field];
+    if (!(v instanceof Date)) return v;
+    if (Number.isNaN(v.getTime())) throw new ValidationError({ source: 'client', message: `${field} is an invalid Date` });
+    return v.toISOString();
+  };
+  const [startAt, endAt] = [time('startAt'), time('endAt')];
+  const fields = JSON.stringify({
+    expression: d.expression,
+    ...(d.timezone !== undefined ? { timezone: d.timezone } : {}),
+    ...(startAt !== undefined ? { startAt } : {}),
+    ...(endAt !== undefined ? { endAt } : {}),
+    ...(d.state !== undefined ? { state: d.state } : {}),
+  });
+  if (d.payload === undefined && d.payloadJson === undefined) return fields;
+  return `${fields.slice(0, -1)},"payload":${payloadText(d)}}`;
+}
+
+/** A whole number in [min, max] for a query parameter, or a client-side ValidationError naming it. */
+function wholeNumber(field: string, n: number, min: number, max: number): number {
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ValidationError({
+      source: 'client',
+      message: `${field} must be a whole number from ${min} to ${max}, got ${JSON.stringify(n)}`,
+    });
+  return n;
 }
 
 /** Splits indexes into batch requests of ≤ 100 jobs and ≤ 5 MiB. */

@@ -14,6 +14,11 @@ export interface DeliveredJob<P = unknown> {
    * where `JSON.parse` would lose something (64-bit integers, `1.0`, duplicate keys).
    */
   readonly payloadText: string;
+  /**
+   * The recurring schedule this job is an occurrence of (the body's `"schedule"`, also the
+   * `schedule` message attribute); absent for a one-off job. `runAt` is the occurrence's time.
+   */
+  readonly schedule?: string;
 }
 
 /** What a handler gets besides the job. */
@@ -74,8 +79,10 @@ export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
   ) {
     throw new MalformedMessageError('jobId, tenant or runAt is missing');
   }
+  if (o.schedule !== undefined && typeof o.schedule !== 'string') throw new MalformedMessageError('schedule is not a string');
   const payloadText = o.payload instanceof RawJson ? o.payload.text : 'null';
-  return { jobId: o.jobId, tenant: o.tenant, runAt: o.runAt, payload: JSON.parse(payloadText) as P, payloadText };
+  const job = { jobId: o.jobId, tenant: o.tenant, runAt: o.runAt, payload: JSON.parse(payloadText) as P, payloadText };
+  return typeof o.schedule === 'string' ? { ...job, schedule: o.schedule } : job;
 }
 
 /** Receive time minus `runAt` (the message attribute when present, else the body's). */

@@ -34,7 +34,7 @@ export class DyneinError extends Error {
 export class DyneinApiError extends DyneinError {
   /** HTTP status. */
   readonly status: number;
-  /** Machine-readable code: the handler's (`ValidationError`, `JobNotFound`...) or, for gateway replies, `Forbidden`, `NotFound`, `RequestEntityTooLarge`, `TooManyRequests`, `GatewayError`. */
+  /** Machine-readable code: the handler's (`ValidationError`, `JobNotFound`, `ScheduleNotFound`...) or, for gateway replies, `Forbidden`, `NotFound`, `RequestEntityTooLarge`, `TooManyRequests`, `GatewayError`. */
   readonly code: string;
   /** `apigw-requestid` (or `x-request-id`): quote it when asking for help. */
   readonly requestId: string | undefined;
@@ -73,6 +73,8 @@ export class PayloadTooLargeError extends kind('PayloadTooLargeError', 413, 'Pay
 export class TenantNotFoundError extends kind('TenantNotFoundError', 404, 'TenantNotFound') {}
 /** 404 `JobNotFound`: a valid id of another tenant. */
 export class JobNotFoundError extends kind('JobNotFoundError', 404, 'JobNotFound') {}
+/** 404 `ScheduleNotFound`: the tenant has no schedule of that name (never created, or deleted). */
+export class ScheduleNotFoundError extends kind('ScheduleNotFoundError', 404, 'ScheduleNotFound') {}
 /** 409 `AlreadyQueued`: the job is (being) handed to its queue and can no longer be cancelled. */
 export class AlreadyQueuedError extends kind('AlreadyQueuedError', 409, 'AlreadyQueued') {}
 /** 409 `NotCancellable`: the job was submitted with `cancellable: false` or went straight to its queue. */
@@ -81,6 +83,12 @@ export class NotCancellableError extends kind('NotCancellableError', 409, 'NotCa
 export class IdempotencyKeyReusedError extends kind('IdempotencyKeyReusedError', 409, 'IdempotencyKeyReused') {}
 /** 409 `TenantPaused`: the tenant is paused (tenant controls). */
 export class TenantPausedError extends kind('TenantPausedError', 409, 'TenantPaused') {}
+/**
+ * 409 `ConcurrentModification`: another change to the same schedule won the race; nothing of this
+ * call was written. Not retried by the client: read the schedule again and decide (a put, pause,
+ * resume or delete may simply be sent again).
+ */
+export class ConcurrentModificationError extends kind('ConcurrentModificationError', 409, 'ConcurrentModification') {}
 /** 403 from the gateway: missing or wrong signature, unknown key, expired signature, or another tenant's path. */
 export class ForbiddenError extends kind('ForbiddenError', 403, 'Forbidden') {}
 /** 404 from the gateway: no such route (check the endpoint and its stage path). */
@@ -108,6 +116,8 @@ const BY_CODE: Record<string, new (init: SubInit) => DyneinApiError> = {
   NotCancellable: NotCancellableError,
   IdempotencyKeyReused: IdempotencyKeyReusedError,
   TenantPaused: TenantPausedError,
+  ScheduleNotFound: ScheduleNotFoundError,
+  ConcurrentModification: ConcurrentModificationError,
   Throttled: ThrottledError,
 };
 

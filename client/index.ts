@@ -1,5 +1,5 @@
 /**
- * Dynein client library: the HTTP API client (`DyneinClient`), the queue consumer (`Worker`), a
+ * Dynein client library: the HTTP API client (`DyneinClient`: one-off jobs and recurring schedules), the queue consumer (`Worker`), a
  * Lambda wrapper for functions consuming a tenant queue, and the typed errors. See docs/client.md.
  */
 export {
@@ -10,15 +10,24 @@ export {
   type CallOptions,
   type CancelledJob,
   type Credentials,
+  type DeletedSchedule,
   type DyneinClientOptions,
   type JobRequest,
   type JobState,
   type JobStatus,
+  type ListSchedulesOptions,
+  type PutScheduleOptions,
+  type PutScheduleResult,
   type RetryOptions,
+  type Schedule,
+  type ScheduleDefinition,
+  type SchedulePage,
+  type ScheduleState,
   type ScheduledJob,
 } from './client.js';
 export {
   AlreadyQueuedError,
+  ConcurrentModificationError,
   DyneinApiError,
   DyneinError,
   ForbiddenError,
@@ -29,6 +38,7 @@ export {
   NotCancellableError,
   PayloadTooLargeError,
   RouteNotFoundError,
+  ScheduleNotFoundError,
   ServerError,
   TenantNotFoundError,
   TenantPausedError,

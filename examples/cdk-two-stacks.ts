@@ -78,11 +78,21 @@ export class PaymentsStack extends Stack {
       id: 'AwsSolutions-L1',
       reason: 'The example worker pins Node.js 22, the runtime the package is tested on.',
     });
-    // cdk-nag: grantSchedule's only wildcard is the job id (GET and DELETE .../jobs/*).
-    for (const method of ['GET', 'DELETE']) {
+    // cdk-nag: grantSchedule's only wildcards are the job id (GET and DELETE .../jobs/*) and the
+    // schedule name (PUT, GET, DELETE .../schedules/*, POST .../schedules/<name>/pause and /resume).
+    for (const route of [
+      'GET/v1/tenants/payments/jobs/*',
+      'DELETE/v1/tenants/payments/jobs/*',
+      'PUT/v1/tenants/payments/schedules/*',
+      'GET/v1/tenants/payments/schedules/*',
+      'DELETE/v1/tenants/payments/schedules/*',
+      'POST/v1/tenants/payments/schedules/*/pause',
+      'POST/v1/tenants/payments/schedules/*/resume',
+    ]) {
       Validations.of(service).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${props.apiExportName}/$default/${method}/v1/tenants/payments/jobs/*]`,
-        reason: 'The job id is the only wildcard: the service may read and cancel any job of its own tenant, nothing else.',
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${props.apiExportName}/$default/${route}]`,
+        reason:
+          'The job id and the schedule name are the only wildcards: the service may manage any job and recurring schedule of its own tenant, nothing else.',
       });
     }
   }

@@ -16,12 +16,26 @@ import { DyneinScheduler, DyneinTenant } from 'dynein-serverless/cdk';
 
 const role = (scope: Construct, id: string) => new iam.Role(scope, id, { assumedBy: new iam.AccountRootPrincipal() });
 
-/** cdk-nag: grantSchedule's only wildcard is the job id (`GET` and `DELETE .../jobs/*`); `api` as cdk-nag prints it. */
+/**
+ * cdk-nag: grantSchedule's only wildcards are the job id (`GET` and `DELETE .../jobs/*`) and the
+ * schedule name (`PUT`, `GET`, `DELETE .../schedules/*`, `POST .../schedules/<name>/pause|resume`);
+ * `api` as cdk-nag prints it.
+ */
 function acknowledgeJobIdWildcard(grantee: iam.IRole, api: string, tenant: string): void {
-  for (const method of ['GET', 'DELETE']) {
+  const routes = [
+    'GET/v1/tenants/TENANT/jobs/*',
+    'DELETE/v1/tenants/TENANT/jobs/*',
+    'PUT/v1/tenants/TENANT/schedules/*',
+    'GET/v1/tenants/TENANT/schedules/*',
+    'DELETE/v1/tenants/TENANT/schedules/*',
+    'POST/v1/tenants/TENANT/schedules/*/pause',
+    'POST/v1/tenants/TENANT/schedules/*/resume',
+  ];
+  for (const route of routes) {
     Validations.of(grantee).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${api}/$default/${method}/v1/tenants/${tenant}/jobs/*]`,
-      reason: 'The job id is the only wildcard: the role may read and cancel any job of its own tenant, nothing else.',
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${api}/$default/${route.replace('TENANT', tenant)}]`,
+      reason:
+        'The job id and the schedule name are the only wildcards: the role may manage any job and recurring schedule of its own tenant, nothing else.',
     });
   }
 }
@@ -40,7 +54,7 @@ export class SchedulerStack extends Stack {
 
     const scheduler = new DyneinScheduler(this, 'Dynein', { alarmTopic });
     const billing = scheduler.addTenant('billing', { maxReceiveCount: 5 });
-    billing.grantSchedule(billingApiRole); // execute-api:Invoke on billing's four routes ($default stage) only
+    billing.grantSchedule(billingApiRole); // execute-api:Invoke on billing's job and schedule routes ($default stage) only
     billing.grantConsume(billingWorkerRole); // sqs:ReceiveMessage, DeleteMessage, ChangeMessageVisibility, GetQueueAttributes on its queue only
     billing.grantRedrive(opsRole); // move its DLQ back (StartMessageMoveTask), and send to its queue
     scheduler.grantInboundRedrive(opsRole); // move the inbound DLQ back after a fix

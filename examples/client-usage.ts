@@ -9,9 +9,11 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { fromIni } from '@aws-sdk/credential-providers';
 import {
   AlreadyQueuedError,
+  ConcurrentModificationError,
   DyneinClient,
   ForbiddenError,
   NotCancellableError,
+  ScheduleNotFoundError,
   UnrecoverableError,
   ValidationError,
   Worker,
@@ -81,6 +83,54 @@ export async function batchesAndErrors(): Promise<void> {
     else if (err instanceof ForbiddenError) console.error('not allowed: check the role has grantSchedule for this tenant');
     else throw err;
   }
+}
+
+// --- SDK: recurring schedules ---------------------------------------------------------------
+
+export async function recurring(client: DyneinClient): Promise<void> {
+  // Every weekday at 09:00 in Paris, from March on. 201 creates it, 200 replaces it (same call).
+  const s = await client.putSchedule('billing', 'weekday-digest', {
+    expression: 'cron(0 9 ? * MON-FRI *)',
+    timezone: 'Europe/Paris',
+    startAt: new Date('2030-03-01T00:00:00Z'),
+    payload: { report: 'digest' },
+  });
+  console.log(s.created, s.state, s.nextRuns); // true 'ENABLED' ['2030-03-01T08:00:00.000Z', ...] (5 runs, UTC)
+
+  // Check an expression without storing anything: up to 100 next runs.
+  const preview = await client.putSchedule('billing', 'month-end', { expression: 'cron(0 18 L * ? *)' }, { dryRun: true, count: 12 });
+  console.log(preview.nextRuns.length); // 12
+
+  await client.pauseSchedule('billing', 'weekday-digest'); // occurrences due > 5 s from now are cancelled
+  await client.resumeSchedule('billing', 'weekday-digest'); // from now on: what fell while paused never runs
+
+  for await (const schedule of client.schedules('billing')) {
+    console.log(schedule.name, schedule.expression, schedule.nextRuns[0] ?? '(none)');
+  }
+  const page = await client.listSchedules('billing', { limit: 20 }); // or one page at a time
+  if (page.nextCursor) await client.listSchedules('billing', { limit: 20, cursor: page.nextCursor });
+
+  try {
+    await client.deleteSchedule('billing', 'weekday-digest');
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) console.log('already gone');
+    else if (err instanceof ConcurrentModificationError) console.log('changed meanwhile: read it again and decide');
+    else throw err;
+  }
+}
+
+// --- Worker: occurrences of a schedule --------------------------------------------------------
+
+export async function recurringWorker(): Promise<void> {
+  const w = new Worker({
+    queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing-queue',
+    handler: async (job) => {
+      if (job.schedule === 'weekday-digest') {
+        console.log(`digest occurrence due ${job.runAt}`); // runAt = the occurrence's time
+      }
+    },
+  });
+  await w.run();
 }
 
 // --- Worker ---------------------------------------------------------------------------------

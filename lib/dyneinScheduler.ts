@@ -11,6 +11,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import { CfnScheduleGroup } from 'aws-cdk-lib/aws-scheduler';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -26,9 +27,9 @@ import {
   TABLE_KEY,
 } from '../core/schema.js';
 import { bundleCode } from './bundles.js';
-import { SchedulerMonitoring } from './monitoring.js';
+import { SchedulerMonitoring, type SchedulerFiringMetric } from './monitoring.js';
 import { defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
-import { DLQ_REDRIVE_ACTIONS, secureQueue } from './queues.js';
+import { DLQ_REDRIVE_ACTIONS, secureDeadLetterQueue, secureQueue } from './queues.js';
 import {
   acknowledgeRuntime,
   admitSender,
@@ -113,8 +114,8 @@ export interface DyneinSchedulerProps {
   readonly parkedJobsAlarmMinutes?: number;
 }
 
-/** The scheduler's six functions. */
-export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status';
+/** The scheduler's seven functions. */
+export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules';
 
 interface FunctionOptions {
   readonly timeout: Duration;
@@ -125,9 +126,10 @@ interface FunctionOptions {
 
 /**
  * The whole scheduler of DESIGN.md: the scheduler table (on demand, PITR, TTL, retained), the
- * inbound queue with its DLQ, the six functions with least-privilege roles, the job id key in
+ * inbound queue with its DLQ, the seven functions with least-privilege roles, the job id key in
  * Secrets Manager, the IAM-authorized HTTP API, the tick (EventBridge every minute → Step
- * Functions EXPRESS), a dashboard and alarms. Tenants are added with {@link addTenant}, or from
+ * Functions EXPRESS), the recurring schedules' EventBridge Scheduler group with its execution
+ * role and firing DLQ, a dashboard and alarms. Tenants are added with {@link addTenant}, or from
  * another stack with {@link DyneinTenant} and {@link DyneinScheduler.fromAttributes}.
  *
  * @example
@@ -159,6 +161,30 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   readonly tenantQueuePrefix: string;
   /** The IAM principal tag ({@link grantInboundRedrive} sets it to `true`) that lets a principal send to the inbound queue. */
   readonly inboundSenderTagKey: string;
+  /**
+   * The EventBridge Scheduler schedule group holding the clock of every recurring schedule
+   * (`cron()`/`rate()`), named {@link scheduleGroupName}. Deleting it deletes those schedules: it
+   * is destroyed with the stack whatever the `removalPolicy` (the definitions stay in the table).
+   */
+  readonly scheduleGroup: CfnScheduleGroup;
+  /** `<tenantQueuePrefix>-schedules`: the schedule group's name (the schedules function's `DYNEIN_SCHEDULE_GROUP`). */
+  readonly scheduleGroupName: string;
+  /** `arn:<partition>:scheduler:<region>:<account>:schedule-group/<scheduleGroupName>`. */
+  readonly scheduleGroupArn: string;
+  /**
+   * The execution role EventBridge Scheduler assumes to fire the schedules of the group: trusted by
+   * `scheduler.amazonaws.com` only for this account and this schedule group (`aws:SourceAccount`,
+   * `aws:SourceArn`), allowed `sqs:SendMessage` on the inbound queue and
+   * {@link schedulerDeadLetterQueue} only. The schedules function passes it (`iam:PassRole`, only to
+   * `scheduler.amazonaws.com`).
+   */
+  readonly schedulerRole: iam.Role;
+  /**
+   * Where EventBridge Scheduler puts a firing it could not deliver to the inbound queue after its
+   * retries (SSE, TLS only, 14 days). Any message raises the `SchedulerDlqNotEmpty` alarm;
+   * docs/operating.md says what to do.
+   */
+  readonly schedulerDeadLetterQueue: sqs.Queue;
   /** Imported roles given {@link grantInboundRedrive} (no tag possible): listed in the inbound queue policy by ARN. */
   readonly #inboundExtraSenders: string[] = [];
 
@@ -188,6 +214,43 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       maxReceiveCount: inbound.maxReceiveCount,
       retentionPeriod: Duration.seconds(inbound.retentionSeconds),
     }));
+    // Recurring schedules: EventBridge Scheduler is the clock of each cron()/rate() schedule, in one
+    // group per deployment; each firing goes to the inbound queue (ingest materialises the next
+    // occurrences), a firing that fails its retries to the firing DLQ.
+    const stack = Stack.of(this);
+    this.scheduleGroupName = `${this.tenantQueuePrefix}-schedules`;
+    this.scheduleGroup = new CfnScheduleGroup(this, 'ScheduleGroup', { name: this.scheduleGroupName });
+    // Its schedules only mirror the table's definitions; kept after the stack, they would fire into deleted queues.
+    this.scheduleGroup.applyRemovalPolicy(RemovalPolicy.DESTROY);
+    this.scheduleGroupArn = stack.formatArn({
+      service: 'scheduler',
+      resource: 'schedule-group',
+      resourceName: this.scheduleGroupName,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    this.schedulerDeadLetterQueue = secureDeadLetterQueue(this, 'SchedulerDlq');
+    Validations.of(this.schedulerDeadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This queue is itself a dead-letter queue: EventBridge Scheduler sends the firings it could not deliver here (DeadLetterConfig of each schedule), so no SQS queue names it in a redrive policy.',
+    });
+    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+      // Confused-deputy guard (EventBridge Scheduler user guide): only this account's schedules of this group.
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': stack.account, 'aws:SourceArn': this.scheduleGroupArn } },
+      }),
+      description: 'Dynein: EventBridge Scheduler execution role of the recurring schedules (sends firings to the inbound queue)',
+    });
+    const firingPolicy = new iam.Policy(this, 'SchedulerRolePolicy', {
+      roles: [this.schedulerRole],
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['sqs:SendMessage'],
+          resources: [this.inboundQueue.queueArn, this.schedulerDeadLetterQueue.queueArn],
+        }),
+      ],
+    });
+
     this.idKey = new secrets.Secret(this, 'JobIdKey', {
       description: 'Dynein Serverless: HMAC key that signs job ids (rotating it invalidates outstanding ids)',
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
@@ -218,6 +281,17 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const ingest = fn('ingest', { timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS), environment: withKey });
     const status = fn('status', { timeout: Duration.seconds(10), environment: withKey });
     const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withKey });
+    // Within the HTTP API's 30 s integration timeout: Scheduler API calls (retried when throttled) and occurrence cancels.
+    const schedules = fn('schedules', {
+      timeout: Duration.seconds(20),
+      environment: {
+        ...withKey,
+        DYNEIN_SCHEDULE_GROUP: this.scheduleGroupName,
+        DYNEIN_SCHEDULER_ROLE_ARN: this.schedulerRole.roleArn,
+        DYNEIN_INBOUND_QUEUE_ARN: this.inboundQueue.queueArn,
+        DYNEIN_SCHEDULER_DLQ_ARN: this.schedulerDeadLetterQueue.queueArn,
+      },
+    });
     const tick = fn('tick', { timeout: Duration.seconds(10), environment: env });
     const dispatch = fn('dispatch', {
       // One step dispatches a whole tick run (no gap between steps): the run plus 30 s.
@@ -226,7 +300,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       environment: env,
       reservedConcurrentExecutions: props.dispatchReservedConcurrency,
     });
-    this.functions = { submit, ingest, tick, dispatch, cancel, status };
+    // Created (and answering requests) only once its group exists and the role it passes may send the firings.
+    schedules.node.addDependency(this.scheduleGroup, firingPolicy);
+    this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules };
 
     // Least privilege, one statement per need (no wildcard actions).
     const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
@@ -240,16 +316,47 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['idem#*'] } },
       }),
     );
-    tableAccess(ingest, 'GetItem', 'PutItem');
+    // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
+    tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
     tableAccess(status, 'GetItem');
     tableAccess(cancel, 'GetItem', 'UpdateItem');
     // The tick samples the rows coming due to size its plan (keys only, read-only).
     tableAccess(tick, 'Query');
     tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
-    for (const f of [submit, ingest, status, cancel]) {
+    // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
+    tableAccess(schedules, 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query');
+    for (const f of [submit, ingest, status, cancel, schedules]) {
       f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
     }
     submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
+    // The clocks: the schedules of this deployment's group only (EventBridge Scheduler names them `d-<hash>` at run time).
+    const groupSchedules = stack.formatArn({
+      service: 'scheduler',
+      resource: 'schedule',
+      resourceName: `${this.scheduleGroupName}/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    schedules.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ClocksOfTheGroup',
+        actions: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule', 'scheduler:DeleteSchedule', 'scheduler:GetSchedule'],
+        resources: [groupSchedules],
+      }),
+    );
+    // CreateSchedule/UpdateSchedule pass the execution role, to EventBridge Scheduler and nothing else.
+    schedules.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'PassSchedulerRole',
+        actions: ['iam:PassRole'],
+        resources: [this.schedulerRole.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    );
+    Validations.of(schedules.role!).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${this.scheduleGroupName}/*]`,
+      reason:
+        "EventBridge Scheduler schedules are created at run time, one per recurring schedule (named d-<hash of tenant and name>); the grant covers only the schedules of this deployment's schedule group, with four named actions.",
+    });
     ingest.addEventSource(
       new SqsEventSource(this.inboundQueue, {
         batchSize: 10,
@@ -257,8 +364,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         reportBatchItemFailures: true,
       }),
     );
-    // Only submit writes the inbound queue (ingest trusts what it reads there, beyond the id's MAC),
-    // and principals tagged by grantInboundRedrive (both conditions must hold for the deny).
+    // Only submit and EventBridge Scheduler's execution role (firings) write the inbound queue
+    // (ingest trusts what it reads there, beyond the id's MAC), and principals tagged by
+    // grantInboundRedrive (both conditions must hold for the deny).
     this.inboundQueue.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'OnlySubmitSends',
@@ -267,7 +375,11 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         principals: [new iam.AnyPrincipal()],
         resources: [this.inboundQueue.queueArn],
         conditions: {
-          ArnNotEquals: { 'aws:PrincipalArn': Lazy.list({ produce: () => [submit.role!.roleArn, ...this.#inboundExtraSenders] }) },
+          ArnNotEquals: {
+            'aws:PrincipalArn': Lazy.list({
+              produce: () => [submit.role!.roleArn, this.schedulerRole.roleArn, ...this.#inboundExtraSenders],
+            }),
+          },
           StringNotEquals: { [`aws:PrincipalTag/${this.inboundSenderTagKey}`]: 'true' },
         },
       }),
@@ -373,6 +485,23 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return this.#metric('ParkedJobs', 'dispatch', { statistic: 'Maximum', ...props });
   }
 
+  /**
+   * A metric EventBridge Scheduler publishes for this deployment's schedule group (namespace
+   * `AWS/Scheduler`, dimension `ScheduleGroup`), `Sum` per minute: firings attempted
+   * (`InvocationAttemptCount`), target errors, throttles, dropped, sent to (or failed to reach)
+   * the firing DLQ. Published only while schedules fire.
+   */
+  metricFirings(metricName: SchedulerFiringMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: 'AWS/Scheduler',
+      metricName,
+      dimensionsMap: { ScheduleGroup: this.scheduleGroupName },
+      period: Duration.minutes(1),
+      statistic: 'Sum',
+      ...props,
+    });
+  }
+
   #metric(name: string, fn: FunctionName, props: cloudwatch.MetricOptions): cloudwatch.Metric {
     return new cloudwatch.Metric({
       namespace: METRICS_NAMESPACE,
@@ -457,11 +586,19 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     const route = (path: string, method: apigw.HttpMethod, f: lambda.IFunction, name: string) =>
       httpApi.addRoutes({ path, methods: [method], integration: new HttpLambdaIntegration(`${name}Integration`, f) });
-    const { submit, status, cancel } = this.functions;
+    const { submit, status, cancel, schedules } = this.functions;
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
+    // Recurring schedules: every route to the one schedules function (one integration).
+    const integration = new HttpLambdaIntegration('SchedulesIntegration', schedules);
+    const base = '/v1/tenants/{tenant}/schedules';
+    const { GET, PUT, DELETE, POST } = apigw.HttpMethod;
+    httpApi.addRoutes({ path: base, methods: [GET], integration });
+    httpApi.addRoutes({ path: `${base}/{name}`, methods: [PUT, GET, DELETE], integration });
+    httpApi.addRoutes({ path: `${base}/{name}/pause`, methods: [POST], integration });
+    httpApi.addRoutes({ path: `${base}/{name}/resume`, methods: [POST], integration });
     return { httpApi, stage };
   }
 

@@ -4,7 +4,7 @@
  */
 export { DyneinScheduler, type DyneinLogLevel, type DyneinSchedulerProps, type FunctionName } from './dyneinScheduler.js';
 export { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
-export { SchedulerMonitoring, type SchedulerMonitoringProps } from './monitoring.js';
+export { SchedulerMonitoring, type SchedulerFiringMetric, type SchedulerMonitoringProps } from './monitoring.js';
 export { DyneinStack, type DyneinStackProps } from './stack.js';
 export { appSettings, CONTEXT_KEYS, type AppSettings, type ContextKey } from './context.js';
 export { MAX_PREFIX_LENGTH } from './naming.js';

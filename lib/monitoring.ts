@@ -8,11 +8,37 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { DyneinTenant } from './tenant.js';
 
+/**
+ * The EventBridge Scheduler metrics of a schedule group (namespace `AWS/Scheduler`, dimension
+ * `ScheduleGroup`; EventBridge Scheduler user guide, "Monitoring ... with Amazon CloudWatch"):
+ * - `InvocationAttemptCount`: every attempt to deliver a firing to its target (the inbound queue);
+ * - `TargetErrorCount`: attempts the target refused (SQS errors: a denied send, a missing queue), retried;
+ * - `TargetErrorThrottledCount`: attempts the target throttled, retried;
+ * - `InvocationThrottleCount`: attempts EventBridge Scheduler throttled (the account's invocation quota), retried;
+ * - `InvocationDroppedCount`: firings given up once the retry policy was exhausted (final drops);
+ * - `InvocationsSentToDeadLetterCount`: firings given up and sent to the DLQ;
+ * - `InvocationsFailedToBeSentToDeadLetterCount`: firings given up that could not be sent to the DLQ either;
+ * - `InvocationsSentToDeadLetterCount_Truncated_MessageSizeExceeded`: DLQ messages truncated to SQS's size limit.
+ */
+export type SchedulerFiringMetric =
+  | 'InvocationAttemptCount'
+  | 'TargetErrorCount'
+  | 'TargetErrorThrottledCount'
+  | 'InvocationThrottleCount'
+  | 'InvocationDroppedCount'
+  | 'InvocationsSentToDeadLetterCount'
+  | 'InvocationsFailedToBeSentToDeadLetterCount'
+  | 'InvocationsSentToDeadLetterCount_Truncated_MessageSizeExceeded';
+
 /** The parts of a scheduler its monitoring reads; `DyneinScheduler` implements it. */
 export interface MonitoredScheduler {
-  readonly functions: Readonly<Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status', lambda.IFunction>>;
+  readonly functions: Readonly<Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules', lambda.IFunction>>;
   readonly inboundQueue: sqs.IQueue;
   readonly inboundDeadLetterQueue: sqs.IQueue;
+  /** Where EventBridge Scheduler puts the firings it could not deliver. */
+  readonly schedulerDeadLetterQueue: sqs.IQueue;
+  /** EventBridge Scheduler's metrics of the deployment's schedule group, `Sum` per minute. */
+  metricFirings(metricName: SchedulerFiringMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   readonly stateMachine: sfn.IStateMachine;
   metricJobsSubmitted(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricJobsIngested(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
@@ -37,9 +63,10 @@ const minute = Duration.minutes(1);
 /**
  * The scheduler's dashboard and alarms. Dashboard: jobs submitted, ingested, dispatched;
  * lateness p50/p95/p99; inbound depth and oldest age; per tenant queue depth, oldest age and DLQ
- * depth; Lambda errors, throttles and duration; tick failures; parked rows. Alarms: inbound
+ * depth; Lambda errors, throttles and duration; tick failures; parked rows; recurring-schedule
+ * firings (attempts, errors, throttles, dead letters) and the firing DLQ. Alarms: inbound
  * oldest age, any DLQ not empty, lateness p99, failed tick executions, dispatch errors and
- * throttles, parked rows of unregistered tenants.
+ * throttles, parked rows of unregistered tenants, failed or failing firings, the firing DLQ.
  */
 export class SchedulerMonitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
@@ -112,6 +139,34 @@ export class SchedulerMonitoring extends Construct {
         width: 12,
       }),
     );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Recurring schedule firings (EventBridge Scheduler)',
+        left: [
+          s.metricFirings('InvocationAttemptCount', { label: 'attempts' }),
+          s.metricFirings('TargetErrorCount', { label: 'target errors (retried)' }),
+          s.metricFirings('TargetErrorThrottledCount', { label: 'target throttled (retried)' }),
+          s.metricFirings('InvocationThrottleCount', { label: 'throttled by the quota (retried)' }),
+        ],
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Failed firings',
+        left: [
+          s.metricFirings('InvocationsSentToDeadLetterCount', { label: 'sent to the firing DLQ' }),
+          s.metricFirings('InvocationsFailedToBeSentToDeadLetterCount', { label: 'failed to reach the firing DLQ' }),
+          s.metricFirings('InvocationDroppedCount', { label: 'dropped' }),
+        ],
+        right: [
+          s.schedulerDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            period: minute,
+            statistic: 'Maximum',
+            label: 'firing DLQ depth',
+          }),
+        ],
+        width: 12,
+      }),
+    );
 
     this.#alarm('InboundBacklog', {
       alarmDescription: `Jobs wait in the inbound queue longer than ${props.inboundAgeAlarmThreshold.toHumanString()}: ingest is failing or throttled (see its errors and the inbound DLQ).`,
@@ -159,6 +214,43 @@ export class SchedulerMonitoring extends Construct {
       metric: s.functions.dispatch.metricThrottles({ period: minute, statistic: 'Sum' }),
       threshold: 0,
       evaluationPeriods: 2,
+    });
+    this.#alarm('SchedulerDlqNotEmpty', {
+      alarmDescription:
+        "EventBridge Scheduler gave up delivering a recurring schedule's firing to the inbound queue and put it in the firing DLQ: the schedule's next firing delivers the occurrences missed meanwhile (late, once each). Read the message's error, fix the cause (docs/operating.md, \"Failed firings\").",
+      metric: s.schedulerDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum' }),
+      threshold: 0,
+      evaluationPeriods: 1,
+    });
+    this.#alarm('SchedulerFiringsFailed', {
+      alarmDescription:
+        'EventBridge Scheduler gave up firings of recurring schedules after their retries (InvocationDroppedCount) or could not put them in the firing DLQ (InvocationsFailedToBeSentToDeadLetterCount). With the firing DLQ empty, check the execution role and the DLQ (docs/operating.md, "Failed firings").',
+      metric: new cloudwatch.MathExpression({
+        expression: 'FILL(failedToDlq, 0) + FILL(dropped, 0)',
+        usingMetrics: {
+          failedToDlq: s.metricFirings('InvocationsFailedToBeSentToDeadLetterCount'),
+          dropped: s.metricFirings('InvocationDroppedCount'),
+        },
+        period: minute,
+      }),
+      threshold: 0,
+      evaluationPeriods: 1,
+    });
+    this.#alarm('SchedulerFiringErrors', {
+      alarmDescription:
+        'Firings of recurring schedules failed to reach the inbound queue in 3 of the last 5 minutes (target errors or throttling; EventBridge Scheduler retries them): a denied send, a deleted queue, or the invocation quota. Occurrences are late meanwhile (docs/operating.md, "Failed firings").',
+      metric: new cloudwatch.MathExpression({
+        expression: 'FILL(targetErrors, 0) + FILL(targetThrottled, 0) + FILL(throttled, 0)',
+        usingMetrics: {
+          targetErrors: s.metricFirings('TargetErrorCount'),
+          targetThrottled: s.metricFirings('TargetErrorThrottledCount'),
+          throttled: s.metricFirings('InvocationThrottleCount'),
+        },
+        period: minute,
+      }),
+      threshold: 0,
+      evaluationPeriods: 5,
+      datapointsToAlarm: 3,
     });
     this.#alarm('ParkedJobs', {
       alarmDescription: `Jobs of a tenant that is not registered (removed from its stack) wait parked in the table for ${props.parkedJobsAlarmMinutes} minutes: they are kept, not delivered. Register the tenant again to deliver them, or delete them (docs/operating.md, "Parked jobs").`,

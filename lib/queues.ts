@@ -23,13 +23,7 @@ export interface SecureQueueProps {
  */
 export function secureQueue(scope: Construct, id: string, props: SecureQueueProps = {}): { queue: sqs.Queue; deadLetterQueue: sqs.Queue } {
   const retentionPeriod = props.retentionPeriod ?? Duration.seconds(QUEUE_SETTINGS.tenant.retentionSeconds);
-  const deadLetterQueue = new sqs.Queue(scope, `${id}Dlq`, {
-    queueName: props.deadLetterQueueName,
-    encryption: sqs.QueueEncryption.SQS_MANAGED,
-    enforceSSL: true,
-    retentionPeriod: Duration.seconds(QUEUE_SETTINGS.dlqRetentionSeconds),
-    removalPolicy: RemovalPolicy.DESTROY,
-  });
+  const deadLetterQueue = secureDeadLetterQueue(scope, `${id}Dlq`, { queueName: props.deadLetterQueueName });
   const queue = new sqs.Queue(scope, id, {
     queueName: props.queueName,
     encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -40,6 +34,22 @@ export function secureQueue(scope: Construct, id: string, props: SecureQueueProp
     removalPolicy: RemovalPolicy.DESTROY,
   });
   return { queue, deadLetterQueue };
+}
+
+/**
+ * A dead-letter queue on its own, as secure as {@link secureQueue}'s: SSE (SQS-managed keys), a
+ * policy that denies non-TLS access, 14 days' retention (the maximum). For a service that sends
+ * its failures to a queue itself (EventBridge Scheduler's firing DLQ) as well as for
+ * {@link secureQueue}'s DLQ.
+ */
+export function secureDeadLetterQueue(scope: Construct, id: string, props: { readonly queueName?: string } = {}): sqs.Queue {
+  return new sqs.Queue(scope, id, {
+    queueName: props.queueName,
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: Duration.seconds(QUEUE_SETTINGS.dlqRetentionSeconds),
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
 }
 
 /** What moving a DLQ back to its queue needs on the DLQ (console "Start DLQ redrive", `StartMessageMoveTask`). */

@@ -47,5 +47,13 @@ export class DyneinStack extends Stack {
       description: 'For DyneinScheduler.fromAttributes in tenant stacks',
     });
     new CfnOutput(this, 'DashboardName', { value: this.scheduler.monitoring.dashboard.dashboardName });
+    new CfnOutput(this, 'ScheduleGroupName', {
+      value: this.scheduler.scheduleGroupName,
+      description: 'EventBridge Scheduler group holding the clocks of the recurring schedules',
+    });
+    new CfnOutput(this, 'SchedulerDlqUrl', {
+      value: this.scheduler.schedulerDeadLetterQueue.queueUrl,
+      description: 'Firings EventBridge Scheduler could not deliver (docs/operating.md, "Failed firings")',
+    });
   }
 }

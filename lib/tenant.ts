@@ -156,14 +156,17 @@ export class DyneinTenant extends Construct {
   }
 
   /**
-   * Lets `grantee` schedule, read and cancel this tenant's jobs: `execute-api:Invoke` on exactly
-   * its four routes of the `$default` stage (`POST /v1/tenants/<name>/jobs`, `POST .../jobs/batch`,
-   * `GET` and `DELETE .../jobs/*`), nothing else. The only wildcard is the job id; teams running
-   * cdk-nag acknowledge `AwsSolutions-IAM5` for it on the grantee.
+   * Lets `grantee` schedule, read and cancel this tenant's jobs and manage its recurring schedules:
+   * `execute-api:Invoke` on exactly its routes of the `$default` stage, nothing else. Jobs:
+   * `POST /v1/tenants/<name>/jobs`, `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`.
+   * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
+   * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard). The only
+   * wildcards are the job id and the schedule name; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
    */
   grantSchedule(grantee: iam.IGrantable): iam.Grant {
     const stack = Stack.of(this);
-    const base = `/v1/tenants/${this.tenantName}/jobs`;
+    const jobs = `/v1/tenants/${this.tenantName}/jobs`;
+    const schedules = `/v1/tenants/${this.tenantName}/schedules`;
     const arn = (method: string, path: string) =>
       stack.formatArn({
         service: 'execute-api',
@@ -174,7 +177,18 @@ export class DyneinTenant extends Construct {
     return iam.Grant.addToPrincipal({
       grantee,
       actions: ['execute-api:Invoke'],
-      resourceArns: [arn('POST', base), arn('POST', `${base}/batch`), arn('GET', `${base}/*`), arn('DELETE', `${base}/*`)],
+      resourceArns: [
+        arn('POST', jobs),
+        arn('POST', `${jobs}/batch`),
+        arn('GET', `${jobs}/*`),
+        arn('DELETE', `${jobs}/*`),
+        arn('GET', schedules),
+        arn('PUT', `${schedules}/*`),
+        arn('GET', `${schedules}/*`),
+        arn('DELETE', `${schedules}/*`),
+        arn('POST', `${schedules}/*/pause`),
+        arn('POST', `${schedules}/*/resume`),
+      ],
     });
   }
 

@@ -51,14 +51,22 @@ export function occurrenceJob(
 /**
  * Writes the occurrences of an enabled schedule after its watermark, up to the horizon, and moves
  * the watermark (conditional on the revision: a schedule changed meanwhile keeps its own). The
- * retired revisions' cancels left by a call that died are finished first. Returns how many
- * occurrence jobs were new.
+ * retired revisions' cancels left by a call that died are finished first. `untilMs` caps the
+ * horizon (a change catching up an old revision to its cut-off). Returns how many occurrence jobs
+ * were new.
  */
-export async function materialise(deps: RecurringDeps, record: ScheduleRecord): Promise<number> {
+export async function materialise(
+  deps: RecurringDeps,
+  record: ScheduleRecord,
+  opts: { readonly nowMs?: number; readonly untilMs?: number } = {},
+): Promise<number> {
   if (record.pending.length > 0) await settlePending(deps, record);
   if (record.state !== 'ENABLED' || record.deleting) return 0;
-  const now = deps.clock.now();
-  const horizon = horizonOf(record, now);
+  // A firing passes the time it read before it read the record: a change made after that read
+  // retires this revision's occurrences up to at least this horizon (see `retire`), however long
+  // this pass then takes.
+  const now = opts.nowMs ?? deps.clock.now();
+  const horizon = Math.min(horizonOf(record, now), opts.untilMs ?? Number.POSITIVE_INFINITY);
   const runs = occurrencesOf(record, record.throughMs + 1, MAX_OCCURRENCES_PER_PASS, horizon === END_OF_TIME ? undefined : horizon + 1);
   const limit = limiter(WRITE_CONCURRENCY);
   const outcomes = await Promise.all(
@@ -132,6 +140,7 @@ export function retire(record: ScheduleRecord, nowMs: number, lookaheadMs: numbe
 
 /** A firing of the schedule's clock: materialises what is due ahead (nothing for a schedule deleted since). */
 export async function materialiseFiring(deps: RecurringDeps, ref: { tenant: string; name: string }): Promise<number> {
+  const nowMs = deps.clock.now();
   const record = await deps.schedules.getSchedule(ref.tenant, ref.name);
-  return record ? materialise(deps, record) : 0;
+  return record ? materialise(deps, record, { nowMs }) : 0;
 }

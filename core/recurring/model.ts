@@ -87,7 +87,8 @@ const PAYLOAD_PATH = (path: readonly (string | number)[]) => path.length === 1 &
 
 /** Throws a 400 naming `name` unless it is a valid schedule name. */
 export function assertScheduleName(name: string): void {
-  if (!SCHEDULE_NAME_PATTERN.test(name)) {
+  // '.' and '..' match the pattern, but no URL path can name them (clients resolve them away).
+  if (!SCHEDULE_NAME_PATTERN.test(name) || name === '.' || name === '..') {
     const shown = name.length > 70 ? `${name.slice(0, 70)}…` : name;
     throw new ValidationError(
       `name ${JSON.stringify(shown)} is not a schedule name: use 1 to 64 letters, digits, '_', '.' or '-'${name.length > 64 ? ` (it has ${name.length} characters)` : ''}`,

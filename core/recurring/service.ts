@@ -171,6 +171,10 @@ export class SchedulesService {
         return { record: stored, created: false };
       }
       const change = next(old, now);
+      // Occurrences of the old revision due before the cut-off that no firing wrote yet (ingest
+      // was down): written now, delivered late, never skipped by the change.
+      if (change !== undefined && old?.state === 'ENABLED' && old.throughMs < now + this.deps.settings.lookaheadMs)
+        await materialise(this.#recurring, old, { nowMs: now, untilMs: now + this.deps.settings.lookaheadMs });
       if (change === undefined) {
         await this.#sync(old!);
         return { record: old!, created: false };

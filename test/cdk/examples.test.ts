@@ -70,7 +70,7 @@ describe('examples/cdk-two-stacks.ts', () => {
     expect(types).toContain('Custom::DyneinTenantRegistration');
     expect(types).toContain('AWS::Lambda::EventSourceMapping');
     const sched = JSON.parse(templateOf(dir, 'DyneinScheduler')) as { Resources: Record<string, { Type: string }> };
-    expect(Object.values(sched.Resources).filter((r) => r.Type === 'AWS::SQS::Queue')).toHaveLength(2); // inbound and its DLQ
+    expect(Object.values(sched.Resources).filter((r) => r.Type === 'AWS::SQS::Queue')).toHaveLength(3); // inbound, its DLQ and the firing DLQ
     expect(Object.values(sched.Resources).map((r) => r.Type)).not.toContain('Custom::DyneinTenantRegistration');
   });
 });

@@ -23,7 +23,7 @@ beforeAll(() => {
 const resources = () => Object.entries(t.toJSON().Resources as Record<string, Resource>);
 
 describe('inbound queue', () => {
-  it('denies sqs:SendMessage to everyone but submit and principals tagged by grantInboundRedrive', () => {
+  it('denies sqs:SendMessage to everyone but submit, the EventBridge Scheduler execution role and principals tagged by grantInboundRedrive', () => {
     const policy = resources().find(
       ([, r]) => r.Type === 'AWS::SQS::QueuePolicy' && render(r.Properties.Queues).includes(idOf(scheduler.inboundQueue)),
     );
@@ -35,7 +35,10 @@ describe('inbound queue', () => {
     const condition = deny[0]!.Condition as Record<string, Record<string, Json>>;
     expect(Object.keys(condition).sort()).toEqual(['ArnNotEquals', 'StringNotEquals']);
     const principals = [condition.ArnNotEquals!['aws:PrincipalArn']].flat().map((v) => render(v as Json));
-    expect(principals).toEqual([getAtt(scheduler.functions.submit.role!.node.defaultChild as never, 'Arn')]);
+    expect(principals).toEqual([
+      getAtt(scheduler.functions.submit.role!.node.defaultChild as never, 'Arn'),
+      getAtt(scheduler.schedulerRole.node.defaultChild as never, 'Arn'),
+    ]);
     expect(condition.StringNotEquals).toEqual({ [`aws:PrincipalTag/${scheduler.inboundSenderTagKey}`]: 'true' });
     // The redrive role carries the tag; the scheduler's stack names no ARN of it.
     const opsRole = resources().find(([id]) => id === idOf(ops))![1];

@@ -11,8 +11,11 @@ import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { fastApp, getAtt, ref, render, resourcesOf, type Json, type Resource } from './support.js';
 
 const TENANTS = ['alpha', 'beta'];
-/** InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles, ParkedJobs. */
-const SCHEDULER_ALARMS = 7;
+/**
+ * InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles,
+ * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs.
+ */
+const SCHEDULER_ALARMS = 10;
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -133,10 +136,10 @@ describe('dashboard', () => {
     }
   });
 
-  it('shows errors, throttles and duration of all six functions, tick failures and the dispatchers planned', () => {
+  it('shows errors, throttles and duration of all seven functions, tick failures and the dispatchers planned', () => {
     const { lines } = dashboardLines(t);
     const fns = Object.entries(scheduler.functions);
-    expect(fns).toHaveLength(6);
+    expect(fns).toHaveLength(7);
     for (const [n, f] of fns) {
       for (const metric of ['Errors', 'Throttles', 'Duration']) {
         expect(has(lines, 'AWS/Lambda', metric, ['FunctionName', ref(f)]), `${n} ${metric}`).toBe(true);

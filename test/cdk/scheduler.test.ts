@@ -27,7 +27,7 @@ import {
 } from './support.js';
 
 type FunctionName = keyof DyneinScheduler['functions'];
-const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status'];
+const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'schedules'];
 
 // Non-default props of the second stack.
 const CUSTOM_GROUPS = 12;
@@ -64,9 +64,15 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/jobs/batch',
     'GET /v1/tenants/{tenant}/jobs/{jobId}',
     'DELETE /v1/tenants/{tenant}/jobs/{jobId}',
+    'GET /v1/tenants/{tenant}/schedules',
+    'PUT /v1/tenants/{tenant}/schedules/{name}',
+    'GET /v1/tenants/{tenant}/schedules/{name}',
+    'DELETE /v1/tenants/{tenant}/schedules/{name}',
+    'POST /v1/tenants/{tenant}/schedules/{name}/pause',
+    'POST /v1/tenants/{tenant}/schedules/{name}/resume',
   ];
 
-  it('has exactly the four routes of DESIGN.md, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md and the six schedule routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -75,6 +81,7 @@ describe('HTTP API', () => {
       [ROUTES[1]!]: 'submit',
       [ROUTES[2]!]: 'status',
       [ROUTES[3]!]: 'cancel',
+      ...Object.fromEntries(ROUTES.slice(4).map((r) => [r, 'schedules'])),
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -121,7 +128,12 @@ describe('queues', () => {
 
   it.each(['Main', 'Custom'])('%s: every queue is one the scheduler or a tenant owns, and all have SSE', (name) => {
     const [, s, t] = both().find(([n]) => n === name)!;
-    const owned = [s.inboundQueue, s.inboundDeadLetterQueue, ...s.tenants.flatMap((x) => [x.queue, x.deadLetterQueue])].map(idOf);
+    const owned = [
+      s.inboundQueue,
+      s.inboundDeadLetterQueue,
+      s.schedulerDeadLetterQueue,
+      ...s.tenants.flatMap((x) => [x.queue, x.deadLetterQueue]),
+    ].map(idOf);
     const queues = resourcesOf(t, 'AWS::SQS::Queue');
     expect(queues.map(([id]) => id).sort()).toEqual([...owned].sort());
     for (const [id, q] of queues) {
@@ -136,7 +148,11 @@ describe('queues', () => {
     const dlqs = new Set(queues.map(([, q]) => dlqOf(q)).filter((x): x is string => x !== undefined));
     // The DLQs are exactly the scheduler's and the tenants' dead-letter queues, none shared.
     expect([...dlqs].sort()).toEqual([s.inboundDeadLetterQueue, ...s.tenants.map((x) => x.deadLetterQueue)].map(idOf).sort());
-    const sources = queues.filter(([id]) => !dlqs.has(id));
+    // The firing DLQ is EventBridge Scheduler's dead-letter queue (no SQS queue redrives to it): a DLQ too.
+    const firingDlq = idOf(s.schedulerDeadLetterQueue);
+    expect(dlqs.has(firingDlq)).toBe(false);
+    expect(resource(t, firingDlq).Properties.RedrivePolicy, 'the firing DLQ is a DLQ').toBeUndefined();
+    const sources = queues.filter(([id]) => !dlqs.has(id) && id !== firingDlq);
     expect(sources.length).toBe(1 + s.tenants.length);
     for (const [id, q] of sources) {
       const redrive = q.Properties.RedrivePolicy as { maxReceiveCount?: number } | undefined;
@@ -223,10 +239,10 @@ describe('IAM', () => {
 });
 
 describe('functions', () => {
-  it('the six Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
+  it('the seven Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
-    expect(new Set(ids).size).toBe(6);
+    expect(new Set(ids).size).toBe(7);
     const others = resourcesOf(mainT, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.includes(id));
@@ -247,7 +263,7 @@ describe('functions', () => {
       expect(group.Type).toBe('AWS::Logs::LogGroup');
       expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
     }
-    expect(groups.size).toBe(7);
+    expect(groups.size).toBe(8);
   });
 
   // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
@@ -267,8 +283,9 @@ describe('functions', () => {
       allowed: [],
     },
     // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
+    // A firing of a recurring schedule: UpdateItem advances the schedule's watermark and writes tombstones.
     ingest: {
-      required: ['dynamodb:PutItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
+      required: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
       allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
     // One key lookup.
@@ -281,6 +298,24 @@ describe('functions', () => {
     dispatch: {
       required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:GetItem', 'sqs:SendMessage'],
       allowed: ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
+    },
+    // Recurring schedules: definitions, first occurrences and cancels in the table; the ids of the
+    // occurrences it materialises; the EventBridge Scheduler clocks of its group; passing their execution role.
+    schedules: {
+      required: [
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:Query',
+        'secretsmanager:GetSecretValue',
+        'scheduler:CreateSchedule',
+        'scheduler:UpdateSchedule',
+        'scheduler:DeleteSchedule',
+        'scheduler:GetSchedule',
+        'iam:PassRole',
+      ],
+      allowed: [],
     },
   };
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
@@ -316,6 +351,9 @@ describe('functions', () => {
       if (a === 'sqs:SendMessage') return n === 'submit' ? [getAtt(s.inboundQueue, 'Arn'), tenantQueues].sort() : [tenantQueues];
       if (a.startsWith('sqs:')) return [getAtt(s.inboundQueue, 'Arn')];
       if (a.startsWith('logs:')) return [logGroup];
+      if (a.startsWith('scheduler:'))
+        return [`arn:{Ref:AWS::Partition}:scheduler:{Ref:AWS::Region}:{Ref:AWS::AccountId}:schedule/${s.scheduleGroupName}/*`];
+      if (a === 'iam:PassRole') return [getAtt(s.schedulerRole, 'Arn')];
       throw new Error(`unexpected ${a}`);
     };
     for (const [a, resources] of granted) expect([...resources].sort(), `${n}: ${a}`).toEqual(expectedResources(a));

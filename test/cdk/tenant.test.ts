@@ -47,6 +47,12 @@ const requests = (tenant: string): [string, string][] => [
   ['POST', `/v1/tenants/${tenant}/jobs/batch`],
   ['GET', `/v1/tenants/${tenant}/jobs/job-123`],
   ['DELETE', `/v1/tenants/${tenant}/jobs/job-123`],
+  ['GET', `/v1/tenants/${tenant}/schedules`],
+  ['PUT', `/v1/tenants/${tenant}/schedules/nightly-report`],
+  ['GET', `/v1/tenants/${tenant}/schedules/nightly-report`],
+  ['DELETE', `/v1/tenants/${tenant}/schedules/nightly-report`],
+  ['POST', `/v1/tenants/${tenant}/schedules/nightly-report/pause`],
+  ['POST', `/v1/tenants/${tenant}/schedules/nightly-report/resume`],
 ];
 
 const roleArn = (r: iam.IRole | undefined) => getAtt(r as unknown as IConstruct, 'Arn');
@@ -131,23 +137,34 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(4);
+    expect(patterns).toHaveLength(10);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
       expect(p.startsWith(`arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/`), p).toBe(true);
     }
-    // Exactly the four routes, on the $default stage, each with its own method.
+    // Exactly the four job routes and the six schedule routes, on the $default stage, each with its own method.
     expect(patterns.map((p) => p.slice(p.indexOf('/$default/'))).sort()).toEqual([
       '/$default/DELETE/v1/tenants/alpha/jobs/*',
+      '/$default/DELETE/v1/tenants/alpha/schedules/*',
       '/$default/GET/v1/tenants/alpha/jobs/*',
+      '/$default/GET/v1/tenants/alpha/schedules',
+      '/$default/GET/v1/tenants/alpha/schedules/*',
       '/$default/POST/v1/tenants/alpha/jobs',
       '/$default/POST/v1/tenants/alpha/jobs/batch',
+      '/$default/POST/v1/tenants/alpha/schedules/*/pause',
+      '/$default/POST/v1/tenants/alpha/schedules/*/resume',
+      '/$default/PUT/v1/tenants/alpha/schedules/*',
     ]);
     for (const [method, path] of [
       ['POST', '/v1/tenants/alpha/jobs/x'],
       ['PUT', '/v1/tenants/alpha/jobs/x'],
       ['GET', '/v1/tenants/alpha/jobs'],
+      ['POST', '/v1/tenants/alpha/schedules'],
+      ['POST', '/v1/tenants/alpha/schedules/x'],
+      ['PUT', '/v1/tenants/alpha/schedules'],
+      ['DELETE', '/v1/tenants/alpha/schedules'],
+      ['POST', '/v1/tenants/alpha/schedules/x/delete'],
     ] as [string, string][]) {
       expect(
         patterns.some((p) => arnMatches(p, requestArn(api, method, path))),
@@ -267,7 +284,8 @@ describe('tenant from a team’s own stack', () => {
       maxReceiveCount: 5,
     });
     for (const [id, x] of queues) expect(x.Properties.SqsManagedSseEnabled, id).toBe(true);
-    expect(resourcesOf(schedT, 'AWS::SQS::Queue')).toHaveLength(2); // inbound and its DLQ only
+    // The inbound queue, its DLQ and the firing DLQ only.
+    expect(resourcesOf(schedT, 'AWS::SQS::Queue')).toHaveLength(3);
   });
 
   it('registers the tenant with its own custom resource and function, which may write the scheduler’s table only', () => {
@@ -319,7 +337,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(4);
+    expect(invoke).toHaveLength(10);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),

@@ -1,0 +1,150 @@
+/**
+ * Recurring schedules on `npm start`: the local EventBridge Scheduler stand-in is the clock, ingest
+ * materialises the occurrences, the tick delivers them. An every-minute schedule delivers each
+ * occurrence once, on the minute, never early, keeps going across a restart of the stack, and
+ * stops after pause.
+ */
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+
+type Stack = Awaited<ReturnType<typeof startLocalStack>>;
+const stacks: Stack[] = [];
+afterEach(async () => {
+  for (const s of stacks.splice(0)) await s.stop();
+});
+
+interface Received {
+  readonly body: string;
+  readonly json: { jobId: string; runAt: string; schedule?: string; payload: unknown };
+  readonly attributes: Record<string, string | undefined>;
+  readonly receivedAt: number;
+}
+
+/** Receives every message of a queue (raw bodies and attributes) until stopped. */
+function receiveAll(local: LocalJson, queueUrl: string): { got: Received[]; stop(): Promise<void> } {
+  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const got: Received[] = [];
+  const abort = new AbortController();
+  const loop = (async () => {
+    while (!abort.signal.aborted) {
+      try {
+        const res = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'] }),
+          { abortSignal: abort.signal },
+        );
+        const receivedAt = Date.now();
+        for (const m of res.Messages ?? []) {
+          got.push({
+            body: m.Body ?? '',
+            json: JSON.parse(m.Body ?? '{}'),
+            attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue])),
+            receivedAt,
+          });
+        }
+        if (res.Messages?.length)
+          await sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: res.Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+            }),
+          );
+      } catch {
+        if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  })();
+  return {
+    got,
+    async stop() {
+      abort.abort();
+      await loop;
+      sqs.destroy();
+    },
+  };
+}
+
+async function until(pred: () => boolean, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+}
+
+async function start(dataDir?: string): Promise<{ stack: Stack; local: LocalJson }> {
+  const stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha' }, dataDir ? { dataDir } : {});
+  stacks.push(stack);
+  return { stack, local: await stack.waitForLocalJson() };
+}
+
+describe('recurring schedules on npm start', () => {
+  it('delivers an occurrence with its schedule name, the payload byte for byte, at its runAt and never before', async () => {
+    const { local } = await start();
+    const keys = local.tenants.alpha!;
+    const rx = receiveAll(local, keys.queueUrl);
+    const startAt = new Date(Math.ceil((Date.now() + 6_000) / 1000) * 1000 + 250).toISOString();
+    const put = await signedFetch(
+      local.endpoint,
+      keys,
+      'PUT',
+      '/v1/tenants/alpha/schedules/report',
+      `{"expression": "rate(1 hour)", "startAt": "${startAt}", "payload": {"n": 1.0, "id": 9007199254740993}}`,
+    );
+    expect(put.status).toBe(201);
+    expect(put.json.nextRuns[0]).toBe(startAt);
+    await until(() => rx.got.length >= 1, 20_000);
+    await rx.stop();
+    expect(rx.got).toHaveLength(1);
+    const [m] = rx.got as [Received];
+    expect(m.json.runAt).toBe(startAt);
+    expect(m.json.schedule).toBe('report');
+    expect(m.body.endsWith(`"schedule":"report","payload":{"n": 1.0, "id": 9007199254740993}}`)).toBe(true);
+    expect(m.attributes).toEqual({ runAt: startAt, schedule: 'report' });
+    expect(m.receivedAt).toBeGreaterThanOrEqual(Date.parse(startAt));
+    const status = await signedFetch(local.endpoint, keys, 'GET', `/v1/tenants/alpha/jobs/${m.json.jobId}`);
+    expect(status.json.state).toBe('QUEUED');
+    expect((await signedFetch(local.endpoint, keys, 'DELETE', '/v1/tenants/alpha/schedules/report')).status).toBe(200);
+    expect((await signedFetch(local.endpoint, keys, 'GET', '/v1/tenants/alpha/schedules/report')).status).toBe(404);
+  });
+
+  it('an every-minute schedule: each occurrence once, on the minute, never early, across a restart; nothing after pause', async () => {
+    let { stack, local } = await start();
+    let rx = receiveAll(local, local.tenants.alpha!.queueUrl);
+    // Not too close to a minute boundary, so the first counted occurrence is the next one.
+    while (60_000 - (Date.now() % 60_000) < 8_000) await new Promise((r) => setTimeout(r, 500));
+    const b1 = Math.ceil(Date.now() / 60_000) * 60_000;
+    expect(
+      (
+        await signedFetch(
+          local.endpoint,
+          local.tenants.alpha!,
+          'PUT',
+          '/v1/tenants/alpha/schedules/tick',
+          JSON.stringify({ expression: 'cron(* * * * ? *)', payload: 'tick' }),
+        )
+      ).status,
+    ).toBe(201);
+    await until(() => rx.got.length >= 1, b1 - Date.now() + 10_000);
+    // The stack restarts (state in the data directory): the schedule goes on.
+    await rx.stop();
+    const dataDir = stack.dataDir;
+    await stack.stop();
+    stacks.splice(0);
+    ({ stack, local } = await start(dataDir));
+    const first = rx.got;
+    rx = receiveAll(local, local.tenants.alpha!.queueUrl);
+    const b2 = b1 + 60_000;
+    await until(() => rx.got.length >= 1, b2 - Date.now() + 10_000);
+    const paused = await signedFetch(local.endpoint, local.tenants.alpha!, 'POST', '/v1/tenants/alpha/schedules/tick/pause');
+    expect(paused.status).toBe(200);
+    expect(paused.json.state).toBe('DISABLED');
+    // The next minute passes: nothing more.
+    await until(() => false, b2 + 60_000 + 3_000 - Date.now());
+    await rx.stop();
+    const all = [...first, ...rx.got];
+    expect(all.map((m) => m.json.runAt)).toEqual([new Date(b1).toISOString(), new Date(b2).toISOString()]);
+    for (const m of all) {
+      expect(m.json.schedule).toBe('tick');
+      expect(m.receivedAt).toBeGreaterThanOrEqual(Date.parse(m.json.runAt));
+    }
+    expect(new Set(all.map((m) => m.json.jobId)).size).toBe(2);
+  }, 200_000);
+});

@@ -1,0 +1,475 @@
+/**
+ * Recurring schedules end to end below the HTTP server: the schedules handler and the ingest
+ * handler's firings over dynalite, fauxqs and the local EventBridge Scheduler stand-in (through
+ * the real @aws-sdk/client-scheduler), with a clock the test moves. Covers materialising ahead,
+ * repeated firings, update/pause/resume/delete cut-offs, a call that dies half way, catch-up after
+ * an outage, validation (nothing stored), paging cursors and tenant isolation.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetScheduleCommand, ListSchedulesCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { clockName } from '../../adapters/eventBridgeTrigger.js';
+import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
+import { resolveSettings } from '../../core/config.js';
+import type { JobStore } from '../../core/ports.js';
+import { MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
+import type { ScheduleRecord } from '../../core/recurring/model.js';
+import { firingBody } from '../../core/recurring/ports.js';
+import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.js';
+import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
+import { sqsQueueUrlResolver, startLocalScheduler, type LocalScheduler } from '../../local/scheduler/index.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+
+const GROUP = 'dynein-test';
+const T0 = Date.parse('2027-01-04T10:00:30.000Z');
+let now = T0;
+const clock = { now: () => now };
+
+let emu: Emulators;
+let table: string;
+let scheduler: LocalScheduler;
+let client: SchedulerClient;
+let dataDir: string;
+let w: Wiring;
+let schedules: DynamoScheduleStore;
+let base: Parameters<typeof wire>[0];
+
+beforeAll(async () => {
+  emu = await startEmulators();
+  dataDir = mkdtempSync(join(tmpdir(), 'dynein-recurring-'));
+  // The stand-in's clock stays far in the past: it never fires by itself here (the test fires).
+  scheduler = await startLocalScheduler({
+    port: 0,
+    dataDir,
+    region: 'us-east-1',
+    accountId: '000000000000',
+    sqs: emu.sqs,
+    resolveQueueUrl: sqsQueueUrlResolver(emu.sqs),
+    clock: { now: () => Date.parse('2020-01-01T00:00:00Z') },
+  });
+  client = new SchedulerClient({
+    endpoint: scheduler.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
+  const { CreateScheduleGroupCommand } = await import('@aws-sdk/client-scheduler');
+  await client.send(new CreateScheduleGroupCommand({ Name: GROUP }));
+}, 30_000);
+
+afterAll(async () => {
+  client?.destroy();
+  await scheduler?.stop();
+  await emu?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function newSystem(store?: (s: JobStore) => JobStore): Promise<Wiring> {
+  const wiring = await wire(base, { dynamo: emu.dynamo, sqs: emu.sqs, scheduler: client, clock, idKey: Buffer.alloc(32, 7) });
+  if (!store) return wiring;
+  const wrapped = store(wiring.store);
+  const { SchedulesService } = await import('../../core/recurring/service.js');
+  const { TenantRegistry } = await import('../../core/tenants.js');
+  const { EventBridgeTrigger } = await import('../../adapters/eventBridgeTrigger.js');
+  return {
+    ...wiring,
+    schedules: new SchedulesService({
+      store: wrapped,
+      schedules,
+      trigger: new EventBridgeTrigger(base.scheduler!, client, clock.now),
+      tenants: new TenantRegistry(wiring.store, { clock }),
+      codec: wiring.codec,
+      clock,
+      settings: base.settings,
+    }),
+  };
+}
+
+beforeEach(async () => {
+  now = T0;
+  table = await emu.createTable();
+  const inbound = await emu.createQueue('inbound');
+  const arn = (await emu.sqs.send(new GetQueueAttributesCommand({ QueueUrl: inbound.url, AttributeNames: ['QueueArn'] }))).Attributes!
+    .QueueArn!;
+  base = {
+    tableName: table,
+    inboundQueueUrl: inbound.url,
+    settings: resolveSettings({ shardCount: 8, groupCount: 2 }),
+    idKey: { base64: Buffer.alloc(32, 7).toString('base64') },
+    scheduler: { groupName: GROUP, roleArn: 'arn:aws:iam::000000000000:role/dynein-scheduler', targetArn: arn },
+  };
+  w = await newSystem();
+  schedules = new DynamoScheduleStore(table, emu.dynamo);
+  for (const name of ['acme', 'other']) {
+    const q = await emu.createQueue(`t-${name}`);
+    await w.store.putTenant({ name, queueUrl: q.url, dlqUrl: q.url });
+  }
+});
+
+function event(method: string, path: string, body?: string, query: Record<string, string> = {}): APIGatewayProxyEventV2 {
+  const m = /^\/v1\/tenants\/([^/]+)\/schedules(?:\/([^/]+))?/.exec(path)!;
+  return {
+    version: '2.0',
+    routeKey: `${method} ${path}`,
+    rawPath: path,
+    rawQueryString: new URLSearchParams(query).toString(),
+    headers: { 'content-type': 'application/json' },
+    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    requestContext: { requestId: 'req', http: { method, path } },
+    pathParameters: { tenant: m[1]!, ...(m[2] !== undefined ? { name: m[2] } : {}) },
+    ...(body !== undefined ? { body } : {}),
+    isBase64Encoded: false,
+  } as unknown as APIGatewayProxyEventV2;
+}
+
+async function call(method: string, path: string, body?: unknown, query?: Record<string, string>, wiring: Wiring = w) {
+  const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+  const res = await schedulesHandler(wiring)(event(method, path, text, query));
+  return { status: res.statusCode, json: JSON.parse(res.body) as any, body: res.body };
+}
+
+const minute = (iso: string) => Date.parse(`2027-01-04T${iso}Z`);
+
+async function record(tenant: string, name: string): Promise<ScheduleRecord> {
+  const r = await schedules.getSchedule(tenant, name);
+  if (!r) throw new Error(`no record ${tenant}/${name}`);
+  return r;
+}
+
+/** The state of a revision's occurrence at `dueMs`, by its derived id. */
+async function occurrenceState(r: { tenant: string; name: string; rev: string; shardCount: number }, dueMs: number): Promise<string> {
+  const { jobId } = occurrenceJob(w, r, dueMs);
+  return (await w.jobs.status(r.tenant, jobId)).state;
+}
+
+async function fire(tenant: string, name: string): Promise<void> {
+  const res = await ingestHandler(w)({
+    Records: [{ messageId: 'm1', body: firingBody({ tenant, name }), attributes: { ApproximateReceiveCount: '1' } }],
+  } as never);
+  expect(res.batchItemFailures).toEqual([]);
+}
+
+describe('creating a schedule', () => {
+  it('answers 201 with the definition and the next 5 runs, and 200 when replaced', async () => {
+    const body = { expression: 'cron(0/15 * * * ? *)', timezone: 'Asia/Kathmandu', payload: { report: 'daily' } };
+    const created = await call('PUT', '/v1/tenants/acme/schedules/quarterly', body);
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({
+      tenant: 'acme',
+      name: 'quarterly',
+      expression: 'cron(0/15 * * * ? *)',
+      timezone: 'Asia/Kathmandu',
+      payload: { report: 'daily' },
+      state: 'ENABLED',
+      createdAt: '2027-01-04T10:00:30.000Z',
+    });
+    // Kathmandu is UTC+05:45: its quarter hours fall on :00, :15, :30, :45 local = :15, :30, :45, :00 UTC.
+    expect(created.json.nextRuns).toEqual([
+      '2027-01-04T10:15:00.000Z',
+      '2027-01-04T10:30:00.000Z',
+      '2027-01-04T10:45:00.000Z',
+      '2027-01-04T11:00:00.000Z',
+      '2027-01-04T11:15:00.000Z',
+    ]);
+    now += 1_000;
+    const replaced = await call('PUT', '/v1/tenants/acme/schedules/quarterly', { ...body, payload: 2 });
+    expect(replaced.status).toBe(200);
+    expect(replaced.json.createdAt).toBe('2027-01-04T10:00:30.000Z');
+    expect(replaced.json.updatedAt).toBe('2027-01-04T10:00:31.000Z');
+    expect(replaced.json.payload).toBe(2);
+  });
+
+  it('materialises at least two occurrences and three minutes ahead at creation; a repeated firing adds none', async () => {
+    expect((await call('PUT', '/v1/tenants/acme/schedules/every-minute', { expression: 'cron(* * * * ? *)' })).status).toBe(201);
+    const r = await record('acme', 'every-minute');
+    expect(r.throughMs).toBe(T0 + MATERIALISE_AHEAD_MS);
+    for (const t of ['10:01:00', '10:02:00', '10:03:00']) expect(await occurrenceState(r, minute(t))).toBe('SCHEDULED');
+    expect(await occurrenceState(r, minute('10:04:00'))).toBe('UNKNOWN');
+    // The same firing twice, or retried: the same ids, nothing new.
+    expect(await materialiseFiring({ ...w.recurring }, { tenant: 'acme', name: 'every-minute' })).toBe(0);
+    await fire('acme', 'every-minute');
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'every-minute' })).toBe(0);
+    // A minute later, the next firing adds the next occurrence.
+    now += 60_000;
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'every-minute' })).toBe(1);
+    expect(await occurrenceState(r, minute('10:04:00'))).toBe('SCHEDULED');
+    // The clock mirrors the definition in the schedule group, targeting the inbound queue.
+    const clockDef = await client.send(
+      new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'every-minute' }) }),
+    );
+    expect(clockDef).toMatchObject({ ScheduleExpression: 'cron(* * * * ? *)', ScheduleExpressionTimezone: 'UTC', State: 'ENABLED' });
+    expect(clockDef.Target?.Arn).toBe(base.scheduler!.targetArn);
+    expect(JSON.parse(clockDef.Target!.Input!)).toEqual({ v: 3, firing: { tenant: 'acme', schedule: 'every-minute' } });
+    expect(clockDef.FlexibleTimeWindow?.Mode).toBe('OFF');
+  });
+
+  it('materialises two occurrences of a sparse schedule however far they are', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/new-year', { expression: 'cron(0 0 1 1 ? *)', timezone: 'Pacific/Chatham' });
+    const r = await record('acme', 'new-year');
+    // Chatham is UTC+13:45 in January.
+    expect(await occurrenceState(r, Date.parse('2027-12-31T10:15:00Z'))).toBe('SCHEDULED');
+    expect(await occurrenceState(r, Date.parse('2028-12-31T10:15:00Z'))).toBe('SCHEDULED');
+  });
+
+  it('keeps the payload byte for byte, and the occurrence row carries it with the schedule name', async () => {
+    const raw = '{"expression":"rate(5 minutes)","payload":{"n": 1.0, "big": 9007199254740993, "e": "\\u00e9"}}';
+    const res = await call('PUT', '/v1/tenants/acme/schedules/raw', raw);
+    expect(res.status).toBe(201);
+    expect(res.body).toContain('"payload":{"n": 1.0, "big": 9007199254740993, "e": "\\u00e9"}');
+    const r = await record('acme', 'raw');
+    // rate() runs first at creation: the occurrence due now.
+    const { jobId, shard } = occurrenceJob(w, r, T0);
+    const row = await w.store.acquire({ shard, dueMs: T0, jobId }, now, now + 30_000);
+    expect(row?.payload).toBe('{"n": 1.0, "big": 9007199254740993, "e": "\\u00e9"}');
+    expect(row?.schedule).toBe('raw');
+    expect((await call('GET', '/v1/tenants/acme/schedules/raw')).body).toContain('"payload":{"n": 1.0, "big": 9007199254740993');
+  });
+
+  it('materialises the single occurrence of at() at creation and keeps no clock for it', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/once', { expression: 'at(2027-01-04T12:00:00)', timezone: 'Europe/Paris' });
+    const r = await record('acme', 'once');
+    expect(await occurrenceState(r, Date.parse('2027-01-04T11:00:00Z'))).toBe('SCHEDULED');
+    await expect(
+      client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'once' }) })),
+    ).rejects.toThrow(/does not exist/);
+  });
+
+  it('answers a dry run with up to `count` runs and stores nothing', async () => {
+    const res = await call(
+      'PUT',
+      '/v1/tenants/acme/schedules/preview',
+      { expression: 'rate(1 hour)', state: 'DISABLED' },
+      { dryRun: 'true', count: '100' },
+    );
+    expect(res.status).toBe(200);
+    expect(res.json.dryRun).toBe(true);
+    expect(res.json.state).toBe('DISABLED');
+    expect(res.json.nextRuns).toHaveLength(100);
+    expect(res.json.nextRuns[1]).toBe('2027-01-04T11:00:30.000Z');
+    expect((await call('GET', '/v1/tenants/acme/schedules/preview')).status).toBe(404);
+    expect(
+      (await client.send(new ListSchedulesCommand({ GroupName: GROUP, NamePrefix: clockName({ tenant: 'acme', name: 'preview' }) })))
+        .Schedules,
+    ).toEqual([]);
+    expect(
+      (await call('PUT', '/v1/tenants/acme/schedules/preview', { expression: 'rate(1 hour)' }, { dryRun: 'true', count: '101' })).status,
+    ).toBe(400);
+  });
+});
+
+describe('invalid definitions', () => {
+  const cases: [string, unknown, RegExp][] = [
+    ['* in both day fields', { expression: 'cron(0 10 * * * *)' }, /^expression: /],
+    ['five fields', { expression: 'cron(0 10 * * ?)' }, /^expression: /],
+    ['minute 60', { expression: 'cron(60 * * * ? *)' }, /^expression: minutes/],
+    ['rate(0 minutes)', { expression: 'rate(0 minutes)' }, /^expression: /],
+    ['an unknown unit', { expression: 'rate(2 weeks)' }, /^expression: /],
+    ['a malformed at()', { expression: 'at(2027-02-30T10:00:00)' }, /^expression: /],
+    ['an unknown zone', { expression: 'rate(1 day)', timezone: 'Mars/Olympus' }, /^timezone: /],
+    ['free text', { expression: 'every day at noon' }, /^expression: /],
+    ['no expression', { payload: 1 }, /^expression is required/],
+    ['an unknown field', { expression: 'rate(1 day)', cron: 'x' }, /unknown field 'cron'/],
+    ['endAt before startAt', { expression: 'rate(1 day)', startAt: '2027-02-01T00:00:00Z', endAt: '2027-01-01T00:00:00Z' }, /^endAt/],
+    ['a bad startAt', { expression: 'rate(1 day)', startAt: 'tomorrow' }, /^startAt/],
+    ['a bad state', { expression: 'rate(1 day)', state: 'PAUSED' }, /^state/],
+    ['a payload SQS cannot carry', '{"expression":"rate(1 day)","payload":"\uFFFF"}', /^payload/],
+  ];
+  it.each(cases)('refuses %s with 400 ValidationError naming the field, storing nothing', async (_what, body, message) => {
+    const res = await call('PUT', '/v1/tenants/acme/schedules/bad', body);
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('ValidationError');
+    expect(res.json.error.message).toMatch(message);
+    expect((await call('GET', '/v1/tenants/acme/schedules/bad')).status).toBe(404);
+    expect((await call('GET', '/v1/tenants/acme/schedules')).json.schedules).toEqual([]);
+  });
+
+  it('refuses names over 64 characters or with other characters', async () => {
+    for (const name of ['x'.repeat(65), 'a%2Fb', 'sp%20ace']) {
+      const res = await call('PUT', `/v1/tenants/acme/schedules/${name}`, { expression: 'rate(1 day)' });
+      expect(res.status).toBe(400);
+      expect(res.json.error.message).toMatch(/^name /);
+    }
+    expect((await call('PUT', `/v1/tenants/acme/schedules/${'x'.repeat(64)}`, { expression: 'rate(1 day)' })).status).toBe(201);
+  });
+
+  it('answers 404 for an unregistered tenant', async () => {
+    const res = await call('PUT', '/v1/tenants/ghost/schedules/a', { expression: 'rate(1 day)' });
+    expect(res.status).toBe(404);
+    expect(res.json.error.code).toBe('TenantNotFound');
+  });
+});
+
+describe('changing a schedule', () => {
+  it('update: occurrences past the 5 s cut-off are cancelled and replaced; those within it stay', async () => {
+    now = minute('10:00:57');
+    await call('PUT', '/v1/tenants/acme/schedules/m', { expression: 'cron(* * * * ? *)', payload: 'v1' });
+    const v1 = await record('acme', 'm');
+    now = minute('10:00:57.500');
+    await call('PUT', '/v1/tenants/acme/schedules/m', { expression: 'cron(* * * * ? *)', payload: 'v2' });
+    const v2 = await record('acme', 'm');
+    expect(v2.rev).not.toBe(v1.rev);
+    expect(v2.pending).toEqual([]);
+    // 10:01 is due within 5 s: the v1 occurrence is delivered, v2 has none then (never twice).
+    expect(await occurrenceState(v1, minute('10:01:00'))).toBe('SCHEDULED');
+    expect(await occurrenceState(v2, minute('10:01:00'))).toBe('UNKNOWN');
+    for (const t of ['10:02:00', '10:03:00']) {
+      expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
+      expect(await occurrenceState(v2, minute(t))).toBe('SCHEDULED');
+    }
+  });
+
+  it('pause cancels what was materialised, firings while paused add nothing, resume skips the runs that fell while paused', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/p', { expression: 'cron(* * * * ? *)' });
+    const v1 = await record('acme', 'p');
+    const paused = await call('POST', '/v1/tenants/acme/schedules/p/pause');
+    expect(paused.status).toBe(200);
+    expect(paused.json).toMatchObject({ state: 'DISABLED', nextRuns: [] });
+    for (const t of ['10:01:00', '10:02:00', '10:03:00']) expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
+    const clockDef = await client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'p' }) }));
+    expect(clockDef.State).toBe('DISABLED');
+    // Pausing again changes nothing.
+    const again = await call('POST', '/v1/tenants/acme/schedules/p/pause');
+    expect(again.json.updatedAt).toBe(paused.json.updatedAt);
+    now = minute('10:05:30');
+    const v2 = await record('acme', 'p');
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'p' })).toBe(0);
+    const resumed = await call('POST', '/v1/tenants/acme/schedules/p/resume');
+    expect(resumed.json).toMatchObject({ state: 'ENABLED', nextRuns: expect.arrayContaining(['2027-01-04T10:06:00.000Z']) });
+    const v3 = await record('acme', 'p');
+    for (const t of ['10:03:00', '10:04:00', '10:05:00']) {
+      for (const r of [v1, v2, v3]) expect(await occurrenceState(r, minute(t))).not.toBe('SCHEDULED');
+    }
+    for (const t of ['10:06:00', '10:07:00', '10:08:00']) expect(await occurrenceState(v3, minute(t))).toBe('SCHEDULED');
+    expect((await client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'p' }) }))).State).toBe(
+      'ENABLED',
+    );
+  });
+
+  it('delete: cancels the occurrences, removes the clock, then answers 404', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/d', { expression: 'rate(1 minute)' });
+    const r = await record('acme', 'd');
+    now += 1_000;
+    const res = await call('DELETE', '/v1/tenants/acme/schedules/d');
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ tenant: 'acme', name: 'd', deleted: true });
+    expect(await occurrenceState(r, T0 + 60_000)).toBe('CANCELLED');
+    expect(await occurrenceState(r, T0 + 120_000)).toBe('CANCELLED');
+    expect((await call('GET', '/v1/tenants/acme/schedules/d')).json.error.code).toBe('ScheduleNotFound');
+    expect((await call('DELETE', '/v1/tenants/acme/schedules/d')).status).toBe(404);
+    await expect(client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'd' }) }))).rejects.toThrow(
+      /does not exist/,
+    );
+    // A firing of a clock deleted since writes nothing.
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'd' })).toBe(0);
+    // The name can be used again: a new schedule, new occurrence ids.
+    expect((await call('PUT', '/v1/tenants/acme/schedules/d', { expression: 'rate(1 minute)' })).status).toBe(201);
+    const again = await record('acme', 'd');
+    expect(again.anchorMs).toBe(now);
+    expect(await occurrenceState(again, now + 60_000)).toBe('SCHEDULED');
+  });
+
+  it('a call that dies after writing the new revision leaves its cancels to the next firing', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/c', { expression: 'cron(* * * * ? *)', payload: 1 });
+    const v1 = await record('acme', 'c');
+    // The process dies at its first tombstone (an instance killed mid-call: the emulator cannot fail on cue).
+    let crash = true;
+    const dying = await newSystem((s) =>
+      Object.assign(Object.create(s) as JobStore, {
+        cancel: (...args: Parameters<JobStore['cancel']>) => {
+          if (crash) {
+            crash = false;
+            return Promise.reject(new Error('instance died'));
+          }
+          return s.cancel(...args);
+        },
+      }),
+    );
+    expect(
+      (await call('PUT', '/v1/tenants/acme/schedules/c', { expression: 'cron(* * * * ? *)', payload: 2 }, undefined, dying)).status,
+    ).toBe(500);
+    const v2 = await record('acme', 'c');
+    expect(v2.pending.map((p) => p.rev)).toEqual([v1.rev]);
+    // The next firing finishes the cancels before anything else.
+    await fire('acme', 'c');
+    expect((await record('acme', 'c')).pending).toEqual([]);
+    for (const t of ['10:01:00', '10:02:00', '10:03:00']) {
+      expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
+      expect(await occurrenceState(v2, minute(t))).toBe('SCHEDULED');
+    }
+  });
+
+  it('a change while firings were missed first writes the old revision up to the cut-off: late, never skipped', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/behind', { expression: 'cron(* * * * ? *)', payload: 'v1' });
+    const v1 = await record('acme', 'behind');
+    // Ingest was down: no firing since 10:00:30 (the watermark is 10:03:30).
+    now = minute('10:10:30');
+    await call('PUT', '/v1/tenants/acme/schedules/behind', { expression: 'cron(* * * * ? *)', payload: 'v2' });
+    const v2 = await record('acme', 'behind');
+    for (let m = 1; m <= 10; m++) expect(await occurrenceState(v1, minute(`10:${String(m).padStart(2, '0')}:00`))).toBe('SCHEDULED');
+    for (const t of ['10:11:00', '10:12:00', '10:13:00']) {
+      expect(await occurrenceState(v1, minute(t))).not.toBe('SCHEDULED');
+      expect(await occurrenceState(v2, minute(t))).toBe('SCHEDULED');
+    }
+  });
+
+  it('a firing that read the old revision before a change cannot write past the change', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/race', { expression: 'cron(* * * * ? *)' });
+    const v1 = await record('acme', 'race');
+    // The firing read its clock and the record at 10:01:59, then stalled; the change lands at 10:02:00.
+    now = minute('10:02:00');
+    await call('POST', '/v1/tenants/acme/schedules/race/pause');
+    // The stalled firing goes on with what it read: every occurrence it would write is tombstoned.
+    expect(await materialise(w.recurring, v1, { nowMs: minute('10:01:59') })).toBe(0);
+    for (const t of ['10:03:00', '10:04:00']) expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
+  });
+
+  it('a firing after an outage writes every occurrence it missed, once each', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/o', { expression: 'cron(* * * * ? *)' });
+    const r = await record('acme', 'o');
+    now = minute('10:10:30');
+    // 10:04 to 10:13 (three minutes ahead of 10:10:30): ten occurrences, six of them overdue.
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'o' })).toBe(10);
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'o' })).toBe(0);
+    for (let m = 1; m <= 13; m++) expect(await occurrenceState(r, minute(`10:${String(m).padStart(2, '0')}:00`))).toBe('SCHEDULED');
+  });
+});
+
+describe('reading schedules', () => {
+  it("lists a tenant's schedules in name order with cursors that cannot be tampered with or replayed across tenants", async () => {
+    const names = Array.from({ length: 7 }, (_, i) => `s${i}`);
+    for (const n of names) await call('PUT', `/v1/tenants/acme/schedules/${n}`, { expression: 'rate(1 day)', state: 'DISABLED' });
+    await call('PUT', '/v1/tenants/other/schedules/theirs', { expression: 'rate(1 day)' });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await call('GET', '/v1/tenants/acme/schedules', undefined, { limit: '3', ...(cursor ? { cursor } : {}) });
+      expect(page.status).toBe(200);
+      seen.push(...page.json.schedules.map((s: { name: string }) => s.name));
+      cursor = page.json.nextCursor;
+      pages++;
+    } while (cursor);
+    expect(seen).toEqual(names);
+    expect(pages).toBe(3);
+    const first = await call('GET', '/v1/tenants/acme/schedules', undefined, { limit: '3' });
+    const c = first.json.nextCursor as string;
+    expect((await call('GET', '/v1/tenants/other/schedules', undefined, { cursor: c })).status).toBe(400);
+    const tampered = `${Buffer.from('s0').toString('base64url')}${c.slice(c.indexOf('.'))}`;
+    const bad = await call('GET', '/v1/tenants/acme/schedules', undefined, { cursor: tampered });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.message).toMatch(/^cursor/);
+    for (const limit of ['0', '101', 'ten'])
+      expect((await call('GET', '/v1/tenants/acme/schedules', undefined, { limit })).json.error.message).toMatch(/^limit/);
+  });
+
+  it("a tenant never sees another tenant's schedule", async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/private', { expression: 'rate(1 day)' });
+    expect((await call('GET', '/v1/tenants/other/schedules/private')).status).toBe(404);
+    expect((await call('DELETE', '/v1/tenants/other/schedules/private')).status).toBe(404);
+    expect((await call('POST', '/v1/tenants/other/schedules/private/pause')).status).toBe(404);
+    expect((await call('GET', '/v1/tenants/acme/schedules/private')).status).toBe(200);
+  });
+});
