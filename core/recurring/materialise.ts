@@ -11,7 +11,7 @@
 import { ingestJob, type IngestDeps } from '../ingest.js';
 import { limiter } from '../limit.js';
 import { END_OF_TIME } from '../schedule/index.js';
-import { occurrencesOf, type PendingCancel, type ScheduleRecord } from './model.js';
+import { occurrencesOf, type PendingCancel, type ScheduleRecord, type Timing } from './model.js';
 import type { ScheduleStore } from './ports.js';
 
 /** Occurrences are materialised at least this far ahead: EventBridge Scheduler fires up to a minute late. */
@@ -27,15 +27,49 @@ export interface RecurringDeps extends IngestDeps {
   readonly schedules: ScheduleStore;
 }
 
-/** How far a pass at `nowMs` materialises: `MIN_OCCURRENCES_AHEAD` occurrences at or after now, and `MATERIALISE_AHEAD_MS`. */
+/** The period of the coarse clock: a schedule that runs more often gets a `rate(5 minutes)` clock. */
+export const COARSE_CLOCK_MS = 5 * 60_000;
+/** How many upcoming occurrences decide whether a schedule runs more often than the coarse clock. */
+const CLOCK_SAMPLE = 20;
+
+/**
+ * How far a pass at `nowMs` materialises: `MIN_OCCURRENCES_AHEAD` occurrences after now, and
+ * `MATERIALISE_AHEAD_MS` beyond the clock's next firing (a coarse clock fires up to its period later).
+ */
 export function horizonOf(
-  r: Pick<ScheduleRecord, 'expression' | 'timezone' | 'startAtMs' | 'endAtMs' | 'anchorMs'>,
+  r: Pick<ScheduleRecord, 'expression' | 'timezone' | 'startAtMs' | 'endAtMs' | 'anchorMs' | 'clockPeriodMs'>,
   nowMs: number,
 ): number {
-  const ahead = occurrencesOf(r, nowMs, MIN_OCCURRENCES_AHEAD);
+  // Strictly after now: a firing at an occurrence's time writes the two that follow it.
+  const ahead = occurrencesOf(r, nowMs + 1, MIN_OCCURRENCES_AHEAD);
   // Fewer left than that: all of them (the schedule ends).
   if (ahead.length < MIN_OCCURRENCES_AHEAD) return END_OF_TIME;
-  return Math.max(nowMs + MATERIALISE_AHEAD_MS, ahead[ahead.length - 1]!);
+  return Math.max(nowMs + (r.clockPeriodMs ?? 0) + MATERIALISE_AHEAD_MS, ahead[ahead.length - 1]!);
+}
+
+/**
+ * The clock a schedule gets, decided when its revision is written: a schedule whose next
+ * occurrences come on average more often than every {@link COARSE_CLOCK_MS} is fired every
+ * `COARSE_CLOCK_MS` (each firing materialises the several occurrences ahead: fewer firings, SQS
+ * messages and watermark writes per occurrence); any other mirrors its own expression. `at()` has
+ * none.
+ */
+export function clockPeriodOf(r: Parameters<typeof occurrencesOf>[0], nowMs: number): number | undefined {
+  if (r.expression.trimStart().startsWith('at(')) return undefined;
+  const runs = occurrencesOf(r, nowMs, CLOCK_SAMPLE + 1);
+  if (runs.length <= CLOCK_SAMPLE) return undefined;
+  return (runs[CLOCK_SAMPLE]! - runs[0]!) / CLOCK_SAMPLE < COARSE_CLOCK_MS ? COARSE_CLOCK_MS : undefined;
+}
+
+/** What the schedule's clock fires on: its own timing, or the coarse `rate()`. */
+export function clockTimingOf(r: ScheduleRecord): Timing {
+  if (r.clockPeriodMs === undefined) return r;
+  return {
+    expression: `rate(${r.clockPeriodMs / 60_000} minutes)`,
+    timezone: 'UTC',
+    ...(r.startAtMs !== undefined ? { startAtMs: r.startAtMs } : {}),
+    ...(r.endAtMs !== undefined ? { endAtMs: r.endAtMs } : {}),
+  };
 }
 
 /** The job of one occurrence of a revision. */

@@ -60,6 +60,12 @@ export interface ScheduleRecord extends ScheduleDefinition {
   readonly updatedAtMs: number;
   /** This revision's occurrences due up to here (inclusive) are materialised as jobs. */
   readonly throughMs: number;
+  /**
+   * The clock fires every this many ms (`rate()` in EventBridge Scheduler) instead of at the
+   * schedule's own occurrences: chosen for schedules that run more often than that, so one firing
+   * materialises several occurrences. Absent: the clock mirrors the expression.
+   */
+  readonly clockPeriodMs?: number;
   readonly pending: readonly PendingCancel[];
   /** A delete in progress: the schedule is gone for every reader. */
   readonly deleting?: boolean;

@@ -12,7 +12,7 @@ import type { JobIdCodec } from '../jobId.js';
 import type { Clock, JobStore } from '../ports.js';
 import { MAX_RUNS_PER_CALL, parseSchedule } from '../schedule/index.js';
 import type { TenantRegistry } from '../tenants.js';
-import { materialise, retire, settlePending, type RecurringDeps } from './materialise.js';
+import { clockPeriodOf, clockTimingOf, materialise, retire, settlePending, type RecurringDeps } from './materialise.js';
 import {
   assertScheduleName,
   occurrencesOf,
@@ -198,7 +198,7 @@ export class SchedulesService {
     const ref = { tenant: record.tenant, name: record.name };
     // at() has one occurrence, materialised now: no clock needed.
     if (parseSchedule(record.expression, record.timezone).kind === 'at') await this.deps.trigger.remove(ref);
-    else await this.deps.trigger.upsert(ref, record, record.state === 'ENABLED');
+    else await this.deps.trigger.upsert(ref, clockTimingOf(record), record.state === 'ENABLED');
     if (record.state === 'ENABLED') await materialise(this.#recurring, record);
   }
 
@@ -211,7 +211,7 @@ export class SchedulesService {
   /** The record a definition makes: a new schedule, or the next revision of `old`. */
   #record(tenant: string, name: string, d: ScheduleDefinition, old: ScheduleRecord | undefined, now: number, rev: string): ScheduleRecord {
     const wasLive = old?.state === 'ENABLED';
-    return {
+    const record: ScheduleRecord = {
       tenant,
       name,
       expression: d.expression,
@@ -230,6 +230,8 @@ export class SchedulesService {
       throughMs: wasLive ? now + this.deps.settings.lookaheadMs : now - 1,
       pending: [],
     };
+    const clockPeriodMs = clockPeriodOf(record, now);
+    return clockPeriodMs === undefined ? record : { ...record, clockPeriodMs };
   }
 
   #cursor(tenant: string, name: string): string {

@@ -16,7 +16,7 @@ import { clockName } from '../../adapters/eventBridgeTrigger.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { resolveSettings } from '../../core/config.js';
 import type { JobStore } from '../../core/ports.js';
-import { MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
+import { COARSE_CLOCK_MS, MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
 import { firingBody } from '../../core/recurring/ports.js';
 import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.js';
@@ -182,28 +182,44 @@ describe('creating a schedule', () => {
     expect(replaced.json.payload).toBe(2);
   });
 
-  it('materialises at least two occurrences and three minutes ahead at creation; a repeated firing adds none', async () => {
+  it('an every-minute schedule gets a 5-minute clock and is materialised 8 minutes ahead; a repeated firing adds none', async () => {
     expect((await call('PUT', '/v1/tenants/acme/schedules/every-minute', { expression: 'cron(* * * * ? *)' })).status).toBe(201);
     const r = await record('acme', 'every-minute');
-    expect(r.throughMs).toBe(T0 + MATERIALISE_AHEAD_MS);
-    for (const t of ['10:01:00', '10:02:00', '10:03:00']) expect(await occurrenceState(r, minute(t))).toBe('SCHEDULED');
-    expect(await occurrenceState(r, minute('10:04:00'))).toBe('UNKNOWN');
+    expect(r.clockPeriodMs).toBe(COARSE_CLOCK_MS);
+    // The clock may fire up to 5 minutes later, and EventBridge up to a minute late: 5 + 3 minutes ahead.
+    expect(r.throughMs).toBe(T0 + COARSE_CLOCK_MS + MATERIALISE_AHEAD_MS);
+    for (let m = 1; m <= 8; m++) expect(await occurrenceState(r, minute(`10:0${m}:00`))).toBe('SCHEDULED');
+    expect(await occurrenceState(r, minute('10:09:00'))).toBe('UNKNOWN');
     // The same firing twice, or retried: the same ids, nothing new.
-    expect(await materialiseFiring({ ...w.recurring }, { tenant: 'acme', name: 'every-minute' })).toBe(0);
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'every-minute' })).toBe(0);
     await fire('acme', 'every-minute');
     expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'every-minute' })).toBe(0);
-    // A minute later, the next firing adds the next occurrence.
-    now += 60_000;
-    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'every-minute' })).toBe(1);
-    expect(await occurrenceState(r, minute('10:04:00'))).toBe('SCHEDULED');
-    // The clock mirrors the definition in the schedule group, targeting the inbound queue.
+    // The clock's next firing, five minutes later, adds the next five.
+    now += COARSE_CLOCK_MS;
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'every-minute' })).toBe(5);
+    expect(await occurrenceState(r, minute('10:13:00'))).toBe('SCHEDULED');
     const clockDef = await client.send(
       new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'every-minute' }) }),
     );
-    expect(clockDef).toMatchObject({ ScheduleExpression: 'cron(* * * * ? *)', ScheduleExpressionTimezone: 'UTC', State: 'ENABLED' });
+    expect(clockDef).toMatchObject({ ScheduleExpression: 'rate(5 minutes)', State: 'ENABLED' });
     expect(clockDef.Target?.Arn).toBe(base.scheduler!.targetArn);
     expect(JSON.parse(clockDef.Target!.Input!)).toEqual({ v: 3, firing: { tenant: 'acme', schedule: 'every-minute' } });
     expect(clockDef.FlexibleTimeWindow?.Mode).toBe('OFF');
+  });
+
+  it('a schedule running less often than every 5 minutes: its clock mirrors it, at least two occurrences and 3 minutes ahead', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/quarter', { expression: 'cron(0/15 * * * ? *)', timezone: 'Asia/Kolkata' });
+    const r = await record('acme', 'quarter');
+    expect(r.clockPeriodMs).toBeUndefined();
+    // Kolkata is UTC+05:30: quarter hours fall on :00, :15, :30, :45 UTC too. Two ahead: 10:15 and 10:30.
+    expect(r.throughMs).toBe(minute('10:30:00'));
+    for (const t of ['10:15:00', '10:30:00']) expect(await occurrenceState(r, minute(t))).toBe('SCHEDULED');
+    expect(await occurrenceState(r, minute('10:45:00'))).toBe('UNKNOWN');
+    const clockDef = await client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'quarter' }) }));
+    expect(clockDef).toMatchObject({ ScheduleExpression: 'cron(0/15 * * * ? *)', ScheduleExpressionTimezone: 'Asia/Kolkata' });
+    // Its firing at 10:15 adds 10:45.
+    now = minute('10:15:00');
+    expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'quarter' })).toBe(1);
   });
 
   it('materialises two occurrences of a sparse schedule however far they are', async () => {
