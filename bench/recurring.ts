@@ -171,8 +171,9 @@ const delta = (after: Record<string, number>, before: Record<string, number>) =>
  * rows, the schedule's watermark and the delivered markers are under 1 KB), and the delivered
  * marker is one item of a BatchWriteItem per occurrence; each GetItem (the schedule item, strongly
  * consistent, < 4 KB) 1 RRU. SQS: every request compute made (inbound receive and delete, tenant
- * send) plus EventBridge Scheduler's own SendMessage into the inbound queue; one EventBridge
- * Scheduler invocation per occurrence (its schedule has the same expression); one ingest
+ * send) plus EventBridge Scheduler's own SendMessage into the inbound queue, one per firing; one
+ * EventBridge Scheduler invocation per firing (a schedule running more often than every 5
+ * minutes is fired by a rate(5 minutes) clock, others at their own occurrences); one ingest
  * invocation per inbound DeleteMessageBatch (the event source deletes once per invocation) of
  * {@link FIRING_INGEST_SECONDS} at 256 MB.
  */
@@ -203,11 +204,11 @@ export function perOccurrenceUsage(
   const usage: PerJobUsage = {
     dynamodbWru: per(net('DynamoDB.PutItem') + pathUpdates + net('DynamoDB.DeleteItem') + markers),
     dynamodbRru: per(net('DynamoDB.GetItem')),
-    sqsRequests: per(sqsCompute + n),
+    sqsRequests: per(sqsCompute + firings),
     lambdaInvocations: per(invocations),
     lambdaGbSeconds: +((invocations * FIRING_INGEST_SECONDS * INGEST_MEMORY_GB) / n).toFixed(7),
     apiRequests: 0,
-    schedulerInvocations: 1,
+    schedulerInvocations: per(firings),
   };
   return {
     requestsPerOccurrence,
@@ -220,8 +221,8 @@ export function perOccurrenceUsage(
       'UpdateItem on the path: 1 acquire per occurrence + 1 watermark advance per firing (firings = schedule GetItems); the rest of the UpdateItems measured are group-lease writes (polling)',
       'each DynamoDB write 1 WRU (items under 1 KB); one delivered-marker item per occurrence in the BatchWriteItems',
       'GetItem 1 RRU each (the schedule item, strongly consistent)',
-      "SQS: compute's requests plus EventBridge Scheduler's SendMessage into the inbound queue (1 per occurrence)",
-      'EventBridge Scheduler: 1 invocation per occurrence (its schedule has the same expression)',
+      "SQS: compute's requests plus EventBridge Scheduler's SendMessage into the inbound queue (1 per firing)",
+      'EventBridge Scheduler: 1 invocation per firing (firings = schedule GetItems; a schedule running more often than every 5 minutes has a rate(5 minutes) clock)',
       `Lambda: one ingest invocation per inbound DeleteMessageBatch, ${FIRING_INGEST_SECONDS * 1000} ms at 256 MB each (assumed AWS figure)`,
     ],
   };
