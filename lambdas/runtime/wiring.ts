@@ -11,6 +11,7 @@ import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
+import { JobLister } from '../../core/listing.js';
 import type { DispatchDeps } from '../../core/dispatch.js';
 import { ConfigError } from '../../core/errors.js';
 import type { IngestDeps } from '../../core/ingest.js';
@@ -28,6 +29,8 @@ export interface Wiring {
   readonly codec: JobIdCodec;
   readonly submitter: Submitter;
   readonly jobs: JobsService;
+  /** `GET /v1/tenants/{tenant}/jobs` (the status function). */
+  readonly lister: JobLister;
   readonly ingest: IngestDeps;
   readonly dispatch: DispatchDeps;
   /** What a firing needs to materialise occurrences (ingest). */
@@ -87,6 +90,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
     }),
     jobs: new JobsService({ store, codec, tenants, clock, settings }),
+    lister: new JobLister({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),
