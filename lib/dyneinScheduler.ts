@@ -318,7 +318,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
     tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
-    tableAccess(status, 'GetItem');
+    // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md).
+    tableAccess(status, 'GetItem', 'Query');
     tableAccess(cancel, 'GetItem', 'UpdateItem');
     // The tick samples the rows coming due to size its plan (keys only, read-only).
     tableAccess(tick, 'Query');
@@ -590,6 +591,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
+    route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.GET, status, 'ListJobs');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
     // Recurring schedules: every route to the one schedules function (one integration).
     const integration = new HttpLambdaIntegration('SchedulesIntegration', schedules);

@@ -68,7 +68,7 @@ function countStates(t: Telemetry, replies: readonly JobReply[]): void {
 export function statusHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   const list = listHandler(w, t);
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
-    event.routeKey === LIST_ROUTE || event.pathParameters?.jobId === undefined
+    event.routeKey === LIST_ROUTE || (event.routeKey !== STATUS_ROUTE && event.pathParameters?.jobId === undefined)
       ? list(event)
       : respond(
           event,
@@ -79,6 +79,7 @@ export function statusHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 }
 
 const LIST_ROUTE = 'GET /v1/tenants/{tenant}/jobs';
+const STATUS_ROUTE = 'GET /v1/tenants/{tenant}/jobs/{jobId}';
 
 /** `GET /v1/tenants/{tenant}/jobs?state=&from=&to=&schedule=&order=&limit=&cursor=` (docs/listing.md). */
 export function listHandler(w: Wiring, t: Telemetry = silentTelemetry) {

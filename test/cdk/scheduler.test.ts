@@ -64,6 +64,7 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/jobs/batch',
     'GET /v1/tenants/{tenant}/jobs/{jobId}',
     'DELETE /v1/tenants/{tenant}/jobs/{jobId}',
+    'GET /v1/tenants/{tenant}/jobs',
     'GET /v1/tenants/{tenant}/schedules',
     'PUT /v1/tenants/{tenant}/schedules/{name}',
     'GET /v1/tenants/{tenant}/schedules/{name}',
@@ -72,7 +73,7 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/schedules/{name}/resume',
   ];
 
-  it('has exactly the four job routes of DESIGN.md and the six schedule routes, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md, the listing and the six schedule routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -81,7 +82,8 @@ describe('HTTP API', () => {
       [ROUTES[1]!]: 'submit',
       [ROUTES[2]!]: 'status',
       [ROUTES[3]!]: 'cancel',
-      ...Object.fromEntries(ROUTES.slice(4).map((r) => [r, 'schedules'])),
+      [ROUTES[4]!]: 'status',
+      ...Object.fromEntries(ROUTES.slice(5).map((r) => [r, 'schedules'])),
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -288,8 +290,8 @@ describe('functions', () => {
       required: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
       allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
-    // One key lookup.
-    status: { required: ['dynamodb:GetItem', 'secretsmanager:GetSecretValue'], allowed: [] },
+    // One key lookup; the listing's Queries over the shards.
+    status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
@@ -364,8 +366,10 @@ describe('functions', () => {
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
-    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
+    // Reads only: one key lookup, and the listing's Queries.
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
+    expect([...status.get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
     expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);

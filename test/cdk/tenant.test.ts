@@ -44,6 +44,7 @@ const requestArn = (api: string, method: string, path: string) =>
 /** Requests of DESIGN.md's four routes for `tenant`. */
 const requests = (tenant: string): [string, string][] => [
   ['POST', `/v1/tenants/${tenant}/jobs`],
+  ['GET', `/v1/tenants/${tenant}/jobs`],
   ['POST', `/v1/tenants/${tenant}/jobs/batch`],
   ['GET', `/v1/tenants/${tenant}/jobs/job-123`],
   ['DELETE', `/v1/tenants/${tenant}/jobs/job-123`],
@@ -137,16 +138,17 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(10);
+    expect(patterns).toHaveLength(11);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
       expect(p.startsWith(`arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/`), p).toBe(true);
     }
-    // Exactly the four job routes and the six schedule routes, on the $default stage, each with its own method.
+    // Exactly the four job routes, the listing and the six schedule routes, on the $default stage, each with its own method.
     expect(patterns.map((p) => p.slice(p.indexOf('/$default/'))).sort()).toEqual([
       '/$default/DELETE/v1/tenants/alpha/jobs/*',
       '/$default/DELETE/v1/tenants/alpha/schedules/*',
+      '/$default/GET/v1/tenants/alpha/jobs',
       '/$default/GET/v1/tenants/alpha/jobs/*',
       '/$default/GET/v1/tenants/alpha/schedules',
       '/$default/GET/v1/tenants/alpha/schedules/*',
@@ -159,7 +161,7 @@ describe('tenant in the scheduler stack', () => {
     for (const [method, path] of [
       ['POST', '/v1/tenants/alpha/jobs/x'],
       ['PUT', '/v1/tenants/alpha/jobs/x'],
-      ['GET', '/v1/tenants/alpha/jobs'],
+      ['DELETE', '/v1/tenants/alpha/jobs'],
       ['POST', '/v1/tenants/alpha/schedules'],
       ['POST', '/v1/tenants/alpha/schedules/x'],
       ['PUT', '/v1/tenants/alpha/schedules'],
