@@ -224,7 +224,7 @@ export class JobLister {
           }),
         ),
       );
-    await fill(sources, Math.min(MAX_CHUNK, Math.ceil(limit / sources.length) + 1));
+    await fill(sources, Math.min(MAX_CHUNK, Math.ceil(limit / sources.length) + 1, Math.max(1, Math.ceil(cap / sources.length))));
     const out: ListedItem[] = [];
     // Set once the page has read its cap: nothing beyond it is emitted, and the next page starts there.
     let bound: string | undefined;

@@ -1,4 +1,4 @@
-/** `GET /v1/tenants/{tenant}/jobs/{jobId}`. */
+/** `GET /v1/tenants/{tenant}/jobs/{jobId}` and the listing `GET /v1/tenants/{tenant}/jobs`. */
 import { wireFromEnv } from './runtime/env.js';
 import { statusHandler } from './runtime/handlers.js';
 import { lambda } from './runtime/powertools.js';
