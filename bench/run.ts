@@ -11,9 +11,10 @@
  *   5. each Lambda bundle's size and import time
  *   7. recovery after an outage: a backlog of overdue rows drained beside jobs falling due
  *   8. recurring schedules through the local stack, its EventBridge Scheduler stand-in the clock
+ *   9. listing a tenant's jobs: items and read units per page, over dynalite
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring` for a subset
+ * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -45,12 +46,13 @@ import {
 } from './cost.js';
 import { dispatchSystem, runDispatch, type DispatchResult } from './dispatch.js';
 import { runLateness, type LatenessResult } from './lateness.js';
+import { runListing, type ListingResult } from './listing.js';
 import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices.js';
 import { markdown, targets, type Target } from './report.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
-const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring'] as const;
+const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring', 'listing'] as const;
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
@@ -100,6 +102,8 @@ export interface BenchResult {
   /** Phase 8 (quick mode: a short version, 40 schedules over 15 s, where the cron ones count only if a minute boundary falls in it). */
   recurring?: RecurringResult;
   bundles?: Record<string, BundleResult>;
+  /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
+  listing?: ListingResult;
   peers: { bullmq?: BullmqResult; bullmqSkipped?: string };
   targets: Target[];
   prices: { region: string; checked: string; table: typeof PRICES };
@@ -193,7 +197,7 @@ if (only.has('bullmq')) {
 }
 
 // 2, 4, 7 and 3: the core over dynalite and fauxqs, each in a process of its own.
-if (only.has('dispatch') || only.has('requests') || only.has('recovery')) {
+if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only.has('listing')) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
   try {
@@ -205,6 +209,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery')) {
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
+    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000 }));
   } finally {
     await em.stop();
   }
