@@ -339,7 +339,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(10);
+    expect(invoke).toHaveLength(11);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),
