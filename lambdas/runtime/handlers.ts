@@ -124,6 +124,25 @@ export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   };
 }
 
+/**
+ * The tenant dead-letter queue routes: `GET /v1/tenants/{tenant}/dlq` (peek),
+ * `POST .../dlq/redrive` and `POST .../dlq/delete`.
+ */
+export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const path = event.rawPath ?? '';
+    const method = (event.requestContext?.http?.method ?? '').toUpperCase();
+    const unexpected = (err: unknown) => t.error('dlq failed', err);
+    const service = w.deadLetters;
+    if (method === 'POST' && path.endsWith('/dlq/redrive'))
+      return respond(event, 200, () => service.redrive(tenant, bodyOf(event)), unexpected);
+    if (method === 'POST' && path.endsWith('/dlq/delete'))
+      return respond(event, 200, () => service.delete(tenant, bodyOf(event)), unexpected);
+    return respond(event, 200, () => service.peek(tenant, event.queryStringParameters ?? {}), unexpected);
+  };
+}
+
 /** Table writes one ingest invocation keeps in flight (an inbound message carries up to ~250 jobs). */
 const INGEST_CONCURRENCY = 32;
 
