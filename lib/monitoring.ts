@@ -32,7 +32,9 @@ export type SchedulerFiringMetric =
 
 /** The parts of a scheduler its monitoring reads; `DyneinScheduler` implements it. */
 export interface MonitoredScheduler {
-  readonly functions: Readonly<Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules', lambda.IFunction>>;
+  readonly functions: Readonly<
+    Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq', lambda.IFunction>
+  >;
   readonly inboundQueue: sqs.IQueue;
   readonly inboundDeadLetterQueue: sqs.IQueue;
   /** Where EventBridge Scheduler puts the firings it could not deliver. */
