@@ -174,7 +174,7 @@ describe('alarms', () => {
     }
     const lateness = scheduler.metricLateness();
     expect(
-      find((m) => m.namespace === lateness.namespace && m.name === lateness.metricName && m.stat === 'p99'),
+      find((m) => m.namespace === lateness.namespace && m.name === lateness.metricName && m.stat === 'p99' && m.dims.Tenant === undefined),
       'lateness p99',
     ).toHaveLength(1);
     expect(
@@ -199,7 +199,8 @@ describe('alarms', () => {
 
   it('without an alarmTopic the same alarms exist, with no actions', () => {
     const quietAlarms = resourcesOf(quietT, 'AWS::CloudWatch::Alarm');
-    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + quiet.tenants.length);
+    // Per tenant: DLQ not empty, lateness p99, delivery failures.
+    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + 3 * quiet.tenants.length);
     for (const [id, a] of quietAlarms) expect(a.Properties.AlarmActions ?? [], id).toEqual([]);
   });
 });
