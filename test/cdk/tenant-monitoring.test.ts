@@ -5,7 +5,7 @@
  * alarms (DLQ, lateness p99, delivery failures, failed jobs when monitored) that a team
  * subscribes to from its own stack; cdk-nag finds nothing in such a team stack.
  */
-import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { type App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
