@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LATENESS_SAMPLE, TenantTally } from '../../core/tenantTally.js';
+import { TenantRegistry } from '../../core/tenants.js';
 import { dispatchHandler, submitHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { powertools } from '../../lambdas/runtime/powertools.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -72,6 +73,38 @@ describe('per-tenant dispatch metrics', () => {
     } finally {
       await Promise.all(consumers.map((c) => c.stop()));
     }
+  });
+
+  it('counts failed sends per tenant when its queue refuses the dispatcher (the jobs stay, retried)', async () => {
+    const sys = await createSystem(em, { tenants: ['alpha', 'broken'], settings: SETTINGS });
+    const ingest = sys.startIngest();
+    try {
+      const due = Date.now() + 2_500;
+      await submitJobs(sys, 'broken', [{ payload: 1, runAt: new Date(due).toISOString() }]);
+      await new Promise((r) => setTimeout(r, Math.max(0, due + 200 - Date.now())));
+    } finally {
+      await ingest.stop();
+    }
+    // Its queue is gone (registered, but deleted): every send fails.
+    await sys.w.store.putTenant({ name: 'broken', queueUrl: `${sys.tenants.broken!.url}-gone`, dlqUrl: sys.tenants.broken!.dlqUrl });
+    const w = { ...sys.w, dispatch: { ...sys.w.dispatch, tenants: new TenantRegistry(sys.w.store) } };
+    const reports: { tenant: string; counts: Record<string, number> }[] = [];
+    const telemetry: Telemetry = {
+      count() {},
+      values() {},
+      error() {},
+      tenantMetrics: (tenant, counts) => void reports.push({ tenant, counts: { ...counts } }),
+    };
+    const now = Date.now();
+    const result = await dispatchHandler(w, telemetry)(
+      { groups: [0], owner: `exec-${now}`, ownerStartMs: now, untilMs: now + 3_000 },
+      { getRemainingTimeInMillis: () => 13_000 },
+    );
+    expect(result.sent).toBe(0);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]!.tenant).toBe('broken');
+    expect(reports[0]!.counts.JobsDispatched).toBe(0);
+    expect(reports[0]!.counts.DeliveryFailures).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps a uniform lateness sample of at most 100 per tenant, and counts every job and failed send', () => {
