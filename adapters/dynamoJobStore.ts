@@ -251,7 +251,9 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ':hi': { S: range.toSk },
       ':tenant': { S: filter.tenant },
     };
-    const conditions = ['tenant = :tenant'];
+    // A recurring schedule's blocker (a tombstone at an occurrence never materialised) is no job.
+    values[':none'] = { S: 'NONE' };
+    const conditions = ['tenant = :tenant', '(attribute_not_exists(priorState) OR priorState <> :none)'];
     if (filter.states) {
       filter.states.forEach((state, i) => (values[`:s${i}`] = { S: state }));
       conditions.push(`#state IN (${filter.states.map((_, i) => `:s${i}`).join(', ')})`);
