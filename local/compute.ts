@@ -61,12 +61,20 @@ const w = await wire(config, {
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
 });
 
+/** The cancel function, telling the dashboard which job each successful cancel was for (a repeat is one job). */
+const cancel = cancelHandler(w, t);
+const countedCancel: typeof cancel = async (event) => {
+  const result = await cancel(event);
+  if (result.statusCode === 200 && event.pathParameters?.jobId) metrics.cancelled(event.pathParameters.jobId);
+  return result;
+};
+
 const keys = Object.fromEntries(settings.tenants.map((name) => [name, secrets.tenants[name]!]));
 const api = await startApiServer({
   port: settings.port,
   region: settings.region,
   keys,
-  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: cancelHandler(w, t), schedules: schedulesHandler(w, t) },
+  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: countedCancel, schedules: schedulesHandler(w, t) },
   metrics: () => metrics.snapshot(),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;
