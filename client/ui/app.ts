@@ -73,7 +73,7 @@ export const APP_JS = String.raw`'use strict';
       if (!r.ok) {
         body.replaceChildren();
         S.nextCursor = null;
-        if (missingRoute(r)) msg('#jobs-msg', 'info', 'Listing jobs is not available on this deployment (GET /v1/tenants/{tenant}/jobs answered 404): update the stack. Open one job by id with dynein get.');
+        if (missingRoute(r)) msg('#jobs-msg', 'info', 'Listing jobs is not available on this deployment (GET /v1/tenants/{tenant}/jobs answered 404): update the stack. You can still open a job by its id above.');
         else msg('#jobs-msg', 'err', 'Could not list jobs: ' + errorText(r));
         pager();
         return;
@@ -297,6 +297,11 @@ export const APP_JS = String.raw`'use strict';
     picker.addEventListener('change', function () { if (picker.value.trim()) setTenant(picker.value.trim()); });
     slot.appendChild(picker);
     $('#filters').addEventListener('submit', function (e) { e.preventDefault(); showJobs(true); });
+    $('#open').addEventListener('submit', function (e) {
+      e.preventDefault();
+      var id = $('#open').jobId.value.trim();
+      if (id) openJob(id);
+    });
     $('#prev').addEventListener('click', function () { if (S.page > 0) { S.page--; loadJobs(); } });
     $('#next').addEventListener('click', function () { if (S.nextCursor) { S.cursors[S.page + 1] = S.nextCursor; S.page++; loadJobs(); } });
     $('#pause').addEventListener('click', function () { S.paused = !S.paused; liveLabel(); });

@@ -67,6 +67,7 @@ export const PAGE_HTML = `<!doctype html>
    <label>Per page<select name="limit"><option>10</option><option selected>25</option><option>50</option><option>100</option></select></label>
    <button class="primary" type="submit">Show</button>
   </form>
+  <form class="filters" id="open"><label>Open a job by id<input name="jobId" size="44" placeholder="j1.…" spellcheck="false"></label><button type="submit">Open</button></form>
   <div class="msg" id="jobs-msg"></div>
   <table id="jobs"><thead><tr><th>Job</th><th>Run at</th><th>State</th><th>Delivered at</th><th>Schedule</th></tr></thead><tbody></tbody></table>
   <div class="bar"><button type="button" id="prev">◀ Previous</button><span id="page">Page 1</span><button type="button" id="next">Next ▶</button>
