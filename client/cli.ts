@@ -641,10 +641,15 @@ const COMMANDS: Record<string, Command | Group> = {
         throw new UsageError(`--port must be a port number from 0 to 65535, got '${portText}'`);
       const tenant = str('tenant');
       const endpoint = str('endpoint');
+      const listen = (opts: Parameters<typeof startUiServer>[0]) =>
+        startUiServer(opts).catch((err: NodeJS.ErrnoException) => {
+          if (err.code === 'EADDRINUSE') throw new Error(`port ${portText} is in use: pass another with --port (0 picks a free one)`);
+          throw err;
+        });
       let server: Awaited<ReturnType<typeof startUiServer>>;
       if (endpoint) {
         const target = resolveTarget({ tenant: tenant ?? '', endpoint, region: str('region'), profile: str('profile') });
-        server = await startUiServer({
+        server = await listen({
           endpoint: target.endpoint,
           region: target.region,
           credentialsFor: () => target.credentials,
@@ -659,7 +664,7 @@ const COMMANDS: Record<string, Command | Group> = {
         const tenants = Object.keys(local.tenants ?? {});
         if (tenant !== undefined && !tenants.includes(tenant))
           throw new Error(`tenant '${tenant}' is not in the local stack (it has ${tenants.join(', ') || 'none'})`);
-        server = await startUiServer({
+        server = await listen({
           endpoint: local.endpoint,
           region: local.region,
           credentialsFor: (t) => {
