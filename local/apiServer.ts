@@ -16,7 +16,13 @@ export interface ApiServerOptions {
   readonly region: string;
   /** Each tenant's access key: a key may invoke its own tenant's routes only (as the IAM grants). */
   readonly keys: Readonly<Record<string, TenantKeys>>;
-  readonly handlers: { readonly submit: Handler; readonly status: Handler; readonly cancel: Handler; readonly schedules?: Handler };
+  readonly handlers: {
+    readonly submit: Handler;
+    readonly status: Handler;
+    readonly cancel: Handler;
+    readonly schedules?: Handler;
+    readonly dlq?: Handler;
+  };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
   /** Default route throttling, as the stage's. @default { rateLimit: 1000, burstLimit: 2000 } */
@@ -89,6 +95,20 @@ const ROUTES: readonly Route[] = [
     routeKey: `POST /v1/tenants/{tenant}/schedules/{name}/${action}`,
     handler: 'schedules' as const,
     params: ['tenant', 'name'],
+  })),
+  {
+    method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/dlq$/,
+    routeKey: 'GET /v1/tenants/{tenant}/dlq',
+    handler: 'dlq',
+    params: ['tenant'],
+  },
+  ...(['redrive', 'delete'] as const).map((action) => ({
+    method: 'POST',
+    pattern: new RegExp(`^/v1/tenants/([^/]+)/dlq/${action}$`),
+    routeKey: `POST /v1/tenants/{tenant}/dlq/${action}`,
+    handler: 'dlq' as const,
+    params: ['tenant'],
   })),
 ];
 

@@ -16,6 +16,7 @@ import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
 import {
   cancelHandler,
   dispatchHandler,
+  dlqHandler,
   ingestHandler,
   schedulesHandler,
   statusHandler,
@@ -74,7 +75,13 @@ const api = await startApiServer({
   port: settings.port,
   region: settings.region,
   keys,
-  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: countedCancel, schedules: schedulesHandler(w, t) },
+  handlers: {
+    submit: submitHandler(w, t),
+    status: statusHandler(w, t),
+    cancel: countedCancel,
+    schedules: schedulesHandler(w, t),
+    dlq: dlqHandler(w, t),
+  },
   metrics: () => metrics.snapshot(),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;

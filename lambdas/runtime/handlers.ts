@@ -20,6 +20,13 @@ export interface Telemetry {
   error(message: string, err: unknown): void;
   /** Something an operator should act on that is not a failure (parked jobs). */
   warn?(message: string, fields: Record<string, unknown>): void;
+  /**
+   * Metrics of one tenant, with a `Tenant` dimension (besides `service`): one metrics line per
+   * call, so callers aggregate per invocation (counts, and millisecond values already sampled).
+   */
+  tenantMetrics?(tenant: string, counts: Readonly<Record<string, number>>, milliseconds: Readonly<Record<string, readonly number[]>>): void;
+  /** Adds `{service, name: value}` as a second dimension set of this invocation's metrics (the same line, no extra metric line). */
+  dimensionSet?(name: string, value: string): void;
 }
 
 export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} };
@@ -36,6 +43,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         200,
         async () => {
           const reply = await w.submitter.submitBatch(tenant, bodyOf(event));
+          t.dimensionSet?.('Tenant', tenant);
           countStates(
             t,
             reply.results.filter((r): r is JobReply => 'jobId' in r),
@@ -50,6 +58,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       201,
       async () => {
         const { status, job } = await w.submitter.submit(tenant, bodyOf(event));
+        t.dimensionSet?.('Tenant', tenant);
         countStates(t, [job]);
         return new WithStatus(status, job);
       },
@@ -124,6 +133,25 @@ export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   };
 }
 
+/**
+ * The tenant dead-letter queue routes: `GET /v1/tenants/{tenant}/dlq` (peek),
+ * `POST .../dlq/redrive` and `POST .../dlq/delete`.
+ */
+export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const path = event.rawPath ?? '';
+    const method = (event.requestContext?.http?.method ?? '').toUpperCase();
+    const unexpected = (err: unknown) => t.error('dlq failed', err);
+    const service = w.deadLetters;
+    if (method === 'POST' && path.endsWith('/dlq/redrive'))
+      return respond(event, 200, () => service.redrive(tenant, bodyOf(event)), unexpected);
+    if (method === 'POST' && path.endsWith('/dlq/delete'))
+      return respond(event, 200, () => service.delete(tenant, bodyOf(event)), unexpected);
+    return respond(event, 200, () => service.peek(tenant, event.queryStringParameters ?? {}), unexpected);
+  };
+}
+
 /** Table writes one ingest invocation keeps in flight (an inbound message carries up to ~250 jobs). */
 const INGEST_CONCURRENCY = 32;
 
@@ -184,6 +212,11 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       onLateness: (l) => {
         t.count('JobsDispatched', l.length);
         t.values('LatenessMs', 'Milliseconds', l);
+      },
+      // Per tenant: one metrics line per tenant per invocation (a step runs up to a whole tick run).
+      onTenants: (tenants) => {
+        for (const [tenant, s] of tenants)
+          t.tenantMetrics?.(tenant, { JobsDispatched: s.sent, DeliveryFailures: s.failedSends }, { LatenessMs: s.latenessSampleMs });
       },
     });
     t.count('AcquireConflicts', result.conflicts);
