@@ -20,10 +20,11 @@ export const APP_JS = String.raw`'use strict';
   function msg(id, kind, text) { var m = $(id); m.className = 'msg ' + kind; m.textContent = text || ''; }
 
   var cfg = null;
+  var DLQ_REFRESH_MS = 10000;
   var S = {
     tenant: '', tab: 'jobs', paused: false, busy: false,
     query: '', cursors: [null], page: 0, nextCursor: null, pageKey: '',
-    selected: null, scheduleCursor: null, dlqChecked: {}
+    selected: null, scheduleCursor: null, dlqChecked: {}, dlqAt: 0
   };
 
   function api(method, path, body) {
@@ -187,12 +188,15 @@ export const APP_JS = String.raw`'use strict';
   // ---- dead letters ----
   function handleOf(m) { return m.handle || m.receiptHandle || m.messageId; }
   function loadDlq() {
+    S.dlqAt = Date.now();
     return api('GET', '/dlq').then(function (r) {
       var body = $('#dlq tbody');
       if (!r.ok) {
         body.replaceChildren();
         $('#redrive-all').disabled = true;
         $('#redrive-selected').disabled = true;
+        $('#delete-selected').disabled = true;
+        $('#dlq-depth').textContent = '';
         if (missingRoute(r)) msg('#dlq-msg', 'info', 'Dead letters are not available on this deployment (GET /v1/tenants/{tenant}/dlq answered 404): update the stack, or use dynein redrive.');
         else msg('#dlq-msg', 'err', 'Could not read the dead-letter queue: ' + errorText(r));
         return;
@@ -218,6 +222,8 @@ export const APP_JS = String.raw`'use strict';
       S.dlqChecked = seen;
       body.replaceChildren.apply(body, rows);
       msg('#dlq-msg', 'info', list.length === 0 ? 'The dead-letter queue is empty.' : '');
+      var depth = r.data && r.data.approximateDepth;
+      $('#dlq-depth').textContent = typeof depth === 'number' && depth > list.length ? 'about ' + depth + ' messages in the queue; showing ' + list.length + ' (redrive or delete them to see more)' : '';
       $('#redrive-all').disabled = list.length === 0;
       dlqButtons();
     });
@@ -226,6 +232,20 @@ export const APP_JS = String.raw`'use strict';
     var n = Object.keys(S.dlqChecked).filter(function (h) { return S.dlqChecked[h]; }).length;
     $('#redrive-selected').disabled = n === 0;
     $('#redrive-selected').textContent = n ? 'Redrive selected (' + n + ')' : 'Redrive selected';
+    $('#delete-selected').disabled = n === 0;
+    $('#delete-selected').textContent = n ? 'Delete selected (' + n + ')' : 'Delete selected';
+  }
+  function count(list) { return Array.isArray(list) ? list.length : list; }
+  function plural(n, what) { return n + ' ' + what + (n === 1 ? '' : 's'); }
+  /** The reply of redrive or delete, in words: {"redriven"|"deleted": [...], "notFound": [...], "failed"?: [...]}, or a move task. */
+  function describeDlqReply(verb, d, asked) {
+    if (d.method === 'StartMessageMoveTask') return 'Started a message move task: every message goes back to the queue (it may take a moment).';
+    if (d.method === 'copy') return (verb === 'redrive' ? 'Redrove ' : 'Deleted ') + plural(d.moved || 0, 'message') + ' to the queue' + (d.complete === false ? ' (more remain: press again)' : '') + '.';
+    var done = count(verb === 'redrive' ? d.redriven : d.deleted);
+    var text = (verb === 'redrive' ? 'Redrove ' : 'Deleted ') + plural(done != null ? done : asked, 'message') + (verb === 'redrive' ? ' to the queue' : '');
+    if (count(d.notFound)) text += '; ' + count(d.notFound) + ' no longer in the DLQ';
+    if (count(d.failed)) text += '; ' + count(d.failed) + ' failed (still in the DLQ)';
+    return text + '.';
   }
   function redrive(all) {
     var handles = Object.keys(S.dlqChecked).filter(function (h) { return S.dlqChecked[h]; });
@@ -234,12 +254,24 @@ export const APP_JS = String.raw`'use strict';
     api('POST', '/dlq/redrive', all ? { all: true } : { handles: handles }).then(function (r) {
       if (r.ok) {
         var d = r.data || {};
-        var n = d.redriven != null ? d.redriven : d.moved != null ? d.moved : d.count;
-        msg('#dlq-msg', 'ok', 'Redrove ' + (n != null ? n + ' message' + (n === 1 ? '' : 's') : (all ? 'all messages' : handles.length + ' selected')) + ' to the queue.');
+        msg('#dlq-msg', count(d.failed) ? 'err' : 'ok', describeDlqReply('redrive', d, handles.length));
         S.dlqChecked = {};
       } else {
         msg('#dlq-msg', missingRoute(r) ? 'info' : 'err', missingRoute(r) ? 'Redrive is not available on this deployment.' : 'Redrive failed: ' + errorText(r));
       }
+      var shown = $('#dlq-msg').textContent;
+      var kind = $('#dlq-msg').className;
+      return loadDlq().then(function () { $('#dlq-msg').className = kind; $('#dlq-msg').textContent = shown; });
+    });
+  }
+
+  function deleteSelected() {
+    var handles = Object.keys(S.dlqChecked).filter(function (h) { return S.dlqChecked[h]; });
+    if (!handles.length || !window.confirm('Delete ' + plural(handles.length, 'message') + ' from the dead-letter queue? They are gone for good.')) return;
+    $('#delete-selected').disabled = true;
+    api('POST', '/dlq/delete', { handles: handles }).then(function (r) {
+      if (r.ok) { msg('#dlq-msg', count((r.data || {}).failed) ? 'err' : 'ok', describeDlqReply('delete', r.data || {}, handles.length)); S.dlqChecked = {}; }
+      else msg('#dlq-msg', 'err', 'Delete failed: ' + errorText(r));
       var shown = $('#dlq-msg').textContent;
       var kind = $('#dlq-msg').className;
       return loadDlq().then(function () { $('#dlq-msg').className = kind; $('#dlq-msg').textContent = shown; });
@@ -262,6 +294,8 @@ export const APP_JS = String.raw`'use strict';
   function tick() {
     if (S.busy || S.paused || !S.tenant || document.hidden) return;
     if (S.tab === 'jobs' && S.page > 0) return;
+    // Each peek at the DLQ counts as a receive of its messages: every 10 s is enough.
+    if (S.tab === 'dlq' && Date.now() - S.dlqAt < DLQ_REFRESH_MS) return;
     S.busy = true;
     Promise.all([refreshTab(), S.selected && S.tab === 'jobs' ? loadJob() : null]).finally(function () { S.busy = false; });
   }
@@ -310,6 +344,7 @@ export const APP_JS = String.raw`'use strict';
     $('#schedules-more').addEventListener('click', function () { loadSchedules(true); });
     $('#redrive-all').addEventListener('click', function () { redrive(true); });
     $('#redrive-selected').addEventListener('click', function () { redrive(false); });
+    $('#delete-selected').addEventListener('click', deleteSelected);
     $('#dlq-all').addEventListener('change', function () {
       var on = $('#dlq-all').checked;
       document.querySelectorAll('#dlq tbody input[type=checkbox]').forEach(function (b) { b.checked = on; S.dlqChecked[b.getAttribute('data-handle')] = on; });

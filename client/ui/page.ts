@@ -81,7 +81,7 @@ export const PAGE_HTML = `<!doctype html>
  <section id="tab-dlq" hidden>
   <div class="msg" id="dlq-msg"></div>
   <table id="dlq"><thead><tr><th><input type="checkbox" id="dlq-all" title="select all"></th><th>Job</th><th>Receives</th><th>First failure</th><th>Error</th><th>Body</th></tr></thead><tbody></tbody></table>
-  <div class="bar"><button type="button" id="redrive-selected" disabled>Redrive selected</button><button type="button" class="primary" id="redrive-all">Redrive all</button></div>
+  <div class="bar"><button type="button" id="redrive-selected" disabled>Redrive selected</button><button type="button" class="primary" id="redrive-all">Redrive all</button><button type="button" class="danger" id="delete-selected" disabled>Delete selected</button><span class="muted small" id="dlq-depth"></span></div>
  </section>
  <aside id="detail" hidden><section>
   <div class="bar" style="margin:0;justify-content:space-between"><b>Job</b><button type="button" id="detail-close">Close</button></div>

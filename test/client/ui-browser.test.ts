@@ -66,14 +66,16 @@ beforeAll(async () => {
     }),
     stubJob('beta', 1),
   );
-  for (let i = 0; i < 3; i++)
+  for (let i = 0; i < 13; i++)
     stub.dlq.push({
       handle: `h-${i}`,
       messageId: `m-${i}`,
       jobId: `alpha-dead-${i}`,
+      runAt: new Date(T0 - 3_600_000).toISOString(),
       receiveCount: 5,
-      firstFailureAt: new Date(T0 - 3_600_000 + i).toISOString(),
-      error: `handler threw: boom ${i}`,
+      sentAt: new Date(T0 - 3_600_000 + 400).toISOString(),
+      firstReceivedAt: new Date(T0 - 3_600_000 + 500 + i).toISOString(),
+      attributes: { runAt: new Date(T0 - 3_600_000).toISOString(), dyneinError: `handler threw: boom ${i}` },
       body: JSON.stringify({ jobId: `alpha-dead-${i}`, payload: { n: i } }),
     });
   ui = await startUiServer({
@@ -256,20 +258,22 @@ describe('the job browser in Chromium', () => {
     ]);
   });
 
-  it('shows the dead-letter queue and redrives some, then all', async () => {
+  it('shows the dead-letter queue; redrives some, deletes some, then redrives all', async () => {
     await page.click('nav button[data-tab=dlq]');
-    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 3);
+    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 10);
     const shown = await page.$$eval('#dlq tbody tr', (trs) =>
       trs.map((tr) => [...tr.querySelectorAll('td')].slice(1).map((td) => td.textContent)),
     );
     expect(shown[0]).toEqual([
       'alpha-dead-0',
       '5',
-      '2029-12-31T23:00:00.000Z',
+      '2029-12-31T23:00:00.500Z',
       'handler threw: boom 0',
       '{"jobId":"alpha-dead-0","payload":{"n":0}}',
     ]);
+    expect(await text('#dlq-depth')).toBe('about 13 messages in the queue; showing 10 (redrive or delete them to see more)');
     expect(await page.$eval('#redrive-selected', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
+    expect(await page.$eval('#delete-selected', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
     await page.click('#dlq tbody tr[data-handle="h-1"] input');
     await waitText('#redrive-selected', /Redrive selected \(1\)/);
     if (process.env.DYNEIN_SCREENSHOT === '1') {
@@ -288,20 +292,37 @@ describe('the job browser in Chromium', () => {
       await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
       await page.click('#filters button[type=submit]');
       await page.click('nav button[data-tab=dlq]');
-      await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 3);
+      await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 10);
     }
     await page.click('#redrive-selected');
-    await waitText('#dlq-msg', /Redrove 1 message to the queue/);
-    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 2);
+    await waitText('#dlq-msg', /^Redrove 1 message to the queue\.$/);
     expect(stub.redriven.map((d) => d.handle)).toEqual(['h-1']);
     expect(JSON.parse(stub.requests.filter((r) => r.url === '/v1/tenants/alpha/dlq/redrive')[0]!.body)).toEqual({ handles: ['h-1'] });
+    await page.waitForFunction(() => document.querySelector('#dlq tbody tr td:nth-child(2)')?.textContent === 'alpha-dead-0');
+    expect(await text('#dlq-depth')).toMatch(/^about 12 messages/);
+
+    // Delete asks first.
+    await page.click('#dlq tbody tr[data-handle="h-2"] input');
+    await page.click('#dlq tbody tr[data-handle="h-3"] input');
+    await waitText('#delete-selected', /Delete selected \(2\)/);
+    const asked: string[] = [];
+    page.once('dialog', (d) => {
+      asked.push(d.message());
+      void d.accept();
+    });
+    await page.click('#delete-selected');
+    await waitText('#dlq-msg', /^Deleted 2 messages\.$/);
+    expect(asked).toEqual(['Delete 2 messages from the dead-letter queue? They are gone for good.']);
+    expect(JSON.parse(stub.requests.find((r) => r.url === '/v1/tenants/alpha/dlq/delete')!.body)).toEqual({ handles: ['h-2', 'h-3'] });
+    expect(stub.dlq).toHaveLength(10);
+    await page.waitForFunction(() => document.querySelector('#dlq-depth')?.textContent === '');
 
     await page.click('#redrive-all');
-    await waitText('#dlq-msg', /Redrove 2 messages to the queue/);
+    await waitText('#dlq-msg', /^Redrove 10 messages to the queue\.$/);
     await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 0);
     expect(JSON.parse(stub.requests.filter((r) => r.url === '/v1/tenants/alpha/dlq/redrive').at(-1)!.body)).toEqual({ all: true });
-    // The next refresh says the queue is empty.
-    await waitText('#dlq-msg', /The dead-letter queue is empty/, 3_000);
+    expect(await page.$eval('#redrive-all', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
+    expect(stub.dlq).toEqual([]);
   });
 
   it('switches tenant', async () => {

@@ -20,13 +20,16 @@ export interface StubJob {
   timeline?: { at: string; event: string; [k: string]: unknown }[];
 }
 
+/** A message as `GET .../dlq` answers it (docs/api.md, Dead letters). */
 export interface StubDeadLetter {
   handle: string;
   messageId: string;
   jobId: string;
+  runAt: string;
   receiveCount: number;
-  firstFailureAt: string;
-  error: string;
+  sentAt: string;
+  firstReceivedAt: string;
+  attributes: Record<string, string>;
   body: string;
 }
 
@@ -155,7 +158,13 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
       });
     if (kind === 'dlq') {
       if (opts.dlq === false) return reply(404, { message: 'Not Found' });
-      if (rest === undefined && method === 'GET') return reply(200, { messages: dlq.map((d) => ({ ...d, tenant })) });
+      if (rest === undefined && method === 'GET') return reply(200, { messages: dlq.slice(0, 10), approximateDepth: dlq.length });
+      if (rest === 'delete' && method === 'POST') {
+        const { handles } = JSON.parse(raw) as { handles: string[] };
+        const found = dlq.filter((d) => handles.includes(d.handle));
+        for (const d of found) dlq.splice(dlq.indexOf(d), 1);
+        return reply(200, { deleted: found.map((d) => d.handle), notFound: handles.filter((h) => !found.some((d) => d.handle === h)) });
+      }
       if (rest === 'redrive' && method === 'POST') {
         let body: { all?: boolean; handles?: string[] };
         try {
@@ -167,7 +176,12 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
         if (body.all !== true && !Array.isArray(body.handles)) return error(400, 'ValidationError', 'give all: true or handles');
         for (const d of chosen) dlq.splice(dlq.indexOf(d), 1);
         redriven.push(...chosen);
-        return reply(200, { redriven: chosen.length });
+        // As the local stack answers (AWS: {"method": "StartMessageMoveTask", "taskHandle"}).
+        if (body.all === true) return reply(200, { method: 'copy', moved: chosen.length, complete: true });
+        return reply(200, {
+          redriven: chosen.map((d) => d.handle),
+          notFound: body.handles!.filter((h) => !chosen.some((d) => d.handle === h)),
+        });
       }
     }
     return reply(404, { message: 'Not Found' });
