@@ -286,7 +286,7 @@ describe('the job browser in Chromium', () => {
       await page.click('tr[data-job-id="alpha-job-102"]');
       await waitText('#detail-timeline', /CANCELLED/);
       mkdirSync(dirname(SCREENSHOT), { recursive: true });
-      await page.setViewport({ width: 1280, height: 640 });
+      await page.setViewport({ width: 1280, height: 700 });
       await page.screenshot({ path: SCREENSHOT });
       await page.setViewport({ width: 1400, height: 900 });
       await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
