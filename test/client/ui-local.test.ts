@@ -101,11 +101,11 @@ describe('dynein ui against the local stack', () => {
       await page.goto(uiUrl);
       await page.waitForFunction(() => (document.querySelector('#where')?.textContent ?? '').startsWith('local stack'));
       expect(await page.$$eval('#tenant option', (os) => os.map((o) => o.textContent))).toEqual(['alpha', 'beta']);
-      // The listing: the jobs of this tenant when the route is deployed, else the page says it is not.
+      // The listing shows the job once ingest has stored it (live refresh every 2 s).
       await page.waitForFunction(
-        () =>
-          document.querySelectorAll('#jobs tbody tr').length > 0 ||
-          /not available/.test(document.querySelector('#jobs-msg')?.textContent ?? ''),
+        (id) => Array.from(document.querySelectorAll('#jobs tbody tr')).some((tr) => (tr.textContent ?? '').includes(id)),
+        { timeout: 15_000 },
+        jobId,
       );
       await page.type('#open input[name=jobId]', jobId);
       await page.click('#open button');
