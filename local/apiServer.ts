@@ -16,7 +16,14 @@ export interface ApiServerOptions {
   readonly region: string;
   /** Each tenant's access key: a key may invoke its own tenant's routes only (as the IAM grants). */
   readonly keys: Readonly<Record<string, TenantKeys>>;
-  readonly handlers: { readonly submit: Handler; readonly status: Handler; readonly cancel: Handler; readonly schedules?: Handler };
+  readonly handlers: {
+    readonly submit: Handler;
+    readonly status: Handler;
+    readonly cancel: Handler;
+    readonly schedules?: Handler;
+    /** `POST .../jobs/outcomes` (docs/history.md). */
+    readonly outcomes?: Handler;
+  };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
   /** Default route throttling, as the stage's. @default { rateLimit: 1000, burstLimit: 2000 } */
@@ -53,6 +60,13 @@ const ROUTES: readonly Route[] = [
     pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/batch$/,
     routeKey: 'POST /v1/tenants/{tenant}/jobs/batch',
     handler: 'submit',
+    params: ['tenant'],
+  },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/outcomes$/,
+    routeKey: 'POST /v1/tenants/{tenant}/jobs/outcomes',
+    handler: 'outcomes',
     params: ['tenant'],
   },
   {

@@ -19,6 +19,7 @@ import {
   ingestHandler,
   schedulesHandler,
   statusHandler,
+  outcomesHandler,
   submitHandler,
   tickHandler,
 } from '../lambdas/runtime/handlers.js';
@@ -66,7 +67,13 @@ const api = await startApiServer({
   port: settings.port,
   region: settings.region,
   keys,
-  handlers: { submit: submitHandler(w, t), status: statusHandler(w, t), cancel: cancelHandler(w, t), schedules: schedulesHandler(w, t) },
+  handlers: {
+    submit: submitHandler(w, t),
+    status: statusHandler(w, t),
+    cancel: cancelHandler(w, t),
+    schedules: schedulesHandler(w, t),
+    outcomes: outcomesHandler(w, t),
+  },
   metrics: () => metrics.snapshot(),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;

@@ -75,6 +75,21 @@ export function statusHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     );
 }
 
+/** `POST /v1/tenants/{tenant}/jobs/outcomes`: a worker's outcome reports (docs/history.md). */
+export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+    respond(
+      event,
+      200,
+      async () => {
+        const reply = await w.outcomes.report(pathParam(event, 'tenant'), bodyOf(event));
+        t.count('OutcomesReported', reply.results.filter((r) => 'state' in r).length);
+        return reply;
+      },
+      (err) => t.error('outcomes failed', err),
+    );
+}
+
 /** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
 export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>

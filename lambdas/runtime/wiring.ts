@@ -8,7 +8,9 @@ import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
 import type { RecurringDeps } from '../../core/recurring/materialise.js';
 import { SchedulesService } from '../../core/recurring/service.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
+import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import { OutcomesService } from '../../core/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
 import type { DispatchDeps } from '../../core/dispatch.js';
@@ -28,6 +30,8 @@ export interface Wiring {
   readonly codec: JobIdCodec;
   readonly submitter: Submitter;
   readonly jobs: JobsService;
+  /** `POST /v1/tenants/{tenant}/jobs/outcomes` (docs/history.md). */
+  readonly outcomes: OutcomesService;
   readonly ingest: IngestDeps;
   readonly dispatch: DispatchDeps;
   /** What a firing needs to materialise occurrences (ingest). */
@@ -56,6 +60,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const tenants = new TenantRegistry(store, { clock });
   const sender = new SqsSender(sqs);
   const { settings } = config;
+  const history = new DynamoHistoryStore(config.tableName, dynamo);
   const scheduleStore = new DynamoScheduleStore(config.tableName, dynamo);
   const clockConfig = config.scheduler;
   const schedules = clockConfig
@@ -86,7 +91,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       clock,
       idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
     }),
-    jobs: new JobsService({ store, codec, tenants, clock, settings }),
+    jobs: new JobsService({ store, codec, tenants, clock, settings, history }),
+    outcomes: new OutcomesService({ history, codec, tenants, clock }),
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),
