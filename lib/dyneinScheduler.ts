@@ -319,6 +319,14 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
     tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
     tableAccess(status, 'GetItem');
+    // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
+    status.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:BatchWriteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['h#*'] } },
+      }),
+    );
     tableAccess(cancel, 'GetItem', 'UpdateItem');
     // The tick samples the rows coming due to size its plan (keys only, read-only).
     tableAccess(tick, 'Query');
@@ -590,6 +598,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
+    route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, status, 'Outcomes');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
     // Recurring schedules: every route to the one schedules function (one integration).
     const integration = new HttpLambdaIntegration('SchedulesIntegration', schedules);

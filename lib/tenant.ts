@@ -53,6 +53,12 @@ export interface DyneinTenantProps {
   readonly retentionPeriod?: Duration;
   /** Retention of the registration function's logs (one function per stack: the first tenant's value). @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Job history (docs/history.md): deliveries carry the `dynein-history` attribute, workers given
+   * a client report outcomes, and each job keeps its latest outcome for `retention` (1 to 365 days).
+   * @default - history off
+   */
+  readonly history?: { readonly retention?: Duration };
 }
 
 /**
@@ -92,6 +98,9 @@ export class DyneinTenant extends Construct {
     if (!TENANT_PATTERN.test(props.tenantName)) problems.push(`tenantName '${props.tenantName}' must match ${TENANT_PATTERN}`);
     const mrc = props.maxReceiveCount ?? 5;
     if (!Number.isInteger(mrc) || mrc < 1 || mrc > 1000) problems.push(`maxReceiveCount must be an integer from 1 to 1000, got ${mrc}`);
+    const historyMs = props.history ? (props.history.retention ?? Duration.days(7)).toMilliseconds() : undefined;
+    if (historyMs !== undefined && (historyMs < 86_400_000 || historyMs > 365 * 86_400_000))
+      problems.push(`history.retention must be from 1 to 365 days, got ${historyMs / 86_400_000} days`);
     if (a.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
     problems.push(...validatePrefix(a.tenantQueuePrefix).map((p) => `scheduler.attributes.tenantQueuePrefix ${p}`));
     if (problems.length === 0) problems.push(...claimName(this, a.tableName, props.tenantName));
@@ -134,6 +143,7 @@ export class DyneinTenant extends Construct {
       TenantName: props.tenantName,
       QueueUrl: this.queue.queueUrl,
       DlqUrl: this.deadLetterQueue.queueUrl,
+      ...(historyMs !== undefined ? { HistoryTtlMs: String(historyMs) } : {}),
     };
     const registration = new CustomResource(this, 'Registration', {
       serviceToken: provider.function.functionArn,
@@ -158,7 +168,8 @@ export class DyneinTenant extends Construct {
   /**
    * Lets `grantee` schedule, read and cancel this tenant's jobs and manage its recurring schedules:
    * `execute-api:Invoke` on exactly its routes of the `$default` stage, nothing else. Jobs:
-   * `POST /v1/tenants/<name>/jobs`, `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`.
+   * `POST /v1/tenants/<name>/jobs`, `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
+   * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md).
    * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
    * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard). The only
    * wildcards are the job id and the schedule name; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
@@ -180,6 +191,7 @@ export class DyneinTenant extends Construct {
       resourceArns: [
         arn('POST', jobs),
         arn('POST', `${jobs}/batch`),
+        arn('POST', `${jobs}/outcomes`),
         arn('GET', `${jobs}/*`),
         arn('DELETE', `${jobs}/*`),
         arn('GET', schedules),
@@ -188,6 +200,26 @@ export class DyneinTenant extends Construct {
         arn('DELETE', `${schedules}/*`),
         arn('POST', `${schedules}/*/pause`),
         arn('POST', `${schedules}/*/resume`),
+      ],
+    });
+  }
+
+  /**
+   * Lets `grantee` report job outcomes (a Worker's or Lambda consumer's role, history on:
+   * docs/history.md): `execute-api:Invoke` on `POST /v1/tenants/<name>/jobs/outcomes` only.
+   */
+  grantReportOutcomes(grantee: iam.IGrantable): iam.Grant {
+    const stack = Stack.of(this);
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: [
+        stack.formatArn({
+          service: 'execute-api',
+          resource: this.#scheduler.attributes.httpApiId,
+          resourceName: `$default/POST/v1/tenants/${this.tenantName}/jobs/outcomes`,
+          arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+        }),
       ],
     });
   }

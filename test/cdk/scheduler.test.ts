@@ -70,6 +70,7 @@ describe('HTTP API', () => {
     'DELETE /v1/tenants/{tenant}/schedules/{name}',
     'POST /v1/tenants/{tenant}/schedules/{name}/pause',
     'POST /v1/tenants/{tenant}/schedules/{name}/resume',
+    'POST /v1/tenants/{tenant}/jobs/outcomes',
   ];
 
   it('has exactly the four job routes of DESIGN.md and the six schedule routes, every one AWS_IAM, each on the function that serves it', () => {
@@ -81,7 +82,8 @@ describe('HTTP API', () => {
       [ROUTES[1]!]: 'submit',
       [ROUTES[2]!]: 'status',
       [ROUTES[3]!]: 'cancel',
-      ...Object.fromEntries(ROUTES.slice(4).map((r) => [r, 'schedules'])),
+      ...Object.fromEntries(ROUTES.slice(4, 10).map((r) => [r, 'schedules'])),
+      [ROUTES[10]!]: 'status', // outcome reports (docs/history.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -289,7 +291,8 @@ describe('functions', () => {
       allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
     // One key lookup.
-    status: { required: ['dynamodb:GetItem', 'secretsmanager:GetSecretValue'], allowed: [] },
+    // (and outcome reports: BatchWriteItem of outcome records, limited to `h#` keys: test/cdk/history.test.ts)
+    status: { required: ['dynamodb:GetItem', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
@@ -359,12 +362,12 @@ describe('functions', () => {
     for (const [a, resources] of granted) expect([...resources].sort(), `${n}: ${a}`).toEqual(expectedResources(a));
   });
 
-  it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
+  it('the DESIGN.md examples hold: status reads only (jobs; it writes outcome records), tick only queries the table, dispatch has no key, submit sends to inbound', () => {
     const s = main.scheduler;
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
-    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem', 'dynamodb:BatchWriteItem']);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
     expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);

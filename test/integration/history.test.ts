@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/config.js';
 import { dispatchRound } from '../../core/dispatch.js';
 import { sortKey } from '../../core/jobId.js';
+import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import { registerHandler } from '../../lambdas/register.js';
 import { outcomesHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, httpEvent, submitJobs, type TestSystem } from '../support/system.js';
@@ -207,5 +209,37 @@ describe('job history', () => {
     expect(errors[5]?.message).toMatch(/^result/);
     // Nothing was kept for the job.
     expect((await sys.w.jobs.status('hist', job!.jobId)).timeline?.map((e) => e.event)).toEqual(['SCHEDULED']);
+  });
+
+  it('the CDK registration writes the retention of a tenant with history on, and an update turning it off drops it', async () => {
+    const table = await em.createTable();
+    const store = new DynamoJobStore(table, em.dynamo);
+    const handler = registerHandler({ dynamo: em.dynamo, respond: async () => {} });
+    const event = (type: 'Create' | 'Update', history?: string) =>
+      ({
+        RequestType: type,
+        StackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/Team/1',
+        LogicalResourceId: 'Reg',
+        RequestId: `r-${type}`,
+        ResponseURL: 'https://example.invalid',
+        ResourceType: 'Custom::DyneinTenantRegistration',
+        PhysicalResourceId: 'dynein-tenant-pay',
+        ServiceToken: 'arn:fn',
+        ResourceProperties: {
+          ServiceToken: 'arn:fn',
+          TableName: table,
+          TenantName: 'pay',
+          QueueUrl: 'https://sqs/q',
+          DlqUrl: 'https://sqs/dlq',
+          ...(history !== undefined ? { HistoryTtlMs: history } : {}),
+        },
+      }) as unknown as Parameters<ReturnType<typeof registerHandler>>[0];
+    expect((await handler(event('Create', String(TTL_MS)))).Status).toBe('SUCCESS');
+    expect((await store.getTenant('pay'))?.historyTtlMs).toBe(TTL_MS);
+    expect((await handler(event('Update'))).Status).toBe('SUCCESS');
+    expect((await store.getTenant('pay'))?.historyTtlMs).toBeUndefined();
+    const bad = await handler(event('Update', 'soon'));
+    expect(bad.Status).toBe('FAILED');
+    expect(bad.Reason).toMatch(/HistoryTtlMs/);
   });
 });
