@@ -2,7 +2,7 @@ import type { SchedulerSettings } from './config.js';
 import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
 import { type JobIdCodec, type ParsedJobId } from './jobId.js';
 import { isoMs } from './messages.js';
-import { timelineOf, type HistoryState, type HistoryStore, type TimelineEvent } from './history.js';
+import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryState, type HistoryStore, type TimelineEvent } from './history.js';
 import type { Clock, JobStore, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
 
@@ -74,7 +74,9 @@ export class JobsService {
     let row: StoredRow | undefined;
     const [reply, outcome] = await Promise.all([this.#status(tenant, jobId, (r) => (row = r)), history.getOutcome(id)]);
     const live = outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
-    const timeline = timelineOf(id.dueMs, row, live);
+    // Earlier attempts only when there were some: a job done on its first attempt costs no query.
+    const attempts = live && live.attempt > 1 ? await history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [];
+    const timeline = timelineOf(id.dueMs, row, live, attempts);
     if (live) return { ...reply, state: live.outcome, timeline };
     if (reply.state === 'QUEUED') return { ...reply, state: 'DELIVERED', timeline };
     return { ...reply, timeline };

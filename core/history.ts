@@ -56,11 +56,20 @@ export interface OutcomeRecord extends RowKey {
 
 /** The outcome records in the scheduler table (implemented by adapters/dynamoHistoryStore.ts). */
 export interface HistoryStore {
-  /** Puts the records (distinct keys), 25 per BatchWriteItem; returns the indexes that could not be written. */
-  putOutcomes(records: readonly OutcomeRecord[]): Promise<number[]>;
+  /**
+   * Puts the records (distinct keys), and an attempt item per failure in `failures` that keeps it
+   * for the timeline (`h#a#<shard>`, one per attempt), 25 items per BatchWriteItem; returns the
+   * indexes of the records that could not be written (or whose job's failure could not be).
+   */
+  putOutcomes(records: readonly OutcomeRecord[], failures?: readonly OutcomeRecord[]): Promise<number[]>;
   /** The job's outcome record, strongly consistent. */
   getOutcome(key: RowKey): Promise<OutcomeRecord | undefined>;
+  /** The job's failed attempts (at most `limit`, the earliest first), from their attempt items. */
+  getFailedAttempts(key: RowKey, limit: number): Promise<OutcomeRecord[]>;
 }
+
+/** Failed attempts a timeline shows at most. */
+export const MAX_TIMELINE_ATTEMPTS = 20;
 
 /** The tenant has not turned history on: its outcomes are not kept. */
 export class HistoryOffError extends ApiError {
@@ -87,13 +96,22 @@ export interface TimelineEvent {
 
 /**
  * The timeline of a history tenant's job: SCHEDULED at runAt, DELIVERED when the dispatcher
- * recorded the send (or the worker first received it), and the latest reported outcome.
+ * recorded the send (or the worker first received it), the earlier failed attempts, and the
+ * latest reported outcome.
  */
-export function timelineOf(dueMs: number, row: StoredRow | undefined, record: OutcomeRecord | undefined): TimelineEvent[] {
+export function timelineOf(
+  dueMs: number,
+  row: StoredRow | undefined,
+  record: OutcomeRecord | undefined,
+  failedAttempts: readonly OutcomeRecord[] = [],
+): TimelineEvent[] {
   const events: TimelineEvent[] = [{ at: isoMs(dueMs), event: 'SCHEDULED' }];
+  const earlier = record ? failedAttempts.filter((a) => a.attempt < record.attempt) : [];
+  const first = earlier[0] ?? record;
   const deliveredAt = row?.state === 'QUEUED' ? row.deliveredAtMs : undefined;
   if (deliveredAt !== undefined) events.push({ at: isoMs(deliveredAt), event: 'DELIVERED' });
-  else if (record) events.push({ at: isoMs(record.receivedAtMs), event: 'DELIVERED', attempt: record.attempt });
+  else if (first) events.push({ at: isoMs(first.receivedAtMs), event: 'DELIVERED' });
+  for (const a of earlier) events.push(outcomeEvent(a));
   if (record) events.push(outcomeEvent(record));
   return events;
 }
@@ -165,9 +183,11 @@ export class OutcomesService {
     const now = this.deps.clock.now();
     const results: OutcomeResult[] = [];
     const byKey = new Map<string, { record: OutcomeRecord; indexes: number[] }>();
+    const allRecords: OutcomeRecord[] = [];
     entries.forEach((entry, i) => {
       try {
         const r = this.#record(tenant, entry, now, now + record.historyTtlMs!);
+        allRecords.push(r);
         results.push({ jobId: r.jobId, state: r.outcome });
         const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
         const prev = byKey.get(key);
@@ -184,7 +204,13 @@ export class OutcomesService {
       }
     });
     const groups = [...byKey.values()];
-    const failed = await this.deps.history.putOutcomes(groups.map((g) => g.record));
+    // Every failure keeps an attempt item (distinct attempts), also one a later attempt superseded here.
+    const failures = new Map<string, OutcomeRecord>();
+    for (const r of allRecords) if (r.outcome === 'FAILED') failures.set(`${r.jobId}/${r.attempt}`, r);
+    const failed = await this.deps.history.putOutcomes(
+      groups.map((g) => g.record),
+      [...failures.values()],
+    );
     for (const f of failed) {
       for (const i of groups[f]!.indexes)
         results[i] = {

@@ -318,7 +318,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
     tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
-    tableAccess(status, 'GetItem');
+    // Query: a history tenant's failed attempts (h#a#<shard>), for the timeline.
+    tableAccess(status, 'GetItem', 'Query');
     // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
     status.addToRolePolicy(
       new iam.PolicyStatement({

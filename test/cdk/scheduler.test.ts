@@ -292,7 +292,7 @@ describe('functions', () => {
     },
     // One key lookup.
     // (and outcome reports: BatchWriteItem of outcome records, limited to `h#` keys: test/cdk/history.test.ts)
-    status: { required: ['dynamodb:GetItem', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
+    status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
@@ -367,7 +367,11 @@ describe('functions', () => {
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
-    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem', 'dynamodb:BatchWriteItem']);
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual([
+      'dynamodb:GetItem',
+      'dynamodb:Query',
+      'dynamodb:BatchWriteItem',
+    ]);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
     expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);

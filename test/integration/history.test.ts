@@ -105,8 +105,9 @@ describe('job history', () => {
       expect(JSON.parse(second.body).results).toEqual([{ jobId: hTable!.jobId, state: 'SUCCEEDED' }]);
       const after = await sys.w.jobs.status('hist', hTable!.jobId);
       expect(after.state).toBe('SUCCEEDED');
-      expect(after.timeline?.map((e) => e.event)).toEqual(['SCHEDULED', 'DELIVERED', 'SUCCEEDED']);
-      expect(after.timeline?.[2]).toMatchObject({ attempt: 2, durationMs: 42, result: { sent: true } });
+      expect(after.timeline?.map((e) => e.event)).toEqual(['SCHEDULED', 'DELIVERED', 'FAILED', 'SUCCEEDED']);
+      expect(after.timeline?.[2]).toMatchObject({ attempt: 1, error: 'boom' });
+      expect(after.timeline?.[3]).toMatchObject({ attempt: 2, durationMs: 42, result: { sent: true } });
 
       // Outcomes for the other tenant's jobs are refused.
       const foreign = await report('hist', { outcomes: [outcome(pTable!.jobId)] });
@@ -116,7 +117,7 @@ describe('job history', () => {
     }
   }, 30_000);
 
-  it('writes one record per job, 25 per BatchWriteItem, with the tenant retention as TTL; no reads', async () => {
+  it('writes one record per job, 25 per BatchWriteItem, with the tenant retention as TTL, nothing at the job key', async () => {
     const jobs = await submitJobs(
       sys,
       'hist',
@@ -155,7 +156,7 @@ describe('job history', () => {
     expect(row.Item?.outcome).toBeUndefined();
   });
 
-  it('two reports of one job in a request keep the later attempt, one write', async () => {
+  it('two reports of one job in a request keep the later attempt; the failure stays in the timeline', async () => {
     const [job] = await submitJobs(sys, 'hist', [{ payload: 0, runAt: new Date(Date.now() + 3_600_000).toISOString() }]);
     const res = await report('hist', {
       outcomes: [
@@ -166,7 +167,13 @@ describe('job history', () => {
     expect(JSON.parse(res.body).results).toHaveLength(2);
     const s = await sys.w.jobs.status('hist', job!.jobId);
     expect(s.state).toBe('DEAD');
-    expect(s.timeline?.at(-1)).toMatchObject({ event: 'DEAD', attempt: 3, error: 'gave up' });
+    expect(s.timeline?.map((e) => [e.event, e.attempt])).toEqual([
+      ['SCHEDULED', undefined],
+      ['DELIVERED', undefined],
+      ['FAILED', 2],
+      ['DEAD', 3],
+    ]);
+    expect(s.timeline?.at(-1)).toMatchObject({ error: 'gave up' });
   });
 
   it('refuses reports when history is off, and bad input with 4xx naming the parameter', async () => {
