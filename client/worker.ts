@@ -57,8 +57,8 @@ export interface WorkerOptions<P = unknown> {
   /**
    * Reports outcomes for tenants with history on (messages with the `dynein-history` attribute;
    * docs/history.md): a {@link DyneinClient} (or an {@link OutcomeReporter} to share). Outcomes are
-   * sent in batches of up to 100, at least every second, and on stop. Without it, such messages
-   * are still handled, with a warning once.
+   * sent in batches of up to 100, at least every second, and on stop (within 1 s more than the
+   * grace period and releases). Without it, such messages are still handled, with a warning once.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /**
@@ -99,6 +99,9 @@ interface InFlight {
 const DEFAULT_SHUTDOWN_GRACE_MS = 1_500;
 /** After the grace period, how long the releases of the jobs still running may take. */
 const RELEASE_BUDGET_MS = 400;
+
+/** On stop, how long the last outcome reports (history on) may take after the releases. */
+const FLUSH_BUDGET_MS = 1_000;
 
 /** Message ids remembered as unrecoverable when no DLQ URL is known (bounded). */
 const MAX_DOOMED = 10_000;
@@ -226,7 +229,7 @@ export class Worker<P = unknown> {
       })();
       await Promise.race([settled, new Promise((r) => releaseBy.addEventListener('abort', r, { once: true }))]);
       // The outcomes still buffered (history tenants), within a bounded time.
-      if (this.#reporter) await Promise.race([this.#reporter.flush(), sleep(2_000)]);
+      if (this.#reporter) await Promise.race([this.#reporter.flush(), sleep(FLUSH_BUDGET_MS)]);
       this.#poll.abort();
       process.off('SIGTERM', this.#onSignal);
       process.off('SIGINT', this.#onSignal);
