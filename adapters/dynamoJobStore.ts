@@ -381,13 +381,19 @@ export class DynamoJobStore implements JobStore, TenantStore {
     return failed;
   }
 
-  async cancel(key: RowKey, tenant: string, expiresAtMs: number): Promise<'cancelled' | 'acquired'> {
+  async cancel(
+    key: RowKey,
+    tenant: string,
+    expiresAtMs: number,
+    opts: { readonly occurrence?: boolean } = {},
+  ): Promise<'cancelled' | 'acquired'> {
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keys.row(key),
-          UpdateExpression: 'SET #state = :cancelled, tenant = :tenant, expiresAt = :exp REMOVE payload, payloadZ, leaseUntil, deadAt',
+          // An occurrence's tombstone keeps what was there before (`NONE`: never materialised).
+          UpdateExpression: `SET #state = :cancelled, tenant = :tenant, expiresAt = :exp${opts.occurrence ? ', priorState = if_not_exists(#state, :none)' : ''} REMOVE payload, payloadZ, leaseUntil, deadAt`,
           // SCHEDULED, already CANCELLED (a repeated cancel), no row yet (the job still waits in
           // the inbound queue: this tombstone makes its ingest fail) or DEAD (in the inbound DLQ:
           // a redrive then meets the tombstone). Never ACQUIRED, never a delivered marker.
@@ -399,6 +405,7 @@ export class DynamoJobStore implements JobStore, TenantStore {
             ':dead': { S: 'DEAD' },
             ':tenant': { S: tenant },
             ':exp': { N: String(Math.ceil(expiresAtMs / 1000)) },
+            ...(opts.occurrence ? { ':none': { S: 'NONE' } } : {}),
           },
         }),
       );

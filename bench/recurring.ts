@@ -202,7 +202,10 @@ export function perOccurrenceUsage(
       .filter(([, v]) => v > 0),
   );
   const usage: PerJobUsage = {
-    dynamodbWru: per(net('DynamoDB.PutItem') + pathUpdates + net('DynamoDB.DeleteItem') + markers),
+    // Each occurrence is written once (its put), whenever that was: occurrences due early in the
+    // window were materialised before it (at creation, up to 8 minutes ahead), so the window's own
+    // puts undercount them.
+    dynamodbWru: per(Math.max(net('DynamoDB.PutItem'), n) + pathUpdates + net('DynamoDB.DeleteItem') + markers),
     dynamodbRru: per(net('DynamoDB.GetItem')),
     sqsRequests: per(sqsCompute + firings),
     lambdaInvocations: per(invocations),
@@ -219,7 +222,7 @@ export function perOccurrenceUsage(
       'requests counted by compute (ingest, dispatch, tick) in the window, less the idle rate measured before the schedules existed',
       'DynamoDB.Query left out (polling: priced in the fixed monthly cost, as for one-off jobs)',
       'UpdateItem on the path: 1 acquire per occurrence + 1 watermark advance per firing (firings = schedule GetItems); the rest of the UpdateItems measured are group-lease writes (polling)',
-      'each DynamoDB write 1 WRU (items under 1 KB); one delivered-marker item per occurrence in the BatchWriteItems',
+      'each DynamoDB write 1 WRU (items under 1 KB); one occurrence put per occurrence at least (some were written before the window); one delivered-marker item per occurrence in the BatchWriteItems',
       'GetItem 1 RRU each (the schedule item, strongly consistent)',
       "SQS: compute's requests plus EventBridge Scheduler's SendMessage into the inbound queue (1 per firing)",
       'EventBridge Scheduler: 1 invocation per firing (firings = schedule GetItems; a schedule running more often than every 5 minutes has a rate(5 minutes) clock)',

@@ -654,6 +654,93 @@ const COMMANDS: Record<string, Command | Group> = {
     },
   },
 
+  dlq: {
+    brief: "the tenant's dead-letter queue through the API: peek, redrive, delete",
+    summary:
+      "The tenant's dead-letter queue through the API (the dlq routes; IAM: DyneinTenant.grantDeadLetters): peek at its\n" +
+      'messages, move all or some back to the queue, delete some. Messages are named by the handles peek prints.',
+    subcommands: {
+      peek: {
+        brief: 'print up to --max messages of the DLQ, leaving them there',
+        usage: '--tenant <name> [--max <n>] [options]',
+        summary:
+          'Print up to --max (1 to 10, default 10) messages of the DLQ, leaving them there: handle, job id and runAt (Dynein\n' +
+          'deliveries), receive count, first sent, first failed attempt, the worker error, and the body. Each peek counts\n' +
+          "in the messages' receive counts.",
+        targeted: true,
+        flags: {
+          ...TENANT,
+          max: { type: 'string', arg: '<n>', help: 'at most n messages, 1 to 10 (default 10)' },
+          json: { type: 'boolean', help: 'print the reply {"messages": [...], "approximateDepth"} as one JSON line' },
+          ...WHERE,
+          ...HELP,
+        },
+        async run({ values, str, rest, target, tenant, io }) {
+          noPositionals('dlq peek', rest);
+          const max = str('max');
+          if (max !== undefined && (!/^\d+$/.test(max) || Number(max) < 1 || Number(max) > 10))
+            throw new UsageError(`--max must be a whole number from 1 to 10, got '${max}'`);
+          const page = await client(target()).peekDeadLetters(tenant, max !== undefined ? { max: Number(max) } : {});
+          if (values.json) {
+            io.out(JSON.stringify(page));
+            return 0;
+          }
+          for (const m of page.messages) {
+            const job =
+              m.jobId !== undefined
+                ? `${m.jobId}  runAt ${m.runAt}${m.schedule ? `  schedule ${m.schedule}` : ''}`
+                : 'not a Dynein delivery';
+            io.out(`${m.handle}  ${job}`);
+            io.out(
+              `  receives ${m.receiveCount}  sent ${m.sentAt ?? '-'}  first attempt ${m.firstReceivedAt ?? '-'}${m.attributes.dyneinError !== undefined ? `  error ${m.attributes.dyneinError}` : ''}`,
+            );
+            io.out(`  ${m.body.length > 500 ? `${m.body.slice(0, 500)}… (${m.body.length} characters; --json prints it whole)` : m.body}`);
+          }
+          io.err(
+            `${page.messages.length} shown of about ${page.approximateDepth} in the DLQ${page.messages.length > 0 ? `: dynein dlq redrive --tenant ${tenant} <handle>... (or --all), dynein dlq delete --tenant ${tenant} <handle>...` : ''}`,
+          );
+          return 0;
+        },
+      },
+      redrive: {
+        brief: 'move messages back to the queue: --all, or those named by handles',
+        usage: '--tenant <name> (--all | <handle>...) [options]',
+        summary:
+          'Move messages of the DLQ back to the tenant queue: --all moves every message (on AWS a message move task that\n' +
+          'runs on after the reply), or name messages by the handles `dynein dlq peek` printed (at most 100).',
+        targeted: true,
+        flags: { ...TENANT, all: { type: 'boolean', help: 'every message of the DLQ' }, ...JSON_OUT, ...WHERE, ...HELP },
+        async run({ values, rest, target, tenant, io }) {
+          if (Boolean(values.all) === rest.length > 0)
+            throw new UsageError('dlq redrive needs --all or the handles of messages (from dynein dlq peek), not both');
+          const reply = await client(target()).redriveDeadLetters(tenant, values.all ? { all: true } : { handles: rest });
+          if (values.json) io.out(JSON.stringify(reply));
+          else if ('taskHandle' in reply) io.out(`started a message move task: ${reply.taskHandle}`);
+          else if ('moved' in reply)
+            io.out(
+              `moved ${reply.moved} message${reply.moved === 1 ? '' : 's'} back to the queue${reply.complete ? '' : ' (time ran out: run it again)'}`,
+            );
+          else io.out(handlesSummary('moved back to the queue', reply.redriven, reply.notFound, reply.failed));
+          return 'failed' in reply && reply.failed?.length ? 1 : 0;
+        },
+      },
+      delete: {
+        brief: 'delete messages named by handles',
+        usage: '--tenant <name> <handle>... [options]',
+        summary: 'Delete messages of the DLQ named by the handles `dynein dlq peek` printed (at most 100).',
+        targeted: true,
+        flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+        async run({ values, rest, target, tenant, io }) {
+          if (rest.length === 0) throw new UsageError('dlq delete needs the handles of messages (from dynein dlq peek)');
+          const reply = await client(target()).deleteDeadLetters(tenant, rest);
+          if (values.json) io.out(JSON.stringify(reply));
+          else io.out(handlesSummary('deleted', reply.deleted, reply.notFound, reply.failed));
+          return reply.failed?.length ? 1 : 0;
+        },
+      },
+    },
+  },
+
   local: {
     brief: 'start the local stack (API, DynamoDB, SQS, Scheduler, tick, dashboard)',
     usage: '[--port <n>] [--tenants <a,b>] [--data-dir <dir>]',
@@ -681,6 +768,15 @@ const COMMANDS: Record<string, Command | Group> = {
     },
   },
 };
+
+/** `moved back to the queue 2; not in the DLQ (any more) 1: <handle>` */
+function handlesSummary(done: string, ok: readonly string[], notFound: readonly string[], failed: readonly string[] = []): string {
+  return [
+    `${done} ${ok.length}`,
+    ...(notFound.length > 0 ? [`not in the DLQ (any more) ${notFound.length}: ${notFound.join(' ')}`] : []),
+    ...(failed.length > 0 ? [`failed (left in the DLQ) ${failed.length}: ${failed.join(' ')}`] : []),
+  ].join('; ');
+}
 
 function noPositionals(command: string, rest: readonly string[]): void {
   if (rest.length > 0) throw new UsageError(`${command} takes no argument '${rest[0]}'`);

@@ -112,6 +112,50 @@ export interface JobStatus {
   readonly timeline?: TimelineEvent[];
 }
 
+/** A message of a tenant's dead-letter queue, as `peekDeadLetters` shows it. */
+export interface DeadLetter {
+  /** Names the message in `redriveDeadLetters` and `deleteDeadLetters` (this tenant only). */
+  readonly handle: string;
+  readonly messageId: string;
+  readonly body: string;
+  /** Message attributes: `runAt`, `schedule`, `dyneinError` (a worker's UnrecoverableError), others as sent. */
+  readonly attributes: Readonly<Record<string, string>>;
+  /** Receives in the tenant queue and in the DLQ (peeks included). */
+  readonly receiveCount: number;
+  /** When the message was first sent to the tenant queue (RFC 3339). */
+  readonly sentAt?: string;
+  /** Its first delivery to a worker: the first attempt that failed (RFC 3339). */
+  readonly firstReceivedAt?: string;
+  /** From the body, when it is a Dynein delivery. */
+  readonly jobId?: string;
+  readonly runAt?: string;
+  readonly schedule?: string;
+}
+
+/** Reply of `peekDeadLetters`. */
+export interface DeadLetterPage {
+  readonly messages: readonly DeadLetter[];
+  /** Messages in the DLQ (SQS's approximate count). */
+  readonly approximateDepth: number;
+}
+
+/**
+ * Reply of `redriveDeadLetters`: for `all`, the move task started (AWS) or the messages copied
+ * (the local stack; `complete: false` when the time ran out: call again); for `handles`, those
+ * moved, those no longer in the DLQ, and those that could not be moved (left in the DLQ).
+ */
+export type DeadLetterRedrive =
+  | { readonly method: 'StartMessageMoveTask'; readonly taskHandle: string }
+  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean }
+  | { readonly redriven: readonly string[]; readonly notFound: readonly string[]; readonly failed?: readonly string[] };
+
+/** Reply of `deleteDeadLetters`. */
+export interface DeadLettersDeleted {
+  readonly deleted: readonly string[];
+  readonly notFound: readonly string[];
+  readonly failed?: readonly string[];
+}
+
 /** Reply of `cancel` (repeatable). */
 export interface CancelledJob {
   readonly jobId: string;
@@ -415,6 +459,40 @@ export class DyneinClient {
    */
   async resumeSchedule<P = unknown>(tenant: string, name: string, opts: CallOptions = {}): Promise<Schedule<P>> {
     return this.#request<Schedule<P>>('POST', `${schedulePath(tenant, name)}/resume`, undefined, opts.signal);
+  }
+
+  /**
+   * Up to `max` messages (1 to 10, default 10) of the tenant's dead-letter queue, left in it: each
+   * with its body, attributes, receive count, first send and first receive, the job id and runAt
+   * when it is a Dynein delivery, and the `handle` that names it in {@link redriveDeadLetters} and
+   * {@link deleteDeadLetters}. Every peek counts in the messages' receive counts.
+   * @throws ValidationError (max), TenantNotFoundError
+   */
+  async peekDeadLetters(tenant: string, opts: CallOptions & { readonly max?: number } = {}): Promise<DeadLetterPage> {
+    const query = opts.max !== undefined ? `?max=${wholeNumber('max', opts.max, 1, 10)}` : '';
+    return this.#request<DeadLetterPage>('GET', `v1/tenants/${enc(tenant)}/dlq${query}`, undefined, opts.signal);
+  }
+
+  /**
+   * Moves dead letters back to the tenant queue: `{ all: true }` every message (on AWS a message
+   * move task, which runs on after the reply), or `{ handles }` those messages (from
+   * {@link peekDeadLetters}), each deleted from the DLQ once its copy was sent.
+   * @throws ValidationError (a handle not issued for this tenant: nothing is moved), TenantNotFoundError
+   */
+  async redriveDeadLetters(
+    tenant: string,
+    what: { readonly all: true } | { readonly handles: readonly string[] },
+    opts: CallOptions = {},
+  ): Promise<DeadLetterRedrive> {
+    return this.#request<DeadLetterRedrive>('POST', `v1/tenants/${enc(tenant)}/dlq/redrive`, JSON.stringify(what), opts.signal);
+  }
+
+  /**
+   * Deletes dead letters named by their handles (from {@link peekDeadLetters}).
+   * @throws ValidationError (a handle not issued for this tenant: nothing is deleted), TenantNotFoundError
+   */
+  async deleteDeadLetters(tenant: string, handles: readonly string[], opts: CallOptions = {}): Promise<DeadLettersDeleted> {
+    return this.#request<DeadLettersDeleted>('POST', `v1/tenants/${enc(tenant)}/dlq/delete`, JSON.stringify({ handles }), opts.signal);
   }
 
   /**

@@ -2,6 +2,7 @@ import { sleep } from './backoff.js';
 import { shardsOfGroup } from './config.js';
 import { dispatchRound, emptyRoundReport, type DispatchDeps, type RoundOptions, type RoundReport } from './dispatch.js';
 import type { ShardMarks } from './ports.js';
+import type { TenantDispatch } from './tenantTally.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
 export interface DispatchStepInput {
@@ -19,7 +20,7 @@ export interface DispatchStepInput {
   readonly idleWaitSeconds?: number;
 }
 
-export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs'> {
+export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs' | 'byTenant'> {
   /** The groups still held, for the next step (those lost to a newer execution are dropped). */
   readonly groups: number[];
   /**
@@ -58,6 +59,8 @@ export interface StepOptions {
   readonly signal?: AbortSignal;
   /** Receives the lateness of every row sent (for metrics). */
   readonly onLateness?: (latenessMs: readonly number[]) => void;
+  /** Receives what the step did per tenant (for per-tenant metrics), once, when it sent anything or a send failed. */
+  readonly onTenants?: (tenants: ReadonlyMap<string, TenantDispatch>) => void;
   /** Caps and page size of the round (defaults otherwise). */
   readonly limits?: Pick<RoundOptions, 'maxHeldRows' | 'maxHeldBytes' | 'pageRows'>;
 }
@@ -130,7 +133,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
     return { ...emptyReport(), ...pass, groups: [], lostGroup: true, done: true, lateness: summarize([]) };
   }
   const lostAtStart = held.length < wanted.length;
-  const { latenessMs, ...report } = await dispatchRound(deps, {
+  const { latenessMs, byTenant, ...report } = await dispatchRound(deps, {
     shards: held.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
     marks: taken.marks,
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
@@ -150,6 +153,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
     held = (await takeLeases(held, report.marks).catch(() => ({ held }))).held;
   }
   opts.onLateness?.(latenessMs);
+  if (byTenant && byTenant.tenants.size > 0) opts.onTenants?.(byTenant.tenants);
   const lostGroup = lostAtStart || report.lostGroup;
   const done = held.length === 0 || clock.now() >= input.untilMs - END_MARGIN_MS;
   return { ...report, ...pass, groups: held, lostGroup, done, lateness: summarize(latenessMs) };

@@ -120,8 +120,13 @@ export interface JobStore {
     rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]>;
-  /** SCHEDULED row, DEAD record or no row becomes a tombstone; answers what was there when it could not. */
-  cancel(key: RowKey, tenant: string, expiresAtMs: number): Promise<'cancelled' | 'acquired'>;
+  /**
+   * SCHEDULED row, DEAD record or no row becomes a tombstone; answers what was there when it could
+   * not. `occurrence`: a recurring schedule's occurrence retired by a change; the tombstone also
+   * records what was at the key before (`priorState`, `NONE` when the occurrence was never
+   * materialised: a blocker, not a job, which listings leave out).
+   */
+  cancel(key: RowKey, tenant: string, expiresAtMs: number, opts?: { readonly occurrence?: boolean }): Promise<'cancelled' | 'acquired'>;
   /** The item at a job's key, strongly consistent. */
   getRow(key: RowKey): Promise<StoredRow | undefined>;
   /** Writes a `DEAD` record at the job's key unless something is there; true when written. */

@@ -2,6 +2,7 @@ import { backoffMs } from './backoff.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
 import type { AcquiredRow, RowKey } from './ports.js';
+import { TenantTally } from './tenantTally.js';
 
 export interface ReleaseStats {
   /** Rows sent to their tenant queue. */
@@ -16,6 +17,8 @@ export interface ReleaseStats {
   sendRetries: number;
   /** Per sent row: ms from its due time to the send's acknowledgement. */
   latenessMs: number[];
+  /** The same per tenant (sent, failed sends, a lateness sample), made on the first send. */
+  byTenant?: TenantTally;
 }
 
 interface Held {
@@ -264,10 +267,13 @@ export class Releaser {
             const at = clock.now();
             for (const m of batch) {
               const h = byId.get(m.id)!;
-              if (failed.has(m.id)) retry.push(h);
-              else {
+              if (failed.has(m.id)) {
+                retry.push(h);
+                (this.stats.byTenant ??= new TenantTally()).failed(tenant);
+              } else {
                 this.stats.sent++;
                 this.stats.latenessMs.push(at - h.row.dueMs);
+                (this.stats.byTenant ??= new TenantTally()).sent(tenant, at - h.row.dueMs);
                 sentRows.push(h);
               }
             }

@@ -72,3 +72,21 @@ export const METRICS_NAMESPACE = 'DyneinServerless';
 export function metricService(fn: string): string {
   return `dynein-${fn}`;
 }
+
+/**
+ * The per-tenant metrics (dimensions `service` and `Tenant`), by what they show: the function
+ * that emits each (its `service`) and the metric name. The dashboard and the tenant construct's
+ * alarms read them; docs/operating.md has their cost.
+ * - `scheduled`: jobs accepted by submit (a second dimension set on submit's own metrics line);
+ * - `delivered`, `lateness`, `deliveryFailures`: dispatch, one line per tenant per invocation
+ *   (lateness a uniform sample of at most 100 values per invocation);
+ * - `failed`: jobs whose worker reported a failure (tenants with history on: the outcomes route,
+ *   served by the status function).
+ */
+export const TENANT_METRICS = {
+  scheduled: { fn: 'submit', name: 'JobsSubmitted' },
+  delivered: { fn: 'dispatch', name: 'JobsDispatched' },
+  lateness: { fn: 'dispatch', name: 'LatenessMs' },
+  deliveryFailures: { fn: 'dispatch', name: 'DeliveryFailures' },
+  failed: { fn: 'status', name: 'JobsFailed' },
+} as const;

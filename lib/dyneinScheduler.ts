@@ -28,7 +28,7 @@ import {
 } from '../core/schema.js';
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring, type SchedulerFiringMetric } from './monitoring.js';
-import { defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
+import { deadLetterQueuePattern, defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
 import { DLQ_REDRIVE_ACTIONS, secureDeadLetterQueue, secureQueue } from './queues.js';
 import {
   acknowledgeRuntime,
@@ -114,8 +114,8 @@ export interface DyneinSchedulerProps {
   readonly parkedJobsAlarmMinutes?: number;
 }
 
-/** The scheduler's seven functions. */
-export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules';
+/** The scheduler's functions. */
+export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq';
 
 interface FunctionOptions {
   readonly timeout: Duration;
@@ -292,6 +292,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         DYNEIN_SCHEDULER_DLQ_ARN: this.schedulerDeadLetterQueue.queueArn,
       },
     });
+    // Tenant dead-letter queues through the API: a scan for named messages stops after 12 s, within the API's 30 s.
+    const dlq = fn('dlq', { timeout: Duration.seconds(25), environment: withKey });
     const tick = fn('tick', { timeout: Duration.seconds(10), environment: env });
     const dispatch = fn('dispatch', {
       // One step dispatches a whole tick run (no gap between steps): the run plus 30 s.
@@ -302,7 +304,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
-    this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules };
+    this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules, dlq };
 
     // Least privilege, one statement per need (no wildcard actions).
     const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
@@ -328,13 +330,15 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['h#*'] } },
       }),
     );
+    // The tenant registry item (its queue and DLQ URLs).
+    tableAccess(dlq, 'GetItem');
     tableAccess(cancel, 'GetItem', 'UpdateItem');
     // The tick samples the rows coming due to size its plan (keys only, read-only).
     tableAccess(tick, 'Query');
     tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
     // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
     tableAccess(schedules, 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query');
-    for (const f of [submit, ingest, status, cancel, schedules]) {
+    for (const f of [submit, ingest, status, cancel, schedules, dlq]) {
       f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
     }
     submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
@@ -409,6 +413,45 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       });
     }
 
+    // The dlq function peeks, redrives and deletes in the tenant DLQs (<prefix>-d-*) and sends
+    // redriven messages to the tenant queues (<prefix>-t-*); the tenant queue policy admits it as
+    // one of the scheduler's senders (attributes.senderRoleArns).
+    const tenantDlqs = Stack.of(this).formatArn({
+      service: 'sqs',
+      resource: deadLetterQueuePattern(this.tenantQueuePrefix),
+      arnFormat: ArnFormat.NO_RESOURCE_NAME,
+    });
+    dlq.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'TenantDeadLetterQueues',
+        actions: [
+          'sqs:ReceiveMessage',
+          'sqs:ChangeMessageVisibility',
+          'sqs:DeleteMessage',
+          'sqs:GetQueueAttributes',
+          'sqs:StartMessageMoveTask',
+        ],
+        resources: [tenantDlqs],
+      }),
+    );
+    dlq.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'RedriveToTenantQueues',
+        actions: ['sqs:SendMessage', 'sqs:GetQueueAttributes'],
+        resources: [tenantQueues],
+      }),
+    );
+    Validations.of(dlq.role!).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${deadLetterQueuePattern(this.tenantQueuePrefix)}]`,
+      reason:
+        "Tenant DLQs are created after the scheduler, often in other stacks; their names share this scheduler's prefix (<prefix>-d-<tenant>), so the grant names exactly the tenant DLQs, with five named actions. The function acts on the DLQ of the tenant the IAM-authorized route names only.",
+    });
+    Validations.of(dlq.role!).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${tenantQueuePattern(this.tenantQueuePrefix)}]`,
+      reason:
+        "Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler's prefix, so the grant names exactly its tenant queues (sqs:SendMessage, sqs:GetQueueAttributes) for redriven messages.",
+    });
+
     ({ httpApi: this.httpApi, stage: this.stage } = this.#api(props, retention));
     ({ stateMachine: this.stateMachine, rule: this.tickRule } = this.#tick(tick, dispatch, props, retention, logLevel));
 
@@ -416,7 +459,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       tableName: this.table.tableName,
       tableArn: this.table.tableArn,
       httpApiId: this.httpApi.apiId,
-      senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn],
+      senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn, dlq.role!.roleArn],
       tenantQueuePrefix: this.tenantQueuePrefix,
       alarmTopicArn: props.alarmTopic?.topicArn,
     };
@@ -595,7 +638,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     const route = (path: string, method: apigw.HttpMethod, f: lambda.IFunction, name: string) =>
       httpApi.addRoutes({ path, methods: [method], integration: new HttpLambdaIntegration(`${name}Integration`, f) });
-    const { submit, status, cancel, schedules } = this.functions;
+    const { submit, status, cancel, schedules, dlq } = this.functions;
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
@@ -609,6 +652,11 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     httpApi.addRoutes({ path: `${base}/{name}`, methods: [PUT, GET, DELETE], integration });
     httpApi.addRoutes({ path: `${base}/{name}/pause`, methods: [POST], integration });
     httpApi.addRoutes({ path: `${base}/{name}/resume`, methods: [POST], integration });
+    // A tenant's dead-letter queue: peek, redrive, delete (one integration).
+    const dlqIntegration = new HttpLambdaIntegration('DlqIntegration', dlq);
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq', methods: [GET], integration: dlqIntegration });
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/redrive', methods: [POST], integration: dlqIntegration });
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/delete', methods: [POST], integration: dlqIntegration });
     return { httpApi, stage };
   }
 

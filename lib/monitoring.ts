@@ -32,7 +32,9 @@ export type SchedulerFiringMetric =
 
 /** The parts of a scheduler its monitoring reads; `DyneinScheduler` implements it. */
 export interface MonitoredScheduler {
-  readonly functions: Readonly<Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules', lambda.IFunction>>;
+  readonly functions: Readonly<
+    Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq', lambda.IFunction>
+  >;
   readonly inboundQueue: sqs.IQueue;
   readonly inboundDeadLetterQueue: sqs.IQueue;
   /** Where EventBridge Scheduler puts the firings it could not deliver. */
@@ -260,19 +262,39 @@ export class SchedulerMonitoring extends Construct {
     });
   }
 
-  /** Adds a tenant's widgets to the dashboard and its DLQ alarm to the alarm list. */
+  /**
+   * Adds a tenant's row to the dashboard (its queue; jobs scheduled, delivered, failing to be
+   * delivered and, with `monitorFailedJobs`, failed by its workers; lateness p50/p99; DLQ depth)
+   * and its alarms to the alarm list.
+   */
   addTenant(tenant: DyneinTenant): void {
-    if (this.#tenants++ === 0)
-      this.dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: '### Tenant queues', width: 24, height: 1 }));
+    if (this.#tenants++ === 0) this.dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: '### Tenants', width: 24, height: 1 }));
+    const name = tenant.tenantName;
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
-        title: `Tenant ${tenant.tenantName}`,
+        title: `Tenant ${name}: jobs per minute`,
+        left: [
+          tenant.metricJobsScheduled({ label: 'scheduled' }),
+          tenant.metricJobsDelivered({ label: 'delivered (dispatched)' }),
+          tenant.metricDeliveryFailures({ label: 'failed sends (retried)' }),
+          ...(tenant.monitorsFailedJobs ? [tenant.metricJobsFailed({ label: 'failed (worker outcomes)' })] : []),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: `Tenant ${name}: lateness (ms)`,
+        left: ['p50', 'p99'].map((p) => tenant.metricLateness({ statistic: p, label: p })),
+        leftAnnotations: [{ value: tenant.latenessAlarmThreshold.toMilliseconds(), label: 'p99 alarm' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: `Tenant ${name}: queue and DLQ`,
         left: [tenant.metricDepth({ label: 'depth' }), tenant.metricDlqDepth({ label: 'DLQ depth' })],
         right: [tenant.metricOldestAge({ label: 'oldest age (s)' })],
         width: 8,
       }),
     );
-    this.alarms.push(tenant.dlqAlarm);
+    this.alarms.push(...tenant.alarms);
   }
 
   #alarm(id: string, props: Omit<cloudwatch.AlarmProps, 'comparisonOperator' | 'treatMissingData'>): void {

@@ -32,5 +32,7 @@ export const tenantQueueName = (prefix: string, tenant: string) => `${prefix}-t-
 export const deadLetterQueueName = (prefix: string, tenant: string) => `${prefix}-d-${tenant}`;
 /** The queue-name pattern the scheduler's senders may send to. */
 export const tenantQueuePattern = (prefix: string) => `${prefix}-t-*`;
+/** The DLQ-name pattern the scheduler's dlq function may read, redrive and delete in. */
+export const deadLetterQueuePattern = (prefix: string) => `${prefix}-d-*`;
 export const senderTagKey = (prefix: string, tenant: string) => `dynein:${prefix}:sender:${tenant}`;
 export const inboundSenderTagKey = (prefix: string) => `dynein:${prefix}:inbound-sender`;

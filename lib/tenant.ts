@@ -8,6 +8,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TENANT_PATTERN } from '../core/jobId.js';
+import { METRICS_NAMESPACE, metricService, TENANT_METRICS } from '../core/schema.js';
 import type { RegistrationProperties } from '../core/registration.js';
 import { bundleCode } from './bundles.js';
 import { DLQ_REDRIVE_ACTIONS, secureQueue } from './queues.js';
@@ -24,7 +25,10 @@ export interface SchedulerAttributes {
   readonly tableArn: string;
   /** The HTTP API's id, for `execute-api:Invoke` grants. */
   readonly httpApiId: string;
-  /** Roles of the functions that send to tenant queues (submit and dispatch); the queue policy denies every other sender. */
+  /**
+   * Roles of the functions that send to tenant queues (submit, dispatch, and dlq for redriven
+   * messages); the queue policy denies every other sender.
+   */
   readonly senderRoleArns: readonly string[];
   /**
    * Tenant queues are named `<prefix>-t-<tenant>` (DLQs `<prefix>-d-<tenant>`): the scheduler's
@@ -59,6 +63,13 @@ export interface DyneinTenantProps {
    * @default - history off
    */
   readonly history?: { readonly retention?: Duration };
+  /** The tenant's lateness p99 above this for 3 minutes raises its lateness alarm. @default Duration.seconds(2) */
+  readonly latenessAlarmThreshold?: Duration;
+  /**
+   * The tenant keeps history (its workers report outcomes): the dashboard shows its failed jobs
+   * (`JobsFailed`) and {@link DyneinTenant.failedJobsAlarm} is created. @default - true with `history`, else false
+   */
+  readonly monitorFailedJobs?: boolean;
 }
 
 /**
@@ -83,6 +94,16 @@ export class DyneinTenant extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly dlqAlarm: cloudwatch.Alarm;
+  /** The tenant's dispatch lateness p99 above its threshold for 3 minutes (its jobs are sent late). */
+  readonly latenessAlarm: cloudwatch.Alarm;
+  /** The dispatcher could not send the tenant's jobs to its queue in 2 consecutive minutes (a denied send, a deleted queue, a KMS key). */
+  readonly deliveryFailureAlarm: cloudwatch.Alarm;
+  /** Jobs whose worker reported a failure, in 2 consecutive minutes (only with `monitorFailedJobs`). */
+  readonly failedJobsAlarm?: cloudwatch.Alarm;
+  /** Lateness p99 above this raises {@link latenessAlarm}. */
+  readonly latenessAlarmThreshold: Duration;
+  /** Whether the dashboard shows failed jobs (`monitorFailedJobs`). */
+  readonly monitorsFailedJobs: boolean;
   /** The IAM principal tag ({@link grantRedrive} sets it to `true`) that lets a principal send to the queue. */
   readonly senderTagKey: string;
   readonly #scheduler: IDyneinScheduler;
@@ -101,6 +122,9 @@ export class DyneinTenant extends Construct {
     const historyMs = props.history ? (props.history.retention ?? Duration.days(7)).toMilliseconds() : undefined;
     if (historyMs !== undefined && (historyMs < 86_400_000 || historyMs > 365 * 86_400_000))
       problems.push(`history.retention must be from 1 to 365 days, got ${historyMs / 86_400_000} days`);
+    const lat = props.latenessAlarmThreshold;
+    if (lat !== undefined && !Token.isUnresolved(lat.toString()) && !(lat.toMilliseconds() > 0))
+      problems.push('latenessAlarmThreshold must be positive');
     if (a.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
     problems.push(...validatePrefix(a.tenantQueuePrefix).map((p) => `scheduler.attributes.tenantQueuePrefix ${p}`));
     if (problems.length === 0) problems.push(...claimName(this, a.tableName, props.tenantName));
@@ -162,7 +186,107 @@ export class DyneinTenant extends Construct {
       evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
-    if (a.alarmTopicArn) this.dlqAlarm.addAlarmAction(new actions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', a.alarmTopicArn)));
+    const lateness = (this.latenessAlarmThreshold = props.latenessAlarmThreshold ?? Duration.seconds(2));
+    this.latenessAlarm = new cloudwatch.Alarm(this, 'LatenessP99', {
+      alarmDescription: `Dynein tenant '${props.tenantName}': dispatch lateness p99 above ${lateness.toMilliseconds()} ms for 3 minutes: its jobs reach the queue late (see the scheduler's dispatch alarms and docs/operating.md).`,
+      metric: this.metricLateness({ statistic: 'p99' }),
+      threshold: lateness.toMilliseconds(),
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 3,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.deliveryFailureAlarm = new cloudwatch.Alarm(this, 'DeliveryFailures', {
+      alarmDescription: `Dynein tenant '${props.tenantName}': the dispatcher could not send jobs to the tenant queue in 2 consecutive minutes (retried: they stay in the table): a denied send (queue policy), a deleted queue, or its KMS key (docs/operating.md).`,
+      metric: this.metricDeliveryFailures(),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 2,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.monitorsFailedJobs = props.monitorFailedJobs ?? props.history !== undefined;
+    if (this.monitorsFailedJobs)
+      this.failedJobsAlarm = new cloudwatch.Alarm(this, 'FailedJobs', {
+        alarmDescription: `Dynein tenant '${props.tenantName}': workers reported failed jobs in 2 consecutive minutes (dynein list --state FAILED; docs/history.md).`,
+        metric: this.metricJobsFailed(),
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    if (a.alarmTopicArn) this.addAlarmAction(new actions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', a.alarmTopicArn)));
+  }
+
+  /** The tenant's alarms: DLQ not empty, lateness p99, delivery failures, and failed jobs with `monitorFailedJobs`. */
+  get alarms(): cloudwatch.Alarm[] {
+    return [this.dlqAlarm, this.latenessAlarm, this.deliveryFailureAlarm, ...(this.failedJobsAlarm ? [this.failedJobsAlarm] : [])];
+  }
+
+  /**
+   * Sends every alarm of the tenant ({@link alarms}) to `action`, e.g. the team's own topic:
+   * `tenant.addAlarmAction(new SnsAction(topic))`. Only the tenant's stack changes.
+   */
+  addAlarmAction(...action: cloudwatch.IAlarmAction[]): void {
+    for (const alarm of this.alarms) alarm.addAlarmAction(...action);
+  }
+
+  /**
+   * Lets `grantee` look at and act on this tenant's dead-letter queue through the API:
+   * `execute-api:Invoke` on exactly `GET /v1/tenants/<name>/dlq` (peek),
+   * `POST /v1/tenants/<name>/dlq/redrive` and `POST /v1/tenants/<name>/dlq/delete` of the
+   * `$default` stage, nothing else (no wildcard). The scheduler's dlq function does the SQS work;
+   * for direct SQS access use {@link grantRedrive}.
+   */
+  grantDeadLetters(grantee: iam.IGrantable): iam.Grant {
+    const dlq = `/v1/tenants/${this.tenantName}/dlq`;
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: [this.#routeArn('GET', dlq), this.#routeArn('POST', `${dlq}/redrive`), this.#routeArn('POST', `${dlq}/delete`)],
+    });
+  }
+
+  #routeArn(method: string, path: string): string {
+    return Stack.of(this).formatArn({
+      service: 'execute-api',
+      resource: this.#scheduler.attributes.httpApiId,
+      resourceName: `$default/${method}${path}`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+  }
+
+  /** Jobs of this tenant accepted by submit (`Sum` per minute). */
+  metricJobsScheduled(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.scheduled, { statistic: 'Sum', ...props });
+  }
+
+  /** Jobs of this tenant sent to its queue by the dispatcher (`Sum` per minute); jobs due within the lookahead go straight from submit and are not counted. */
+  metricJobsDelivered(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.delivered, { statistic: 'Sum', ...props });
+  }
+
+  /** Lateness of this tenant's dispatched jobs, ms (due time to send; a sample of at most 100 per dispatch invocation); pass `statistic: 'p99'` etc. */
+  metricLateness(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.lateness, { statistic: 'p95', ...props });
+  }
+
+  /** Sends of this tenant's jobs to its queue that failed (retried), `Sum` per minute. */
+  metricDeliveryFailures(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.deliveryFailures, { statistic: 'Sum', ...props });
+  }
+
+  /** Jobs whose worker reported a failure (history on: docs/history.md), `Sum` per minute. */
+  metricJobsFailed(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.failed, { statistic: 'Sum', ...props });
+  }
+
+  #tenantMetric(m: { readonly fn: string; readonly name: string }, props: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: m.name,
+      dimensionsMap: { service: metricService(m.fn), Tenant: this.tenantName },
+      period: Duration.minutes(1),
+      ...props,
+    });
   }
 
   /**

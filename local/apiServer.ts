@@ -23,6 +23,7 @@ export interface ApiServerOptions {
     readonly schedules?: Handler;
     /** `POST .../jobs/outcomes` (docs/history.md). */
     readonly outcomes?: Handler;
+    readonly dlq?: Handler;
   };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
@@ -103,6 +104,20 @@ const ROUTES: readonly Route[] = [
     routeKey: `POST /v1/tenants/{tenant}/schedules/{name}/${action}`,
     handler: 'schedules' as const,
     params: ['tenant', 'name'],
+  })),
+  {
+    method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/dlq$/,
+    routeKey: 'GET /v1/tenants/{tenant}/dlq',
+    handler: 'dlq',
+    params: ['tenant'],
+  },
+  ...(['redrive', 'delete'] as const).map((action) => ({
+    method: 'POST',
+    pattern: new RegExp(`^/v1/tenants/([^/]+)/dlq/${action}$`),
+    routeKey: `POST /v1/tenants/{tenant}/dlq/${action}`,
+    handler: 'dlq' as const,
+    params: ['tenant'],
   })),
 ];
 

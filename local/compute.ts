@@ -16,6 +16,7 @@ import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
 import {
   cancelHandler,
   dispatchHandler,
+  dlqHandler,
   ingestHandler,
   schedulesHandler,
   statusHandler,
@@ -73,6 +74,7 @@ const api = await startApiServer({
     cancel: cancelHandler(w, t),
     schedules: schedulesHandler(w, t),
     outcomes: outcomesHandler(w, t),
+    dlq: dlqHandler(w, t),
   },
   metrics: () => metrics.snapshot(),
 }).catch((err: NodeJS.ErrnoException) => {

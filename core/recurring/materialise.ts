@@ -147,7 +147,9 @@ async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p:
             dueMs,
           );
           // A row a dispatcher holds is past the cut-off (it is being delivered): nothing to do.
-          await store.cancel({ shard, dueMs, jobId }, record.tenant, dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs);
+          await store.cancel({ shard, dueMs, jobId }, record.tenant, dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs, {
+            occurrence: true,
+          });
         }),
       ),
     );

@@ -9,6 +9,7 @@ import { shardsOfGroup } from '../../core/config.js';
 import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
 import { systemClock, type Clock } from '../../core/ports.js';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
+import { TENANT_METRICS } from '../../core/schema.js';
 import type { JobReply } from '../../core/submit.js';
 import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
 import type { Wiring } from './wiring.js';
@@ -20,6 +21,13 @@ export interface Telemetry {
   error(message: string, err: unknown): void;
   /** Something an operator should act on that is not a failure (parked jobs). */
   warn?(message: string, fields: Record<string, unknown>): void;
+  /**
+   * Metrics of one tenant, with a `Tenant` dimension (besides `service`): one metrics line per
+   * call, so callers aggregate per invocation (counts, and millisecond values already sampled).
+   */
+  tenantMetrics?(tenant: string, counts: Readonly<Record<string, number>>, milliseconds: Readonly<Record<string, readonly number[]>>): void;
+  /** Adds `{service, name: value}` as a second dimension set of this invocation's metrics (the same line, no extra metric line). */
+  dimensionSet?(name: string, value: string): void;
 }
 
 export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} };
@@ -36,6 +44,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         200,
         async () => {
           const reply = await w.submitter.submitBatch(tenant, bodyOf(event));
+          t.dimensionSet?.('Tenant', tenant);
           countStates(
             t,
             reply.results.filter((r): r is JobReply => 'jobId' in r),
@@ -50,6 +59,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       201,
       async () => {
         const { status, job } = await w.submitter.submit(tenant, bodyOf(event));
+        t.dimensionSet?.('Tenant', tenant);
         countStates(t, [job]);
         return new WithStatus(status, job);
       },
@@ -82,8 +92,12 @@ export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       event,
       200,
       async () => {
-        const reply = await w.outcomes.report(pathParam(event, 'tenant'), bodyOf(event));
-        t.count('OutcomesReported', reply.results.filter((r) => 'state' in r).length);
+        const tenant = pathParam(event, 'tenant');
+        const reply = await w.outcomes.report(tenant, bodyOf(event));
+        const states = reply.results.flatMap((r) => ('state' in r ? [r.state] : []));
+        t.count('OutcomesReported', states.length);
+        // The tenant's failed jobs (its dashboard and failed-jobs alarm: TENANT_METRICS.failed).
+        t.tenantMetrics?.(tenant, { [TENANT_METRICS.failed.name]: states.filter((s) => s !== 'SUCCEEDED').length }, {});
         return reply;
       },
       (err) => t.error('outcomes failed', err),
@@ -136,6 +150,25 @@ export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       return respond(event, 200, () => service.setState(tenant, name, path.endsWith('/pause') ? 'DISABLED' : 'ENABLED'), unexpected);
     if (event.pathParameters?.name === undefined) return respond(event, 200, () => service.list(tenant, query), unexpected);
     return respond(event, 200, () => service.get(tenant, name), unexpected);
+  };
+}
+
+/**
+ * The tenant dead-letter queue routes: `GET /v1/tenants/{tenant}/dlq` (peek),
+ * `POST .../dlq/redrive` and `POST .../dlq/delete`.
+ */
+export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const path = event.rawPath ?? '';
+    const method = (event.requestContext?.http?.method ?? '').toUpperCase();
+    const unexpected = (err: unknown) => t.error('dlq failed', err);
+    const service = w.deadLetters;
+    if (method === 'POST' && path.endsWith('/dlq/redrive'))
+      return respond(event, 200, () => service.redrive(tenant, bodyOf(event)), unexpected);
+    if (method === 'POST' && path.endsWith('/dlq/delete'))
+      return respond(event, 200, () => service.delete(tenant, bodyOf(event)), unexpected);
+    return respond(event, 200, () => service.peek(tenant, event.queryStringParameters ?? {}), unexpected);
   };
 }
 
@@ -195,6 +228,11 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     const result = await dispatchStep(w.dispatch, input, {
       deadlineMs: w.dispatch.clock.now() + remaining - 2_000,
       onLateness: (l) => t.values('LatenessMs', 'Milliseconds', l),
+      // Per tenant: one metrics line per tenant per invocation (a step runs up to a whole tick run).
+      onTenants: (tenants) => {
+        for (const [tenant, s] of tenants)
+          t.tenantMetrics?.(tenant, { JobsDispatched: s.sent, DeliveryFailures: s.failedSends }, { LatenessMs: s.latenessSampleMs });
+      },
     });
     t.count('JobsDispatched', result.sent);
     t.count('AcquireConflicts', result.conflicts);

@@ -23,6 +23,23 @@ export function powertools(service: string): { logger: Logger; metrics: Metrics;
     },
     error: (message, err) => logger.error(message, err as Error),
     warn: (message, fields) => logger.warn(message, fields),
+    tenantMetrics: (tenant, counts, milliseconds) => {
+      const m = new Metrics({ namespace: NAMESPACE, serviceName: `dynein-${service}` });
+      m.addDimension('Tenant', tenant);
+      let any = false;
+      for (const [name, n] of Object.entries(counts)) {
+        if (n <= 0) continue;
+        m.addMetric(name, MetricUnit.Count, n);
+        any = true;
+      }
+      for (const [name, values] of Object.entries(milliseconds)) {
+        for (const v of values) m.addMetric(name, MetricUnit.Milliseconds, v);
+        any ||= values.length > 0;
+      }
+      if (any) m.publishStoredMetrics();
+    },
+    // An empty set keeps the {service} metrics of the line; the second adds {service, name}.
+    dimensionSet: (name, value) => void metrics.addDimensions({}).addDimensions({ [name]: value }),
   };
   return { logger, metrics, telemetry };
 }

@@ -3,6 +3,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
+import { DeadLetterService } from '../../core/dlq.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
 import type { RecurringDeps } from '../../core/recurring/materialise.js';
@@ -38,6 +40,8 @@ export interface Wiring {
   readonly recurring: RecurringDeps;
   /** The recurring-schedule API (only where the scheduler's clock is configured: the schedules function). */
   readonly schedules?: SchedulesService;
+  /** The tenants' dead-letter queues: peek, redrive, delete (the dlq function). */
+  readonly deadLetters: DeadLetterService;
 }
 
 export interface WiringOptions {
@@ -96,6 +100,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),
+    deadLetters: new DeadLetterService({ queues: new SqsDeadLetters(sqs), tenants, codec, clock }),
     // Unregistered tenants are remembered per instance, across steps (their rows stay parked).
     dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants() },
   };

@@ -34,6 +34,11 @@ describe('history in the constructs', () => {
     expect(byName).toEqual({ alpha: String(7 * 86_400_000), beta: undefined, gamma: String(30 * 86_400_000) });
   });
 
+  it('a tenant with history monitors its failed jobs by default', () => {
+    expect(withHistory.monitorsFailedJobs).toBe(true);
+    expect(scheduler.tenants.find((x) => x.tenantName === 'beta')!.monitorsFailedJobs).toBe(false);
+  });
+
   it('refuses a retention outside 1 to 365 days', () => {
     const s = new Stack(fastApp(), 'Bad');
     const sch = new DyneinScheduler(s, 'Dynein');

@@ -136,10 +136,10 @@ describe('dashboard', () => {
     }
   });
 
-  it('shows errors, throttles and duration of all seven functions, tick failures and the dispatchers planned', () => {
+  it('shows errors, throttles and duration of all eight functions, tick failures and the dispatchers planned', () => {
     const { lines } = dashboardLines(t);
     const fns = Object.entries(scheduler.functions);
-    expect(fns).toHaveLength(7);
+    expect(fns).toHaveLength(8);
     for (const [n, f] of fns) {
       for (const metric of ['Errors', 'Throttles', 'Duration']) {
         expect(has(lines, 'AWS/Lambda', metric, ['FunctionName', ref(f)]), `${n} ${metric}`).toBe(true);
@@ -174,7 +174,7 @@ describe('alarms', () => {
     }
     const lateness = scheduler.metricLateness();
     expect(
-      find((m) => m.namespace === lateness.namespace && m.name === lateness.metricName && m.stat === 'p99'),
+      find((m) => m.namespace === lateness.namespace && m.name === lateness.metricName && m.stat === 'p99' && m.dims.Tenant === undefined),
       'lateness p99',
     ).toHaveLength(1);
     expect(
@@ -199,7 +199,8 @@ describe('alarms', () => {
 
   it('without an alarmTopic the same alarms exist, with no actions', () => {
     const quietAlarms = resourcesOf(quietT, 'AWS::CloudWatch::Alarm');
-    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + quiet.tenants.length);
+    // Per tenant: DLQ not empty, lateness p99, delivery failures.
+    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + 3 * quiet.tenants.length);
     for (const [id, a] of quietAlarms) expect(a.Properties.AlarmActions ?? [], id).toEqual([]);
   });
 });

@@ -27,7 +27,7 @@ import {
 } from './support.js';
 
 type FunctionName = keyof DyneinScheduler['functions'];
-const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'schedules'];
+const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'schedules', 'dlq'];
 
 // Non-default props of the second stack.
 const CUSTOM_GROUPS = 12;
@@ -70,10 +70,13 @@ describe('HTTP API', () => {
     'DELETE /v1/tenants/{tenant}/schedules/{name}',
     'POST /v1/tenants/{tenant}/schedules/{name}/pause',
     'POST /v1/tenants/{tenant}/schedules/{name}/resume',
+    'GET /v1/tenants/{tenant}/dlq',
+    'POST /v1/tenants/{tenant}/dlq/redrive',
+    'POST /v1/tenants/{tenant}/dlq/delete',
     'POST /v1/tenants/{tenant}/jobs/outcomes',
   ];
 
-  it('has exactly the four job routes of DESIGN.md and the six schedule routes, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md, the six schedule routes and the three dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -83,7 +86,8 @@ describe('HTTP API', () => {
       [ROUTES[2]!]: 'status',
       [ROUTES[3]!]: 'cancel',
       ...Object.fromEntries(ROUTES.slice(4, 10).map((r) => [r, 'schedules'])),
-      [ROUTES[10]!]: 'status', // outcome reports (docs/history.md)
+      ...Object.fromEntries(ROUTES.slice(10, 13).map((r) => [r, 'dlq'])),
+      [ROUTES[13]!]: 'status', // outcome reports (docs/history.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -241,10 +245,10 @@ describe('IAM', () => {
 });
 
 describe('functions', () => {
-  it('the seven Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
+  it('the eight Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
-    expect(new Set(ids).size).toBe(7);
+    expect(new Set(ids).size).toBe(8);
     const others = resourcesOf(mainT, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.includes(id));
@@ -265,7 +269,7 @@ describe('functions', () => {
       expect(group.Type).toBe('AWS::Logs::LogGroup');
       expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
     }
-    expect(groups.size).toBe(8);
+    expect(groups.size).toBe(9);
   });
 
   // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
@@ -320,6 +324,21 @@ describe('functions', () => {
       ],
       allowed: [],
     },
+    // A tenant's DLQ through the API: the tenant registry item, the handles' key; peek, redrive
+    // (a message move task, or copies sent to the tenant queue) and delete in the tenant DLQs.
+    dlq: {
+      required: [
+        'dynamodb:GetItem',
+        'secretsmanager:GetSecretValue',
+        'sqs:ReceiveMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:StartMessageMoveTask',
+        'sqs:SendMessage',
+      ],
+      allowed: [],
+    },
   };
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
@@ -352,6 +371,10 @@ describe('functions', () => {
       if (a.startsWith('secretsmanager:')) return [ref(s.idKey)];
       // submit sends to the inbound queue and (due soon) to tenant queues; dispatch to tenant queues; ingest consumes inbound.
       if (a === 'sqs:SendMessage') return n === 'submit' ? [getAtt(s.inboundQueue, 'Arn'), tenantQueues].sort() : [tenantQueues];
+      // dlq: in the tenant DLQs (<prefix>-d-*); it sends redriven messages (and reads the ARN) of the tenant queues.
+      const tenantDlqs = `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${s.tenantQueuePrefix}-d-*`;
+      if (n === 'dlq' && a === 'sqs:GetQueueAttributes') return [tenantDlqs, tenantQueues].sort();
+      if (n === 'dlq' && a.startsWith('sqs:')) return [tenantDlqs];
       if (a.startsWith('sqs:')) return [getAtt(s.inboundQueue, 'Arn')];
       if (a.startsWith('logs:')) return [logGroup];
       if (a.startsWith('scheduler:'))

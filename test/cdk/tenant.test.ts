@@ -99,8 +99,12 @@ describe('tenant in the scheduler stack', () => {
   }
   const tagCondition = (tenant: DyneinTenant) => `aws:PrincipalTag/${tenant.senderTagKey}`;
 
-  it('the queue policy denies sqs:SendMessage to everyone but the submit and dispatch roles and principals tagged for this tenant, and allows nothing', () => {
-    const expected = [roleArn(scheduler.functions.submit.role), roleArn(scheduler.functions.dispatch.role)].sort();
+  it('the queue policy denies sqs:SendMessage to everyone but the submit, dispatch and dlq roles and principals tagged for this tenant, and allows nothing', () => {
+    const expected = [
+      roleArn(scheduler.functions.submit.role),
+      roleArn(scheduler.functions.dispatch.role),
+      roleArn(scheduler.functions.dlq.role),
+    ].sort();
     const { allows, denies, queueArn } = senders(beta);
     // No Allow in the queue policy: the senders' own IAM policies allow (a team's policy cannot take it away).
     expect(allows).toEqual([]);
@@ -202,7 +206,11 @@ describe('tenant in the scheduler stack', () => {
     expect(tags(redriveRole)).toEqual([{ Key: alpha.senderTagKey, Value: 'true' }]);
     for (const other of [scheduleRole, consumeRole]) expect(tags(other)).toEqual([]);
     // The queue policies name no role of the grantee: nothing in the tenant's stack refers to it.
-    const expected = [roleArn(scheduler.functions.submit.role), roleArn(scheduler.functions.dispatch.role)].sort();
+    const expected = [
+      roleArn(scheduler.functions.submit.role),
+      roleArn(scheduler.functions.dispatch.role),
+      roleArn(scheduler.functions.dlq.role),
+    ].sort();
     for (const tenant of [alpha, beta]) expect(conditionValues(senders(tenant).denies[0]!, 'ArnNotEquals', PRINCIPAL)).toEqual(expected);
     const granted = allowed(roleStatements(t, idOf(redriveRole)));
     expect([...granted.get('sqs:SendMessage')!]).toEqual([getAtt(alpha.queue, 'Arn')]);
@@ -322,10 +330,11 @@ describe('tenant from a team’s own stack', () => {
     expect(reg.DependsOn ?? []).toContain(policyIds[0]);
   });
 
-  it('the queue policy admits exactly the scheduler’s submit and dispatch roles from the other stack', () => {
+  it('the queue policy admits exactly the scheduler’s submit, dispatch and dlq roles from the other stack', () => {
     const expected = [
       fromScheduler(roleArn(scheduler.functions.submit.role)),
       fromScheduler(roleArn(scheduler.functions.dispatch.role)),
+      fromScheduler(roleArn(scheduler.functions.dlq.role)),
     ].sort();
     const statements = queuePolicyStatements(teamT, idOf(payments.queue), imports);
     expect(statements.filter((s) => s.Effect === 'Allow')).toEqual([]);

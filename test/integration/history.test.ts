@@ -176,6 +176,34 @@ describe('job history', () => {
     expect(s.timeline?.at(-1)).toMatchObject({ error: 'gave up' });
   });
 
+  it("counts the tenant's failed jobs (FAILED and DEAD) for its dashboard and alarm", async () => {
+    const jobs = await submitJobs(
+      sys,
+      'hist',
+      [0, 1, 2].map((i) => ({ payload: i, runAt: new Date(Date.now() + 3_600_000).toISOString() })),
+    );
+    const lines: { tenant: string; counts: Readonly<Record<string, number>> }[] = [];
+    const telemetry = {
+      count() {},
+      values() {},
+      error() {},
+      tenantMetrics: (tenant: string, counts: Readonly<Record<string, number>>) => void lines.push({ tenant, counts }),
+    };
+    const res = await outcomesHandler(
+      sys.w,
+      telemetry,
+    )(
+      httpEvent('POST', '/v1/tenants/hist/jobs/outcomes', {
+        body: JSON.stringify({
+          outcomes: [outcome(jobs[0]!.jobId, { outcome: 'FAILED' }), outcome(jobs[1]!.jobId, { outcome: 'DEAD' }), outcome(jobs[2]!.jobId)],
+        }),
+        pathParameters: { tenant: 'hist' },
+      }),
+    );
+    expect(res.statusCode).toBe(200);
+    expect(lines).toEqual([{ tenant: 'hist', counts: { JobsFailed: 2 } }]);
+  });
+
   it('refuses reports when history is off, and bad input with 4xx naming the parameter', async () => {
     const [plainJob] = await submitJobs(sys, 'plain', [{ payload: 0, runAt: new Date(Date.now() + 3_600_000).toISOString() }]);
     const off = await report('plain', { outcomes: [outcome(plainJob!.jobId)] });

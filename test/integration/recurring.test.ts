@@ -9,10 +9,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetScheduleCommand, ListSchedulesCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { clockName } from '../../adapters/eventBridgeTrigger.js';
+import { keys } from '../../adapters/dynamoJobStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { resolveSettings } from '../../core/config.js';
 import type { JobStore } from '../../core/ports.js';
@@ -143,6 +145,16 @@ async function record(tenant: string, name: string): Promise<ScheduleRecord> {
 async function occurrenceState(r: { tenant: string; name: string; rev: string; shardCount: number }, dueMs: number): Promise<string> {
   const { jobId } = occurrenceJob(w, r, dueMs);
   return (await w.jobs.status(r.tenant, jobId)).state;
+}
+
+/** What an occurrence's tombstone says was at its key before. */
+async function priorState(
+  r: { tenant: string; name: string; rev: string; shardCount: number },
+  dueMs: number,
+): Promise<string | undefined> {
+  const { jobId, shard } = occurrenceJob(w, r, dueMs);
+  const res = await emu.dynamo.send(new GetItemCommand({ TableName: table, Key: keys.row({ shard, dueMs, jobId }), ConsistentRead: true }));
+  return res.Item?.priorState?.S;
 }
 
 async function fire(tenant: string, name: string): Promise<void> {
@@ -344,6 +356,10 @@ describe('changing a schedule', () => {
     expect(paused.status).toBe(200);
     expect(paused.json).toMatchObject({ state: 'DISABLED', nextRuns: [] });
     for (const t of ['10:01:00', '10:02:00', '10:03:00']) expect(await occurrenceState(v1, minute(t))).toBe('CANCELLED');
+    // A tombstone says whether the occurrence existed: 10:08 was materialised, 10:09 only blocked (a firing in flight).
+    expect(await priorState(v1, minute('10:08:00'))).toBe('SCHEDULED');
+    expect(await occurrenceState(v1, minute('10:09:00'))).toBe('CANCELLED');
+    expect(await priorState(v1, minute('10:09:00'))).toBe('NONE');
     const clockDef = await client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'p' }) }));
     expect(clockDef.State).toBe('DISABLED');
     // Pausing again changes nothing.

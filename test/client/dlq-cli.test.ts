@@ -1,0 +1,137 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetQueueAttributesCommand, PurgeQueueCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../client/cli.js';
+import { dlqHandler } from '../../lambdas/runtime/handlers.js';
+import { startApiServer } from '../../local/apiServer.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { createSystem, type TestSystem } from '../support/system.js';
+
+/**
+ * `dynein dlq peek|redrive|delete` in process (bin/dynein.js's main()), against the dlq handler
+ * behind the local API server on fauxqs, through a local.json pointing at it; and the older
+ * `dynein redrive` (straight to SQS) still moving everything back.
+ */
+let em: Emulators;
+let sys: TestSystem;
+let server: Server;
+const dataDir = mkdtempSync(join(tmpdir(), 'dynein-dlq-cli-'));
+const keys = { demo: { accessKeyId: 'AKIDDEMO', secretAccessKey: 'demo-secret' } };
+
+beforeAll(async () => {
+  em = await startEmulators();
+  sys = await createSystem(em, { tenants: ['demo'] });
+  const unused = () => Promise.reject(new Error('not in this test'));
+  server = await startApiServer({
+    port: 0,
+    region: 'us-east-1',
+    keys,
+    handlers: { submit: unused, status: unused, cancel: unused, dlq: dlqHandler(sys.w) },
+    metrics: () => ({}),
+  });
+  const { url, dlqUrl } = sys.tenants.demo!;
+  writeFileSync(
+    join(dataDir, 'local.json'),
+    JSON.stringify({
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      region: 'us-east-1',
+      sqsEndpoint: em.sqsEndpoint,
+      tenants: { demo: { ...keys.demo, queueUrl: url, dlqUrl } },
+    }),
+  );
+});
+afterAll(async () => {
+  server?.close();
+  await em?.stop();
+});
+
+async function run(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main([...args, '--data-dir', dataDir], { out: (l) => out.push(...l.split('\n')), err: (l) => err.push(l) });
+  return { code, out, err };
+}
+
+async function depth(url: string): Promise<number> {
+  const a = await em.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(a.Attributes!.ApproximateNumberOfMessages);
+}
+
+async function empty(url: string): Promise<void> {
+  await em.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+}
+
+beforeEach(async () => {
+  await empty(sys.tenants.demo!.url);
+  await empty(sys.tenants.demo!.dlqUrl);
+  const entries = [0, 1, 2].map((i) => ({
+    Id: String(i),
+    MessageBody: JSON.stringify({ jobId: `job-${i}`, tenant: 'demo', runAt: '2030-01-01T00:00:00.000Z', payload: i }),
+    MessageAttributes: { dyneinError: { DataType: 'String', StringValue: `failed ${i}` } },
+  }));
+  await em.sqs.send(new SendMessageBatchCommand({ QueueUrl: sys.tenants.demo!.dlqUrl, Entries: entries }));
+});
+
+describe('dynein dlq', () => {
+  it('lists peek, redrive and delete in its help', async () => {
+    const help = await run('dlq', '--help');
+    expect(help.code).toBe(0);
+    for (const c of ['peek', 'redrive', 'delete']) expect(help.out.join('\n')).toMatch(new RegExp(`^  ${c} `, 'm'));
+    expect((await run('dlq', 'peek', '--help')).out.join('\n')).toContain('--max');
+  });
+
+  it('peeks (human and JSON), redrives one, deletes one, redrives the rest with --all', async () => {
+    const { url, dlqUrl } = sys.tenants.demo!;
+    const human = await run('dlq', 'peek', '--tenant', 'demo');
+    expect(human.code).toBe(0);
+    expect(human.out.join('\n')).toMatch(/job-1 {2}runAt 2030-01-01T00:00:00.000Z/);
+    expect(human.out.join('\n')).toMatch(/receives \d+ {2}sent \S+ {2}first attempt \S+ {2}error failed 1/);
+    expect(human.err.join('\n')).toMatch(/3 shown of about 3 in the DLQ/);
+
+    const json = await run('dlq', 'peek', '--tenant', 'demo', '--json', '--max', '3');
+    const page = JSON.parse(json.out[0]!) as { messages: { handle: string; jobId: string }[] };
+    expect(page.messages.map((m) => m.jobId).sort()).toEqual(['job-0', 'job-1', 'job-2']);
+    const [a, b] = page.messages;
+
+    const redrive = await run('dlq', 'redrive', '--tenant', 'demo', a!.handle);
+    expect(redrive).toMatchObject({ code: 0, out: ['moved back to the queue 1'] });
+    const del = await run('dlq', 'delete', '--tenant', 'demo', b!.handle, a!.handle);
+    expect(del.code).toBe(0);
+    expect(del.out[0]).toBe(`deleted 1; not in the DLQ (any more) 1: ${a!.handle}`);
+    expect(await depth(dlqUrl)).toBe(1);
+    const all = await run('dlq', 'redrive', '--tenant', 'demo', '--all');
+    expect(all).toMatchObject({ code: 0, out: ['moved 1 message back to the queue'] });
+    expect(await depth(dlqUrl)).toBe(0);
+    expect(await depth(url)).toBe(2);
+  });
+
+  it('refuses bad command lines before sending, and a forged handle with the API error', async () => {
+    for (const args of [
+      ['dlq', 'redrive', '--tenant', 'demo'],
+      ['dlq', 'redrive', '--tenant', 'demo', '--all', 'h.x'],
+      ['dlq', 'delete', '--tenant', 'demo'],
+      ['dlq', 'peek', '--tenant', 'demo', '--max', '11'],
+      ['dlq', 'peek'],
+      ['dlq', 'purge', '--tenant', 'demo'],
+    ]) {
+      const r = await run(...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toHaveLength(1);
+    }
+    const forged = await run('dlq', 'delete', '--tenant', 'demo', 'Zm9v.AAAA');
+    expect(forged.code).toBe(1);
+    expect(forged.err[0]).toMatch(/ValidationError \(HTTP 400\): handles\[0\] is not a handle this API issued/);
+    expect(await depth(sys.tenants.demo!.dlqUrl)).toBe(3);
+  });
+
+  it('keeps `dynein redrive` (straight to SQS) moving everything back', async () => {
+    const r = await run('redrive', '--tenant', 'demo');
+    expect(r.code).toBe(0);
+    expect(r.out[0]).toMatch(/^moved 3 messages from the DLQ back to the queue/);
+    expect(await depth(sys.tenants.demo!.dlqUrl)).toBe(0);
+  });
+});
