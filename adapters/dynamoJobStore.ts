@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ThrottledError } from '../core/errors.js';
+import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/listing.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
 import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
 import type {
@@ -59,6 +60,8 @@ export const keys = {
 /** Counts what the store read, for the backlog-independence test and the benchmark. */
 export interface StoreStats {
   itemsRead: number;
+  /** Read capacity units listing Queries consumed (as DynamoDB reports them). */
+  listingReadUnits?: number;
 }
 
 /**
@@ -120,7 +123,7 @@ function marksOf(item: Item | undefined): ShardMarks {
  * The {@link JobStore} on DynamoDB. Every state change is one conditional write whose condition
  * is explained beside it; nothing reads and then writes.
  */
-export class DynamoJobStore implements JobStore, TenantStore {
+export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
   readonly stats: StoreStats = { itemsRead: 0 };
 
   constructor(
@@ -241,6 +244,63 @@ export class DynamoJobStore implements JobStore, TenantStore {
     return start !== undefined;
   }
 
+  async listRange(partition: string, range: ListRange, limit: number, filter: ListFilter): Promise<ListedPage> {
+    const names: Record<string, string> = { '#state': 'state' };
+    const values: Item = {
+      ':pk': { S: partition },
+      ':lo': { S: range.fromSk },
+      ':hi': { S: range.toSk },
+      ':tenant': { S: filter.tenant },
+    };
+    // A recurring schedule's blocker (a tombstone at an occurrence never materialised) is no job.
+    values[':none'] = { S: 'NONE' };
+    const conditions = ['tenant = :tenant', '(attribute_not_exists(priorState) OR priorState <> :none)'];
+    if (filter.states) {
+      filter.states.forEach((state, i) => (values[`:s${i}`] = { S: state }));
+      conditions.push(`#state IN (${filter.states.map((_, i) => `:s${i}`).join(', ')})`);
+    }
+    if (filter.schedule !== undefined) {
+      values[':sched'] = { S: filter.schedule };
+      conditions.push('sched = :sched');
+    }
+    let page: QueryCommandOutput;
+    try {
+      page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+          // Filtered items are read (and paid for) all the same: Limit bounds the items evaluated.
+          FilterExpression: conditions.join(' AND '),
+          // Never the payload: a listing shows status fields only.
+          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ScanIndexForward: !range.desc,
+          // Strongly consistent, as status reads: a job stored before the read began is in it.
+          ConsistentRead: true,
+          Limit: limit,
+          ReturnConsumedCapacity: 'TOTAL',
+          ...(range.afterSk !== undefined ? { ExclusiveStartKey: { pk: { S: partition }, sk: { S: range.afterSk } } } : {}),
+        }),
+      );
+    } catch (err) {
+      rethrow(err);
+    }
+    const read = page.ScannedCount ?? 0;
+    this.stats.itemsRead += read;
+    this.stats.listingReadUnits = (this.stats.listingReadUnits ?? 0) + (page.ConsumedCapacity?.CapacityUnits ?? 0);
+    const items: ListedItem[] = (page.Items ?? []).map((item) => ({
+      sk: item.sk?.S ?? '',
+      tenant: item.tenant?.S ?? '',
+      state: item.state?.S ?? 'SCHEDULED',
+      ...(item.sched?.S !== undefined ? { schedule: item.sched.S } : {}),
+      ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
+      ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
+    }));
+    const last = page.LastEvaluatedKey?.sk?.S;
+    return { items, more: last !== undefined, read, ...(last !== undefined ? { last } : {}) };
+  }
+
   async putLatePointer(key: RowKey): Promise<void> {
     try {
       // Unconditional: a pointer says only "look at this key"; writing it twice is harmless.
@@ -339,7 +399,7 @@ export class DynamoJobStore implements JobStore, TenantStore {
   }
 
   async markDelivered(
-    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[],
+    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number; readonly schedule?: string })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]> {
     // Unconditional: the send succeeded, so the job is delivered whoever holds the row now. A
@@ -354,6 +414,8 @@ export class DynamoJobStore implements JobStore, TenantStore {
             tenant: { S: r.tenant },
             deliveredAt: { N: String(deliveredAtMs) },
             expiresAt: ttlSeconds(r.expiresAtMs),
+            // The occurrence's schedule stays on its marker: `schedule=` listings find QUEUED ones too.
+            ...(r.schedule !== undefined ? { sched: { S: r.schedule } } : {}),
           },
         },
       }),

@@ -11,10 +11,11 @@
  *   5. each Lambda bundle's size and import time
  *   7. recovery after an outage: a backlog of overdue rows drained beside jobs falling due
  *   8. recurring schedules through the local stack, its EventBridge Scheduler stand-in the clock
- *   9. job history: outcome reports per job by the Worker, and what their records cost
+ *   9. listing a tenant's jobs: items and read units per page, over dynalite
+ *  10. job history: outcome reports per job by the Worker, and what their records cost
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,history` for a subset
+ * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -47,12 +48,13 @@ import {
 } from './cost.js';
 import { dispatchSystem, runDispatch, type DispatchResult } from './dispatch.js';
 import { runLateness, type LatenessResult } from './lateness.js';
+import { runListing, type ListingResult } from './listing.js';
 import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices.js';
 import { markdown, targets, type Target } from './report.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
-const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring', 'history'] as const;
+const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring', 'listing', 'history'] as const;
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
@@ -110,6 +112,8 @@ export interface BenchResult {
   /** Phase 9: job history's outcome reports and records, per job. */
   history?: HistoryResult;
   bundles?: Record<string, BundleResult>;
+  /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
+  listing?: ListingResult;
   peers: { bullmq?: BullmqResult; bullmqSkipped?: string };
   targets: Target[];
   prices: { region: string; checked: string; table: typeof PRICES };
@@ -205,7 +209,7 @@ if (only.has('bullmq')) {
 }
 
 // 2, 4, 7 and 3: the core over dynalite and fauxqs, each in a process of its own.
-if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only.has('history')) {
+if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only.has('listing') || only.has('history')) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
   try {
@@ -217,6 +221,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
+    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000 }));
     r.history = await phase('history', () => runHistory(em, sizes.history));
   } finally {
     await em.stop();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isJson } from '../core/jsonText.js';
-import { DyneinClient, scheduleNameProblem, type JobRequest, type Schedule, type ScheduleDefinition } from './client.js';
+import { DyneinClient, scheduleNameProblem, type JobRequest, type ListedJob, type Schedule, type ScheduleDefinition } from './client.js';
 import { startLocal } from './cliLocal.js';
 import { UsageError, packageJson, redrive, resolveTarget, type Target } from './cliTarget.js';
 import { DyneinApiError } from './errors.js';
@@ -374,6 +374,72 @@ const COMMANDS: Record<string, Command | Group> = {
       const jobId = jobIdOf('cancel', rest);
       const reply = await client(target()).cancel(tenant, jobId);
       io.out(values.json ? JSON.stringify(reply) : `${reply.state}  ${reply.jobId}`);
+      return 0;
+    },
+  },
+
+  jobs: {
+    brief: "list the tenant's jobs by state and time, one line each",
+    usage:
+      '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--order asc|desc] [--limit <n> | --all] [options]',
+    summary:
+      "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at): one page\n" +
+      'of --limit (default 100) and the command for the next one on stderr, or every page with --all.',
+    targeted: true,
+    flags: {
+      ...TENANT,
+      state: { type: 'string', arg: '<S>', help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all)' },
+      from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
+      to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
+      schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
+      order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
+      limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
+      cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor (same filters)' },
+      all: { type: 'boolean', help: 'every page, not just the first' },
+      json: { type: 'boolean', help: 'print {"jobs": [...], "nextCursor"?} as one JSON line' },
+      ...WHERE,
+      ...HELP,
+    },
+    async run({ values, str, rest, target, tenant, io }) {
+      noPositionals('jobs', rest);
+      const [limitText, cursor, order] = [str('limit'), str('cursor'), str('order')];
+      if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000))
+        throw new UsageError(`--limit must be a whole number from 1 to 1000, got '${limitText}'`);
+      if (order !== undefined && order !== 'asc' && order !== 'desc') throw new UsageError(`--order must be asc or desc, got '${order}'`);
+      if (values.all && cursor !== undefined) throw new UsageError('--all starts at the first page: give --all or --cursor, not both');
+      const filter = {
+        ...optional('state', str('state')),
+        ...optional('from', str('from')),
+        ...optional('to', str('to')),
+        ...optional('schedule', str('schedule')),
+        ...(order !== undefined ? { order: order as 'asc' | 'desc' } : {}),
+        ...(limitText !== undefined ? { limit: Number(limitText) } : {}),
+      };
+      const api = client(target());
+      let jobs: readonly ListedJob[];
+      let nextCursor: string | undefined;
+      if (values.all) {
+        const all: ListedJob[] = [];
+        for await (const j of api.jobs(tenant, { limit: 1000, ...filter })) all.push(j);
+        jobs = all;
+      } else {
+        ({ jobs, nextCursor } = await api.listJobs(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) }));
+      }
+      if (values.json) {
+        io.out(JSON.stringify({ jobs, ...(nextCursor !== undefined ? { nextCursor } : {}) }));
+      } else {
+        const rows = jobs.map((j) => [j.runAt, j.state, j.jobId, j.schedule ?? '', j.deliveredAt ? `delivered ${j.deliveredAt}` : '']);
+        const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+        for (const r of rows)
+          io.out(
+            r
+              .map((c, i) => (i < 4 ? c.padEnd(widths[i]!) : c))
+              .join('  ')
+              .trimEnd(),
+          );
+        if (rows.length === 0) io.err(`no jobs of tenant ${tenant} match${cursor !== undefined ? ' after this cursor' : ''}`);
+      }
+      if (nextCursor !== undefined) io.err(`more: ${jobsCommandLine(tenant, filter)} --cursor '${nextCursor}'`);
       return 0;
     },
   },
@@ -768,6 +834,12 @@ const COMMANDS: Record<string, Command | Group> = {
     },
   },
 };
+
+/** The `dynein jobs` command line of these filters (for the next page's hint). */
+function jobsCommandLine(tenant: string, f: Readonly<Record<string, string | number>>): string {
+  const quote = (v: string | number) => (/^[\w.:+-]+$/.test(String(v)) ? String(v) : `'${String(v)}'`);
+  return [`dynein jobs --tenant ${tenant}`, ...Object.entries(f).map(([k, v]) => `--${k} ${quote(v)}`)].join(' ');
+}
 
 /** `moved back to the queue 2; not in the DLQ (any more) 1: <handle>` */
 function handlesSummary(done: string, ok: readonly string[], notFound: readonly string[], failed: readonly string[] = []): string {

@@ -112,6 +112,41 @@ export interface JobStatus {
   readonly timeline?: TimelineEvent[];
 }
 
+/** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
+export interface ListedJob extends Omit<JobStatus, 'state'> {
+  /** `SCHEDULED`, `ACQUIRED`, `QUEUED`, `CANCELLED`, `DEAD_LETTERED`, or a history state where history is on. */
+  readonly state: JobState | (string & {});
+  readonly schedule?: string;
+}
+
+/** One page of `listJobs`, in runAt order (then job id), descending with `order: 'desc'`. */
+export interface JobPage {
+  readonly jobs: readonly ListedJob[];
+  /** Pass it as `cursor` (with the same filters) for the next page; absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+/** What `listJobs` and `jobs` list (docs/listing.md). */
+export interface JobFilter {
+  /** `SCHEDULED` (includes `ACQUIRED`), `QUEUED`, `CANCELLED`, `DEAD_LETTERED`; all of them when omitted. */
+  readonly state?: string;
+  /** Jobs with runAt at or after this time (RFC 3339 or a Date). */
+  readonly from?: string | Date;
+  /** Jobs with runAt at or before this time (RFC 3339 or a Date). */
+  readonly to?: string | Date;
+  /** Occurrences of this recurring schedule only. */
+  readonly schedule?: string;
+  /** @default 'asc' */
+  readonly order?: 'asc' | 'desc';
+}
+
+export interface ListJobsOptions extends JobFilter, CallOptions {
+  /** Jobs per page, 1 to 1000. @default 100 */
+  readonly limit?: number;
+  /** The previous page's `nextCursor`. */
+  readonly cursor?: string;
+}
+
 /** A message of a tenant's dead-letter queue, as `peekDeadLetters` shows it. */
 export interface DeadLetter {
   /** Names the message in `redriveDeadLetters` and `deleteDeadLetters` (this tenant only). */
@@ -376,6 +411,38 @@ export class DyneinClient {
    */
   cancel(tenant: string, jobId: string, opts: CallOptions = {}): Promise<CancelledJob> {
     return this.#request<CancelledJob>('DELETE', `v1/tenants/${enc(tenant)}/jobs/${enc(jobId)}`, undefined, opts.signal);
+  }
+
+  /**
+   * One page of the tenant's jobs matching `filter`; {@link jobs} walks every page.
+   * @example const { jobs, nextCursor } = await client.listJobs('billing', { state: 'SCHEDULED', to: new Date(Date.now() + 86_400_000) });
+   * @throws ValidationError (the message names the bad parameter or the cursor), TenantNotFoundError
+   */
+  async listJobs(tenant: string, filter: ListJobsOptions = {}): Promise<JobPage> {
+    const query: string[] = [];
+    const time = (t: string | Date) => (t instanceof Date ? t.toISOString() : t);
+    if (filter.state !== undefined) query.push(`state=${enc(filter.state)}`);
+    if (filter.from !== undefined) query.push(`from=${enc(time(filter.from))}`);
+    if (filter.to !== undefined) query.push(`to=${enc(time(filter.to))}`);
+    if (filter.schedule !== undefined) query.push(`schedule=${enc(filter.schedule)}`);
+    if (filter.order !== undefined) query.push(`order=${enc(filter.order)}`);
+    if (filter.limit !== undefined) query.push(`limit=${wholeNumber('limit', filter.limit, 1, 1000)}`);
+    if (filter.cursor !== undefined) query.push(`cursor=${enc(filter.cursor)}`);
+    const path = `v1/tenants/${enc(tenant)}/jobs${query.length > 0 ? `?${query.join('&')}` : ''}`;
+    return this.#request<JobPage>('GET', path, undefined, filter.signal);
+  }
+
+  /**
+   * Every job of the tenant matching `filter`, in order, fetching pages of `limit` as it goes.
+   * @example for await (const j of client.jobs('billing', { state: 'CANCELLED' })) console.log(j.jobId, j.runAt);
+   */
+  async *jobs(tenant: string, filter: Omit<ListJobsOptions, 'cursor'> = {}): AsyncGenerator<ListedJob, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: JobPage = await this.listJobs(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) });
+      yield* page.jobs;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
   }
 
   /**

@@ -23,6 +23,10 @@ import type { TenantRegistry } from './tenants.js';
  */
 export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN' | HistoryState;
 
+/** What `DEAD_LETTERED` means and what to do about it (status and listing say it). */
+export const DEAD_LETTERED_MESSAGE =
+  'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it';
+
 export interface StatusReply {
   readonly jobId: string;
   readonly tenant: string;
@@ -100,8 +104,7 @@ export class JobsService {
         return {
           ...base,
           state: 'DEAD_LETTERED',
-          message:
-            'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it',
+          message: DEAD_LETTERED_MESSAGE,
         };
     }
     if (await this.#cancelledBefore(id)) return { ...base, state: 'CANCELLED' };

@@ -114,10 +114,10 @@ export interface JobStore {
   renew(key: RowKey, heldLeaseUntil: number, newLeaseUntil: number): Promise<boolean>;
   /**
    * Replaces sent rows by their delivered marker (`QUEUED`, no payload, TTL `expiresAtMs` of
-   * each): the same write units a delete costs. Returns the keys that could not be written.
+   * each, the occurrence's `schedule` kept for listings): the same write units a delete costs. Returns the keys that could not be written.
    */
   markDelivered(
-    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number })[],
+    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number; readonly schedule?: string })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]>;
   /**

@@ -1,4 +1,7 @@
-/** `GET /v1/tenants/{tenant}/jobs/{jobId}`, and `POST /v1/tenants/{tenant}/jobs/outcomes` (docs/history.md). */
+/**
+ * `GET /v1/tenants/{tenant}/jobs/{jobId}`, the listing `GET /v1/tenants/{tenant}/jobs`, and
+ * `POST /v1/tenants/{tenant}/jobs/outcomes` (docs/history.md).
+ */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { wireFromEnv } from './runtime/env.js';
 import { outcomesHandler, statusHandler } from './runtime/handlers.js';

@@ -320,7 +320,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
     tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
-    // Query: a history tenant's failed attempts (h#a#<shard>), for the timeline.
+    // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
+    // history tenant's failed attempts (h#a#<shard>) for the timeline.
     tableAccess(status, 'GetItem', 'Query');
     // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
     status.addToRolePolicy(
@@ -642,6 +643,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
+    route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.GET, status, 'ListJobs');
     route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, status, 'Outcomes');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
     // Recurring schedules: every route to the one schedules function (one integration).

@@ -292,7 +292,7 @@ export class DyneinTenant extends Construct {
   /**
    * Lets `grantee` schedule, read and cancel this tenant's jobs and manage its recurring schedules:
    * `execute-api:Invoke` on exactly its routes of the `$default` stage, nothing else. Jobs:
-   * `POST /v1/tenants/<name>/jobs`, `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
+   * `POST /v1/tenants/<name>/jobs`, `GET .../jobs` (list), `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
    * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md).
    * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
    * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard). The only
@@ -314,6 +314,7 @@ export class DyneinTenant extends Construct {
       actions: ['execute-api:Invoke'],
       resourceArns: [
         arn('POST', jobs),
+        arn('GET', jobs),
         arn('POST', `${jobs}/batch`),
         arn('POST', `${jobs}/outcomes`),
         arn('GET', `${jobs}/*`),

@@ -72,6 +72,13 @@ const ROUTES: readonly Route[] = [
   },
   {
     method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs$/,
+    routeKey: 'GET /v1/tenants/{tenant}/jobs',
+    handler: 'status',
+    params: ['tenant'],
+  },
+  {
+    method: 'GET',
     pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/([^/]+)$/,
     routeKey: 'GET /v1/tenants/{tenant}/jobs/{jobId}',
     handler: 'status',

@@ -74,14 +74,31 @@ function countStates(t: Telemetry, replies: readonly JobReply[]): void {
   t.count('JobsQueuedDirectly', queued);
 }
 
-/** `GET /v1/tenants/{tenant}/jobs/{jobId}`. */
+/** `GET /v1/tenants/{tenant}/jobs/{jobId}`, and the listing `GET /v1/tenants/{tenant}/jobs` (the same function serves both). */
 export function statusHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  const list = listHandler(w, t);
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+    event.routeKey === LIST_ROUTE || (event.routeKey !== STATUS_ROUTE && event.pathParameters?.jobId === undefined)
+      ? list(event)
+      : respond(
+          event,
+          200,
+          () => w.jobs.status(pathParam(event, 'tenant'), pathParam(event, 'jobId')),
+          (err) => t.error('status failed', err),
+        );
+}
+
+const LIST_ROUTE = 'GET /v1/tenants/{tenant}/jobs';
+const STATUS_ROUTE = 'GET /v1/tenants/{tenant}/jobs/{jobId}';
+
+/** `GET /v1/tenants/{tenant}/jobs?state=&from=&to=&schedule=&order=&limit=&cursor=` (docs/listing.md). */
+export function listHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
     respond(
       event,
       200,
-      () => w.jobs.status(pathParam(event, 'tenant'), pathParam(event, 'jobId')),
-      (err) => t.error('status failed', err),
+      () => w.lister.list(pathParam(event, 'tenant'), event.queryStringParameters ?? {}),
+      (err) => t.error('listing failed', err),
     );
 }
 

@@ -15,6 +15,7 @@ import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { OutcomesService } from '../../core/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
+import { JobLister } from '../../core/listing.js';
 import type { DispatchDeps } from '../../core/dispatch.js';
 import { ConfigError } from '../../core/errors.js';
 import type { IngestDeps } from '../../core/ingest.js';
@@ -34,6 +35,8 @@ export interface Wiring {
   readonly jobs: JobsService;
   /** `POST /v1/tenants/{tenant}/jobs/outcomes` (docs/history.md). */
   readonly outcomes: OutcomesService;
+  /** `GET /v1/tenants/{tenant}/jobs` (the status function). */
+  readonly lister: JobLister;
   readonly ingest: IngestDeps;
   readonly dispatch: DispatchDeps;
   /** What a firing needs to materialise occurrences (ingest). */
@@ -97,6 +100,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     }),
     jobs: new JobsService({ store, codec, tenants, clock, settings, history }),
     outcomes: new OutcomesService({ history, codec, tenants, clock }),
+    lister: new JobLister({ store, codec, tenants, clock, settings }),
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),

@@ -64,6 +64,7 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/jobs/batch',
     'GET /v1/tenants/{tenant}/jobs/{jobId}',
     'DELETE /v1/tenants/{tenant}/jobs/{jobId}',
+    'GET /v1/tenants/{tenant}/jobs',
     'GET /v1/tenants/{tenant}/schedules',
     'PUT /v1/tenants/{tenant}/schedules/{name}',
     'GET /v1/tenants/{tenant}/schedules/{name}',
@@ -76,7 +77,7 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/jobs/outcomes',
   ];
 
-  it('has exactly the four job routes of DESIGN.md, the six schedule routes and the three dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the three dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -85,9 +86,10 @@ describe('HTTP API', () => {
       [ROUTES[1]!]: 'submit',
       [ROUTES[2]!]: 'status',
       [ROUTES[3]!]: 'cancel',
-      ...Object.fromEntries(ROUTES.slice(4, 10).map((r) => [r, 'schedules'])),
-      ...Object.fromEntries(ROUTES.slice(10, 13).map((r) => [r, 'dlq'])),
-      [ROUTES[13]!]: 'status', // outcome reports (docs/history.md)
+      [ROUTES[4]!]: 'status',
+      ...Object.fromEntries(ROUTES.slice(5, 11).map((r) => [r, 'schedules'])),
+      ...Object.fromEntries(ROUTES.slice(11, 14).map((r) => [r, 'dlq'])),
+      [ROUTES[14]!]: 'status', // outcome reports (docs/history.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -294,8 +296,8 @@ describe('functions', () => {
       required: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
       allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
-    // One key lookup.
-    // (and outcome reports: BatchWriteItem of outcome records, limited to `h#` keys: test/cdk/history.test.ts)
+    // One key lookup; the listing's Queries over the shards (and a history tenant's failed attempts);
+    // outcome reports: BatchWriteItem of outcome records, limited to `h#` keys (test/cdk/history.test.ts).
     status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
@@ -390,12 +392,14 @@ describe('functions', () => {
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
-    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:'))).toEqual([
+    // Reads jobs only (one key lookup, the listing's Queries); writes outcome records (h#*).
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
+      'dynamodb:BatchWriteItem',
       'dynamodb:GetItem',
       'dynamodb:Query',
-      'dynamodb:BatchWriteItem',
     ]);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
+    expect([...status.get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
     expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);

@@ -44,6 +44,7 @@ const requestArn = (api: string, method: string, path: string) =>
 /** Requests of DESIGN.md's four routes for `tenant`. */
 const requests = (tenant: string): [string, string][] => [
   ['POST', `/v1/tenants/${tenant}/jobs`],
+  ['GET', `/v1/tenants/${tenant}/jobs`],
   ['POST', `/v1/tenants/${tenant}/jobs/batch`],
   ['GET', `/v1/tenants/${tenant}/jobs/job-123`],
   ['DELETE', `/v1/tenants/${tenant}/jobs/job-123`],
@@ -141,16 +142,17 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(11);
+    expect(patterns).toHaveLength(12);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
       expect(p.startsWith(`arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/`), p).toBe(true);
     }
-    // Exactly the four job routes and the six schedule routes, on the $default stage, each with its own method.
+    // Exactly the four job routes, the listing and the six schedule routes, on the $default stage, each with its own method.
     expect(patterns.map((p) => p.slice(p.indexOf('/$default/'))).sort()).toEqual([
       '/$default/DELETE/v1/tenants/alpha/jobs/*',
       '/$default/DELETE/v1/tenants/alpha/schedules/*',
+      '/$default/GET/v1/tenants/alpha/jobs',
       '/$default/GET/v1/tenants/alpha/jobs/*',
       '/$default/GET/v1/tenants/alpha/schedules',
       '/$default/GET/v1/tenants/alpha/schedules/*',
@@ -164,7 +166,7 @@ describe('tenant in the scheduler stack', () => {
     for (const [method, path] of [
       ['POST', '/v1/tenants/alpha/jobs/x'],
       ['PUT', '/v1/tenants/alpha/jobs/x'],
-      ['GET', '/v1/tenants/alpha/jobs'],
+      ['DELETE', '/v1/tenants/alpha/jobs'],
       ['POST', '/v1/tenants/alpha/schedules'],
       ['POST', '/v1/tenants/alpha/schedules/x'],
       ['PUT', '/v1/tenants/alpha/schedules'],
@@ -347,7 +349,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(11);
+    expect(invoke).toHaveLength(12);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),

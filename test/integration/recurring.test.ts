@@ -360,6 +360,11 @@ describe('changing a schedule', () => {
     expect(await priorState(v1, minute('10:08:00'))).toBe('SCHEDULED');
     expect(await occurrenceState(v1, minute('10:09:00'))).toBe('CANCELLED');
     expect(await priorState(v1, minute('10:09:00'))).toBe('NONE');
+    // Listed: the cancelled occurrences that existed, not the blocker.
+    const listed = await w.lister.list('acme', { state: 'CANCELLED', schedule: 'p' });
+    expect(listed.jobs.map((j) => j.runAt)).toEqual(
+      ['10:01', '10:02', '10:03', '10:04', '10:05', '10:06', '10:07', '10:08'].map((t) => `2027-01-04T${t}:00.000Z`),
+    );
     const clockDef = await client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'p' }) }));
     expect(clockDef.State).toBe('DISABLED');
     // Pausing again changes nothing.

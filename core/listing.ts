@@ -1,0 +1,354 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { SchedulerSettings } from './config.js';
+import { DEAD_LETTERED_MESSAGE, type StatusReply } from './cancel.js';
+import { ValidationError } from './errors.js';
+import { type JobIdCodec, parseSortKey } from './jobId.js';
+import { limiter } from './limit.js';
+import { isoMs } from './messages.js';
+import type { Clock } from './ports.js';
+import { SCHEDULE_NAME_PATTERN } from './recurring/model.js';
+import type { TenantRegistry } from './tenants.js';
+import { parseRunAt } from './validate.js';
+
+/**
+ * `GET /v1/tenants/{tenant}/jobs`: a tenant's jobs, read from the shards themselves (no index,
+ * see docs/listing.md). A page is a k-way merge of per-shard Queries over the sort-key range of
+ * [from, to], each shard read lazily, a few items at a time, only while the merge needs it.
+ */
+
+/** One item a listing read returns: the key, the small attributes, never the payload. */
+export interface ListedItem {
+  /** `<dueMs 13>#<jobId>`. */
+  readonly sk: string;
+  readonly tenant: string;
+  /** The item's `state` attribute as stored (`SCHEDULED`, `ACQUIRED`, `QUEUED`, ... or a history state). */
+  readonly state: string;
+  /** The occurrence's schedule name (`sched`). */
+  readonly schedule?: string;
+  /** `deliveredAt`, epoch ms. */
+  readonly deliveredAtMs?: number;
+  /** The item's TTL, epoch ms: readers ignore the item from then (DynamoDB deletes it late). */
+  readonly expiresAtMs?: number;
+}
+
+/** A sort-key range of one partition, read in `desc` order or not, strictly after `afterSk` when given. */
+export interface ListRange {
+  /** Least sort key of the range (inclusive). */
+  readonly fromSk: string;
+  /** Greatest sort key of the range (inclusive). */
+  readonly toSk: string;
+  /** Continue after this sort key (in the read's order): a key previously read in the range. */
+  readonly afterSk?: string;
+  readonly desc: boolean;
+}
+
+/** What the store filters on (a FilterExpression: filtered items still count as read). */
+export interface ListFilter {
+  readonly tenant: string;
+  /** Stored `state` values to keep; all when omitted. */
+  readonly states?: readonly string[];
+  readonly schedule?: string;
+}
+
+export interface ListedPage {
+  /** The items of the range read that pass the filter, in the read's order. */
+  readonly items: ListedItem[];
+  /** Sort key of the last item read (whether it passed the filter or not). */
+  readonly last?: string;
+  /** The read stopped at its limit: items may remain in the range. */
+  readonly more: boolean;
+  /** Items read (evaluated), for the cost figures. */
+  readonly read: number;
+}
+
+/** The reads a listing needs, implemented by DynamoJobStore (not part of JobStore). */
+export interface ListingStore {
+  /**
+   * One Query of `partition` (a shard `"<n>"`, or a history partition `"h#<n>"`) over `range`,
+   * evaluating at most `limit` items, keeping those that pass `filter`, without payloads.
+   */
+  listRange(partition: string, range: ListRange, limit: number, filter: ListFilter): Promise<ListedPage>;
+}
+
+/**
+ * Where a listable state lives: the partitions to merge and the stored `state` values that mean
+ * it. The table's own states are {@link LIVE_STATES}; history (`h#<shard>` partitions) adds its
+ * own through {@link ListerDeps.states}.
+ */
+export interface ListableState {
+  /** Partition key of `shard` holding this state's items. */
+  partition(shard: number): string;
+  /** Stored `state` values listed under this state. */
+  readonly stored: readonly string[];
+  /** The status object of an item (defaults to {@link renderLive}). */
+  render?(base: Pick<StatusReply, 'jobId' | 'tenant' | 'runAt'>, item: ListedItem): ListedJob;
+}
+
+const shardPartition = (shard: number) => String(shard);
+
+/** The states the shards hold: a listing without `state` lists all of them. */
+export const LIVE_STATES: Readonly<Record<string, ListableState>> = {
+  // ACQUIRED is SCHEDULED being sent right now: listed under SCHEDULED, shown as ACQUIRED (as GET shows it).
+  SCHEDULED: { partition: shardPartition, stored: ['SCHEDULED', 'ACQUIRED'] },
+  QUEUED: { partition: shardPartition, stored: ['QUEUED'] },
+  CANCELLED: { partition: shardPartition, stored: ['CANCELLED'] },
+  DEAD_LETTERED: { partition: shardPartition, stored: ['DEAD'] },
+};
+
+/** A listed job: the fields of GET of one job, and the schedule of an occurrence. */
+export type ListedJob = StatusReply & { readonly schedule?: string };
+
+export interface JobPageReply {
+  readonly jobs: ListedJob[];
+  /** Absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+export interface ListerDeps {
+  readonly store: ListingStore;
+  readonly codec: JobIdCodec;
+  readonly tenants: TenantRegistry;
+  readonly clock: Clock;
+  readonly settings: Pick<SchedulerSettings, 'shardCount'>;
+  /** Extra listable states (history), by name. */
+  readonly states?: Readonly<Record<string, ListableState>>;
+  /** Items one page may read at most before it answers what it has (with a cursor). @default max(10 × limit, 5,000) */
+  readonly maxReadPerPage?: number;
+}
+
+export const LIST_DEFAULT_LIMIT = 100;
+export const LIST_MAX_LIMIT = 1000;
+/** Queries one page keeps in flight. */
+const READ_CONCURRENCY = 16;
+/** Largest Limit of one Query. */
+const MAX_CHUNK = 1000;
+const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'order', 'limit', 'cursor']);
+
+/** The parsed query of a listing. */
+export interface JobFilter {
+  readonly state?: string;
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly schedule?: string;
+  readonly desc: boolean;
+}
+
+/** How much a page read: the figures docs/listing.md reports. */
+export interface PageStats {
+  items: number;
+  queries: number;
+}
+
+/** Lists a tenant's jobs page by page (see docs/listing.md). */
+export class JobLister {
+  /** What the last page read (for tests and the benchmark). */
+  readonly lastPage: PageStats = { items: 0, queries: 0 };
+
+  constructor(private readonly deps: ListerDeps) {}
+
+  /** The states `state=` accepts. */
+  get states(): string[] {
+    return Object.keys(this.#states());
+  }
+
+  /**
+   * One page of `tenant`'s jobs matching `query` (`state`, `from`, `to`, `schedule`, `order`,
+   * `limit`, `cursor`, as strings). Each job once, in runAt order (then job id) across pages.
+   * @throws ValidationError naming the bad parameter, TenantNotFoundError
+   */
+  async list(tenant: string, query: Readonly<Record<string, string | undefined>> = {}): Promise<JobPageReply> {
+    await this.deps.tenants.require(tenant);
+    const { filter, limit } = this.#parse(query);
+    const canonical = canonicalFilter(filter);
+    const afterSk = query.cursor === undefined ? undefined : this.#readCursor(tenant, canonical, query.cursor);
+    const states = this.#states();
+    const selected = filter.state === undefined ? Object.values(LIVE_STATES) : [states[filter.state]!];
+    const stored = [...new Set(selected.flatMap((s) => s.stored))];
+    const renderOf = new Map<string, ListableState>();
+    for (const s of selected) for (const v of s.stored) renderOf.set(v, s);
+    const partitions = [
+      ...new Set(selected.flatMap((s) => Array.from({ length: this.deps.settings.shardCount }, (_, i) => s.partition(i)))),
+    ];
+    const { items, frontier } = await this.#merge(
+      partitions,
+      { fromSk: skFloor(filter.fromMs), toSk: skCeiling(filter.toMs), desc: filter.desc, ...(afterSk ? { afterSk } : {}) },
+      { tenant, ...(filter.state !== undefined ? { states: stored } : {}), ...(filter.schedule ? { schedule: filter.schedule } : {}) },
+      limit,
+    );
+    const now = this.deps.clock.now();
+    const jobs: ListedJob[] = [];
+    for (const item of items) {
+      const key = parseSortKey(item.sk);
+      // Past its TTL, an item is gone for status too (DynamoDB deletes it some time later).
+      if (!key || (item.expiresAtMs !== undefined && item.expiresAtMs <= now)) continue;
+      const base = { jobId: key.jobId, tenant, runAt: isoMs(key.dueMs) };
+      const state = renderOf.get(item.state);
+      jobs.push(state?.render ? state.render(base, item) : renderLive(base, item));
+    }
+    return { jobs, ...(frontier !== undefined ? { nextCursor: this.#cursor(tenant, canonical, frontier) } : {}) };
+  }
+
+  /**
+   * The k-way merge: reads every partition a little (about limit / partitions items each), then
+   * emits the least head while no partition with items left could hold a lesser one, refilling
+   * just the partitions that block it. Returns the items in order and, unless every partition is
+   * exhausted, the sort key up to which all of them have been read and emitted (the cursor).
+   */
+  async #merge(
+    partitions: readonly string[],
+    range: ListRange,
+    filter: ListFilter,
+    limit: number,
+  ): Promise<{ items: ListedItem[]; frontier?: string }> {
+    const before = (a: string, b: string) => (range.desc ? a > b : a < b);
+    const cap = this.deps.maxReadPerPage ?? Math.max(10 * limit, 5_000);
+    const run = limiter(READ_CONCURRENCY);
+    const stats = this.lastPage;
+    stats.items = 0;
+    stats.queries = 0;
+    let matched = 0;
+    type Source = { partition: string; buf: ListedItem[]; pos: number; last?: string; more: boolean };
+    const sources: Source[] = partitions.map((partition) => ({ partition, buf: [], pos: 0, last: range.afterSk, more: true }));
+    const fill = (batch: Source[], chunk: number) =>
+      Promise.all(
+        batch.map((s) =>
+          run(async () => {
+            const page = await this.deps.store.listRange(s.partition, { ...range, ...(s.last ? { afterSk: s.last } : {}) }, chunk, filter);
+            stats.items += page.read;
+            stats.queries++;
+            matched += page.items.length;
+            s.buf = page.items;
+            s.pos = 0;
+            s.more = page.more;
+            if (page.last) s.last = page.last;
+          }),
+        ),
+      );
+    await fill(sources, Math.min(MAX_CHUNK, Math.ceil(limit / sources.length) + 1, Math.max(1, Math.ceil(cap / sources.length))));
+    const out: ListedItem[] = [];
+    // Set once the page has read its cap: nothing beyond it is emitted, and the next page starts there.
+    let bound: string | undefined;
+    while (out.length < limit) {
+      let best: Source | undefined;
+      for (const s of sources) if (s.pos < s.buf.length && (!best || before(s.buf[s.pos]!.sk, best.buf[best.pos]!.sk))) best = s;
+      const head = best?.buf[best.pos]!.sk;
+      if (bound === undefined) {
+        // A partition with nothing buffered but items left blocks every head beyond what it has read.
+        const blocking = sources.filter((s) => s.more && s.pos >= s.buf.length && (head === undefined || before(s.last!, head)));
+        if (blocking.length > 0 && stats.items < cap) {
+          // Matches per item read so far: a sparse tenant's partitions are read in larger chunks.
+          const density = Math.max((matched + 1) / (stats.items + 1), 1 / MAX_CHUNK);
+          const live = sources.filter((s) => s.more).length;
+          const budget = Math.max(1, Math.ceil((cap - stats.items) / blocking.length));
+          await fill(blocking, Math.min(MAX_CHUNK, budget, Math.ceil((limit - out.length) / live / density) + 1));
+          continue;
+        }
+        for (const s of blocking) if (bound === undefined || before(s.last!, bound)) bound = s.last;
+      }
+      if (head === undefined || (bound !== undefined && before(bound, head))) break;
+      out.push(best!.buf[best!.pos++]!);
+    }
+    const exhausted = sources.every((s) => !s.more && s.pos >= s.buf.length);
+    // Every item up to the frontier has been emitted or read and filtered out.
+    const frontier = out.length === limit ? out.at(-1)!.sk : bound;
+    return { items: out, ...(exhausted || frontier === undefined ? {} : { frontier }) };
+  }
+
+  #states(): Record<string, ListableState> {
+    return { ...LIVE_STATES, ...this.deps.states };
+  }
+
+  #parse(query: Readonly<Record<string, string | undefined>>): { filter: JobFilter; limit: number } {
+    for (const k of Object.keys(query))
+      if (!PARAMS.has(k) && query[k] !== undefined)
+        throw new ValidationError(`${k} is not a parameter of this route: use ${[...PARAMS].join(', ')}`);
+    const states = this.states;
+    const state = query.state;
+    if (state !== undefined && !states.includes(state))
+      throw new ValidationError(`state ${JSON.stringify(state)} is not a listable state: use one of ${states.join(', ')}`);
+    const fromMs = query.from === undefined ? 0 : timeParam('from', query.from);
+    // `to` is inclusive at millisecond precision: digits beyond the millisecond are dropped.
+    const toMs = query.to === undefined ? MAX_MS : timeParam('to', query.to.replace(/(\.\d{3})\d+/, '$1'));
+    if (toMs < fromMs) throw new ValidationError(`to (${query.to}) is before from (${query.from}): give from ≤ to`);
+    const schedule = query.schedule;
+    if (schedule !== undefined && (!SCHEDULE_NAME_PATTERN.test(schedule) || schedule === '.' || schedule === '..'))
+      throw new ValidationError(
+        `schedule ${JSON.stringify(schedule.slice(0, 70))} is not a schedule name: use 1 to 64 letters, digits, '_', '.' or '-'`,
+      );
+    const order = query.order ?? 'asc';
+    if (order !== 'asc' && order !== 'desc') throw new ValidationError(`order ${JSON.stringify(order)} must be asc or desc`);
+    let limit = LIST_DEFAULT_LIMIT;
+    if (query.limit !== undefined) {
+      limit = /^[1-9]\d{0,3}$/.test(query.limit) ? Number(query.limit) : NaN;
+      if (!(limit <= LIST_MAX_LIMIT))
+        throw new ValidationError(`limit ${JSON.stringify(query.limit)} must be a whole number from 1 to ${LIST_MAX_LIMIT}`);
+    }
+    return {
+      filter: {
+        fromMs,
+        toMs,
+        desc: order === 'desc',
+        ...(state !== undefined ? { state } : {}),
+        ...(schedule !== undefined ? { schedule } : {}),
+      },
+      limit,
+    };
+  }
+
+  #cursor(tenant: string, canonical: string, sk: string): string {
+    return `${Buffer.from(sk, 'utf8').toString('base64url')}.${this.deps.codec.tag(`jobs\n${tenant}\n${canonical}`, sk)}`;
+  }
+
+  /** The sort key a cursor carries, if this deployment issued it for this tenant and these filters. */
+  #readCursor(tenant: string, canonical: string, cursor: string): string {
+    const bad = new ValidationError(
+      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule and order',
+    );
+    const m = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
+    if (!m) throw bad;
+    const sk = Buffer.from(m[1]!, 'base64url').toString('utf8');
+    const expected = Buffer.from(this.deps.codec.tag(`jobs\n${tenant}\n${canonical}`, sk));
+    const given = Buffer.from(m[2]!);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given) || !parseSortKey(sk)) throw bad;
+    return sk;
+  }
+}
+
+/** The status object of a row, marker, tombstone or DEAD record, as GET of one job answers it. */
+export function renderLive(base: Pick<StatusReply, 'jobId' | 'tenant' | 'runAt'>, item: ListedItem): ListedJob {
+  const sched = item.schedule !== undefined ? { schedule: item.schedule } : {};
+  switch (item.state) {
+    case 'QUEUED':
+      return { ...base, state: 'QUEUED', ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}), ...sched };
+    case 'DEAD':
+      return { ...base, state: 'DEAD_LETTERED', message: DEAD_LETTERED_MESSAGE, ...sched };
+    case 'ACQUIRED':
+    case 'CANCELLED':
+      return { ...base, state: item.state, ...sched };
+    default:
+      return { ...base, state: 'SCHEDULED', ...sched };
+  }
+}
+
+/** Latest epoch ms a sort key can hold (13 digits). */
+const MAX_MS = 9_999_999_999_999;
+const pad = (ms: number) => String(ms).padStart(13, '0');
+/** Least sort key of a row due at `ms`. */
+const skFloor = (ms: number) => `${pad(ms)}#`;
+/** Greatest sort key of a row due at `ms` ('~' sorts after every job id character). */
+const skCeiling = (ms: number) => `${pad(ms)}#~`;
+
+/** What a cursor is bound to: the filters, never the page size. */
+function canonicalFilter(f: JobFilter): string {
+  return [f.state ?? '', f.fromMs, f.toMs, f.schedule ?? '', f.desc ? 'desc' : 'asc'].join('\n');
+}
+
+function timeParam(name: 'from' | 'to', value: string): number {
+  try {
+    return Math.min(parseRunAt(value), MAX_MS);
+  } catch {
+    throw new ValidationError(
+      `${name} ${JSON.stringify(value.slice(0, 70))} is not an RFC 3339 time: use a form like "2030-01-31T14:03:07.250Z" or "2030-01-31T15:03:07+01:00"`,
+    );
+  }
+}
