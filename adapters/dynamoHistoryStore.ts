@@ -32,7 +32,8 @@ export function outcomeItem(r: OutcomeRecord): Item {
   return {
     ...key(r),
     tenant: { S: r.tenant },
-    outcome: { S: r.outcome },
+    // `state`, as the shards' items call it: a listing filters and shows it (core/listing.ts).
+    state: { S: r.outcome },
     attempt: { N: String(r.attempt) },
     receivedAt: { N: String(r.receivedAtMs) },
     durationMs: { N: String(r.durationMs) },
@@ -51,7 +52,7 @@ export function outcomeItem(r: OutcomeRecord): Item {
 export function outcomeRecordOf(item: Item): OutcomeRecord | undefined {
   const shard = /^h#(?:a#)?(\d+)$/.exec(item.pk?.S ?? '')?.[1];
   const sk = parseSortKey(item.sk?.S?.replace(/#\d{4}$/, '') ?? '');
-  const outcome = item.outcome?.S as Outcome | undefined;
+  const outcome = item.state?.S as Outcome | undefined;
   if (shard === undefined || !sk || !outcome || !OUTCOMES.includes(outcome) || !item.tenant?.S) return undefined;
   return {
     shard: Number(shard),

@@ -1,6 +1,7 @@
 import { ApiError, InvalidJobIdError, ValidationError } from './errors.js';
 import type { JobIdCodec } from './jobId.js';
 import { isoMs } from './messages.js';
+import type { ListableState, ListedItem } from './listing.js';
 import type { Clock, RowKey, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
 
@@ -155,6 +156,36 @@ export function historyStatus(r: OutcomeRecord): {
     ...(r.error !== undefined ? { error: r.error } : {}),
   };
 }
+
+const historyOff = (t: { historyTtlMs?: number }) =>
+  t.historyTtlMs === undefined ? 'the tenant does not keep job history (docs/history.md)' : undefined;
+
+function outcomeState(o: Outcome): ListableState {
+  return { partition: (shard) => `h#${shard}`, stored: [o], render: (base) => ({ ...base, state: o }), unavailable: historyOff };
+}
+
+/**
+ * The history states a listing accepts (core/listing.ts), for tenants with history on.
+ * `SUCCEEDED`, `FAILED` and `DEAD` are read from the outcome records (`h#<shard>`, the latest
+ * outcome of each job); `DELIVERED` from the shards' delivered markers, so it lists every job
+ * delivered in the range, also one whose outcome has been reported since (`GET` shows which).
+ */
+export const HISTORY_STATES: Readonly<Record<HistoryState, ListableState>> = {
+  DELIVERED: {
+    partition: (shard) => String(shard),
+    stored: ['QUEUED'],
+    render: (base, item: ListedItem) => ({
+      ...base,
+      state: 'DELIVERED',
+      ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}),
+      ...(item.schedule !== undefined ? { schedule: item.schedule } : {}),
+    }),
+    unavailable: historyOff,
+  },
+  SUCCEEDED: outcomeState('SUCCEEDED'),
+  FAILED: outcomeState('FAILED'),
+  DEAD: outcomeState('DEAD'),
+};
 
 /** One entry's answer: the outcome kept, or why not. */
 export type OutcomeResult =

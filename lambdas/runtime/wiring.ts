@@ -12,7 +12,7 @@ import { SchedulesService } from '../../core/recurring/service.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
-import { OutcomesService } from '../../core/history.js';
+import { HISTORY_STATES, OutcomesService } from '../../core/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
 import { JobLister } from '../../core/listing.js';
@@ -100,7 +100,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     }),
     jobs: new JobsService({ store, codec, tenants, clock, settings, history }),
     outcomes: new OutcomesService({ history, codec, tenants, clock }),
-    lister: new JobLister({ store, codec, tenants, clock, settings }),
+    // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
+    lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),

@@ -109,6 +109,10 @@ describe('job history', () => {
       expect(after.timeline?.[2]).toMatchObject({ attempt: 1, error: 'boom' });
       expect(after.timeline?.[3]).toMatchObject({ attempt: 2, durationMs: 42, result: { sent: true } });
 
+      // Listed as delivered (from the dispatcher's marker).
+      const delivered = await sys.w.lister.list('hist', { state: 'DELIVERED' });
+      expect(delivered.jobs.find((j) => j.jobId === hTable!.jobId)).toMatchObject({ state: 'DELIVERED', deliveredAt: before.deliveredAt });
+
       // Outcomes for the other tenant's jobs are refused.
       const foreign = await report('hist', { outcomes: [outcome(pTable!.jobId)] });
       expect(JSON.parse(foreign.body).results[0].error.code).toBe('InvalidJobId');
@@ -174,6 +178,36 @@ describe('job history', () => {
       ['DEAD', 3],
     ]);
     expect(s.timeline?.at(-1)).toMatchObject({ error: 'gave up' });
+  });
+
+  it('lists history states from the outcome records, for history tenants only', async () => {
+    const base = Date.now() + 7_200_000;
+    const jobs = await submitJobs(
+      sys,
+      'hist',
+      [0, 1, 2].map((i) => ({ payload: i, runAt: new Date(base + i).toISOString() })),
+    );
+    await report('hist', {
+      outcomes: [outcome(jobs[0]!.jobId), outcome(jobs[1]!.jobId, { outcome: 'FAILED', error: 'x' }), outcome(jobs[2]!.jobId)],
+    });
+    const window = { from: new Date(base).toISOString(), to: new Date(base + 10).toISOString() };
+    const succeeded = await sys.w.lister.list('hist', { state: 'SUCCEEDED', ...window });
+    expect(succeeded.jobs.map((j) => [j.jobId, j.state])).toEqual([
+      [jobs[0]!.jobId, 'SUCCEEDED'],
+      [jobs[2]!.jobId, 'SUCCEEDED'],
+    ]);
+    const failed = await sys.w.lister.list('hist', { state: 'FAILED', ...window });
+    expect(failed.jobs.map((j) => j.jobId)).toEqual([jobs[1]!.jobId]);
+    // A retry's success moves the job from FAILED to SUCCEEDED.
+    await report('hist', { outcomes: [outcome(jobs[1]!.jobId, { attempts: 2 })] });
+    expect((await sys.w.lister.list('hist', { state: 'FAILED', ...window })).jobs).toEqual([]);
+    expect(
+      (await sys.w.lister.list('hist', { state: 'SUCCEEDED', ...window, order: 'desc', limit: '2' })).jobs.map((j) => j.jobId),
+    ).toEqual([jobs[2]!.jobId, jobs[1]!.jobId]);
+    await expect(sys.w.lister.list('plain', { state: 'SUCCEEDED' })).rejects.toThrow(
+      /state SUCCEEDED: the tenant does not keep job history/,
+    );
+    await expect(sys.w.lister.list('plain', { state: 'DELIVERED' })).rejects.toMatchObject({ status: 400 });
   });
 
   it("counts the tenant's failed jobs (FAILED and DEAD) for its dashboard and alarm", async () => {
