@@ -1,5 +1,5 @@
 /**
- * Phase 9: what job history adds per job (docs/history.md). A tenant with history on gets a
+ * Phase 10: what job history adds per job (docs/history.md). A tenant with history on gets a
  * steady load of jobs sent straight to its queue (`delaySeconds: 0`: the delivery path is not
  * what is measured; its message carries the `dynein-history` attribute either way); the client
  * library's Worker consumes them and reports each outcome through the outcomes handler

@@ -278,7 +278,7 @@ export function markdown(r: BenchResult): string {
     const h = r.history;
     const u = h.usagePerJob;
     lines.push(
-      `## Job history (phase 9: ${h.jobs.toLocaleString('en-US')} jobs at ${h.ratePerSec} jobs/s, the Worker reporting each outcome)`,
+      `## Job history (phase 10: ${h.jobs.toLocaleString('en-US')} jobs at ${h.ratePerSec} jobs/s, the Worker reporting each outcome)`,
       '',
       `Per job: ${h.reportRequestsPerJob} outcome reports (API requests and status-function invocations, ${h.handlerMsPerReport} ms each here), ${h.batchWriteRequestsPerJob} BatchWriteItem requests, ${h.recordWritesPerJob} outcome records of ${h.recordBytes} bytes (${h.recordWru} WRU each); ${h.reported} of ${h.jobs} outcomes stored. On AWS that adds ${u.dynamodbWru} WRU, ${u.apiRequests} API requests, ${u.lambdaInvocations} invocations (${u.lambdaGbSeconds} GB-s): +${usd(h.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.withHistory !== undefined ? `, ${usd(r.costPerMillionUsd.withHistory)} with ours` : ''}.`,
       '',

@@ -90,7 +90,7 @@ export interface BenchResult {
     whatIfCompressedPayload?: number;
     /** Per million occurrences of recurring schedules (firing, materialise and dispatch), polling apart. */
     recurring?: number;
-    /** ours with job history on (phase 9: the outcome report's share of a request, invocation and BatchWriteItem, the record's write units). */
+    /** ours with job history on (phase 10: the outcome report's share of a request, invocation and BatchWriteItem, the record's write units). */
     withHistory?: number;
     byService: Record<string, Cost['byServiceUsd']>;
     usage: Partial<
@@ -109,7 +109,7 @@ export interface BenchResult {
   recovery?: RecoveryResult;
   /** Phase 8 (quick mode: a short version, 40 schedules over 15 s, where the cron ones count only if a minute boundary falls in it). */
   recurring?: RecurringResult;
-  /** Phase 9: job history's outcome reports and records, per job. */
+  /** Phase 10: job history's outcome reports and records, per job. */
   history?: HistoryResult;
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
@@ -305,7 +305,7 @@ if (r.recurring) {
 }
 
 if (r.history) {
-  // With history on: ours plus what the outcome reports and records add per job (phase 9).
+  // With history on: ours plus what the outcome reports and records add per job (phase 10).
   const c = (r.costPerMillionUsd ??= { byService: {}, usage: {} });
   const base = c.usage.ours;
   const add = r.history.usagePerJob;

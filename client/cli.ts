@@ -388,7 +388,11 @@ const COMMANDS: Record<string, Command | Group> = {
     targeted: true,
     flags: {
       ...TENANT,
-      state: { type: 'string', arg: '<S>', help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all)' },
+      state: {
+        type: 'string',
+        arg: '<S>',
+        help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all); with history: DELIVERED, SUCCEEDED, FAILED, DEAD',
+      },
       from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
       to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
       schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },

@@ -128,7 +128,10 @@ export interface JobPage {
 
 /** What `listJobs` and `jobs` list (docs/listing.md). */
 export interface JobFilter {
-  /** `SCHEDULED` (includes `ACQUIRED`), `QUEUED`, `CANCELLED`, `DEAD_LETTERED`; all of them when omitted. */
+  /**
+   * `SCHEDULED` (includes `ACQUIRED`), `QUEUED`, `CANCELLED`, `DEAD_LETTERED`; all of them when
+   * omitted. Tenants with history on (docs/history.md): also `DELIVERED`, `SUCCEEDED`, `FAILED`, `DEAD`.
+   */
   readonly state?: string;
   /** Jobs with runAt at or after this time (RFC 3339 or a Date). */
   readonly from?: string | Date;

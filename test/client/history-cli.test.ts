@@ -103,6 +103,13 @@ describe('job history on the local stack', () => {
     expect(shown.stdout).toMatch(/SUCCEEDED\s+attempt 1\s+\d+ ms\s+result: \{"ok":true\}/);
     const json = JSON.parse((await dynein(['show', '--tenant', 'alpha', direct.jobId, '--json'])).stdout);
     expect(json.timeline.at(-1).event).toBe('SUCCEEDED');
+
+    // Listed by outcome.
+    const listed = await dynein(['jobs', '--tenant', 'alpha', '--state', 'SUCCEEDED']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(direct.jobId);
+    expect(listed.stdout).toContain(viaTable.jobId);
+    expect(listed.stdout).toContain('SUCCEEDED');
   }, 60_000);
 
   it('a tenant without history: no attribute, no report, no timeline; reporting answers 409', async () => {
@@ -123,6 +130,9 @@ describe('job history on the local stack', () => {
     expect(status.timeline).toBeUndefined();
     const shown = await dynein(['show', '--tenant', 'beta', job.jobId]);
     expect(shown.stdout).toContain('no timeline');
+    const listed = await dynein(['jobs', '--tenant', 'beta', '--state', 'SUCCEEDED']);
+    expect(listed.code).not.toBe(0);
+    expect(listed.stderr).toMatch(/state SUCCEEDED: the tenant does not keep job history/);
     await expect(
       beta.reportOutcomes('beta', [
         { jobId: job.jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 1 },
