@@ -107,6 +107,20 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
   };
 }
 
+/** The local stack's `local.json` (`$DYNEIN_DATA_DIR`, else `.dynein`), or an error saying how to start the stack. */
+export function readLocalJson(dataDir?: string, env: NodeJS.ProcessEnv = process.env): LocalJson {
+  const file = join(resolve(dataDir ?? env.DYNEIN_DATA_DIR ?? '.dynein'), 'local.json');
+  if (!existsSync(file))
+    throw new Error(
+      `no local stack running (${file} not found): start it with \`npx dynein local\` (\`npm start\` in a clone), or pass --endpoint for AWS`,
+    );
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as LocalJson;
+  } catch (err) {
+    throw new Error(`${file} is not valid JSON (${(err as Error).message}): restart the local stack`);
+  }
+}
+
 /**
  * The package's own package.json (name, version, peerDependencies), found by walking up from this
  * file: `client/` in the repository, `dist/client/` in the installed package.

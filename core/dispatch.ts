@@ -38,6 +38,8 @@ export interface RoundOptions {
   readonly ownerCheckMs?: number;
   /** Aborting stops the round at once: no further calls, timers cleared (a crash, in tests). */
   readonly signal?: AbortSignal;
+  /** Called as rows are sent, with their lateness (metrics that stay current during a long round). */
+  readonly onSent?: (latenessMs: readonly number[]) => void;
 }
 
 export interface RoundReport extends ReleaseStats {
@@ -190,6 +192,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       const t = tracks.get(rowKeyString(row));
       if (t) watch(t, retryAt);
     },
+    ...(options.onSent ? { onSent: options.onSent } : {}),
   });
   const acquirer: Acquirer<Track> = new Acquirer<Track>({
     concurrency: options.acquireConcurrency ?? 32,

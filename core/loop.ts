@@ -57,7 +57,7 @@ export interface StepOptions {
   /** The step returns by then (e.g. the Lambda's remaining time); at most {@link MAX_STEP_MS} and `untilMs`. */
   readonly deadlineMs?: number;
   readonly signal?: AbortSignal;
-  /** Receives the lateness of every row sent (for metrics). */
+  /** Receives the lateness of the rows sent, batch by batch as they are sent (for metrics: current during a long step). */
   readonly onLateness?: (latenessMs: readonly number[]) => void;
   /** Receives what the step did per tenant (for per-tenant metrics), once, when it sent anything or a send failed. */
   readonly onTenants?: (tenants: ReadonlyMap<string, TenantDispatch>) => void;
@@ -146,13 +146,13 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
       return kept;
     },
     signal: opts.signal,
+    ...(opts.onLateness ? { onSent: opts.onLateness } : {}),
   });
   // Keep where the round got to, so that the next step (or execution) does not read again what
   // this one read. A round that read nothing has nothing to keep (an idle step writes nothing more).
   if (!report.lostGroup && held.length > 0 && report.itemsRead > 0 && !opts.signal?.aborted) {
     held = (await takeLeases(held, report.marks).catch(() => ({ held }))).held;
   }
-  opts.onLateness?.(latenessMs);
   if (byTenant && byTenant.tenants.size > 0) opts.onTenants?.(byTenant.tenants);
   const lostGroup = lostAtStart || report.lostGroup;
   const done = held.length === 0 || clock.now() >= input.untilMs - END_MARGIN_MS;

@@ -47,6 +47,8 @@ export interface ReleaseHooks {
    * `retryAtMs` on.
    */
   onDropped?(row: AcquiredRow, retryAtMs: number): void;
+  /** These rows were just sent (their lateness, ms from due time to the send's acknowledgement): live metrics. */
+  onSent?(latenessMs: readonly number[]): void;
 }
 
 /** A sent row waiting for its marker, with the lease it was sent under. */
@@ -265,6 +267,7 @@ export class Releaser {
             }
             if (this.signal?.aborted) return;
             const at = clock.now();
+            const lateness: number[] = [];
             for (const m of batch) {
               const h = byId.get(m.id)!;
               if (failed.has(m.id)) {
@@ -273,10 +276,12 @@ export class Releaser {
               } else {
                 this.stats.sent++;
                 this.stats.latenessMs.push(at - h.row.dueMs);
+                lateness.push(at - h.row.dueMs);
                 (this.stats.byTenant ??= new TenantTally()).sent(tenant, at - h.row.dueMs);
                 sentRows.push(h);
               }
             }
+            if (lateness.length > 0) this.hooks.onSent?.(lateness);
           }),
         );
       }),

@@ -63,6 +63,14 @@ const w = await wire(config, {
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
 });
 
+/** The cancel function, telling the dashboard which job each successful cancel was for (a repeat is one job). */
+const cancel = cancelHandler(w, t);
+const countedCancel: typeof cancel = async (event) => {
+  const result = await cancel(event);
+  if (result.statusCode === 200 && event.pathParameters?.jobId) metrics.cancelled(event.pathParameters.jobId);
+  return result;
+};
+
 const keys = Object.fromEntries(settings.tenants.map((name) => [name, secrets.tenants[name]!]));
 const api = await startApiServer({
   port: settings.port,
@@ -71,7 +79,7 @@ const api = await startApiServer({
   handlers: {
     submit: submitHandler(w, t),
     status: statusHandler(w, t),
-    cancel: cancelHandler(w, t),
+    cancel: countedCancel,
     schedules: schedulesHandler(w, t),
     outcomes: outcomesHandler(w, t),
     dlq: dlqHandler(w, t),

@@ -1,4 +1,7 @@
-/** The local dashboard at `/`: live counts, backlog, lateness histogram, AWS requests per job. */
+/**
+ * The local dashboard at `/`: live counts (dispatch counts each batch as it is sent), backlog,
+ * lateness histogram, AWS requests per job delivered (labelled with what they count).
+ */
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Dynein Serverless (local)</title>
 <style>
@@ -9,23 +12,33 @@ export const DASHBOARD_HTML = `<!doctype html>
  .bar{background:#4a7;height:.8rem;display:inline-block} .muted{color:#888}
 </style></head><body>
 <h1>Dynein Serverless — local stack</h1>
-<p class="muted">Counters since compute started: <span id="since"></span>. Raw data: <a href="/local/metrics">/local/metrics</a>.</p>
-<div class="cards" id="cards"></div>
+<p class="muted">Counters since compute started: <span id="since"></span>; read every second (updated <span id="updated">-</span>). Raw data: <a href="/local/metrics">/local/metrics</a>.</p>
+<h2>Jobs</h2><div class="cards" id="cards"></div>
+<p class="muted" id="cancels"></p>
 <h2>Lateness (due time to send acknowledged)</h2><table id="hist"></table>
-<h2>AWS requests per job</h2><table id="req"></table>
+<h2>AWS requests per job delivered</h2>
+<p class="muted" id="req-what"></p>
+<table id="req"></table>
 <script>
-const fmt = (n) => n.toLocaleString();
+const fmt = (n) => (n ?? 0).toLocaleString();
+let busy = false;
 async function refresh() {
+  if (busy) return;
+  busy = true;
   try {
-    const m = await (await fetch('/local/metrics')).json();
+    const m = await (await fetch('/local/metrics', { cache: 'no-store' })).json();
     document.getElementById('since').textContent = m.since;
+    document.getElementById('updated').textContent = new Date().toLocaleTimeString();
     const j = m.jobs;
-    document.getElementById('cards').innerHTML = [['submitted', j.submitted], ['scheduled (backlog)', j.backlog], ['queued directly', j.queuedDirectly], ['dispatched', j.dispatched], ['cancelled', j.cancelled], ['lateness mean ms', m.lateness.meanMs], ['lateness max ms', m.lateness.maxMs]]
+    document.getElementById('cards').innerHTML = [['submitted', j.submitted], ['scheduled (backlog)', j.backlog], ['queued directly', j.queuedDirectly], ['dispatched', j.dispatched], ['delivered (both)', j.delivered], ['cancelled jobs', j.cancelled], ['lateness mean ms', m.lateness.meanMs], ['lateness max ms', m.lateness.maxMs]]
       .map(([k, v]) => '<div class="card">' + k + '<b>' + fmt(v) + '</b></div>').join('');
+    document.getElementById('cancels').textContent = 'Cancelled jobs count each job once; ' + fmt(j.cancelRequests) + ' cancel request' + (j.cancelRequests === 1 ? '' : 's') + ' answered 200 (repeats included). Cancels are not jobs delivered.';
     const max = Math.max(1, ...m.lateness.buckets.map((b) => b.count));
     document.getElementById('hist').innerHTML = m.lateness.buckets.map((b) => '<tr><td>≤ ' + (b.le === null ? '∞' : b.le) + ' ms</td><td>' + fmt(b.count) + '</td><td><span class="bar" style="width:' + (300 * b.count / max) + 'px"></span></td></tr>').join('');
-    document.getElementById('req').innerHTML = Object.entries(m.requestsPerJob).map(([k, v]) => '<tr><td>' + k + '</td><td>' + v + '</td><td class="muted">' + fmt(m.requests[k]) + ' in all</td></tr>').join('') || '<tr><td class="muted">no jobs handled yet</td></tr>';
+    document.getElementById('req-what').textContent = 'Each figure: ' + m.requestsPerJobCounts + ' Jobs delivered so far: ' + fmt(j.delivered) + '.';
+    document.getElementById('req').innerHTML = '<tr><th>operation</th><th>per job delivered</th><th class="muted">requests in all</th></tr>' + (Object.entries(m.requestsPerJob).map(([k, v]) => '<tr><td>' + k + '</td><td>' + v + '</td><td class="muted">' + fmt(m.requests[k]) + '</td></tr>').join('') || '<tr><td class="muted" colspan="3">no job delivered yet</td></tr>');
   } catch (e) { document.getElementById('since').textContent = 'compute unreachable (restarting?)'; }
+  finally { busy = false; }
 }
 refresh(); setInterval(refresh, 1000);
 </script></body></html>`;

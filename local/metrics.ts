@@ -4,6 +4,14 @@ import type { Telemetry } from '../lambdas/runtime/handlers.js';
 /** Upper bounds (ms) of the lateness histogram's buckets; the last bucket is open. */
 export const LATENESS_BUCKETS_MS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000];
 
+/** What `requestsPerJob` counts, shown on the dashboard next to the figures. */
+export const REQUESTS_PER_JOB_COUNTS =
+  'every AWS request the compute process made since it started (API calls, status reads and cancels included; ingest; ' +
+  "the tick's reads, idle polls included; sends and delivered markers), divided by the jobs delivered to their queues " +
+  '(dispatched + queued directly). Cancelled jobs are not in the divisor; an idle stack still polls, so the figure falls as load rises.';
+/** Cancelled job ids kept for de-duplication (beyond this, further cancels are not counted). */
+const MAX_TRACKED_CANCELS = 1_000_000;
+
 /**
  * The counters behind the local dashboard and `GET /local/metrics`, fed by the handlers'
  * telemetry (as CloudWatch is on AWS) and by the SDK request counter.
@@ -14,6 +22,8 @@ export class LocalMetrics {
   #latenessCount = 0;
   #latenessSum = 0;
   #latenessMax = 0;
+  /** Jobs cancelled since compute started, by id: a repeated cancel (answered 200 again) is one job. */
+  readonly #cancelled = new Set<string>();
   readonly startedAt = Date.now();
 
   constructor(private readonly requests: RequestCounter) {}
@@ -36,23 +46,35 @@ export class LocalMetrics {
     };
   }
 
+  /** A cancel answered 200 (`DELETE .../jobs/{jobId}`): the job counts once, however often it is cancelled. */
+  cancelled(jobId: string): void {
+    if (this.#cancelled.size < MAX_TRACKED_CANCELS) this.#cancelled.add(jobId);
+  }
+
   snapshot() {
     const c = (k: string) => this.#counts.get(k) ?? 0;
     const submitted = c('JobsSubmitted');
     const requests = this.requests.snapshot();
     const dispatched = c('JobsDispatched');
     const direct = c('JobsQueuedDirectly');
-    const handled = dispatched + direct;
+    const delivered = dispatched + direct;
+    const cancelled = this.#cancelled.size;
     return {
       since: new Date(this.startedAt).toISOString(),
       jobs: {
         submitted,
         queuedDirectly: direct,
         ingested: c('JobsIngested'),
+        /** Sent to their queue by dispatch, counted as each batch is sent (not when the dispatch step ends). */
         dispatched,
-        cancelled: c('JobsCancelled'),
+        /** Sent to their queue: dispatched + queued directly (the divisor of requestsPerJob). */
+        delivered,
+        /** Distinct jobs cancelled: a repeated cancel of the same job is not another job. */
+        cancelled,
+        /** Cancel calls answered 200, repeats included (requests, not jobs). */
+        cancelRequests: c('JobsCancelled'),
         /** Table jobs accepted and not yet sent or cancelled (since compute started). */
-        backlog: Math.max(0, submitted - direct - dispatched - c('JobsCancelled')),
+        backlog: Math.max(0, submitted - direct - dispatched - cancelled),
       },
       lateness: {
         count: this.#latenessCount,
@@ -63,7 +85,9 @@ export class LocalMetrics {
         ]),
       },
       requests,
-      requestsPerJob: handled === 0 ? {} : Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, +(v / handled).toFixed(3)])),
+      /** Every AWS request compute made (by operation) divided by jobs delivered; see requestsPerJobCounts. */
+      requestsPerJob: delivered === 0 ? {} : Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, +(v / delivered).toFixed(3)])),
+      requestsPerJobCounts: REQUESTS_PER_JOB_COUNTS,
     };
   }
 }

@@ -1,0 +1,179 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Hash } from '@smithy/hash-node';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { Credentials } from '../client.js';
+import { APP_JS } from './app.js';
+import { PAGE_HTML } from './page.js';
+
+/** Where the job browser sends its API calls, and with which credentials. */
+export interface UiServerOptions {
+  /** The API's base URL (the local stack's or API Gateway's). */
+  readonly endpoint: string;
+  readonly region: string;
+  /** The credentials a tenant's calls are signed with (the local stack: that tenant's key; AWS: the default chain). */
+  readonly credentialsFor: (tenant: string) => Credentials | undefined;
+  /** Tenants to offer in the picker (the local stack's; on AWS, those given with --tenant). */
+  readonly tenants: readonly string[];
+  /** The tenant selected when the page opens. */
+  readonly tenant?: string;
+  /** Whether the API is the local stack (shown in the header). */
+  readonly local: boolean;
+  /** @default 0 (any free port) */
+  readonly port?: number;
+  /** How often the page refreshes what it shows, ms. @default 2000 */
+  readonly refreshMs?: number;
+}
+
+export interface UiServer {
+  /** `http://127.0.0.1:<port>/` */
+  readonly url: string;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+/** Only these API paths go through the proxy: a tenant's jobs, schedules and dead letters. */
+const API_PATH = /^\/v1\/tenants\/([^/?#]+)\/(jobs|schedules|dlq)(\/[^?#]*)?$/;
+const API_METHODS = new Set(['GET', 'POST', 'DELETE']);
+/** The header the page sends on every API call: a cross-site form or image cannot set it (CORS). */
+export const UI_HEADER = 'x-dynein-ui';
+const MAX_BODY = 1024 * 1024;
+
+/**
+ * The `dynein ui` server, on 127.0.0.1 only: `/` is the page (one HTML file, its script at
+ * `/app.js`, nothing from elsewhere), `/ui/config` what the page needs to start, and `/api/v1/...`
+ * a proxy to the Dynein API that signs each call here with SigV4: the page never holds a key.
+ *
+ * Only the tenant routes go through, with GET, POST and DELETE; each call must carry the
+ * `x-dynein-ui` header (which other sites' pages cannot send without a CORS preflight this server
+ * never grants) and a `Host` of 127.0.0.1 or localhost (against DNS rebinding).
+ */
+export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
+  const base = new URL(opts.endpoint.endsWith('/') ? opts.endpoint : `${opts.endpoint}/`);
+  const signers = new Map<string, SignatureV4>();
+  const signerFor = (tenant: string) => {
+    let s = signers.get(tenant);
+    if (!s) {
+      const credentials = opts.credentialsFor(tenant);
+      if (!credentials) return undefined;
+      s = new SignatureV4({ service: 'execute-api', region: opts.region, credentials, sha256: Hash.bind(null, 'sha256') });
+      signers.set(tenant, s);
+    }
+    return s;
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) json(res, 502, { error: { code: 'ProxyError', message: (err as Error)?.message ?? String(err) } });
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '');
+    if (host !== '127.0.0.1' && host !== 'localhost' && host !== '[::1]')
+      return json(res, 403, { error: { code: 'Forbidden', message: `Host ${req.headers.host} is not this machine` } });
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const method = (req.method ?? 'GET').toUpperCase();
+    const headers = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+    if (method === 'GET' && url.pathname === '/') {
+      res.writeHead(200, {
+        ...headers,
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy':
+          "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+      });
+      return void res.end(PAGE_HTML);
+    }
+    if (method === 'GET' && url.pathname === '/app.js') {
+      res.writeHead(200, { ...headers, 'content-type': 'text/javascript; charset=utf-8' });
+      return void res.end(APP_JS);
+    }
+    if (method === 'GET' && url.pathname === '/ui/config')
+      return json(res, 200, {
+        endpoint: base.origin + base.pathname.replace(/\/$/, ''),
+        local: opts.local,
+        tenants: opts.tenants,
+        tenant: opts.tenant ?? opts.tenants[0] ?? '',
+        refreshMs: opts.refreshMs ?? 2_000,
+      });
+    if (!url.pathname.startsWith('/api/')) return json(res, 404, { error: { code: 'NotFound', message: `no page ${url.pathname}` } });
+
+    if (req.headers[UI_HEADER] !== '1')
+      return json(res, 403, { error: { code: 'Forbidden', message: `API calls through the job browser need the ${UI_HEADER} header` } });
+    const path = url.pathname.slice('/api'.length);
+    const m = API_PATH.exec(path);
+    if (!m || !API_METHODS.has(method))
+      return json(res, 404, { error: { code: 'NotFound', message: `the job browser does not proxy ${method} ${path}` } });
+    let tenant: string;
+    try {
+      tenant = decodeURIComponent(m[1]!);
+    } catch {
+      return json(res, 400, { error: { code: 'ValidationError', message: 'tenant is not a valid URL path segment' } });
+    }
+    const signer = signerFor(tenant);
+    if (!signer)
+      return json(res, 403, {
+        error: {
+          code: 'Forbidden',
+          message: `no credentials for tenant '${tenant}' (the local stack has ${opts.tenants.join(', ') || 'none'})`,
+        },
+      });
+    let body = '';
+    for await (const chunk of req) {
+      body += chunk;
+      if (body.length > MAX_BODY) return json(res, 413, { error: { code: 'PayloadTooLarge', message: 'the body is over 1 MiB' } });
+    }
+    const target = new URL(path.slice(1) + url.search, base);
+    const outgoing: Record<string, string> = { host: target.host, accept: 'application/json' };
+    if (body !== '') outgoing['content-type'] = 'application/json';
+    const signed = await signer.sign({
+      method,
+      protocol: target.protocol,
+      hostname: target.hostname,
+      ...(target.port ? { port: Number(target.port) } : {}),
+      path: target.pathname,
+      query: Object.fromEntries(target.searchParams),
+      headers: outgoing,
+      ...(body !== '' ? { body } : {}),
+    });
+    const sent = { ...(signed.headers as Record<string, string>) };
+    delete sent.host;
+    const reply = await fetch(target, {
+      method,
+      headers: sent,
+      ...(body !== '' ? { body } : {}),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await reply.text();
+    res.writeHead(reply.status, {
+      ...headers,
+      'content-type': reply.headers.get('content-type') ?? 'application/json',
+      ...(reply.headers.get('apigw-requestid') ? { 'apigw-requestid': reply.headers.get('apigw-requestid')! } : {}),
+    });
+    res.end(text);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+}

@@ -1,0 +1,202 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { verifySigV4 } from '../../local/sigv4.js';
+import { STUB_CREDENTIALS, STUB_REGION } from './scheduleStub.js';
+
+/**
+ * An in-memory stand-in for the API routes the job browser reads (docs/api.md): the listing
+ * (`GET /jobs` with state, from, to, schedule, order, limit, cursor), one job with its timeline,
+ * cancel, the schedules list, and the dead-letter queue with redrive. It checks SigV4 as the
+ * gateway does and records every request. With `listing: false` / `dlq: false` those routes
+ * answer API Gateway's own 404 (`{"message":"Not Found"}`), as a stack deployed before them does.
+ */
+export interface StubJob {
+  jobId: string;
+  tenant: string;
+  runAt: string;
+  state: string;
+  deliveredAt?: string;
+  schedule?: string;
+  timeline?: { at: string; event: string; [k: string]: unknown }[];
+}
+
+/** A message as `GET .../dlq` answers it (docs/api.md, Dead letters). */
+export interface StubDeadLetter {
+  handle: string;
+  messageId: string;
+  jobId: string;
+  runAt: string;
+  receiveCount: number;
+  sentAt: string;
+  firstReceivedAt: string;
+  attributes: Record<string, string>;
+  body: string;
+}
+
+export interface UiStub {
+  readonly endpoint: string;
+  readonly jobs: StubJob[];
+  readonly dlq: StubDeadLetter[];
+  /** Redriven messages, in order. */
+  readonly redriven: StubDeadLetter[];
+  readonly requests: { method: string; url: string; body: string }[];
+  close(): Promise<void>;
+}
+
+export const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+
+export function stubJob(tenant: string, i: number, state = 'SCHEDULED', extra: Partial<StubJob> = {}): StubJob {
+  return {
+    jobId: `${tenant}-job-${String(i).padStart(3, '0')}`,
+    tenant,
+    runAt: new Date(T0 + i * 60_000).toISOString(),
+    state,
+    ...extra,
+  };
+}
+
+export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {}): Promise<UiStub> {
+  const jobs: StubJob[] = [];
+  const dlq: StubDeadLetter[] = [];
+  const redriven: StubDeadLetter[] = [];
+  const requests: UiStub['requests'] = [];
+  const server: Server = createServer(async (req, res) => {
+    let raw = '';
+    for await (const c of req) raw += c;
+    const url = req.url!;
+    requests.push({ method: req.method!, url, body: raw });
+    const reply = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'apigw-requestid': `req-${requests.length}` });
+      res.end(JSON.stringify(body));
+    };
+    const error = (status: number, code: string, message: string) => reply(status, { error: { code, message } });
+    const q = url.indexOf('?');
+    const [path, query] = q < 0 ? [url, ''] : [url.slice(0, q), url.slice(q + 1)];
+    const verified = verifySigV4(
+      { method: req.method!, path, query, headers: req.headers, body: Buffer.from(raw) },
+      {
+        secretOf: (id) => (id === STUB_CREDENTIALS.accessKeyId ? STUB_CREDENTIALS.secretAccessKey : undefined),
+        now: Date.now(),
+        region: STUB_REGION,
+      },
+    );
+    if (!verified.ok) return reply(403, { message: verified.message });
+    const params = new URLSearchParams(query);
+    const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq)(?:\/([^/]+))?$/.exec(path);
+    if (!m) return reply(404, { message: 'Not Found' });
+    const [, tenantEnc, kind, rest] = m;
+    const tenant = decodeURIComponent(tenantEnc!);
+    const method = req.method!;
+
+    if (kind === 'jobs' && rest === undefined && method === 'GET') {
+      if (opts.listing === false) return reply(404, { message: 'Not Found' });
+      const state = params.get('state');
+      if (state !== null && !/^(SCHEDULED|QUEUED|CANCELLED|DELIVERED|SUCCEEDED|FAILED|DEAD)$/.test(state))
+        return error(400, 'ValidationError', `state '${state}' is not a job state`);
+      const limit = Number(params.get('limit') ?? 100);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return error(400, 'ValidationError', 'limit must be 1 to 1000');
+      const from = params.has('from') ? Date.parse(params.get('from')!) : -Infinity;
+      const to = params.has('to') ? Date.parse(params.get('to')!) : Infinity;
+      const desc = params.get('order') === 'desc';
+      const key = (j: StubJob) => `${j.runAt}#${j.jobId}`;
+      let matching = jobs
+        .filter((j) => j.tenant === tenant && (state === null || j.state === state))
+        .filter((j) => !params.has('schedule') || j.schedule === params.get('schedule'))
+        .filter((j) => Date.parse(j.runAt) >= from && Date.parse(j.runAt) <= to)
+        .sort((a, b) => (key(a) < key(b) ? -1 : 1));
+      if (desc) matching.reverse();
+      if (params.has('cursor')) {
+        const after = Buffer.from(params.get('cursor')!, 'base64url').toString();
+        if (!after.startsWith(`${tenant}|`)) return error(400, 'ValidationError', 'cursor was not issued for this listing');
+        const at = after.slice(tenant.length + 1);
+        matching = matching.filter((j) => (desc ? key(j) < at : key(j) > at));
+      }
+      const page = matching.slice(0, limit);
+      return reply(200, {
+        jobs: page.map(({ timeline: _t, ...j }) => j),
+        ...(matching.length > limit ? { nextCursor: Buffer.from(`${tenant}|${key(page.at(-1)!)}`).toString('base64url') } : {}),
+      });
+    }
+    if (kind === 'jobs' && rest !== undefined) {
+      const job = jobs.find((j) => j.tenant === tenant && j.jobId === decodeURIComponent(rest));
+      if (!job) return error(404, 'JobNotFound', `tenant ${tenant} has no job ${rest}`);
+      if (method === 'GET') return reply(200, job);
+      if (method === 'DELETE') {
+        if (job.state === 'CANCELLED') return reply(200, { jobId: job.jobId, state: 'CANCELLED' });
+        if (job.state !== 'SCHEDULED') return error(409, 'AlreadyQueued', `the job was delivered to its queue at ${job.deliveredAt}`);
+        job.state = 'CANCELLED';
+        job.timeline?.push({ at: new Date().toISOString(), event: 'CANCELLED' });
+        return reply(200, { jobId: job.jobId, state: 'CANCELLED' });
+      }
+    }
+    if (kind === 'schedules' && rest === undefined && method === 'GET')
+      return reply(200, {
+        schedules: [
+          {
+            tenant,
+            name: 'nightly-report',
+            expression: 'cron(0 2 * * ? *)',
+            timezone: 'Europe/Paris',
+            state: 'ENABLED',
+            payload: null,
+            nextRuns: ['2030-01-02T01:00:00.000Z', '2030-01-03T01:00:00.000Z', '2030-01-04T01:00:00.000Z', '2030-01-05T01:00:00.000Z'],
+            createdAt: '2029-12-01T00:00:00.000Z',
+            updatedAt: '2029-12-01T00:00:00.000Z',
+          },
+          {
+            tenant,
+            name: 'paused-sync',
+            expression: 'rate(5 minutes)',
+            timezone: 'UTC',
+            state: 'DISABLED',
+            payload: null,
+            nextRuns: [],
+            createdAt: '2029-12-01T00:00:00.000Z',
+            updatedAt: '2029-12-01T00:00:00.000Z',
+          },
+        ],
+      });
+    if (kind === 'dlq') {
+      if (opts.dlq === false) return reply(404, { message: 'Not Found' });
+      if (rest === undefined && method === 'GET') return reply(200, { messages: dlq.slice(0, 10), approximateDepth: dlq.length });
+      if (rest === 'delete' && method === 'POST') {
+        const { handles } = JSON.parse(raw) as { handles: string[] };
+        const found = dlq.filter((d) => handles.includes(d.handle));
+        for (const d of found) dlq.splice(dlq.indexOf(d), 1);
+        return reply(200, { deleted: found.map((d) => d.handle), notFound: handles.filter((h) => !found.some((d) => d.handle === h)) });
+      }
+      if (rest === 'redrive' && method === 'POST') {
+        let body: { all?: boolean; handles?: string[] };
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          return error(400, 'ValidationError', 'the body is not JSON');
+        }
+        const chosen = body.all === true ? [...dlq] : dlq.filter((d) => body.handles?.includes(d.handle));
+        if (body.all !== true && !Array.isArray(body.handles)) return error(400, 'ValidationError', 'give all: true or handles');
+        for (const d of chosen) dlq.splice(dlq.indexOf(d), 1);
+        redriven.push(...chosen);
+        // As the local stack answers (AWS: {"method": "StartMessageMoveTask", "taskHandle"}).
+        if (body.all === true) return reply(200, { method: 'copy', moved: chosen.length, complete: true });
+        return reply(200, {
+          redriven: chosen.map((d) => d.handle),
+          notFound: body.handles!.filter((h) => !chosen.some((d) => d.handle === h)),
+        });
+      }
+    }
+    return reply(404, { message: 'Not Found' });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    jobs,
+    dlq,
+    redriven,
+    requests,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { RequestCounter } from '../../adapters/requestCounter.js';
+import { resolveSettings } from '../../core/config.js';
+import type { DispatchDeps } from '../../core/dispatch.js';
+import type { AcquiredRow, JobStore, QueueSender } from '../../core/ports.js';
+import { Releaser, type ReleaseStats } from '../../core/release.js';
+import { TenantRegistry } from '../../core/tenants.js';
+import { LocalMetrics, REQUESTS_PER_JOB_COUNTS } from '../../local/metrics.js';
+
+describe('the local dashboard counters', () => {
+  it('counts a job cancelled twice once, keeps cancels out of the jobs delivered, and says what requests per job count', () => {
+    const requests = new RequestCounter();
+    const metrics = new LocalMetrics(requests);
+    const t = metrics.telemetry();
+    t.count('JobsSubmitted', 10);
+    t.count('JobsQueuedDirectly', 2);
+    t.count('JobsDispatched', 3);
+    // Two jobs cancelled, one of them twice (a retried DELETE answers 200 again).
+    for (const id of ['j1', 'j2', 'j1']) {
+      t.count('JobsCancelled', 1);
+      metrics.cancelled(id);
+    }
+    requests.add('DynamoDB', 'Query', 50);
+    requests.add('SQS', 'SendMessageBatch', 5);
+    const m = metrics.snapshot();
+    expect(m.jobs).toMatchObject({ submitted: 10, queuedDirectly: 2, dispatched: 3, delivered: 5, cancelled: 2, cancelRequests: 3 });
+    expect(m.jobs.backlog).toBe(10 - 2 - 3 - 2);
+    // Divided by the 5 jobs delivered, not by jobs + cancels.
+    expect(m.requestsPerJob).toEqual({ 'DynamoDB.Query': 10, 'SQS.SendMessageBatch': 1 });
+    expect(m.requestsPerJobCounts).toBe(REQUESTS_PER_JOB_COUNTS);
+    expect(REQUESTS_PER_JOB_COUNTS).toMatch(/divided by the jobs delivered/);
+  });
+
+  it('gets dispatch counts as rows are sent, not when a long dispatch round ends', async () => {
+    const sender: QueueSender = { sendBatch: async () => [] };
+    const store = { renew: async () => true, markDelivered: async () => [] } as unknown as JobStore;
+    const tenants = new TenantRegistry({
+      getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }),
+      putTenant: async () => {},
+    });
+    const deps: DispatchDeps = {
+      store,
+      sender,
+      tenants,
+      clock: { now: () => Date.now() },
+      settings: resolveSettings({ releaseWindowMs: 0 }),
+    };
+    const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
+    const metrics = new LocalMetrics(new RequestCounter());
+    const t = metrics.telemetry();
+    // What the dispatch handler does with the hook (lambdas/runtime/handlers.ts).
+    const releaser = new Releaser(deps, stats, undefined, {
+      onSent: (l) => {
+        t.count('JobsDispatched', l.length);
+        t.values('LatenessMs', 'Milliseconds', l);
+      },
+    });
+    const row = (jobId: string, dueMs: number): AcquiredRow => ({
+      shard: 0,
+      dueMs,
+      jobId,
+      tenant: 'demo',
+      payload: '{}',
+      leaseUntil: dueMs + 60_000,
+    });
+    const now = Date.now();
+    releaser.add(row('a', now + 20));
+    releaser.add(row('b', now + 20));
+    releaser.add(row('later', now + 1_500));
+    await new Promise((r) => setTimeout(r, 300));
+    // The round still holds a row (it would run on for its whole execution): the counters are current already.
+    expect(releaser.size).toBe(1);
+    expect(metrics.snapshot().jobs.dispatched).toBe(2);
+    expect(metrics.snapshot().lateness.count).toBe(2);
+    await releaser.drain(Date.now() + 3_000);
+    expect(metrics.snapshot().jobs.dispatched).toBe(3);
+  });
+});
