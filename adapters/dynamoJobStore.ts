@@ -14,7 +14,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ThrottledError } from '../core/errors.js';
 import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/listing.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
-import { tenantItemKey } from '../core/schema.js';
+import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
 import type {
   AcquiredRow,
   CancelRecord,
@@ -39,6 +39,7 @@ type Item = Record<string, AttributeValue>;
  * |---------------------------------------|-----------------|----------------------|
  * | job row, marker, tombstone, DEAD      | `<shard>`       | `<dueMs 13>#<jobId>` |
  * | late-lane pointer                     | `l#<shard>`     | `<dueMs 13>#<jobId>` |
+ * | outcome record (dynamoHistoryStore.ts)| `h#<shard>`     | `<dueMs 13>#<jobId>` |
  * | cancel record (earlier releases)      | `c#<shard>`     | `<dueMs 13>#<jobId>` |
  * | group lease (and its shards' marks)   | `lease#<group>` | `lease`              |
  * | tenant                                | `tenant#<name>` | `tenant`             |
@@ -602,14 +603,25 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
   async getTenant(name: string): Promise<TenantRecord | undefined> {
     const res = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: keys.tenant(name) }));
     if (!res.Item) return undefined;
-    return { name, queueUrl: res.Item.queueUrl?.S ?? '', dlqUrl: res.Item.dlqUrl?.S ?? '' };
+    const historyTtlMs = Number(res.Item[TENANT_ATTRIBUTES.historyTtlMs]?.N);
+    return {
+      name,
+      queueUrl: res.Item.queueUrl?.S ?? '',
+      dlqUrl: res.Item.dlqUrl?.S ?? '',
+      ...(historyTtlMs > 0 ? { historyTtlMs } : {}),
+    };
   }
 
   async putTenant(record: TenantRecord): Promise<void> {
     await this.client.send(
       new PutItemCommand({
         TableName: this.tableName,
-        Item: { ...keys.tenant(record.name), queueUrl: { S: record.queueUrl }, dlqUrl: { S: record.dlqUrl } },
+        Item: {
+          ...keys.tenant(record.name),
+          queueUrl: { S: record.queueUrl },
+          dlqUrl: { S: record.dlqUrl },
+          ...(record.historyTtlMs !== undefined ? { [TENANT_ATTRIBUTES.historyTtlMs]: { N: String(record.historyTtlMs) } } : {}),
+        },
       }),
     );
   }

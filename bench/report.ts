@@ -55,6 +55,22 @@ export function targets(r: BenchResult): Target[] {
       value: `$${ours.toFixed(2)}`,
       met: ours <= 2.5,
     });
+  const h = r.history;
+  if (h) {
+    t.push({
+      name: 'Outcome reports per job (history on, steady load)',
+      target: '≤ 0.2 requests',
+      value: `${h.reportRequestsPerJob} API requests, ${h.batchWriteRequestsPerJob} BatchWriteItem`,
+      met: h.reportRequestsPerJob <= 0.2 && h.batchWriteRequestsPerJob <= 0.2,
+    });
+    const withHistory = r.costPerMillionUsd?.withHistory;
+    t.push({
+      name: 'Cost per million jobs with history on',
+      target: ours !== undefined ? `≤ ours + $1.00 ($${(ours + 1).toFixed(2)})` : '≤ ours + $1.00',
+      value: withHistory !== undefined ? `$${withHistory.toFixed(2)}` : `+$${h.costPerMillionIncrementUsd.toFixed(2)} over ours`,
+      met: h.costPerMillionIncrementUsd <= 1,
+    });
+  }
   if (r.backlog)
     t.push({
       name: 'Backlog ratio',
@@ -254,6 +270,17 @@ export function markdown(r: BenchResult): string {
         .filter(([, v]) => v > 0)
         .map(([k, v]) => `${k} $${v.toFixed(2)}`)
         .join(', ')}); polling apart, as for one-off jobs.`,
+      '',
+    );
+  }
+
+  if (r.history) {
+    const h = r.history;
+    const u = h.usagePerJob;
+    lines.push(
+      `## Job history (phase 10: ${h.jobs.toLocaleString('en-US')} jobs at ${h.ratePerSec} jobs/s, the Worker reporting each outcome)`,
+      '',
+      `Per job: ${h.reportRequestsPerJob} outcome reports (API requests and status-function invocations, ${h.handlerMsPerReport} ms each here), ${h.batchWriteRequestsPerJob} BatchWriteItem requests, ${h.recordWritesPerJob} outcome records of ${h.recordBytes} bytes (${h.recordWru} WRU each); ${h.reported} of ${h.jobs} outcomes stored. On AWS that adds ${u.dynamodbWru} WRU, ${u.apiRequests} API requests, ${u.lambdaInvocations} invocations (${u.lambdaGbSeconds} GB-s): +${usd(h.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.withHistory !== undefined ? `, ${usd(r.costPerMillionUsd.withHistory)} with ours` : ''}.`,
       '',
     );
   }

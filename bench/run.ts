@@ -12,15 +12,17 @@
  *   7. recovery after an outage: a backlog of overdue rows drained beside jobs falling due
  *   8. recurring schedules through the local stack, its EventBridge Scheduler stand-in the clock
  *   9. listing a tenant's jobs: items and read units per page, over dynalite
+ *  10. job history: outcome reports per job by the Worker, and what their records cost
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing` for a subset
+ * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { payloadAttribute } from '../adapters/dynamoJobStore.js';
 import { runBacklog, type BacklogResult } from './backlog.js';
+import { runHistory, type HistoryResult } from './history.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
 import { BULLMQ_SKIP_MESSAGE, redisServerAvailable, runBullmq, type BullmqResult } from './bullmq.js';
@@ -52,7 +54,7 @@ import { markdown, targets, type Target } from './report.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
-const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring', 'listing'] as const;
+const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring', 'listing', 'history'] as const;
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
@@ -70,6 +72,7 @@ export interface BenchResult {
     requestJobs: number;
     bundleRuns: number;
     recurring: RecurringShape;
+    history: { jobs: number; ratePerSec: number };
   };
   lateness?: LatenessResult;
   dispatch?: DispatchResult;
@@ -87,9 +90,14 @@ export interface BenchResult {
     whatIfCompressedPayload?: number;
     /** Per million occurrences of recurring schedules (firing, materialise and dispatch), polling apart. */
     recurring?: number;
+    /** ours with job history on (phase 10: the outcome report's share of a request, invocation and BatchWriteItem, the record's write units). */
+    withHistory?: number;
     byService: Record<string, Cost['byServiceUsd']>;
     usage: Partial<
-      Record<'ours' | 'oursSinglePost' | 'dyneinPattern' | 'eventBridgeScheduler' | 'whatIfCompressedPayload' | 'recurring', PerJobUsage>
+      Record<
+        'ours' | 'oursSinglePost' | 'dyneinPattern' | 'eventBridgeScheduler' | 'whatIfCompressedPayload' | 'recurring' | 'withHistory',
+        PerJobUsage
+      >
     >;
     rowBytes?: number;
     compressedRowBytes?: number;
@@ -101,6 +109,8 @@ export interface BenchResult {
   recovery?: RecoveryResult;
   /** Phase 8 (quick mode: a short version, 40 schedules over 15 s, where the cron ones count only if a minute boundary falls in it). */
   recurring?: RecurringResult;
+  /** Phase 10: job history's outcome reports and records, per job. */
+  history?: HistoryResult;
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
   listing?: ListingResult;
@@ -130,6 +140,7 @@ const sizes: BenchResult['sizes'] = quick
       requestJobs: 200,
       bundleRuns: 2,
       recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
+      history: { jobs: 1_000, ratePerSec: 100 },
     }
   : {
       description:
@@ -142,6 +153,7 @@ const sizes: BenchResult['sizes'] = quick
       requestJobs: 1_000,
       bundleRuns: 7,
       recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
+      history: { jobs: 3_000, ratePerSec: 100 },
     };
 
 const started = Date.now();
@@ -197,7 +209,7 @@ if (only.has('bullmq')) {
 }
 
 // 2, 4, 7 and 3: the core over dynalite and fauxqs, each in a process of its own.
-if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only.has('listing')) {
+if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only.has('listing') || only.has('history')) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
   try {
@@ -210,6 +222,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
     r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000 }));
+    r.history = await phase('history', () => runHistory(em, sizes.history));
   } finally {
     await em.stop();
   }
@@ -289,6 +302,27 @@ if (r.recurring) {
   c.recurring = cost.totalUsd;
   c.byService.recurring = cost.byServiceUsd;
   c.usage.recurring = usage;
+}
+
+if (r.history) {
+  // With history on: ours plus what the outcome reports and records add per job (phase 10).
+  const c = (r.costPerMillionUsd ??= { byService: {}, usage: {} });
+  const base = c.usage.ours;
+  const add = r.history.usagePerJob;
+  if (base) {
+    const usage: PerJobUsage = {
+      dynamodbWru: +(base.dynamodbWru + add.dynamodbWru).toFixed(4),
+      dynamodbRru: +(base.dynamodbRru + add.dynamodbRru).toFixed(4),
+      sqsRequests: +(base.sqsRequests + add.sqsRequests).toFixed(4),
+      lambdaInvocations: +(base.lambdaInvocations + add.lambdaInvocations).toFixed(4),
+      lambdaGbSeconds: +(base.lambdaGbSeconds + add.lambdaGbSeconds).toFixed(7),
+      apiRequests: +(base.apiRequests + add.apiRequests).toFixed(4),
+    };
+    const cost = costPerMillion(usage);
+    c.withHistory = cost.totalUsd;
+    c.byService.withHistory = cost.byServiceUsd;
+    c.usage.withHistory = usage;
+  }
 }
 
 r.durationS = Math.round((Date.now() - started) / 100) / 10;

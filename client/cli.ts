@@ -330,6 +330,41 @@ const COMMANDS: Record<string, Command | Group> = {
     },
   },
 
+  show: {
+    brief: "print a job's state and timeline",
+    usage: '--tenant <name> <jobId> [options]',
+    summary:
+      "Print a job's state and, for a tenant with history on (docs/history.md), its timeline: scheduled, delivered,\n" +
+      'and the outcome the worker reported (attempt, duration, error, result).',
+    targeted: true,
+    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    async run({ values, rest, target, tenant, io }) {
+      const jobId = jobIdOf('show', rest);
+      const reply = await client(target()).get(tenant, jobId);
+      if (values.json) {
+        io.out(JSON.stringify(reply));
+        return 0;
+      }
+      io.out(`${reply.jobId}\n  state  ${reply.state}\n  runAt  ${reply.runAt}`);
+      if (reply.message) io.out(`  ${reply.message}`);
+      if (!reply.timeline) {
+        if (reply.deliveredAt) io.out(`  deliveredAt  ${reply.deliveredAt}`);
+        io.out('  (no timeline: the tenant does not keep job history; see docs/history.md)');
+        return 0;
+      }
+      for (const e of reply.timeline) {
+        const details = [
+          e.attempt !== undefined ? `attempt ${e.attempt}` : '',
+          e.durationMs !== undefined ? `${e.durationMs} ms` : '',
+          e.error !== undefined ? `error: ${e.error}` : '',
+          e.result !== undefined ? `result: ${JSON.stringify(e.result)}` : '',
+        ].filter(Boolean);
+        io.out(`  ${e.at}  ${e.event.padEnd(9)}${details.length ? `  ${details.join('  ')}` : ''}`);
+      }
+      return 0;
+    },
+  },
+
   cancel: {
     brief: 'cancel a job',
     usage: '--tenant <name> <jobId> [options]',
@@ -354,7 +389,11 @@ const COMMANDS: Record<string, Command | Group> = {
     targeted: true,
     flags: {
       ...TENANT,
-      state: { type: 'string', arg: '<S>', help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all)' },
+      state: {
+        type: 'string',
+        arg: '<S>',
+        help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all); with history: DELIVERED, SUCCEEDED, FAILED, DEAD',
+      },
       from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
       to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
       schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
@@ -625,6 +664,7 @@ const COMMANDS: Record<string, Command | Group> = {
         concurrency,
         waitTimeSeconds,
         ...(target.dlqUrl ? { deadLetterQueueUrl: target.dlqUrl } : {}),
+        client: client(target), // reports outcomes for a tenant with history on (docs/history.md)
         handler: (job, ctx) => {
           const receivedAt = new Date(ctx.receivedAt).toISOString();
           if (values.json) {

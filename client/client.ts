@@ -1,3 +1,4 @@
+import type { OutcomeReport, OutcomeResult } from './outcomes.js';
 import { randomUUID } from 'node:crypto';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Hash } from '@smithy/hash-node';
@@ -66,7 +67,28 @@ export interface JobRequest<P = unknown> {
  * cancel). `UNKNOWN`: the scheduler has no record of the job (not stored yet, a second or two
  * after submit; or its record expired, 7 days after runAt); `message` says which applies.
  */
-export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN';
+export type JobState =
+  | 'SCHEDULED'
+  | 'ACQUIRED'
+  | 'QUEUED'
+  | 'CANCELLED'
+  | 'DEAD_LETTERED'
+  | 'UNKNOWN'
+  // Tenants with history on (docs/history.md): delivered, and the latest reported outcome.
+  | 'DELIVERED'
+  | 'SUCCEEDED'
+  | 'FAILED'
+  | 'DEAD';
+
+/** One event of a history tenant's job (docs/history.md). */
+export interface TimelineEvent {
+  readonly at: string;
+  readonly event: 'SCHEDULED' | 'DELIVERED' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
+  readonly attempt?: number;
+  readonly error?: string;
+  readonly durationMs?: number;
+  readonly result?: unknown;
+}
 
 /** Reply of `schedule`: `QUEUED` when the job went straight to its queue. */
 export interface ScheduledJob {
@@ -86,6 +108,8 @@ export interface JobStatus {
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */
   readonly message?: string;
+  /** Tenants with history on: what happened to the job, oldest first. */
+  readonly timeline?: TimelineEvent[];
 }
 
 /** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
@@ -104,7 +128,10 @@ export interface JobPage {
 
 /** What `listJobs` and `jobs` list (docs/listing.md). */
 export interface JobFilter {
-  /** `SCHEDULED` (includes `ACQUIRED`), `QUEUED`, `CANCELLED`, `DEAD_LETTERED`; all of them when omitted. */
+  /**
+   * `SCHEDULED` (includes `ACQUIRED`), `QUEUED`, `CANCELLED`, `DEAD_LETTERED`; all of them when
+   * omitted. Tenants with history on (docs/history.md): also `DELIVERED`, `SUCCEEDED`, `FAILED`, `DEAD`.
+   */
   readonly state?: string;
   /** Jobs with runAt at or after this time (RFC 3339 or a Date). */
   readonly from?: string | Date;
@@ -365,6 +392,20 @@ export class DyneinClient {
    */
   get(tenant: string, jobId: string, opts: CallOptions = {}): Promise<JobStatus> {
     return this.#request<JobStatus>('GET', `v1/tenants/${enc(tenant)}/jobs/${enc(jobId)}`, undefined, opts.signal);
+  }
+
+  /**
+   * Reports delivery outcomes (tenants with history on; at most 100 per call). The Worker and
+   * `dyneinLambdaHandler` call it for you when given this client. Answers per entry, in order.
+   * @throws HistoryOff (409: the tenant keeps no history), ValidationError (a malformed batch)
+   */
+  reportOutcomes(tenant: string, outcomes: readonly OutcomeReport[], opts: CallOptions = {}): Promise<{ results: OutcomeResult[] }> {
+    return this.#request<{ results: OutcomeResult[] }>(
+      'POST',
+      `v1/tenants/${enc(tenant)}/jobs/outcomes`,
+      JSON.stringify({ outcomes }),
+      opts.signal,
+    );
   }
 
   /**

@@ -34,7 +34,11 @@ export interface JobContext {
   readonly messageId: string;
 }
 
-export type JobHandler<P = unknown> = (job: DeliveredJob<P>, ctx: JobContext) => Promise<void> | void;
+/**
+ * A job's handler. For a tenant with history on, what it returns (JSON of at most 1 KB) is kept
+ * as the job's `result` (docs/history.md); anything else is ignored.
+ */
+export type JobHandler<P = unknown> = (job: DeliveredJob<P>, ctx: JobContext) => unknown;
 
 /**
  * Thrown by a handler when retrying cannot help (bad payload, a deleted account): the message

@@ -32,7 +32,9 @@ export {
   type SchedulePage,
   type ScheduleState,
   type ScheduledJob,
+  type TimelineEvent,
 } from './client.js';
+export { OutcomeReporter, type OutcomeReport, type OutcomeReporterOptions, type OutcomeResult, type OutcomeSink } from './outcomes.js';
 export {
   AlreadyQueuedError,
   ConcurrentModificationError,

@@ -13,6 +13,7 @@ import {
   type JobHandler,
   type RetryBackoff,
 } from './delivery.js';
+import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
 
 export interface LambdaConsumerOptions {
   /** Records handled at once within one invocation. @default 10 */
@@ -31,6 +32,15 @@ export interface LambdaConsumerOptions {
   readonly backoff?: RetryBackoff;
   /** Handlers' signals abort this long before the function's timeout. @default 2_000 */
   readonly timeoutMarginMs?: number;
+  /**
+   * Reports outcomes for tenants with history on (records with the `dynein-history` attribute;
+   * docs/history.md): a {@link DyneinClient} (or an {@link OutcomeReporter}). An invocation's
+   * outcomes go in one request (up to 100), sent before it returns. Without it, such records are
+   * still handled, with a warning once.
+   */
+  readonly client?: OutcomeSink | OutcomeReporter;
+  /** The queue's maxReceiveCount, when known: a failure on that receive is reported `DEAD`. @default unknown */
+  readonly maxReceiveCount?: number;
   /** Failures, for logs (the handler's error, and the record). */
   readonly onError?: (error: unknown, record: SQSRecord, job?: DeliveredJob) => void;
   readonly now?: () => number;
@@ -55,6 +65,35 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
   const now = opts.now ?? Date.now;
   const random = opts.random ?? Math.random;
   const backoff = opts.backoff ?? DEFAULT_RETRY_BACKOFF;
+  const reporter =
+    opts.client instanceof OutcomeReporter
+      ? opts.client
+      : opts.client
+        ? new OutcomeReporter(opts.client, { onError: (error) => console.error('dynein: outcomes not reported', error) })
+        : undefined;
+  let warned = false;
+  /** For a record asking for outcome reports (history on): reports one; undefined otherwise. */
+  const reportFor = (record: SQSRecord, job: DeliveredJob<P>, attempts: number, receivedAt: number) => {
+    if (record.messageAttributes?.[HISTORY_ATTRIBUTE]?.stringValue !== '1') return undefined;
+    if (!reporter) {
+      if (!warned)
+        console.warn(
+          `dynein: tenant '${job.tenant}' keeps job history, but dyneinLambdaHandler has no client to report outcomes with: pass { client: new DyneinClient(...) } (docs/history.md)`,
+        );
+      warned = true;
+      return undefined;
+    }
+    return (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) =>
+      reporter.report(job.tenant, {
+        jobId: job.jobId,
+        outcome,
+        attempts,
+        receivedAt: new Date(receivedAt).toISOString(),
+        durationMs: Math.max(0, now() - receivedAt),
+        ...(extra.error !== undefined ? { error: extra.error } : {}),
+        ...(extra.result !== undefined ? { result: extra.result } : {}),
+      });
+  };
   return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
@@ -72,18 +111,24 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       const receivedAt = now();
       const receiveCount = receiveCountOf(record.attributes as unknown as Record<string, string>);
       let job: DeliveredJob<P> | undefined;
+      let report: ReturnType<typeof reportFor>;
       try {
         job = parseDelivery<P>(record.body);
+        report = reportFor(record, job, receiveCount, receivedAt);
         const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
-        await handler(job, {
+        const value: unknown = await handler(job, {
           signal: abort.signal,
           receiveCount,
           latenessMs: latenessMs(runAt, receivedAt),
           receivedAt,
           messageId: record.messageId,
         });
+        void report?.('SUCCEEDED', { result: resultOf(value) });
       } catch (error) {
         opts.onError?.(error, record, job);
+        const dead = error instanceof UnrecoverableError || (opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount);
+        // Reported before the record can come back, so a retry's report lands after it.
+        await report?.(dead ? 'DEAD' : 'FAILED', { error: errorText(error) });
         if (error instanceof UnrecoverableError && (await toDeadLetterQueue(opts, record, error))) return;
         if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
         throw error;
@@ -101,6 +146,8 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       });
     } finally {
       clearTimeout(timer);
+      // This invocation's outcomes, in one request before the function freezes.
+      await reporter?.flush();
     }
   };
 }

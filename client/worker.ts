@@ -20,6 +20,7 @@ import {
   type JobHandler,
   type RetryBackoff,
 } from './delivery.js';
+import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
 
 export interface WorkerOptions<P = unknown> {
   /** The tenant queue (`local.json`'s `queueUrl`, or the DyneinTenant's `queue.queueUrl`). */
@@ -53,6 +54,19 @@ export interface WorkerOptions<P = unknown> {
   readonly shutdownGraceMs?: number;
   /** Stop gracefully on SIGTERM and SIGINT. @default true */
   readonly handleSignals?: boolean;
+  /**
+   * Reports outcomes for tenants with history on (messages with the `dynein-history` attribute;
+   * docs/history.md): a {@link DyneinClient} (or an {@link OutcomeReporter} to share). Outcomes are
+   * sent in batches of up to 100, at least every second, and on stop (within 1 s more than the
+   * grace period and releases). Without it, such messages are still handled, with a warning once.
+   */
+  readonly client?: OutcomeSink | OutcomeReporter;
+  /**
+   * The queue's maxReceiveCount, when known: a failure on that receive (the one that sends the
+   * message to the DLQ) is reported `DEAD` rather than `FAILED`. @default unknown (only an
+   * {@link UnrecoverableError} is reported DEAD)
+   */
+  readonly maxReceiveCount?: number;
   /** Everything that happens, for logs and metrics. */
   readonly onEvent?: (event: WorkerEvent<P>) => void;
   readonly now?: () => number;
@@ -86,6 +100,9 @@ const DEFAULT_SHUTDOWN_GRACE_MS = 1_500;
 /** After the grace period, how long the releases of the jobs still running may take. */
 const RELEASE_BUDGET_MS = 400;
 
+/** On stop, how long the last outcome reports (history on) may take after the releases. */
+const FLUSH_BUDGET_MS = 1_000;
+
 /** Message ids remembered as unrecoverable when no DLQ URL is known (bounded). */
 const MAX_DOOMED = 10_000;
 
@@ -103,8 +120,10 @@ const MAX_DOOMED = 10_000;
  * await worker.run(); // until SIGTERM
  */
 export class Worker<P = unknown> {
-  readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent'>> &
-    Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent'> & { heartbeatMs: number };
+  readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent' | 'client' | 'maxReceiveCount'>> &
+    Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent' | 'maxReceiveCount'> & { heartbeatMs: number };
+  readonly #reporter: OutcomeReporter | undefined;
+  #warnedNoClient = false;
   readonly #sqs: SQSClient;
   readonly #ownsClient: boolean;
   readonly #inFlight = new Map<string, InFlight>();
@@ -140,7 +159,14 @@ export class Worker<P = unknown> {
       handler: opts.handler,
       deadLetterQueueUrl: opts.deadLetterQueueUrl,
       onEvent: opts.onEvent,
+      maxReceiveCount: opts.maxReceiveCount,
     };
+    this.#reporter =
+      opts.client instanceof OutcomeReporter
+        ? opts.client
+        : opts.client
+          ? new OutcomeReporter(opts.client, { onError: (error) => this.#emit({ type: 'error', operation: 'report outcomes', error }) })
+          : undefined;
     this.#ownsClient = opts.sqs === undefined;
     const region = /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com/.exec(opts.queueUrl)?.[1];
     this.#sqs = opts.sqs ?? new SQSClient(region && !process.env.AWS_REGION ? { region } : {});
@@ -202,6 +228,8 @@ export class Worker<P = unknown> {
         while (pending().length > 0) await Promise.race(pending());
       })();
       await Promise.race([settled, new Promise((r) => releaseBy.addEventListener('abort', r, { once: true }))]);
+      // The outcomes still buffered (history tenants), within a bounded time.
+      if (this.#reporter) await Promise.race([this.#reporter.flush(), sleep(FLUSH_BUDGET_MS)]);
       this.#poll.abort();
       process.off('SIGTERM', this.#onSignal);
       process.off('SIGINT', this.#onSignal);
@@ -288,11 +316,18 @@ export class Worker<P = unknown> {
       return this.#dead(msg, undefined, receiveCount, error);
     }
     const runAt = msg.MessageAttributes?.runAt?.StringValue ?? job.runAt;
+    const report = this.#reportFor(msg, job, receiveCount, receivedAt);
     const heartbeat = this.#heartbeat(entry, job, receivedAt);
-    let outcome: { ok: true } | { ok: false; error: unknown };
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     try {
-      await this.#o.handler(job, { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId });
-      outcome = { ok: true };
+      const value: unknown = await this.#o.handler(job, {
+        signal: abort.signal,
+        receiveCount,
+        latenessMs: latenessMs(runAt, receivedAt),
+        receivedAt,
+        messageId,
+      });
+      outcome = { ok: true, value };
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
@@ -301,13 +336,51 @@ export class Worker<P = unknown> {
     if (outcome.ok) {
       // Even after a release (shutdown) the job did complete: deleting avoids a duplicate.
       if (await this.#delete(msg)) this.#emit({ type: 'completed', job, messageId, receiveCount, durationMs: this.#o.now() - receivedAt });
+      void report?.('SUCCEEDED', { result: resultOf(outcome.value) });
       return;
     }
     if (entry.released) return; // already handed back; its next delivery retries it
-    if (outcome.error instanceof UnrecoverableError) return this.#dead(msg, job, receiveCount, outcome.error);
+    if (outcome.error instanceof UnrecoverableError) {
+      void report?.('DEAD', { error: errorText(outcome.error) });
+      return this.#dead(msg, job, receiveCount, outcome.error);
+    }
+    const max = this.#o.maxReceiveCount;
+    // The failure is reported before the message becomes visible again, so the retry's report
+    // always lands after it (the record keeps the latest outcome; docs/history.md).
+    await report?.(max !== undefined && receiveCount >= max ? 'DEAD' : 'FAILED', { error: errorText(outcome.error) });
     const retryInSeconds = retryDelaySeconds(receiveCount, this.#o.backoff, this.#o.random);
     await this.#setVisibility(msg, retryInSeconds, 'backoff');
     this.#emit({ type: 'failed', job, messageId, receiveCount, error: outcome.error, retryInSeconds });
+  }
+
+  /** For a message asking for outcome reports (history on): reports one; undefined otherwise. */
+  #reportFor(
+    msg: Message,
+    job: DeliveredJob<P>,
+    attempts: number,
+    receivedAt: number,
+  ): ((outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) => Promise<void>) | undefined {
+    if (msg.MessageAttributes?.[HISTORY_ATTRIBUTE]?.StringValue !== '1') return undefined;
+    const reporter = this.#reporter;
+    if (!reporter) {
+      if (!this.#warnedNoClient) {
+        this.#warnedNoClient = true;
+        console.warn(
+          `dynein worker: tenant '${job.tenant}' keeps job history, but this Worker has no client to report outcomes with: pass { client: new DyneinClient(...) } (docs/history.md)`,
+        );
+      }
+      return undefined;
+    }
+    return (outcome, extra) =>
+      reporter.report(job.tenant, {
+        jobId: job.jobId,
+        outcome,
+        attempts,
+        receivedAt: new Date(receivedAt).toISOString(),
+        durationMs: Math.max(0, this.#o.now() - receivedAt),
+        ...(extra.error !== undefined ? { error: extra.error } : {}),
+        ...(extra.result !== undefined ? { result: extra.result } : {}),
+      });
   }
 
   /** Renews the visibility every `heartbeatMs` while the handler runs; aborts the handler if the message is lost. */

@@ -2,6 +2,7 @@ import type { SchedulerSettings } from './config.js';
 import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
 import { type JobIdCodec, type ParsedJobId } from './jobId.js';
 import { isoMs } from './messages.js';
+import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryState, type HistoryStore, type TimelineEvent } from './history.js';
 import type { Clock, JobStore, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
 
@@ -20,7 +21,7 @@ import type { TenantRegistry } from './tenants.js';
  *   queue for a second or two after submit, longer if ingest is failing), or its record expired
  *   (records are kept `cancelRecordRetentionMs`, 7 days, after runAt). Never a guess.
  */
-export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN';
+export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN' | HistoryState;
 
 /** What `DEAD_LETTERED` means and what to do about it (status and listing say it). */
 export const DEAD_LETTERED_MESSAGE =
@@ -35,6 +36,8 @@ export interface StatusReply {
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */
   readonly message?: string;
+  /** Tenants with history on: what happened to the job, oldest first (docs/history.md). */
+  readonly timeline?: TimelineEvent[];
 }
 
 export interface CancelReply {
@@ -48,6 +51,8 @@ export interface JobsDeps {
   readonly tenants: TenantRegistry;
   readonly clock: Clock;
   readonly settings: SchedulerSettings;
+  /** Outcome records (history tenants' status shows their timeline). */
+  readonly history?: HistoryStore;
 }
 
 /** Status and cancel: `GET` and `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
@@ -59,10 +64,35 @@ export class JobsService {
    * earlier release may have left). Nothing is derived from the id beyond what its MAC proves.
    */
   async status(tenant: string, jobId: string): Promise<StatusReply> {
+    const record = await this.deps.tenants.require(tenant);
+    if (record.historyTtlMs !== undefined && this.deps.history) return this.#withHistory(tenant, jobId, this.deps.history);
+    return this.#status(tenant, jobId);
+  }
+
+  /**
+   * A history tenant's job: the row (or marker) and the outcome record, read at once. The latest
+   * reported outcome is the state; a delivered marker without one is `DELIVERED`.
+   */
+  async #withHistory(tenant: string, jobId: string, history: HistoryStore): Promise<StatusReply> {
+    const id = await this.#resolve(tenant, jobId);
+    let row: StoredRow | undefined;
+    const [reply, outcome] = await Promise.all([this.#status(tenant, jobId, (r) => (row = r)), history.getOutcome(id)]);
+    const live = outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
+    // Earlier attempts only when there were some: a job done on its first attempt costs no query.
+    const attempts = live && live.attempt > 1 ? await history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [];
+    const timeline = timelineOf(id.dueMs, row, live, attempts);
+    if (live) return { ...reply, state: live.outcome, timeline };
+    if (reply.state === 'QUEUED') return { ...reply, state: 'DELIVERED', timeline };
+    return { ...reply, timeline };
+  }
+
+  /** The table's answer; `seen` receives the item at the job's key. */
+  async #status(tenant: string, jobId: string, seen?: (row: StoredRow | undefined) => void): Promise<StatusReply> {
     const id = await this.#resolve(tenant, jobId);
     const base = { jobId: id.jobId, tenant: id.tenant, runAt: isoMs(id.dueMs) };
     if (id.path === 'd') return { ...base, state: 'QUEUED' };
     const row = await this.#row(id);
+    seen?.(row);
     switch (row?.state) {
       case 'SCHEDULED':
       case 'ACQUIRED':

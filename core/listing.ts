@@ -5,7 +5,7 @@ import { ValidationError } from './errors.js';
 import { type JobIdCodec, parseSortKey } from './jobId.js';
 import { limiter } from './limit.js';
 import { isoMs } from './messages.js';
-import type { Clock } from './ports.js';
+import type { Clock, TenantRecord } from './ports.js';
 import { SCHEDULE_NAME_PATTERN } from './recurring/model.js';
 import type { TenantRegistry } from './tenants.js';
 import { parseRunAt } from './validate.js';
@@ -82,6 +82,8 @@ export interface ListableState {
   readonly stored: readonly string[];
   /** The status object of an item (defaults to {@link renderLive}). */
   render?(base: Pick<StatusReply, 'jobId' | 'tenant' | 'runAt'>, item: ListedItem): ListedJob;
+  /** Whether `tenant` may list this state (history states: tenants with history on); why not otherwise. */
+  unavailable?(tenant: TenantRecord): string | undefined;
 }
 
 const shardPartition = (shard: number) => String(shard);
@@ -157,8 +159,10 @@ export class JobLister {
    * @throws ValidationError naming the bad parameter, TenantNotFoundError
    */
   async list(tenant: string, query: Readonly<Record<string, string | undefined>> = {}): Promise<JobPageReply> {
-    await this.deps.tenants.require(tenant);
+    const record = await this.deps.tenants.require(tenant);
     const { filter, limit } = this.#parse(query);
+    const why = filter.state === undefined ? undefined : this.#states()[filter.state]?.unavailable?.(record);
+    if (why !== undefined) throw new ValidationError(`state ${filter.state}: ${why}`);
     const canonical = canonicalFilter(filter);
     const afterSk = query.cursor === undefined ? undefined : this.#readCursor(tenant, canonical, query.cursor);
     const states = this.#states();

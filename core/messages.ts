@@ -14,18 +14,25 @@ export function isoMs(ms: number): string {
  * The body delivered to a tenant queue: `{"jobId", "tenant", "runAt", "payload"}`, and for an
  * occurrence of a recurring schedule `"schedule"` before the payload (and a `schedule` message
  * attribute). The payload is spliced in as the JSON text it was stored as, never parsed again.
+ * For a tenant with history on (`history`), the attribute `dynein-history` = `1` asks the worker
+ * to report the outcome (docs/history.md).
  */
 export function deliveryMessage(
   id: string,
   job: { jobId: string; tenant: string; dueMs: number; payload: string; schedule?: string },
   delaySeconds?: number,
+  opts: { history?: boolean } = {},
 ): OutgoingMessage {
   const runAt = isoMs(job.dueMs);
   const schedule = job.schedule === undefined ? '' : `"schedule":${JSON.stringify(job.schedule)},`;
   return {
     id,
     body: `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"runAt":"${runAt}",${schedule}"payload":${job.payload}}`,
-    attributes: job.schedule === undefined ? { runAt } : { runAt, schedule: job.schedule },
+    attributes: {
+      runAt,
+      ...(job.schedule === undefined ? {} : { schedule: job.schedule }),
+      ...(opts.history ? { 'dynein-history': '1' } : {}),
+    },
     ...(delaySeconds !== undefined ? { delaySeconds } : {}),
   };
 }

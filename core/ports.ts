@@ -78,6 +78,8 @@ export interface TenantRecord {
   readonly name: string;
   readonly queueUrl: string;
   readonly dlqUrl: string;
+  /** History on (docs/history.md): how long outcome records are kept, ms. Absent: history off. */
+  readonly historyTtlMs?: number;
 }
 
 /** The scheduler table, in the operations the lifecycle needs (one conditional write each). */

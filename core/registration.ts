@@ -9,6 +9,8 @@ export interface RegistrationProperties {
   readonly TenantName: string;
   readonly QueueUrl: string;
   readonly DlqUrl: string;
+  /** History on: the outcome records' retention, ms, as a string (CloudFormation passes strings). */
+  readonly HistoryTtlMs?: string;
 }
 
 /** The properties, checked: a malformed request fails the deploy with every problem named. */
@@ -17,6 +19,7 @@ export function registrationRequest(p: Partial<Record<keyof RegistrationProperti
   tenantName: string;
   queueUrl: string;
   dlqUrl: string;
+  historyTtlMs?: number;
 } {
   const problems: string[] = [];
   const text = (k: keyof RegistrationProperties) => {
@@ -25,9 +28,13 @@ export function registrationRequest(p: Partial<Record<keyof RegistrationProperti
     return typeof v === 'string' ? v : '';
   };
   const out = { tableName: text('TableName'), tenantName: text('TenantName'), queueUrl: text('QueueUrl'), dlqUrl: text('DlqUrl') };
+  const history = p?.HistoryTtlMs;
+  const historyTtlMs = history === undefined || history === '' ? undefined : Number(history);
+  if (historyTtlMs !== undefined && !(Number.isSafeInteger(historyTtlMs) && historyTtlMs > 0))
+    problems.push(`HistoryTtlMs must be a positive whole number of milliseconds, got ${JSON.stringify(history)}`);
   if (out.tenantName && !TENANT_PATTERN.test(out.tenantName)) problems.push(`TenantName '${out.tenantName}' must match ${TENANT_PATTERN}`);
   if (problems.length > 0) throw new Error(`invalid Dynein tenant registration: ${problems.join('; ')}`);
-  return out;
+  return historyTtlMs !== undefined ? { ...out, historyTtlMs } : out;
 }
 
 /** The deploy error when another stack owns the tenant name. */

@@ -255,8 +255,9 @@ export class Releaser {
           return;
         }
         const byId = new Map(list.map((h, i) => [String(i), h]));
+        const opts = { history: record.historyTtlMs !== undefined }; // workers report outcomes (docs/history.md)
         await Promise.all(
-          packBatches(list.map((h, i) => deliveryMessage(String(i), h.row))).map(async (batch) => {
+          packBatches(list.map((h, i) => deliveryMessage(String(i), h.row, undefined, opts))).map(async (batch) => {
             if (this.signal?.aborted) return;
             let failed: Set<string>;
             try {

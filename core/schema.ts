@@ -27,6 +27,8 @@ export const TENANT_ATTRIBUTES = {
   owner: 'owner',
   /** The registration resource that wrote the item (stack id / logical id): only it removes the item. */
   registration: 'registration',
+  /** History on: outcome records' retention, ms (a number); absent when history is off (docs/history.md). */
+  historyTtlMs: 'historyTtlMs',
 } as const;
 
 /** The ingest function's timeout, seconds (the inbound visibility timeout derives from it). */

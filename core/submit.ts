@@ -202,7 +202,11 @@ export class Submitter {
       if (!p?.send) return;
       const job: InboundJob = { jobId: p.jobId, tenant: tenant.name, shard: p.shard, dueMs: p.dueMs, payload: p.payload };
       if (p.path === 'd') {
-        parcels.push({ queueUrl: tenant.queueUrl, jobs: [i], build: () => deliveryMessage('', job, delayOf(p.dueMs, clock.now())) });
+        parcels.push({
+          queueUrl: tenant.queueUrl,
+          jobs: [i],
+          build: () => deliveryMessage('', job, delayOf(p.dueMs, clock.now()), { history: tenant.historyTtlMs !== undefined }),
+        });
       } else {
         inbound.push(job);
         inboundIndex.push(i);

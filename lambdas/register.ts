@@ -86,6 +86,8 @@ export function registerHandler(deps: RegisterDeps) {
                 [TENANT_ATTRIBUTES.dlqUrl]: { S: props.dlqUrl },
                 [TENANT_ATTRIBUTES.owner]: { S: owner },
                 [TENANT_ATTRIBUTES.registration]: { S: registration },
+                // History on (docs/history.md); an update that turns it off drops the attribute.
+                ...(props.historyTtlMs !== undefined ? { [TENANT_ATTRIBUTES.historyTtlMs]: { N: String(props.historyTtlMs) } } : {}),
               },
               // The name is free, ours already, or registered before owners were recorded.
               ConditionExpression: 'attribute_not_exists(pk) OR attribute_not_exists(#owner) OR #owner = :owner',

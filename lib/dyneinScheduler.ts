@@ -320,8 +320,17 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
     tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
-    // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md).
+    // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
+    // history tenant's failed attempts (h#a#<shard>) for the timeline.
     tableAccess(status, 'GetItem', 'Query');
+    // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
+    status.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:BatchWriteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['h#*'] } },
+      }),
+    );
     // The tenant registry item (its queue and DLQ URLs).
     tableAccess(dlq, 'GetItem');
     tableAccess(cancel, 'GetItem', 'UpdateItem');
@@ -635,6 +644,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.GET, status, 'ListJobs');
+    route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, status, 'Outcomes');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
     // Recurring schedules: every route to the one schedules function (one integration).
     const integration = new HttpLambdaIntegration('SchedulesIntegration', schedules);

@@ -57,11 +57,17 @@ export interface DyneinTenantProps {
   readonly retentionPeriod?: Duration;
   /** Retention of the registration function's logs (one function per stack: the first tenant's value). @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Job history (docs/history.md): deliveries carry the `dynein-history` attribute, workers given
+   * a client report outcomes, and each job keeps its latest outcome for `retention` (1 to 365 days).
+   * @default - history off
+   */
+  readonly history?: { readonly retention?: Duration };
   /** The tenant's lateness p99 above this for 3 minutes raises its lateness alarm. @default Duration.seconds(2) */
   readonly latenessAlarmThreshold?: Duration;
   /**
    * The tenant keeps history (its workers report outcomes): the dashboard shows its failed jobs
-   * (`JobsFailed`) and {@link DyneinTenant.failedJobsAlarm} is created. @default false
+   * (`JobsFailed`) and {@link DyneinTenant.failedJobsAlarm} is created. @default - true with `history`, else false
    */
   readonly monitorFailedJobs?: boolean;
 }
@@ -113,6 +119,9 @@ export class DyneinTenant extends Construct {
     if (!TENANT_PATTERN.test(props.tenantName)) problems.push(`tenantName '${props.tenantName}' must match ${TENANT_PATTERN}`);
     const mrc = props.maxReceiveCount ?? 5;
     if (!Number.isInteger(mrc) || mrc < 1 || mrc > 1000) problems.push(`maxReceiveCount must be an integer from 1 to 1000, got ${mrc}`);
+    const historyMs = props.history ? (props.history.retention ?? Duration.days(7)).toMilliseconds() : undefined;
+    if (historyMs !== undefined && (historyMs < 86_400_000 || historyMs > 365 * 86_400_000))
+      problems.push(`history.retention must be from 1 to 365 days, got ${historyMs / 86_400_000} days`);
     const lat = props.latenessAlarmThreshold;
     if (lat !== undefined && !Token.isUnresolved(lat.toString()) && !(lat.toMilliseconds() > 0))
       problems.push('latenessAlarmThreshold must be positive');
@@ -158,6 +167,7 @@ export class DyneinTenant extends Construct {
       TenantName: props.tenantName,
       QueueUrl: this.queue.queueUrl,
       DlqUrl: this.deadLetterQueue.queueUrl,
+      ...(historyMs !== undefined ? { HistoryTtlMs: String(historyMs) } : {}),
     };
     const registration = new CustomResource(this, 'Registration', {
       serviceToken: provider.function.functionArn,
@@ -193,7 +203,7 @@ export class DyneinTenant extends Construct {
       evaluationPeriods: 2,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
-    this.monitorsFailedJobs = props.monitorFailedJobs ?? false;
+    this.monitorsFailedJobs = props.monitorFailedJobs ?? props.history !== undefined;
     if (this.monitorsFailedJobs)
       this.failedJobsAlarm = new cloudwatch.Alarm(this, 'FailedJobs', {
         alarmDescription: `Dynein tenant '${props.tenantName}': workers reported failed jobs in 2 consecutive minutes (dynein list --state FAILED; docs/history.md).`,
@@ -282,7 +292,8 @@ export class DyneinTenant extends Construct {
   /**
    * Lets `grantee` schedule, read and cancel this tenant's jobs and manage its recurring schedules:
    * `execute-api:Invoke` on exactly its routes of the `$default` stage, nothing else. Jobs:
-   * `POST /v1/tenants/<name>/jobs`, `GET .../jobs` (list), `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`.
+   * `POST /v1/tenants/<name>/jobs`, `GET .../jobs` (list), `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
+   * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md).
    * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
    * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard). The only
    * wildcards are the job id and the schedule name; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
@@ -305,6 +316,7 @@ export class DyneinTenant extends Construct {
         arn('POST', jobs),
         arn('GET', jobs),
         arn('POST', `${jobs}/batch`),
+        arn('POST', `${jobs}/outcomes`),
         arn('GET', `${jobs}/*`),
         arn('DELETE', `${jobs}/*`),
         arn('GET', schedules),
@@ -313,6 +325,26 @@ export class DyneinTenant extends Construct {
         arn('DELETE', `${schedules}/*`),
         arn('POST', `${schedules}/*/pause`),
         arn('POST', `${schedules}/*/resume`),
+      ],
+    });
+  }
+
+  /**
+   * Lets `grantee` report job outcomes (a Worker's or Lambda consumer's role, history on:
+   * docs/history.md): `execute-api:Invoke` on `POST /v1/tenants/<name>/jobs/outcomes` only.
+   */
+  grantReportOutcomes(grantee: iam.IGrantable): iam.Grant {
+    const stack = Stack.of(this);
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: [
+        stack.formatArn({
+          service: 'execute-api',
+          resource: this.#scheduler.attributes.httpApiId,
+          resourceName: `$default/POST/v1/tenants/${this.tenantName}/jobs/outcomes`,
+          arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+        }),
       ],
     });
   }

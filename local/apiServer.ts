@@ -21,6 +21,8 @@ export interface ApiServerOptions {
     readonly status: Handler;
     readonly cancel: Handler;
     readonly schedules?: Handler;
+    /** `POST .../jobs/outcomes` (docs/history.md). */
+    readonly outcomes?: Handler;
     readonly dlq?: Handler;
   };
   /** `GET /local/metrics` (unsigned, local only). */
@@ -59,6 +61,13 @@ const ROUTES: readonly Route[] = [
     pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/batch$/,
     routeKey: 'POST /v1/tenants/{tenant}/jobs/batch',
     handler: 'submit',
+    params: ['tenant'],
+  },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/outcomes$/,
+    routeKey: 'POST /v1/tenants/{tenant}/jobs/outcomes',
+    handler: 'outcomes',
     params: ['tenant'],
   },
   {

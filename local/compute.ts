@@ -20,6 +20,7 @@ import {
   ingestHandler,
   schedulesHandler,
   statusHandler,
+  outcomesHandler,
   submitHandler,
   tickHandler,
 } from '../lambdas/runtime/handlers.js';
@@ -80,6 +81,7 @@ const api = await startApiServer({
     status: statusHandler(w, t),
     cancel: countedCancel,
     schedules: schedulesHandler(w, t),
+    outcomes: outcomesHandler(w, t),
     dlq: dlqHandler(w, t),
   },
   metrics: () => metrics.snapshot(),

@@ -143,7 +143,8 @@ const tenants: ServicesReady['tenants'] = {};
 for (const t of settings.tenants) {
   tenants[t] = await queueWithDlq(tenantQueueName(t), QUEUE_SETTINGS.tenant);
   // Re-registered at every start: queue URLs carry fauxqs's port, which may change.
-  await store.putTenant({ name: t, ...tenants[t] });
+  const historyTtlMs = settings.history?.[t];
+  await store.putTenant({ name: t, ...tenants[t], ...(historyTtlMs !== undefined ? { historyTtlMs } : {}) });
 }
 
 // The recurring schedules' clock: it fires into the inbound queue. Firings that fell while the

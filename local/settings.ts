@@ -20,6 +20,11 @@ export interface LocalSettings {
   readonly tickEveryMs: number;
   /** Whether the inbound event source runs (an event source mapping's `Enabled`; `DYNEIN_INGEST_ENABLED`). */
   readonly ingestEnabled: boolean;
+  /**
+   * Tenants with history on and their retention, ms (`DYNEIN_HISTORY=<tenant,tenant>`,
+   * `DYNEIN_HISTORY_DAYS`, default 7; docs/history.md).
+   */
+  readonly history?: Readonly<Record<string, number>>;
 }
 
 /** Exit code of a compute process that a restart cannot fix (port in use, bad configuration). */
@@ -64,6 +69,15 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
   for (const t of tenants)
     if (!TENANT_PATTERN.test(t)) problems.push(`DYNEIN_TENANTS: '${t}' is not a valid tenant name (1-40 lowercase letters, digits or '-')`);
   if (new Set(tenants).size !== tenants.length) problems.push('DYNEIN_TENANTS lists a tenant twice');
+  const historyDays = int('DYNEIN_HISTORY_DAYS', 7, 1, 365)!;
+  const history: Record<string, number> = {};
+  for (const t of (env.DYNEIN_HISTORY ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    if (!tenants.includes(t)) problems.push(`DYNEIN_HISTORY: '${t}' is not one of DYNEIN_TENANTS (${tenants.join(', ')})`);
+    else history[t] = historyDays * 86_400_000;
+  }
   const settings: LocalSettings = {
     port,
     tenants,
@@ -74,6 +88,7 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     tickRunMs: int('DYNEIN_TICK_RUN_MS', 90_000, 5_000, 240_000)!,
     tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
     ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
+    ...(Object.keys(history).length > 0 ? { history } : {}),
   };
   if (problems.length > 0) throw new Error(`invalid local stack settings:\n- ${problems.join('\n- ')}`);
   return settings;

@@ -9,6 +9,7 @@ import { shardsOfGroup } from '../../core/config.js';
 import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
 import { systemClock, type Clock } from '../../core/ports.js';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
+import { TENANT_METRICS } from '../../core/schema.js';
 import type { JobReply } from '../../core/submit.js';
 import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
 import type { Wiring } from './wiring.js';
@@ -98,6 +99,25 @@ export function listHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       200,
       () => w.lister.list(pathParam(event, 'tenant'), event.queryStringParameters ?? {}),
       (err) => t.error('listing failed', err),
+    );
+}
+
+/** `POST /v1/tenants/{tenant}/jobs/outcomes`: a worker's outcome reports (docs/history.md). */
+export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+    respond(
+      event,
+      200,
+      async () => {
+        const tenant = pathParam(event, 'tenant');
+        const reply = await w.outcomes.report(tenant, bodyOf(event));
+        const states = reply.results.flatMap((r) => ('state' in r ? [r.state] : []));
+        t.count('OutcomesReported', states.length);
+        // The tenant's failed jobs (its dashboard and failed-jobs alarm: TENANT_METRICS.failed).
+        t.tenantMetrics?.(tenant, { [TENANT_METRICS.failed.name]: states.filter((s) => s !== 'SUCCEEDED').length }, {});
+        return reply;
+      },
+      (err) => t.error('outcomes failed', err),
     );
 }
 

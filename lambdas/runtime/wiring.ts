@@ -10,7 +10,9 @@ import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
 import type { RecurringDeps } from '../../core/recurring/materialise.js';
 import { SchedulesService } from '../../core/recurring/service.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
+import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import { HISTORY_STATES, OutcomesService } from '../../core/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
 import { JobLister } from '../../core/listing.js';
@@ -31,6 +33,8 @@ export interface Wiring {
   readonly codec: JobIdCodec;
   readonly submitter: Submitter;
   readonly jobs: JobsService;
+  /** `POST /v1/tenants/{tenant}/jobs/outcomes` (docs/history.md). */
+  readonly outcomes: OutcomesService;
   /** `GET /v1/tenants/{tenant}/jobs` (the status function). */
   readonly lister: JobLister;
   readonly ingest: IngestDeps;
@@ -63,6 +67,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const tenants = new TenantRegistry(store, { clock });
   const sender = new SqsSender(sqs);
   const { settings } = config;
+  const history = new DynamoHistoryStore(config.tableName, dynamo);
   const scheduleStore = new DynamoScheduleStore(config.tableName, dynamo);
   const clockConfig = config.scheduler;
   const schedules = clockConfig
@@ -93,8 +98,10 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       clock,
       idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
     }),
-    jobs: new JobsService({ store, codec, tenants, clock, settings }),
-    lister: new JobLister({ store, codec, tenants, clock, settings }),
+    jobs: new JobsService({ store, codec, tenants, clock, settings, history }),
+    outcomes: new OutcomesService({ history, codec, tenants, clock }),
+    // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
+    lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),

@@ -74,6 +74,7 @@ describe('HTTP API', () => {
     'GET /v1/tenants/{tenant}/dlq',
     'POST /v1/tenants/{tenant}/dlq/redrive',
     'POST /v1/tenants/{tenant}/dlq/delete',
+    'POST /v1/tenants/{tenant}/jobs/outcomes',
   ];
 
   it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the three dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
@@ -87,7 +88,8 @@ describe('HTTP API', () => {
       [ROUTES[3]!]: 'cancel',
       [ROUTES[4]!]: 'status',
       ...Object.fromEntries(ROUTES.slice(5, 11).map((r) => [r, 'schedules'])),
-      ...Object.fromEntries(ROUTES.slice(11).map((r) => [r, 'dlq'])),
+      ...Object.fromEntries(ROUTES.slice(11, 14).map((r) => [r, 'dlq'])),
+      [ROUTES[14]!]: 'status', // outcome reports (docs/history.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -294,8 +296,9 @@ describe('functions', () => {
       required: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
       allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
-    // One key lookup; the listing's Queries over the shards.
-    status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'], allowed: [] },
+    // One key lookup; the listing's Queries over the shards (and a history tenant's failed attempts);
+    // outcome reports: BatchWriteItem of outcome records, limited to `h#` keys (test/cdk/history.test.ts).
+    status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
     cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
@@ -384,13 +387,17 @@ describe('functions', () => {
     for (const [a, resources] of granted) expect([...resources].sort(), `${n}: ${a}`).toEqual(expectedResources(a));
   });
 
-  it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
+  it('the DESIGN.md examples hold: status reads only (jobs; it writes outcome records), tick only queries the table, dispatch has no key, submit sends to inbound', () => {
     const s = main.scheduler;
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
-    // Reads only: one key lookup, and the listing's Queries.
-    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
+    // Reads jobs only (one key lookup, the listing's Queries); writes outcome records (h#*).
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
+      'dynamodb:BatchWriteItem',
+      'dynamodb:GetItem',
+      'dynamodb:Query',
+    ]);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...status.get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);

@@ -142,7 +142,7 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(11);
+    expect(patterns).toHaveLength(12);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
@@ -158,6 +158,7 @@ describe('tenant in the scheduler stack', () => {
       '/$default/GET/v1/tenants/alpha/schedules/*',
       '/$default/POST/v1/tenants/alpha/jobs',
       '/$default/POST/v1/tenants/alpha/jobs/batch',
+      '/$default/POST/v1/tenants/alpha/jobs/outcomes',
       '/$default/POST/v1/tenants/alpha/schedules/*/pause',
       '/$default/POST/v1/tenants/alpha/schedules/*/resume',
       '/$default/PUT/v1/tenants/alpha/schedules/*',
@@ -348,7 +349,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(11);
+    expect(invoke).toHaveLength(12);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),

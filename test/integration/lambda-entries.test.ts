@@ -97,6 +97,13 @@ describe('Lambda entry files', () => {
         (await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }), context())).body!,
       );
     expect((await get(job.jobId)).state).toBe('SCHEDULED');
+    // The status function also serves outcome reports (docs/history.md): demo keeps no history.
+    const outcomes = await status(
+      httpEvent('POST', '/v1/tenants/demo/jobs/outcomes', { body: '{"outcomes": []}', pathParameters: { tenant: 'demo' } }),
+      context(),
+    );
+    expect(outcomes.statusCode).toBe(409);
+    expect(JSON.parse(outcomes.body!).error.code).toBe('HistoryOff');
     const del = await cancel(
       httpEvent('DELETE', `/v1/tenants/demo/jobs/${other.jobId}`, { pathParameters: { tenant: 'demo', jobId: other.jobId } }),
       context(),

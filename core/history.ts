@@ -1,0 +1,311 @@
+import { ApiError, InvalidJobIdError, ValidationError } from './errors.js';
+import type { JobIdCodec } from './jobId.js';
+import { isoMs } from './messages.js';
+import type { ListableState, ListedItem } from './listing.js';
+import type { Clock, RowKey, StoredRow } from './ports.js';
+import type { TenantRegistry } from './tenants.js';
+
+/**
+ * Job history (docs/history.md): for a tenant with history on, the worker reports each
+ * delivery's outcome, and the scheduler keeps the latest one per job as an outcome record.
+ *
+ * - The record lives in its own partition `h#<shard>`, under the job row's sort key
+ *   (`<dueMs 13>#<jobId>`): never at the job's key, where the dispatcher's delivered marker is
+ *   written by a BatchWriteItem put that an outcome must not race. The same sort key in both
+ *   partitions lets a listing merge them shard by shard.
+ * - It is written by a BatchWriteItem put (25 per call; a report carries up to 100), once per
+ *   reported outcome, with the tenant's history retention as its TTL. A put keeps the latest
+ *   outcome: a retry's report lands after the failure's (the worker reports within a second and
+ *   the retry waits for its backoff, 10 s by default), so the record ends with the last attempt.
+ */
+
+/** What a worker reports for a delivery. */
+export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD';
+
+/** The states of a history tenant's delivered job: `DELIVERED` until an outcome is reported. */
+export type HistoryState = 'DELIVERED' | Outcome;
+
+export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
+
+/** Most outcomes in one report (`POST /v1/tenants/{tenant}/jobs/outcomes`). */
+export const MAX_OUTCOMES_PER_REPORT = 100;
+/** Largest `result` (its JSON text, UTF-8 bytes) and `error` (characters) a record keeps. */
+export const MAX_RESULT_BYTES = 1024;
+export const MAX_ERROR_CHARS = 1024;
+/** The history retention when a tenant turns history on without one: 7 days. */
+export const DEFAULT_HISTORY_TTL_MS = 7 * 86_400_000;
+/** The delivery message attribute that asks workers to report outcomes. */
+export const HISTORY_ATTRIBUTE = 'dynein-history';
+
+/** One outcome record (`pk = h#<shard>`, `sk = <dueMs 13>#<jobId>`). */
+export interface OutcomeRecord extends RowKey {
+  readonly tenant: string;
+  readonly outcome: Outcome;
+  /** The delivery attempt it reports (the message's receive count), from 1. */
+  readonly attempt: number;
+  /** When the worker received the message, epoch ms. */
+  readonly receivedAtMs: number;
+  readonly durationMs: number;
+  readonly error?: string;
+  /** The handler's small result, as JSON text. */
+  readonly result?: string;
+  /** When the report was written, epoch ms. */
+  readonly reportedAtMs: number;
+  /** The record's TTL, epoch ms. */
+  readonly expiresAtMs: number;
+}
+
+/** The outcome records in the scheduler table (implemented by adapters/dynamoHistoryStore.ts). */
+export interface HistoryStore {
+  /**
+   * Puts the records (distinct keys), and an attempt item per failure in `failures` that keeps it
+   * for the timeline (`h#a#<shard>`, one per attempt), 25 items per BatchWriteItem; returns the
+   * indexes of the records that could not be written (or whose job's failure could not be).
+   */
+  putOutcomes(records: readonly OutcomeRecord[], failures?: readonly OutcomeRecord[]): Promise<number[]>;
+  /** The job's outcome record, strongly consistent. */
+  getOutcome(key: RowKey): Promise<OutcomeRecord | undefined>;
+  /** The job's failed attempts (at most `limit`, the earliest first), from their attempt items. */
+  getFailedAttempts(key: RowKey, limit: number): Promise<OutcomeRecord[]>;
+}
+
+/** Failed attempts a timeline shows at most. */
+export const MAX_TIMELINE_ATTEMPTS = 20;
+
+/** The tenant has not turned history on: its outcomes are not kept. */
+export class HistoryOffError extends ApiError {
+  readonly status = 409;
+  readonly code = 'HistoryOff';
+  constructor(tenant: string) {
+    super(
+      `tenant '${tenant}' does not keep job history: turn it on (DyneinTenant history prop, or DYNEIN_HISTORY locally) to report outcomes`,
+    );
+    this.name = 'HistoryOffError';
+  }
+}
+
+/** One event of a job's timeline, as `GET` of one job shows it. */
+export interface TimelineEvent {
+  readonly at: string;
+  readonly event: 'SCHEDULED' | 'DELIVERED' | Outcome;
+  readonly attempt?: number;
+  readonly error?: string;
+  readonly durationMs?: number;
+  /** The reported result, as JSON (a raw JSON text when serialised by the handlers). */
+  readonly result?: unknown;
+}
+
+/**
+ * The timeline of a history tenant's job: SCHEDULED at runAt, DELIVERED when the dispatcher
+ * recorded the send (or the worker first received it), the earlier failed attempts, and the
+ * latest reported outcome.
+ */
+export function timelineOf(
+  dueMs: number,
+  row: StoredRow | undefined,
+  record: OutcomeRecord | undefined,
+  failedAttempts: readonly OutcomeRecord[] = [],
+): TimelineEvent[] {
+  const events: TimelineEvent[] = [{ at: isoMs(dueMs), event: 'SCHEDULED' }];
+  const earlier = record ? failedAttempts.filter((a) => a.attempt < record.attempt) : [];
+  const first = earlier[0] ?? record;
+  const deliveredAt = row?.state === 'QUEUED' ? row.deliveredAtMs : undefined;
+  if (deliveredAt !== undefined) events.push({ at: isoMs(deliveredAt), event: 'DELIVERED' });
+  else if (first) events.push({ at: isoMs(first.receivedAtMs), event: 'DELIVERED' });
+  for (const a of earlier) events.push(outcomeEvent(a));
+  if (record) events.push(outcomeEvent(record));
+  return events;
+}
+
+function outcomeEvent(r: OutcomeRecord): TimelineEvent {
+  return {
+    at: isoMs(r.receivedAtMs + r.durationMs),
+    event: r.outcome,
+    attempt: r.attempt,
+    durationMs: r.durationMs,
+    ...(r.error !== undefined ? { error: r.error } : {}),
+    ...(r.result !== undefined ? { result: JSON.parse(r.result) as unknown } : {}),
+  };
+}
+
+/**
+ * What a listing shows for an outcome record (the `h#<shard>` partitions): the fields of `GET`
+ * of one job, `state` the latest outcome. For list14's JobLister.
+ *
+ * @example
+ * for (const item of page.items) jobs.push(historyStatus(outcomeRecordOf(item)));
+ */
+export function historyStatus(r: OutcomeRecord): {
+  jobId: string;
+  tenant: string;
+  runAt: string;
+  state: Outcome;
+  attempt: number;
+  finishedAt: string;
+  durationMs: number;
+  error?: string;
+} {
+  return {
+    jobId: r.jobId,
+    tenant: r.tenant,
+    runAt: isoMs(r.dueMs),
+    state: r.outcome,
+    attempt: r.attempt,
+    finishedAt: isoMs(r.receivedAtMs + r.durationMs),
+    durationMs: r.durationMs,
+    ...(r.error !== undefined ? { error: r.error } : {}),
+  };
+}
+
+const historyOff = (t: { historyTtlMs?: number }) =>
+  t.historyTtlMs === undefined ? 'the tenant does not keep job history (docs/history.md)' : undefined;
+
+function outcomeState(o: Outcome): ListableState {
+  return { partition: (shard) => `h#${shard}`, stored: [o], render: (base) => ({ ...base, state: o }), unavailable: historyOff };
+}
+
+/**
+ * The history states a listing accepts (core/listing.ts), for tenants with history on.
+ * `SUCCEEDED`, `FAILED` and `DEAD` are read from the outcome records (`h#<shard>`, the latest
+ * outcome of each job); `DELIVERED` from the shards' delivered markers, so it lists every job
+ * delivered in the range, also one whose outcome has been reported since (`GET` shows which).
+ */
+export const HISTORY_STATES: Readonly<Record<HistoryState, ListableState>> = {
+  DELIVERED: {
+    partition: (shard) => String(shard),
+    stored: ['QUEUED'],
+    render: (base, item: ListedItem) => ({
+      ...base,
+      state: 'DELIVERED',
+      ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}),
+      ...(item.schedule !== undefined ? { schedule: item.schedule } : {}),
+    }),
+    unavailable: historyOff,
+  },
+  SUCCEEDED: outcomeState('SUCCEEDED'),
+  FAILED: outcomeState('FAILED'),
+  DEAD: outcomeState('DEAD'),
+};
+
+/** One entry's answer: the outcome kept, or why not. */
+export type OutcomeResult =
+  { readonly jobId: string; readonly state: Outcome } | { readonly jobId?: string; readonly error: { code: string; message: string } };
+
+export interface HistoryDeps {
+  readonly history: HistoryStore;
+  readonly codec: JobIdCodec;
+  readonly tenants: TenantRegistry;
+  readonly clock: Clock;
+}
+
+/** `POST /v1/tenants/{tenant}/jobs/outcomes`: records a batch of outcomes, answering per entry. */
+export class OutcomesService {
+  constructor(private readonly deps: HistoryDeps) {}
+
+  /**
+   * Checks each entry (a job id this deployment issued to `tenant`, a known outcome, sane
+   * numbers, a small result) and puts the good ones; the answer lists, per entry in order, the
+   * state kept or the error. Two entries for one job keep the later attempt.
+   */
+  async report(tenant: string, body: string | undefined): Promise<{ results: OutcomeResult[] }> {
+    const record = await this.deps.tenants.require(tenant);
+    if (record.historyTtlMs === undefined) throw new HistoryOffError(tenant);
+    const entries = parseBody(body);
+    const now = this.deps.clock.now();
+    const results: OutcomeResult[] = [];
+    const byKey = new Map<string, { record: OutcomeRecord; indexes: number[] }>();
+    const allRecords: OutcomeRecord[] = [];
+    entries.forEach((entry, i) => {
+      try {
+        const r = this.#record(tenant, entry, now, now + record.historyTtlMs!);
+        allRecords.push(r);
+        results.push({ jobId: r.jobId, state: r.outcome });
+        const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
+        const prev = byKey.get(key);
+        if (!prev) byKey.set(key, { record: r, indexes: [i] });
+        else {
+          prev.indexes.push(i);
+          if (r.attempt > prev.record.attempt || (r.attempt === prev.record.attempt && r.receivedAtMs >= prev.record.receivedAtMs))
+            prev.record = r;
+        }
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        const jobId = typeof (entry as { jobId?: unknown })?.jobId === 'string' ? (entry as { jobId: string }).jobId : undefined;
+        results.push({ ...(jobId !== undefined ? { jobId } : {}), error: { code: err.code, message: err.message } });
+      }
+    });
+    const groups = [...byKey.values()];
+    // Every failure keeps an attempt item (distinct attempts), also one a later attempt superseded here.
+    const failures = new Map<string, OutcomeRecord>();
+    for (const r of allRecords) if (r.outcome === 'FAILED') failures.set(`${r.jobId}/${r.attempt}`, r);
+    const failed = await this.deps.history.putOutcomes(
+      groups.map((g) => g.record),
+      [...failures.values()],
+    );
+    for (const f of failed) {
+      for (const i of groups[f]!.indexes)
+        results[i] = {
+          jobId: groups[f]!.record.jobId,
+          error: { code: 'Throttled', message: 'the outcome was not stored: report it again' },
+        };
+    }
+    return { results };
+  }
+
+  #record(tenant: string, entry: unknown, now: number, expiresAtMs: number): OutcomeRecord {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+      throw new ValidationError('each outcome must be a JSON object');
+    const e = entry as Record<string, unknown>;
+    if (typeof e.jobId !== 'string') throw new ValidationError('jobId must be a string');
+    let id;
+    try {
+      id = this.deps.codec.parse(e.jobId);
+    } catch {
+      throw new InvalidJobIdError();
+    }
+    if (id.tenant !== tenant) throw new InvalidJobIdError();
+    if (!OUTCOMES.includes(e.outcome as Outcome)) throw new ValidationError(`outcome must be one of ${OUTCOMES.join(', ')}`);
+    if (!Number.isSafeInteger(e.attempts) || (e.attempts as number) < 1 || (e.attempts as number) > 1_000)
+      throw new ValidationError('attempts must be a whole number from 1 to 1000');
+    const receivedAtMs = typeof e.receivedAt === 'string' && /^\d{4}-\d\d-\d\dT/.test(e.receivedAt) ? Date.parse(e.receivedAt) : NaN;
+    if (!Number.isFinite(receivedAtMs) || receivedAtMs > now + 300_000)
+      throw new ValidationError('receivedAt must be an RFC 3339 time, not in the future');
+    if (!Number.isSafeInteger(e.durationMs) || (e.durationMs as number) < 0 || (e.durationMs as number) > 86_400_000)
+      throw new ValidationError('durationMs must be a whole number of milliseconds from 0 to 86400000');
+    if (e.error !== undefined && typeof e.error !== 'string') throw new ValidationError('error must be a string');
+    let result: string | undefined;
+    if (e.result !== undefined) {
+      result = JSON.stringify(e.result);
+      if (Buffer.byteLength(result) > MAX_RESULT_BYTES)
+        throw new ValidationError(`result must be at most ${MAX_RESULT_BYTES} bytes of JSON`);
+    }
+    return {
+      shard: id.shard,
+      dueMs: id.dueMs,
+      jobId: id.jobId,
+      tenant,
+      outcome: e.outcome as Outcome,
+      attempt: e.attempts as number,
+      receivedAtMs,
+      durationMs: e.durationMs as number,
+      ...(typeof e.error === 'string' ? { error: e.error.slice(0, MAX_ERROR_CHARS) } : {}),
+      ...(result !== undefined ? { result } : {}),
+      reportedAtMs: now,
+      expiresAtMs,
+    };
+  }
+}
+
+function parseBody(body: string | undefined): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body ?? '');
+  } catch {
+    throw new ValidationError('body must be JSON: {"outcomes": [...]}');
+  }
+  const outcomes = (parsed as { outcomes?: unknown } | null)?.outcomes;
+  if (!Array.isArray(outcomes) || outcomes.length === 0) throw new ValidationError('outcomes must be a non-empty array');
+  if (outcomes.length > MAX_OUTCOMES_PER_REPORT)
+    throw new ValidationError(`outcomes must hold at most ${MAX_OUTCOMES_PER_REPORT} entries, got ${outcomes.length}`);
+  return outcomes;
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { DyneinClient, Worker } from '../../client/index.js';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { waitUntil } from './support.js';
+
+/**
+ * History end to end on `npm start` (DYNEIN_HISTORY): a Worker with a client reports outcomes
+ * through the local API, `GET` shows the timeline and `dynein show` prints it; a tenant without
+ * history gets no timeline and its worker reports nothing.
+ */
+let stack: Awaited<ReturnType<typeof startLocalStack>>;
+let local: LocalJson;
+
+beforeAll(async () => {
+  stack = await startLocalStack({
+    DYNEIN_TENANTS: 'alpha,beta',
+    DYNEIN_HISTORY: 'alpha',
+    DYNEIN_HISTORY_DAYS: '3',
+    DYNEIN_LOOKAHEAD_MS: '2000',
+  });
+  local = await stack.waitForLocalJson();
+}, 60_000);
+afterAll(async () => stack?.stop());
+
+function dynein(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
+      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const clientOf = (tenant: string) =>
+  new DyneinClient({
+    endpoint: local.endpoint,
+    region: local.region,
+    credentials: { accessKeyId: local.tenants[tenant]!.accessKeyId, secretAccessKey: local.tenants[tenant]!.secretAccessKey },
+  });
+
+async function runWorker(tenant: string, client: DyneinClient, handler: (jobId: string) => unknown, until: () => boolean): Promise<number> {
+  let requests = 0;
+  const counting = {
+    reportOutcomes: (t: string, o: Parameters<DyneinClient['reportOutcomes']>[1]) => {
+      requests++;
+      return client.reportOutcomes(t, o);
+    },
+  };
+  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const worker = new Worker({
+    queueUrl: local.tenants[tenant]!.queueUrl,
+    sqs,
+    handleSignals: false,
+    waitTimeSeconds: 1,
+    client: counting,
+    handler: (job) => handler(job.jobId),
+  });
+  const running = worker.run();
+  try {
+    await waitUntil(until, 20_000, 'the jobs handled');
+  } finally {
+    await worker.stop();
+    await running;
+    sqs.destroy();
+  }
+  return requests;
+}
+
+describe('job history on the local stack', () => {
+  it('keeps outcomes for a history tenant: GET shows the timeline, dynein show prints it', async () => {
+    const alpha = clientOf('alpha');
+    const direct = await alpha.schedule('alpha', { payload: { n: 1 }, delaySeconds: 0 });
+    const viaTable = await alpha.schedule('alpha', { payload: { n: 2 }, delaySeconds: 3 });
+    const done = new Set<string>();
+    const requests = await runWorker(
+      'alpha',
+      alpha,
+      (jobId) => {
+        done.add(jobId);
+        return { ok: jobId === direct.jobId };
+      },
+      () => done.size === 2,
+    );
+    expect(requests).toBeGreaterThanOrEqual(1);
+    expect(requests).toBeLessThanOrEqual(2);
+    const status = await alpha.get('alpha', viaTable.jobId);
+    expect(status.state).toBe('SUCCEEDED');
+    expect(status.timeline?.map((e) => e.event)).toEqual(['SCHEDULED', 'DELIVERED', 'SUCCEEDED']);
+    expect(status.timeline?.[2]).toMatchObject({ attempt: 1, result: { ok: false } });
+
+    const shown = await dynein(['show', '--tenant', 'alpha', direct.jobId]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain('state  SUCCEEDED');
+    expect(shown.stdout).toMatch(/SCHEDULED/);
+    expect(shown.stdout).toMatch(/SUCCEEDED\s+attempt 1\s+\d+ ms\s+result: \{"ok":true\}/);
+    const json = JSON.parse((await dynein(['show', '--tenant', 'alpha', direct.jobId, '--json'])).stdout);
+    expect(json.timeline.at(-1).event).toBe('SUCCEEDED');
+
+    // Listed by outcome.
+    const listed = await dynein(['jobs', '--tenant', 'alpha', '--state', 'SUCCEEDED']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(direct.jobId);
+    expect(listed.stdout).toContain(viaTable.jobId);
+    expect(listed.stdout).toContain('SUCCEEDED');
+  }, 60_000);
+
+  it('a tenant without history: no attribute, no report, no timeline; reporting answers 409', async () => {
+    const beta = clientOf('beta');
+    const job = await beta.schedule('beta', { payload: null, delaySeconds: 0 });
+    let handled = false;
+    const requests = await runWorker(
+      'beta',
+      beta,
+      () => {
+        handled = true;
+      },
+      () => handled,
+    );
+    expect(requests).toBe(0);
+    const status = await beta.get('beta', job.jobId);
+    expect(status.state).toBe('QUEUED');
+    expect(status.timeline).toBeUndefined();
+    const shown = await dynein(['show', '--tenant', 'beta', job.jobId]);
+    expect(shown.stdout).toContain('no timeline');
+    const listed = await dynein(['jobs', '--tenant', 'beta', '--state', 'SUCCEEDED']);
+    expect(listed.code).not.toBe(0);
+    expect(listed.stderr).toMatch(/state SUCCEEDED: the tenant does not keep job history/);
+    await expect(
+      beta.reportOutcomes('beta', [
+        { jobId: job.jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 1 },
+      ]),
+    ).rejects.toMatchObject({ code: 'HistoryOff' });
+    // One tenant's key cannot report for another (the route is per tenant, as the IAM grants).
+    await expect(
+      beta.reportOutcomes('alpha', [
+        { jobId: job.jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 1 },
+      ]),
+    ).rejects.toMatchObject({ status: 403 });
+  }, 60_000);
+});

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { OutcomeReporter, type OutcomeReport } from '../../client/outcomes.js';
+import { historyStatus, timelineOf, type OutcomeRecord } from '../../core/history.js';
+import { deliveryMessage } from '../../core/messages.js';
+import { localSettings } from '../../local/settings.js';
+
+const record = (o: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
+  shard: 3,
+  dueMs: 1_000_000,
+  jobId: 'j1.t.3.1000000.t.aaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbb',
+  tenant: 't',
+  outcome: 'SUCCEEDED',
+  attempt: 1,
+  receivedAtMs: 1_000_500,
+  durationMs: 100,
+  reportedAtMs: 1_000_700,
+  expiresAtMs: 9_000_000,
+  ...o,
+});
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe('timeline', () => {
+  it('scheduled, delivered (marker), earlier failures, then the latest outcome', () => {
+    const row = { state: 'QUEUED' as const, tenant: 't', leaseUntil: 0, deliveredAtMs: 1_000_010 };
+    const failed = record({ outcome: 'FAILED', attempt: 1, error: 'boom', receivedAtMs: 1_000_020 });
+    const done = record({ attempt: 2, receivedAtMs: 1_011_000, result: '{"n":1}' });
+    expect(timelineOf(1_000_000, row, done, [failed, record({ outcome: 'FAILED', attempt: 2 })])).toEqual([
+      { at: iso(1_000_000), event: 'SCHEDULED' },
+      { at: iso(1_000_010), event: 'DELIVERED' },
+      { at: iso(1_000_120), event: 'FAILED', attempt: 1, durationMs: 100, error: 'boom' },
+      { at: iso(1_011_100), event: 'SUCCEEDED', attempt: 2, durationMs: 100, result: { n: 1 } },
+    ]);
+  });
+
+  it('without a marker (sent straight from submit) the first receive is the delivery; nothing reported: scheduled only', () => {
+    expect(timelineOf(1_000_000, undefined, record()).map((e) => [e.event, e.at])).toEqual([
+      ['SCHEDULED', iso(1_000_000)],
+      ['DELIVERED', iso(1_000_500)],
+      ['SUCCEEDED', iso(1_000_600)],
+    ]);
+    expect(timelineOf(1_000_000, undefined, undefined)).toEqual([{ at: iso(1_000_000), event: 'SCHEDULED' }]);
+  });
+
+  it('a listing shows a record as a status object', () => {
+    expect(historyStatus(record({ outcome: 'DEAD', attempt: 5, error: 'x' }))).toEqual({
+      jobId: record().jobId,
+      tenant: 't',
+      runAt: iso(1_000_000),
+      state: 'DEAD',
+      attempt: 5,
+      finishedAt: iso(1_000_600),
+      durationMs: 100,
+      error: 'x',
+    });
+  });
+});
+
+describe('delivery attribute', () => {
+  it('dynein-history = 1 only when asked', () => {
+    const job = { jobId: 'j', tenant: 't', dueMs: 0, payload: '1' };
+    expect(deliveryMessage('0', job, undefined, { history: true }).attributes).toEqual({ runAt: iso(0), 'dynein-history': '1' });
+    expect(deliveryMessage('0', job).attributes).toEqual({ runAt: iso(0) });
+  });
+});
+
+describe('local settings', () => {
+  it('DYNEIN_HISTORY names tenants of DYNEIN_TENANTS, retention DYNEIN_HISTORY_DAYS (default 7)', () => {
+    expect(localSettings({ DYNEIN_TENANTS: 'a,b', DYNEIN_HISTORY: 'b' }).history).toEqual({ b: 7 * 86_400_000 });
+    expect(localSettings({ DYNEIN_TENANTS: 'a,b', DYNEIN_HISTORY: 'a, b', DYNEIN_HISTORY_DAYS: '2' }).history).toEqual({
+      a: 2 * 86_400_000,
+      b: 2 * 86_400_000,
+    });
+    expect(localSettings({ DYNEIN_TENANTS: 'a' }).history).toBeUndefined();
+    expect(() => localSettings({ DYNEIN_TENANTS: 'a', DYNEIN_HISTORY: 'c' })).toThrow(/DYNEIN_HISTORY: 'c'/);
+    expect(() => localSettings({ DYNEIN_TENANTS: 'a', DYNEIN_HISTORY: 'a', DYNEIN_HISTORY_DAYS: '0' })).toThrow(/DYNEIN_HISTORY_DAYS/);
+  });
+});
+
+describe('OutcomeReporter', () => {
+  afterEach(() => vi.useRealTimers());
+  const report = (jobId: string): OutcomeReport => ({ jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: iso(0), durationMs: 1 });
+
+  it('sends at 100 outcomes or after 1 s, per tenant, and everything on flush', async () => {
+    vi.useFakeTimers();
+    const sent: { tenant: string; n: number }[] = [];
+    const reporter = new OutcomeReporter({
+      reportOutcomes: async (tenant, outcomes) => {
+        sent.push({ tenant, n: outcomes.length });
+        return { results: outcomes.map((o) => ({ jobId: o.jobId, state: o.outcome })) };
+      },
+    });
+    for (let i = 0; i < 250; i++) void reporter.report('a', report(`a${i}`));
+    void reporter.report('b', report('b0'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sent).toEqual([
+      { tenant: 'a', n: 100 },
+      { tenant: 'a', n: 100 },
+    ]);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(sent).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sent.slice(2).sort((x, y) => x.tenant.localeCompare(y.tenant))).toEqual([
+      { tenant: 'a', n: 50 },
+      { tenant: 'b', n: 1 },
+    ]);
+    const last = reporter.report('a', report('late'));
+    await reporter.flush();
+    await last;
+    expect(sent.at(-1)).toEqual({ tenant: 'a', n: 1 });
+  });
+
+  it('a failed request is given to onError and never rejects the report', async () => {
+    const errors: number[] = [];
+    const reporter = new OutcomeReporter(
+      { reportOutcomes: () => Promise.reject(new Error('down')) },
+      { onError: (_e, outcomes) => void errors.push(outcomes.length) },
+    );
+    const p = reporter.report('a', report('x'));
+    await reporter.flush();
+    await expect(p).resolves.toBeUndefined();
+    expect(errors).toEqual([1]);
+  });
+});
