@@ -89,7 +89,7 @@ export const PRICES = {
     unit: 'EventBridge Scheduler invocation (each 64 KB of payload is one; after 14 million free a month, ignored here)',
     source: 'https://aws.amazon.com/eventbridge/pricing/',
     checked,
-    note: "the price list's usage type <region>-ScheduledInvocation ('$0 for the first 14 million scheduled invocations', then $1.00 per million in us-east-1; some regions more, e.g. $1.25 in Tokyo); prices one-time schedules (the peer) and each recurring occurrence (its clock fires once per occurrence; the SQS SendMessage it makes is billed by SQS)",
+    note: "the price list's usage type <region>-ScheduledInvocation ('$0 for the first 14 million scheduled invocations', then $1.00 per million in us-east-1; some regions more, e.g. $1.25 in Tokyo); prices one-time schedules (the peer) and each firing of a recurring schedule's clock (once per occurrence, or every 5 minutes for a schedule running more often; the SQS SendMessage it makes is billed by SQS)",
   },
   eventBridgeScheduledRule: {
     usd: 0,
