@@ -1,6 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { verifySigV4 } from '../../local/sigv4.js';
+import { startSignedStub, type StubRequest } from '../support/signedStub.js';
+
+export { STUB_CREDENTIALS, STUB_REGION, type StubRequest } from '../support/signedStub.js';
 
 /**
  * A small in-memory stand-in for the schedules routes of the HTTP API (the contract of
@@ -8,12 +8,6 @@ import { verifySigV4 } from '../../local/sigv4.js';
  * local gateway does, keeps schedules per tenant, pages in name order, and records every request.
  * Its next runs are fake (one a minute from a fixed clock): the evaluator is not under test here.
  */
-export interface StubRequest {
-  readonly method: string;
-  readonly url: string;
-  readonly body: string;
-}
-
 export interface StubApi {
   readonly endpoint: string;
   readonly requests: StubRequest[];
@@ -22,8 +16,6 @@ export interface StubApi {
   close(): Promise<void>;
 }
 
-export const STUB_CREDENTIALS = { accessKeyId: 'AKIDSTUBSTUBSTUB', secretAccessKey: 'stub-secret' };
-export const STUB_REGION = 'eu-west-1';
 const NOW = Date.parse('2030-01-01T00:00:30.000Z');
 const FIELDS = new Set(['expression', 'timezone', 'startAt', 'endAt', 'payload', 'state']);
 
@@ -31,42 +23,19 @@ type Stored = Record<string, unknown> & { name: string; state: 'ENABLED' | 'DISA
 
 export async function startScheduleStub(tenants: readonly string[] = ['alpha']): Promise<StubApi> {
   const store = new Map<string, Map<string, Stored>>(tenants.map((t) => [t, new Map()]));
-  const requests: StubRequest[] = [];
   const inject: StubApi['inject'] = [];
   const runs = (n: number) => Array.from({ length: n }, (_, i) => new Date(Math.ceil(NOW / 60_000) * 60_000 + i * 60_000).toISOString());
   const view = (s: Stored, count = 5) => ({ ...s, nextRuns: s.state === 'DISABLED' ? [] : runs(count) });
 
-  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    for await (const c of req) raw += c;
-    const url = req.url!;
-    requests.push({ method: req.method!, url, body: raw });
-    const reply = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'apigw-requestid': `req-${requests.length}` });
-      res.end(JSON.stringify(body));
-    };
-    const error = (status: number, code: string, message: string) => reply(status, { error: { code, message } });
-    const q = url.indexOf('?');
-    const [path, query] = q < 0 ? [url, ''] : [url.slice(0, q), url.slice(q + 1)];
-    const verified = verifySigV4(
-      { method: req.method!, path, query, headers: req.headers, body: Buffer.from(raw) },
-      {
-        secretOf: (id) => (id === STUB_CREDENTIALS.accessKeyId ? STUB_CREDENTIALS.secretAccessKey : undefined),
-        now: Date.now(),
-        region: STUB_REGION,
-      },
-    );
-    if (!verified.ok) return reply(403, { message: verified.message });
+  const stub = await startSignedStub(async ({ method, path, params, raw, reply, error }) => {
     const injected = inject.shift();
     if (injected) return reply(injected.status, injected.body);
 
-    const params = new URLSearchParams(query);
     const m = /^\/v1\/tenants\/([^/]+)\/schedules(?:\/([^/]+)(?:\/(pause|resume))?)?$/.exec(path);
     if (!m) return reply(404, { message: 'Not Found' });
     const [, tenant, name, action] = m;
     const schedules = store.get(decodeURIComponent(tenant!));
     if (!schedules) return error(404, 'TenantNotFound', `tenant ${tenant} is not registered`);
-    const method = req.method!;
 
     if (name === undefined) {
       if (method !== 'GET') return reply(404, { message: 'Not Found' });
@@ -130,11 +99,5 @@ export async function startScheduleStub(tenants: readonly string[] = ['alpha']):
     }
     return reply(404, { message: 'Not Found' });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    inject,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
+  return { ...stub, inject };
 }

@@ -1,7 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { verifySigV4 } from '../../local/sigv4.js';
-import { STUB_CREDENTIALS, STUB_REGION } from './scheduleStub.js';
+import { startSignedStub } from '../support/signedStub.js';
 
 /**
  * An in-memory stand-in for the API routes the job browser reads (docs/api.md): the listing
@@ -59,34 +56,11 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
   const jobs: StubJob[] = [];
   const dlq: StubDeadLetter[] = [];
   const redriven: StubDeadLetter[] = [];
-  const requests: UiStub['requests'] = [];
-  const server: Server = createServer(async (req, res) => {
-    let raw = '';
-    for await (const c of req) raw += c;
-    const url = req.url!;
-    requests.push({ method: req.method!, url, body: raw });
-    const reply = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'apigw-requestid': `req-${requests.length}` });
-      res.end(JSON.stringify(body));
-    };
-    const error = (status: number, code: string, message: string) => reply(status, { error: { code, message } });
-    const q = url.indexOf('?');
-    const [path, query] = q < 0 ? [url, ''] : [url.slice(0, q), url.slice(q + 1)];
-    const verified = verifySigV4(
-      { method: req.method!, path, query, headers: req.headers, body: Buffer.from(raw) },
-      {
-        secretOf: (id) => (id === STUB_CREDENTIALS.accessKeyId ? STUB_CREDENTIALS.secretAccessKey : undefined),
-        now: Date.now(),
-        region: STUB_REGION,
-      },
-    );
-    if (!verified.ok) return reply(403, { message: verified.message });
-    const params = new URLSearchParams(query);
+  const stub = await startSignedStub(async ({ method, path, params, raw, reply, error }) => {
     const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq)(?:\/([^/]+))?$/.exec(path);
     if (!m) return reply(404, { message: 'Not Found' });
     const [, tenantEnc, kind, rest] = m;
     const tenant = decodeURIComponent(tenantEnc!);
-    const method = req.method!;
 
     if (kind === 'jobs' && rest === undefined && method === 'GET') {
       if (opts.listing === false) return reply(404, { message: 'Not Found' });
@@ -186,17 +160,5 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
     }
     return reply(404, { message: 'Not Found' });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    jobs,
-    dlq,
-    redriven,
-    requests,
-    close: () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
+  return { endpoint: stub.endpoint, jobs, dlq, redriven, requests: stub.requests, close: stub.close };
 }
