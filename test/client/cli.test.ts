@@ -7,7 +7,7 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli.js';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
-import { sendDeliveries, waitUntil } from './support.js';
+import { sendDeliveries, waitUntil, runCli } from './support.js';
 
 /**
  * The `dynein` CLI end to end, as a user runs it (`bin/dynein.js`), against `npm start`: every
@@ -34,20 +34,8 @@ interface Run {
   stderr: string;
 }
 
-function dynein(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
-      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dynein = (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> =>
+  runCli(args, { DYNEIN_DATA_DIR: stack.dataDir, ...env });
 
 /** An error: exit code, and exactly one line on stderr. */
 function expectError(run: Run, code: number, pattern: RegExp): void {

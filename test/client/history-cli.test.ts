@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { DyneinClient, Worker } from '../../client/index.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
-import { waitUntil } from './support.js';
+import { waitUntil, runCli } from './support.js';
 
 /**
  * History end to end on `npm start` (DYNEIN_HISTORY): a Worker with a client reports outcomes
@@ -24,20 +23,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => stack?.stop());
 
-function dynein(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
-      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dynein = (args: string[]) => runCli(args, { DYNEIN_DATA_DIR: stack.dataDir });
 
 const clientOf = (tenant: string) =>
   new DyneinClient({

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient, ForbiddenError, ValidationError, type ListedJob } from '../../client/index.js';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { runCli } from './support.js';
 
 /**
  * Listing jobs through the client end to end, against `npm start` (the real route on the status
@@ -24,20 +24,7 @@ afterAll(async () => stack?.stop());
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function dynein(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
-      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dynein = (args: string[]) => runCli(args, { DYNEIN_DATA_DIR: stack.dataDir });
 
 describe('listing jobs through DyneinClient and dynein jobs, on the local stack', () => {
   const base = Math.ceil((Date.now() + 24 * HOUR) / 1000) * 1000;

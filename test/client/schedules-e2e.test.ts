@@ -12,7 +12,7 @@ import {
   type JobContext,
 } from '../../client/index.js';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
-import { receiveAll, waitUntil } from './support.js';
+import { receiveAll, waitUntil, runCli } from './support.js';
 
 /**
  * Recurring schedules through the client end to end, against `npm start` (the real routes, the
@@ -43,20 +43,7 @@ const HOUR = 3_600_000;
 const futureHour = () => Math.ceil((Date.now() + 24 * HOUR) / HOUR) * HOUR;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function dynein(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
-      env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dynein = (args: string[]) => runCli(args, { DYNEIN_DATA_DIR: stack.dataDir });
 
 describe('recurring schedules through DyneinClient, on the local stack', () => {
   it('creates (201), replaces (200), reads, pauses, resumes and deletes a schedule', async () => {

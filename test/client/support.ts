@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 
@@ -96,4 +97,27 @@ export async function waitUntil(pred: () => boolean, timeoutMs: number, what = '
 export function sequence(values: readonly number[]): () => number {
   let i = 0;
   return () => values[Math.min(i++, values.length - 1)]!;
+}
+
+/** What a run of the CLI printed, and its exit code. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `bin/dynein.js` as a user does (its own process), with `env` over this process's environment. */
+export function runCli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
