@@ -1,11 +1,26 @@
 import { EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { UnrecoverableError, dyneinLambdaHandler, type JobContext } from '../../client/index.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { waitForEmptyQueue } from '../support/system.js';
 import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support.js';
+
+/** The event Lambda's SQS event source would pass for these received messages. */
+const sqsEventOf = (msgs: readonly Message[]): SQSEvent => ({
+  Records: msgs.map(
+    (m) =>
+      ({
+        messageId: m.MessageId!,
+        receiptHandle: m.ReceiptHandle!,
+        body: m.Body!,
+        attributes: m.Attributes ?? {},
+        messageAttributes: {},
+      }) as unknown as SQSRecord,
+  ),
+});
 
 /**
  * The Lambda wrapper, driven by the local stack's Lambda SQS event source (partial batch
@@ -77,18 +92,7 @@ describe('dyneinLambdaHandler', () => {
     await sendRaw(em.sqs, q.url, '{"not":"a job"}');
     await sendDeliveries(em.sqs, q.url, [{ jobId: 'fine' }, { jobId: 'broken' }]);
     const msgs = await receiveAll(em.sqs, q.url);
-    const event: SQSEvent = {
-      Records: msgs.map(
-        (m) =>
-          ({
-            messageId: m.MessageId!,
-            receiptHandle: m.ReceiptHandle!,
-            body: m.Body!,
-            attributes: m.Attributes ?? {},
-            messageAttributes: {},
-          }) as unknown as SQSRecord,
-      ),
-    };
+    const event = sqsEventOf(msgs);
     const handled: string[] = [];
     const errors: string[] = [];
     const res = await dyneinLambdaHandler(
@@ -145,18 +149,7 @@ describe('dyneinLambdaHandler', () => {
     );
     const msgs = await receiveAll(em.sqs, q.url);
     expect(msgs).toHaveLength(7);
-    const event: SQSEvent = {
-      Records: msgs.map(
-        (m) =>
-          ({
-            messageId: m.MessageId!,
-            receiptHandle: m.ReceiptHandle!,
-            body: m.Body!,
-            attributes: m.Attributes ?? {},
-            messageAttributes: {},
-          }) as unknown as SQSRecord,
-      ),
-    };
+    const event = sqsEventOf(msgs);
     const spy = vi.mocked(processPartialResponse);
     spy.mockClear();
     let active = 0;
