@@ -161,14 +161,24 @@ const historyOff = (t: { historyTtlMs?: number }) =>
   t.historyTtlMs === undefined ? 'the tenant does not keep job history (docs/history.md)' : undefined;
 
 function outcomeState(o: Outcome): ListableState {
-  return { partition: (shard) => `h#${shard}`, stored: [o], render: (base) => ({ ...base, state: o }), unavailable: historyOff };
+  return {
+    partition: (shard) => `h#${shard}`,
+    stored: [o],
+    render: (base, item) => ({
+      ...base,
+      state: o,
+      ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}),
+      ...(item.schedule !== undefined ? { schedule: item.schedule } : {}),
+    }),
+    unavailable: historyOff,
+  };
 }
 
 /**
  * The history states a listing accepts (core/listing.ts), for tenants with history on.
  * `SUCCEEDED`, `FAILED` and `DEAD` are read from the outcome records (`h#<shard>`, the latest
- * outcome of each job); `DELIVERED` from the shards' delivered markers, so it lists every job
- * delivered in the range, also one whose outcome has been reported since (`GET` shows which).
+ * outcome of each job); `DELIVERED` from the shards' delivered markers whose job has no outcome
+ * record. A listing without `state` shows a marker as `DELIVERED`, or as its job's outcome.
  */
 export const HISTORY_STATES: Readonly<Record<HistoryState, ListableState>> = {
   DELIVERED: {
@@ -181,6 +191,9 @@ export const HISTORY_STATES: Readonly<Record<HistoryState, ListableState>> = {
       ...(item.schedule !== undefined ? { schedule: item.schedule } : {}),
     }),
     unavailable: historyOff,
+    // A job whose outcome is reported lists under that outcome, as GET shows it.
+    supersededIn: (shard) => `h#${shard}`,
+    replaces: 'QUEUED',
   },
   SUCCEEDED: outcomeState('SUCCEEDED'),
   FAILED: outcomeState('FAILED'),

@@ -84,6 +84,17 @@ export interface ListableState {
   render?(base: Pick<StatusReply, 'jobId' | 'tenant' | 'runAt'>, item: ListedItem): ListedJob;
   /** Whether `tenant` may list this state (history states: tenants with history on); why not otherwise. */
   unavailable?(tenant: TenantRecord): string | undefined;
+  /**
+   * A partition of `shard` whose items (any state) supersede this state's item at the same key:
+   * such a job is listed under its newer state only (`DELIVERED` gives way to a reported outcome).
+   */
+  supersededIn?(shard: number): string;
+  /**
+   * A table state this one stands in for in a listing without `state`, for the tenants that may
+   * list it (`DELIVERED` for `QUEUED`, with a superseding item shown in its place), so that each
+   * job lists as `GET` of it answers.
+   */
+  replaces?: string;
 }
 
 const shardPartition = (shard: number) => String(shard);
@@ -166,27 +177,36 @@ export class JobLister {
     const canonical = canonicalFilter(filter);
     const afterSk = query.cursor === undefined ? undefined : this.#readCursor(tenant, canonical, query.cursor);
     const states = this.#states();
-    const selected = filter.state === undefined ? Object.values(LIVE_STATES) : [states[filter.state]!];
+    let selected = filter.state === undefined ? Object.values(LIVE_STATES) : [states[filter.state]!];
+    if (filter.state === undefined)
+      for (const [name, stand] of Object.entries(states))
+        if (stand.replaces !== undefined && stand.unavailable?.(record) === undefined)
+          selected = selected.map((s) => (s === LIVE_STATES[stand.replaces!] ? states[name]! : s));
     const stored = [...new Set(selected.flatMap((s) => s.stored))];
     const renderOf = new Map<string, ListableState>();
     for (const s of selected) for (const v of s.stored) renderOf.set(v, s);
-    const partitions = [
-      ...new Set(selected.flatMap((s) => Array.from({ length: this.deps.settings.shardCount }, (_, i) => s.partition(i)))),
-    ];
+    const shards = Array.from({ length: this.deps.settings.shardCount }, (_, i) => i);
+    const partitions = [...new Set(selected.flatMap((s) => shards.map((i) => s.partition(i))))];
+    const superseding = [...new Set(selected.flatMap((s) => (s.supersededIn ? shards.map((i) => s.supersededIn!(i)) : [])))];
+    const now = this.deps.clock.now();
     const { items, frontier } = await this.#merge(
       partitions,
+      superseding,
       { fromSk: skFloor(filter.fromMs), toSk: skCeiling(filter.toMs), desc: filter.desc, ...(afterSk ? { afterSk } : {}) },
       { tenant, ...(filter.state !== undefined ? { states: stored } : {}), ...(filter.schedule ? { schedule: filter.schedule } : {}) },
       limit,
+      now,
+      // With a state, a superseded item is not of it; without one, its newer state is shown.
+      filter.state === undefined ? 'replace' : 'drop',
     );
-    const now = this.deps.clock.now();
     const jobs: ListedJob[] = [];
     for (const item of items) {
       const key = parseSortKey(item.sk);
       // Past its TTL, an item is gone for status too (DynamoDB deletes it some time later).
       if (!key || (item.expiresAtMs !== undefined && item.expiresAtMs <= now)) continue;
       const base = { jobId: key.jobId, tenant, runAt: isoMs(key.dueMs) };
-      const state = renderOf.get(item.state);
+      // A superseding item is an outcome record: its state names its listable state.
+      const state = item.superseding ? states[item.state] : renderOf.get(item.state);
       jobs.push(state?.render ? state.render(base, item) : renderLive(base, item));
     }
     return { jobs, ...(frontier !== undefined ? { nextCursor: this.#cursor(tenant, canonical, frontier) } : {}) };
@@ -197,13 +217,19 @@ export class JobLister {
    * emits the least head while no partition with items left could hold a lesser one, refilling
    * just the partitions that block it. Returns the items in order and, unless every partition is
    * exhausted, the sort key up to which all of them have been read and emitted (the cursor).
+   * The `superseding` partitions are read alongside (the tenant's items, unexpired, any state):
+   * a head whose key one of them holds is dropped (`drop`) or replaced by that item (`replace`),
+   * and no head is emitted before each of them has been read up to it.
    */
   async #merge(
     partitions: readonly string[],
+    superseding: readonly string[],
     range: ListRange,
     filter: ListFilter,
     limit: number,
-  ): Promise<{ items: ListedItem[]; frontier?: string }> {
+    now: number,
+    superseded: 'drop' | 'replace',
+  ): Promise<{ items: (ListedItem & { superseding?: true })[]; frontier?: string }> {
     const before = (a: string, b: string) => (range.desc ? a > b : a < b);
     const cap = this.deps.maxReadPerPage ?? Math.max(10 * limit, 5_000);
     const run = limiter(READ_CONCURRENCY);
@@ -211,17 +237,33 @@ export class JobLister {
     stats.items = 0;
     stats.queries = 0;
     let matched = 0;
-    type Source = { partition: string; buf: ListedItem[]; pos: number; last?: string; more: boolean };
-    const sources: Source[] = partitions.map((partition) => ({ partition, buf: [], pos: 0, last: range.afterSk, more: true }));
+    type Source = { partition: string; buf: ListedItem[]; pos: number; last?: string; more: boolean; supersedes: boolean };
+    const source = (partition: string, supersedes: boolean): Source => ({
+      partition,
+      buf: [],
+      pos: 0,
+      last: range.afterSk,
+      more: true,
+      supersedes,
+    });
+    const sources: Source[] = [...partitions.map((p) => source(p, false)), ...superseding.map((p) => source(p, true))];
     const fill = (batch: Source[], chunk: number) =>
       Promise.all(
         batch.map((s) =>
           run(async () => {
-            const page = await this.deps.store.listRange(s.partition, { ...range, ...(s.last ? { afterSk: s.last } : {}) }, chunk, filter);
+            const page = await this.deps.store.listRange(
+              s.partition,
+              { ...range, ...(s.last ? { afterSk: s.last } : {}) },
+              chunk,
+              s.supersedes ? { tenant: filter.tenant } : filter,
+            );
             stats.items += page.read;
             stats.queries++;
-            matched += page.items.length;
-            s.buf = page.items;
+            if (!s.supersedes) matched += page.items.length;
+            // Past its TTL an item supersedes nothing (GET ignores it too).
+            const read = s.supersedes ? page.items.filter((i) => i.expiresAtMs === undefined || i.expiresAtMs > now) : page.items;
+            // What is still buffered stays (a superseding partition is refilled before its items are passed).
+            s.buf = [...s.buf.slice(s.pos), ...read];
             s.pos = 0;
             s.more = page.more;
             if (page.last) s.last = page.last;
@@ -229,16 +271,20 @@ export class JobLister {
         ),
       );
     await fill(sources, Math.min(MAX_CHUNK, Math.ceil(limit / sources.length) + 1, Math.max(1, Math.ceil(cap / sources.length))));
-    const out: ListedItem[] = [];
+    const out: (ListedItem & { superseding?: true })[] = [];
     // Set once the page has read its cap: nothing beyond it is emitted, and the next page starts there.
     let bound: string | undefined;
     while (out.length < limit) {
       let best: Source | undefined;
-      for (const s of sources) if (s.pos < s.buf.length && (!best || before(s.buf[s.pos]!.sk, best.buf[best.pos]!.sk))) best = s;
+      for (const s of sources)
+        if (!s.supersedes && s.pos < s.buf.length && (!best || before(s.buf[s.pos]!.sk, best.buf[best.pos]!.sk))) best = s;
       const head = best?.buf[best.pos]!.sk;
+      // Nothing buffered from the head on (a superseding partition's items before it are no longer needed).
+      const drained = (s: Source) => s.pos >= s.buf.length || (s.supersedes && head !== undefined && before(s.buf.at(-1)!.sk, head));
       if (bound === undefined) {
-        // A partition with nothing buffered but items left blocks every head beyond what it has read.
-        const blocking = sources.filter((s) => s.more && s.pos >= s.buf.length && (head === undefined || before(s.last!, head)));
+        // A drained partition with items left blocks every head beyond what it has read
+        // (a superseding one only while there is a head to check).
+        const blocking = sources.filter((s) => s.more && drained(s) && (head === undefined ? !s.supersedes : before(s.last!, head)));
         if (blocking.length > 0 && stats.items < cap) {
           // Matches per item read so far: a sparse tenant's partitions are read in larger chunks.
           const density = Math.max((matched + 1) / (stats.items + 1), 1 / MAX_CHUNK);
@@ -250,9 +296,21 @@ export class JobLister {
         for (const s of blocking) if (bound === undefined || before(s.last!, bound)) bound = s.last;
       }
       if (head === undefined || (bound !== undefined && before(bound, head))) break;
-      out.push(best!.buf[best!.pos++]!);
+      for (const s of sources) if (s.supersedes) while (s.pos < s.buf.length && before(s.buf[s.pos]!.sk, head)) s.pos++;
+      const item = best!.buf[best!.pos++]!;
+      const over = sources.find((s) => s.supersedes && s.buf[s.pos]?.sk === item.sk);
+      const newer = over?.buf[over.pos];
+      if (!newer) out.push(item);
+      else if (superseded === 'replace')
+        out.push({
+          ...newer,
+          // What GET shows beside the outcome: the marker's delivery time, the occurrence's schedule.
+          ...(item.schedule !== undefined ? { schedule: item.schedule } : {}),
+          ...(item.deliveredAtMs !== undefined ? { deliveredAtMs: item.deliveredAtMs } : {}),
+          superseding: true,
+        });
     }
-    const exhausted = sources.every((s) => !s.more && s.pos >= s.buf.length);
+    const exhausted = sources.every((s) => s.supersedes || (!s.more && s.pos >= s.buf.length));
     // Every item up to the frontier has been emitted or read and filtered out.
     const frontier = out.length === limit ? out.at(-1)!.sk : bound;
     return { items: out, ...(exhausted || frontier === undefined ? {} : { frontier }) };

@@ -96,6 +96,9 @@ describe('job history', () => {
       const plainStatus = await sys.w.jobs.status('plain', pTable!.jobId);
       expect(plainStatus.state).toBe('QUEUED');
       expect(plainStatus.timeline).toBeUndefined();
+      // Listed as delivered (from the dispatcher's marker) while no outcome is reported.
+      const deliveredBefore = await sys.w.lister.list('hist', { state: 'DELIVERED' });
+      expect(deliveredBefore.jobs.find((j) => j.jobId === hTable!.jobId)).toMatchObject({ state: 'DELIVERED', deliveredAt: before.deliveredAt });
 
       // A failure, then the retry's success: the record keeps the latest; the timeline shows it.
       const first = await report('hist', { outcomes: [outcome(hTable!.jobId, { outcome: 'FAILED', error: 'boom' })] });
@@ -109,9 +112,11 @@ describe('job history', () => {
       expect(after.timeline?.[2]).toMatchObject({ attempt: 1, error: 'boom' });
       expect(after.timeline?.[3]).toMatchObject({ attempt: 2, durationMs: 42, result: { sent: true } });
 
-      // Listed as delivered (from the dispatcher's marker).
+      // Once reported, it lists under its outcome only, as GET shows it: never DELIVERED beside SUCCEEDED.
       const delivered = await sys.w.lister.list('hist', { state: 'DELIVERED' });
-      expect(delivered.jobs.find((j) => j.jobId === hTable!.jobId)).toMatchObject({ state: 'DELIVERED', deliveredAt: before.deliveredAt });
+      expect(delivered.jobs.map((j) => j.jobId)).not.toContain(hTable!.jobId);
+      const succeeded = await sys.w.lister.list('hist', { state: 'SUCCEEDED' });
+      expect(succeeded.jobs.find((j) => j.jobId === hTable!.jobId)).toMatchObject({ state: 'SUCCEEDED' });
 
       // Outcomes for the other tenant's jobs are refused.
       const foreign = await report('hist', { outcomes: [outcome(pTable!.jobId)] });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { JobIdCodec, sortKey } from '../../core/jobId.js';
 import { JobLister, type ListedItem, type ListedPage, type ListFilter, type ListingStore, type ListRange } from '../../core/listing.js';
 import { TenantRegistry } from '../../core/tenants.js';
+import { HISTORY_STATES } from '../../core/history.js';
 
 /** The store in memory: a partition's items in sort-key order, Limit counting items evaluated, as DynamoDB does. */
 class MemoryListing implements ListingStore {
@@ -145,5 +146,91 @@ describe('JobLister merge', () => {
     expect(capped.lastPage.items).toBeLessThanOrEqual(150 + 64);
     const second = await capped.list('a', { limit: '1000', cursor: first.nextCursor! });
     expect(Date.parse(second.jobs[0]!.runAt)).toBe(Date.parse(first.jobs.at(-1)?.runAt ?? '1970-01-01T00:00:01.000Z') + 1);
+  });
+});
+
+describe('JobLister with history states', () => {
+  const historyTenants = new TenantRegistry({
+    getTenant: async (name) => ({ name, queueUrl: 'q', dlqUrl: 'd', historyTtlMs: 86_400_000 }),
+    putTenant: async () => {},
+  });
+  const NOW = 1_000_000;
+
+  it('lists each job once, as GET shows it: a reported outcome supersedes the delivered marker', async () => {
+    const job = fc.record({
+      tenant: fc.constantFrom('a', 'b'),
+      shard: fc.nat(4),
+      dueMs: fc.integer({ min: 1, max: 40 }),
+      state: fc.constantFrom('SCHEDULED', 'QUEUED', 'QUEUED', 'CANCELLED'),
+      // An outcome record at the job's key in h#<shard>: none, live, or past its TTL.
+      outcome: fc.option(fc.record({ state: fc.constantFrom('SUCCEEDED', 'FAILED', 'DEAD'), expired: fc.boolean() }), { nil: undefined }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(job, { maxLength: 80 }),
+        fc.integer({ min: 1, max: 9 }),
+        fc.constantFrom(undefined, 'DELIVERED', 'SUCCEEDED', 'QUEUED'),
+        fc.boolean(),
+        fc.option(fc.integer({ min: 1, max: 20 }), { nil: undefined }),
+        async (jobs, limit, state, desc, cap) => {
+          const store = new MemoryListing();
+          const expected: string[] = [];
+          jobs.forEach((j, n) => {
+            const jobId = codec.encode({
+              tenant: j.tenant,
+              shard: j.shard,
+              dueMs: j.dueMs,
+              path: 't',
+              random: `r${String(n).padStart(15, '0')}`,
+            });
+            const sk = sortKey(j.dueMs, jobId);
+            store.add(String(j.shard), { sk, tenant: j.tenant, state: j.state });
+            if (j.outcome)
+              store.add(`h#${j.shard}`, {
+                sk,
+                tenant: j.tenant,
+                state: j.outcome.state,
+                expiresAtMs: j.outcome.expired ? NOW - 1 : NOW + 1,
+              });
+            if (j.tenant !== 'a') return;
+            const reported = j.outcome && !j.outcome.expired ? j.outcome.state : undefined;
+            const shown = reported ?? (j.state === 'QUEUED' ? 'DELIVERED' : j.state);
+            const listed =
+              state === undefined ||
+              (state === 'DELIVERED' && j.state === 'QUEUED' && !reported) ||
+              (state === 'SUCCEEDED' && reported === 'SUCCEEDED') ||
+              (state === 'QUEUED' && j.state === 'QUEUED');
+            if (listed) expected.push(`${sk} ${state === 'QUEUED' ? 'QUEUED' : shown}`);
+          });
+          expected.sort();
+          if (desc) expected.reverse();
+          const l = new JobLister({
+            store,
+            codec,
+            tenants: historyTenants,
+            clock: { now: () => NOW },
+            settings: { shardCount: 5 },
+            states: HISTORY_STATES,
+            ...(cap ? { maxReadPerPage: cap } : {}),
+          });
+          const got: string[] = [];
+          let cursor: string | undefined;
+          let pages = 0;
+          do {
+            const page = await l.list('a', {
+              limit: String(limit),
+              ...(state ? { state } : {}),
+              ...(desc ? { order: 'desc' } : {}),
+              ...(cursor ? { cursor } : {}),
+            });
+            got.push(...page.jobs.map((j) => `${sortKey(Date.parse(j.runAt), j.jobId)} ${j.state}`));
+            cursor = page.nextCursor;
+            if (++pages > 10_000) throw new Error('no progress');
+          } while (cursor);
+          expect(got).toEqual(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
