@@ -35,8 +35,12 @@ export interface OutcomeReporterOptions {
   readonly maxBatch?: number;
   /** How long an outcome may wait for others before its batch is sent. @default 1_000 */
   readonly flushMs?: number;
-  /** A batch (or entries of it) that could not be stored after the client's retries. */
+  /** A batch (or entries of it) that could not be stored after the client's retries and the reporter's. */
   readonly onError?: (error: unknown, outcomes: readonly OutcomeReport[]) => void;
+  /** Times entries answered `Throttled` are sent again (after 200 ms, 400 ms, 800 ms, ...). @default 3 */
+  readonly throttledRetries?: number;
+  /** The first of those waits, doubled each time. @default 200 */
+  readonly retryDelayMs?: number;
 }
 
 interface Pending {
@@ -104,14 +108,38 @@ export class OutcomeReporter {
     }
   }
 
+  /**
+   * Sends a batch; entries the route answers `Throttled` (DynamoDB did not take them in time) are
+   * sent again after a backoff, so an outcome is not lost to a burst. The batch's `report()`
+   * promises resolve only after the last try: a worker awaiting a `FAILED` report therefore
+   * sets the retry's backoff after that report landed, and the retry's report cannot be
+   * overwritten by it.
+   */
   async #post(tenant: string, batch: readonly Pending[]): Promise<void> {
-    const reports = batch.map((p) => p.report);
-    try {
-      const { results } = await this.sink.reportOutcomes(tenant, reports);
-      const failed = reports.filter((_, i) => results[i] !== undefined && 'error' in results[i]!);
-      if (failed.length > 0) this.opts.onError?.(new Error(`${failed.length} outcome(s) were not stored`), failed);
-    } catch (error) {
-      this.opts.onError?.(error, reports);
+    let reports = batch.map((p) => p.report);
+    const retries = this.opts.throttledRetries ?? 3;
+    for (let attempt = 0; ; attempt++) {
+      let results: OutcomeResult[];
+      try {
+        ({ results } = await this.sink.reportOutcomes(tenant, reports));
+      } catch (error) {
+        this.opts.onError?.(error, reports);
+        return;
+      }
+      const errorOf = (i: number) => {
+        const r = results[i];
+        return r !== undefined && 'error' in r ? r.error : undefined;
+      };
+      const throttled = reports.filter((_, i) => errorOf(i)?.code === 'Throttled');
+      const refused = reports.filter((_, i) => errorOf(i) !== undefined && errorOf(i)!.code !== 'Throttled');
+      if (refused.length > 0) this.opts.onError?.(new Error(`${refused.length} outcome(s) were refused`), refused);
+      if (throttled.length === 0) return;
+      if (attempt >= retries) {
+        this.opts.onError?.(new Error(`${throttled.length} outcome(s) were not stored (throttled ${attempt + 1} times)`), throttled);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, (this.opts.retryDelayMs ?? 200) * 2 ** attempt));
+      reports = throttled;
     }
   }
 }

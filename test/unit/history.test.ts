@@ -109,6 +109,56 @@ describe('OutcomeReporter', () => {
     expect(sent.at(-1)).toEqual({ tenant: 'a', n: 1 });
   });
 
+  it('sends throttled entries again with backoff, resolves their reports after the last try, and gives up after the retries', async () => {
+    vi.useFakeTimers();
+    const sent: string[][] = [];
+    // The route answers Throttled for x twice and for y always; z is refused for good at once.
+    const throttles = new Map([
+      ['x', 2],
+      ['y', Infinity],
+    ]);
+    const errors: { message: string; ids: string[] }[] = [];
+    const reporter = new OutcomeReporter(
+      {
+        reportOutcomes: async (_tenant, outcomes) => {
+          sent.push(outcomes.map((o) => o.jobId));
+          return {
+            results: outcomes.map((o) => {
+              const left = throttles.get(o.jobId) ?? 0;
+              if (left > 0) {
+                throttles.set(o.jobId, left - 1);
+                return { jobId: o.jobId, error: { code: 'Throttled', message: 'again' } };
+              }
+              if (o.jobId === 'z') return { jobId: o.jobId, error: { code: 'InvalidJobId', message: 'no' } };
+              return { jobId: o.jobId, state: o.outcome };
+            }),
+          };
+        },
+      },
+      { onError: (e, outcomes) => void errors.push({ message: (e as Error).message, ids: outcomes.map((o) => o.jobId) }) },
+    );
+    let xDone = false;
+    const x = reporter.report('a', report('x')).then(() => (xDone = true));
+    void reporter.report('a', report('y'));
+    void reporter.report('a', report('z'));
+    void reporter.report('a', report('w'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sent).toEqual([['x', 'y', 'z', 'w']]);
+    expect(errors).toEqual([{ message: '1 outcome(s) were refused', ids: ['z'] }]);
+    expect(xDone).toBe(false);
+    await vi.advanceTimersByTimeAsync(200);
+    await vi.advanceTimersByTimeAsync(400);
+    expect(sent.slice(1)).toEqual([
+      ['x', 'y'],
+      ['x', 'y'],
+    ]);
+    expect(xDone).toBe(false); // y is still being retried in the same batch
+    await vi.advanceTimersByTimeAsync(800);
+    expect(sent.slice(3)).toEqual([['y']]);
+    await x;
+    expect(errors[1]).toEqual({ message: '1 outcome(s) were not stored (throttled 4 times)', ids: ['y'] });
+  });
+
   it('a failed request is given to onError and never rejects the report', async () => {
     const errors: number[] = [];
     const reporter = new OutcomeReporter(
