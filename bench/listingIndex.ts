@@ -42,11 +42,15 @@ export const INDEX_NAME = 'byTenant';
  * Index partitions per tenant: `gpk` = `<tenant>#<shard mod 16>`. One index partition takes
  * 1,000 write units a second; a tenant submitting 10,000 jobs/s writes 10,000 × (index WRU per
  * job) a second to its index entries, which one `gpk` per tenant would throttle (a GSI that
- * cannot keep up throttles the table's writes). 16 buckets carry 16,000 index WRU/s per tenant;
- * the shard (uniformly random per job) spreads a tenant's jobs over them evenly. The price: a
- * listing merges 16 Queries at least per page.
+ * cannot keep up throttles the table's writes). 16 buckets carry 16,000 index WRU/s per tenant,
+ * 10,000 jobs/s at up to 1.6 index WRU per job; the shard (uniformly random per job) spreads a
+ * tenant's jobs over them evenly. The price: a listing merges at least 16 Queries per page. The
+ * phase measures about 3 index WRU per job with this projection (every state change rewrites
+ * the entry), so 10,000 jobs/s would need 32 buckets: the read side is measured with 32 too.
  */
 export const INDEX_BUCKETS = 16;
+/** Buckets for 10,000 jobs/s of one tenant at about 3 index WRU per job (see {@link INDEX_BUCKETS}). */
+export const INDEX_BUCKETS_HIGH = 32;
 /** What the listing reads (core/listing.ts `ListedItem`, the blocker filter on `priorState`). */
 export const INDEX_PROJECTION = ['tenant', 'state', 'sched', 'deliveredAt', 'expiresAt', 'priorState'] as const;
 /** DynamoDB's per-entry overhead of a secondary index entry (Developer Guide, GSI storage considerations). */
@@ -74,25 +78,25 @@ export function indexedTableInput(tableName: string): CreateTableCommandInput {
 }
 
 /** The index partition key of a job item of `tenant` in `shard`. */
-export const gpkOf = (tenant: string, shard: number) => `${tenant}#${shard % INDEX_BUCKETS}`;
+export const gpkOf = (tenant: string, shard: number, buckets = INDEX_BUCKETS) => `${tenant}#${shard % buckets}`;
 
 const isShard = (pk: string | undefined) => pk !== undefined && /^\d+$/.test(pk);
 const isJobPath = (pk: string | undefined) => pk !== undefined && /^(l#)?\d+$/.test(pk);
 const bytesOf = (item: Item) => itemBytes(item as Parameters<typeof itemBytes>[0]);
 
-/** The index entry of an item (undefined: not in the index). */
-function entryOf(item: Item | undefined): Item | undefined {
+/** The index entry of an item (undefined: not in the index), with `projection` (KEYS_ONLY: none). */
+function entryOf(item: Item | undefined, projection: readonly string[]): Item | undefined {
   if (!item?.gpk?.S) return undefined;
   const e: Item = { pk: item.pk!, sk: item.sk!, gpk: item.gpk };
-  for (const a of INDEX_PROJECTION) if (item[a] !== undefined) e[a] = item[a];
+  for (const a of projection) if (item[a] !== undefined) e[a] = item[a];
   return e;
 }
 
 const same = (a: Item, b: Item) => JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
 
 /** Index write units of one table write turning `before` into `after` (DynamoDB's rules, above). */
-export function indexWru(before: Item | undefined, after: Item | undefined): number {
-  const [o, n] = [entryOf(before), entryOf(after)];
+export function indexWru(before: Item | undefined, after: Item | undefined, projection: readonly string[] = INDEX_PROJECTION): number {
+  const [o, n] = [entryOf(before, projection), entryOf(after, projection)];
   const size = (e: Item) => wruOf(bytesOf(e) + INDEX_ENTRY_OVERHEAD);
   if (!o && !n) return 0;
   if (!o) return size(n!);
@@ -119,6 +123,8 @@ export interface WriteTally {
   /** Table WRU of the same items without `gpk` (the table as it is, no index). */
   tableWruNoIndex: number;
   indexWru: number;
+  /** Index WRU of a KEYS_ONLY projection instead (for comparison: a listing would then read every listed item from the table). */
+  indexWruKeysOnly: number;
 }
 
 /**
@@ -133,7 +139,10 @@ export class IndexWriteMeter {
   /** Accounting on (off: `gpk` is still added, nothing is read or tallied). */
   accounting = true;
 
-  constructor(private readonly reader: DynamoDBClient) {}
+  constructor(
+    private readonly reader: DynamoDBClient,
+    private readonly buckets = INDEX_BUCKETS,
+  ) {}
 
   attach(client: DynamoDBClient): DynamoDBClient {
     client.middlewareStack.add(
@@ -157,13 +166,14 @@ export class IndexWriteMeter {
               tableWru: tableWru(o, n),
               tableWruNoIndex: tableWru(o, n, true),
               indexWru: indexWru(o, n),
+              indexWruKeysOnly: indexWru(o, n, []),
             });
           });
           return res;
         } catch (err) {
           // A failed conditional write is billed 1 WRU on the table, nothing on the index.
           if (this.accounting && (err as Error).name === 'ConditionalCheckFailedException')
-            this.#add(`${op}:condition-failed`, { writes: 1, tableWru: 1, tableWruNoIndex: 1, indexWru: 0 });
+            this.#add(`${op}:condition-failed`, { writes: 1, tableWru: 1, tableWruNoIndex: 1, indexWru: 0, indexWruKeysOnly: 0 });
           throw err;
         }
       },
@@ -174,7 +184,7 @@ export class IndexWriteMeter {
 
   /** Totals over every kind. */
   total(): WriteTally {
-    const t: WriteTally = { writes: 0, tableWru: 0, tableWruNoIndex: 0, indexWru: 0 };
+    const t: WriteTally = { writes: 0, tableWru: 0, tableWruNoIndex: 0, indexWru: 0, indexWruKeysOnly: 0 };
     for (const k of Object.values(this.byKind)) for (const f of Object.keys(t) as (keyof WriteTally)[]) t[f] += k[f];
     return t;
   }
@@ -185,7 +195,7 @@ export class IndexWriteMeter {
   }
 
   #add(kind: string, t: WriteTally): void {
-    const k = (this.byKind[kind] ??= { writes: 0, tableWru: 0, tableWruNoIndex: 0, indexWru: 0 });
+    const k = (this.byKind[kind] ??= { writes: 0, tableWru: 0, tableWruNoIndex: 0, indexWru: 0, indexWruKeysOnly: 0 });
     for (const f of Object.keys(t) as (keyof WriteTally)[]) k[f] += t[f];
   }
 
@@ -194,7 +204,7 @@ export class IndexWriteMeter {
     const out: { table: string; pk: string; key: Item }[] = [];
     const keyOf = (i: Item): Item => ({ pk: i.pk!, sk: i.sk! });
     const addGpk = (item: Item) => {
-      if (isShard(item.pk?.S) && item.tenant?.S) item.gpk = { S: gpkOf(item.tenant.S, Number(item.pk!.S)) };
+      if (isShard(item.pk?.S) && item.tenant?.S) item.gpk = { S: gpkOf(item.tenant.S, Number(item.pk!.S), this.buckets) };
     };
     const table = input.TableName as string;
     if (op === 'PutItem') {
@@ -209,7 +219,7 @@ export class IndexWriteMeter {
       const expr = input.UpdateExpression as string | undefined;
       // An update that sets the tenant (cancel: it may create the tombstone) sets gpk with it.
       if (op === 'UpdateItem' && isShard(key.pk!.S) && values?.[':tenant']?.S && expr?.startsWith('SET ')) {
-        values[':benchGpk'] = { S: gpkOf(values[':tenant'].S, Number(key.pk!.S)) };
+        values[':benchGpk'] = { S: gpkOf(values[':tenant'].S, Number(key.pk!.S), this.buckets) };
         input.UpdateExpression = `SET gpk = :benchGpk, ${expr.slice(4)}`;
       }
       out.push({ table, pk: key.pk!.S!, key: keyOf(key) });
@@ -331,6 +341,8 @@ export interface IndexWriteCost {
   wruPerJobTableNoIndex: number;
   /** Index write units per job (accounted by DynamoDB's rules: dynalite does not report them). */
   wruPerJobIndex: number;
+  /** Index write units per job had the index projected keys only (entries then never change after the put). */
+  wruPerJobIndexKeysOnly: number;
   /** Table + index per job. */
   wruPerJobWithIndex: number;
   /** What dynalite itself reported for the table writes, per job (cross-check of the table figure). */
@@ -363,8 +375,12 @@ export interface IndexListingResult {
   cases: IndexListingCase[];
 }
 
-async function indexedSystem(em: Emulators, tenants: string[]): Promise<{ sys: TestSystem; meter: IndexWriteMeter }> {
-  const meter = new IndexWriteMeter(em.newClients().dynamo);
+async function indexedSystem(
+  em: Emulators,
+  tenants: string[],
+  buckets = INDEX_BUCKETS,
+): Promise<{ sys: TestSystem; meter: IndexWriteMeter }> {
+  const meter = new IndexWriteMeter(em.newClients().dynamo, buckets);
   const dynamo = meter.attach(em.newClients().dynamo);
   const sys = await createSystem(em, { tenants, dynamo, tableInput: indexedTableInput });
   return { sys, meter };
@@ -404,6 +420,7 @@ export async function measureIndexWrites(em: Emulators, opts: { jobs: number; de
       wruPerJobTable: per(t.tableWru),
       wruPerJobTableNoIndex: per(t.tableWruNoIndex),
       wruPerJobIndex: per(t.indexWru),
+      wruPerJobIndexKeysOnly: per(t.indexWruKeysOnly),
       wruPerJobWithIndex: per(t.tableWru + t.indexWru),
       dynaliteTableWruPerJob: per(meter.reportedTableWru),
       byKind: meter.byKind,
@@ -415,9 +432,13 @@ export async function measureIndexWrites(em: Emulators, opts: { jobs: number; de
 }
 
 /** The read side: one tenant's jobs listed page by page from the index, as bench/listing.ts lists them from the shards. */
-export async function measureIndexReads(em: Emulators, opts: { rows: number; tenants: number }): Promise<IndexListingCase[]> {
+export async function measureIndexReads(
+  em: Emulators,
+  opts: { rows: number; tenants: number; buckets?: number },
+): Promise<IndexListingCase[]> {
+  const buckets = opts.buckets ?? INDEX_BUCKETS;
   const names = Array.from({ length: opts.tenants }, (_, i) => `t${i}`);
-  const { sys, meter } = await indexedSystem(em, names);
+  const { sys, meter } = await indexedSystem(em, names, buckets);
   meter.accounting = false;
   const { shardCount } = sys.w.config.settings;
   const due = Date.now() + 24 * 3_600_000;
@@ -441,7 +462,7 @@ export async function measureIndexReads(em: Emulators, opts: { rows: number; ten
     tenants: new TenantRegistry(sys.w.store),
     clock: { now: () => Date.now() },
     // The lister merges partitions "0".."B-1": the store maps them to the tenant's buckets.
-    settings: { shardCount: INDEX_BUCKETS },
+    settings: { shardCount: buckets },
   });
   const expected = Math.ceil(opts.rows / opts.tenants);
   const cases: IndexListingCase[] = [];
@@ -462,7 +483,7 @@ export async function measureIndexReads(em: Emulators, opts: { rows: number; ten
       pageSize,
       tenants: opts.tenants,
       rows: opts.rows,
-      buckets: INDEX_BUCKETS,
+      buckets,
       pages,
       jobsPerPage: +(listed / pages).toFixed(1),
       itemsReadPerPage: +(d('items') / pages).toFixed(1),
@@ -484,5 +505,6 @@ export async function runListingIndex(em: Emulators, opts: { rows: number; jobs:
   progress(`listing.index: write by kind ${JSON.stringify(write.byKind)}`);
   const cases: IndexListingCase[] = [];
   for (const tenants of [1, 10]) cases.push(...(await measureIndexReads(em, { rows: opts.rows, tenants })));
+  cases.push(...(await measureIndexReads(em, { rows: opts.rows, tenants: 1, buckets: INDEX_BUCKETS_HIGH })));
   return { buckets: INDEX_BUCKETS, projection: INDEX_PROJECTION, write, cases };
 }
