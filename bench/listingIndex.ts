@@ -347,8 +347,33 @@ export interface IndexWriteCost {
   wruPerJobWithIndex: number;
   /** What dynalite itself reported for the table writes, per job (cross-check of the table figure). */
   dynaliteTableWruPerJob: number;
+  /** Entries the tenant's index buckets hold at the end (one per job: markers and tombstones). */
+  indexEntries: number;
   /** Per kind of write (`<operation>:<state after>`). */
   byKind: Record<string, WriteTally>;
+}
+
+/** Entries in the index for `tenant` (every bucket), counted with Select COUNT. */
+async function countEntries(client: DynamoDBClient, tableName: string, tenant: string, buckets: number): Promise<number> {
+  let n = 0;
+  for (let b = 0; b < buckets; b++) {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const res = await client.send(
+        new QueryCommand({
+          TableName: tableName,
+          IndexName: INDEX_NAME,
+          KeyConditionExpression: 'gpk = :g',
+          ExpressionAttributeValues: { ':g': { S: `${tenant}#${b}` } },
+          Select: 'COUNT',
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      n += res.Count ?? 0;
+      start = res.LastEvaluatedKey;
+    } while (start);
+  }
+  return n;
 }
 
 export interface IndexListingCase {
@@ -423,6 +448,7 @@ export async function measureIndexWrites(em: Emulators, opts: { jobs: number; de
       wruPerJobIndexKeysOnly: per(t.indexWruKeysOnly),
       wruPerJobWithIndex: per(t.tableWru + t.indexWru),
       dynaliteTableWruPerJob: per(meter.reportedTableWru),
+      indexEntries: await countEntries(em.dynamo, sys.tableName, 't0', INDEX_BUCKETS),
       byKind: meter.byKind,
     };
   } finally {
@@ -471,11 +497,20 @@ export async function measureIndexReads(
     let pages = 0;
     let listed = 0;
     let cursor: string | undefined;
+    let prev = '';
+    const seen = new Set<string>();
     do {
       const page = await lister.list('t0', { limit: String(pageSize), ...(cursor ? { cursor } : {}) });
       cursor = page.nextCursor;
       listed += page.jobs.length;
       pages++;
+      // Each job once, in (runAt, job id) order across pages, as from the shards.
+      for (const j of page.jobs) {
+        const key = `${j.runAt}#${j.jobId}`;
+        if (key <= prev || seen.has(j.jobId)) throw new Error(`index listing: ${j.jobId} out of order or repeated`);
+        prev = key;
+        seen.add(j.jobId);
+      }
     } while (cursor);
     if (listed !== expected) throw new Error(`index listing: listed ${listed} jobs of ${expected}`);
     const d = (k: keyof typeof store.stats) => store.stats[k] - start[k];
