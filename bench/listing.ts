@@ -9,6 +9,7 @@
 import type { JobRow } from '../core/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem } from '../test/support/system.js';
+import { runListingIndex, type IndexListingResult } from './listingIndex.js';
 import { PRICES } from './prices.js';
 import { progress, realisticPayload } from './support.js';
 
@@ -32,9 +33,16 @@ export interface ListingCase {
 
 export interface ListingResult {
   cases: ListingCase[];
+  /**
+   * The alternative, measured (bench/listingIndex.ts): a tenant index's write units per job on
+   * the real pipeline, and the same listings read from it.
+   */
+  index?: IndexListingResult;
+  /** Why `index` is missing, when its measurement failed. */
+  indexError?: string;
 }
 
-export async function runListing(em: Emulators, opts: { rows: number }): Promise<ListingResult> {
+export async function runListing(em: Emulators, opts: { rows: number; indexJobs?: number }): Promise<ListingResult> {
   const cases: ListingCase[] = [];
   for (const tenants of [1, 10]) {
     const names = Array.from({ length: tenants }, (_, i) => `t${i}`);
@@ -87,5 +95,11 @@ export async function runListing(em: Emulators, opts: { rows: number }): Promise
       cases.push(c);
     }
   }
-  return { cases };
+  if (!opts.indexJobs) return { cases };
+  try {
+    return { cases, index: await runListingIndex(em, { rows: opts.rows, jobs: opts.indexJobs }) };
+  } catch (err) {
+    progress(`listing.index: FAILED: ${(err as Error).message}`);
+    return { cases, indexError: (err as Error).message };
+  }
 }

@@ -221,7 +221,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
-    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000 }));
+    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000, indexJobs: quick ? 2_000 : 5_000 }));
     r.history = await phase('history', () => runHistory(em, sizes.history));
   } finally {
     await em.stop();

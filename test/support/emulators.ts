@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
@@ -21,8 +21,11 @@ export interface Emulators {
   readonly counter: RequestCounter;
   readonly dynamoEndpoint: string;
   readonly sqsEndpoint: string;
-  /** Creates a table with the scheduler's key schema under a unique name. */
-  createTable(prefix?: string): Promise<string>;
+  /**
+   * Creates a table with the scheduler's key schema under a unique name (or, with `input`, the
+   * table that function describes for the name: an index added, say).
+   */
+  createTable(prefix?: string, input?: (tableName: string) => CreateTableCommandInput): Promise<string>;
   /** Creates a queue (and, with `dlq`, its DLQ with redrive) under a unique name. */
   createQueue(
     prefix: string,
@@ -96,9 +99,9 @@ export function emulatorsAt(dynamoEndpoint: string, sqsEndpoint: string, stopSer
     dynamoEndpoint,
     sqsEndpoint,
     newClients,
-    async createTable(prefix = 'scheduler') {
+    async createTable(prefix = 'scheduler', input = createTableInput) {
       const name = unique(prefix);
-      await dynamo.send(new CreateTableCommand(createTableInput(name)));
+      await dynamo.send(new CreateTableCommand(input(name)));
       return name;
     },
     async createQueue(prefix, opts = {}) {

@@ -25,16 +25,24 @@ export interface TestSystem {
 /** Table, inbound queue and tenant queues under unique names, tenants registered, core wired. */
 export async function createSystem(
   em: Emulators,
-  opts: { tenants?: string[]; settings?: Partial<SchedulerSettings>; clock?: Clock } = {},
+  opts: {
+    tenants?: string[];
+    settings?: Partial<SchedulerSettings>;
+    clock?: Clock;
+    /** The DynamoDB client the wiring uses (default `em.dynamo`): one with middleware, say. */
+    dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient;
+    /** The table to create (default: the scheduler's, `createTableInput`). */
+    tableInput?: (tableName: string) => import('@aws-sdk/client-dynamodb').CreateTableCommandInput;
+  } = {},
 ): Promise<TestSystem> {
   const settings = resolveSettings(opts.settings);
-  const tableName = await em.createTable();
+  const tableName = await em.createTable(undefined, opts.tableInput);
   // 30 s: ingest's Lambda timeout (AWS sets 180 s); an invocation of 10 packed messages may write 1,000 rows.
   const inbound = await em.createQueue('inbound', { dlq: true, visibilityTimeout: 30 });
   const idKey = randomBytes(32);
   const config: LambdaConfig = { tableName, inboundQueueUrl: inbound.url, settings, idKey: { base64: idKey.toString('base64') } };
   const make = (o: { dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient; sqs?: SQSClient; clock?: Clock } = {}) =>
-    wire(config, { dynamo: o.dynamo ?? em.dynamo, sqs: o.sqs ?? em.sqs, clock: o.clock ?? opts.clock, idKey });
+    wire(config, { dynamo: o.dynamo ?? opts.dynamo ?? em.dynamo, sqs: o.sqs ?? em.sqs, clock: o.clock ?? opts.clock, idKey });
   const w = await make();
   const tenants: TestSystem['tenants'] = {};
   for (const name of opts.tenants ?? ['demo']) {
