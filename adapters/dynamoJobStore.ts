@@ -20,6 +20,8 @@ import type {
   CancelRecord,
   DueKey,
   DuePage,
+  HeldPage,
+  HeldPointer,
   JobRow,
   JobStore,
   RowKey,
@@ -39,6 +41,7 @@ type Item = Record<string, AttributeValue>;
  * |---------------------------------------|-----------------|----------------------|
  * | job row, marker, tombstone, DEAD      | `<shard>`       | `<dueMs 13>#<jobId>` |
  * | late-lane pointer                     | `l#<shard>`     | `<dueMs 13>#<jobId>` |
+ * | hold-lane pointer (paused tenants)    | `p#<shard>`     | `<tenant>#<9 − priority>#<dueMs 13>#<jobId>` |
  * | outcome record (dynamoHistoryStore.ts)| `h#<shard>`     | `<dueMs 13>#<jobId>` |
  * | cancel record (earlier releases)      | `c#<shard>`     | `<dueMs 13>#<jobId>` |
  * | group lease (and its shards' marks)   | `lease#<group>` | `lease`              |
@@ -49,6 +52,7 @@ type Item = Record<string, AttributeValue>;
 export const keys = {
   row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   latePointer: (k: RowKey): Item => ({ pk: { S: `l#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
+  heldPointer: (p: HeldPointer): Item => ({ pk: { S: `p#${p.shard}` }, sk: { S: heldSortKey(p) } }),
   cancelRecord: (k: RowKey): Item => ({ pk: { S: `c#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   groupLease: (group: number): Item => ({ pk: { S: `lease#${group}` }, sk: { S: 'lease' } }),
   tenant: (name: string): Item => {
@@ -340,6 +344,93 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
     );
   }
 
+  async putHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]> {
+    // Unconditional: a pointer says only "this row is held"; writing it twice is harmless.
+    return this.heldWrite(pointers, (p) => ({ PutRequest: { Item: keys.heldPointer(p) } }));
+  }
+
+  async deleteHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]> {
+    return this.heldWrite(pointers, (p) => ({ DeleteRequest: { Key: keys.heldPointer(p) } }));
+  }
+
+  async readHeld(shard: number, range: { readonly tenant?: string; readonly after?: string }, limit: number): Promise<HeldPage> {
+    const values: Item = { ':pk': { S: `p#${shard}` } };
+    let condition = 'pk = :pk';
+    let start: string | undefined;
+    if (range.tenant !== undefined) {
+      values[':prefix'] = { S: `${range.tenant}#` };
+      condition += ' AND begins_with(sk, :prefix)';
+      start = range.after; // a pointer's sk
+    } else if (range.after !== undefined) {
+      values[':after'] = { S: range.after };
+      condition += ' AND sk > :after'; // any position, e.g. past a tenant's pointers
+    }
+    let page: QueryCommandOutput;
+    try {
+      page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: condition,
+          ExpressionAttributeValues: values,
+          ProjectionExpression: 'sk',
+          ConsistentRead: true,
+          Limit: limit,
+          ...(start !== undefined ? { ExclusiveStartKey: { pk: { S: `p#${shard}` }, sk: { S: start } } } : {}),
+        }),
+      );
+    } catch (err) {
+      rethrow(err);
+    }
+    this.stats.itemsRead += page.ScannedCount ?? 0;
+    const pointers = (page.Items ?? []).flatMap((item) => {
+      const p = parseHeldSortKey(shard, item.sk?.S ?? '');
+      return p ? [p] : [];
+    });
+    const last = page.LastEvaluatedKey?.sk?.S;
+    return { pointers, more: last !== undefined, ...(last !== undefined ? { last } : {}) };
+  }
+
+  async unacquire(key: RowKey, heldLeaseUntil: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.row(key),
+          UpdateExpression: 'SET #state = :scheduled REMOVE leaseUntil',
+          // Still ours, unsent: ACQUIRED with the lease we wrote.
+          ConditionExpression: '#state = :acquired AND leaseUntil = :held',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':acquired': { S: 'ACQUIRED' },
+            ':scheduled': { S: 'SCHEDULED' },
+            ':held': { N: String(heldLeaseUntil) },
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      rethrow(err);
+    }
+  }
+
+  private async heldWrite(pointers: readonly HeldPointer[], request: (p: HeldPointer) => WriteRequest): Promise<HeldPointer[]> {
+    const failed: HeldPointer[] = [];
+    for (let i = 0; i < pointers.length; i += 25) {
+      const chunk = pointers.slice(i, i + 25);
+      try {
+        const res = await this.client.send(new BatchWriteItemCommand({ RequestItems: { [this.tableName]: chunk.map(request) } }));
+        const left = new Set(
+          (res.UnprocessedItems?.[this.tableName] ?? []).map((r) => (r.PutRequest?.Item ?? r.DeleteRequest?.Key)?.sk?.S),
+        );
+        for (const p of chunk) if (left.has(heldSortKey(p))) failed.push(p);
+      } catch {
+        failed.push(...chunk);
+      }
+    }
+    return failed;
+  }
+
   async acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined> {
     try {
       const res = await this.client.send(
@@ -625,4 +716,16 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       }),
     );
   }
+}
+
+/** A hold-lane pointer's sort key: by tenant, then higher priority first, then due time. */
+export function heldSortKey(p: Pick<HeldPointer, 'tenant' | 'priority' | 'dueMs' | 'jobId'>): string {
+  return `${p.tenant}#${9 - p.priority}#${sortKey(p.dueMs, p.jobId)}`;
+}
+
+function parseHeldSortKey(shard: number, sk: string): HeldPointer | undefined {
+  const m = /^([^#]+)#([0-8])#(.+)$/.exec(sk);
+  if (!m) return undefined;
+  const k = parseSortKey(m[3]!);
+  return k ? { shard, tenant: m[1]!, priority: 9 - Number(m[2]), ...k } : undefined;
 }

@@ -1,12 +1,26 @@
 /**
  * The acquire queue of a dispatch round: conditional acquires run continuously, at most
- * `concurrency` at a time, fresh rows first (in due order), then the backlog (the oldest row of
- * any shard first). The round's reads fill it; it never waits for them, and they never wait for
- * it. A row that falls due during an outage drain takes the next free slot, ahead of every
- * backlog row still queued: it waits for one of the acquires in flight to end, not for the backlog.
+ * `concurrency` at a time. The round's reads fill it; it never waits for them, and they never
+ * wait for it.
+ *
+ * Which row goes next (docs/tenant-controls.md#fair-share-and-priority):
+ * - **Between tenants, weighted fair share.** Each tenant with rows queued has its own queue; the
+ *   next acquire goes to the tenant with the least virtual time (stride scheduling: each acquire
+ *   advances a tenant's virtual time by 1 / weight). When more is due than dispatch can take,
+ *   tenants get acquires in proportion to their weights, so a tenant flooding the scheduler
+ *   delays another tenant's rows by at most its own share, not by its whole flood. A tenant that
+ *   was idle re-enters at the current virtual time: it earns no credit while idle.
+ * - **Inside a tenant.** Rows already due first, higher `priority` first among them, then earlier
+ *   due time; then rows not yet due, in due order (they are sent at their due millisecond
+ *   whatever order they are acquired in); then the tenant's backlog rows (read by an outage
+ *   drain), higher priority first, then oldest first. A row that falls due during an outage drain
+ *   thus goes ahead of every backlog row of its tenant.
  */
 export interface AcquireItem {
   readonly key: { readonly shard: number; readonly dueMs: number };
+  readonly tenant: string;
+  /** 1..9, higher first among a tenant's due rows. @default 5 */
+  readonly priority?: number;
 }
 
 export interface AcquirerOptions<T> {
@@ -16,14 +30,107 @@ export interface AcquirerOptions<T> {
   /** Runs one acquire; rejections are the caller's to handle inside. */
   readonly run: (item: T) => Promise<void>;
   readonly now: () => number;
+  /** A tenant's weight (≥ 1). @default 1 for every tenant */
+  readonly weightOf?: (tenant: string) => number;
+  /** False for a tenant that may not start an acquire now (its delivery limit): its rows wait, others go on. */
+  readonly mayStart?: (tenant: string) => boolean;
+}
+
+export const DEFAULT_PRIORITY = 5;
+
+/** A binary heap under `before` (the least first). */
+class Heap<T> {
+  readonly #items: T[] = [];
+  constructor(private readonly before: (a: T, b: T) => boolean) {}
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  peek(): T | undefined {
+    return this.#items[0];
+  }
+
+  push(item: T): void {
+    const a = this.#items;
+    a.push(item);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.before(a[i]!, a[p]!)) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+
+  pop(): T | undefined {
+    const a = this.#items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last !== undefined) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.before(a[l]!, a[m]!)) m = l;
+        if (r < a.length && this.before(a[r]!, a[m]!)) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m]!, a[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+interface Entry<T> {
+  readonly item: T;
+  /** Arrival order: ties keep it. */
+  readonly seq: number;
+}
+
+const prio = (e: Entry<AcquireItem>) => e.item.priority ?? DEFAULT_PRIORITY;
+/** Higher priority first, then earlier due time, then arrival. */
+const byPriority = (a: Entry<AcquireItem>, b: Entry<AcquireItem>) =>
+  prio(a) !== prio(b) ? prio(a) > prio(b) : a.item.key.dueMs !== b.item.key.dueMs ? a.item.key.dueMs < b.item.key.dueMs : a.seq < b.seq;
+/** Earlier due time first, then arrival. */
+const byDue = (a: Entry<AcquireItem>, b: Entry<AcquireItem>) =>
+  a.item.key.dueMs !== b.item.key.dueMs ? a.item.key.dueMs < b.item.key.dueMs : a.seq < b.seq;
+
+/** One tenant's rows waiting for an acquire. */
+class TenantQueue<T extends AcquireItem> {
+  /** Fresh rows already due (moved from `future` as they fall due). */
+  readonly due = new Heap<Entry<T>>(byPriority);
+  /** Fresh rows not yet due. */
+  readonly future = new Heap<Entry<T>>(byDue);
+  readonly backlog = new Heap<Entry<T>>(byPriority);
+  /** Virtual time: advanced by 1 / weight per acquire. */
+  pass = 0;
+
+  constructor(readonly tenant: string) {}
+
+  get size(): number {
+    return this.due.size + this.future.size + this.backlog.size;
+  }
+
+  /** The row this tenant would acquire next, at `now`. */
+  next(now: number): Entry<T> | undefined {
+    while (this.future.size > 0 && this.future.peek()!.item.key.dueMs <= now) this.due.push(this.future.pop()!);
+    return this.due.pop() ?? this.future.pop() ?? this.backlog.pop();
+  }
 }
 
 export class Acquirer<T extends AcquireItem> {
-  /** Fresh rows and retries, by due time. */
-  #fresh: T[] = [];
-  /** Backlog rows per shard, each oldest first. */
-  readonly #backlog = new Map<number, T[]>();
+  readonly #tenants = new Map<string, TenantQueue<T>>();
+  /** Tenants with rows queued. */
+  readonly #active = new Set<TenantQueue<T>>();
+  #queued = 0;
   #backlogSize = 0;
+  #seq = 0;
+  /** The virtual time of the last tenant served: where a tenant becoming active starts. */
+  #vtime = 0;
   #inflight = 0;
   #pausedUntil = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -34,31 +141,34 @@ export class Acquirer<T extends AcquireItem> {
 
   /** Rows waiting for an acquire. */
   get queued(): number {
-    return this.#fresh.length + this.#backlogSize;
+    return this.#queued;
+  }
+
+  /** Of those, backlog rows. */
+  get backlogQueued(): number {
+    return this.#backlogSize;
   }
 
   get inflight(): number {
     return this.#inflight;
   }
 
-  /** Queues a fresh row (or a retry) in due order. */
-  pushFresh(item: T): void {
-    // Binary insertion keeps due order; ties keep arrival order.
-    let lo = 0;
-    let hi = this.#fresh.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.#fresh[mid]!.key.dueMs <= item.key.dueMs) lo = mid + 1;
-      else hi = mid;
-    }
-    this.#fresh.splice(lo, 0, item);
+  /** Rows of `tenant` waiting for an acquire. */
+  queuedOf(tenant: string): number {
+    return this.#tenants.get(tenant)?.size ?? 0;
   }
 
-  /** Queues a backlog row of its shard (rows of a shard arrive oldest first). */
+  /** Queues a fresh row (or a retry). */
+  pushFresh(item: T): void {
+    const q = this.#queue(item.tenant);
+    const e = { item, seq: this.#seq++ };
+    if (item.key.dueMs <= this.opts.now()) q.due.push(e);
+    else q.future.push(e);
+  }
+
+  /** Queues a row an outage drain's backlog head read. */
   pushBacklog(item: T): void {
-    const list = this.#backlog.get(item.key.shard) ?? [];
-    list.push(item);
-    this.#backlog.set(item.key.shard, list);
+    this.#queue(item.tenant).backlog.push({ item, seq: this.#seq++ });
     this.#backlogSize++;
   }
 
@@ -80,8 +190,8 @@ export class Acquirer<T extends AcquireItem> {
       if (!this.#timer) this.#timer = setTimeout(() => ((this.#timer = undefined), this.kick()), this.#pausedUntil - now);
       return;
     }
-    while (this.#inflight < this.opts.concurrency && this.queued > 0 && this.opts.canStart() && !this.#stopped) {
-      const item = this.#next();
+    while (this.#inflight < this.opts.concurrency && this.#queued > 0 && this.opts.canStart() && !this.#stopped) {
+      const item = this.#next(now);
       if (!item) break;
       this.#inflight++;
       const p: Promise<void> = this.opts
@@ -104,20 +214,37 @@ export class Acquirer<T extends AcquireItem> {
     while (this.#running.size > 0) await Promise.all([...this.#running]);
   }
 
-  #next(): T | undefined {
-    if (this.#fresh.length > 0) return this.#fresh.shift();
-    let best: T[] | undefined;
-    let bestShard = -1;
-    for (const [shard, list] of this.#backlog) {
-      if (list.length > 0 && (!best || list[0]!.key.dueMs < best[0]!.key.dueMs)) {
-        best = list;
-        bestShard = shard;
-      }
+  #queue(tenant: string): TenantQueue<T> {
+    let q = this.#tenants.get(tenant);
+    if (!q) {
+      q = new TenantQueue<T>(tenant);
+      this.#tenants.set(tenant, q);
+    }
+    if (!this.#active.has(q)) {
+      // Back from idle: no credit for the time it had nothing queued.
+      q.pass = Math.max(q.pass, this.#vtime);
+      this.#active.add(q);
+    }
+    this.#queued++;
+    return q;
+  }
+
+  /** The least virtual time among tenants that may start; its next row. */
+  #next(now: number): T | undefined {
+    let best: TenantQueue<T> | undefined;
+    for (const q of this.#active) {
+      if (best && q.pass >= best.pass) continue;
+      if (this.opts.mayStart && !this.opts.mayStart(q.tenant)) continue;
+      best = q;
     }
     if (!best) return undefined;
-    const item = best.shift();
-    this.#backlogSize--;
-    if (best.length === 0) this.#backlog.delete(bestShard);
-    return item;
+    const fromBacklog = best.due.size === 0 && best.future.size === 0;
+    const e = best.next(now)!;
+    this.#queued--;
+    if (fromBacklog) this.#backlogSize--;
+    this.#vtime = best.pass;
+    best.pass += 1 / Math.max(1, this.opts.weightOf?.(best.tenant) ?? 1);
+    if (best.size === 0) this.#active.delete(best);
+    return e.item;
   }
 }

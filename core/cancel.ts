@@ -1,4 +1,5 @@
 import type { SchedulerSettings } from './config.js';
+import type { ControlsCache } from './controls.js';
 import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
 import { type JobIdCodec, type ParsedJobId } from './jobId.js';
 import { isoMs } from './messages.js';
@@ -53,6 +54,8 @@ export interface JobsDeps {
   readonly settings: SchedulerSettings;
   /** Outcome records (history tenants' status shows their timeline). */
   readonly history?: HistoryStore;
+  /** Tenant controls: a paused tenant's held jobs stay cancellable past the cut-off. */
+  readonly controls?: ControlsCache;
 }
 
 /** Status and cancel: `GET` and `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
@@ -147,6 +150,15 @@ export class JobsService {
       )
         return done;
       if (!row && now >= id.dueMs && (await this.#cancelledBefore(id))) return done;
+      // A paused tenant's job is held, not dispatched: still SCHEDULED, it can be cancelled
+      // (the write is conditional on SCHEDULED, so a row a dispatcher took meanwhile is refused).
+      if (
+        row?.state === 'SCHEDULED' &&
+        this.deps.controls &&
+        (await this.deps.controls.get(id.tenant)).paused &&
+        (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled'
+      )
+        return done;
       if (row?.state === 'QUEUED')
         throw new AlreadyQueuedError(
           `the job was delivered to its queue${row.deliveredAtMs ? ` at ${isoMs(row.deliveredAtMs)}` : ''}: it can no longer be cancelled`,

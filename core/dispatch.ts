@@ -1,10 +1,10 @@
-import { Acquirer } from './acquirer.js';
+import { Acquirer, DEFAULT_PRIORITY } from './acquirer.js';
 import { backoffMs, settleAll, sleep } from './backoff.js';
 import { ThrottledError } from './errors.js';
 import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
 import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
-import type { AcquiredRow, DueKey, RowKey, ShardMarks } from './ports.js';
+import type { AcquiredRow, DueKey, HeldPointer, RowKey, ShardMarks } from './ports.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 
 export type { DispatchDeps } from './dispatchDeps.js';
@@ -75,6 +75,12 @@ export interface RoundReport extends ReleaseStats {
   parked: number;
   /** Those rows' tenants. */
   parkedTenants: string[];
+  /** Rows put in the hold lane because their tenant was paused (docs/tenant-controls.md). */
+  held: number;
+  /** Rows read back from the hold lane after their tenant resumed. */
+  unheld: number;
+  /** Those rows' tenants (paused during the round). */
+  heldTenants: string[];
   durationMs: number;
 }
 
@@ -90,11 +96,21 @@ const FRESH_PAGES = 4;
 const LATE_PAGE = 100;
 /** A deleted pointer may still show in the late lane's (eventually consistent) reads this long. */
 const POINTER_ECHO_MS = 10_000;
+/** How often a round looks for tenants with rows in a shard's hold lane (the controls' staleness bound). */
+const HOLD_SCAN_MS = 5_000;
+/** Tenants with held rows one look finds per shard at most. */
+const HOLD_TENANTS_PER_SCAN = 50;
+/** A delivery-limited tenant has at most this many seconds of its rate acquired and unsent. */
+const LIMITED_IN_HAND_SECONDS = 2;
 
 /** A row the round has read and that is not final yet. */
 interface Track {
   readonly key: RowKey;
   readonly id: string;
+  /** From the job id: fair share is per tenant. */
+  readonly tenant: string;
+  /** The job's priority (1..9), when not the default. */
+  readonly priority?: number;
   /** Read by a due-range read: it holds the shard's mark back until it is final. */
   main: boolean;
   /** A late-lane pointer names it: deleted once the row is final. */
@@ -103,6 +119,8 @@ interface Track {
   backlog: boolean;
   /** Last seen ACQUIRED by someone (a recovery when we acquire it). */
   wasAcquired: boolean;
+  /** Its hold-lane pointer, when it has one: deleted once the row is final. */
+  held?: HeldPointer;
   phase: 'queued' | 'acquiring' | 'held' | 'watch';
   /** When watched: acquire again from then (the other holder's lease ends). */
   retryAt: number;
@@ -129,6 +147,9 @@ export function emptyRoundReport(): RoundReport {
     marks: {},
     parked: 0,
     parkedTenants: [],
+    held: 0,
+    unheld: 0,
+    heldTenants: [],
     durationMs: 0,
     sent: 0,
     recorded: 0,
@@ -136,6 +157,8 @@ export function emptyRoundReport(): RoundReport {
     renewed: 0,
     sendRetries: 0,
     latenessMs: [],
+    deferred: 0,
+    givenBack: 0,
   };
 }
 
@@ -186,19 +209,44 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   let acquireAttempt = 0; // consecutive throttled acquires
   let lastOwnerCheck = started;
 
-  const releaser = new Releaser(deps, report, signal, {
-    onRecorded: (rows) => rows.forEach((r) => finishId(rowKeyString(r))),
-    onDropped: (row, retryAt) => {
-      const t = tracks.get(rowKeyString(row));
-      if (t) watch(t, retryAt);
+  const controls = deps.controls;
+  /** Hold-lane pointers of final rows, to delete; and when those deleted lately were. */
+  const heldToDelete = new Map<string, HeldPointer>();
+  const heldDeleted = new Map<string, number>();
+  /** Holds waiting for their pointer's write (batched). */
+  let holdBatch: { t: Track; pointer: HeldPointer }[] = [];
+  let holdFlush: Promise<void> | undefined;
+  /** Acquires in flight per tenant (a delivery-limited tenant's are counted against its allowance). */
+  const acquiring = new Map<string, number>();
+
+  const releaser = new Releaser(
+    deps,
+    report,
+    signal,
+    {
+      onRecorded: (rows) => rows.forEach((r) => finishId(rowKeyString(r))),
+      onDropped: (row, retryAt) => {
+        const t = tracks.get(rowKeyString(row));
+        if (t) watch(t, retryAt);
+      },
+      ...(options.onSent ? { onSent: options.onSent } : {}),
     },
-    ...(options.onSent ? { onSent: options.onSent } : {}),
-  });
+    options.shards.length / Math.max(1, settings.shardCount),
+  );
   const acquirer: Acquirer<Track> = new Acquirer<Track>({
     concurrency: options.acquireConcurrency ?? 32,
     now: () => clock.now(),
     canStart: () => releaser.size + acquirer.inflight < maxRows && releaser.bytes < maxBytes && !signal?.aborted,
     run: acquireOne,
+    weightOf: (tenant) => controls?.peek(tenant).weight ?? 1,
+    // A delivery-limited tenant keeps about two seconds of its rate in hand; its other rows wait (SCHEDULED, cancellable).
+    mayStart: (tenant) => {
+      const rate = releaser.rateOf(tenant);
+      return (
+        rate === undefined ||
+        releaser.heldOf(tenant) + (acquiring.get(tenant) ?? 0) < Math.max(2, Math.ceil(rate * LIMITED_IN_HAND_SECONDS))
+      );
+    },
   });
 
   try {
@@ -231,12 +279,17 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
           queue(t, false);
         }
       }
+      // Keeps the controls of tenants with rows held current (the release timer reads them from the cache).
+      if (controls) for (const tenant of releaser.tenants()) void controls.get(tenant);
       acquirer.kick();
       flushPointers();
       report.maxTracked = Math.max(report.maxTracked, tracks.size);
 
       const quiet =
-        tracks.size === parked.size && releaser.size === 0 && !lateAhead.some(Boolean) && lanes.every((l) => l.caughtUp && !l.backlog);
+        tracks.size === parked.size &&
+        releaser.size === 0 &&
+        !lateAhead.some(Boolean) &&
+        lanes.every((l) => l.caughtUp && !l.backlog && !holdWork(l));
       if (quiet) {
         let busy: boolean;
         try {
@@ -254,6 +307,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     }
     // Release what is held; everything held is due before the deadline.
     await acquirer.stop();
+    while (holdFlush) await holdFlush;
     await releaser.drain(options.deadlineMs);
     flushPointers();
     await Promise.all(background);
@@ -323,6 +377,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       const t: Track = {
         key: { shard: k.shard, dueMs: k.dueMs, jobId: k.jobId },
         id,
+        tenant: ParkedTenants.tenantOf(k.jobId) ?? '',
         main: false,
         late: true,
         backlog: false,
@@ -334,7 +389,127 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       report.lateRows++;
       queue(t, false);
     }
+    if (controls) await readHolds(lane, t0, room);
     return ahead;
+  }
+
+  /**
+   * The shard's hold lane: every {@link HOLD_SCAN_MS}, which tenants have rows there (one
+   * single-item read per tenant); then, for each tenant no longer paused, a page of its pointers
+   * (higher priority first, then oldest) when fewer than a page of its rows wait for an acquire.
+   */
+  async function readHolds(lane: ShardLane, t0: number, room: () => boolean): Promise<void> {
+    if (t0 >= lane.holdScanAt) {
+      lane.holdScanAt = t0 + HOLD_SCAN_MS;
+      const found = new Set<string>();
+      let after: string | undefined;
+      for (let i = 0; i < HOLD_TENANTS_PER_SCAN; i++) {
+        const page = await store.readHeld(lane.shard, after === undefined ? {} : { after }, 1);
+        count(page.pointers.length);
+        const p = page.pointers[0];
+        if (!p) break;
+        found.add(p.tenant);
+        after = `${p.tenant}$`; // past every sk of this tenant ('$' sorts right after '#')
+        if (!page.more) break;
+      }
+      for (const tenant of lane.holds.keys()) if (!found.has(tenant)) lane.holds.delete(tenant);
+      for (const tenant of found) {
+        const h = lane.holds.get(tenant);
+        // Read through before: start again (a pointer may have been added behind the position).
+        if (!h || !h.more) lane.holds.set(tenant, { more: true });
+      }
+    }
+    for (const [tenant, h] of lane.holds) {
+      if (!h.more || !room() || acquirer.queuedOf(tenant) >= pageRows) continue;
+      if ((await controls!.get(tenant)).paused) continue;
+      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, pageRows);
+      count(page.pointers.length);
+      h.more = page.more;
+      if (page.last !== undefined) h.after = page.last;
+      for (const p of page.pointers) {
+        const id = rowKeyString(p);
+        const known = tracks.get(id);
+        if (known) {
+          known.held = p;
+          continue;
+        }
+        if (heldToDelete.has(id) || (heldDeleted.get(id) ?? -Infinity) > t0 - POINTER_ECHO_MS) continue;
+        const t: Track = {
+          key: { shard: p.shard, dueMs: p.dueMs, jobId: p.jobId },
+          id,
+          tenant,
+          priority: p.priority,
+          main: false,
+          late: false,
+          held: p,
+          backlog: false,
+          wasAcquired: false,
+          phase: 'queued',
+          retryAt: 0,
+        };
+        tracks.set(id, t);
+        report.unheld++;
+        queue(t, false);
+      }
+    }
+  }
+
+  /** Rows of a tenant no longer paused wait in this shard's hold lane (the round has work). */
+  function holdWork(lane: ShardLane): boolean {
+    for (const [tenant, h] of lane.holds) if (h.more && !controls?.peek(tenant).paused) return true;
+    return false;
+  }
+
+  /**
+   * A paused tenant's row goes to the hold lane: once its pointer is written the round lets go
+   * of it, so the shard's mark may pass it; the row stays SCHEDULED (cancellable) until the
+   * tenant resumes and a round reads the pointer back. Pointer writes are batched.
+   */
+  function hold(t: Track): Promise<void> {
+    report.held++;
+    if (!report.heldTenants.includes(t.tenant)) report.heldTenants.push(t.tenant);
+    if (t.held) {
+      drop(t); // already in the hold lane (the tenant was paused again)
+      return Promise.resolve();
+    }
+    holdBatch.push({ t, pointer: { ...t.key, tenant: t.tenant, priority: t.priority ?? DEFAULT_PRIORITY } });
+    return (holdFlush ??= flushHolds());
+  }
+
+  /** Writes the batched hold pointers, 25 a request, until none is left. */
+  function flushHolds(): Promise<void> {
+    return (async () => {
+      await sleep(5, signal);
+      while (holdBatch.length > 0 && !signal?.aborted) {
+        const batch = holdBatch.splice(0, 25);
+        const failed = new Set(
+          await store.putHeldPointers(batch.map((b) => b.pointer)).then(
+            (f) => f.map(rowKeyString),
+            () => batch.map((b) => b.t.id),
+          ),
+        );
+        if (signal?.aborted) return;
+        for (const { t: held, pointer } of batch) {
+          if (failed.has(held.id))
+            watch(held, clock.now() + 1_000, false); // tried again later; the row keeps the mark meanwhile
+          else {
+            held.held = pointer;
+            drop(held);
+          }
+        }
+      }
+    })().finally(() => {
+      // A hold queued while this flush was ending is written by the next one.
+      holdFlush = holdBatch.length > 0 && !signal?.aborted ? flushHolds() : undefined;
+    });
+  }
+
+  /** Forgets a row that is not final but needs this round no more (its hold pointer stays). */
+  function drop(t: Track): void {
+    tracks.delete(t.id);
+    watching.delete(t);
+    parked.delete(t.id);
+    if (t.late) pointersToDelete.set(t.id, t.key);
   }
 
   /** Tracks the live rows of a page and queues them (or watches those another round holds). */
@@ -350,6 +525,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       const t: Track = {
         key: { shard: lane.shard, dueMs: k.dueMs, jobId: k.jobId },
         id,
+        tenant: ParkedTenants.tenantOf(k.jobId) ?? '',
+        ...(k.priority !== undefined ? { priority: k.priority } : {}),
         main: true,
         late: false,
         backlog: false,
@@ -403,6 +580,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     watching.delete(t);
     parked.delete(id);
     if (t.late) pointersToDelete.set(id, t.key);
+    if (t.held) heldToDelete.set(id, t.held);
   }
 
   async function acquireOne(t: Track): Promise<void> {
@@ -423,10 +601,16 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       return;
     }
     parked.delete(t.id);
+    if (controls && (await controls.get(t.tenant)).paused) {
+      await hold(t);
+      return;
+    }
     let row: AcquiredRow | undefined;
+    acquiring.set(t.tenant, (acquiring.get(t.tenant) ?? 0) + 1);
     try {
       row = await store.acquire(t.key, at, at + settings.leaseMs);
     } catch (err) {
+      release();
       if (signal?.aborted) return;
       // Back in the queue; the acquirer pauses (one backoff for the calls that fail together).
       acquirer.pushFresh(t);
@@ -439,6 +623,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       return;
     }
+    release();
     acquireAttempt = 0;
     if (signal?.aborted) return;
     if (row) {
@@ -450,6 +635,12 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     }
     report.conflicts++;
     await resolve(t);
+
+    function release(): void {
+      const n = (acquiring.get(t.tenant) ?? 1) - 1;
+      if (n > 0) acquiring.set(t.tenant, n);
+      else acquiring.delete(t.tenant);
+    }
   }
 
   /** After a failed acquire: what is at the key now? One strongly consistent lookup. */
@@ -471,6 +662,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   }
 
   function flushPointers(): void {
+    flushHeldPointers();
     if (pointersToDelete.size === 0 || signal?.aborted) return;
     const batch = [...pointersToDelete.values()];
     pointersToDelete.clear();
@@ -488,6 +680,28 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         }
       })
       .catch(() => batch.forEach((k) => pointersToDelete.set(rowKeyString(k), k)))
+      .finally(() => background.delete(p));
+    background.add(p);
+  }
+
+  function flushHeldPointers(): void {
+    if (heldToDelete.size === 0 || signal?.aborted) return;
+    const batch = [...heldToDelete.values()];
+    heldToDelete.clear();
+    const p: Promise<void> = store
+      .deleteHeldPointers(batch)
+      .then((failed) => {
+        const left = new Set(failed.map(rowKeyString));
+        for (const k of batch) {
+          const id = rowKeyString(k);
+          if (left.has(id)) heldToDelete.set(id, k);
+          else {
+            if (heldDeleted.size >= 10_000) heldDeleted.clear();
+            heldDeleted.set(id, clock.now());
+          }
+        }
+      })
+      .catch(() => batch.forEach((k) => heldToDelete.set(rowKeyString(k), k)))
       .finally(() => background.delete(p));
     background.add(p);
   }

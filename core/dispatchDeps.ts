@@ -1,4 +1,5 @@
 import type { SchedulerSettings } from './config.js';
+import type { ControlsCache } from './controls.js';
 import type { ParkedTenants } from './parked.js';
 import type { Clock, JobStore, QueueSender } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
@@ -14,4 +15,6 @@ export interface DispatchDeps {
   readonly log?: (message: string, fields?: Record<string, unknown>) => void;
   /** Tenants found unregistered, whose rows stay parked (kept across rounds). @default one per round */
   readonly parked?: ParkedTenants;
+  /** Tenant controls (pause, delivery limits, weights), at most 5 s stale. Absent: none apply. */
+  readonly controls?: ControlsCache;
 }

@@ -67,6 +67,13 @@ export class ShardLane {
   caughtUp = false;
   /** A probe found an item due then: no need to probe again before it is within the read-ahead. */
   probeHintMs: number | undefined;
+  /**
+   * The shard's hold lane (rows of paused tenants, docs/tenant-controls.md): the tenants found
+   * with pointers there, and how far each has been read since it was last found.
+   */
+  readonly holds = new Map<string, { after?: string; more: boolean }>();
+  /** When to look for tenants in the hold lane again (epoch ms). */
+  holdScanAt = 0;
 
   constructor(
     readonly shard: number,

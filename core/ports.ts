@@ -30,6 +30,22 @@ export interface DueKey {
   readonly jobId: string;
   readonly state: RowState;
   readonly leaseUntil: number;
+  /** The job's priority (1..9), when not the default 5. */
+  readonly priority?: number;
+}
+
+/** A hold-lane pointer (`pk = p#<shard>`, `sk = <tenant>#<9 − priority>#<dueMs 13>#<jobId>`). */
+export interface HeldPointer extends RowKey {
+  readonly tenant: string;
+  /** 1..9. */
+  readonly priority: number;
+}
+
+export interface HeldPage {
+  readonly pointers: HeldPointer[];
+  /** The last pointer's sk, when there may be more. */
+  readonly last?: string;
+  readonly more: boolean;
 }
 
 /** One page of a shard's due range. */
@@ -108,6 +124,21 @@ export interface JobStore {
   readLate(shard: number, untilMs: number, limit: number): Promise<RowKey[]>;
   /** Deletes late-lane pointers (once their row is final); returns those that could not be deleted. */
   deleteLatePointers(keys: readonly RowKey[]): Promise<RowKey[]>;
+  /**
+   * Notes rows held back for their tenant (paused) in the shard's hold lane (docs/tenant-controls.md),
+   * so that a read position may pass them; returns those that could not be written.
+   */
+  putHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]>;
+  /**
+   * Hold-lane pointers of `shard` after `after` (a pointer's `sk`; none: from the start), in sk
+   * order (tenant, then higher priority, then due time), at most `limit`; `tenant` keeps the read
+   * to one tenant's pointers.
+   */
+  readHeld(shard: number, range: { readonly tenant?: string; readonly after?: string }, limit: number): Promise<HeldPage>;
+  /** Deletes hold-lane pointers (once their row is final); returns those that could not be deleted. */
+  deleteHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]>;
+  /** Gives back a row this round acquired and did not send (its tenant was paused): ACQUIRED with `heldLeaseUntil` becomes SCHEDULED. */
+  unacquire(key: RowKey, heldLeaseUntil: number): Promise<boolean>;
   /** SCHEDULED, or ACQUIRED with a lease that ended before `nowMs`, becomes ACQUIRED until `leaseUntil`. */
   acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined>;
   /** Extends a lease this round still holds (its `leaseUntil` is unchanged since). */

@@ -2,6 +2,7 @@ import { backoffMs } from './backoff.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
 import type { AcquiredRow, RowKey } from './ports.js';
+import { TokenBucket } from './rateLimit.js';
 import { TenantTally } from './tenantTally.js';
 
 export interface ReleaseStats {
@@ -19,6 +20,10 @@ export interface ReleaseStats {
   latenessMs: number[];
   /** The same per tenant (sent, failed sends, a lateness sample), made on the first send. */
   byTenant?: TenantTally;
+  /** Sends put off by a tenant's delivery rate limit (a row counts each time). */
+  deferred: number;
+  /** Acquired rows given back unsent because their tenant was paused. */
+  givenBack: number;
 }
 
 interface Held {
@@ -84,12 +89,21 @@ export class Releaser {
   readonly #safetyMs: number;
   /** Set by abandon(): a release still in flight then neither re-queues rows nor arms timers. */
   #ended = false;
+  /** Held rows per tenant. */
+  readonly #heldBy = new Map<string, number>();
+  /** Delivery rate limits' buckets, per limited tenant. */
+  readonly #buckets = new Map<string, TokenBucket>();
 
+  /**
+   * @param deliveryShare this round's share of each tenant's `maxDeliveriesPerSecond` (its shards
+   *   over all shards: rows are spread evenly over shards, so the shares add up to the limit)
+   */
   constructor(
     private readonly deps: DispatchDeps,
     private readonly stats: ReleaseStats,
     private readonly signal?: AbortSignal,
     private readonly hooks: ReleaseHooks = {},
+    private readonly deliveryShare = 1,
   ) {
     this.#safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
     signal?.addEventListener('abort', this.#onAbort, { once: true });
@@ -109,12 +123,29 @@ export class Releaser {
     return this.#held.has(rowKeyString(k));
   }
 
+  /** Rows of `tenant` held (acquired, not sent yet). */
+  heldOf(tenant: string): number {
+    return this.#heldBy.get(tenant) ?? 0;
+  }
+
+  /** Tenants with rows held. */
+  tenants(): string[] {
+    return [...this.#heldBy.keys()];
+  }
+
+  /** This round's delivery rate for `tenant` (its share of the limit), or undefined when unlimited. */
+  rateOf(tenant: string): number | undefined {
+    const limit = this.deps.controls?.peek(tenant).maxDeliveriesPerSecond;
+    return limit === undefined ? undefined : limit * this.deliveryShare;
+  }
+
   add(row: AcquiredRow): void {
     if (this.signal?.aborted || this.#ended) return;
     const key = rowKeyString(row);
     if (this.#held.has(key)) return;
     const h: Held = { key, row, bytes: row.payload.length, leaseUntil: row.leaseUntil, attempts: 0, readyAt: row.dueMs, busy: false };
     this.#held.set(key, h);
+    this.#heldBy.set(row.tenant, (this.#heldBy.get(row.tenant) ?? 0) + 1);
     this.#bytes += h.bytes;
     this.#enqueue(h);
     this.#renewTimer ??= setInterval(() => this.#track(this.#renewWaiting()), Math.max(250, Math.floor(this.deps.settings.leaseMs / 4)));
@@ -162,6 +193,7 @@ export class Releaser {
     this.#toRecord = [];
     const n = this.#held.size;
     this.#held.clear();
+    this.#heldBy.clear();
     this.#queue = [];
     this.#bytes = 0;
     return n;
@@ -178,6 +210,20 @@ export class Releaser {
       else hi = mid;
     }
     this.#queue.splice(lo, 0, h);
+    if (lo === 0) this.#arm();
+  }
+
+  /** Queues rows that are ready at the same time, in their order, in one splice. */
+  #enqueueAll(hs: Held[], readyAt: number): void {
+    if (this.#ended || hs.length === 0) return;
+    let lo = 0;
+    let hi = this.#queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#queue[mid]!.readyAt <= readyAt) lo = mid + 1;
+      else hi = mid;
+    }
+    this.#queue.splice(lo, 0, ...hs);
     if (lo === 0) this.#arm();
   }
 
@@ -220,7 +266,52 @@ export class Releaser {
   }
 
   #forget(h: Held): void {
-    if (this.#held.delete(h.key)) this.#bytes -= h.bytes;
+    if (!this.#held.delete(h.key)) return;
+    this.#bytes -= h.bytes;
+    const n = (this.#heldBy.get(h.row.tenant) ?? 1) - 1;
+    if (n > 0) this.#heldBy.set(h.row.tenant, n);
+    else this.#heldBy.delete(h.row.tenant);
+  }
+
+  /**
+   * The rows of `list` that `tenant`'s delivery limit lets go now (in order); the others wait in
+   * the queue for the bucket's next token.
+   */
+  #allowed(tenant: string, list: Held[], now: number): Held[] {
+    const rate = this.rateOf(tenant);
+    if (rate === undefined) {
+      this.#buckets.delete(tenant);
+      return list;
+    }
+    let bucket = this.#buckets.get(tenant);
+    if (!bucket) this.#buckets.set(tenant, (bucket = new TokenBucket(rate, now)));
+    else bucket.setRate(rate, now);
+    const granted = bucket.take(now, list.length);
+    if (granted < list.length) {
+      const readyAt = bucket.readyAt(now);
+      const later = list.slice(granted);
+      for (const h of later) {
+        h.busy = false;
+        h.readyAt = readyAt;
+      }
+      this.stats.deferred += later.length;
+      this.#enqueueAll(later, readyAt);
+    }
+    return list.slice(0, granted);
+  }
+
+  /** Gives a paused tenant's rows back (SCHEDULED again) so that they are held, not sent. */
+  async #giveBack(tenant: string, list: Held[]): Promise<void> {
+    this.deps.log?.('tenant paused; acquired rows given back', { tenant, rows: list.length });
+    await Promise.all(
+      list.map(async (h) => {
+        this.#forget(h);
+        const back = await this.deps.store.unacquire(h.row, h.leaseUntil).catch(() => false);
+        if (back) this.stats.givenBack++;
+        // Given back: look at it again now (it will be held); otherwise after its lease.
+        this.hooks.onDropped?.(h.row, back ? this.deps.clock.now() : h.leaseUntil + 1);
+      }),
+    );
   }
 
   async #release(rows: Held[]): Promise<void> {
@@ -239,6 +330,23 @@ export class Releaser {
       const list = byTenant.get(h.row.tenant) ?? [];
       list.push(h);
       byTenant.set(h.row.tenant, list);
+    }
+    // Tenant controls (at most 5 s stale: a read only when the cached copy is older): a paused
+    // tenant's rows go back; a limited tenant's wait for tokens.
+    const paused = new Set<string>();
+    if (this.deps.controls)
+      await Promise.all([...byTenant.keys()].map(async (t) => (await this.deps.controls!.get(t)).paused && paused.add(t)));
+    if (this.signal?.aborted) return;
+    const at = clock.now();
+    for (const [tenant, list] of byTenant) {
+      if (paused.has(tenant)) {
+        byTenant.delete(tenant);
+        this.#track(this.#giveBack(tenant, list));
+        continue;
+      }
+      const allowed = this.#allowed(tenant, list, at);
+      if (allowed.length === 0) byTenant.delete(tenant);
+      else byTenant.set(tenant, allowed);
     }
     const sentRows: Held[] = [];
     const retry: Held[] = [];

@@ -21,7 +21,7 @@ function harness(releaseWindowMs: number, markDelivered: JobStore['markDelivered
     putTenant: async () => {},
   });
   const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
-  const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [] };
+  const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [], deferred: 0, givenBack: 0 };
   const releaser = new Releaser(deps, stats);
   const row = (jobId: string, dueMs: number): AcquiredRow => ({
     shard: 0,
