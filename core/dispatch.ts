@@ -214,7 +214,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const heldToDelete = new Map<string, HeldPointer>();
   const heldDeleted = new Map<string, number>();
   /** Holds waiting for their pointer's write (batched). */
-  let holdBatch: { t: Track; pointer: HeldPointer }[] = [];
+  const holdBatch: { t: Track; pointer: HeldPointer }[] = [];
   let holdFlush: Promise<void> | undefined;
   /** Acquires in flight per tenant (a delivery-limited tenant's are counted against its allowance). */
   const acquiring = new Map<string, number>();
