@@ -153,9 +153,44 @@ export class Acquirer<T extends AcquireItem> {
     return this.#inflight;
   }
 
+  /** Tenants with rows queued. */
+  tenants(): string[] {
+    return [...this.#active].map((q) => q.tenant);
+  }
+
   /** Rows of `tenant` waiting for an acquire. */
   queuedOf(tenant: string): number {
     return this.#tenants.get(tenant)?.size ?? 0;
+  }
+
+  /** The tenant with the most rows queued, and how many. */
+  largest(): { tenant: string; queued: number } | undefined {
+    let best: TenantQueue<T> | undefined;
+    for (const q of this.#active) if (!best || q.size > best.size) best = q;
+    return best && { tenant: best.tenant, queued: best.size };
+  }
+
+  /**
+   * Takes out `tenant`'s queued rows beyond the first `keep` in the order it would acquire them
+   * (the ones it would reach last), and returns them.
+   */
+  spill(tenant: string, keep: number): T[] {
+    const q = this.#tenants.get(tenant);
+    if (!q || q.size <= keep) return [];
+    const now = this.opts.now();
+    const ordered: { e: Entry<T>; backlog: boolean }[] = [];
+    for (;;) {
+      const backlog = q.due.size === 0 && q.future.size === 0;
+      const e = q.next(now);
+      if (!e) break;
+      ordered.push({ e, backlog });
+    }
+    for (const { e, backlog } of ordered.slice(0, keep)) (backlog ? q.backlog : e.item.key.dueMs <= now ? q.due : q.future).push(e);
+    const out = ordered.slice(keep);
+    this.#queued -= out.length;
+    this.#backlogSize -= out.filter((o) => o.backlog).length;
+    if (q.size === 0) this.#active.delete(q);
+    return out.map((o) => o.e.item);
   }
 
   /** Queues a fresh row (or a retry). */

@@ -77,8 +77,10 @@ export interface RoundReport extends ReleaseStats {
   parkedTenants: string[];
   /** Rows put in the hold lane because their tenant was paused (docs/tenant-controls.md). */
   held: number;
-  /** Rows read back from the hold lane after their tenant resumed. */
+  /** Rows read back from the hold lane (their tenant resumed, or its queue drained). */
   unheld: number;
+  /** Queued rows moved to the hold lane to keep the round's queue bounded (a flood, or a delivery-limited backlog). */
+  spilled: number;
   /** Those rows' tenants (paused during the round). */
   heldTenants: string[];
   durationMs: number;
@@ -102,6 +104,10 @@ const HOLD_SCAN_MS = 5_000;
 const HOLD_TENANTS_PER_SCAN = 50;
 /** A delivery-limited tenant has at most this many seconds of its rate acquired and unsent. */
 const LIMITED_IN_HAND_SECONDS = 2;
+/** ... and at most this many seconds of it (at least two pages) waiting for an acquire: the rest goes to the hold lane. */
+const LIMITED_QUEUED_SECONDS = 10;
+/** When the rows queued and held pass this share of the round's cap, the largest tenant's excess goes to the hold lane. */
+const SPILL_AT = 0.75;
 
 /** A row the round has read and that is not final yet. */
 interface Track {
@@ -149,6 +155,7 @@ export function emptyRoundReport(): RoundReport {
     parkedTenants: [],
     held: 0,
     unheld: 0,
+    spilled: 0,
     heldTenants: [],
     durationMs: 0,
     sent: 0,
@@ -281,6 +288,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       // Keeps the controls of tenants with rows held current (the release timer reads them from the cache).
       if (controls) for (const tenant of releaser.tenants()) void controls.get(tenant);
+      if (controls) spill();
       acquirer.kick();
       flushPointers();
       report.maxTracked = Math.max(report.maxTracked, tracks.size);
@@ -297,6 +305,17 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         } catch (err) {
           await backOff(err);
           continue;
+        }
+        if (!busy && controls && report.held + report.spilled + report.unheld > 0 && holdFlush === undefined) {
+          // This round used the hold lanes: before ending, look at them again (a pointer written
+          // behind a tenant's read position is found by a scan).
+          try {
+            for (const l of lanes) await readHolds(l, t0, () => true, true);
+          } catch (err) {
+            await backOff(err);
+            continue;
+          }
+          busy = lanes.some(holdWork);
         }
         if (!busy) {
           report.idle = true;
@@ -398,8 +417,14 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
    * single-item read per tenant); then, for each tenant no longer paused, a page of its pointers
    * (higher priority first, then oldest) when fewer than a page of its rows wait for an acquire.
    */
-  async function readHolds(lane: ShardLane, t0: number, room: () => boolean): Promise<void> {
-    if (t0 >= lane.holdScanAt) {
+  async function readHolds(lane: ShardLane, t0: number, room: () => boolean, force = false): Promise<void> {
+    const known = deps.holdScans?.get(lane.shard);
+    if (lane.holdScanAt === 0 && !force && known && known.until > t0) {
+      // This process scanned the shard moments ago (an earlier round): start from what it found.
+      lane.holdScanAt = known.until;
+      for (const tenant of known.tenants) if (!lane.holds.has(tenant)) lane.holds.set(tenant, { more: true });
+    }
+    if (force || t0 >= lane.holdScanAt) {
       lane.holdScanAt = t0 + HOLD_SCAN_MS;
       const found = new Set<string>();
       let after: string | undefined;
@@ -412,6 +437,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         after = `${p.tenant}$`; // past every sk of this tenant ('$' sorts right after '#')
         if (!page.more) break;
       }
+      deps.holdScans?.set(lane.shard, { until: lane.holdScanAt, tenants: [...found] });
       for (const tenant of lane.holds.keys()) if (!found.has(tenant)) lane.holds.delete(tenant);
       for (const tenant of found) {
         const h = lane.holds.get(tenant);
@@ -465,11 +491,14 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
    * of it, so the shard's mark may pass it; the row stays SCHEDULED (cancellable) until the
    * tenant resumes and a round reads the pointer back. Pointer writes are batched.
    */
-  function hold(t: Track): Promise<void> {
-    report.held++;
-    if (!report.heldTenants.includes(t.tenant)) report.heldTenants.push(t.tenant);
+  function hold(t: Track, paused = true): Promise<void> {
+    if (paused) {
+      report.held++;
+      if (!report.heldTenants.includes(t.tenant)) report.heldTenants.push(t.tenant);
+    }
     if (t.held) {
-      drop(t); // already in the hold lane (the tenant was paused again)
+      drop(t); // already in the hold lane (its tenant was paused again, or it was spilled again)
+      rereadHolds(t);
       return Promise.resolve();
     }
     holdBatch.push({ t, pointer: { ...t.key, tenant: t.tenant, priority: t.priority ?? DEFAULT_PRIORITY } });
@@ -495,6 +524,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
           else {
             held.held = pointer;
             drop(held);
+            rereadHolds(held);
           }
         }
       }
@@ -502,6 +532,44 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       // A hold queued while this flush was ending is written by the next one.
       holdFlush = holdBatch.length > 0 && !signal?.aborted ? flushHolds() : undefined;
     });
+  }
+
+  /**
+   * Keeps what waits for an acquire bounded without stopping the reads: a delivery-limited
+   * tenant keeps at most {@link LIMITED_QUEUED_SECONDS} of its rate queued, and when the round
+   * nears its cap the tenant with the most rows queued keeps two pages. The rest goes to the
+   * hold lane (the rows it would reach last), to be read back as its queue drains: one
+   * tenant's flood, or a limited tenant's backlog, neither holds the shards' marks back nor
+   * stops the reads that find other tenants' rows.
+   */
+  function spill(): void {
+    const keepMin = 2 * pageRows;
+    const out: Track[] = [];
+    for (const tenant of new Set([...acquirer.tenants(), ...releaser.tenants()])) {
+      const rate = releaser.rateOf(tenant);
+      if (rate !== undefined) out.push(...acquirer.spill(tenant, Math.max(keepMin, Math.ceil(rate * LIMITED_QUEUED_SECONDS))));
+    }
+    while (acquirer.queued + releaser.size > maxRows * SPILL_AT) {
+      const largest = acquirer.largest();
+      if (!largest || largest.queued <= keepMin) break;
+      out.push(...acquirer.spill(largest.tenant, keepMin));
+    }
+    for (const t of out) {
+      if (t.backlog) {
+        const lane = laneOf.get(t.key.shard);
+        if (lane) lane.backlogOpen--;
+        t.backlog = false;
+      }
+      t.phase = 'acquiring';
+      report.spilled++;
+      void hold(t, false);
+    }
+  }
+
+  /** The lane of a row just put (back) in the hold lane reads its tenant's pointers again from the start. */
+  function rereadHolds(t: Track): void {
+    const lane = laneOf.get(t.key.shard);
+    if (lane) lane.holds.set(t.tenant, { more: true });
   }
 
   /** Forgets a row that is not final but needs this round no more (its hold pointer stays). */

@@ -17,4 +17,9 @@ export interface DispatchDeps {
   readonly parked?: ParkedTenants;
   /** Tenant controls (pause, delivery limits, weights), at most 5 s stale. Absent: none apply. */
   readonly controls?: ControlsCache;
+  /**
+   * Per shard, this process's last scan of the hold lane (valid until `until`, epoch ms) and the
+   * tenants it found: rounds starting within 5 s of it skip their first scan. Kept across rounds.
+   */
+  readonly holdScans?: Map<number, { until: number; tenants: string[] }>;
 }

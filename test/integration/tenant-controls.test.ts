@@ -10,6 +10,7 @@ import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobsService } from '../../core/cancel.js';
 import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/controls.js';
+import { dispatchRound } from '../../core/dispatch.js';
 import type { JobStore, QueueSender } from '../../core/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';
@@ -212,6 +213,48 @@ describe('delivery rate limit', () => {
       await ingest.stop();
       await limited.stop();
       await free.stop();
+    }
+  }, 40_000);
+});
+
+describe('a flood', () => {
+  it("past the round cap, the largest tenant's excess goes to the hold lane and comes back: the reads go on, nothing lost or doubled", async () => {
+    const sys = await createSystem(em, { tenants: ['flood', 'quiet'], settings: SETTINGS });
+    const controls = controlsOf({});
+    const deps = { ...sys.w.dispatch, controls: controls.cache };
+    const { shardCount } = sys.w.config.settings;
+    const now = Date.now();
+    const rows = [
+      ...Array.from({ length: 300 }, (_, i) => ({ tenant: 'flood', dueMs: now - 2_000 + i })),
+      ...Array.from({ length: 10 }, (_, i) => ({ tenant: 'quiet', dueMs: now + 1_500 + i * 10 })),
+    ].map(({ tenant, dueMs }) => {
+      const { shard, random } = sys.w.codec.placement(tenant, shardCount);
+      return { shard, dueMs, tenant, jobId: sys.w.codec.encode({ tenant, shard, dueMs, path: 't' as const, random }), payload: '{}' };
+    });
+    await Promise.all(rows.map((r) => sys.w.store.putJob(r)));
+    const flood = consume(em.sqs, sys.tenants.flood!.url);
+    const quiet = consume(em.sqs, sys.tenants.quiet!.url);
+    try {
+      const report = await dispatchRound(deps, {
+        shards: Array.from({ length: shardCount }, (_, i) => i),
+        deadlineMs: Date.now() + 20_000,
+        maxHeldRows: 40,
+        pageRows: 10,
+        acquireConcurrency: 4,
+      });
+      await flood.waitFor((d) => d.length >= 300, 10_000);
+      await quiet.waitFor((d) => d.length >= 10, 10_000);
+      await sleep(300);
+      expect(report.spilled).toBeGreaterThan(0);
+      expect(report.unheld).toBeGreaterThanOrEqual(report.spilled);
+      expect(report.held).toBe(0); // nobody was paused
+      for (const c of [flood, quiet]) expect(new Set(c.deliveries.map((d) => d.jobId)).size).toBe(c.deliveries.length);
+      expect(flood.deliveries).toHaveLength(300);
+      for (const d of quiet.deliveries) expect(d.receivedAt).toBeGreaterThanOrEqual(Date.parse(d.runAt));
+      await until(async () => (await heldPointers(sys)) === 0, 10_000, 'the hold lane to empty');
+    } finally {
+      await flood.stop();
+      await quiet.stop();
     }
   }, 40_000);
 });

@@ -133,3 +133,20 @@ describe('TokenBucket', () => {
     });
   }
 });
+
+describe('Acquirer.spill', () => {
+  it('takes out the rows the tenant would reach last, keeps the rest in order, and counts right', async () => {
+    const { acquirer, order, drain } = recorder();
+    acquirer.pushBacklog(item('a', 5, 'a-backlog'));
+    for (let i = 0; i < 6; i++) acquirer.pushFresh(item('a', 100 + i, `a${i}`, i === 4 ? 9 : undefined));
+    acquirer.pushFresh(item('b', 100, 'b0'));
+    expect(acquirer.largest()).toEqual({ tenant: 'a', queued: 7 });
+    const out = acquirer.spill('a', 3);
+    expect(out.map((i) => i.name)).toEqual(['a2', 'a3', 'a5', 'a-backlog']);
+    expect(acquirer.queued).toBe(4);
+    expect(acquirer.backlogQueued).toBe(0);
+    expect(acquirer.spill('b', 3)).toEqual([]);
+    await drain();
+    expect(order.filter((i) => i.tenant === 'a').map((i) => i.name)).toEqual(['a4', 'a0', 'a1']);
+  });
+});
