@@ -46,11 +46,10 @@ export class DynamoControlsStore implements ControlsStore {
         new PutItemCommand({
           TableName: this.tableName,
           Item: item,
-          // Optimistic concurrency: the write lands only on the revision it was computed from (a
-          // first write only where no controls item exists), so two operators never lose a change.
-          ...(expectedRev === 0
-            ? { ConditionExpression: 'attribute_not_exists(pk)' }
-            : { ConditionExpression: 'rev = :rev', ExpressionAttributeValues: { ':rev': { N: String(expectedRev) } } }),
+          // Optimistic concurrency: the write lands only on the revision it was computed from (rev
+          // 0: no item, or one without a revision), so two operators never lose a change.
+          ConditionExpression: expectedRev === 0 ? 'attribute_not_exists(rev) OR rev = :rev' : 'rev = :rev',
+          ExpressionAttributeValues: { ':rev': { N: String(expectedRev) } },
         }),
       );
       return true;
