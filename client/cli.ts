@@ -892,8 +892,8 @@ const COMMANDS: Record<string, Command | Group> = {
   tenant: {
     brief: "operators: pause, resume, show or set a tenant's limits and weight",
     summary:
-      "Tenant controls through the operator API (docs/tenant-controls.md; IAM: DyneinScheduler.grantAdmin). Locally it\n" +
-      "uses local.json's operator key (\"admin\"); with --endpoint, your AWS credentials. Every change is recorded with who made it.",
+      'Tenant controls through the operator API (docs/tenant-controls.md; IAM: DyneinScheduler.grantAdmin). Locally it\n' +
+      'uses local.json\'s operator key ("admin"); with --endpoint, your AWS credentials. Every change is recorded with who made it.',
     subcommands: {
       show: adminCommand('show', "print the tenant's controls: paused or not, limits, weight, last changes", (c, t) =>
         c.getTenantControls(t),
@@ -901,7 +901,7 @@ const COMMANDS: Record<string, Command | Group> = {
       pause: adminCommand('pause', 'pause the tenant: its jobs are accepted and held, none delivered until resume', (c, t) =>
         c.pauseTenant(t),
       ),
-      resume: adminCommand('resume', "resume the tenant: its held jobs are delivered in due order", (c, t) => c.resumeTenant(t)),
+      resume: adminCommand('resume', 'resume the tenant: its held jobs are delivered in due order', (c, t) => c.resumeTenant(t)),
       set: adminCommand(
         'set',
         "set the tenant's rate limits and weight (only the options given change)",
@@ -959,7 +959,12 @@ function adminCommand(
     async run({ values, str, rest, io }) {
       if (rest.length !== 1) throw new UsageError(`tenant ${name} needs one tenant name: dynein tenant ${name} <tenant>`);
       if (name === 'set') settingsOptions(values); // checked before anything is read
-      const where = resolveAdminTarget({ endpoint: str('endpoint'), region: str('region'), profile: str('profile'), dataDir: str('data-dir') });
+      const where = resolveAdminTarget({
+        endpoint: str('endpoint'),
+        region: str('region'),
+        profile: str('profile'),
+        dataDir: str('data-dir'),
+      });
       const controls = await call(new DyneinClient(where), rest[0]!, values);
       if (values.json) io.out(JSON.stringify(controls));
       else for (const line of describeControls(controls)) io.out(line);
@@ -1001,10 +1006,7 @@ function describeControls(c: TenantControls): string[] {
     `${c.tenant}  ${c.paused ? `PAUSED since ${c.pausedAt ?? '?'}` : 'running'}`,
     `  maxDeliveriesPerSecond ${s.maxDeliveriesPerSecond ?? 'none'}  maxSubmitsPerSecond ${s.maxSubmitsPerSecond ?? 'none'}  weight ${s.weight}`,
     ...(c.changes.length > 0 ? ['  changes (latest last):'] : []),
-    ...c.changes.map(
-      (ch) =>
-        `    ${ch.at}  ${ch.action}${ch.settings ? ` ${JSON.stringify(ch.settings)}` : ''}  by ${ch.by}`,
-    ),
+    ...c.changes.map((ch) => `    ${ch.at}  ${ch.action}${ch.settings ? ` ${JSON.stringify(ch.settings)}` : ''}  by ${ch.by}`),
   ];
 }
 

@@ -90,7 +90,9 @@ export function parseSettingsChange(body: string | undefined): SettingsChange {
     if (!(name in fields)) continue;
     const v = fields[name];
     if (v !== null && !isIntegerIn(v, 1, MAX_RATE_LIMIT))
-      throw new ValidationError(`${name} must be a whole number of jobs per second from 1 to ${MAX_RATE_LIMIT}, or null for no limit, got ${JSON.stringify(v)}`);
+      throw new ValidationError(
+        `${name} must be a whole number of jobs per second from 1 to ${MAX_RATE_LIMIT}, or null for no limit, got ${JSON.stringify(v)}`,
+      );
     change[name] = v as number | null;
   }
   if ('weight' in fields) {

@@ -213,8 +213,7 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     const params = Object.fromEntries(route.params.map((p, i) => [p, safeDecode(values[i + 1] ?? '')]));
     // The IAM grants: a tenant's execute-api:Invoke on /v1/tenants/<own tenant>/... only; the
     // operator's (grantAdmin) on /v1/admin/... only.
-    if (isAdminRoute(route) ? caller.tenant !== ADMIN : params.tenant !== caller.tenant)
-      return gateway(res, requestId, 403, 'Forbidden');
+    if (isAdminRoute(route) ? caller.tenant !== ADMIN : params.tenant !== caller.tenant) return gateway(res, requestId, 403, 'Forbidden');
     if (!takeToken()) return gateway(res, requestId, 429, 'Too Many Requests');
 
     const event = toEvent(req, target, method, route, params, body, requestId, caller, now());

@@ -101,7 +101,12 @@ describe('cdk-nag', () => {
     sch.grantAdmin(ops);
     // The grantee's wildcard is the tenant name of the routes (as for the tenant grants): its owner acknowledges it.
     const api = `<${idOf(sch.httpApi)}>`;
-    for (const route of ['GET/v1/admin/tenants/*', 'POST/v1/admin/tenants/*/pause', 'POST/v1/admin/tenants/*/resume', 'PUT/v1/admin/tenants/*/settings'])
+    for (const route of [
+      'GET/v1/admin/tenants/*',
+      'POST/v1/admin/tenants/*/pause',
+      'POST/v1/admin/tenants/*/resume',
+      'PUT/v1/admin/tenants/*/settings',
+    ])
       Validations.of(ops).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${api}/$default/${route}]`,
         reason: 'The operator may act on every tenant: the tenant name of the admin routes is the only wildcard.',

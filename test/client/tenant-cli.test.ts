@@ -23,7 +23,10 @@ let sys: TestSystem;
 let server: Server;
 let endpoint: string;
 const dataDir = mkdtempSync(join(tmpdir(), 'dynein-tenant-cli-'));
-const keys = { demo: { accessKeyId: 'AKIDDEMO', secretAccessKey: 'demo-secret' }, other: { accessKeyId: 'AKIDOTHER', secretAccessKey: 'o' } };
+const keys = {
+  demo: { accessKeyId: 'AKIDDEMO', secretAccessKey: 'demo-secret' },
+  other: { accessKeyId: 'AKIDOTHER', secretAccessKey: 'o' },
+};
 const admin = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
 
 beforeAll(async () => {

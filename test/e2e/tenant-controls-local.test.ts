@@ -52,7 +52,11 @@ describe('the operator key of npm start', () => {
     expect(again.admin).toEqual(admin);
     const show = await cli(second.dataDir, 'tenant', 'show', 'alpha', '--json');
     expect(show.code).toBe(0);
-    expect(JSON.parse(show.out[0]!)).toMatchObject({ tenant: 'alpha', paused: true, changes: [{ action: 'pause', by: admin.accessKeyId }] });
+    expect(JSON.parse(show.out[0]!)).toMatchObject({
+      tenant: 'alpha',
+      paused: true,
+      changes: [{ action: 'pause', by: admin.accessKeyId }],
+    });
     expect(JSON.parse((await cli(second.dataDir, 'tenant', 'show', 'beta', '--json')).out[0]!).settings).toEqual({ weight: 5 });
   }, 150_000);
 });

@@ -155,7 +155,12 @@ describe('TenantAdmin', () => {
       if (raced) return;
       raced = true;
       // Another operator's write lands between our read and our write.
-      store.items.set(tenant, { paused: false, weight: 7, rev: 1, changes: [{ at: 0, by: 'other', action: 'settings', settings: { weight: 7 } }] });
+      store.items.set(tenant, {
+        paused: false,
+        weight: 7,
+        rev: 1,
+        changes: [{ at: 0, by: 'other', action: 'settings', settings: { weight: 7 } }],
+      });
     };
     const r = await admin.setSettings('billing', '{"maxDeliveriesPerSecond":10}', 'me');
     expect(r.settings).toEqual({ maxDeliveriesPerSecond: 10, weight: 7 });
