@@ -20,6 +20,8 @@ export interface LocalJson {
   readonly region: string;
   readonly sqsEndpoint: string;
   readonly tenants: Readonly<Record<string, { accessKeyId: string; secretAccessKey: string; queueUrl: string; dlqUrl: string }>>;
+  /** The operator key (the admin routes only). */
+  readonly admin?: { accessKeyId: string; secretAccessKey: string };
 }
 
 /** Where the CLI talks to: the API, the tenant's queues, and the credentials for both. */
@@ -105,6 +107,25 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
     sqs: () => (sqs ??= new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials })),
     close: () => sqs?.destroy(),
   };
+}
+
+/**
+ * Where the operator commands (`dynein tenant ...`) talk to: the local stack with local.json's
+ * `admin` key, or with `--endpoint` the API on AWS with the caller's own credentials (a principal
+ * given `DyneinScheduler.grantAdmin`).
+ */
+export function resolveAdminTarget(
+  o: Pick<TargetOptions, 'endpoint' | 'region' | 'profile' | 'dataDir'>,
+  env: NodeJS.ProcessEnv = process.env,
+): { endpoint: string; region: string; credentials: Credentials } {
+  if (o.endpoint) {
+    const { endpoint, region, credentials } = resolveTarget({ ...o, tenant: '' }, env);
+    return { endpoint, region, credentials };
+  }
+  const local = readLocalJson(o.dataDir, env);
+  if (!local.admin?.accessKeyId)
+    throw new Error('the local stack wrote no operator key (local.json has no "admin"): restart it with this version (npm start)');
+  return { endpoint: local.endpoint, region: local.region, credentials: { ...local.admin } };
 }
 
 /** The local stack's `local.json` (`$DYNEIN_DATA_DIR`, else `.dynein`), or an error saying how to start the stack. */

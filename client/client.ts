@@ -194,6 +194,47 @@ export interface DeadLettersDeleted {
   readonly failed?: readonly string[];
 }
 
+/** A tenant's limits and weight (tenant controls, docs/tenant-controls.md). */
+export interface TenantSettings {
+  /** Most deliveries per second to the tenant's queue; absent: no limit. */
+  readonly maxDeliveriesPerSecond?: number;
+  /** Most jobs submitted per second (excess: 429 Throttled); absent: no limit. */
+  readonly maxSubmitsPerSecond?: number;
+  /** Share of dispatch relative to other tenants' (default 1). */
+  readonly weight: number;
+}
+
+/**
+ * Reply of the operator methods (`getTenantControls`, `pauseTenant`, `resumeTenant`,
+ * `setTenantSettings`): the tenant's controls after the call, with the last 20 changes (oldest first).
+ */
+export interface TenantControls {
+  readonly tenant: string;
+  readonly paused: boolean;
+  /** When the current pause began (RFC 3339); only while paused. */
+  readonly pausedAt?: string;
+  readonly settings: TenantSettings;
+  /** Bumped by every change (0: never changed). */
+  readonly rev: number;
+  readonly changes: readonly {
+    readonly at: string;
+    /** The caller: an IAM principal ARN on AWS, the operator's access key id locally. */
+    readonly by: string;
+    readonly action: 'pause' | 'resume' | 'settings';
+    readonly settings?: TenantSettings;
+  }[];
+}
+
+/** What `setTenantSettings` changes: only the fields given; `null` clears a limit. */
+export interface TenantSettingsUpdate {
+  /** 1 to 100,000 jobs per second, or null for no limit. */
+  readonly maxDeliveriesPerSecond?: number | null;
+  /** 1 to 100,000 jobs per second, or null for no limit. */
+  readonly maxSubmitsPerSecond?: number | null;
+  /** 1 to 1,000 (default 1). */
+  readonly weight?: number;
+}
+
 /** Reply of `cancel` (repeatable). */
 export interface CancelledJob {
   readonly jobId: string;
@@ -566,6 +607,38 @@ export class DyneinClient {
   }
 
   /**
+   * A tenant's controls (operator API; IAM: `DyneinScheduler.grantAdmin`, locally local.json's
+   * `admin` key): paused or not, its limits and weight, the last 20 changes.
+   * @throws TenantNotFoundError, ForbiddenError (not an operator's credentials)
+   */
+  getTenantControls(tenant: string, opts: CallOptions = {}): Promise<TenantControls> {
+    return this.#request<TenantControls>('GET', adminPath(tenant), undefined, opts.signal);
+  }
+
+  /**
+   * Pauses a tenant: its jobs are still accepted and stored, none is delivered until
+   * {@link resumeTenant}. Pausing a paused tenant changes nothing (its `pausedAt` stays).
+   * @throws TenantNotFoundError, ForbiddenError, ConcurrentModificationError
+   */
+  pauseTenant(tenant: string, opts: CallOptions = {}): Promise<TenantControls> {
+    return this.#request<TenantControls>('POST', `${adminPath(tenant)}/pause`, undefined, opts.signal);
+  }
+
+  /** Resumes a paused tenant (its held jobs are delivered, in due order). @throws TenantNotFoundError, ForbiddenError, ConcurrentModificationError */
+  resumeTenant(tenant: string, opts: CallOptions = {}): Promise<TenantControls> {
+    return this.#request<TenantControls>('POST', `${adminPath(tenant)}/resume`, undefined, opts.signal);
+  }
+
+  /**
+   * Changes a tenant's limits and weight: only the fields given; `null` clears a limit.
+   * @example await client.setTenantSettings('billing', { maxDeliveriesPerSecond: 50, weight: 2 })
+   * @throws ValidationError (naming the field; nothing written), TenantNotFoundError, ForbiddenError, ConcurrentModificationError
+   */
+  setTenantSettings(tenant: string, settings: TenantSettingsUpdate, opts: CallOptions = {}): Promise<TenantControls> {
+    return this.#request<TenantControls>('PUT', `${adminPath(tenant)}/settings`, JSON.stringify(settings), opts.signal);
+  }
+
+  /**
    * The body sent for a job, as JSON text: an absolute `runAt` and an idempotency key, fixed
    * before the first attempt, so that every attempt sends the same bytes. The payload is spliced
    * in as text (`payloadJson` as given).
@@ -787,3 +860,6 @@ function describe(err: unknown): string {
   if (e?.name === 'TimeoutError') return 'timed out';
   return [e?.message ?? String(err), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(': ');
 }
+
+/** The operator API's path of a tenant. */
+const adminPath = (tenant: string) => `v1/admin/tenants/${enc(tenant)}`;

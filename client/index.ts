@@ -33,6 +33,9 @@ export {
   type ScheduleState,
   type ScheduledJob,
   type TimelineEvent,
+  type TenantControls,
+  type TenantSettings,
+  type TenantSettingsUpdate,
 } from './client.js';
 export { OutcomeReporter, type OutcomeReport, type OutcomeReporterOptions, type OutcomeResult, type OutcomeSink } from './outcomes.js';
 export {

@@ -121,3 +121,12 @@ export class ControlsCache {
     while (this.#cache.size > this.#maxTenants) this.#cache.delete(this.#cache.keys().next().value as string);
   }
 }
+
+/** Reads and writes a tenant's controls (adapters/dynamoControlsStore.ts; the admin API writes them). */
+export interface ControlsStore extends ControlsReader {
+  /**
+   * Writes the tenant's controls whole, only if the stored `rev` is still `expectedRev` (0: none
+   * stored, or stored without a revision). Answers false, writing nothing, when another write came first.
+   */
+  putControls(tenant: string, controls: TenantControls, expectedRev: number): Promise<boolean>;
+}

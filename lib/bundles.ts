@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 
 /** The functions the constructs deploy, each pre-bundled in `dist/lambdas/<name>/index.mjs`. */
-export type BundleName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'register' | 'dlq';
+export type BundleName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'register' | 'dlq' | 'admin';
 
 const PACKAGE_NAME = 'dynein-serverless';
 let cached: string | undefined;

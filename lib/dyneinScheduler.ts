@@ -115,7 +115,7 @@ export interface DyneinSchedulerProps {
 }
 
 /** The scheduler's functions. */
-export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq';
+export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin';
 
 interface FunctionOptions {
   readonly timeout: Duration;
@@ -294,6 +294,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     // Tenant dead-letter queues through the API: a scan for named messages stops after 12 s, within the API's 30 s.
     const dlq = fn('dlq', { timeout: Duration.seconds(25), environment: withKey });
+    // The operator API (tenant controls): no job ids, so no id key.
+    const admin = fn('admin', { timeout: Duration.seconds(10), environment: env });
     const tick = fn('tick', { timeout: Duration.seconds(10), environment: env });
     const dispatch = fn('dispatch', {
       // One step dispatches a whole tick run (no gap between steps): the run plus 30 s.
@@ -304,7 +306,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
-    this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules, dlq };
+    this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin };
 
     // Least privilege, one statement per need (no wildcard actions).
     const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
@@ -339,6 +341,16 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
     // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
     tableAccess(schedules, 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query');
+    // Tenant controls (pk tenant#<name>, sk controls) and the registration it checks: read and
+    // conditional put on the tenants' items only, nothing else of the table.
+    admin.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'TenantItemsOnly',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tenant#*'] } },
+      }),
+    );
     for (const f of [submit, ingest, status, cancel, schedules, dlq]) {
       f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
     }
@@ -499,6 +511,30 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return dlq.combine(this.inboundQueue.grant(grantee, 'sqs:SendMessage', 'sqs:GetQueueAttributes'));
   }
 
+  /**
+   * Lets `grantee` (an operator's role) use the operator API on every tenant: `execute-api:Invoke`
+   * on exactly `GET /v1/admin/tenants/{tenant}`, `POST /v1/admin/tenants/{tenant}/pause` and
+   * `.../resume`, and `PUT /v1/admin/tenants/{tenant}/settings` of the `$default` stage (`{tenant}`
+   * a wildcard),
+   * nothing else: no tenant route. Tenant grants never cover these routes. Teams running cdk-nag
+   * acknowledge `AwsSolutions-IAM5` for the tenant wildcard on the grantee.
+   */
+  grantAdmin(grantee: iam.IGrantable): iam.Grant {
+    const stack = Stack.of(this);
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: ADMIN_ROUTES.map(([path, method]) =>
+        stack.formatArn({
+          service: 'execute-api',
+          resource: this.httpApi.apiId,
+          resourceName: `$default/${method}${path.replace('{tenant}', '*')}`,
+          arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+        }),
+      ),
+    });
+  }
+
   /** The API's base URL. */
   get url(): string {
     return this.stage.url;
@@ -639,7 +675,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     const route = (path: string, method: apigw.HttpMethod, f: lambda.IFunction, name: string) =>
       httpApi.addRoutes({ path, methods: [method], integration: new HttpLambdaIntegration(`${name}Integration`, f) });
-    const { submit, status, cancel, schedules, dlq } = this.functions;
+    const { submit, status, cancel, schedules, dlq, admin } = this.functions;
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
@@ -659,6 +695,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq', methods: [GET], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/redrive', methods: [POST], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/delete', methods: [POST], integration: dlqIntegration });
+    // The operator API (tenant controls): its own prefix, so no tenant grant ever covers it (grantAdmin).
+    const adminIntegration = new HttpLambdaIntegration('AdminIntegration', admin);
+    for (const [path, method] of ADMIN_ROUTES) httpApi.addRoutes({ path, methods: [method], integration: adminIntegration });
     return { httpApi, stage };
   }
 
@@ -706,6 +745,14 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return { stateMachine, rule };
   }
 }
+
+/** The operator API's routes (docs/tenant-controls.md), all served by the admin function. */
+const ADMIN_ROUTES: readonly (readonly [string, apigw.HttpMethod])[] = [
+  ['/v1/admin/tenants/{tenant}', apigw.HttpMethod.GET],
+  ['/v1/admin/tenants/{tenant}/pause', apigw.HttpMethod.POST],
+  ['/v1/admin/tenants/{tenant}/resume', apigw.HttpMethod.POST],
+  ['/v1/admin/tenants/{tenant}/settings', apigw.HttpMethod.PUT],
+];
 
 function cap(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);

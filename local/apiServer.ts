@@ -16,6 +16,8 @@ export interface ApiServerOptions {
   readonly region: string;
   /** Each tenant's access key: a key may invoke its own tenant's routes only (as the IAM grants). */
   readonly keys: Readonly<Record<string, TenantKeys>>;
+  /** The operator key: it may invoke the admin routes only, and only it may (as `grantAdmin`). */
+  readonly admin?: TenantKeys;
   readonly handlers: {
     readonly submit: Handler;
     readonly status: Handler;
@@ -24,6 +26,8 @@ export interface ApiServerOptions {
     /** `POST .../jobs/outcomes` (docs/history.md). */
     readonly outcomes?: Handler;
     readonly dlq?: Handler;
+    /** The operator API, `/v1/admin/tenants/{tenant}...` (docs/tenant-controls.md). */
+    readonly admin?: Handler;
   };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
@@ -126,7 +130,26 @@ const ROUTES: readonly Route[] = [
     handler: 'dlq' as const,
     params: ['tenant'],
   })),
+  ...(
+    [
+      ['GET', ''],
+      ['POST', '/pause'],
+      ['POST', '/resume'],
+      ['PUT', '/settings'],
+    ] as const
+  ).map(([method, suffix]) => ({
+    method,
+    pattern: new RegExp(`^/v1/admin/tenants/([^/]+)${suffix}$`),
+    routeKey: `${method} /v1/admin/tenants/{tenant}${suffix}`,
+    handler: 'admin' as const,
+    params: ['tenant'],
+  })),
 ];
+
+/** The operator API's routes: only the admin key may call them, and it may call nothing else. */
+const isAdminRoute = (r: Route) => r.handler === 'admin';
+/** The admin key's caller name (it has no tenant). */
+const ADMIN = Symbol('admin');
 
 /**
  * The local API Gateway: matches DESIGN.md's routes, checks SigV4 against each tenant's local
@@ -136,7 +159,10 @@ const ROUTES: readonly Route[] = [
  */
 export function startApiServer(opts: ApiServerOptions): Promise<Server> {
   const now = opts.now ?? Date.now;
-  const byKey = new Map(Object.entries(opts.keys).map(([tenant, k]) => [k.accessKeyId, { tenant, ...k }]));
+  const byKey = new Map<string, { tenant: string | typeof ADMIN } & TenantKeys>(
+    Object.entries(opts.keys).map(([tenant, k]) => [k.accessKeyId, { tenant, ...k }]),
+  );
+  if (opts.admin) byKey.set(opts.admin.accessKeyId, { tenant: ADMIN, ...opts.admin });
   const throttle = opts.throttle ?? { rateLimit: 1000, burstLimit: 2000 };
   let tokens = throttle.burstLimit;
   let refilledAt = now();
@@ -185,8 +211,9 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     if (!caller) return gateway(res, requestId, 403, 'Forbidden');
     const values = route.pattern.exec(target.path) ?? [];
     const params = Object.fromEntries(route.params.map((p, i) => [p, safeDecode(values[i + 1] ?? '')]));
-    // The IAM grant: execute-api:Invoke on /v1/tenants/<own tenant>/jobs, /schedules and below only.
-    if (params.tenant !== caller.tenant) return gateway(res, requestId, 403, 'Forbidden');
+    // The IAM grants: a tenant's execute-api:Invoke on /v1/tenants/<own tenant>/... only; the
+    // operator's (grantAdmin) on /v1/admin/... only.
+    if (isAdminRoute(route) ? caller.tenant !== ADMIN : params.tenant !== caller.tenant) return gateway(res, requestId, 403, 'Forbidden');
     if (!takeToken()) return gateway(res, requestId, 429, 'Too Many Requests');
 
     const event = toEvent(req, target, method, route, params, body, requestId, caller, now());
@@ -208,7 +235,7 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     params: Record<string, string>,
     body: Buffer,
     requestId: string,
-    caller: { tenant: string; accessKeyId: string },
+    caller: { tenant: string | typeof ADMIN; accessKeyId: string },
     t: number,
   ): APIGatewayProxyEventV2 {
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]));
@@ -243,7 +270,8 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
             accountId: ACCOUNT,
             callerId: caller.accessKeyId,
             principalOrgId: null,
-            userArn: `arn:aws:iam::${ACCOUNT}:user/dynein-${caller.tenant}`,
+            // The operator has no IAM user locally: the audit trail names its access key id.
+            userArn: caller.tenant === ADMIN ? null : `arn:aws:iam::${ACCOUNT}:user/dynein-${caller.tenant}`,
             userId: caller.accessKeyId,
             cognitoIdentity: null,
           },

@@ -14,6 +14,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
 import {
+  adminHandler,
   cancelHandler,
   dispatchHandler,
   dlqHandler,
@@ -76,6 +77,7 @@ const api = await startApiServer({
   port: settings.port,
   region: settings.region,
   keys,
+  admin: secrets.admin,
   handlers: {
     submit: submitHandler(w, t),
     status: statusHandler(w, t),
@@ -83,6 +85,7 @@ const api = await startApiServer({
     schedules: schedulesHandler(w, t),
     outcomes: outcomesHandler(w, t),
     dlq: dlqHandler(w, t),
+    admin: adminHandler(w, t),
   },
   metrics: () => metrics.snapshot(),
 }).catch((err: NodeJS.ErrnoException) => {

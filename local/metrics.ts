@@ -43,6 +43,7 @@ export class LocalMetrics {
         }
       },
       error: (message, err) => console.error(`dynein compute: ${message}: ${(err as Error)?.stack ?? err}`),
+      info: (message, fields) => console.log(`dynein compute: ${message} ${JSON.stringify(fields)}`),
     };
   }
 

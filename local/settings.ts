@@ -104,6 +104,8 @@ export interface LocalSecrets {
   /** Job id HMAC key, base64. */
   readonly idKey: string;
   readonly tenants: Record<string, TenantKeys>;
+  /** The operator key: the admin routes only (docs/tenant-controls.md). */
+  readonly admin: TenantKeys;
 }
 
 /**
@@ -115,15 +117,20 @@ export function loadSecrets(dataDir: string, tenants: readonly string[]): LocalS
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'secrets.json');
   const existing = existsSync(file) ? readSecrets(file) : {};
-  const secrets: LocalSecrets = { idKey: existing.idKey ?? randomBytes(32).toString('base64'), tenants: { ...existing.tenants } };
-  let added = existing.idKey === undefined;
+  const newKeys = (): TenantKeys => ({
+    accessKeyId: `AKIA${randomBytes(8).toString('hex').toUpperCase()}`,
+    secretAccessKey: randomBytes(30).toString('base64url'),
+  });
+  const secrets: LocalSecrets = {
+    idKey: existing.idKey ?? randomBytes(32).toString('base64'),
+    tenants: { ...existing.tenants },
+    admin: existing.admin ?? newKeys(),
+  };
+  let added = existing.idKey === undefined || existing.admin === undefined;
   for (const t of tenants) {
     if (secrets.tenants[t]) continue;
     added = true;
-    secrets.tenants[t] = {
-      accessKeyId: `AKIA${randomBytes(8).toString('hex').toUpperCase()}`,
-      secretAccessKey: randomBytes(30).toString('base64url'),
-    };
+    secrets.tenants[t] = newKeys();
   }
   // Written only when something was added: a start that adds nothing leaves the file untouched.
   if (added) writeAtomic(file, JSON.stringify(secrets, null, 2), 0o600);
@@ -149,22 +156,25 @@ function secretsProblem(v: unknown): string | undefined {
   const o = v as Record<string, unknown>;
   if (o.idKey !== undefined && (typeof o.idKey !== 'string' || Buffer.from(o.idKey, 'base64').length < 32))
     return '"idKey" must be base64 of at least 32 bytes';
+  if (o.admin !== undefined && keysProblem(o.admin)) return '"admin" needs "accessKeyId" and "secretAccessKey" strings';
   if (o.tenants === undefined) return undefined;
   if (typeof o.tenants !== 'object' || o.tenants === null || Array.isArray(o.tenants)) return '"tenants" must be an object';
   for (const [name, k] of Object.entries(o.tenants as Record<string, unknown>)) {
-    const keys = k as Partial<Record<keyof TenantKeys, unknown>> | null;
-    if (
-      typeof keys !== 'object' ||
-      keys === null ||
-      typeof keys.accessKeyId !== 'string' ||
-      !keys.accessKeyId ||
-      typeof keys.secretAccessKey !== 'string' ||
-      !keys.secretAccessKey
-    ) {
-      return `tenant '${name}' needs "accessKeyId" and "secretAccessKey" strings`;
-    }
+    if (keysProblem(k)) return `tenant '${name}' needs "accessKeyId" and "secretAccessKey" strings`;
   }
   return undefined;
+}
+
+function keysProblem(k: unknown): boolean {
+  const keys = k as Partial<Record<keyof TenantKeys, unknown>> | null;
+  return (
+    typeof keys !== 'object' ||
+    keys === null ||
+    typeof keys.accessKeyId !== 'string' ||
+    !keys.accessKeyId ||
+    typeof keys.secretAccessKey !== 'string' ||
+    !keys.secretAccessKey
+  );
 }
 
 /** Writes a file atomically: a temporary file, then a rename. */

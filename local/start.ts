@@ -127,6 +127,8 @@ function writeLocalJson(): void {
         schedulerEndpoint: svc.scheduler.endpoint,
         pids: { services: services.pid, compute: compute?.pid },
         tenants,
+        // The operator key: the admin routes only (`dynein tenant pause|resume|show|set`).
+        admin: secrets.admin,
       },
       null,
       2,

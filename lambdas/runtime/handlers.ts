@@ -4,6 +4,7 @@ import { recordDeadLetters } from '../../core/deadLetters.js';
 import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest.js';
 import { materialiseFiring } from '../../core/recurring/materialise.js';
 import { parseFiring } from '../../core/recurring/ports.js';
+import { TenantAdmin } from '../../core/admin.js';
 import { limiter } from '../../core/limit.js';
 import { shardsOfGroup } from '../../core/config.js';
 import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
@@ -21,6 +22,8 @@ export interface Telemetry {
   error(message: string, err: unknown): void;
   /** Something an operator should act on that is not a failure (parked jobs). */
   warn?(message: string, fields: Record<string, unknown>): void;
+  /** A line kept for the record (every change of a tenant's controls, with who made it). */
+  info?(message: string, fields: Record<string, unknown>): void;
   /**
    * Metrics of one tenant, with a `Tenant` dimension (besides `service`): one metrics line per
    * call, so callers aggregate per invocation (counts, and millisecond values already sampled).
@@ -187,6 +190,39 @@ export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       return respond(event, 200, () => service.delete(tenant, bodyOf(event)), unexpected);
     return respond(event, 200, () => service.peek(tenant, event.queryStringParameters ?? {}), unexpected);
   };
+}
+
+/**
+ * The operator API (docs/tenant-controls.md): `GET /v1/admin/tenants/{tenant}`,
+ * `POST .../pause`, `POST .../resume`, `PUT .../settings`. The caller (`by` in the audit trail)
+ * is the IAM principal ARN API Gateway authorised, or its access key id when there is no ARN.
+ */
+export function adminHandler(w: Pick<Wiring, 'controlsStore' | 'tenants' | 'dispatch'>, t: Telemetry = silentTelemetry) {
+  const admin = new TenantAdmin({
+    controls: w.controlsStore,
+    tenants: w.tenants,
+    clock: w.dispatch.clock,
+    log: (message, fields) => (t.info ?? t.warn)?.(message, fields),
+  });
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const path = event.rawPath ?? '';
+    const method = (event.requestContext?.http?.method ?? '').toUpperCase();
+    const by = callerOf(event);
+    const unexpected = (err: unknown) => t.error('admin failed', err);
+    if (method === 'POST' && path.endsWith('/pause')) return respond(event, 200, () => admin.pause(tenant, by), unexpected);
+    if (method === 'POST' && path.endsWith('/resume')) return respond(event, 200, () => admin.resume(tenant, by), unexpected);
+    if (method === 'PUT' && path.endsWith('/settings'))
+      return respond(event, 200, () => admin.setSettings(tenant, bodyOf(event), by), unexpected);
+    return respond(event, 200, () => admin.get(tenant), unexpected);
+  };
+}
+
+/** Who called: the IAM authorizer's principal ARN, else its access key id (the local stack's operator key). */
+function callerOf(event: APIGatewayProxyEventV2): string {
+  const iam = (event.requestContext as { authorizer?: { iam?: { userArn?: string | null; accessKey?: string | null } } } | undefined)
+    ?.authorizer?.iam;
+  return iam?.userArn || iam?.accessKey || 'unknown';
 }
 
 /** Table writes one ingest invocation keeps in flight (an inbound message carries up to ~250 jobs). */

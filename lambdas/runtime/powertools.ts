@@ -23,6 +23,7 @@ export function powertools(service: string): { logger: Logger; metrics: Metrics;
     },
     error: (message, err) => logger.error(message, err as Error),
     warn: (message, fields) => logger.warn(message, fields),
+    info: (message, fields) => logger.info(message, fields),
     tenantMetrics: (tenant, counts, milliseconds) => {
       const m = new Metrics({ namespace: NAMESPACE, serviceName: `dynein-${service}` });
       m.addDimension('Tenant', tenant);

@@ -5,6 +5,7 @@ import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { DeadLetterService } from '../../core/dlq.js';
+import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
 import type { RecurringDeps } from '../../core/recurring/materialise.js';
@@ -23,6 +24,7 @@ import { JobIdCodec } from '../../core/jobId.js';
 import { ParkedTenants } from '../../core/parked.js';
 import { systemClock, type Clock } from '../../core/ports.js';
 import { Submitter } from '../../core/submit.js';
+import type { ControlsStore } from '../../core/controls.js';
 import { TenantRegistry } from '../../core/tenants.js';
 import type { LambdaConfig } from './config.js';
 
@@ -45,6 +47,10 @@ export interface Wiring {
   readonly schedules?: SchedulesService;
   /** The tenants' dead-letter queues: peek, redrive, delete (the dlq function). */
   readonly deadLetters: DeadLetterService;
+  /** The tenant registry through its cache (the admin function checks the tenant exists). */
+  readonly tenants: TenantRegistry;
+  /** Tenants' controls, read and written by the operator API (the admin function). */
+  readonly controlsStore: ControlsStore;
 }
 
 export interface WiringOptions {
@@ -105,6 +111,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     ingest: { store, codec, clock, settings },
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),
+    tenants,
+    controlsStore: new DynamoControlsStore(config.tableName, dynamo),
     deadLetters: new DeadLetterService({ queues: new SqsDeadLetters(sqs), tenants, codec, clock }),
     // Unregistered tenants are remembered per instance, across steps (their rows stay parked).
     dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants() },

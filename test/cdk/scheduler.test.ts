@@ -27,7 +27,7 @@ import {
 } from './support.js';
 
 type FunctionName = keyof DyneinScheduler['functions'];
-const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'schedules', 'dlq'];
+const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'schedules', 'dlq', 'admin'];
 
 // Non-default props of the second stack.
 const CUSTOM_GROUPS = 12;
@@ -75,6 +75,10 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/dlq/redrive',
     'POST /v1/tenants/{tenant}/dlq/delete',
     'POST /v1/tenants/{tenant}/jobs/outcomes',
+    'GET /v1/admin/tenants/{tenant}',
+    'POST /v1/admin/tenants/{tenant}/pause',
+    'POST /v1/admin/tenants/{tenant}/resume',
+    'PUT /v1/admin/tenants/{tenant}/settings',
   ];
 
   it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the three dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
@@ -90,6 +94,7 @@ describe('HTTP API', () => {
       ...Object.fromEntries(ROUTES.slice(5, 11).map((r) => [r, 'schedules'])),
       ...Object.fromEntries(ROUTES.slice(11, 14).map((r) => [r, 'dlq'])),
       [ROUTES[14]!]: 'status', // outcome reports (docs/history.md)
+      ...Object.fromEntries(ROUTES.slice(15, 19).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -247,10 +252,10 @@ describe('IAM', () => {
 });
 
 describe('functions', () => {
-  it('the eight Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
+  it('the nine Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
-    expect(new Set(ids).size).toBe(8);
+    expect(new Set(ids).size).toBe(9);
     const others = resourcesOf(mainT, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.includes(id));
@@ -271,7 +276,7 @@ describe('functions', () => {
       expect(group.Type).toBe('AWS::Logs::LogGroup');
       expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
     }
-    expect(groups.size).toBe(9);
+    expect(groups.size).toBe(10);
   });
 
   // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
@@ -341,6 +346,8 @@ describe('functions', () => {
       ],
       allowed: [],
     },
+    // The operator API: the tenants' controls items (and registration), limited to tenant# keys (test/cdk/admin.test.ts).
+    admin: { required: ['dynamodb:GetItem', 'dynamodb:PutItem'], allowed: [] },
   };
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 

@@ -13,6 +13,8 @@ export interface LocalJson {
   dynamodbEndpoint: string;
   pids: { services: number; compute: number };
   tenants: Record<string, { accessKeyId: string; secretAccessKey: string; queueUrl: string; dlqUrl: string }>;
+  /** The operator key (the admin routes only). */
+  admin?: { accessKeyId: string; secretAccessKey: string };
 }
 
 export async function freePort(): Promise<number> {

@@ -1,0 +1,63 @@
+import type { Context } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminHandler, silentTelemetry } from '../../lambdas/runtime/handlers.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
+
+/** lambdas/admin.ts as Lambda loads it (no job id key configured), and its log line per change. */
+let em: Emulators;
+let sys: TestSystem;
+const context = { functionName: 'admin', awsRequestId: 'req-1', getRemainingTimeInMillis: () => 10_000 } as unknown as Context;
+
+const event = (method: string, suffix: string, body?: string) => {
+  const e = httpEvent(method, `/v1/admin/tenants/demo${suffix}`, { body, pathParameters: { tenant: 'demo' } });
+  (e.requestContext as unknown as Record<string, unknown>).authorizer = { iam: { userArn: 'arn:aws:iam::1:role/ops', accessKey: 'AKID' } };
+  return e;
+};
+
+beforeAll(async () => {
+  em = await startEmulators();
+  sys = await createSystem(em);
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+    DYNEIN_TABLE: sys.tableName,
+    DYNEIN_DYNAMODB_ENDPOINT: em.dynamoEndpoint,
+  });
+  delete process.env.DYNEIN_ID_KEY;
+  delete process.env.DYNEIN_ID_KEY_SECRET_ARN;
+});
+afterAll(async () => em?.stop());
+
+describe('the admin Lambda', () => {
+  it('starts without a job id key and serves pause and show', async () => {
+    const { handler } = await import('../../lambdas/admin.js');
+    const paused = await handler(event('POST', '/pause'), context);
+    expect(paused.statusCode).toBe(200);
+    expect(JSON.parse(paused.body)).toMatchObject({ tenant: 'demo', paused: true, changes: [{ by: 'arn:aws:iam::1:role/ops' }] });
+    expect(JSON.parse((await handler(event('GET', ''), context)).body).paused).toBe(true);
+  });
+
+  it('logs one line per change with tenant, action, by, before and after; none for a no-op', async () => {
+    const lines: { message: string; fields: Record<string, unknown> }[] = [];
+    const handle = adminHandler(sys.w, { ...silentTelemetry, info: (message, fields) => lines.push({ message, fields }) });
+    await handle(event('PUT', '/settings', '{"maxDeliveriesPerSecond":25}'));
+    expect(lines.filter((l) => l.message === 'tenant controls changed')).toEqual([
+      {
+        message: 'tenant controls changed',
+        fields: expect.objectContaining({
+          tenant: 'demo',
+          action: 'settings',
+          by: 'arn:aws:iam::1:role/ops',
+          before: expect.not.objectContaining({ maxDeliveriesPerSecond: expect.anything() }),
+          after: expect.objectContaining({ maxDeliveriesPerSecond: 25 }),
+        }),
+      },
+    ]);
+    await handle(event('POST', '/pause'));
+    expect(lines.filter((l) => l.message === 'tenant controls changed')).toHaveLength(1);
+  });
+});
