@@ -12,6 +12,9 @@ import { SchedulesService } from '../../core/recurring/service.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import { DynamoRateCounterStore, dynamoControlsReader } from '../../adapters/dynamoRateCounter.js';
+import { ControlsCache } from '../../core/controls.js';
+import { SubmitRateLimiter } from '../../core/submitRate.js';
 import { HISTORY_STATES, OutcomesService } from '../../core/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
@@ -97,6 +100,12 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       inboundQueueUrl: config.inboundQueueUrl,
       clock,
       idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
+      // maxSubmitsPerSecond: the controls through a 5 s cache; counters only for limited tenants.
+      rateLimit: new SubmitRateLimiter({
+        controls: new ControlsCache(dynamoControlsReader(config.tableName, dynamo), { clock }),
+        counters: new DynamoRateCounterStore(config.tableName, dynamo),
+        clock,
+      }),
     }),
     jobs: new JobsService({ store, codec, tenants, clock, settings, history }),
     outcomes: new OutcomesService({ history, codec, tenants, clock }),
