@@ -100,7 +100,17 @@ describe('priority', () => {
     const high = await post(sys.w, 'demo', { payload: { n: 1 }, runAt, priority: 9 });
     const plain = await post(sys.w, 'demo', { payload: { n: 1 }, runAt });
     const five = await post(sys.w, 'demo', { payload: { n: 1 }, runAt, priority: 5 });
-    const batch = await post(sys.w, 'demo', { jobs: [{ payload: 2, runAt, priority: 1 }, { payload: 3, runAt }] }, true);
+    const batch = await post(
+      sys.w,
+      'demo',
+      {
+        jobs: [
+          { payload: 2, runAt, priority: 1 },
+          { payload: 3, runAt },
+        ],
+      },
+      true,
+    );
     for (const r of [high, plain, five]) expect(r.status).toBe(201);
     expect(batch.status).toBe(200);
     const low = batch.body.results![0]!.jobId!;
@@ -156,9 +166,22 @@ describe('priority', () => {
     expect(await inboundCount(sys)).toBe(0);
     expect(await scanAll(sys)).toHaveLength(1); // the tenant's registration only
 
-    const batch = await post(sys.w, 'demo', { jobs: [{ payload: 1, runAt, priority: 11 }, { payload: 2, runAt, priority: 8 }] }, true);
+    const batch = await post(
+      sys.w,
+      'demo',
+      {
+        jobs: [
+          { payload: 1, runAt, priority: 11 },
+          { payload: 2, runAt, priority: 8 },
+        ],
+      },
+      true,
+    );
     expect(batch.status).toBe(200);
-    expect(batch.body.results![0]!.error).toMatchObject({ code: 'ValidationError', message: expect.stringMatching(/^jobs\[0\]: priority/) });
+    expect(batch.body.results![0]!.error).toMatchObject({
+      code: 'ValidationError',
+      message: expect.stringMatching(/^jobs\[0\]: priority/),
+    });
     expect(batch.body.results![1]!.jobId).toBeDefined();
   });
 
@@ -198,11 +221,51 @@ describe('maxSubmitsPerSecond', () => {
 
     // The next second: N more. A batch counts each job, and is admitted or refused whole.
     clock.t += 1_000;
-    expect((await post(other, 'limited', { jobs: [{ payload: 1, runAt }, { payload: 2, runAt }, { payload: 3, runAt }] }, true)).status).toBe(200);
-    const whole = await post(sys.w, 'limited', { jobs: [{ payload: 1, runAt }, { payload: 2, runAt }, { payload: 3, runAt }] }, true);
+    expect(
+      (
+        await post(
+          other,
+          'limited',
+          {
+            jobs: [
+              { payload: 1, runAt },
+              { payload: 2, runAt },
+              { payload: 3, runAt },
+            ],
+          },
+          true,
+        )
+      ).status,
+    ).toBe(200);
+    const whole = await post(
+      sys.w,
+      'limited',
+      {
+        jobs: [
+          { payload: 1, runAt },
+          { payload: 2, runAt },
+          { payload: 3, runAt },
+        ],
+      },
+      true,
+    );
     expect(whole.status).toBe(429);
     expect(whole.body.error!.code).toBe('Throttled');
-    expect((await post(sys.w, 'limited', { jobs: [{ payload: 1, runAt }, { payload: 2, runAt }] }, true)).status).toBe(200);
+    expect(
+      (
+        await post(
+          sys.w,
+          'limited',
+          {
+            jobs: [
+              { payload: 1, runAt },
+              { payload: 2, runAt },
+            ],
+          },
+          true,
+        )
+      ).status,
+    ).toBe(200);
     const tooBig = await post(sys.w, 'limited', { jobs: Array.from({ length: 6 }, (_, i) => ({ payload: i, runAt })) }, true);
     expect(tooBig.status).toBe(400);
     expect(tooBig.body.error!.message).toContain('maxSubmitsPerSecond');
@@ -272,7 +335,21 @@ describe('maxSubmitsPerSecond', () => {
     const w = await sys.another(em.newClients(counter));
     const runAt = new Date(Date.now() + 3_600_000).toISOString();
     for (let i = 0; i < 5; i++) expect((await post(w, 'free', { payload: i, runAt })).status).toBe(201);
-    expect((await post(w, 'free', { jobs: [{ payload: 1, runAt }, { payload: 2, runAt }] }, true)).status).toBe(200);
+    expect(
+      (
+        await post(
+          w,
+          'free',
+          {
+            jobs: [
+              { payload: 1, runAt },
+              { payload: 2, runAt },
+            ],
+          },
+          true,
+        )
+      ).status,
+    ).toBe(200);
     const free = counter.snapshot();
     expect(free['DynamoDB.UpdateItem']).toBeUndefined();
     // The tenant's registration and its controls, each read once (cached).
