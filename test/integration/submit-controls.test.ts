@@ -266,6 +266,28 @@ describe('maxSubmitsPerSecond', () => {
         )
       ).status,
     ).toBe(200);
+    // The handler counts refused requests per tenant (metric SubmitsThrottled).
+    const counts: Record<string, number> = {};
+    const dims: string[] = [];
+    const telemetry = {
+      count: (name: string, n: number) => void (counts[name] = (counts[name] ?? 0) + n),
+      values() {},
+      error() {},
+      dimensionSet: (name: string, value: string) => void dims.push(`${name}=${value}`),
+    };
+    const res = await submitHandler(
+      sys.w,
+      telemetry,
+    )(
+      httpEvent('POST', '/v1/tenants/limited/jobs', {
+        routeKey: 'POST /v1/tenants/{tenant}/jobs',
+        pathParameters: { tenant: 'limited' },
+        body: JSON.stringify({ payload: 1, runAt }),
+      }),
+    );
+    expect(res.statusCode).toBe(429);
+    expect(counts).toEqual({ SubmitsThrottled: 1 });
+    expect(dims).toEqual(['Tenant=limited']);
     const tooBig = await post(sys.w, 'limited', { jobs: Array.from({ length: 6 }, (_, i) => ({ payload: i, runAt })) }, true);
     expect(tooBig.status).toBe(400);
     expect(tooBig.body.error!.message).toContain('maxSubmitsPerSecond');
