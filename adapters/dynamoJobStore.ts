@@ -15,6 +15,7 @@ import { ThrottledError } from '../core/errors.js';
 import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/listing.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
 import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
+import { DEFAULT_PRIORITY } from '../core/ports.js';
 import type {
   AcquiredRow,
   CancelRecord,
@@ -91,6 +92,17 @@ export function payloadOf(item: Item): string {
   return item.payload?.S ?? 'null';
 }
 
+/** The row's `prio` attribute: only for a priority other than the default 5 (none is 5). */
+export function prioAttribute(priority: number | undefined): Item {
+  return priority === undefined || priority === DEFAULT_PRIORITY ? {} : { prio: { N: String(priority) } };
+}
+
+/** `{priority}` of an item with a `prio` attribute; nothing for a default row. */
+function priorityOf(item: Item): { priority?: number } {
+  const n = Number(item.prio?.N);
+  return Number.isInteger(n) && n !== DEFAULT_PRIORITY ? { priority: n } : {};
+}
+
 const ttlSeconds = (ms: number) => ({ N: String(Math.ceil(ms / 1000)) });
 
 /** The sort key just after every row due at `ms`: `<ms 13>#~` ('~' sorts after every job id character). */
@@ -147,6 +159,8 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             leaseUntil: { N: '0' },
             ...payloadAttribute(row.payload),
             ...(row.schedule !== undefined ? { sched: { S: row.schedule } } : {}),
+            // Priority only when not the default: a default row is the bytes (and write units) it was.
+            ...prioAttribute(row.priority),
           },
           // Only into an empty key: a redelivered message finds its row, a cancelled job its
           // tombstone, a delivered one its marker. A DEAD record gives way: the job was redriven
@@ -173,12 +187,12 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         through: range.through,
         limit,
         consistent: true,
-        projection: 'sk, #state, leaseUntil',
+        projection: 'sk, #state, leaseUntil, prio',
         names: { '#state': 'state' },
       },
       (item, key) => {
         last = item.sk?.S;
-        if (key) rows.push({ shard, ...key, state: stateOf(item), leaseUntil: Number(item.leaseUntil?.N ?? 0) });
+        if (key) rows.push({ shard, ...key, state: stateOf(item), leaseUntil: Number(item.leaseUntil?.N ?? 0), ...priorityOf(item) });
       },
     );
     return { rows, last, more };
@@ -275,8 +289,9 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
           // Filtered items are read (and paid for) all the same: Limit bounds the items evaluated.
           FilterExpression: conditions.join(' AND '),
-          // Never the payload: a listing shows status fields only.
-          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt',
+          // Never the payload: a listing shows status fields only (`prio` adds no cost: a Query is
+          // billed by the items' sizes, not the projection's).
+          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ScanIndexForward: !range.desc,
@@ -300,6 +315,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...(item.sched?.S !== undefined ? { schedule: item.sched.S } : {}),
       ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
       ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
+      ...priorityOf(item),
     }));
     const last = page.LastEvaluatedKey?.sk?.S;
     return { items, more: last !== undefined, read, ...(last !== undefined ? { last } : {}) };
@@ -458,6 +474,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         payload: payloadOf(a),
         leaseUntil,
         ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}),
+        ...priorityOf(a),
       };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
@@ -546,7 +563,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           TableName: this.tableName,
           Key: keys.row(key),
           // An occurrence's tombstone keeps what was there before (`NONE`: never materialised).
-          UpdateExpression: `SET #state = :cancelled, tenant = :tenant, expiresAt = :exp${opts.occurrence ? ', priorState = if_not_exists(#state, :none)' : ''} REMOVE payload, payloadZ, leaseUntil, deadAt`,
+          UpdateExpression: `SET #state = :cancelled, tenant = :tenant, expiresAt = :exp${opts.occurrence ? ', priorState = if_not_exists(#state, :none)' : ''} REMOVE payload, payloadZ, leaseUntil, deadAt, prio`,
           // SCHEDULED, already CANCELLED (a repeated cancel), no row yet (the job still waits in
           // the inbound queue: this tombstone makes its ingest fail) or DEAD (in the inbound DLQ:
           // a redrive then meets the tombstone). Never ACQUIRED, never a delivered marker.
@@ -575,7 +592,8 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         TableName: this.tableName,
         Key: keys.row(key),
         ConsistentRead: true,
-        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt',
+        // `prio` costs nothing more: a GetItem is billed by the item's size, not the projection's.
+        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio',
         ExpressionAttributeNames: { '#state': 'state' },
       }),
     );
@@ -587,6 +605,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       leaseUntil: Number(item.leaseUntil?.N ?? 0),
       ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
       ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
+      ...priorityOf(item),
     };
   }
 

@@ -60,6 +60,11 @@ export interface JobRequest<P = unknown> {
   readonly idempotencyKey?: string;
   /** @default true */
   readonly cancellable?: boolean;
+  /**
+   * 1 (lowest) to 9 (highest): among the tenant's due jobs, higher goes first; it never makes a
+   * job early, and a job due within the lookahead (sent straight to the queue) ignores it. @default 5
+   */
+  readonly priority?: number;
 }
 
 /**
@@ -339,8 +344,10 @@ const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024;
 /**
  * The Dynein HTTP API, signed with SigV4 (service `execute-api`), with typed replies and errors.
  *
- * Retries 429, 5xx and network errors with exponential backoff and full jitter, honouring
- * `Retry-After`, bounded in attempts and total time. A retried `schedule` never schedules twice:
+ * Retries 429 (the gateway's, and `Throttled`: the tenant's `maxSubmitsPerSecond`), 5xx and
+ * network errors with exponential backoff and full jitter, waiting at least `Retry-After` when
+ * the reply has one (its wait plus the jittered backoff), bounded in attempts and total time;
+ * then throws the typed error (`ThrottledError`, `code` `Throttled` for the limit). A retried `schedule` never schedules twice:
  * a delay becomes an absolute `runAt` before the first attempt, and every job carries an
  * idempotency key (the caller's, or one the client makes), so each attempt sends the same bytes
  * and the API answers the job the first attempt created.
@@ -666,6 +673,7 @@ export class DyneinClient {
       runAt,
       idempotencyKey: job.idempotencyKey ?? `sdk-${randomUUID()}`,
       ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
+      ...(job.priority !== undefined ? { priority: job.priority } : {}),
     });
     return `{"payload":${payloadText(job)},${envelope.slice(1)}`;
   }
@@ -690,7 +698,10 @@ export class DyneinClient {
       const { error, retryAfterMs } = outcome;
       error.attempts = attempt;
       if (!error.retryable || attempt >= maxAttempts) throw error;
-      const delay = retryAfterMs ?? backoffMs(attempt - 1, this.#retry, this.#random);
+      // After `Retry-After` (never before it), plus the jittered backoff: clients throttled in
+      // the same second (a tenant's maxSubmitsPerSecond) do not all come back at once.
+      const jitter = backoffMs(attempt - 1, this.#retry, this.#random);
+      const delay = retryAfterMs === undefined ? jitter : retryAfterMs + jitter;
       if (this.#now() + delay - started > maxElapsedMs) throw error;
       await sleep(delay, signal);
       if (signal?.aborted) throw signal.reason;

@@ -16,6 +16,8 @@
  *   drain), higher priority first, then oldest first. A row that falls due during an outage drain
  *   thus goes ahead of every backlog row of its tenant.
  */
+import { DEFAULT_PRIORITY } from './ports.js';
+
 export interface AcquireItem {
   readonly key: { readonly shard: number; readonly dueMs: number };
   readonly tenant: string;
@@ -35,8 +37,6 @@ export interface AcquirerOptions<T> {
   /** False for a tenant that may not start an acquire now (its delivery limit): its rows wait, others go on. */
   readonly mayStart?: (tenant: string) => boolean;
 }
-
-export const DEFAULT_PRIORITY = 5;
 
 /** A binary heap under `before` (the least first). */
 class Heap<T> {

@@ -33,6 +33,8 @@ export interface StatusReply {
   readonly tenant: string;
   readonly runAt: string;
   readonly state: JobState;
+  /** `SCHEDULED` or `ACQUIRED`: the job's priority, when it is not the default 5. */
+  readonly priority?: number;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */
@@ -99,6 +101,8 @@ export class JobsService {
     switch (row?.state) {
       case 'SCHEDULED':
       case 'ACQUIRED':
+        // The row is read anyway: its priority (only stored when ≠ 5) costs nothing to show.
+        return { ...base, state: row.state, ...(row.priority !== undefined ? { priority: row.priority } : {}) };
       case 'CANCELLED':
         return { ...base, state: row.state };
       case 'QUEUED':

@@ -1,10 +1,10 @@
-import { Acquirer, DEFAULT_PRIORITY } from './acquirer.js';
+import { Acquirer } from './acquirer.js';
 import { backoffMs, settleAll, sleep } from './backoff.js';
 import { ThrottledError } from './errors.js';
 import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
 import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
-import type { AcquiredRow, DueKey, HeldPointer, RowKey, ShardMarks } from './ports.js';
+import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from './ports.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 
 export type { DispatchDeps } from './dispatchDeps.js';

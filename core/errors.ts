@@ -6,6 +6,8 @@
 export abstract class ApiError extends Error {
   abstract readonly status: number;
   abstract readonly code: string;
+  /** Headers the reply carries besides the body (a 429's `retry-after`). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** 400: the request is malformed; nothing was written. */

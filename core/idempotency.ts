@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_PRIORITY } from './ports.js';
 import type { JobRequest } from './validate.js';
 
 /**
@@ -53,13 +54,16 @@ export interface IdempotencyStore {
  * What makes two requests "the same" for an idempotency key: the payload's JSON text byte for
  * byte (an omitted payload is `null`), how the time was given (`runAt` as the instant it names,
  * so `…Z` and `…+00:00` agree; or `delaySeconds` as the delay in ms it rounds up to, not the due
- * time it moves with), and `cancellable` (omitted is `true`). The tenant and the key are the
- * record's address. SHA-256, base64url.
+ * time it moves with), `cancellable` (omitted is `true`) and `priority` (omitted is 5; only a
+ * priority other than 5 enters the preimage, so records written before priorities existed still
+ * match). The tenant and the key are the record's address. SHA-256, base64url.
  */
-export function fingerprint(job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText'>): string {
-  // Length-prefixed schedule, one-character flag, then the payload: no two requests share a preimage.
+export function fingerprint(job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText'> & { readonly priority?: number }): string {
+  // Length-prefixed schedule, one-character flags (cancellable, then a priority digit when not
+  // the default), then the payload: no two requests share a preimage.
+  const prio = job.priority === undefined || job.priority === DEFAULT_PRIORITY ? '' : `p${job.priority}`;
   return createHash('sha256')
-    .update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}\n`)
+    .update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}${prio}\n`)
     .update(job.payloadText, 'utf8')
     .digest('base64url');
 }

@@ -27,6 +27,8 @@ export interface ListedItem {
   readonly schedule?: string;
   /** `deliveredAt`, epoch ms. */
   readonly deliveredAtMs?: number;
+  /** A live row's `prio`, when not the default 5. */
+  readonly priority?: number;
   /** The item's TTL, epoch ms: readers ignore the item from then (DynamoDB deletes it late). */
   readonly expiresAtMs?: number;
 }
@@ -385,11 +387,17 @@ export function renderLive(base: Pick<StatusReply, 'jobId' | 'tenant' | 'runAt'>
     case 'DEAD':
       return { ...base, state: 'DEAD_LETTERED', message: DEAD_LETTERED_MESSAGE, ...sched };
     case 'ACQUIRED':
+      return { ...base, state: item.state, ...prio(item), ...sched };
     case 'CANCELLED':
       return { ...base, state: item.state, ...sched };
     default:
-      return { ...base, state: 'SCHEDULED', ...sched };
+      return { ...base, state: 'SCHEDULED', ...prio(item), ...sched };
   }
+}
+
+/** A live row's priority, as GET shows it: only when not the default 5. */
+function prio(item: ListedItem): { priority?: number } {
+  return item.priority !== undefined ? { priority: item.priority } : {};
 }
 
 /** Latest epoch ms a sort key can hold (13 digits). */

@@ -1,5 +1,5 @@
 import { parseJson, RawJson, type JsonPath } from './jsonText.js';
-import type { OutgoingMessage } from './ports.js';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, type OutgoingMessage } from './ports.js';
 
 /** Largest total size of one SendMessageBatch call we build (SQS's classic 256 KiB limit). */
 export const MAX_BATCH_BYTES = 256 * 1024;
@@ -46,6 +46,8 @@ export interface InboundJob {
   readonly payload: string;
   /** An occurrence of a recurring schedule: its name. */
   readonly schedule?: string;
+  /** 1..9; carried (`"priority"`) only when not the default 5. */
+  readonly priority?: number;
 }
 
 /**
@@ -56,7 +58,9 @@ export interface InboundJob {
 export const MAX_INBOUND_MESSAGE_BYTES = 256 * 1024 - 1024;
 
 function inboundJobJson(job: InboundJob): string {
-  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},"payload":${job.payload}}`;
+  // The default priority is left out: a default job's entry (and its row) is byte for byte what it was before priorities.
+  const prio = job.priority === undefined || job.priority === DEFAULT_PRIORITY ? '' : `"priority":${job.priority},`;
+  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}"payload":${job.payload}}`;
 }
 
 /** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
@@ -98,7 +102,21 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
   ) {
     return undefined;
   }
-  return { jobId: o.jobId, tenant: o.tenant, shard: o.shard as number, dueMs: o.dueMs as number, payload: o.payload.text };
+  // Entries written before priorities existed carry none: the default.
+  const priority = o.priority;
+  if (
+    priority !== undefined &&
+    !(Number.isInteger(priority) && (priority as number) >= MIN_PRIORITY && (priority as number) <= MAX_PRIORITY)
+  )
+    return undefined;
+  return {
+    jobId: o.jobId,
+    tenant: o.tenant,
+    shard: o.shard as number,
+    dueMs: o.dueMs as number,
+    payload: o.payload.text,
+    ...(priority !== undefined && priority !== DEFAULT_PRIORITY ? { priority: priority as number } : {}),
+  };
 }
 
 /** The payloads of an inbound body, kept as the text submit wrote (version 1: `payload`; 2: `jobs[i].payload`). */

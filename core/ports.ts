@@ -13,7 +13,17 @@ export interface JobRow {
   readonly payload: string;
   /** An occurrence of a recurring schedule: the schedule's name (delivered in the body and as an attribute). */
   readonly schedule?: string;
+  /**
+   * Job priority 1..9 (docs/tenant-controls.md#priority); absent means the default
+   * ({@link DEFAULT_PRIORITY}), which is never stored (attribute `prio` only when ≠ 5).
+   */
+  readonly priority?: number;
 }
+
+/** Priority of a job that names none: the middle of 1..9. */
+export const DEFAULT_PRIORITY = 5;
+export const MIN_PRIORITY = 1;
+export const MAX_PRIORITY = 9;
 
 /**
  * What the item at a job's key says. `SCHEDULED` and `ACQUIRED` are live rows; the others are
@@ -30,7 +40,7 @@ export interface DueKey {
   readonly jobId: string;
   readonly state: RowState;
   readonly leaseUntil: number;
-  /** The job's priority (1..9), when not the default 5. */
+  /** The job's priority (1..9, attribute `prio`), when not the default 5: higher goes first among a tenant's due rows. */
   readonly priority?: number;
 }
 
@@ -81,6 +91,8 @@ export interface StoredRow {
   readonly deliveredAtMs?: number;
   /** The item's TTL, epoch ms (DynamoDB deletes it some time after; readers ignore it from then). */
   readonly expiresAtMs?: number;
+  /** A live row's priority when it is not the default 5. */
+  readonly priority?: number;
 }
 
 /** The cancel-record key: a cancel record (`CANCELLED`) or a late ingest's claim (`INGESTED`). */

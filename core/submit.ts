@@ -5,6 +5,7 @@ import { type JobIdCodec, type JobPath } from './jobId.js';
 import { limiter } from './limit.js';
 import { deliveryMessage, inboundBody, isoMs, packInbound, type InboundJob } from './messages.js';
 import type { Clock, QueueSender, TenantRecord } from './ports.js';
+import type { SubmitRateLimiter } from './submitRate.js';
 import { sendParcels, type Parcel, type SendOptions } from './submitSend.js';
 import type { TenantRegistry } from './tenants.js';
 import { assertNoDuplicateFields, BATCH_PAYLOADS, JOB_PAYLOAD, parseJsonBody, validateJob, type JobRequest } from './validate.js';
@@ -36,6 +37,11 @@ export interface SubmitDeps {
   readonly idempotency: IdempotencyStore;
   /** Retries of SQS sends within one request. */
   readonly send?: SendOptions;
+  /**
+   * The tenants' `maxSubmitsPerSecond` (docs/tenant-controls.md#submit-rate-limit): checked after
+   * validation and before anything is written. Absent: no limits.
+   */
+  readonly rateLimit?: SubmitRateLimiter;
 }
 
 /** Where a job goes: straight to its queue with a delay, or through the inbound queue to the table. */
@@ -47,7 +53,8 @@ export interface Placement {
 
 /**
  * Direct path for jobs due within the lookahead, and for `cancellable: false` jobs due within
- * 900 s (SQS's largest delay) after rounding up; the table for the rest.
+ * 900 s (SQS's largest delay) after rounding up; the table for the rest. Priority plays no
+ * part: a direct job is delivered by SQS at its time, whatever its priority.
  */
 export function place(job: Pick<JobRequest, 'dueMs' | 'cancellable'>, nowMs: number, lookaheadMs: number): Placement {
   const delayMs = job.dueMs - nowMs;
@@ -67,6 +74,8 @@ interface Planned {
   readonly dueMs: number;
   readonly path: JobPath;
   readonly payload: string;
+  /** 1..9 (5: the default). */
+  readonly priority: number;
   /** With a key: its record. */
   readonly entry?: IdempotencyEntry;
   /** This request wrote the record (so it releases it if SQS refuses the job). */
@@ -87,7 +96,9 @@ export class Submitter {
   async submit(tenantName: string, rawBody: string | undefined): Promise<SubmitResult> {
     const tenant = await this.deps.tenants.require(tenantName);
     const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, JOB_PAYLOAD);
-    const [outcome] = await this.#accept(tenant, [validateJob(body, this.deps.settings, this.deps.clock.now(), rawBody)]);
+    const job = validateJob(body, this.deps.settings, this.deps.clock.now(), rawBody);
+    await this.deps.rateLimit?.admit(tenant.name, 1);
+    const [outcome] = await this.#accept(tenant, [job]);
     if (outcome === undefined) throw new SubmitFailedError('no result');
     if (outcome instanceof ApiError) throw outcome;
     return { status: outcome.replayed ? 200 : 201, job: outcome.reply };
@@ -126,6 +137,8 @@ export class Submitter {
         outcomes[i] = err;
       }
     });
+    // The limit counts each valid job, and admits the request whole or refuses it whole (429).
+    if (valid.length > 0) await this.deps.rateLimit?.admit(tenant.name, valid.length);
     (await this.#accept(tenant, valid)).forEach((o, k) => (outcomes[validIndex[k]!] = o));
     return {
       results: outcomes.map((o, i) => {
@@ -147,7 +160,17 @@ export class Submitter {
       const { path } = place(job, now, settings.lookaheadMs);
       const { shard, random } = codec.placement(tenant.name, settings.shardCount);
       const jobId = codec.encode({ tenant: tenant.name, shard, dueMs: job.dueMs, path, random });
-      return { jobId, shard, dueMs: job.dueMs, path, payload: job.payloadText, claimed: false, replayed: false, send: true };
+      return {
+        jobId,
+        shard,
+        dueMs: job.dueMs,
+        path,
+        payload: job.payloadText,
+        priority: job.priority,
+        claimed: false,
+        replayed: false,
+        send: true,
+      };
     });
 
     // Keys: the first job of the request with a key claims it; a later one with the same key is
@@ -200,7 +223,14 @@ export class Submitter {
     const inboundIndex: number[] = [];
     planned.forEach((p, i) => {
       if (!p?.send) return;
-      const job: InboundJob = { jobId: p.jobId, tenant: tenant.name, shard: p.shard, dueMs: p.dueMs, payload: p.payload };
+      const job: InboundJob = {
+        jobId: p.jobId,
+        tenant: tenant.name,
+        shard: p.shard,
+        dueMs: p.dueMs,
+        payload: p.payload,
+        priority: p.priority,
+      };
       if (p.path === 'd') {
         parcels.push({
           queueUrl: tenant.queueUrl,
@@ -277,6 +307,7 @@ export class Submitter {
         dueMs: id.dueMs,
         path: id.path,
         payload: p.payload,
+        priority: p.priority,
         entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs },
         claimed: false,
         replayed: true,

@@ -1,6 +1,7 @@
 import type { SchedulerSettings } from './config.js';
 import { PayloadTooLargeError, ValidationError } from './errors.js';
 import { duplicateKeysOf, JsonSyntaxError, parseJson, RawJson, type JsonPath } from './jsonText.js';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from './ports.js';
 import { describeSqsUnsafeChar, findSqsUnsafeChar } from './sqsChars.js';
 
 /** A job request after validation. */
@@ -16,9 +17,14 @@ export interface JobRequest {
    * `runAt` names) or `delay:<ms>` (the delay, not the due time it moves with).
    */
   readonly schedule: string;
+  /**
+   * 1..9, default 5: among a tenant's due jobs, higher goes first (never early). Carried to the
+   * row only when ≠ 5; a job on the direct path (due within the lookahead) ignores it.
+   */
+  readonly priority: number;
 }
 
-const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable']);
+const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable', 'priority']);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,30}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Deepest nesting of arrays and objects a payload may have (workers' parsers have limits too). */
@@ -72,7 +78,7 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   const unknown = Object.keys(job).filter((k) => !FIELDS.has(k));
   if (unknown.length > 0) {
     throw new ValidationError(
-      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable`,
+      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority`,
     );
   }
   const hasRunAt = job.runAt !== undefined;
@@ -107,9 +113,10 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   if (job.cancellable !== undefined && typeof job.cancellable !== 'boolean') {
     throw new ValidationError('cancellable must be true or false');
   }
+  const priority = parsePriority(job.priority);
   const payloadText = payloadTextOf(job.payload, settings, source);
   const schedule = hasRunAt ? `runAt:${dueMs}` : `delay:${dueMs - nowMs}`;
-  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false, schedule };
+  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false, schedule, priority };
 }
 
 /**
@@ -201,6 +208,17 @@ export function parseRunAt(value: unknown): number {
   }
   // A time in the past means "now"; times before 1970 are clamped to the epoch (also past).
   return Math.max(0, ms + fracMs + roundUp - offsetMin * 60_000);
+}
+
+/** A job's `priority`: an integer from 1 to 9; omitted is the default, 5. */
+export function parsePriority(value: unknown): number {
+  if (value === undefined) return DEFAULT_PRIORITY;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < MIN_PRIORITY || value > MAX_PRIORITY) {
+    throw new ValidationError(
+      `priority must be a whole number from ${MIN_PRIORITY} (lowest) to ${MAX_PRIORITY} (highest), default ${DEFAULT_PRIORITY}; got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
 }
 
 function parseDelay(value: unknown): number {

@@ -14,6 +14,7 @@ import {
   ForbiddenError,
   NotCancellableError,
   ScheduleNotFoundError,
+  ThrottledError,
   UnrecoverableError,
   ValidationError,
   Worker,
@@ -81,6 +82,14 @@ export async function batchesAndErrors(): Promise<void> {
   } catch (err) {
     if (err instanceof ValidationError) console.error(err.code, err.message, err.requestId);
     else if (err instanceof ForbiddenError) console.error('not allowed: check the role has grantSchedule for this tenant');
+    else throw err;
+  }
+
+  // A tenant limited by maxSubmitsPerSecond: 429 Throttled is retried after Retry-After plus jitter.
+  try {
+    await client.schedule('billing', { payload: { invoice: 42 }, delaySeconds: 60, priority: 8 });
+  } catch (err) {
+    if (err instanceof ThrottledError && err.code === 'Throttled') console.error(`still throttled after ${err.attempts} attempts`);
     else throw err;
   }
 }

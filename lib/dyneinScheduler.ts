@@ -320,6 +320,15 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['idem#*'] } },
       }),
     );
+    // Submit-rate counters (pk `rate#<tenant>#<slot>`, docs/tenant-controls.md): one conditional
+    // UpdateItem per request of a tenant with maxSubmitsPerSecond, and only these items.
+    submit.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:UpdateItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['rate#*'] } },
+      }),
+    );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
     tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
     // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a

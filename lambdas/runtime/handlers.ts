@@ -12,6 +12,7 @@ import { systemClock, type Clock } from '../../core/ports.js';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
 import { TENANT_METRICS } from '../../core/schema.js';
 import type { JobReply } from '../../core/submit.js';
+import { SubmitThrottledError } from '../../core/submitRate.js';
 import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
 import type { Wiring } from './wiring.js';
 
@@ -41,12 +42,21 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     const tenant = pathParam(event, 'tenant');
     const isBatch = (event.routeKey ?? '').endsWith('/batch') || (event.rawPath ?? '').endsWith('/jobs/batch');
     const unexpected = (err: unknown) => t.error('submit failed', err);
+    // Requests refused by the tenant's maxSubmitsPerSecond (429 Throttled), per tenant.
+    const throttled = async <T>(op: () => Promise<T>): Promise<T> =>
+      op().catch((err: unknown) => {
+        if (err instanceof SubmitThrottledError) {
+          t.dimensionSet?.('Tenant', tenant);
+          t.count('SubmitsThrottled', 1);
+        }
+        throw err;
+      });
     if (isBatch) {
       return respond(
         event,
         200,
         async () => {
-          const reply = await w.submitter.submitBatch(tenant, bodyOf(event));
+          const reply = await throttled(() => w.submitter.submitBatch(tenant, bodyOf(event)));
           t.dimensionSet?.('Tenant', tenant);
           countStates(
             t,
@@ -61,7 +71,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       event,
       201,
       async () => {
-        const { status, job } = await w.submitter.submit(tenant, bodyOf(event));
+        const { status, job } = await throttled(() => w.submitter.submit(tenant, bodyOf(event)));
         t.dimensionSet?.('Tenant', tenant);
         countStates(t, [job]);
         return new WithStatus(status, job);

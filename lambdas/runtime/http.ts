@@ -53,7 +53,10 @@ export async function respond(
     const value = await op();
     return value instanceof WithStatus ? json(value.statusCode, value.value, requestId) : json(status, value, requestId);
   } catch (err) {
-    if (err instanceof ApiError) return json(err.status, { error: { code: err.code, message: err.message } }, requestId);
+    if (err instanceof ApiError) {
+      const reply = json(err.status, { error: { code: err.code, message: err.message } }, requestId);
+      return err.headers ? { ...reply, headers: { ...reply.headers, ...err.headers } } : reply;
+    }
     onUnexpected(err);
     return json(
       500,

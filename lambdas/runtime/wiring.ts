@@ -13,6 +13,9 @@ import { SchedulesService } from '../../core/recurring/service.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import { DynamoRateCounterStore } from '../../adapters/dynamoRateCounter.js';
+import { ControlsCache } from '../../core/controls.js';
+import { SubmitRateLimiter } from '../../core/submitRate.js';
 import { HISTORY_STATES, OutcomesService } from '../../core/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
@@ -75,6 +78,9 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const { settings } = config;
   const history = new DynamoHistoryStore(config.tableName, dynamo);
   const scheduleStore = new DynamoScheduleStore(config.tableName, dynamo);
+  // Tenant controls (pause, limits, weight): one store, one 5 s cache for submit, cancel and dispatch.
+  const controlsStore = new DynamoControlsStore(config.tableName, dynamo);
+  const controls = new ControlsCache(controlsStore, { clock });
   const clockConfig = config.scheduler;
   const schedules = clockConfig
     ? new SchedulesService({
@@ -103,8 +109,14 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       inboundQueueUrl: config.inboundQueueUrl,
       clock,
       idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
+      // maxSubmitsPerSecond: the controls through a 5 s cache; counters only for limited tenants.
+      rateLimit: new SubmitRateLimiter({
+        controls,
+        counters: new DynamoRateCounterStore(config.tableName, dynamo),
+        clock,
+      }),
     }),
-    jobs: new JobsService({ store, codec, tenants, clock, settings, history }),
+    jobs: new JobsService({ store, codec, tenants, clock, settings, history, controls }),
     outcomes: new OutcomesService({ history, codec, tenants, clock }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
@@ -112,10 +124,10 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),
     tenants,
-    controlsStore: new DynamoControlsStore(config.tableName, dynamo),
+    controlsStore,
     deadLetters: new DeadLetterService({ queues: new SqsDeadLetters(sqs), tenants, codec, clock }),
-    // Unregistered tenants are remembered per instance, across steps (their rows stay parked).
-    dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants() },
+    // Unregistered tenants and hold-lane scans are remembered per instance, across steps.
+    dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants(), controls, holdScans: new Map() },
   };
 }
 

@@ -283,13 +283,15 @@ describe('functions', () => {
   // outside `allowed` may be; logs go to the function's own group only.
   const NEEDS: Record<FunctionName, { required: string[]; allowed: string[] }> = {
     // Tenant registry read, id signing, inbound send and tenant queue send (direct path);
-    // idempotency records (put, sent marks, release), limited to `idem#` keys (its own test).
+    // idempotency records (put, sent marks, release), limited to `idem#` keys (its own test);
+    // submit-rate counters (UpdateItem), limited to `rate#` keys (issue #15, its own test).
     submit: {
       required: [
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:BatchWriteItem',
         'dynamodb:DeleteItem',
+        'dynamodb:UpdateItem',
         'secretsmanager:GetSecretValue',
         'sqs:SendMessage',
       ],
@@ -357,6 +359,15 @@ describe('functions', () => {
     const writes = roleStatements(mainT, roleId!).filter((st) => JSON.stringify(st).includes('dynamodb:PutItem'));
     expect(writes.length).toBeGreaterThan(0);
     for (const st of writes) expect(JSON.stringify(st)).toContain('"dynamodb:LeadingKeys":["idem#*"]');
+  });
+
+  it('submit updates submit-rate counters only: its UpdateItem is limited to rate# leading keys', () => {
+    const f = resource(mainT, idOf(main.scheduler.functions.submit));
+    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(f.Properties.Role))?.[1];
+    const updates = roleStatements(mainT, roleId!).filter((st) => JSON.stringify(st).includes('dynamodb:UpdateItem'));
+    expect(updates.length).toBe(1);
+    expect(JSON.stringify(updates[0])).toContain('"dynamodb:LeadingKeys":["rate#*"]');
+    expect(JSON.stringify(updates[0])).not.toContain('PutItem');
   });
 
   it.each(FUNCTIONS)('%s: its role grants only what its flow needs, on the scheduler resources only', (n) => {

@@ -383,7 +383,8 @@ const cases: Case[] = [
     message: /cancellable/,
   },
   { name: 'cancellable 0', route: 'submit', body: j(validJob({ cancellable: 0 })), status: 400, code: V, message: /cancellable/ },
-  { name: 'unknown field', route: 'submit', body: j(validJob({ priority: 'high' })), status: 400, code: V, message: /priority/ },
+  { name: 'priority not 1..9', route: 'submit', body: j(validJob({ priority: 'high' })), status: 400, code: V, message: /^priority must/ },
+  { name: 'unknown field', route: 'submit', body: j(validJob({ urgency: 'high' })), status: 400, code: V, message: /'urgency'/ },
   {
     name: 'misspelled field runat',
     route: 'submit',

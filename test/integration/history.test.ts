@@ -98,7 +98,10 @@ describe('job history', () => {
       expect(plainStatus.timeline).toBeUndefined();
       // Listed as delivered (from the dispatcher's marker) while no outcome is reported.
       const deliveredBefore = await sys.w.lister.list('hist', { state: 'DELIVERED' });
-      expect(deliveredBefore.jobs.find((j) => j.jobId === hTable!.jobId)).toMatchObject({ state: 'DELIVERED', deliveredAt: before.deliveredAt });
+      expect(deliveredBefore.jobs.find((j) => j.jobId === hTable!.jobId)).toMatchObject({
+        state: 'DELIVERED',
+        deliveredAt: before.deliveredAt,
+      });
 
       // A failure, then the retry's success: the record keeps the latest; the timeline shows it.
       const first = await report('hist', { outcomes: [outcome(hTable!.jobId, { outcome: 'FAILED', error: 'boom' })] });

@@ -18,9 +18,9 @@ export interface StubCall {
   readonly path: string;
   readonly params: URLSearchParams;
   readonly raw: string;
-  reply(status: number, body: unknown): void;
-  /** `{"error": {"code", "message"}}`, as the API's handlers answer. */
-  error(status: number, code: string, message: string): void;
+  reply(status: number, body: unknown, headers?: Record<string, string>): void;
+  /** `{"error": {"code", "message"}}`, as the API's handlers answer (with `headers`, e.g. a 429's `retry-after`). */
+  error(status: number, code: string, message: string, headers?: Record<string, string>): void;
 }
 
 /**
@@ -37,8 +37,8 @@ export async function startSignedStub(
     for await (const c of req) raw += c;
     const url = req.url!;
     requests.push({ method: req.method!, url, body: raw });
-    const reply = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'apigw-requestid': `req-${requests.length}` });
+    const reply = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'apigw-requestid': `req-${requests.length}`, ...headers });
       res.end(JSON.stringify(body));
     };
     const q = url.indexOf('?');
@@ -58,7 +58,7 @@ export async function startSignedStub(
       params: new URLSearchParams(query),
       raw,
       reply,
-      error: (status, code, message) => reply(status, { error: { code, message } }),
+      error: (status, code, message, headers) => reply(status, { error: { code, message } }, headers),
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

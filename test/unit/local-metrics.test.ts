@@ -45,7 +45,16 @@ describe('the local dashboard counters', () => {
       clock: { now: () => Date.now() },
       settings: resolveSettings({ releaseWindowMs: 0 }),
     };
-    const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [], deferred: 0, givenBack: 0 };
+    const stats: ReleaseStats = {
+      sent: 0,
+      recorded: 0,
+      leaseLost: 0,
+      renewed: 0,
+      sendRetries: 0,
+      latenessMs: [],
+      deferred: 0,
+      givenBack: 0,
+    };
     const metrics = new LocalMetrics(new RequestCounter());
     const t = metrics.telemetry();
     // What the dispatch handler does with the hook (lambdas/runtime/handlers.ts).
