@@ -163,24 +163,27 @@ export class Acquirer<T extends AcquireItem> {
     return this.#tenants.get(tenant)?.size ?? 0;
   }
 
-  /** The tenant with the most rows queued, and how many. */
-  largest(): { tenant: string; queued: number } | undefined {
+  /** The tenant with the most fresh rows (not backlog rows) queued, and how many. */
+  largestFresh(): { tenant: string; queued: number } | undefined {
     let best: TenantQueue<T> | undefined;
-    for (const q of this.#active) if (!best || q.size > best.size) best = q;
-    return best && { tenant: best.tenant, queued: best.size };
+    const fresh = (q: TenantQueue<T>) => q.due.size + q.future.size;
+    for (const q of this.#active) if (!best || fresh(q) > fresh(best)) best = q;
+    return best && { tenant: best.tenant, queued: fresh(best) };
   }
 
   /**
    * Takes out `tenant`'s queued rows beyond the first `keep` in the order it would acquire them
-   * (the ones it would reach last), and returns them.
+   * (the ones it would reach last), and returns them; with `freshOnly`, its backlog rows (an
+   * outage drain, already paced by its reads) stay and count for nothing.
    */
-  spill(tenant: string, keep: number): T[] {
+  spill(tenant: string, keep: number, freshOnly = false): T[] {
     const q = this.#tenants.get(tenant);
-    if (!q || q.size <= keep) return [];
+    if (!q || (freshOnly ? q.due.size + q.future.size : q.size) <= keep) return [];
     const now = this.opts.now();
     const ordered: { e: Entry<T>; backlog: boolean }[] = [];
     for (;;) {
       const backlog = q.due.size === 0 && q.future.size === 0;
+      if (backlog && freshOnly) break;
       const e = q.next(now);
       if (!e) break;
       ordered.push({ e, backlog });

@@ -549,10 +549,10 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       const rate = releaser.rateOf(tenant);
       if (rate !== undefined) out.push(...acquirer.spill(tenant, Math.max(keepMin, Math.ceil(rate * LIMITED_QUEUED_SECONDS))));
     }
-    while (acquirer.queued + releaser.size > maxRows * SPILL_AT) {
-      const largest = acquirer.largest();
+    while (acquirer.queued - acquirer.backlogQueued + releaser.size > maxRows * SPILL_AT) {
+      const largest = acquirer.largestFresh();
       if (!largest || largest.queued <= keepMin) break;
-      out.push(...acquirer.spill(largest.tenant, keepMin));
+      out.push(...acquirer.spill(largest.tenant, keepMin, true));
     }
     for (const t of out) {
       if (t.backlog) {

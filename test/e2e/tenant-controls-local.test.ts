@@ -1,6 +1,8 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli.js';
 import { signedFetch, startLocalStack } from '../support/localStack.js';
+import { consume } from '../support/system.js';
 
 /**
  * `npm start` as a user runs it: local.json's operator key ("admin") calls the admin routes, a
@@ -59,4 +61,59 @@ describe('the operator key of npm start', () => {
     });
     expect(JSON.parse((await cli(second.dataDir, 'tenant', 'show', 'beta', '--json')).out[0]!).settings).toEqual({ weight: 5 });
   }, 150_000);
+});
+
+describe('a paused tenant on npm start', () => {
+  it('holds its jobs through a SIGKILL of compute while the other tenant is served; resume delivers each once, never early', async () => {
+    const stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
+    running.push(stack);
+    const local = await stack.waitForLocalJson(undefined, 60_000);
+    const sqs = new SQSClient({
+      endpoint: local.sqsEndpoint,
+      region: local.region,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
+    const alpha = consume(sqs, local.tenants.alpha!.queueUrl);
+    const beta = consume(sqs, local.tenants.beta!.queueUrl);
+    try {
+      expect((await signedFetch(local.endpoint, local.admin!, 'POST', '/v1/admin/tenants/alpha/pause')).status).toBe(200);
+      const due = Date.now() + 3_000;
+      const submit = async (tenant: 'alpha' | 'beta') => {
+        const jobs = Array.from({ length: 30 }, (_, i) => ({ payload: { i }, runAt: new Date(due + i * 20).toISOString() }));
+        const res = await signedFetch(
+          local.endpoint,
+          local.tenants[tenant]!,
+          'POST',
+          `/v1/tenants/${tenant}/jobs/batch`,
+          JSON.stringify({ jobs }),
+        );
+        expect(res.status).toBe(200);
+        return (res.json.results as { jobId: string }[]).map((r) => r.jobId);
+      };
+      const alphaIds = await submit('alpha');
+      const betaIds = await submit('beta');
+      await beta.waitFor((d) => d.length >= 30, 30_000);
+
+      // Compute dies with alpha's jobs overdue and held; a new one starts.
+      const victim = local.pids.compute;
+      process.kill(victim, 'SIGKILL');
+      await stack.waitForLocalJson((l) => l.pids.compute !== victim, 30_000);
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(alpha.deliveries).toHaveLength(0);
+
+      const resumedAt = Date.now();
+      const resumed = await cli(stack.dataDir, 'tenant', 'resume', 'alpha');
+      expect(resumed.code).toBe(0);
+      await alpha.waitFor((d) => alphaIds.every((id) => d.some((x) => x.jobId === id)), 30_000);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(alpha.deliveries.map((d) => d.jobId).sort()).toEqual([...alphaIds].sort());
+      for (const d of alpha.deliveries) expect(d.firstReceiveAt).toBeGreaterThanOrEqual(resumedAt);
+      expect(new Set(beta.deliveries.map((d) => d.jobId))).toEqual(new Set(betaIds));
+      for (const d of [...alpha.deliveries, ...beta.deliveries]) expect(d.firstReceiveAt).toBeGreaterThanOrEqual(Date.parse(d.runAt));
+    } finally {
+      await alpha.stop();
+      await beta.stop();
+      sqs.destroy();
+    }
+  }, 120_000);
 });

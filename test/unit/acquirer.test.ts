@@ -140,7 +140,8 @@ describe('Acquirer.spill', () => {
     acquirer.pushBacklog(item('a', 5, 'a-backlog'));
     for (let i = 0; i < 6; i++) acquirer.pushFresh(item('a', 100 + i, `a${i}`, i === 4 ? 9 : undefined));
     acquirer.pushFresh(item('b', 100, 'b0'));
-    expect(acquirer.largest()).toEqual({ tenant: 'a', queued: 7 });
+    expect(acquirer.largestFresh()).toEqual({ tenant: 'a', queued: 6 });
+    expect(acquirer.spill('a', 6, true)).toEqual([]);
     const out = acquirer.spill('a', 3);
     expect(out.map((i) => i.name)).toEqual(['a2', 'a3', 'a5', 'a-backlog']);
     expect(acquirer.queued).toBe(4);
