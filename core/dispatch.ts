@@ -4,6 +4,7 @@ import { ThrottledError } from './errors.js';
 import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
 import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
+import { TenantTally } from './tenantTally.js';
 import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from './ports.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 
@@ -83,6 +84,8 @@ export interface RoundReport extends ReleaseStats {
   spilled: number;
   /** Those rows' tenants (paused during the round). */
   heldTenants: string[];
+  /** Paused tenants with jobs in the hold lanes of the round's shards (for the PausedTooLong alarm). */
+  pausedTenants: string[];
   durationMs: number;
 }
 
@@ -157,6 +160,7 @@ export function emptyRoundReport(): RoundReport {
     unheld: 0,
     spilled: 0,
     heldTenants: [],
+    pausedTenants: [],
     durationMs: 0,
     sent: 0,
     recorded: 0,
@@ -336,6 +340,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     await releaser.settled(SETTLE_MS);
     report.marks = currentMarks();
     report.durationMs = clock.now() - started;
+    if (controls) {
+      const paused = new Set<string>(report.heldTenants);
+      for (const l of lanes) for (const tenant of l.holds.keys()) if (controls.peek(tenant).paused) paused.add(tenant);
+      report.pausedTenants = [...paused].sort();
+    }
   }
   return report;
 
@@ -494,6 +503,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   function hold(t: Track, paused = true): Promise<void> {
     if (paused) {
       report.held++;
+      (report.byTenant ??= new TenantTally()).held(t.tenant);
       if (!report.heldTenants.includes(t.tenant)) report.heldTenants.push(t.tenant);
     }
     if (t.held) {

@@ -295,6 +295,7 @@ export class Releaser {
         h.readyAt = readyAt;
       }
       this.stats.deferred += later.length;
+      (this.stats.byTenant ??= new TenantTally()).deferred(tenant, later.length);
       this.#enqueueAll(later, readyAt);
     }
     return list.slice(0, granted);

@@ -81,7 +81,8 @@ export function metricService(fn: string): string {
  * - `delivered`, `lateness`, `deliveryFailures`: dispatch, one line per tenant per invocation
  *   (lateness a uniform sample of at most 100 values per invocation);
  * - `failed`: jobs whose worker reported a failure (tenants with history on: the outcomes route,
- *   served by the status function).
+ *   served by the status function);
+ * - `held`, `deferred`, `paused` (dispatch) and `throttled` (submit): tenant controls.
  */
 export const TENANT_METRICS = {
   scheduled: { fn: 'submit', name: 'JobsSubmitted' },
@@ -89,4 +90,10 @@ export const TENANT_METRICS = {
   lateness: { fn: 'dispatch', name: 'LatenessMs' },
   deliveryFailures: { fn: 'dispatch', name: 'DeliveryFailures' },
   failed: { fn: 'status', name: 'JobsFailed' },
+  // Tenant controls (docs/tenant-controls.md): jobs held while paused, sends waiting for the
+  // delivery limit, a line per dispatch step while paused with jobs held, refused submits.
+  held: { fn: 'dispatch', name: 'JobsHeld' },
+  deferred: { fn: 'dispatch', name: 'DeliveriesDeferred' },
+  paused: { fn: 'dispatch', name: 'TenantPaused' },
+  throttled: { fn: 'submit', name: 'SubmitsThrottled' },
 } as const;

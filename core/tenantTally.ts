@@ -13,6 +13,10 @@ export interface TenantDispatch {
   failedSends: number;
   /** A uniform sample of the sent jobs' lateness, ms (due time to send acknowledged). */
   readonly latenessSampleMs: number[];
+  /** Jobs put in the hold lane because the tenant was paused. */
+  held: number;
+  /** Sends put off by the tenant's delivery rate limit (a job counts each time it waits). */
+  deferred: number;
 }
 
 export class TenantTally {
@@ -37,9 +41,19 @@ export class TenantTally {
     this.#of(tenant).failedSends += n;
   }
 
+  /** `n` jobs of `tenant` were held (it is paused). */
+  held(tenant: string, n = 1): void {
+    this.#of(tenant).held += n;
+  }
+
+  /** `n` sends to `tenant`'s queue waited for its delivery rate limit. */
+  deferred(tenant: string, n = 1): void {
+    this.#of(tenant).deferred += n;
+  }
+
   #of(tenant: string): TenantDispatch {
     let t = this.tenants.get(tenant);
-    if (!t) this.tenants.set(tenant, (t = { sent: 0, failedSends: 0, latenessSampleMs: [] }));
+    if (!t) this.tenants.set(tenant, (t = { sent: 0, failedSends: 0, latenessSampleMs: [], held: 0, deferred: 0 }));
     return t;
   }
 }

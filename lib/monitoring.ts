@@ -278,7 +278,11 @@ export class SchedulerMonitoring extends Construct {
           tenant.metricJobsDelivered({ label: 'delivered (dispatched)' }),
           tenant.metricDeliveryFailures({ label: 'failed sends (retried)' }),
           ...(tenant.monitorsFailedJobs ? [tenant.metricJobsFailed({ label: 'failed (worker outcomes)' })] : []),
+          tenant.metricJobsHeld({ label: 'held (paused)' }),
+          tenant.metricDeliveriesDeferred({ label: 'sends deferred (delivery limit)' }),
+          tenant.metricSubmitsThrottled({ label: 'submits throttled (429)' }),
         ],
+        right: [tenant.metricPaused({ label: 'paused (1)' })],
         width: 8,
       }),
       new cloudwatch.GraphWidget({

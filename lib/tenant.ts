@@ -70,6 +70,11 @@ export interface DyneinTenantProps {
    * (`JobsFailed`) and {@link DyneinTenant.failedJobsAlarm} is created. @default - true with `history`, else false
    */
   readonly monitorFailedJobs?: boolean;
+  /**
+   * The tenant paused with jobs held for this long raises {@link DyneinTenant.pausedAlarm}
+   * (1 minute to 1 day). @default Duration.hours(1)
+   */
+  readonly pausedAlarmAfter?: Duration;
 }
 
 /**
@@ -100,6 +105,10 @@ export class DyneinTenant extends Construct {
   readonly deliveryFailureAlarm: cloudwatch.Alarm;
   /** Jobs whose worker reported a failure, in 2 consecutive minutes (only with `monitorFailedJobs`). */
   readonly failedJobsAlarm?: cloudwatch.Alarm;
+  /** Paused with jobs held (`TenantPaused`) for `pausedAlarmAfter` (an operator may have forgotten to resume it). */
+  readonly pausedAlarm: cloudwatch.Alarm;
+  /** Jobs put on hold (`JobsHeld`) in each of 15 consecutive minutes: the held backlog keeps growing. */
+  readonly heldBacklogAlarm: cloudwatch.Alarm;
   /** Lateness p99 above this raises {@link latenessAlarm}. */
   readonly latenessAlarmThreshold: Duration;
   /** Whether the dashboard shows failed jobs (`monitorFailedJobs`). */
@@ -125,6 +134,10 @@ export class DyneinTenant extends Construct {
     const lat = props.latenessAlarmThreshold;
     if (lat !== undefined && !Token.isUnresolved(lat.toString()) && !(lat.toMilliseconds() > 0))
       problems.push('latenessAlarmThreshold must be positive');
+    const pausedAfter = props.pausedAlarmAfter ?? Duration.hours(1);
+    const pausedMinutes = Token.isUnresolved(pausedAfter.toString()) ? 60 : pausedAfter.toMinutes({ integral: false });
+    if (!Number.isInteger(pausedMinutes) || pausedMinutes < 1 || pausedMinutes > 1440)
+      problems.push(`pausedAlarmAfter must be whole minutes from 1 minute to 1 day, got ${pausedMinutes} minutes`);
     if (a.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
     problems.push(...validatePrefix(a.tenantQueuePrefix).map((p) => `scheduler.attributes.tenantQueuePrefix ${p}`));
     if (problems.length === 0) problems.push(...claimName(this, a.tableName, props.tenantName));
@@ -213,12 +226,37 @@ export class DyneinTenant extends Construct {
         evaluationPeriods: 2,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
+    // Tenant controls (docs/tenant-controls.md): dispatch writes TenantPaused each step while the
+    // tenant is paused with jobs held, and JobsHeld as it holds them.
+    this.pausedAlarm = new cloudwatch.Alarm(this, 'PausedTooLong', {
+      alarmDescription: `Dynein tenant '${props.tenantName}': paused with jobs held for ${pausedMinutes} minutes: resume it when its consumer is fixed (dynein tenant resume ${props.tenantName}; docs/tenant-controls.md).`,
+      metric: this.metricPaused(),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: Math.min(1440, Math.max(1, Math.round(pausedMinutes))),
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.heldBacklogAlarm = new cloudwatch.Alarm(this, 'HeldBacklogGrowing', {
+      alarmDescription: `Dynein tenant '${props.tenantName}': paused, and jobs falling due are held in each of 15 consecutive minutes: its held backlog keeps growing (dynein tenant show ${props.tenantName}; docs/tenant-controls.md).`,
+      metric: this.metricJobsHeld(),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 15,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     if (a.alarmTopicArn) this.addAlarmAction(new actions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', a.alarmTopicArn)));
   }
 
-  /** The tenant's alarms: DLQ not empty, lateness p99, delivery failures, and failed jobs with `monitorFailedJobs`. */
+  /** The tenant's alarms: DLQ not empty, lateness p99, delivery failures, paused too long, held backlog growing, and failed jobs with `monitorFailedJobs`. */
   get alarms(): cloudwatch.Alarm[] {
-    return [this.dlqAlarm, this.latenessAlarm, this.deliveryFailureAlarm, ...(this.failedJobsAlarm ? [this.failedJobsAlarm] : [])];
+    return [
+      this.dlqAlarm,
+      this.latenessAlarm,
+      this.deliveryFailureAlarm,
+      this.pausedAlarm,
+      this.heldBacklogAlarm,
+      ...(this.failedJobsAlarm ? [this.failedJobsAlarm] : []),
+    ];
   }
 
   /**
@@ -277,6 +315,26 @@ export class DyneinTenant extends Construct {
   /** Jobs whose worker reported a failure (history on: docs/history.md), `Sum` per minute. */
   metricJobsFailed(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.#tenantMetric(TENANT_METRICS.failed, { statistic: 'Sum', ...props });
+  }
+
+  /** Jobs of this tenant put in the hold lane because it was paused (`Sum` per minute). */
+  metricJobsHeld(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.held, { statistic: 'Sum', ...props });
+  }
+
+  /** Sends of this tenant's jobs put off by its `maxDeliveriesPerSecond` (`Sum` per minute; a job counts each time it waits). */
+  metricDeliveriesDeferred(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.deferred, { statistic: 'Sum', ...props });
+  }
+
+  /** 1 while the tenant is paused with jobs held (`Maximum` per minute; no data otherwise). */
+  metricPaused(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.paused, { statistic: 'Maximum', ...props });
+  }
+
+  /** Submit requests of this tenant refused by its `maxSubmitsPerSecond` (429 `Throttled`; `Sum` per minute). */
+  metricSubmitsThrottled(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#tenantMetric(TENANT_METRICS.throttled, { statistic: 'Sum', ...props });
   }
 
   #tenantMetric(m: { readonly fn: string; readonly name: string }, props: cloudwatch.MetricOptions): cloudwatch.Metric {

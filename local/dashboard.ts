@@ -16,6 +16,9 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h2>Jobs</h2><div class="cards" id="cards"></div>
 <p class="muted" id="cancels"></p>
 <h2>Lateness (due time to send acknowledged)</h2><table id="hist"></table>
+<h2>Tenants</h2>
+<p class="muted">From dispatch: held while paused, sends deferred by a delivery limit; submits refused by a submit limit (all tenants): <span id="throttled">0</span>. Change controls with <code>npx dynein tenant</code>.</p>
+<table id="tenants"></table>
 <h2>AWS requests per job delivered</h2>
 <p class="muted" id="req-what"></p>
 <table id="req"></table>
@@ -35,6 +38,8 @@ async function refresh() {
     document.getElementById('cancels').textContent = 'Cancelled jobs count each job once; ' + fmt(j.cancelRequests) + ' cancel request' + (j.cancelRequests === 1 ? '' : 's') + ' answered 200 (repeats included). Cancels are not jobs delivered.';
     const max = Math.max(1, ...m.lateness.buckets.map((b) => b.count));
     document.getElementById('hist').innerHTML = m.lateness.buckets.map((b) => '<tr><td>≤ ' + (b.le === null ? '∞' : b.le) + ' ms</td><td>' + fmt(b.count) + '</td><td><span class="bar" style="width:' + (300 * b.count / max) + 'px"></span></td></tr>').join('');
+    document.getElementById('throttled').textContent = fmt(m.submitsThrottled);
+    document.getElementById('tenants').innerHTML = '<tr><th>tenant</th><th>delivered</th><th>held</th><th>deferred</th><th>lateness p95 ms</th><th>state</th></tr>' + (Object.entries(m.tenants).map(([k, t]) => '<tr><td>' + k + '</td><td>' + fmt(t.delivered) + '</td><td>' + fmt(t.held) + '</td><td>' + fmt(t.deferred) + '</td><td>' + (t.latenessP95Ms ?? '-') + '</td><td>' + (t.paused ? '<b>paused</b>' : 'running') + '</td></tr>').join('') || '<tr><td class="muted" colspan="6">no tenant dispatched yet</td></tr>');
     document.getElementById('req-what').textContent = 'Each figure: ' + m.requestsPerJobCounts + ' Jobs delivered so far: ' + fmt(j.delivered) + '.';
     document.getElementById('req').innerHTML = '<tr><th>operation</th><th>per job delivered</th><th class="muted">requests in all</th></tr>' + (Object.entries(m.requestsPerJob).map(([k, v]) => '<tr><td>' + k + '</td><td>' + v + '</td><td class="muted">' + fmt(m.requests[k]) + '</td></tr>').join('') || '<tr><td class="muted" colspan="3">no job delivered yet</td></tr>');
   } catch (e) { document.getElementById('since').textContent = 'compute unreachable (restarting?)'; }

@@ -9,6 +9,8 @@ export const REQUESTS_PER_JOB_COUNTS =
   'every AWS request the compute process made since it started (API calls, status reads and cancels included; ingest; ' +
   "the tick's reads, idle polls included; sends and delivered markers), divided by the jobs delivered to their queues " +
   '(dispatched + queued directly). Cancelled jobs are not in the divisor; an idle stack still polls, so the figure falls as load rises.';
+/** Lateness values kept per tenant for its p95 on the dashboard. */
+const TENANT_LATENESS_KEPT = 1_000;
 /** Cancelled job ids kept for de-duplication (beyond this, further cancels are not counted). */
 const MAX_TRACKED_CANCELS = 1_000_000;
 
@@ -25,6 +27,8 @@ export class LocalMetrics {
   /** Jobs cancelled since compute started, by id: a repeated cancel (answered 200 again) is one job. */
   readonly #cancelled = new Set<string>();
   readonly startedAt = Date.now();
+  /** Per tenant (the `Tenant` dimension on AWS): counts, the latest lateness values, when dispatch last saw it paused. */
+  readonly #tenants = new Map<string, { counts: Record<string, number>; lateness: number[]; pausedSeenAt?: number }>();
 
   constructor(private readonly requests: RequestCounter) {}
 
@@ -41,6 +45,16 @@ export class LocalMetrics {
           this.#latenessSum += v;
           this.#latenessMax = Math.max(this.#latenessMax, v);
         }
+      },
+      tenantMetrics: (tenant, counts, ms) => {
+        let t = this.#tenants.get(tenant);
+        if (!t) this.#tenants.set(tenant, (t = { counts: {}, lateness: [] }));
+        for (const [k, v] of Object.entries(counts)) {
+          if (k === 'TenantPaused') t.pausedSeenAt = Date.now();
+          else t.counts[k] = (t.counts[k] ?? 0) + v;
+        }
+        t.lateness.push(...(ms.LatenessMs ?? []));
+        if (t.lateness.length > TENANT_LATENESS_KEPT) t.lateness.splice(0, t.lateness.length - TENANT_LATENESS_KEPT);
       },
       error: (message, err) => console.error(`dynein compute: ${message}: ${(err as Error)?.stack ?? err}`),
       info: (message, fields) => console.log(`dynein compute: ${message} ${JSON.stringify(fields)}`),
@@ -89,6 +103,28 @@ export class LocalMetrics {
       /** Every AWS request compute made (by operation) divided by jobs delivered; see requestsPerJobCounts. */
       requestsPerJob: delivered === 0 ? {} : Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, +(v / delivered).toFixed(3)])),
       requestsPerJobCounts: REQUESTS_PER_JOB_COUNTS,
+      /** Refused by a tenant's maxSubmitsPerSecond (429 Throttled), all tenants. */
+      submitsThrottled: c('SubmitsThrottled'),
+      /** Per tenant, from dispatch: delivered, held (paused), sends deferred (delivery limit), lateness p95 of the latest sends. */
+      tenants: Object.fromEntries(
+        [...this.#tenants]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([name, t]) => {
+            const sorted = [...t.lateness].sort((a, b) => a - b);
+            return [
+              name,
+              {
+                delivered: t.counts.JobsDispatched ?? 0,
+                held: t.counts.JobsHeld ?? 0,
+                deferred: t.counts.DeliveriesDeferred ?? 0,
+                failedSends: t.counts.DeliveryFailures ?? 0,
+                latenessP95Ms: sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]! : null,
+                /** Dispatch saw it paused with jobs held within the last 10 s. */
+                paused: t.pausedSeenAt !== undefined && Date.now() - t.pausedSeenAt < 10_000,
+              },
+            ];
+          }),
+      ),
     };
   }
 }

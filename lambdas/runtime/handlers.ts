@@ -299,9 +299,15 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       // Per tenant: one metrics line per tenant per invocation (a step runs up to a whole tick run).
       onTenants: (tenants) => {
         for (const [tenant, s] of tenants)
-          t.tenantMetrics?.(tenant, { JobsDispatched: s.sent, DeliveryFailures: s.failedSends }, { LatenessMs: s.latenessSampleMs });
+          t.tenantMetrics?.(
+            tenant,
+            { JobsDispatched: s.sent, DeliveryFailures: s.failedSends, JobsHeld: s.held, DeliveriesDeferred: s.deferred },
+            { LatenessMs: s.latenessSampleMs },
+          );
       },
     });
+    // Paused tenants with jobs held in this step's shards: one line each (the PausedTooLong alarm).
+    for (const tenant of result.pausedTenants) t.tenantMetrics?.(tenant, { TenantPaused: 1 }, {});
     t.count('AcquireConflicts', result.conflicts);
     t.count('RowsRecovered', result.recovered);
     t.count('BacklogRows', result.backlogRows);

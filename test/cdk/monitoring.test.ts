@@ -199,8 +199,8 @@ describe('alarms', () => {
 
   it('without an alarmTopic the same alarms exist, with no actions', () => {
     const quietAlarms = resourcesOf(quietT, 'AWS::CloudWatch::Alarm');
-    // Per tenant: DLQ not empty, lateness p99, delivery failures.
-    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + 3 * quiet.tenants.length);
+    // Per tenant: DLQ not empty, lateness p99, delivery failures, paused too long, held backlog growing.
+    expect(quietAlarms.length).toBe(SCHEDULER_ALARMS + 5 * quiet.tenants.length);
     for (const [id, a] of quietAlarms) expect(a.Properties.AlarmActions ?? [], id).toEqual([]);
   });
 });

@@ -127,12 +127,51 @@ describe('per-tenant alarms', () => {
     const failures = alarmOf(alpha.deliveryFailureAlarm);
     expect(failures.Properties).toMatchObject({ MetricName: 'DeliveryFailures', Statistic: 'Sum', Threshold: 0 });
     expect(dims(failures)).toEqual({ service: 'dynein-dispatch', Tenant: 'alpha' });
-    expect(alpha.alarms).toHaveLength(3);
+    expect(alpha.alarms).toHaveLength(5);
     expect(alpha.failedJobsAlarm).toBeUndefined();
-    expect(beta.alarms).toHaveLength(4);
+    expect(beta.alarms).toHaveLength(6);
     expect(dims(alarmOf(beta.failedJobsAlarm!))).toEqual({ service: 'dynein-status', Tenant: 'beta' });
     // The scheduler's alarm list holds every tenant's.
     for (const a of [...alpha.alarms, ...beta.alarms]) expect(scheduler.monitoring.alarms).toContain(a);
+  });
+
+  it('paused too long (TenantPaused for pausedAlarmAfter minutes) and held backlog growing (JobsHeld 15 minutes), per tenant', () => {
+    const paused = alarmOf(alpha.pausedAlarm);
+    expect(paused.Properties).toMatchObject({
+      MetricName: 'TenantPaused',
+      Statistic: 'Maximum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 60,
+      TreatMissingData: 'notBreaching',
+    });
+    expect(dims(paused)).toEqual({ service: 'dynein-dispatch', Tenant: 'alpha' });
+    const held = alarmOf(beta.heldBacklogAlarm);
+    expect(held.Properties).toMatchObject({ MetricName: 'JobsHeld', Statistic: 'Sum', Threshold: 0, EvaluationPeriods: 15 });
+    expect(dims(held)).toEqual({ service: 'dynein-dispatch', Tenant: 'beta' });
+    const lines = dashboardLines();
+    for (const [name, fn] of [
+      ['JobsHeld', 'dynein-dispatch'],
+      ['DeliveriesDeferred', 'dynein-dispatch'],
+      ['SubmitsThrottled', 'dynein-submit'],
+    ])
+      expect(tenantLine(lines, 'alpha', name!, fn!, 'Sum'), name).toBe(true);
+    expect(tenantLine(lines, 'alpha', 'TenantPaused', 'dynein-dispatch', 'Maximum')).toBe(true);
+  });
+
+  it('refuses a pausedAlarmAfter that is not whole minutes from 1 minute to 1 day', () => {
+    const app = fastApp({ [CDK_APP_MODE_CONTEXT]: 'inmemory' }) as App;
+    const stack = new Stack(app, 'Bad');
+    const imported = DyneinScheduler.fromAttributes({
+      tableName: 'dynein-table',
+      tableArn: 'arn:aws:dynamodb:eu-west-1:111122223333:table/dynein-table',
+      httpApiId: 'abc123',
+      senderRoleArns: ['arn:aws:iam::111122223333:role/submit'],
+      tenantQueuePrefix: 'dynein',
+    });
+    expect(() => new DyneinTenant(stack, 'T', { scheduler: imported, tenantName: 'x', pausedAlarmAfter: Duration.days(2) })).toThrow(
+      /pausedAlarmAfter must be whole minutes from 1 minute to 1 day, got 2880 minutes/,
+    );
   });
 
   it('a team subscribes its own topic to all its tenant’s alarms from its own stack, and cdk-nag finds nothing there', () => {
@@ -163,7 +202,7 @@ describe('per-tenant alarms', () => {
     expect(error === undefined ? undefined : String((error as Error).message)).toBeUndefined();
     const teamT = Template.fromStack(team);
     const alarms = resourcesOf(teamT, 'AWS::CloudWatch::Alarm');
-    expect(alarms).toHaveLength(4);
+    expect(alarms).toHaveLength(6);
     for (const [id, a] of alarms)
       expect(
         (a.Properties.AlarmActions as Json[]).map((x) => render(x)),

@@ -85,3 +85,21 @@ describe('the local dashboard counters', () => {
     expect(metrics.snapshot().jobs.dispatched).toBe(3);
   });
 });
+
+describe('the local dashboard per tenant', () => {
+  it('adds up what dispatch reports per tenant (delivered, held, deferred), keeps a lateness p95, and shows a pause seen lately', () => {
+    const metrics = new LocalMetrics(new RequestCounter());
+    const t = metrics.telemetry();
+    t.tenantMetrics!('alpha', { JobsDispatched: 3, DeliveryFailures: 0, JobsHeld: 0, DeliveriesDeferred: 4 }, { LatenessMs: [5, 9, 100] });
+    t.tenantMetrics!('alpha', { JobsDispatched: 2, DeliveryFailures: 1, JobsHeld: 0, DeliveriesDeferred: 1 }, { LatenessMs: [7, 8] });
+    t.tenantMetrics!('beta', { JobsDispatched: 0, DeliveryFailures: 0, JobsHeld: 7, DeliveriesDeferred: 0 }, {});
+    t.tenantMetrics!('beta', { TenantPaused: 1 }, {});
+    t.count('SubmitsThrottled', 2);
+    const snap = metrics.snapshot();
+    expect(snap.submitsThrottled).toBe(2);
+    expect(snap.tenants).toEqual({
+      alpha: { delivered: 5, held: 0, deferred: 5, failedSends: 1, latenessP95Ms: 100, paused: false },
+      beta: { delivered: 0, held: 7, deferred: 0, failedSends: 0, latenessP95Ms: null, paused: true },
+    });
+  });
+});
