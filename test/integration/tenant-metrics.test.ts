@@ -66,8 +66,8 @@ describe('per-tenant dispatch metrics', () => {
       expect('byTenant' in result).toBe(false);
       expect(reports.map((r) => r.tenant).sort()).toEqual(['alpha', 'beta']);
       const of = (t: string) => reports.find((r) => r.tenant === t)!;
-      expect(of('alpha').counts).toEqual({ JobsDispatched: 6, DeliveryFailures: 0 });
-      expect(of('beta').counts).toEqual({ JobsDispatched: 3, DeliveryFailures: 0 });
+      expect(of('alpha').counts).toEqual({ JobsDispatched: 6, DeliveryFailures: 0, JobsHeld: 0, DeliveriesDeferred: 0 });
+      expect(of('beta').counts).toEqual({ JobsDispatched: 3, DeliveryFailures: 0, JobsHeld: 0, DeliveriesDeferred: 0 });
       expect(of('alpha').ms.LatenessMs).toHaveLength(6);
       for (const v of of('alpha').ms.LatenessMs!) expect(v).toBeGreaterThanOrEqual(0);
     } finally {
