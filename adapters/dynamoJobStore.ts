@@ -389,7 +389,9 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           KeyConditionExpression: condition,
           ExpressionAttributeValues: values,
           ProjectionExpression: 'sk',
-          ConsistentRead: true,
+          // Eventually consistent (half the read units): a pointer written moments ago is found by the next
+          // scan; one deleted moments ago is skipped by the round's memory of what it deleted.
+          ConsistentRead: false,
           Limit: limit,
           ...(start !== undefined ? { ExclusiveStartKey: { pk: { S: `p#${shard}` }, sk: { S: start } } } : {}),
         }),

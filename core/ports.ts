@@ -144,7 +144,7 @@ export interface JobStore {
   /**
    * Hold-lane pointers of `shard` after `after` (a pointer's `sk`; none: from the start), in sk
    * order (tenant, then higher priority, then due time), at most `limit`; `tenant` keeps the read
-   * to one tenant's pointers.
+   * to one tenant's pointers. Eventually consistent.
    */
   readHeld(shard: number, range: { readonly tenant?: string; readonly after?: string }, limit: number): Promise<HeldPage>;
   /** Deletes hold-lane pointers (once their row is final); returns those that could not be deleted. */
