@@ -110,6 +110,12 @@ export class ControlsCache {
     return this.#cache.get(tenant)?.controls ?? DEFAULT_CONTROLS;
   }
 
+  /** Whether the tenant's controls were read at least once (a copy, fresh or not, is cached). */
+  has(tenant: string): boolean {
+    const hit = this.#cache.get(tenant);
+    return hit !== undefined && (hit.until > 0 || !hit.pending);
+  }
+
   /** Forgets a tenant (after this process changed its controls). */
   invalidate(tenant: string): void {
     this.#cache.delete(tenant);

@@ -252,6 +252,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     weightOf: (tenant) => controls?.peek(tenant).weight ?? 1,
     // A delivery-limited tenant keeps about two seconds of its rate in hand; its other rows wait (SCHEDULED, cancellable).
     mayStart: (tenant) => {
+      if (controls && !controls.has(tenant)) {
+        // Not known yet: its weight and limit first (a tenant's first acquires wait one read).
+        void controls.get(tenant).then(() => acquirer.kick());
+        return false;
+      }
       const rate = releaser.rateOf(tenant);
       return (
         rate === undefined ||

@@ -1,7 +1,7 @@
 import { backoffMs } from './backoff.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
-import type { AcquiredRow, RowKey } from './ports.js';
+import { DEFAULT_PRIORITY, type AcquiredRow, type RowKey } from './ports.js';
 import { TokenBucket } from './rateLimit.js';
 import { TenantTally } from './tenantTally.js';
 
@@ -286,6 +286,8 @@ export class Releaser {
     let bucket = this.#buckets.get(tenant);
     if (!bucket) this.#buckets.set(tenant, (bucket = new TokenBucket(rate, now)));
     else bucket.setRate(rate, now);
+    // Tokens go to the tenant's ready rows by priority, then due time (all of them are due).
+    list.sort((a, b) => (b.row.priority ?? DEFAULT_PRIORITY) - (a.row.priority ?? DEFAULT_PRIORITY) || a.row.dueMs - b.row.dueMs);
     const granted = bucket.take(now, list.length);
     if (granted < list.length) {
       const readyAt = bucket.readyAt(now);

@@ -217,6 +217,45 @@ describe('delivery rate limit', () => {
   }, 40_000);
 });
 
+describe('priority', () => {
+  it("among a tenant's due jobs held back by its delivery limit, higher priority goes first; none early, none lost", async () => {
+    const sys = await createSystem(em, { tenants: ['ranked'], settings: SETTINGS });
+    const controls = controlsOf({ ranked: { maxDeliveriesPerSecond: 8 } });
+    const rec = recordingSender(sys.w.dispatch.sender);
+    const deps = { ...sys.w.dispatch, sender: rec.sender, controls: controls.cache };
+    const ingest = sys.startIngest();
+    const consumer = consume(em.sqs, sys.tenants.ranked!.url);
+    try {
+      const due = Date.now() + 3_000;
+      // Low priority first in due order and in submit order: only priority can put the others ahead.
+      const jobs = [
+        ...Array.from({ length: 16 }, (_, i) => ({ payload: { p: 1, i }, runAt: new Date(due + i).toISOString(), priority: 1 })),
+        ...Array.from({ length: 16 }, (_, i) => ({ payload: { p: 9, i }, runAt: new Date(due + 100 + i).toISOString(), priority: 9 })),
+      ];
+      const submitted = await submitJobs(sys, 'ranked', jobs);
+      // All overdue when the dispatchers start (after an outage, say), so that they are due together.
+      await sleep(due + 700 - Date.now());
+      await ingest.stop();
+      const rounds = runAllGroups(deps);
+      try {
+        await consumer.waitFor((d) => d.length >= 32, 20_000);
+      } finally {
+        await rounds.stop();
+      }
+      await sleep(300);
+      const order = [...consumer.deliveries].sort((a, b) => a.firstReceiveAt - b.firstReceiveAt).map((d) => (d.payload as { p: number }).p);
+      expect(new Set(consumer.deliveries.map((d) => d.jobId))).toEqual(new Set(submitted.map((j) => j.jobId)));
+      for (const d of consumer.deliveries) expect(d.firstReceiveAt).toBeGreaterThanOrEqual(Date.parse(d.runAt));
+      // The later half of the sends holds far more low-priority jobs than the first half.
+      const highFirstHalf = order.slice(0, 16).filter((p) => p === 9).length;
+      expect(highFirstHalf).toBeGreaterThanOrEqual(12);
+    } finally {
+      await ingest.stop();
+      await consumer.stop();
+    }
+  }, 40_000);
+});
+
 describe('a flood', () => {
   it("past the round cap, the largest tenant's excess goes to the hold lane and comes back: the reads go on, nothing lost or doubled", async () => {
     const sys = await createSystem(em, { tenants: ['flood', 'quiet'], settings: SETTINGS });
