@@ -327,7 +327,7 @@ export function markdown(r: BenchResult): string {
     if (nn) {
       const a = nn.flooded.a;
       lines.push(
-        `| noisy neighbour: B ${nn.shape.quiet.rate} jobs/s for ${nn.shape.quiet.durationMs / 1000} s, alone then beside A ${nn.shape.floodPerSec} jobs/s due in the same window | B lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded: ratio ${nn.ratio} (target ≤ 2.0)${a ? `; A ${a.delivered.toLocaleString('en-US')} jobs at ${a.deliveredPerSec} jobs/s, p95 ${a.lateness.p95Ms} ms` : ''}; inbound backlog at most ${nn.flooded.ingestBacklogMax} | ${nn.lost} / ${nn.early} / ${nn.duplicates} |`,
+        `| noisy neighbour: B ${nn.shape.quiet.rate} jobs/s for ${nn.shape.quiet.durationMs / 1000} s, alone, then with A's ${nn.shape.floodJobs.toLocaleString('en-US')} jobs (submitted before) falling due in the same ${nn.shape.windowMs / 1000} s, ${nn.shape.floodPerSec} jobs/s | B lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded: ratio ${nn.ratio} (target ≤ 2.0)${a ? `; A ${a.delivered.toLocaleString('en-US')} jobs at ${a.deliveredPerSec} jobs/s, p95 ${a.lateness.p95Ms} ms` : ''}; inbound backlog at most ${nn.flooded.ingestBacklogMax} | ${nn.lost} / ${nn.early} / ${nn.duplicates} |`,
       );
     }
     const pz = r.pause;

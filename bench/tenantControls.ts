@@ -6,9 +6,13 @@
  * the tenant queues on fauxqs and a consumer per queue as a tenant's worker would. Controls are
  * changed through the operator API (`/v1/admin/tenants/...`, local.json's operator key).
  *
- * - `noisyNeighbour`: tenant B's lateness p95 under a steady load alone, then again while tenant A
- *   submits 100 times B's volume due in the same window (batches of 100): weighted fair share in
- *   dispatch must keep B's lateness within 2× (docs/tenant-controls.md, Fair share).
+ * - `noisyNeighbour`: tenant B's lateness p95 under a steady load alone, then again with tenant A's
+ *   100 times B's volume falling due in the same window: weighted fair share in dispatch must keep
+ *   B's lateness within 2× (docs/tenant-controls.md, Fair share). A's jobs are submitted (batches
+ *   of 100) before B's window opens, so that they are in the table by then: submitted at the same
+ *   time as B's, they back up the inbound queue and ingest, which B's jobs share first come first
+ *   served (no fair share there), and B's jobs are then late by the ingest backlog whatever
+ *   dispatch does.
  * - `pause`: a paused tenant's jobs fall due and are held (nothing delivered); after resume all
  *   are delivered, each once, never early, and how long that takes.
  * - `rateLimit`: a tenant limited to `maxDeliveriesPerSecond` offered far more due at once; the
@@ -42,8 +46,12 @@ export interface TenantControlsShape {
     readonly quiet: LoadShape;
     /** Tenant A submits this many times B's volume, due in the same window. */
     readonly floodFactor: number;
-    /** Jobs per batch request of A. */
-    readonly floodBatchJobs: number;
+    /**
+     * A's jobs are submitted this long before B's window opens (B's first job falls due), so that
+     * ingest has written them to the table by then: fair share is a property of dispatch, and the
+     * inbound queue and ingest (shared, first come first served) would otherwise be what delays B.
+     */
+    readonly floodLeadMs: number;
     /** Payload size of A's jobs (B's are 1 KB, as phase 1's). */
     readonly floodPayloadBytes: number;
     /** How long A's flood may take to be delivered after its last submit before the phase gives up counting. */
@@ -80,8 +88,9 @@ export interface NoisyRun {
     spanMs: number;
   };
   bLoad: LoadReport;
-  aLoad?: LoadReport;
-  /** Jobs accepted but not yet ingested (both tenants), sampled every second from /local/metrics. */
+  /** A's submission (batches of 100, 4 requests at once): how long it took, and each request. */
+  aSubmit?: { tookMs: number; submitMs: Summary; ingestBacklogWhenBStarted: number };
+  /** Jobs accepted but not yet ingested (both tenants) while B submitted, sampled every second from /local/metrics. */
   ingestBacklogMax: number;
   loadAvg: { before: [number, number, number]; after: [number, number, number] };
 }
@@ -99,7 +108,13 @@ export interface NoisyNeighbourResult {
   duplicates: number;
   quiet: NoisyRun;
   flooded: NoisyRun;
-  shape: TenantControlsShape['noisyNeighbour'] & { floodPerSec: number; bPayloadBytes: number };
+  shape: TenantControlsShape['noisyNeighbour'] & {
+    /** A's jobs due per second over B's window. */
+    floodPerSec: number;
+    floodJobs: number;
+    windowMs: number;
+    bPayloadBytes: number;
+  };
 }
 
 export interface PauseResult {
@@ -270,6 +285,14 @@ const strip = <T extends { first: unknown }>(t: T): Omit<T, 'first'> => {
   return rest;
 };
 
+/** Jobs accepted but not yet ingested (nor queued directly), from /local/metrics. */
+async function ingestBacklog(local: LocalJson): Promise<number> {
+  const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as {
+    jobs: { submitted: number; queuedDirectly: number; ingested: number };
+  };
+  return m.jobs.submitted - m.jobs.queuedDirectly - m.jobs.ingested;
+}
+
 /** Samples the inbound backlog (accepted, not yet ingested) every second until stopped. */
 function ingestSampler(local: LocalJson) {
   let max = 0;
@@ -277,10 +300,7 @@ function ingestSampler(local: LocalJson) {
   const loop = (async () => {
     while (on) {
       try {
-        const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as {
-          jobs: { submitted: number; queuedDirectly: number; ingested: number };
-        };
-        max = Math.max(max, m.jobs.submitted - m.jobs.queuedDirectly - m.jobs.ingested);
+        max = Math.max(max, await ingestBacklog(local));
       } catch {
         // the API is busy: next second
       }
@@ -300,47 +320,62 @@ function ingestSampler(local: LocalJson) {
 export async function runNoisyNeighbour(shape: TenantControlsShape['noisyNeighbour']): Promise<NoisyNeighbourResult> {
   const [A, B] = ['tenant-a', 'tenant-b'] as const;
   const bPayloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i));
-  const aPayloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i, shape.floodPayloadBytes));
-  const floodPerSec = shape.quiet.rate * shape.floodFactor;
+  const floodJobs = Math.round((shape.quiet.rate * shape.quiet.durationMs) / 1000) * shape.floodFactor;
+  // B's jobs fall due from its start + minAhead to its end + maxAhead.
+  const windowMs = shape.quiet.durationMs + shape.quiet.maxAheadMs - shape.quiet.minAheadMs;
+  const floodPerSec = Math.round((floodJobs / windowMs) * 1000);
   return withStack([A, B], 'noisyNeighbour', async ({ local, sqs }) => {
     const run = async (flood: boolean): Promise<NoisyRun> => {
       const label = flood ? 'noisyNeighbour (flooded)' : 'noisyNeighbour (quiet)';
       const loadBefore = load();
       const bConsumer = consumeQueue(sqs, local.tenants[B]!.queueUrl, { pollers: 3 });
       const aConsumer = flood ? consumeQueue(sqs, local.tenants[A]!.queueUrl, { pollers: 6 }) : undefined;
-      const sampler = ingestSampler(local);
       const acceptedB: Accepted = new Map();
       const acceptedA: Accepted = new Map();
       let directB = 0;
-      let directA = 0;
+      let aSubmit: NoisyRun['aSubmit'];
+      if (flood) {
+        // A's flood: due uniformly over B's window [B start + minAhead, B end + maxAhead), submitted before it opens.
+        const t0 = Date.now();
+        const windowStart = t0 + shape.floodLeadMs;
+        progress(
+          `${label}: A submits ${floodJobs} jobs (batches of 100) due over ${windowMs / 1000} s from ${new Date(windowStart).toISOString()}, B's window`,
+        );
+        const sub = await submitMany(
+          local,
+          A,
+          floodJobs,
+          () => windowStart + Math.floor(Math.random() * windowMs),
+          acceptedA,
+          shape.floodPayloadBytes,
+        );
+        const tookMs = Date.now() - t0;
+        let backlog = 0;
+        while (Date.now() < windowStart - shape.quiet.minAheadMs) {
+          backlog = await ingestBacklog(local);
+          if (backlog <= 0) break;
+          await sleep(500);
+        }
+        backlog = await ingestBacklog(local);
+        progress(
+          `${label}: A's ${acceptedA.size} jobs accepted in ${(tookMs / 1000).toFixed(1)} s, ${backlog} not yet ingested; B starts in ${((windowStart - shape.quiet.minAheadMs - Date.now()) / 1000).toFixed(1)} s`,
+        );
+        await sleep(windowStart - shape.quiet.minAheadMs - Date.now());
+        aSubmit = { tookMs, submitMs: sub.submitMs, ingestBacklogWhenBStarted: backlog };
+      }
+      const sampler = ingestSampler(local);
       progress(
-        `${label}: B ${shape.quiet.rate} jobs/s for ${shape.quiet.durationMs / 1000} s due ${shape.quiet.minAheadMs / 1000}–${shape.quiet.maxAheadMs / 1000} s ahead${flood ? `, A ${floodPerSec} jobs/s in batches of ${shape.floodBatchJobs} due in the same window` : ''}`,
+        `${label}: B ${shape.quiet.rate} jobs/s for ${shape.quiet.durationMs / 1000} s due ${shape.quiet.minAheadMs / 1000}–${shape.quiet.maxAheadMs / 1000} s ahead${flood ? `, A's ${floodPerSec} jobs/s falling due in the same window` : ''}`,
       );
-      const aStart = Date.now();
-      const bLoad = steadyLoad(
+      const bReport = await steadyLoad(
         shape.quiet,
         async (i, dueMs) => {
           if (await submitOne(local, B, bPayloads[i % bPayloads.length], dueMs, acceptedB)) directB++;
         },
         `${label} B`,
       );
-      const aLoad = flood
-        ? steadyLoad(
-            { ...shape.quiet, rate: floodPerSec / shape.floodBatchJobs },
-            async (i) => {
-              const now = Date.now();
-              const jobs = Array.from({ length: shape.floodBatchJobs }, (_, k) => ({
-                payload: aPayloads[(i + k) % aPayloads.length],
-                dueMs: now + shape.quiet.minAheadMs + Math.floor(Math.random() * (shape.quiet.maxAheadMs - shape.quiet.minAheadMs)),
-              }));
-              directA += await submitBatch(local, A, jobs, acceptedA);
-            },
-            `${label} A`,
-          )
-        : undefined;
-      const [bReport, aReport] = await Promise.all([bLoad, aLoad]);
       progress(
-        `${label}: accepted B ${acceptedB.size} (${bReport.failed} failed${bReport.firstError ? `: ${bReport.firstError}` : ''})${aReport ? `, A ${acceptedA.size} (${aReport.failed} batch requests failed${aReport.firstError ? `: ${aReport.firstError}` : ''})` : ''}; waiting for deliveries`,
+        `${label}: accepted B ${acceptedB.size} (${bReport.failed} failed${bReport.firstError ? `: ${bReport.firstError}` : ''}); waiting for deliveries`,
       );
       const lastDueB = Math.max(0, ...acceptedB.values());
       await bConsumer.waitFor(acceptedB.size, lastDueB - Date.now() + 30_000);
@@ -354,21 +389,21 @@ export async function runNoisyNeighbour(shape: TenantControlsShape['noisyNeighbo
       const b = tally(acceptedB, bConsumer.received, directB);
       let a: NoisyRun['a'];
       if (aConsumer) {
-        const t = tally(acceptedA, aConsumer.received, directA);
-        const times = [...t.first.values()].map((r) => r.receivedAt);
+        const t = tally(acceptedA, aConsumer.received, 0);
+        const times = [...t.first.values()].map((r) => (r.sentAt > 0 ? r.sentAt : r.receivedAt));
         const first = Math.min(...times);
         const last = Math.max(...times);
         a = {
           ...strip(t),
           deliveredPerSec: last > first ? Math.round((t.delivered / (last - first)) * 1000) : 0,
-          spanMs: times.length ? last - aStart : 0,
+          spanMs: times.length ? last - first : 0,
         };
       }
       const out: NoisyRun = {
         b: strip(b),
         ...(a ? { a } : {}),
         bLoad: bReport,
-        ...(aReport ? { aLoad: aReport } : {}),
+        ...(aSubmit ? { aSubmit } : {}),
         ingestBacklogMax,
         loadAvg: { before: loadBefore, after: load() },
       };
@@ -394,7 +429,7 @@ export async function runNoisyNeighbour(shape: TenantControlsShape['noisyNeighbo
       duplicates: sum('duplicates'),
       quiet,
       flooded,
-      shape: { ...shape, floodPerSec, bPayloadBytes: JSON.stringify(bPayloads[0]).length },
+      shape: { ...shape, floodPerSec, floodJobs, windowMs, bPayloadBytes: JSON.stringify(bPayloads[0]).length },
     };
   });
 }
@@ -406,8 +441,9 @@ async function submitMany(
   jobs: number,
   dueOf: (sentAt: number) => number,
   accepted: Accepted,
+  payloadBytes = 256,
 ): Promise<{ direct: number; submitMs: Summary }> {
-  const payloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i, 256));
+  const payloads = Array.from({ length: 100 }, (_, i) => realisticPayload(i, payloadBytes));
   let next = 0;
   let direct = 0;
   const took: number[] = [];
@@ -452,10 +488,7 @@ export async function runPause(shape: TenantControlsShape['pause']): Promise<Pau
     // Past every due time, and everything ingested (a row not yet in the table could not be delivered anyway).
     const until = Date.now() + 60_000;
     for (;;) {
-      const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as {
-        jobs: { submitted: number; queuedDirectly: number; ingested: number };
-      };
-      const backlog = m.jobs.submitted - m.jobs.queuedDirectly - m.jobs.ingested;
+      const backlog = await ingestBacklog(local);
       if ((backlog <= 0 && Date.now() > lastDue + 5_000) || Date.now() > until) break;
       await sleep(500);
     }
