@@ -427,6 +427,13 @@ function notes(res: BenchResult): string[] {
       `Lateness missed its target in this run: the dispatcher's own lateness (due → SendMessageBatch acknowledged) averaged ${l.dispatcher.meanMs} ms (max ${l.dispatcher.maxMs} ms) and the inbound backlog reached ${l.ingestBacklog.max} jobs, with the load average at ${l.loadAvg.before[0]} → ${l.loadAvg.after[0]} on ${res.machine.cpus} CPUs: the local stack (API, Lambdas, dynalite, fauxqs, the state machine, the load and the consumer) shares two cores with whatever else runs; a job ingested later than its due time is late by that much.`,
     );
   }
+  const nn = res.noisyNeighbour;
+  if (nn && !nn.targetMet) {
+    const f = nn.flooded;
+    out.push(
+      `Noisy neighbour missed its target in this run (B's lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded): by SQS SentTimestamp B's jobs left the dispatcher p95 ${f.b.sent.p95Ms} ms after runAt (alone ${nn.quiet.b.sent.p95Ms} ms), so the delay is in dispatch, not in the consumer; ingest kept up (inbound backlog at most ${f.ingestBacklogMax} jobs while B submitted). A's jobs fell due at ${nn.shape.floodPerSec} jobs/s and were sent at ${f.a?.deliveredPerSec ?? 0} jobs/s (A's p95 ${f.a?.lateness.p95Ms ?? 0} ms): fair share orders the acquires, but acquired rows are sent by due time, so a row of B that falls due waits behind A's overdue rows already acquired, and the machine was saturated (the local stack, the load generator and the consumers share it; load average ${f.loadAvg.before[0]} → ${f.loadAvg.after[0]} on ${res.machine.cpus} CPUs).`,
+    );
+  }
   const rr = res.recurring;
   if (rr && rr.p95Ms > 100) {
     const cron = Object.entries(rr.byExpression).filter(([e]) => e.startsWith('cron('));
