@@ -116,6 +116,37 @@ export function targets(r: BenchResult): Target[] {
     });
     t.push({ name: 'Recurring: lateness p95', target: '≤ 100 ms', value: `${rr.p95Ms} ms`, met: rr.p95Ms <= 100 });
   }
+  const nn = r.noisyNeighbour;
+  if (nn) {
+    t.push({
+      name: 'Noisy neighbour: B lateness p95 flooded ÷ alone',
+      target: '≤ 2.0',
+      value: `${nn.ratio} (${nn.floodedP95Ms} ms vs ${nn.quietP95Ms} ms)`,
+      met: nn.targetMet,
+    });
+    t.push({
+      name: 'Noisy neighbour: early / lost',
+      target: '0 / 0',
+      value: `${nn.early} / ${nn.lost} (${nn.duplicates} duplicates)`,
+      met: nn.early === 0 && nn.lost === 0,
+    });
+  }
+  const pz = r.pause;
+  if (pz)
+    t.push({
+      name: 'Pause: held jobs delivered after resume',
+      target: 'delivered = held, 0 while paused, lost 0, early 0',
+      value: `${pz.delivered} of ${pz.held}, ${pz.deliveredWhilePaused} while paused, lost ${pz.lost}, early ${pz.early}`,
+      met: pz.delivered === pz.held && pz.held === pz.accepted && pz.deliveredWhilePaused === 0 && pz.lost === 0 && pz.early === 0,
+    });
+  const rl = r.rateLimit;
+  if (rl)
+    t.push({
+      name: 'Delivery rate limit',
+      target: `within 10% of ${rl.limitPerSec}/s`,
+      value: `${rl.observedPerSec}/s (at most ${rl.maxIn1s} in any second)`,
+      met: rl.targetMet,
+    });
   return t;
 }
 
@@ -283,6 +314,33 @@ export function markdown(r: BenchResult): string {
       `Per job: ${h.reportRequestsPerJob} outcome reports (API requests and status-function invocations, ${h.handlerMsPerReport} ms each here), ${h.batchWriteRequestsPerJob} BatchWriteItem requests, ${h.recordWritesPerJob} outcome records of ${h.recordBytes} bytes (${h.recordWru} WRU each); ${h.reported} of ${h.jobs} outcomes stored. On AWS that adds ${u.dynamodbWru} WRU, ${u.apiRequests} API requests, ${u.lambdaInvocations} invocations (${u.lambdaGbSeconds} GB-s): +${usd(h.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.withHistory !== undefined ? `, ${usd(r.costPerMillionUsd.withHistory)} with ours` : ''}.`,
       '',
     );
+  }
+
+  if (r.noisyNeighbour || r.pause || r.rateLimit) {
+    lines.push(
+      '## Tenant controls (local stack, controls through the operator API and a 5 s cache)',
+      '',
+      '| phase | figures | lost / early / duplicates |',
+      '|---|---|---|',
+    );
+    const nn = r.noisyNeighbour;
+    if (nn) {
+      const a = nn.flooded.a;
+      lines.push(
+        `| noisy neighbour: B ${nn.shape.quiet.rate} jobs/s for ${nn.shape.quiet.durationMs / 1000} s, alone, then with A's ${nn.shape.floodJobs.toLocaleString('en-US')} jobs (submitted before) falling due in the same ${nn.shape.windowMs / 1000} s, ${nn.shape.floodPerSec} jobs/s | B lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded: ratio ${nn.ratio} (target ≤ 2.0)${a ? `; A ${a.delivered.toLocaleString('en-US')} jobs at ${a.deliveredPerSec} jobs/s, p95 ${a.lateness.p95Ms} ms` : ''}; inbound backlog at most ${nn.flooded.ingestBacklogMax} | ${nn.lost} / ${nn.early} / ${nn.duplicates} |`,
+      );
+    }
+    const pz = r.pause;
+    if (pz)
+      lines.push(
+        `| pause: ${pz.accepted.toLocaleString('en-US')} jobs due while paused | held ${pz.held.toLocaleString('en-US')}, ${pz.deliveredWhilePaused} delivered while paused; after resume ${pz.delivered.toLocaleString('en-US')} delivered, first after ${pz.firstDeliveryMs} ms, all after ${pz.drainMs} ms (${pz.drainPerSec} jobs/s) | ${pz.lost} / ${pz.early} / ${pz.duplicates} |`,
+      );
+    const rl = r.rateLimit;
+    if (rl)
+      lines.push(
+        `| rate limit: ${rl.offered.toLocaleString('en-US')} jobs due at once, maxDeliveriesPerSecond ${rl.limitPerSec} | ${rl.observedPerSec} jobs/s over ${(rl.spanMs / 1000).toFixed(1)} s (${rl.clock}), at most ${rl.maxIn1s} in any 1-s window | ${rl.lost} / ${rl.early} / ${rl.duplicates} |`,
+      );
+    lines.push('');
   }
 
   if (r.capacity) {

@@ -13,9 +13,11 @@
  *   8. recurring schedules through the local stack, its EventBridge Scheduler stand-in the clock
  *   9. listing a tenant's jobs: items and read units per page, over dynalite
  *  10. job history: outcome reports per job by the Worker, and what their records cost
+ *  11–13. tenant controls through the local stack: a noisy neighbour against fair share, pause
+ *      and resume, a delivery rate limit (bench/tenantControls.ts)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history` for a subset
+ * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -25,6 +27,15 @@ import { runBacklog, type BacklogResult } from './backlog.js';
 import { runHistory, type HistoryResult } from './history.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
+import {
+  runNoisyNeighbour,
+  runPause,
+  runRateLimit,
+  type NoisyNeighbourResult,
+  type PauseResult,
+  type RateLimitResult,
+  type TenantControlsShape,
+} from './tenantControls.js';
 import { BULLMQ_SKIP_MESSAGE, redisServerAvailable, runBullmq, type BullmqResult } from './bullmq.js';
 import { runBundles, type BundleResult } from './bundles.js';
 import {
@@ -54,7 +65,21 @@ import { markdown, targets, type Target } from './report.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
-const PHASES = ['lateness', 'bullmq', 'dispatch', 'backlog', 'recovery', 'requests', 'bundles', 'recurring', 'listing', 'history'] as const;
+const PHASES = [
+  'lateness',
+  'bullmq',
+  'dispatch',
+  'backlog',
+  'recovery',
+  'requests',
+  'bundles',
+  'recurring',
+  'listing',
+  'history',
+  'noisyNeighbour',
+  'pause',
+  'rateLimit',
+] as const;
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
@@ -73,6 +98,7 @@ export interface BenchResult {
     bundleRuns: number;
     recurring: RecurringShape;
     history: { jobs: number; ratePerSec: number };
+    tenantControls: TenantControlsShape;
   };
   lateness?: LatenessResult;
   dispatch?: DispatchResult;
@@ -114,6 +140,12 @@ export interface BenchResult {
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
   listing?: ListingResult;
+  /** Phase 11: tenant B's lateness alone and beside tenant A's flood (fair share, docs/tenant-controls.md). */
+  noisyNeighbour?: NoisyNeighbourResult;
+  /** Phase 12: jobs held while their tenant is paused, delivered after resume. */
+  pause?: PauseResult;
+  /** Phase 13: a tenant's maxDeliveriesPerSecond against a larger offered load. */
+  rateLimit?: RateLimitResult;
   peers: { bullmq?: BullmqResult; bullmqSkipped?: string };
   targets: Target[];
   prices: { region: string; checked: string; table: typeof PRICES };
@@ -131,7 +163,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 12 s beside 12,000 jobs of A due in the same window (full: 30 s, 30,000), 2,000 paused jobs (full: 10,000), 1,000 jobs due at once for a tenant limited to 50/s (full: 2,000)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
       burst: 500,
@@ -141,10 +173,21 @@ const sizes: BenchResult['sizes'] = quick
       bundleRuns: 2,
       recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
       history: { jobs: 1_000, ratePerSec: 100 },
+      tenantControls: {
+        noisyNeighbour: {
+          quiet: { rate: 10, durationMs: 12_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+          floodFactor: 100,
+          floodLeadMs: 30_000,
+          floodPayloadBytes: 256,
+          drainTimeoutMs: 90_000,
+        },
+        pause: { jobs: 2_000 },
+        rateLimit: { limitPerSec: 50, jobs: 1_000 },
+      },
     }
   : {
       description:
-        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes',
+        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s',
       lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
       peerDurationMs: 60_000,
       burst: 10_000,
@@ -154,6 +197,17 @@ const sizes: BenchResult['sizes'] = quick
       bundleRuns: 7,
       recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
       history: { jobs: 3_000, ratePerSec: 100 },
+      tenantControls: {
+        noisyNeighbour: {
+          quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+          floodFactor: 100,
+          floodLeadMs: 70_000,
+          floodPayloadBytes: 256,
+          drainTimeoutMs: 180_000,
+        },
+        pause: { jobs: 10_000 },
+        rateLimit: { limitPerSec: 50, jobs: 2_000 },
+      },
     };
 
 const started = Date.now();
@@ -233,6 +287,11 @@ r.bundles = await phase('bundles', () => runBundles({ runs: sizes.bundleRuns }))
 
 // 8: the local stack again, alone on the machine (its own npm start).
 r.recurring = await phase('recurring', () => runRecurring(sizes.recurring));
+
+// 11–13: tenant controls, each on a local stack of its own.
+r.noisyNeighbour = await phase('noisyNeighbour', () => runNoisyNeighbour(sizes.tenantControls.noisyNeighbour));
+r.pause = await phase('pause', () => runPause(sizes.tenantControls.pause));
+r.rateLimit = await phase('rateLimit', () => runRateLimit(sizes.tenantControls.rateLimit));
 
 if (r.requests) {
   const b = r.requests.batch;
@@ -366,6 +425,13 @@ function notes(res: BenchResult): string[] {
   if (l && (l.p95Ms > 100 || l.p99Ms > 250)) {
     out.push(
       `Lateness missed its target in this run: the dispatcher's own lateness (due → SendMessageBatch acknowledged) averaged ${l.dispatcher.meanMs} ms (max ${l.dispatcher.maxMs} ms) and the inbound backlog reached ${l.ingestBacklog.max} jobs, with the load average at ${l.loadAvg.before[0]} → ${l.loadAvg.after[0]} on ${res.machine.cpus} CPUs: the local stack (API, Lambdas, dynalite, fauxqs, the state machine, the load and the consumer) shares two cores with whatever else runs; a job ingested later than its due time is late by that much.`,
+    );
+  }
+  const nn = res.noisyNeighbour;
+  if (nn && !nn.targetMet) {
+    const f = nn.flooded;
+    out.push(
+      `Noisy neighbour missed its target in this run (B's lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded): by SQS SentTimestamp B's jobs left the dispatcher p95 ${f.b.sent.p95Ms} ms after runAt (alone ${nn.quiet.b.sent.p95Ms} ms), so the delay is in dispatch, not in the consumer; ingest kept up (inbound backlog at most ${f.ingestBacklogMax} jobs while B submitted). A's jobs fell due at ${nn.shape.floodPerSec} jobs/s and were sent at ${f.a?.deliveredPerSec ?? 0} jobs/s (A's p95 ${f.a?.lateness.p95Ms ?? 0} ms): fair share orders the acquires, but acquired rows are sent by due time, so a row of B that falls due waits behind A's overdue rows already acquired, and the machine was saturated (the local stack, the load generator and the consumers share it; load average ${f.loadAvg.before[0]} → ${f.loadAvg.after[0]} on ${res.machine.cpus} CPUs).`,
     );
   }
   const rr = res.recurring;

@@ -227,6 +227,8 @@ export interface Received {
   readonly receivedAt: number;
   /** SQS's ApproximateFirstReceiveTimestamp. */
   readonly firstReceiveAt: number;
+  /** SQS's SentTimestamp: when the send was accepted (the dispatcher's send acknowledged); 0 if the queue gave none. */
+  readonly sentAt: number;
   /** A recurring schedule's occurrence: the `schedule` message attribute (undefined for a one-off job). */
   readonly schedule?: string;
   /** The body's `schedule` field (it must equal the attribute). */
@@ -255,7 +257,7 @@ export function consumeQueue(
             MaxNumberOfMessages: 10,
             WaitTimeSeconds: 1,
             MessageAttributeNames: ['runAt', 'schedule'],
-            MessageSystemAttributeNames: ['ApproximateFirstReceiveTimestamp'],
+            MessageSystemAttributeNames: ['ApproximateFirstReceiveTimestamp', 'SentTimestamp'],
           }),
           { abortSignal: abort.signal },
         );
@@ -269,6 +271,7 @@ export function consumeQueue(
             runAtMs: Date.parse(m.MessageAttributes?.runAt?.StringValue ?? body.runAt ?? ''),
             receivedAt,
             firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0),
+            sentAt: Number(m.Attributes?.SentTimestamp ?? 0),
             ...(schedule !== undefined ? { schedule } : {}),
             ...(body.schedule !== undefined ? { bodySchedule: body.schedule } : {}),
           });
