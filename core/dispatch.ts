@@ -213,8 +213,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   /** Tracks of parked rows: watched, never acquired, and not work (the round may go idle). */
   const parked = new Set<string>();
   /** Late-lane pointers of final rows, to delete; and when those deleted lately were (reads of the lane may lag). */
-  const pointersToDelete = new Map<string, RowKey>();
-  const pointersDeleted = new Map<string, number>();
+  const latePointers = new PointerSweep<RowKey>((keys) => store.deleteLatePointers(keys));
   const background = new Set<Promise<void>>();
   let attempt = 0; // consecutive failed reads, for backoff
   let acquireAttempt = 0; // consecutive throttled acquires
@@ -222,8 +221,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
 
   const controls = deps.controls;
   /** Hold-lane pointers of final rows, to delete; and when those deleted lately were. */
-  const heldToDelete = new Map<string, HeldPointer>();
-  const heldDeleted = new Map<string, number>();
+  const heldPointers = new PointerSweep<HeldPointer>((keys) => store.deleteHeldPointers(keys));
   /** Holds waiting for their pointer's write (batched). */
   const holdBatch: { t: Track; pointer: HeldPointer }[] = [];
   let holdFlush: Promise<void> | undefined;
@@ -402,7 +400,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         known.late = true;
         continue;
       }
-      if (pointersToDelete.has(id) || (pointersDeleted.get(id) ?? -Infinity) > t0 - POINTER_ECHO_MS) continue;
+      if (latePointers.goneLately(id, t0)) continue;
       if (k.dueMs > horizon) {
         ahead = true;
         continue;
@@ -473,7 +471,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
           known.held = p;
           continue;
         }
-        if (heldToDelete.has(id) || (heldDeleted.get(id) ?? -Infinity) > t0 - POINTER_ECHO_MS) continue;
+        if (heldPointers.goneLately(id, t0)) continue;
         const t: Track = {
           key: { shard: p.shard, dueMs: p.dueMs, jobId: p.jobId },
           id,
@@ -592,7 +590,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     tracks.delete(t.id);
     watching.delete(t);
     parked.delete(t.id);
-    if (t.late) pointersToDelete.set(t.id, t.key);
+    if (t.late) latePointers.add(t.id, t.key);
   }
 
   /** Tracks the live rows of a page and queues them (or watches those another round holds). */
@@ -662,8 +660,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     tracks.delete(id);
     watching.delete(t);
     parked.delete(id);
-    if (t.late) pointersToDelete.set(id, t.key);
-    if (t.held) heldToDelete.set(id, t.held);
+    if (t.late) latePointers.add(id, t.key);
+    if (t.held) heldPointers.add(id, t.held);
   }
 
   async function acquireOne(t: Track): Promise<void> {
@@ -745,48 +743,13 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   }
 
   function flushPointers(): void {
-    flushHeldPointers();
-    if (pointersToDelete.size === 0 || signal?.aborted) return;
-    const batch = [...pointersToDelete.values()];
-    pointersToDelete.clear();
-    const p: Promise<void> = store
-      .deleteLatePointers(batch)
-      .then((failed) => {
-        const left = new Set(failed.map(rowKeyString));
-        for (const k of batch) {
-          const id = rowKeyString(k);
-          if (left.has(id)) pointersToDelete.set(id, k);
-          else {
-            if (pointersDeleted.size >= 10_000) pointersDeleted.clear();
-            pointersDeleted.set(id, clock.now());
-          }
-        }
-      })
-      .catch(() => batch.forEach((k) => pointersToDelete.set(rowKeyString(k), k)))
-      .finally(() => background.delete(p));
-    background.add(p);
-  }
-
-  function flushHeldPointers(): void {
-    if (heldToDelete.size === 0 || signal?.aborted) return;
-    const batch = [...heldToDelete.values()];
-    heldToDelete.clear();
-    const p: Promise<void> = store
-      .deleteHeldPointers(batch)
-      .then((failed) => {
-        const left = new Set(failed.map(rowKeyString));
-        for (const k of batch) {
-          const id = rowKeyString(k);
-          if (left.has(id)) heldToDelete.set(id, k);
-          else {
-            if (heldDeleted.size >= 10_000) heldDeleted.clear();
-            heldDeleted.set(id, clock.now());
-          }
-        }
-      })
-      .catch(() => batch.forEach((k) => heldToDelete.set(rowKeyString(k), k)))
-      .finally(() => background.delete(p));
-    background.add(p);
+    if (signal?.aborted) return;
+    for (const sweep of [latePointers, heldPointers]) {
+      const p = sweep.flush(() => clock.now());
+      if (!p) continue;
+      const tracked: Promise<void> = p.finally(() => background.delete(tracked));
+      background.add(tracked);
+    }
   }
 
   /** Where the next reader of each shard may start: its lane's position, or the oldest row it still tracks. */
@@ -813,5 +776,46 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     else report.errors++;
     deps.log?.('dispatch round backing off', { error: (err as Error).message, attempt });
     await sleep(backoffMs(attempt++, { baseMs: 50, capMs: 2_000 }), signal);
+  }
+}
+
+/**
+ * Pointers (late lane, hold lane) of rows that became final, deleted in batches, and those
+ * deleted lately, remembered for {@link POINTER_ECHO_MS}: a lane's read may still show them
+ * (eventually consistent), and the round must not take them for new rows.
+ */
+class PointerSweep<K extends RowKey> {
+  readonly #toDelete = new Map<string, K>();
+  readonly #deleted = new Map<string, number>();
+
+  constructor(private readonly remove: (keys: readonly K[]) => Promise<K[]>) {}
+
+  add(id: string, key: K): void {
+    this.#toDelete.set(id, key);
+  }
+
+  /** Waiting for its delete, or deleted within the echo window before `nowMs`. */
+  goneLately(id: string, nowMs: number): boolean {
+    return this.#toDelete.has(id) || (this.#deleted.get(id) ?? -Infinity) > nowMs - POINTER_ECHO_MS;
+  }
+
+  /** Deletes what is waiting (one call, batched by the store); failed deletes wait for the next flush. */
+  flush(now: () => number): Promise<void> | undefined {
+    if (this.#toDelete.size === 0) return undefined;
+    const batch = [...this.#toDelete.values()];
+    this.#toDelete.clear();
+    return this.remove(batch)
+      .then((failed) => {
+        const left = new Set(failed.map(rowKeyString));
+        for (const k of batch) {
+          const id = rowKeyString(k);
+          if (left.has(id)) this.#toDelete.set(id, k);
+          else {
+            if (this.#deleted.size >= 10_000) this.#deleted.clear();
+            this.#deleted.set(id, now());
+          }
+        }
+      })
+      .catch(() => batch.forEach((k) => this.#toDelete.set(rowKeyString(k), k)));
   }
 }
