@@ -163,7 +163,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 12 s beside 12,000 jobs of A due in the same window (full: 30 s, 30,000), 2,000 paused jobs (full: 10,000), 1,000 jobs due at once for a tenant limited to 50/s (full: 2,000)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
       burst: 500,
@@ -175,14 +175,14 @@ const sizes: BenchResult['sizes'] = quick
       history: { jobs: 1_000, ratePerSec: 100 },
       tenantControls: {
         noisyNeighbour: {
-          quiet: { rate: 10, durationMs: 12_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+          quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
           floodFactor: 100,
-          floodLeadMs: 30_000,
+          floodLeadMs: 25_000,
           floodPayloadBytes: 256,
           drainTimeoutMs: 90_000,
         },
-        pause: { jobs: 2_000 },
-        rateLimit: { limitPerSec: 50, jobs: 1_000 },
+        pause: { jobs: 1_000 },
+        rateLimit: { limitPerSec: 50, jobs: 500 },
       },
     }
   : {
@@ -275,7 +275,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
-    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000, indexJobs: quick ? 2_000 : 5_000 }));
+    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000, indexJobs: quick ? 500 : 5_000 }));
     r.history = await phase('history', () => runHistory(em, sizes.history));
   } finally {
     await em.stop();
