@@ -73,7 +73,7 @@ tarball=$scratch/dynein-serverless-$version.tgz
 contents=$(tar tzf "$tarball")
 for f in package/package.json package/README.md package/bin/dynein.js package/dist/client/index.js package/dist/client/index.d.ts \
   package/dist/lib/index.js package/dist/lib/index.d.ts package/dist/local/start.mjs package/dist/local/services.mjs \
-  package/dist/local/compute.mjs package/dist/local/peers.json; do
+  package/dist/local/tableService.mjs package/dist/local/compute.mjs package/dist/local/peers.json; do
   grep -qxF "$f" <<<"$contents" || fail "the tarball lacks $f"
 done
 for name in submit ingest tick dispatch cancel status; do

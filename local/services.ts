@@ -1,17 +1,17 @@
 /**
- * The local stack's services process: DynamoDB (dynalite, data under the data directory) and
+ * The local stack's services process: DynamoDB (dynalite, data under the data directory, in a
+ * child process of its own: local/tableService.ts) and
  * SQS (fauxqs, in memory; the inbound queue journaled under the data directory), with the scheduler table, the inbound queue and the tenant queues
  * created from the same settings the CDK constructs use, and the tenants registered. It keeps
  * the state while the compute process may be killed and restarted.
  */
+import { fork } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import { CreateScheduleGroupCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
@@ -60,25 +60,22 @@ const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 const dbDir = join(settings.dataDir, 'dynamodb');
 mkdirSync(dbDir, { recursive: true });
 
-const db = dynalite({ path: dbDir, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-// Requests dynalite is still answering (until it ends the response, even to a client gone
-// away): on stop, the database closes only once they are done.
-let answering = 0;
-db.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-  answering++;
-  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-  let ended = false;
-  res.end = ((...args: unknown[]) => {
-    if (!ended) {
-      ended = true;
-      answering--;
-    }
-    return end(...args);
-  }) as ServerResponse['end'];
+// The table in its own process (local/tableService.ts): its work never holds up the queues' answers.
+const fromSource = import.meta.url.endsWith('.ts');
+const table = fork(fileURLToPath(new URL(fromSource ? './tableService.ts' : './tableService.mjs', import.meta.url)), [], {
+  execArgv: fromSource ? ['--import', 'tsx'] : ['--enable-source-maps'],
+  env: { ...process.env, DYNEIN_DYNAMODB_DIR: dbDir },
+  stdio: 'inherit',
 });
-await new Promise<void>((resolve, reject) => {
-  db.once('error', reject);
-  db.listen(Number(process.env.DYNEIN_DYNAMODB_PORT ?? 0), '127.0.0.1', () => resolve());
+const tablePort = await new Promise<number>((resolve, reject) => {
+  table.once('message', (m) => resolve((m as { port: number }).port));
+  table.once('exit', (code, signal) => reject(new Error(`the table process exited before it was ready (${signal ?? `code ${code}`})`)));
+});
+const tableExited = new Promise<void>((r) => table.once('exit', () => r()));
+table.once('exit', (code, signal) => {
+  if (stopping) return;
+  console.error(`dynein services: the table process died (${signal ?? `code ${code}`}); stopping`);
+  void stop();
 });
 // The message spy (one event kept) is where the inbound journal hooks in (local/inboundJournal.ts).
 const sqsServer = await startFauxqs({
@@ -90,7 +87,7 @@ const sqsServer = await startFauxqs({
 });
 // SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
 await alignFauxqsCharset();
-const dynamodbEndpoint = `http://127.0.0.1:${(db.address() as AddressInfo).port}`;
+const dynamodbEndpoint = `http://127.0.0.1:${tablePort}`;
 const sqsEndpoint = `http://127.0.0.1:${sqsServer.port}`;
 const dynamo = new DynamoDBClient({ endpoint: dynamodbEndpoint, region: settings.region, credentials });
 const sqs = new SQSClient({ endpoint: sqsEndpoint, region: settings.region, credentials });
@@ -186,10 +183,9 @@ stop = () =>
   (stopping ??= (async () => {
     await scheduler.stop().catch(() => {});
     await sqsServer.stop().catch(() => {});
-    // A request whose client died keeps running inside dynalite: let it finish before the
-    // database closes under it (it would throw "Database is not open"), for up to 5 s.
-    for (const until = Date.now() + 5_000; answering > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 10));
-    await new Promise<void>((r) => db.close(() => r()));
+    // The table process closes its database once the requests it is answering are done (≤ 5 s).
+    if (table.exitCode === null && table.signalCode === null) table.kill('SIGTERM');
+    await Promise.race([tableExited, new Promise((r) => setTimeout(r, 7_000))]);
     process.exit(0);
   })());
 if (process.send && !process.connected) void stop();

@@ -1,6 +1,6 @@
 // `npm run build`, last step: the local stack (`npm start` in the repo, `dynein local` from the
-// installed package) as three plain-node ESM bundles in dist/local/: start.mjs forks services.mjs
-// (dynalite, fauxqs) and compute.mjs (API, event source, tick). Our code and its small runtime
+// installed package) as four plain-node ESM bundles in dist/local/: start.mjs forks services.mjs
+// (fauxqs; it forks tableService.mjs, dynalite) and compute.mjs (API, event source, tick). Our code and its small runtime
 // deps (powertools, middy) are inlined; dynalite, fauxqs, aws-local-stepfunctions and @aws-sdk/*
 // stay imports, resolved from the consumer's node_modules (optional peer dependencies, installed
 // with `npm install -D` only by those who run the local stack). The bare packages the bundles
@@ -18,7 +18,12 @@ const FORBIDDEN = /node_modules\/(aws-cdk-lib|constructs|esbuild|tsx|typescript)
 
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { start: 'local/start.ts', services: 'local/services.ts', compute: 'local/compute.ts' },
+  entryPoints: {
+    start: 'local/start.ts',
+    services: 'local/services.ts',
+    tableService: 'local/tableService.ts',
+    compute: 'local/compute.ts',
+  },
   outdir: 'dist/local',
   outExtension: { '.js': '.mjs' },
   bundle: true,
