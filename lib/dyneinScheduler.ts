@@ -108,7 +108,8 @@ export interface DyneinSchedulerProps {
   /**
    * Billing of the scheduler table: on demand, or provisioned with auto scaling on reads and writes
    * for a steady high load (docs/capacity.md, "Provisioned mode"). Switching a live table between
-   * the modes is an in-place update (DynamoDB allows one switch to on-demand per 24 hours).
+   * the modes is an in-place update (DynamoDB allows up to four switches to on demand in a rolling
+   * 24 hours, to provisioned at any time).
    * @default { mode: 'onDemand' }
    */
   readonly tableCapacity?: DyneinTableCapacity;
