@@ -5,7 +5,7 @@
  * @example
  * costPerMillion({ dynamodbWru: 3, dynamodbRru: 0, sqsRequests: 0.4, lambdaInvocations: 0.11, lambdaGbSeconds: 0.001, apiRequests: 0.01 }).totalUsd
  */
-import { dollars, PRICES, type PriceTable } from './prices.js';
+import { dollars, PRICES, type Price, type PriceTable } from './prices.js';
 
 /** Billing units one job uses, by service. */
 export interface PerJobUsage {
@@ -358,5 +358,117 @@ export function capacityRow(
     monthlyUsd: Math.round(monthlyUsd),
     perMillionUsd: +((monthlyUsd / jobsPerMonth) * 1e6).toFixed(3),
     notes,
+  };
+}
+
+/** Seconds in an hour: provisioned capacity is billed per unit-hour. */
+const HOUR_SECONDS = 3600;
+
+/**
+ * The price table with DynamoDB's per-request prices replaced by what provisioned capacity costs
+ * per unit consumed under a steady load, auto scaling holding consumption at
+ * `targetUtilizationPercent` of what is provisioned: one unit consumed every second for an hour
+ * needs 1 ÷ utilisation units provisioned for that hour, so a WRU costs WCU-hour ÷ 3,600 ÷
+ * utilisation (us-east-1 at 70 %: $0.00065 ÷ 3,600 ÷ 0.7 = $0.258 per million, against $0.625 on
+ * demand). Everything else is priced as on demand.
+ */
+export function provisionedPrices(targetUtilizationPercent: number, prices: PriceTable = PRICES): PriceTable {
+  const u = targetUtilizationPercent / 100;
+  const perUnit = (hour: Price, unit: string): Price => ({
+    usd: ((hour.usd / hour.per / HOUR_SECONDS) * 1e6) / u,
+    per: 1e6,
+    unit,
+    source: hour.source,
+    checked: hour.checked,
+    note: `${hour.usd} per ${hour.unit.split(' (')[0]} ÷ ${HOUR_SECONDS} s ÷ ${targetUtilizationPercent} % target utilisation`,
+  });
+  return {
+    ...prices,
+    dynamodbWrite: perUnit(prices.dynamodbProvisionedWcuHour, 'write unit consumed under provisioned capacity at a steady load'),
+    dynamodbRead: perUnit(prices.dynamodbProvisionedRcuHour, 'read unit consumed under provisioned capacity at a steady load'),
+  };
+}
+
+/** A steady load on a provisioned table: the rate, the auto scaling target and the tick's settings at that rate. */
+export interface SteadyLoadModel {
+  readonly jobsPerSec: number;
+  /** Auto scaling's target utilisation, percent (tableCapacity.targetUtilizationPercent). */
+  readonly targetUtilizationPercent: number;
+  /** The tick at this rate (its fixed costs: executions, dispatchers busy all the time, their shard queries and lease writes). */
+  readonly tick: TickModel;
+}
+
+/**
+ * 10,000 jobs/s, auto scaling at 70 % (the construct's default), 40 groups packed at 250 due rows
+ * a second per dispatcher (40 dispatch Lambdas of 1,024 MB, busy all the time: ~1.4 ms of
+ * dispatch CPU per job on 0.58 vCPU carries ~400 jobs/s, so 250 leaves 40 % headroom), 64 shards
+ * (30,000 WRU/s over 64 partitions: ~470 each, under 70 % of the 1,000 per partition).
+ */
+export const STEADY_10K_PROVISIONED: SteadyLoadModel = {
+  jobsPerSec: 10_000,
+  targetUtilizationPercent: 70,
+  tick: { ...DEFAULT_TICK, groups: 40, dispatcherRowsPerSecond: 250 },
+};
+
+export interface SteadyLoadCost extends Cost {
+  readonly billing: 'provisioned' | 'onDemand';
+  /** The per-job usage priced (DynamoDB at the provisioned rate), per million jobs. */
+  readonly perJobUsd: number;
+  /** The fixed monthly cost at this rate (tick, busy dispatchers, idle polls), per million jobs. */
+  readonly fixedPerMillionUsd: number;
+  readonly fixedMonthlyUsd: number;
+  readonly jobsPerMonth: number;
+  readonly dispatchers: number;
+  /** Capacity auto scaling settles at: consumed per second ÷ target utilisation (what a provisioned table needs; on demand, for comparison). */
+  readonly provisionedWcu: number;
+  readonly provisionedRcu: number;
+  readonly model: SteadyLoadModel;
+}
+
+/**
+ * Dollars per million jobs at a steady load: the measured per-job usage, plus the fixed monthly
+ * cost at that rate spread over the month's jobs, with the table `provisioned` (DynamoDB priced
+ * with {@link provisionedPrices} at the model's target utilisation) or `onDemand`. Not counted,
+ * as in every figure here: storage, PITR, data transfer, CloudWatch; free tiers; reserved capacity.
+ */
+export function steadyLoadCost(
+  u: PerJobUsage,
+  m: SteadyLoadModel = STEADY_10K_PROVISIONED,
+  billing: 'provisioned' | 'onDemand' = 'provisioned',
+  prices: PriceTable = PRICES,
+): SteadyLoadCost {
+  const pp = billing === 'provisioned' ? provisionedPrices(m.targetUtilizationPercent, prices) : prices;
+  const t = m.tick;
+  const perJob = costPerMillion(u, pp);
+  const dispatchers = dispatchersAt(m.jobsPerSec, t);
+  const idle = idleMonthlyCost(t, pp);
+  const busy = busyMonthlyCost(busyFraction(m.jobsPerSec, dispatchers, 5), t, pp, dispatchers, t.shards);
+  const jobsPerMonth = m.jobsPerSec * MONTH_SECONDS;
+  const perMillion = (monthly: number) => (monthly / jobsPerMonth) * 1e6;
+  const services = new Set([...Object.keys(perJob.byServiceUsd), ...Object.keys(idle.byServiceUsd), ...Object.keys(busy.byServiceUsd)]);
+  const byServiceUsd = Object.fromEntries(
+    [...services].map((k) => [
+      k,
+      round((perJob.byServiceUsd[k] ?? 0) + perMillion((idle.byServiceUsd[k] ?? 0) + (busy.byServiceUsd[k] ?? 0))),
+    ]),
+  );
+  const fixedMonthlyUsd = round(idle.totalUsd + busy.totalUsd, 2);
+  const fixedPerMillionUsd = perMillion(fixedMonthlyUsd);
+  const u100 = m.targetUtilizationPercent / 100;
+  // Steady consumption: the jobs' units plus the busy dispatchers' lease writes and shard queries.
+  const wruPerSec = m.jobsPerSec * u.dynamodbWru + t.groups / t.leaseRenewSeconds;
+  const rruPerSec = m.jobsPerSec * u.dynamodbRru + (t.shards / t.busyQueryIntervalSeconds) * BUSY_LOOK_RRU_PER_SHARD;
+  return {
+    billing,
+    totalUsd: round(perJob.totalUsd + fixedPerMillionUsd),
+    byServiceUsd,
+    perJobUsd: perJob.totalUsd,
+    fixedPerMillionUsd: round(fixedPerMillionUsd),
+    fixedMonthlyUsd,
+    jobsPerMonth,
+    dispatchers,
+    provisionedWcu: Math.ceil(wruPerSec / u100),
+    provisionedRcu: Math.ceil(rruPerSec / u100),
+    model: m,
   };
 }

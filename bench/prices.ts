@@ -40,6 +40,22 @@ export const PRICES = {
     checked,
     note: 'on-demand prices halved on 2024-11-01 (was $0.25)',
   },
+  dynamodbProvisionedWcuHour: {
+    usd: 0.00065,
+    per: 1,
+    unit: 'write capacity unit-hour (provisioned; one 1 KB write a second for an hour, standard table class)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/provisioned/',
+    checked,
+    note: 'billed for the capacity provisioned, used or not; auto scaling keeps consumption near its target utilisation; reserved capacity (1 or 3 years) lowers it further (not modelled)',
+  },
+  dynamodbProvisionedRcuHour: {
+    usd: 0.00013,
+    per: 1,
+    unit: 'read capacity unit-hour (provisioned; one 4 KB strongly consistent read a second, or two eventually consistent, for an hour)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/provisioned/',
+    checked,
+    note: 'billed for the capacity provisioned, used or not',
+  },
   sqsRequest: {
     usd: 0.4,
     per: 1e6,

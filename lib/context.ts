@@ -1,7 +1,7 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { TENANT_PATTERN } from '../core/jobId.js';
-import type { DyneinLogLevel, DyneinSchedulerProps } from './dyneinScheduler.js';
+import type { DyneinLogLevel, DyneinSchedulerProps, DyneinTableCapacity } from './dyneinScheduler.js';
 
 /**
  * The context keys bin/app.ts reads (`npx cdk deploy -c tenants=billing,payments -c shardCount=128`,
@@ -25,6 +25,12 @@ export const CONTEXT_KEYS = {
   removalPolicy: 'DyneinScheduler removalPolicy of the table and id key: retain or destroy',
   apiName: 'DyneinScheduler apiName',
   alarmTopicArn: 'SNS topic ARN for every alarm (default none)',
+  tableCapacity: 'DyneinScheduler tableCapacity mode: onDemand or provisioned (default onDemand)',
+  tableMinReadUnits: 'DyneinScheduler tableCapacity.minReadUnits (provisioned only)',
+  tableMaxReadUnits: 'DyneinScheduler tableCapacity.maxReadUnits (provisioned only)',
+  tableMinWriteUnits: 'DyneinScheduler tableCapacity.minWriteUnits (provisioned only)',
+  tableMaxWriteUnits: 'DyneinScheduler tableCapacity.maxWriteUnits (provisioned only)',
+  tableTargetUtilizationPercent: 'DyneinScheduler tableCapacity.targetUtilizationPercent (provisioned only)',
 } as const;
 
 export type ContextKey = keyof typeof CONTEXT_KEYS;
@@ -121,6 +127,28 @@ export function appSettings(get: (key: ContextKey) => unknown): AppSettings {
   if (alarmTopicArn !== undefined && !/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+$/.test(alarmTopicArn))
     problems.push(`alarmTopicArn must be an SNS topic ARN, got '${alarmTopicArn}'`);
 
+  const capacityMode = text('tableCapacity');
+  if (capacityMode !== undefined && capacityMode !== 'onDemand' && capacityMode !== 'provisioned')
+    problems.push(`tableCapacity must be onDemand or provisioned, got '${capacityMode}' (-c tableCapacity=provisioned)`);
+  const capacityFields = prune({
+    minReadUnits: int('tableMinReadUnits', 1, 1_000_000),
+    maxReadUnits: int('tableMaxReadUnits', 1, 1_000_000),
+    minWriteUnits: int('tableMinWriteUnits', 1, 1_000_000),
+    maxWriteUnits: int('tableMaxWriteUnits', 1, 1_000_000),
+    targetUtilizationPercent: int('tableTargetUtilizationPercent', 20, 90),
+  });
+  if (capacityMode !== 'provisioned' && Object.keys(capacityFields).length > 0)
+    problems.push(
+      `${Object.keys(capacityFields)
+        .map((k) => `table${k.charAt(0).toUpperCase()}${k.slice(1)}`)
+        .join(', ')} apply to a provisioned table only: add -c tableCapacity=provisioned`,
+    );
+  const tableCapacity: DyneinTableCapacity | undefined =
+    capacityMode === 'provisioned'
+      ? { mode: 'provisioned', ...capacityFields }
+      : capacityMode === 'onDemand'
+        ? { mode: 'onDemand' }
+        : undefined;
   const scheduler: AppSettings['scheduler'] = prune({
     shardCount: int('shardCount', 1, 10_000),
     groupCount: int('groupCount', 1, 40),
@@ -135,6 +163,7 @@ export function appSettings(get: (key: ContextKey) => unknown): AppSettings {
     logRetention: retentionDays as logs.RetentionDays | undefined,
     removalPolicy: removal === undefined ? undefined : removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     apiName: text('apiName'),
+    tableCapacity,
   });
   const settings: AppSettings = {
     stackName: text('stackName') ?? 'DyneinServerless',

@@ -40,6 +40,39 @@ import {
 } from './tenant.js';
 import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition.js';
 
+/**
+ * How the scheduler table is billed ({@link DyneinSchedulerProps.tableCapacity}). `onDemand`: per
+ * request, scales by itself (the default). `provisioned`: read and write capacity units billed by
+ * the hour, each scaled by Application Auto Scaling (target tracking on the consumed share of the
+ * provisioned capacity); cheaper per job under a steady high load (docs/capacity.md, "Provisioned
+ * mode"), slower to follow a sudden rise (scaling out takes minutes; burst capacity covers about
+ * five minutes of unused capacity).
+ */
+export type DyneinTableCapacity =
+  | { readonly mode: 'onDemand' }
+  | {
+      readonly mode: 'provisioned';
+      /** Fewest read capacity units auto scaling goes down to. @default 300 (one busy dispatcher's shard queries at 64 shards, about 190 RCU/s, at 70 %) */
+      readonly minReadUnits?: number;
+      /** Most read capacity units auto scaling goes up to. @default 40000 (the default per-table quota) */
+      readonly maxReadUnits?: number;
+      /** Fewest write capacity units auto scaling goes down to. @default 100 */
+      readonly minWriteUnits?: number;
+      /** Most write capacity units auto scaling goes up to (3 a job: 10,000 jobs/s need 30,000 consumed). @default 40000 (the default per-table quota) */
+      readonly maxWriteUnits?: number;
+      /** Consumed share of the provisioned capacity that auto scaling keeps, percent (20 to 90). @default 70 */
+      readonly targetUtilizationPercent?: number;
+    };
+
+/** Defaults of a provisioned table ({@link DyneinTableCapacity}). */
+export const PROVISIONED_DEFAULTS = {
+  minReadUnits: 300,
+  maxReadUnits: 40_000,
+  minWriteUnits: 100,
+  maxWriteUnits: 40_000,
+  targetUtilizationPercent: 70,
+} as const;
+
 /** Log level of the functions (and of the state machine's execution log). */
 export type DyneinLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 
@@ -72,6 +105,14 @@ export interface DyneinSchedulerProps {
    * @default - none (the table warms up with traffic)
    */
   readonly warmThroughput?: dynamodb.WarmThroughput;
+  /**
+   * Billing of the scheduler table: on demand, or provisioned with auto scaling on reads and writes
+   * for a steady high load (docs/capacity.md, "Provisioned mode"). Switching a live table between
+   * the modes is an in-place update (DynamoDB allows up to four switches to on demand in a rolling
+   * 24 hours, to provisioned at any time).
+   * @default { mode: 'onDemand' }
+   */
+  readonly tableCapacity?: DyneinTableCapacity;
   /**
    * Due rows per second one dispatcher is planned to carry: each tick execution samples the rows
    * coming due during its run and packs the groups into just enough dispatchers (one Lambda each),
@@ -125,7 +166,7 @@ interface FunctionOptions {
 }
 
 /**
- * The whole scheduler of DESIGN.md: the scheduler table (on demand, PITR, TTL, retained), the
+ * The whole scheduler of DESIGN.md: the scheduler table (on demand by default, or provisioned with auto scaling; PITR, TTL, retained), the
  * inbound queue with its DLQ, the seven functions with least-privilege roles, the job id key in
  * Secrets Manager, the IAM-authorized HTTP API, the tick (EventBridge every minute → Step
  * Functions EXPRESS), the recurring schedules' EventBridge Scheduler group with its execution
@@ -201,7 +242,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     this.table = new dynamodb.TableV2(this, 'Table', {
       partitionKey: { name: TABLE_KEY.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: TABLE_KEY.sortKey, type: dynamodb.AttributeType.STRING },
-      billing: dynamodb.Billing.onDemand(),
+      billing: tableBilling(props.tableCapacity),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       timeToLiveAttribute: TABLE_KEY.ttlAttribute,
       removalPolicy,
@@ -767,6 +808,46 @@ function cap(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
+/** The table's billing from {@link DyneinSchedulerProps.tableCapacity} (validated before). */
+function tableBilling(capacity: DyneinTableCapacity | undefined): dynamodb.Billing {
+  if (capacity === undefined || capacity.mode === 'onDemand') return dynamodb.Billing.onDemand();
+  const c = { ...PROVISIONED_DEFAULTS, ...prunedUndefined(capacity) };
+  const scaled = (minCapacity: number, maxCapacity: number) =>
+    dynamodb.Capacity.autoscaled({ minCapacity, maxCapacity, targetUtilizationPercent: c.targetUtilizationPercent });
+  return dynamodb.Billing.provisioned({
+    readCapacity: scaled(c.minReadUnits, c.maxReadUnits),
+    writeCapacity: scaled(c.minWriteUnits, c.maxWriteUnits),
+  });
+}
+
+function prunedUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The problems of a {@link DyneinTableCapacity}, each naming the prop. */
+function tableCapacityProblems(capacity: DyneinTableCapacity | undefined): string[] {
+  if (capacity === undefined) return [];
+  const mode = (capacity as { mode?: unknown }).mode;
+  if (mode === 'onDemand') return [];
+  if (mode !== 'provisioned') return [`tableCapacity.mode must be 'onDemand' or 'provisioned', got ${JSON.stringify(mode)}`];
+  const problems: string[] = [];
+  const c = { ...PROVISIONED_DEFAULTS, ...prunedUndefined(capacity) };
+  for (const k of ['minReadUnits', 'maxReadUnits', 'minWriteUnits', 'maxWriteUnits'] as const) {
+    const v = c[k];
+    if (!Number.isInteger(v) || v < 1) problems.push(`tableCapacity.${k} must be a positive integer, got ${String(v)}`);
+  }
+  if (c.minReadUnits > c.maxReadUnits)
+    problems.push(`tableCapacity.minReadUnits (${c.minReadUnits}) must not exceed tableCapacity.maxReadUnits (${c.maxReadUnits})`);
+  if (c.minWriteUnits > c.maxWriteUnits)
+    problems.push(`tableCapacity.minWriteUnits (${c.minWriteUnits}) must not exceed tableCapacity.maxWriteUnits (${c.maxWriteUnits})`);
+  const t = c.targetUtilizationPercent;
+  if (!Number.isInteger(t) || t < 20 || t > 90)
+    problems.push(
+      `tableCapacity.targetUtilizationPercent must be an integer from 20 to 90 (DynamoDB auto scaling's range), got ${String(t)}`,
+    );
+  return problems;
+}
+
 /** Checks every prop and throws once with every problem listed. */
 function validateProps(id: string, props: DyneinSchedulerProps, prefix: string): SchedulerSettings {
   const problems: string[] = [];
@@ -806,6 +887,7 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
   );
   if (props.logLevel !== undefined && !['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(props.logLevel))
     problems.push(`logLevel must be DEBUG, INFO, WARN or ERROR, got ${String(props.logLevel)}`);
+  problems.push(...tableCapacityProblems(props.tableCapacity));
   const parked = props.parkedJobsAlarmMinutes;
   if (parked !== undefined && (!Number.isInteger(parked) || parked < 1 || parked > 1440))
     problems.push(`parkedJobsAlarmMinutes must be an integer from 1 to 1440, got ${parked}`);

@@ -74,10 +74,31 @@ describe('appSettings', () => {
       'removalPolicy',
       'shardCount',
       'stackName',
+      'tableCapacity',
+      'tableMaxReadUnits',
+      'tableMaxWriteUnits',
+      'tableMinReadUnits',
+      'tableMinWriteUnits',
+      'tableTargetUtilizationPercent',
       'tenantQueuePrefix',
       'tenants',
       'tickRunSeconds',
     ]);
+  });
+
+  it('tableCapacity: provisioned with its bounds from -c strings; onDemand; the bounds without provisioned are an error', () => {
+    expect(
+      from({ tableCapacity: 'provisioned', tableMaxWriteUnits: '45000', tableTargetUtilizationPercent: 80, tableMinReadUnits: '500' })
+        .scheduler.tableCapacity,
+    ).toEqual({ mode: 'provisioned', maxWriteUnits: 45_000, targetUtilizationPercent: 80, minReadUnits: 500 });
+    expect(from({ tableCapacity: 'provisioned' }).scheduler.tableCapacity).toEqual({ mode: 'provisioned' });
+    expect(from({ tableCapacity: 'onDemand' }).scheduler.tableCapacity).toEqual({ mode: 'onDemand' });
+    expect(from({}).scheduler.tableCapacity).toBeUndefined();
+    expect(() => from({ tableCapacity: 'reserved' })).toThrow(/tableCapacity must be onDemand or provisioned, got 'reserved'/);
+    expect(() => from({ tableMaxWriteUnits: '45000' })).toThrow(/tableMaxWriteUnits apply to a provisioned table only/);
+    expect(() => from({ tableCapacity: 'provisioned', tableTargetUtilizationPercent: '95' })).toThrow(
+      /tableTargetUtilizationPercent must be an integer from 20 to 90/,
+    );
   });
 
   it('throws ONE error listing every bad value, each with how to pass it', () => {
