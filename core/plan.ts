@@ -51,7 +51,8 @@ export interface PlanDeps {
 export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: number, cell = 0): Promise<DispatchPlan> {
   const { settings } = deps;
   const cells = settings.cells ?? 1;
-  if (!Number.isInteger(cell) || cell < 0 || cell >= cells) throw new RangeError(`cell must be an integer from 0 to ${cells - 1}, got ${cell}`);
+  if (!Number.isInteger(cell) || cell < 0 || cell >= cells)
+    throw new RangeError(`cell must be an integer from 0 to ${cells - 1}, got ${cell}`);
   const ofCell = groupsOfCell(cell, { groupCount: settings.groupCount, cells });
   const groups = ofCell.length;
   const perGroup = (reason: DispatchPlan['reason'], peakRowsPerSecond: number, sampledRows: number): DispatchPlan => ({

@@ -29,7 +29,9 @@ export interface LocalTickOptions {
  */
 export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
   const machine = new StateMachine(
-    JSON.parse(renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS, opts.cell ?? 0)),
+    JSON.parse(
+      renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS, opts.cell ?? 0),
+    ),
   );
   const running = new Set<{ abort(): void }>();
   let stopped = false;

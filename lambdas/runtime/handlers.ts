@@ -384,6 +384,8 @@ export function tickCell(cell: TickInput['cell'], cells: number): number {
   if (cell === undefined || cell === '') return 0;
   const n = typeof cell === 'number' ? cell : /^\d+$/.test(cell) ? Number(cell) : Number.NaN;
   if (!Number.isInteger(n) || n < 0 || n >= cells)
-    throw new RangeError(`the tick's cell must be an integer from 0 to ${cells - 1} (DYNEIN_CELLS = ${cells}), got ${JSON.stringify(cell)}`);
+    throw new RangeError(
+      `the tick's cell must be an integer from 0 to ${cells - 1} (DYNEIN_CELLS = ${cells}), got ${JSON.stringify(cell)}`,
+    );
   return n;
 }

@@ -17,7 +17,8 @@ function synth(props: DyneinSchedulerProps = {}): { s: DyneinScheduler; t: Templ
   return { s, t: Template.fromStack(stack) };
 }
 type Res = { Type: string; Properties: Record<string, Json> };
-const ofType = (t: Template, type: string) => Object.entries(t.toJSON().Resources as Record<string, Res>).filter(([, r]) => r.Type === type);
+const ofType = (t: Template, type: string) =>
+  Object.entries(t.toJSON().Resources as Record<string, Res>).filter(([, r]) => r.Type === type);
 const envOf = (t: Template, s: DyneinScheduler, fn: 'tick' | 'dispatch' | 'submit') =>
   ((t.toJSON().Resources as Record<string, Res>)[idOf(s.functions[fn])]!.Properties.Environment as { Variables: Record<string, string> })
     .Variables;
