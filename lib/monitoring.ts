@@ -215,7 +215,7 @@ export class SchedulerMonitoring extends Construct {
     }
     this.#alarm('DispatchErrors', {
       alarmDescription:
-        'The dispatch function failed in two consecutive minutes: each dispatcher retries with backoff and stops after 4 failures in a row until the next tick execution; held rows are retried after their lease, lateness grows (see the dispatch log group).',
+        'The dispatch function failed in two consecutive minutes: each dispatcher retries with backoff and stops after dispatchMaxConsecutiveFailures (default 4) failures in a row until the next tick execution; held rows are retried after their lease, lateness grows (see the dispatch log group).',
       metric: s.functions.dispatch.metricErrors({ period: minute, statistic: 'Sum' }),
       threshold: 0,
       evaluationPeriods: 2,
