@@ -172,8 +172,8 @@ describe('cells', () => {
     const hotShards = groupsOfCell(0, s).flatMap((g) => shardsOfGroup(g, s));
     const coolShards = groupsOfCell(1, s).flatMap((g) => shardsOfGroup(g, s));
     const t0 = Date.now();
-    // 4,000 rows overdue by up to a minute in cell 0 (an outage's backlog, or a hot spot).
-    const HOT = 4_000;
+    // 6,000 rows overdue by up to a minute in cell 0 (an outage's backlog, or a hot spot).
+    const HOT = 6_000;
     for (let i = 0; i < HOT; i += 200) {
       await Promise.all(
         Array.from({ length: 200 }, (_, k) =>
@@ -187,12 +187,12 @@ describe('cells', () => {
         ),
       );
     }
-    // 200 jobs in cell 1, due from 4 s to 12 s from now.
+    // 200 jobs in cell 1, due from 3 s to 9 s from now.
     const start = Date.now();
     const cool = new Map<string, number>();
     await Promise.all(
       Array.from({ length: 200 }, (_, i) => {
-        const dueMs = start + 4_000 + i * 40;
+        const dueMs = start + 3_000 + i * 30;
         cool.set(`cool-${i}`, dueMs);
         return sys.w.store.putJob({ jobId: `cool-${i}`, tenant: 'cool', shard: coolShards[i % coolShards.length]!, dueMs, payload: '{}' });
       }),
