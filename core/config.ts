@@ -36,6 +36,12 @@ export interface SchedulerSettings {
    * `SendMessageBatch`es), one per group at high load. 0 always runs one dispatcher per group.
    */
   readonly dispatcherRowsPerSecond: number;
+  /**
+   * Cells (docs/capacity.md, "Cells"): each cell has its own tick state machine and dispatchers;
+   * group `g` belongs to cell `g mod cells`. `groupCount` is the total over cells and a multiple
+   * of it; each cell dispatches at most {@link MAX_GROUPS} groups.
+   */
+  readonly cells: number;
 }
 
 export const DEFAULTS: SchedulerSettings = {
@@ -51,10 +57,13 @@ export const DEFAULTS: SchedulerSettings = {
   tombstoneGraceMs: 60_000,
   releaseWindowMs: 20,
   dispatcherRowsPerSecond: 200,
+  cells: 1,
 };
 
-/** Largest number of shard groups: an inline Map state's concurrency limit. */
+/** Largest number of shard groups of one cell: an inline Map state's concurrency limit. */
 export const MAX_GROUPS = 40;
+/** Largest number of cells (tick state machines) of a deployment. */
+export const MAX_CELLS = 20;
 
 /**
  * Merges overrides into the defaults and checks every value, throwing once with every problem
@@ -72,7 +81,8 @@ export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): Sch
     }
   };
   int('shardCount', 1, 10_000);
-  int('groupCount', 1, MAX_GROUPS);
+  int('cells', 1, MAX_CELLS);
+  int('groupCount', 1, MAX_GROUPS * (bad.has('cells') ? 1 : s.cells));
   int('lookaheadMs', 1_000, 60_000);
   int('leaseMs', 1_000, 15 * 60_000);
   int('maxPayloadBytes', 1, 240 * 1024);
@@ -88,6 +98,8 @@ export function resolveSettings(overrides: Partial<SchedulerSettings> = {}): Sch
   const valid = (...names: (keyof SchedulerSettings)[]) => names.every((n) => !bad.has(n));
   if (valid('groupCount', 'shardCount') && s.groupCount > s.shardCount)
     problems.push(`groupCount (${s.groupCount}) must not exceed shardCount (${s.shardCount})`);
+  if (valid('groupCount', 'cells') && s.groupCount % s.cells !== 0)
+    problems.push(`groupCount (${s.groupCount}) must be a multiple of cells (${s.cells}): it is the total over the cells`);
   if (valid('leaseMs', 'lookaheadMs') && s.leaseMs < 2 * s.lookaheadMs)
     problems.push(`leaseMs (${s.leaseMs}) must be at least twice lookaheadMs (${s.lookaheadMs})`);
   if (problems.length > 0) throw new RangeError(`invalid scheduler settings:\n- ${problems.join('\n- ')}`);
@@ -99,6 +111,18 @@ export function shardsOfGroup(group: number, settings: Pick<SchedulerSettings, '
   const shards: number[] = [];
   for (let s = group; s < settings.shardCount; s += settings.groupCount) shards.push(s);
   return shards;
+}
+
+/** The groups of `cell`: every group whose number is `cell` modulo the number of cells. */
+export function groupsOfCell(cell: number, settings: Pick<SchedulerSettings, 'groupCount' | 'cells'>): number[] {
+  const groups: number[] = [];
+  for (let g = cell; g < settings.groupCount; g += settings.cells) groups.push(g);
+  return groups;
+}
+
+/** The cell of `group`. */
+export function cellOfGroup(group: number, settings: Pick<SchedulerSettings, 'cells'>): number {
+  return group % settings.cells;
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

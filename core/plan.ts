@@ -1,4 +1,4 @@
-import { shardsOfGroup, type SchedulerSettings } from './config.js';
+import { groupsOfCell, shardsOfGroup, type SchedulerSettings } from './config.js';
 import type { JobStore } from './ports.js';
 
 /**
@@ -11,6 +11,10 @@ import type { JobStore } from './ports.js';
  * now: after an outage the backlog fills the sample and every group gets its own dispatcher. The busiest 5-second bucket, scaled to all shards, is the peak rate the run must carry;
  * the groups are packed into `ceil(peak / dispatcherRowsPerSecond)` dispatchers, between 1 and
  * `groupCount`.
+ *
+ * With cells (`settings.cells` > 1), each cell's tick plans only the cell's groups (group `g` is in
+ * cell `g mod cells`): it samples their first shards, scales to the cell's shards, and packs them
+ * into the cell's own dispatchers.
  *
  * Why: a dispatcher holds a Lambda for as long as anything is due within the lookahead, and
  * batches only what it dispatches itself. At 100 jobs/s, eight dispatchers each see 12.5 rows a
@@ -40,12 +44,19 @@ export interface PlanDeps {
   readonly log?: (message: string, fields?: Record<string, unknown>) => void;
 }
 
-/** Plans the dispatchers of a run from `nowMs` to `untilMs` (rows due up to `untilMs + lookahead`). */
-export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: number): Promise<DispatchPlan> {
+/**
+ * Plans the dispatchers of a run from `nowMs` to `untilMs` (rows due up to `untilMs + lookahead`),
+ * for the groups of `cell` (default 0: every group when there is one cell).
+ */
+export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: number, cell = 0): Promise<DispatchPlan> {
   const { settings } = deps;
-  const groups = settings.groupCount;
+  const cells = settings.cells ?? 1;
+  if (!Number.isInteger(cell) || cell < 0 || cell >= cells)
+    throw new RangeError(`cell must be an integer from 0 to ${cells - 1}, got ${cell}`);
+  const ofCell = groupsOfCell(cell, { groupCount: settings.groupCount, cells });
+  const groups = ofCell.length;
   const perGroup = (reason: DispatchPlan['reason'], peakRowsPerSecond: number, sampledRows: number): DispatchPlan => ({
-    dispatchers: packGroups(groups, groups),
+    dispatchers: packGroups(groups, groups, ofCell),
     peakRowsPerSecond,
     sampledRows,
     reason,
@@ -53,17 +64,18 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
   if (settings.dispatcherRowsPerSecond === 0) return perGroup('packing off', 0, 0);
 
   const horizon = untilMs + settings.lookaheadMs;
-  const sampled = Array.from({ length: groups }, (_, g) => shardsOfGroup(g, settings)[0]!);
-  const scale = settings.shardCount / sampled.length;
+  const sampled = ofCell.map((g) => shardsOfGroup(g, settings)[0]!);
+  const cellShards = ofCell.reduce((n, g) => n + shardsOfGroup(g, settings).length, 0);
+  const scale = cellShards / sampled.length;
   // Enough rows to tell that every group needs its own dispatcher, and no more.
-  const enough = Math.ceil((groups * settings.dispatcherRowsPerSecond * (horizon - nowMs)) / 1000 / settings.shardCount) + 1;
+  const enough = Math.ceil((groups * settings.dispatcherRowsPerSecond * (horizon - nowMs)) / 1000 / cellShards) + 1;
   let samples: { dueMs: number[]; more: boolean }[];
   try {
     // Rows stay at their key once final (delivered markers, tombstones): sample each shard from
     // its mark in the group lease item (the oldest row not yet final), not from its start.
     samples = await Promise.all(
-      sampled.map(async (shard, g) =>
-        deps.store.dueTimes(shard, horizon, enough, deps.store.groupMarks ? (await deps.store.groupMarks(g))[shard] : undefined),
+      sampled.map(async (shard, i) =>
+        deps.store.dueTimes(shard, horizon, enough, deps.store.groupMarks ? (await deps.store.groupMarks(ofCell[i]!))[shard] : undefined),
       ),
     );
   } catch (err) {
@@ -83,12 +95,15 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
   const peakInSample = Math.max(0, ...buckets.values());
   const peakRowsPerSecond = (peakInSample * scale * 1000) / PLAN_BUCKET_MS;
   const count = Math.min(groups, Math.max(1, Math.ceil(peakRowsPerSecond / settings.dispatcherRowsPerSecond)));
-  return { dispatchers: packGroups(groups, count), peakRowsPerSecond, sampledRows, reason: 'sampled' };
+  return { dispatchers: packGroups(groups, count, ofCell), peakRowsPerSecond, sampledRows, reason: 'sampled' };
 }
 
-/** Deals `groups` groups to `count` dispatchers round-robin: sizes differ by at most one. */
-export function packGroups(groups: number, count: number): number[][] {
+/**
+ * Deals `groups` groups to `count` dispatchers round-robin: sizes differ by at most one. The
+ * groups are `0..groups-1`, or the ids in `ids` (a cell's groups) when given.
+ */
+export function packGroups(groups: number, count: number, ids?: readonly number[]): number[][] {
   const out: number[][] = Array.from({ length: count }, () => []);
-  for (let g = 0; g < groups; g++) out[g % count]!.push(g);
+  for (let g = 0; g < groups; g++) out[g % count]!.push(ids ? ids[g]! : g);
   return out;
 }

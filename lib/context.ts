@@ -13,6 +13,10 @@ export const CONTEXT_KEYS = {
   demoTenant: 'true adds the demo tenant (default false)',
   shardCount: 'DyneinScheduler shardCount',
   groupCount: 'DyneinScheduler groupCount',
+  cells: 'DyneinScheduler cells (default 1)',
+  dispatcherMemorySize: 'DyneinScheduler dispatcherMemorySize, MB',
+  ingestMaxConcurrency: 'DyneinScheduler ingestMaxConcurrency (default none)',
+  dispatchMaxConsecutiveFailures: 'DyneinScheduler dispatchMaxConsecutiveFailures',
   dispatcherRowsPerSecond: 'DyneinScheduler dispatcherRowsPerSecond',
   lookaheadSeconds: 'DyneinScheduler lookahead, seconds',
   leaseSeconds: 'DyneinScheduler lease, seconds',
@@ -151,7 +155,11 @@ export function appSettings(get: (key: ContextKey) => unknown): AppSettings {
         : undefined;
   const scheduler: AppSettings['scheduler'] = prune({
     shardCount: int('shardCount', 1, 10_000),
-    groupCount: int('groupCount', 1, 40),
+    groupCount: int('groupCount', 1, 800),
+    cells: int('cells', 1, 20),
+    dispatcherMemorySize: int('dispatcherMemorySize', 128, 10_240),
+    ingestMaxConcurrency: int('ingestMaxConcurrency', 2, 1_000),
+    dispatchMaxConsecutiveFailures: int('dispatchMaxConsecutiveFailures', 1, 10),
     dispatcherRowsPerSecond: int('dispatcherRowsPerSecond', 0, 1_000_000),
     lookahead: seconds('lookaheadSeconds', 1, 900),
     lease: seconds('leaseSeconds', 2, 3_600),

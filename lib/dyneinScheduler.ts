@@ -38,7 +38,14 @@ import {
   type IDyneinScheduler,
   type SchedulerAttributes,
 } from './tenant.js';
-import { DISPATCH_FUNCTION_ARN_KEY, dispatchTimeoutSeconds, TICK_FUNCTION_ARN_KEY, tickDefinition } from './tickDefinition.js';
+import {
+  CELL_KEY,
+  DISPATCH_FUNCTION_ARN_KEY,
+  dispatchTimeoutSeconds,
+  ERROR_BACKOFF_SECONDS,
+  TICK_FUNCTION_ARN_KEY,
+  tickDefinition,
+} from './tickDefinition.js';
 
 /**
  * How the scheduler table is billed ({@link DyneinSchedulerProps.tableCapacity}). `onDemand`: per
@@ -79,8 +86,37 @@ export type DyneinLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
 export interface DyneinSchedulerProps {
   /** Shards of the scheduler table; raising it later is safe, lowering it is not. @default 64 */
   readonly shardCount?: number;
-  /** Shard groups dispatched in parallel by each tick execution (at most 40). @default 8 */
+  /**
+   * Shard groups dispatched in parallel, in total over the cells: a multiple of `cells`, at most 40
+   * per cell (each cell's tick Map runs at most 40 dispatchers). @default 8
+   */
   readonly groupCount?: number;
+  /**
+   * Cells (docs/capacity.md, "Cells"): each cell has its own tick state machine (the same
+   * definition) and EventBridge rule, and dispatches its own groups (group `g` is in cell
+   * `g mod cells`), so capacity grows with the cells; jobs spread over them evenly with no change
+   * to where they are stored. 1 to 20. Raising it on a live deployment is safe (the group leases
+   * hand the groups over); cell 0 keeps the state machine of a deployment before cells.
+   * @default 1
+   */
+  readonly cells?: number;
+  /** Memory of the dispatch function, MB (its CPU share grows with it). 128 to 10,240. @default 1024 */
+  readonly dispatcherMemorySize?: number;
+  /**
+   * Most concurrent ingest invocations the inbound queue's event source starts (the SQS event
+   * source's `maximumConcurrency`), 2 to 1,000: bounds ingest's share of the account's Lambda
+   * concurrency and its write rate on the table; messages beyond wait in the inbound queue.
+   * @default - none (Lambda scales the pollers up to its own limit)
+   */
+  readonly ingestMaxConcurrency?: number;
+  /**
+   * The tick Map's failure handling: consecutive failed dispatch steps (each already retried in
+   * place) after which a dispatcher stops for this execution; the next execution, a minute
+   * later, takes its groups over. Iterations never fail the Map, so one dispatcher's failures
+   * never stop the others. 1 to 10; waits 5, 10, 20, 40, then 60 s between failures.
+   * @default 4
+   */
+  readonly dispatchMaxConsecutiveFailures?: number;
   /** Jobs due sooner skip the table; also the cancel cut-off before runAt. @default Duration.seconds(5) */
   readonly lookahead?: Duration;
   /** Lease of an acquired row, renewed while held. @default Duration.seconds(30) */
@@ -192,8 +228,14 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   readonly idKey: secrets.Secret;
   readonly httpApi: apigw.HttpApi;
   readonly stage: apigw.HttpStage;
+  /** Cell 0's tick state machine (the deployment's only one with one cell). */
   readonly stateMachine: sfn.StateMachine;
+  /** Cell 0's EventBridge rule (every minute). */
   readonly tickRule: events.Rule;
+  /** The tick state machine of each cell, by cell. */
+  readonly stateMachines: readonly sfn.StateMachine[];
+  /** The EventBridge rule of each cell, by cell. */
+  readonly tickRules: readonly events.Rule[];
   readonly functions: Readonly<Record<FunctionName, lambda.Function>>;
   readonly monitoring: SchedulerMonitoring;
   readonly attributes: SchedulerAttributes;
@@ -313,6 +355,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       DYNEIN_LEASE_MS: String(s.leaseMs),
       DYNEIN_MAX_PAYLOAD_BYTES: String(s.maxPayloadBytes),
       DYNEIN_DISPATCHER_ROWS_PER_SECOND: String(s.dispatcherRowsPerSecond),
+      // Only with cells: a deployment of one cell keeps the environment it had before cells.
+      ...(s.cells > 1 ? { DYNEIN_CELLS: String(s.cells) } : {}),
     };
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
     const submit = fn('submit', {
@@ -341,7 +385,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const dispatch = fn('dispatch', {
       // One step dispatches a whole tick run (no gap between steps): the run plus 30 s.
       timeout: Duration.seconds(dispatchTimeoutSeconds((props.tickRunTime ?? Duration.seconds(90)).toMilliseconds())),
-      memorySize: 1024,
+      memorySize: props.dispatcherMemorySize ?? 1024,
       environment: env,
       reservedConcurrentExecutions: props.dispatchReservedConcurrency,
     });
@@ -438,6 +482,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         batchSize: 10,
         maxBatchingWindow: Duration.millis(INGEST_BATCHING_WINDOW_MS),
         reportBatchItemFailures: true,
+        ...(props.ingestMaxConcurrency !== undefined ? { maxConcurrency: props.ingestMaxConcurrency } : {}),
       }),
     );
     // Only submit and EventBridge Scheduler's execution role (firings) write the inbound queue
@@ -516,7 +561,11 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
 
     ({ httpApi: this.httpApi, stage: this.stage } = this.#api(props, retention));
-    ({ stateMachine: this.stateMachine, rule: this.tickRule } = this.#tick(tick, dispatch, props, retention, logLevel));
+    // One tick state machine and rule per cell; cell 0's keep the ids of a deployment before cells.
+    const cellTicks = Array.from({ length: s.cells }, (_, cell) => this.#tick(cell, tick, dispatch, props, retention, logLevel));
+    this.stateMachines = cellTicks.map((c) => c.stateMachine);
+    this.tickRules = cellTicks.map((c) => c.rule);
+    ({ stateMachine: this.stateMachine, rule: this.tickRule } = cellTicks[0]!);
 
     this.attributes = {
       tableName: this.table.tableName,
@@ -752,22 +801,30 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   }
 
   #tick(
+    cell: number,
     tick: lambda.IFunction,
     dispatch: lambda.IFunction,
     props: DyneinSchedulerProps,
     retention: logs.RetentionDays,
     logLevel: DyneinLogLevel,
   ): { stateMachine: sfn.StateMachine; rule: events.Rule } {
-    const logGroup = new logs.LogGroup(this, 'TickExecutionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+    const suffix = cell === 0 ? '' : `Cell${cell}`;
+    const logGroup = new logs.LogGroup(this, `TickExecutionLogs${suffix}`, { retention, removalPolicy: RemovalPolicy.DESTROY });
     const runMs = (props.tickRunTime ?? Duration.seconds(90)).toMilliseconds();
     const allEvents = logLevel === 'DEBUG' || logLevel === 'INFO';
     // A minute after the run for the last steps to return (150 s for the default 90 s), within Express's 300 s.
     const timeoutSeconds = Math.min(300, Math.ceil(runMs / 1000) + 60);
-    const stateMachine = new sfn.StateMachine(this, 'TickStateMachine', {
+    const stateMachine = new sfn.StateMachine(this, `TickStateMachine${suffix}`, {
       stateMachineType: sfn.StateMachineType.EXPRESS,
-      comment: 'Dynein tick: plan shard groups, dispatch each in a loop until the execution ends',
-      definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(tickDefinition({ runMs, timeoutSeconds }))),
-      definitionSubstitutions: { [TICK_FUNCTION_ARN_KEY]: tick.functionArn, [DISPATCH_FUNCTION_ARN_KEY]: dispatch.functionArn },
+      comment: `Dynein tick: plan shard groups, dispatch each in a loop until the execution ends${cell === 0 ? '' : ` (cell ${cell})`}`,
+      definitionBody: sfn.DefinitionBody.fromString(
+        JSON.stringify(tickDefinition({ runMs, timeoutSeconds, maxConsecutiveFailures: props.dispatchMaxConsecutiveFailures })),
+      ),
+      definitionSubstitutions: {
+        [TICK_FUNCTION_ARN_KEY]: tick.functionArn,
+        [DISPATCH_FUNCTION_ARN_KEY]: dispatch.functionArn,
+        [CELL_KEY]: String(cell),
+      },
       // Every transition at INFO/DEBUG; failures only at WARN/ERROR (an idle tick makes ~100 transitions a minute).
       logs: { destination: logGroup, level: allEvents ? sfn.LogLevel.ALL : sfn.LogLevel.ERROR, includeExecutionData: false },
       tracingEnabled: true,
@@ -787,8 +844,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       reason:
         'Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups, ...) and X-Ray (PutTraceSegments, ...) actions do not support resource-level permissions; CDK writes them with Resource "*".',
     });
-    const rule = new events.Rule(this, 'TickSchedule', {
-      description: 'Starts a Dynein tick execution every minute (each runs ~90 s, so they overlap)',
+    const rule = new events.Rule(this, `TickSchedule${suffix}`, {
+      description: `Starts a Dynein tick execution${cell === 0 ? '' : ` of cell ${cell}`} every minute (each runs ~90 s, so they overlap)`,
       schedule: events.Schedule.rate(Duration.minutes(1)),
       targets: [new targets.SfnStateMachine(stateMachine)],
     });
@@ -861,6 +918,7 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
       leaseMs: ms(props.lease),
       maxPayloadBytes: props.maxPayloadBytes,
       dispatcherRowsPerSecond: props.dispatcherRowsPerSecond,
+      cells: props.cells,
     });
   } catch (err) {
     problems.push(...(err as Error).message.split('\n- ').slice(1));
@@ -872,6 +930,15 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
   if (lat !== undefined && lat <= 0) problems.push('latenessAlarmThreshold must be positive');
   if (props.throttle && (!(props.throttle.rateLimit > 0) || !(props.throttle.burstLimit > 0)))
     problems.push('throttle.rateLimit and throttle.burstLimit must be positive');
+  const memory = props.dispatcherMemorySize;
+  if (memory !== undefined && (!Number.isInteger(memory) || memory < 128 || memory > 10_240))
+    problems.push(`dispatcherMemorySize must be an integer from 128 to 10240 MB, got ${memory}`);
+  const ingestMax = props.ingestMaxConcurrency;
+  if (ingestMax !== undefined && (!Number.isInteger(ingestMax) || ingestMax < 2 || ingestMax > 1000))
+    problems.push(`ingestMaxConcurrency must be an integer from 2 to 1000 (the SQS event source's maximumConcurrency), got ${ingestMax}`);
+  const failures = props.dispatchMaxConsecutiveFailures;
+  if (failures !== undefined && (!Number.isInteger(failures) || failures < 1 || failures > ERROR_BACKOFF_SECONDS.length))
+    problems.push(`dispatchMaxConsecutiveFailures must be an integer from 1 to ${ERROR_BACKOFF_SECONDS.length}, got ${failures}`);
   const groups = props.groupCount ?? DEFAULTS.groupCount;
   const reserved = props.dispatchReservedConcurrency;
   if (reserved !== undefined && (!Number.isInteger(reserved) || reserved < 2 * groups)) {

@@ -42,6 +42,8 @@ export interface MonitoredScheduler {
   /** EventBridge Scheduler's metrics of the deployment's schedule group, `Sum` per minute. */
   metricFirings(metricName: SchedulerFiringMetric, props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   readonly stateMachine: sfn.IStateMachine;
+  /** The tick state machine of every cell (cell 0's is {@link stateMachine}); absent: that one only. */
+  readonly stateMachines?: readonly sfn.IStateMachine[];
   metricJobsSubmitted(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricJobsIngested(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricJobsDispatched(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
@@ -61,6 +63,8 @@ export interface SchedulerMonitoringProps {
 }
 
 const minute = Duration.minutes(1);
+/** Cells per TickFailures alarm (two metrics each; an alarm's metric math holds at most 10). */
+const TICK_ALARM_CELLS = 5;
 
 /**
  * The scheduler's dashboard and alarms. Dashboard: jobs submitted, ingested, dispatched;
@@ -83,6 +87,9 @@ export class SchedulerMonitoring extends Construct {
     super(scope, id);
     const s = props.scheduler;
     const fns = Object.entries(s.functions);
+    const machines = s.stateMachines ?? [s.stateMachine];
+    // Labels and metric ids name the cell only when there are several (one cell: as before cells).
+    const cellLabel = (c: number) => (machines.length > 1 ? ` (cell ${c})` : '');
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
@@ -127,11 +134,11 @@ export class SchedulerMonitoring extends Construct {
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Tick executions',
-        left: [
-          s.stateMachine.metricStarted({ period: minute, statistic: 'Sum', label: 'started' }),
-          s.stateMachine.metricFailed({ period: minute, statistic: 'Sum', label: 'failed' }),
-          s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum', label: 'timed out' }),
-        ],
+        left: machines.flatMap((m, c) => [
+          m.metricStarted({ period: minute, statistic: 'Sum', label: `started${cellLabel(c)}` }),
+          m.metricFailed({ period: minute, statistic: 'Sum', label: `failed${cellLabel(c)}` }),
+          m.metricTimedOut({ period: minute, statistic: 'Sum', label: `timed out${cellLabel(c)}` }),
+        ]),
         right: [s.metricDispatchers({ label: 'dispatchers planned' })],
         width: 12,
       }),
@@ -189,23 +196,26 @@ export class SchedulerMonitoring extends Construct {
       threshold: props.latenessAlarmThreshold.toMilliseconds(),
       evaluationPeriods: 3,
     });
-    this.#alarm('TickFailures', {
-      alarmDescription:
-        'Tick executions failed or timed out: groups may go undispatched until the next execution (see the tick log group).',
-      metric: new cloudwatch.MathExpression({
-        expression: 'failed + timedout',
-        usingMetrics: {
-          failed: s.stateMachine.metricFailed({ period: minute, statistic: 'Sum' }),
-          timedout: s.stateMachine.metricTimedOut({ period: minute, statistic: 'Sum' }),
-        },
-        period: minute,
-      }),
-      threshold: 0,
-      evaluationPeriods: 2,
-    });
+    // Every cell's state machine: an alarm's metric math holds at most 10 metrics, so five cells
+    // (failed + timed out each) per alarm: TickFailures (cells 0-4), TickFailures2 (5-9), ...
+    for (let first = 0; first < machines.length; first += TICK_ALARM_CELLS) {
+      const usingMetrics: Record<string, cloudwatch.IMetric> = {};
+      machines.slice(first, first + TICK_ALARM_CELLS).forEach((m, i) => {
+        const suffix = first + i === 0 ? '' : String(first + i);
+        usingMetrics[`failed${suffix}`] = m.metricFailed({ period: minute, statistic: 'Sum' });
+        usingMetrics[`timedout${suffix}`] = m.metricTimedOut({ period: minute, statistic: 'Sum' });
+      });
+      const cells = machines.length === 1 ? '' : ` of cells ${first} to ${Math.min(machines.length, first + TICK_ALARM_CELLS) - 1}`;
+      this.#alarm(first === 0 ? 'TickFailures' : `TickFailures${first / TICK_ALARM_CELLS + 1}`, {
+        alarmDescription: `Tick executions${cells} failed or timed out: groups may go undispatched until the next execution (see the tick log group).`,
+        metric: new cloudwatch.MathExpression({ expression: Object.keys(usingMetrics).join(' + '), usingMetrics, period: minute }),
+        threshold: 0,
+        evaluationPeriods: 2,
+      });
+    }
     this.#alarm('DispatchErrors', {
       alarmDescription:
-        'The dispatch function failed in two consecutive minutes: each dispatcher retries with backoff and stops after 4 failures in a row until the next tick execution; held rows are retried after their lease, lateness grows (see the dispatch log group).',
+        'The dispatch function failed in two consecutive minutes: each dispatcher retries with backoff and stops after dispatchMaxConsecutiveFailures (default 4) failures in a row until the next tick execution; held rows are retried after their lease, lateness grows (see the dispatch log group).',
       metric: s.functions.dispatch.metricErrors({ period: minute, statistic: 'Sum' }),
       threshold: 0,
       evaluationPeriods: 2,

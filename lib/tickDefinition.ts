@@ -28,6 +28,11 @@
 export const TICK_FUNCTION_ARN_KEY = 'TickFunctionArn';
 /** `definitionSubstitutions` key of the dispatch function's ARN. */
 export const DISPATCH_FUNCTION_ARN_KEY = 'DispatchFunctionArn';
+/**
+ * `definitionSubstitutions` key of the cell a state machine dispatches (its decimal text, passed
+ * to the tick as `cell`): every cell deploys the same definition, only this differs.
+ */
+export const CELL_KEY = 'Cell';
 
 export interface TickDefinitionOptions {
   /** How long each execution dispatches, ms (the tick turns it into `untilMs`). @default 90_000 */
@@ -36,6 +41,12 @@ export interface TickDefinitionOptions {
   readonly maxConcurrency?: number;
   /** The execution's timeout, seconds (Express allows at most 300). @default 150 */
   readonly timeoutSeconds?: number;
+  /**
+   * Consecutive caught failures after which a dispatcher stops for this execution (the Map's
+   * failure handling: iterations never fail the Map; the next execution takes the groups over).
+   * 1 to {@link ERROR_BACKOFF_SECONDS}.length. @default 4 ({@link MAX_CONSECUTIVE_FAILURES})
+   */
+  readonly maxConsecutiveFailures?: number;
 }
 
 /**
@@ -54,10 +65,13 @@ const LAMBDA_TRANSIENT_ERRORS = [
   'Lambda.TooManyRequestsException',
 ];
 
-/** Consecutive caught failures after which a dispatcher stops for this execution. */
+/** Consecutive caught failures after which a dispatcher stops for this execution (the default). */
 export const MAX_CONSECUTIVE_FAILURES = 4;
-/** Wait after the 1st, 2nd, 3rd caught failure, seconds (the 4th ends the dispatcher). */
-export const ERROR_BACKOFF_SECONDS = [5, 10, 20, 40] as const;
+/**
+ * Wait after the 1st, 2nd, 3rd, ... caught failure, seconds (by default the 4th ends the
+ * dispatcher); its length is the most `maxConsecutiveFailures` allows.
+ */
+export const ERROR_BACKOFF_SECONDS = [5, 10, 20, 40, 60, 60, 60, 60, 60, 60] as const;
 
 /**
  * The tick state machine's definition. Executions start every minute and each dispatches for
@@ -73,6 +87,9 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
   const runMs = opts.runMs ?? 90_000;
   const maxConcurrency = opts.maxConcurrency ?? 40;
   const timeoutSeconds = opts.timeoutSeconds ?? 150;
+  const maxFailures = opts.maxConsecutiveFailures ?? MAX_CONSECUTIVE_FAILURES;
+  if (!Number.isInteger(maxFailures) || maxFailures < 1 || maxFailures > ERROR_BACKOFF_SECONDS.length)
+    throw new RangeError(`maxConsecutiveFailures must be an integer from 1 to ${ERROR_BACKOFF_SECONDS.length}, got ${maxFailures}`);
   if (!Number.isInteger(runMs) || runMs < 1_000) throw new RangeError(`runMs must be an integer ≥ 1000, got ${runMs}`);
   if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > 40)
     throw new RangeError(`maxConcurrency must be an integer from 1 to 40, got ${maxConcurrency}`);
@@ -96,6 +113,8 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
           'executionName.$': '$$.Execution.Name',
           'executionStartTime.$': '$$.Execution.StartTime',
           runMs,
+          // The cell this state machine dispatches (its groups only), filled in per cell.
+          cell: `\${${CELL_KEY}}`,
         },
         // A failing plan fails the execution (TickFailures alarm) after three retries; the next starts a minute later.
         Retry: [
@@ -172,7 +191,7 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
               Next: 'Decide',
             },
             CountError: {
-              Comment: `The step failed for good (error in $.error): count consecutive failures and pick the wait before the next step (${ERROR_BACKOFF_SECONDS.slice(0, MAX_CONSECUTIVE_FAILURES - 1).join(', ')} s). Rows it held are dispatched again once their lease expires.`,
+              Comment: `The step failed for good (error in $.error): count consecutive failures and pick the wait before the next step (${ERROR_BACKOFF_SECONDS.slice(0, maxFailures - 1).join(', ')} s). Rows it held are dispatched again once their lease expires.`,
               Type: 'Pass',
               Parameters: {
                 'groups.$': '$.groups',
@@ -181,15 +200,15 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
                 'untilMs.$': '$.untilMs',
                 'idleWaitSeconds.$': '$.idleWaitSeconds',
                 'failures.$': 'States.MathAdd($.failures, 1)',
-                'backoffSeconds.$': `States.ArrayGetItem(States.Array(${ERROR_BACKOFF_SECONDS.slice(0, MAX_CONSECUTIVE_FAILURES).join(', ')}), $.failures)`,
+                'backoffSeconds.$': `States.ArrayGetItem(States.Array(${ERROR_BACKOFF_SECONDS.slice(0, maxFailures).join(', ')}), $.failures)`,
                 'error.$': '$.error',
               },
               Next: 'TooManyErrors',
             },
             TooManyErrors: {
-              Comment: `After ${MAX_CONSECUTIVE_FAILURES} consecutive failures this dispatcher stops for this execution (the next one, a minute later, takes its groups over); otherwise wait, then dispatch again.`,
+              Comment: `After ${maxFailures} consecutive failures this dispatcher stops for this execution (the next one, a minute later, takes its groups over); otherwise wait, then dispatch again.`,
               Type: 'Choice',
-              Choices: [{ Variable: '$.failures', NumericGreaterThanEquals: MAX_CONSECUTIVE_FAILURES, Next: 'GaveUp' }],
+              Choices: [{ Variable: '$.failures', NumericGreaterThanEquals: maxFailures, Next: 'GaveUp' }],
               Default: 'AfterError',
             },
             AfterError: {
@@ -234,12 +253,14 @@ export function tickDefinition(opts: TickDefinitionOptions = {}): object {
  * The definition as JSON text with the task resources filled in (what CDK's
  * `definitionSubstitutions` does on deploy), for local runs and tests.
  */
-export function renderTickDefinition(def: object, arns: { tick: string; dispatch: string }): string {
+export function renderTickDefinition(def: object, arns: { tick: string; dispatch: string }, cell = 0): string {
   const text = JSON.stringify(def)
     .split(`\${${TICK_FUNCTION_ARN_KEY}}`)
     .join(arns.tick)
     .split(`\${${DISPATCH_FUNCTION_ARN_KEY}}`)
-    .join(arns.dispatch);
+    .join(arns.dispatch)
+    .split(`\${${CELL_KEY}}`)
+    .join(String(cell));
   const left = /\$\{[A-Za-z0-9]+\}/.exec(text);
   if (left) throw new Error(`tick definition still holds the placeholder ${left[0]}`);
   return text;

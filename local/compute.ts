@@ -107,19 +107,24 @@ const eventSource = !settings.ingestEnabled
       onError: (err) => t.error('inbound event source', err),
     });
 const dispatch = dispatchHandler(w, t);
-const tick = startLocalTick({
-  runMs: settings.tickRunMs,
-  everyMs: settings.tickEveryMs,
-  tick: tickHandler({ store: w.store, settings: config.settings, clock: w.dispatch.clock }, t),
-  dispatch: (input, context) => dispatch(input, context),
-  onError: (err) => t.error('tick execution failed', err),
-});
+// One tick loop per cell (DYNEIN_CELLS), as each cell has its own state machine and rule on AWS.
+const plan = tickHandler({ store: w.store, settings: config.settings, clock: w.dispatch.clock }, t);
+const ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
+  startLocalTick({
+    cell,
+    runMs: settings.tickRunMs,
+    everyMs: settings.tickEveryMs,
+    tick: plan,
+    dispatch: (input, context) => dispatch(input, context),
+    onError: (err) => t.error(`tick execution failed (cell ${cell})`, err),
+  }),
+);
 
 if (process.send) process.send({ type: 'ready', pid: process.pid });
 console.log(`dynein compute: ready (pid ${process.pid})`);
 
 const stop = async () => {
-  tick.stop();
+  for (const tick of ticks) tick.stop();
   await eventSource.stop();
   api.close();
   process.exit(0);

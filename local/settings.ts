@@ -18,6 +18,8 @@ export interface LocalSettings {
   /** How long each tick execution runs and how often one starts (as on AWS: 90 s every 60 s). */
   readonly tickRunMs: number;
   readonly tickEveryMs: number;
+  /** Cells (`DYNEIN_CELLS`): compute runs one tick loop per cell, as each cell has its own state machine on AWS. */
+  readonly cells: number;
   /** Whether the inbound event source runs (an event source mapping's `Enabled`; `DYNEIN_INGEST_ENABLED`). */
   readonly ingestEnabled: boolean;
   /**
@@ -78,6 +80,13 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     if (!tenants.includes(t)) problems.push(`DYNEIN_HISTORY: '${t}' is not one of DYNEIN_TENANTS (${tenants.join(', ')})`);
     else history[t] = historyDays * 86_400_000;
   }
+  // The groups (DYNEIN_GROUPS, default 8) are the total over the cells: a multiple of them.
+  const cells = int('DYNEIN_CELLS', 1, 1, 20)!;
+  const groups = Number(env.DYNEIN_GROUPS?.trim() || 8);
+  if (Number.isInteger(groups) && groups % cells !== 0)
+    problems.push(
+      `DYNEIN_CELLS (${cells}) must divide the shard groups (DYNEIN_GROUPS, default 8; got ${groups}): each cell dispatches as many groups`,
+    );
   const settings: LocalSettings = {
     port,
     tenants,
@@ -87,6 +96,7 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     leaseMs: int('DYNEIN_LEASE_MS', undefined, 2_000, 900_000),
     tickRunMs: int('DYNEIN_TICK_RUN_MS', 90_000, 5_000, 240_000)!,
     tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
+    cells,
     ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
     ...(Object.keys(history).length > 0 ? { history } : {}),
   };

@@ -18,6 +18,8 @@ export interface LocalTickOptions {
   /** The dispatch handler, given the Lambda's remaining time as AWS would (70 s timeout). */
   readonly dispatch: (input: DispatchStepInput, context: { getRemainingTimeInMillis(): number }) => Promise<unknown>;
   readonly onError?: (err: unknown) => void;
+  /** The cell this tick dispatches (its own state machine, as each cell has on AWS). @default 0 */
+  readonly cell?: number;
 }
 
 /**
@@ -27,13 +29,15 @@ export interface LocalTickOptions {
  */
 export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
   const machine = new StateMachine(
-    JSON.parse(renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS)),
+    JSON.parse(
+      renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS, opts.cell ?? 0),
+    ),
   );
   const running = new Set<{ abort(): void }>();
   let stopped = false;
   let n = 0;
   const start = () => {
-    const name = `local-${Date.now()}-${n++}`;
+    const name = `local-${opts.cell ? `c${opts.cell}-` : ''}${Date.now()}-${n++}`;
     const execution = machine.run(
       {},
       {

@@ -36,7 +36,7 @@ export interface SchedulerClockConfig {
  * | `DYNEIN_TABLE` | scheduler table name (required) |
  * | `DYNEIN_INBOUND_QUEUE_URL` | inbound queue URL (submit) |
  * | `DYNEIN_ID_KEY` or `DYNEIN_ID_KEY_SECRET_ARN` | job id HMAC key, base64 (≥ 32 bytes), or the secret whose string (≥ 32 bytes) is the key |
- * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES`, `DYNEIN_RELEASE_WINDOW_MS`, `DYNEIN_DISPATCHER_ROWS_PER_SECOND` | settings (defaults of DESIGN.md) |
+ * | `DYNEIN_SHARDS`, `DYNEIN_GROUPS`, `DYNEIN_LOOKAHEAD_MS`, `DYNEIN_LEASE_MS`, `DYNEIN_MAX_PAYLOAD_BYTES`, `DYNEIN_RELEASE_WINDOW_MS`, `DYNEIN_DISPATCHER_ROWS_PER_SECOND`, `DYNEIN_CELLS` | settings (defaults of DESIGN.md) |
  * | `DYNEIN_INBOUND_MAX_RECEIVE_COUNT` | the inbound queue's maxReceiveCount (ingest's last attempt writes DEAD records); default 5 |
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  * | `DYNEIN_SCHEDULE_GROUP`, `DYNEIN_SCHEDULER_ROLE_ARN`, `DYNEIN_INBOUND_QUEUE_ARN` | the recurring schedules' clock: EventBridge Scheduler group, execution role, target (the schedules function) |
@@ -77,6 +77,7 @@ export function readConfig(
     maxPayloadBytes: int('DYNEIN_MAX_PAYLOAD_BYTES'),
     releaseWindowMs: int('DYNEIN_RELEASE_WINDOW_MS'),
     dispatcherRowsPerSecond: int('DYNEIN_DISPATCHER_ROWS_PER_SECOND'),
+    cells: int('DYNEIN_CELLS'),
   };
   const groupName = str('DYNEIN_SCHEDULE_GROUP', needs.scheduler ?? false);
   const roleArn = str('DYNEIN_SCHEDULER_ROLE_ARN', needs.scheduler ?? false);

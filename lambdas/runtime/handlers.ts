@@ -6,7 +6,7 @@ import { materialiseFiring } from '../../core/recurring/materialise.js';
 import { parseFiring } from '../../core/recurring/ports.js';
 import { TenantAdmin } from '../../core/admin.js';
 import { limiter } from '../../core/limit.js';
-import { shardsOfGroup } from '../../core/config.js';
+import { groupsOfCell, shardsOfGroup } from '../../core/config.js';
 import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
 import { systemClock, type Clock } from '../../core/ports.js';
 import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
@@ -332,6 +332,12 @@ export interface TickInput {
   readonly executionStartTime: string;
   /** How long the execution dispatches. @default 90_000 */
   readonly runMs?: number;
+  /**
+   * The cell this tick state machine dispatches (docs/capacity.md, "Cells"): its groups only. A
+   * number, or its decimal text (the definition substitution `${Cell}`). @default 0 (every group
+   * when there is one cell; an execution of a definition before cells)
+   */
+  readonly cell?: number | string;
 }
 
 export interface TickPlan {
@@ -359,7 +365,8 @@ export function tickHandler(deps: PlanDeps & { readonly clock?: Clock }, t: Tele
     const startMs = Date.parse(input.executionStartTime);
     const ownerStartMs = Number.isFinite(startMs) ? startMs : Date.now();
     const untilMs = ownerStartMs + (input.runMs ?? 90_000);
-    const plan = await planDispatchers(deps, (deps.clock ?? systemClock).now(), untilMs);
+    const cell = tickCell(input.cell, settings.cells);
+    const plan = await planDispatchers(deps, (deps.clock ?? systemClock).now(), untilMs, cell);
     t.count('Dispatchers', plan.dispatchers.length);
     const common = { owner: input.executionName, ownerStartMs, untilMs, idleWaitSeconds: idleWaitSeconds(settings.lookaheadMs) };
     const shards = (groups: readonly number[]) => groups.reduce((n, g) => n + shardsOfGroup(g, settings).length, 0);
@@ -367,7 +374,18 @@ export function tickHandler(deps: PlanDeps & { readonly clock?: Clock }, t: Tele
       items: plan.dispatchers.map((groups) => ({ groups, ...common, shards: shards(groups) })),
       peakRowsPerSecond: Number.isFinite(plan.peakRowsPerSecond) ? Math.round(plan.peakRowsPerSecond) : null,
       reason: plan.reason,
-      groups: Array.from({ length: settings.groupCount }, (_, group) => ({ group, ...common, shards: shards([group]) })),
+      groups: groupsOfCell(cell, settings).map((group) => ({ group, ...common, shards: shards([group]) })),
     };
   };
+}
+
+/** The cell a tick input names, checked against the deployment's cells (absent: cell 0). */
+export function tickCell(cell: TickInput['cell'], cells: number): number {
+  if (cell === undefined || cell === '') return 0;
+  const n = typeof cell === 'number' ? cell : /^\d+$/.test(cell) ? Number(cell) : Number.NaN;
+  if (!Number.isInteger(n) || n < 0 || n >= cells)
+    throw new RangeError(
+      `the tick's cell must be an integer from 0 to ${cells - 1} (DYNEIN_CELLS = ${cells}), got ${JSON.stringify(cell)}`,
+    );
+  return n;
 }

@@ -58,14 +58,23 @@ describe('appSettings', () => {
       },
     });
     expect(from({ tenants: ['a', 'b'] }).tenants).toEqual(['a', 'b']);
+    // The capacity keys of #16 (cells, dispatcher memory, ingest concurrency, the Map's failure handling).
+    expect(
+      from({ cells: '2', groupCount: '80', dispatcherMemorySize: '2048', ingestMaxConcurrency: '50', dispatchMaxConsecutiveFailures: '6' })
+        .scheduler,
+    ).toEqual({ cells: 2, groupCount: 80, dispatcherMemorySize: 2048, ingestMaxConcurrency: 50, dispatchMaxConsecutiveFailures: 6 });
     // Every key the table documents is read (none is silently ignored).
     expect(Object.keys(CONTEXT_KEYS).sort()).toEqual([
       'alarmTopicArn',
       'apiName',
+      'cells',
       'demoTenant',
+      'dispatchMaxConsecutiveFailures',
       'dispatchReservedConcurrency',
+      'dispatcherMemorySize',
       'dispatcherRowsPerSecond',
       'groupCount',
+      'ingestMaxConcurrency',
       'leaseSeconds',
       'logLevel',
       'logRetentionDays',
@@ -108,7 +117,7 @@ describe('appSettings', () => {
         tenants: 'billing,Bad_Name,billing',
         demoTenant: 'yes',
         shardCount: 'many',
-        groupCount: '41',
+        groupCount: '801',
         logLevel: 'loud',
         logRetentionDays: '10',
         removalPolicy: 'keep',

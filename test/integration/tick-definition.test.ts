@@ -118,6 +118,20 @@ beforeAll(async () => {
 afterAll(async () => em?.stop());
 
 describe('tick state machine definition', () => {
+  it("passes the cell to the tick, and bounds the Map's failure handling by maxConsecutiveFailures", () => {
+    const rendered = JSON.parse(renderTickDefinition(tickDefinition({ maxConsecutiveFailures: 10 }), ARNS, 3));
+    expect(aslValidator(rendered).errors ?? []).toEqual([]);
+    expect(rendered.States.Plan.Parameters.cell).toBe('3');
+    const states = rendered.States.Groups.ItemProcessor.States;
+    expect(states.TooManyErrors.Choices[0].NumericGreaterThanEquals).toBe(10);
+    expect(states.CountError.Parameters['backoffSeconds.$']).toBe(
+      `States.ArrayGetItem(States.Array(${ERROR_BACKOFF_SECONDS.join(', ')}), $.failures)`,
+    );
+    // The default definition (cell 0) is rendered for cell 0 when none is given.
+    expect(JSON.parse(renderTickDefinition(tickDefinition(), ARNS)).States.Plan.Parameters.cell).toBe('0');
+    for (const bad of [0, 11, 1.5]) expect(() => tickDefinition({ maxConsecutiveFailures: bad })).toThrow(/maxConsecutiveFailures/);
+  });
+
   it('is valid Amazon States Language, with Retry and Catch inside the iteration', () => {
     const def = tickDefinition() as Record<string, any>;
     const rendered = renderTickDefinition(def, ARNS);
