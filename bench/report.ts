@@ -24,6 +24,13 @@ export function targets(r: BenchResult): Target[] {
     t.push({ name: 'Lateness p99', target: '≤ 250 ms', value: `${l.p99Ms} ms`, met: l.p99Ms <= 250 });
     t.push({ name: 'Early deliveries', target: '0', value: String(l.early), met: l.early === 0 });
     t.push({ name: 'Delivered', target: `all ${l.expected} accepted`, value: String(l.delivered), met: l.delivered === l.expected });
+    if (l.reads && l.reads.jobs > 0)
+      t.push({
+        name: 'Items read per job at steady load (dispatch.itemsReadPerJobSteady)',
+        target: '≤ 2',
+        value: `${l.reads.itemsReadPerJobSteady} (${l.reads.itemsRead} items for ${l.reads.jobs} jobs over ${(l.reads.windowMs / 1000).toFixed(0)} s)`,
+        met: l.reads.itemsReadPerJobSteady <= 2,
+      });
   }
   if (r.dispatch)
     t.push({
