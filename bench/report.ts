@@ -36,7 +36,7 @@ export function targets(r: BenchResult): Target[] {
     t.push({
       name: 'Dispatch vs storage ceiling',
       target: '≥ 70%',
-      value: `${Math.round(r.dispatch.ratioToCeiling * 100)}% (${r.dispatch.jobsPerSec} of ${r.dispatch.ceilingJobsPerSec} jobs/s)`,
+      value: `${Math.round(r.dispatch.ratioToCeiling * 100)}% (${r.dispatch.jobsPerSec} of ${r.dispatch.ceilingJobsPerSec} jobs/s${r.dispatch.repeats ? `; median of ${r.dispatch.repeats.ratioToCeiling.values.length}, ${Math.round(r.dispatch.repeats.ratioToCeiling.min * 100)}–${Math.round(r.dispatch.repeats.ratioToCeiling.max * 100)}%` : ''})`,
       met: r.dispatch.ratioToCeiling >= 0.7,
     });
   if (r.requests) {
@@ -82,7 +82,7 @@ export function targets(r: BenchResult): Target[] {
     t.push({
       name: 'Backlog ratio',
       target: '≥ 0.9',
-      value: `${r.backlog.ratio} (${r.backlog.futureRows.toLocaleString('en-US')} future rows)`,
+      value: `${r.backlog.ratio} (${r.backlog.futureRows.toLocaleString('en-US')} future rows${r.backlog.repeats ? `; median of ${r.backlog.repeats.ratio.values.length}, ${r.backlog.repeats.ratio.min}–${r.backlog.repeats.ratio.max}` : ''})`,
       met: r.backlog.ratio >= 0.9,
     });
   const rc = r.recovery;
@@ -205,17 +205,25 @@ export function markdown(r: BenchResult): string {
     lines.push('## Dispatch throughput and backlog', '');
     lines.push('| | jobs | jobs/s |', '|---|---|---|');
     lines.push(
-      `| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`,
+      `| burst, all due at once, ${d.settings.groups} groups × ${d.settings.shards} shards (median of ${d.repeats?.jobsPerSec.values.length ?? 1}${d.repeats ? `: ${d.repeats.jobsPerSec.min}–${d.repeats.jobsPerSec.max}` : ''}) | ${d.jobs.toLocaleString('en-US')} | ${d.jobsPerSec} |`,
     );
     lines.push(
       `| storage ceiling: dynalite doing only a job's ${d.ceiling.writesPerJob} writes (conditional acquire, delivered marker in a batch of 25) at ${d.ceiling.concurrency} in flight (alone: ${d.ceiling.conditionalWritesPerSec} conditional writes/s, ${d.ceiling.batchedMarkersPerSec} batched markers/s) | ${d.ceiling.rows.toLocaleString('en-US')} | ${d.ceilingJobsPerSec} |`,
     );
-    if (r.backlog) {
+    if (d.repeats)
       lines.push(
-        `| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}; ${r.backlog.ratioToPhase2} against the first burst) |`,
+        `| ratio to the ceiling, each burst over the ceiling measured beside it (median, min–max) | | ${d.repeats.ratioToCeiling.median} (${d.repeats.ratioToCeiling.min}–${d.repeats.ratioToCeiling.max}) |`,
+      );
+    if (r.backlog) {
+      if (r.backlog.repeats)
+        lines.push(
+          `| backlog ratio, with over without (median, min–max) | | ${r.backlog.repeats.ratio.median} (${r.backlog.repeats.ratio.min}–${r.backlog.repeats.ratio.max}) |`,
+        );
+      lines.push(
+        `| the same burst with ${r.backlog.futureRows.toLocaleString('en-US')} future rows in the table${r.backlog.repeats ? ` (median of ${r.backlog.repeats.withJobsPerSec.values.length}: ${r.backlog.repeats.withJobsPerSec.min}–${r.backlog.repeats.withJobsPerSec.max})` : ''} | ${r.backlog.with.jobs.toLocaleString('en-US')} | ${r.backlog.repeats?.withJobsPerSec.median ?? r.backlog.with.jobsPerSec} (ratio ${r.backlog.ratio}; ${r.backlog.ratioToPhase2} against the first burst) |`,
       );
       lines.push(
-        `| the same burst right after, on a fresh table (same machine load, same emulator storage) | ${r.backlog.withoutAdjacent.jobs.toLocaleString('en-US')} | ${r.backlog.withoutAdjacent.jobsPerSec} |`,
+        `| the same burst beside it, on a fresh table (same machine load, same emulator storage)${r.backlog.repeats ? ` (median of ${r.backlog.repeats.withoutJobsPerSec.values.length}: ${r.backlog.repeats.withoutJobsPerSec.min}–${r.backlog.repeats.withoutJobsPerSec.max})` : ''} | ${r.backlog.withoutAdjacent.jobs.toLocaleString('en-US')} | ${r.backlog.repeats?.withoutJobsPerSec.median ?? r.backlog.withoutAdjacent.jobsPerSec} |`,
       );
     }
     lines.push('');
@@ -350,7 +358,24 @@ export function markdown(r: BenchResult): string {
     lines.push('');
   }
 
-  if (r.capacity) {
+  const cpu = r.capacity?.cpuUsPerJob;
+  if (cpu) {
+    lines.push(
+      '## CPU per job per stage (measured here, each stage alone in process; docs/capacity.md)',
+      '',
+      '| stage | CPU per job |',
+      '|---|---|',
+      `| submit (API, batch requests of 100) | ${cpu.submitBatch} µs |`,
+      `| submit (API, single POSTs) | ${cpu.submitSingle} µs |`,
+      `| ingest (10 inbound messages per invocation) | ${cpu.ingest} µs |`,
+      `| tick (one execution's plan) | ${cpu.planPerExecution} µs per execution (${cpu.planAt1kPerSec} µs per job at 1,000 jobs/s) |`,
+      `| acquire (the conditional UpdateItem alone) | ${cpu.acquire} µs |`,
+      `| dispatch round (read, acquire, send, marker) | ${cpu.dispatch} µs (release and reads: ${cpu.release} µs) |`,
+      '',
+    );
+  }
+
+  if (r.capacity?.basis && r.capacity.asBuilt && r.capacity.compressedPayload) {
     lines.push(
       `## Capacity model on AWS (steady batch-submitted 1 KB jobs; dispatch CPU ${r.capacity.basis.dispatchCpuUsPerJob} µs per job measured here)`,
       '',

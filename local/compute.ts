@@ -90,8 +90,10 @@ countReads('readDue', (r) => r.rows.length);
 countReads('readLate', (r) => r.length);
 countReads('readHeld', (r) => r.pointers.length);
 countReads('groupMarks', () => 1);
-let planStoreRef: DynamoJobStore | undefined;
-const reads = () => ({ dispatchItems: w.store.stats.itemsRead, planItems: planStoreRef?.stats.itemsRead ?? 0, byRead });
+// The tick's plan reads through a store of its own (on AWS it is a Lambda of its own), so that
+// `dispatchItems` counts what dispatch rounds read and nothing else.
+const planStore = new DynamoJobStore(config.tableName, dynamo);
+const reads = () => ({ dispatchItems: w.store.stats.itemsRead, planItems: planStore.stats.itemsRead, byRead });
 
 /** The cancel function, telling the dashboard which job each successful cancel was for (a repeat is one job). */
 const cancel = cancelHandler(w, t);
@@ -136,10 +138,6 @@ const eventSource = !settings.ingestEnabled
       onError: (err) => t.error('inbound event source', err),
     });
 const dispatch = dispatchHandler(w, t);
-// The tick's plan reads through a store of its own (on AWS it is a Lambda of its own), so that
-// `reads.dispatchItems` below counts what dispatch rounds read and nothing else.
-const planStore = new DynamoJobStore(config.tableName, dynamo);
-planStoreRef = planStore;
 const tick = startLocalTick({
   runMs: settings.tickRunMs,
   everyMs: settings.tickEveryMs,
