@@ -18,10 +18,16 @@ import { progress } from './support.js';
 export interface BacklogResult {
   /**
    * Dispatch rate with the backlog over the rate without, measured right beside it on a fresh
-   * table: the median over `repeats` pairs (interleaved, alternating which goes first).
+   * table: the median over `repeats` interleaved pairs (alternating which goes first), spread in
+   * `repeats.ratio`.
    */
   ratio: number;
-  repeats: { ratio: Spread; withJobsPerSec: Spread; withoutJobsPerSec: Spread };
+  repeats: { ratio: Spread; withJobsPerSec: Spread; withoutJobsPerSec: Spread; storageCpuRatio?: Spread };
+  /**
+   * The table emulator's CPU per job without the backlog over with it (median over the pairs): the
+   * storage work the backlog adds per job (none: about 1), steady on a shared machine.
+   */
+  storageCpuRatio?: number;
   /** The same over phase 2's rate (minutes earlier, before the load). */
   ratioToPhase2: number;
   futureRows: number;
@@ -62,10 +68,14 @@ export async function runBacklog(
       await a();
     }
     progress(
-      `backlog: repeat ${i + 1}/${opts.repeats}: ${withB[i]!.jobsPerSec} jobs/s with the backlog, ${withoutB[i]!.jobsPerSec} without: ratio ${(withB[i]!.jobsPerSec / withoutB[i]!.jobsPerSec).toFixed(2)}`,
+      `backlog: repeat ${i + 1}/${opts.repeats}: ${withB[i]!.jobsPerSec} jobs/s with the backlog, ${withoutB[i]!.jobsPerSec} without: ratio ${(withB[i]!.jobsPerSec / withoutB[i]!.jobsPerSec).toFixed(2)} (storage CPU ${withB[i]!.storageCpuUsPerJob ?? '?'} vs ${withoutB[i]!.storageCpuUsPerJob ?? '?'} µs per job)`,
     );
   }
   const ratios = withB.map((w, i) => w.jobsPerSec / withoutB[i]!.jobsPerSec);
+  const cpuRatios = withB.flatMap((w, i) => {
+    const wo = withoutB[i]!.storageCpuUsPerJob;
+    return w.storageCpuUsPerJob && wo ? [wo / w.storageCpuUsPerJob] : [];
+  });
   const repeats = {
     ratio: spread(ratios),
     withJobsPerSec: spread(
@@ -76,6 +86,7 @@ export async function runBacklog(
       withoutB.map((x) => x.jobsPerSec),
       0,
     ),
+    ...(cpuRatios.length === withB.length ? { storageCpuRatio: spread(cpuRatios) } : {}),
   };
   const m = ratios.indexOf([...ratios].sort((x, y) => x - y)[Math.floor((ratios.length - 1) / 2)]!);
   const w = withB[m]!;
@@ -83,10 +94,11 @@ export async function runBacklog(
   const ratio = repeats.ratio.median;
   const ratioToPhase2 = +(repeats.withJobsPerSec.median / opts.without.jobsPerSec).toFixed(3);
   progress(
-    `backlog: median ratio ${ratio} (${repeats.ratio.min}–${repeats.ratio.max}): ${repeats.withJobsPerSec.median} jobs/s with ${opts.rows} future rows vs ${repeats.withoutJobsPerSec.median} without (fresh table); ${ratioToPhase2} against phase 2's ${opts.without.jobsPerSec}; queries read ${w.itemsRead} items`,
+    `backlog: median ratio ${ratio} (${repeats.ratio.min}–${repeats.ratio.max})${repeats.storageCpuRatio ? `, storage CPU ratio ${repeats.storageCpuRatio.median} (${repeats.storageCpuRatio.min}–${repeats.storageCpuRatio.max})` : ''}: ${repeats.withJobsPerSec.median} jobs/s with ${opts.rows} future rows vs ${repeats.withoutJobsPerSec.median} without (fresh table); ${ratioToPhase2} against phase 2's ${opts.without.jobsPerSec}; queries read ${w.itemsRead} items`,
   );
   return {
     ratio,
+    ...(repeats.storageCpuRatio ? { storageCpuRatio: repeats.storageCpuRatio.median } : {}),
     repeats,
     ratioToPhase2,
     futureRows: opts.rows,

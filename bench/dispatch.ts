@@ -17,7 +17,7 @@ import { dispatchLoop } from '../core/loop.js';
 import type { QueueSender, RowKey } from '../core/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, type TestSystem } from '../test/support/system.js';
-import { progress, realisticPayload, sleep } from './support.js';
+import { processCpuUs, progress, realisticPayload, sleep } from './support.js';
 
 /** Conditional acquires in flight per group: core/dispatch.ts's default. */
 export const ACQUIRE_CONCURRENCY = 32;
@@ -35,7 +35,17 @@ export interface BurstResult {
   cpuUsPerJob: number;
   /** Highest heap used while the burst was dispatched (sampled every 5 ms). */
   peakHeapBytes?: number;
+  /** CPU time of the table emulator (dynalite, a process of its own) per job: the storage work a job costs. */
+  storageCpuUsPerJob?: number;
 }
+
+/** The table emulator's CPU time so far (µs), when the benchmark runs it in a process of its own. */
+export function storageCpu(em: Emulators): number | undefined {
+  return processCpuUs((em as { pids?: { dynamo?: number } }).pids?.dynamo);
+}
+
+const perJob = (a: number | undefined, b: number | undefined, n: number) =>
+  a === undefined || b === undefined ? undefined : Math.round((b - a) / n);
 
 /** A figure measured in repeats: the median, and the spread (min–max) around it. */
 export interface Spread {
@@ -59,9 +69,19 @@ export function spread(values: readonly number[], digits = 3): Spread {
  */
 export interface DispatchResult extends BurstResult {
   ceilingJobsPerSec: number;
-  /** Median over the repeats of (burst rate / the ceiling measured right beside it). */
+  /**
+   * Median over `repeats` interleaved pairs of (burst rate / the ceiling measured right beside it):
+   * on a shared machine a pair sees the same load on both sides, and the median drops the pairs
+   * another process disturbed on one side only. Spread in `repeats.ratioToCeiling`.
+   */
   ratioToCeiling: number;
-  repeats: { jobsPerSec: Spread; ceilingJobsPerSec: Spread; ratioToCeiling: Spread };
+  repeats: { jobsPerSec: Spread; ceilingJobsPerSec: Spread; ratioToCeiling: Spread; storageCpuRatio?: Spread };
+  /**
+   * The ceiling's storage CPU per job over the burst's (median over the repeats): the share of the
+   * storage's work per job that is the job's own writes. Unlike the rates, it does not move with
+   * what else the machine runs: on a shared machine it is the figure to steer by.
+   */
+  storageCpuRatio?: number;
   /** Items dispatch rounds read per job sent at phase 1's steady load (set from phase 1 when it ran). */
   itemsReadPerJobSteady?: number;
   ceiling: {
@@ -73,6 +93,8 @@ export interface DispatchResult extends BurstResult {
     batchedMarkersPerSec: number;
     /** Writes a dispatched job needs: the acquire and the marker (its put came with ingest). */
     writesPerJob: number;
+    /** The table emulator's CPU per job doing only those writes. */
+    storageCpuUsPerJob?: number;
   };
   settings: { shards: number; groups: number; lookaheadMs: number; payloadBytes: number };
 }
@@ -179,6 +201,7 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   const abort = new AbortController();
   setMaxListeners(100, abort.signal);
   const cpu0 = process.cpuUsage();
+  const storage0 = storageCpu(em);
   const started = performance.now();
   const owner = `bench-${label}-${Date.now()}`;
   const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
@@ -192,6 +215,7 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   }
   const done = performance.now();
   const cpu = process.cpuUsage(cpu0);
+  const storage1 = storageCpu(em);
   abort.abort();
   await Promise.all(loops);
   if (recorded < n) throw new Error(`burst ${label}: only ${recorded} of ${n} rows dispatched within 300 s`);
@@ -204,6 +228,7 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
     itemsRead: store.stats.itemsRead - readBefore,
     cpuUsPerJob: Math.round((cpu.user + cpu.system) / n),
     peakHeapBytes,
+    storageCpuUsPerJob: perJob(storage0, storage1, n),
   };
 }
 
@@ -253,12 +278,14 @@ export async function storageCeiling(
   }
 
   const mixed = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'c' });
+  const s3 = storageCpu(em);
   const t3 = performance.now();
   await forEachLimit(chunked(mixed), Math.max(1, Math.round(concurrency / 25)), async (chunk) => {
     await Promise.all(chunk.map(acquire));
     await mark(chunk);
   });
   const t4 = performance.now();
+  const s4 = storageCpu(em);
   return {
     concurrency,
     rows: n,
@@ -266,6 +293,7 @@ export async function storageCeiling(
     batchedMarkersPerSec: t2 > t1 ? Math.round(n / ((t2 - t1) / 1000)) : 0,
     writesPerJob: 2,
     jobsPerSec: Math.round(n / ((t4 - t3) / 1000)),
+    storageCpuUsPerJob: perJob(s3, s4, n),
   };
 }
 
@@ -296,10 +324,14 @@ export async function runDispatch(
     const b = bursts[i]!;
     const c = ceilings[i]!;
     progress(
-      `dispatch: repeat ${i + 1}/${opts.repeats}: burst of ${opts.burst} at ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s, ${b.cpuUsPerJob} µs CPU per job), ceiling ${c.jobsPerSec} jobs/s over ${opts.ceilingRows} rows: ratio ${(b.jobsPerSec / c.jobsPerSec).toFixed(2)}`,
+      `dispatch: repeat ${i + 1}/${opts.repeats}: burst of ${opts.burst} at ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s, ${b.cpuUsPerJob} µs CPU per job, storage ${b.storageCpuUsPerJob ?? '?'} µs per job), ceiling ${c.jobsPerSec} jobs/s over ${opts.ceilingRows} rows (storage ${c.storageCpuUsPerJob ?? '?'} µs per job): ratio ${(b.jobsPerSec / c.jobsPerSec).toFixed(2)}`,
     );
   }
   const ratios = bursts.map((b, i) => b.jobsPerSec / ceilings[i]!.jobsPerSec);
+  const cpuRatios = bursts.flatMap((b, i) => {
+    const c = ceilings[i]!.storageCpuUsPerJob;
+    return b.storageCpuUsPerJob && c ? [c / b.storageCpuUsPerJob] : [];
+  });
   const repeats = {
     jobsPerSec: spread(
       bursts.map((b) => b.jobsPerSec),
@@ -310,6 +342,7 @@ export async function runDispatch(
       0,
     ),
     ratioToCeiling: spread(ratios),
+    ...(cpuRatios.length === bursts.length ? { storageCpuRatio: spread(cpuRatios) } : {}),
   };
   // The repeat whose ratio is the median gives the burst's other figures.
   const m = ratios.indexOf([...ratios].sort((a, b) => a - b)[Math.floor((ratios.length - 1) / 2)]!);
@@ -319,13 +352,14 @@ export async function runDispatch(
     `dispatch: the writes alone: ${ceiling.conditionalWritesPerSec} conditional writes/s, ${ceiling.batchedMarkersPerSec} batched markers/s (and the ceiling once more: ${lastCeiling} jobs/s)`,
   );
   progress(
-    `dispatch: median ratio ${repeats.ratioToCeiling.median} (${repeats.ratioToCeiling.min}–${repeats.ratioToCeiling.max}), ${repeats.jobsPerSec.median} jobs/s against a ceiling of ${repeats.ceilingJobsPerSec.median}`,
+    `dispatch: median ratio ${repeats.ratioToCeiling.median} (${repeats.ratioToCeiling.min}–${repeats.ratioToCeiling.max}), ${repeats.jobsPerSec.median} jobs/s against a ceiling of ${repeats.ceilingJobsPerSec.median}${repeats.storageCpuRatio ? `; storage CPU ratio ${repeats.storageCpuRatio.median} (${repeats.storageCpuRatio.min}–${repeats.storageCpuRatio.max})` : ''}`,
   );
   return {
     ...bursts[m]!,
     jobsPerSec: repeats.jobsPerSec.median,
     ceilingJobsPerSec: repeats.ceilingJobsPerSec.median,
     ratioToCeiling: repeats.ratioToCeiling.median,
+    ...(repeats.storageCpuRatio ? { storageCpuRatio: repeats.storageCpuRatio.median } : {}),
     repeats,
     ceiling,
     settings: {

@@ -177,11 +177,11 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 2,000 against a ceiling of 2,000 rows, 5 interleaved repeats after a warm-up (full: 10,000 and 5,000), backlog 20,000 rows (full: 200,000), 5 repeats with and without, recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 12 s beside 12,000 jobs of A due in the same window (full: 30 s, 30,000), 2,000 paused jobs (full: 10,000), 1,000 jobs due at once for a tenant limited to 50/s (full: 2,000)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 12 s beside 12,000 jobs of A due in the same window (full: 30 s, 30,000), 2,000 paused jobs (full: 10,000), 1,000 jobs due at once for a tenant limited to 50/s (full: 2,000)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
-      burst: 2_000,
-      repeats: 5,
+      burst: 1_500,
+      repeats: 7,
       stageCpuJobs: 2_000,
       backlogRows: 20_000,
       recovery: { overdueRows: 3_000, emptyRows: 1_000, freshPerSec: 10 },
