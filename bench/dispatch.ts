@@ -17,7 +17,7 @@ import { dispatchLoop } from '../core/loop.js';
 import type { QueueSender, RowKey } from '../core/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, type TestSystem } from '../test/support/system.js';
-import { progress, realisticPayload, sleep } from './support.js';
+import { processCpuUs, progress, realisticPayload, sleep } from './support.js';
 
 /** Conditional acquires in flight per group: core/dispatch.ts's default. */
 export const ACQUIRE_CONCURRENCY = 32;
@@ -33,11 +33,57 @@ export interface BurstResult {
   itemsRead: number;
   /** CPU time of the dispatching process per job (the emulators run in processes of their own). */
   cpuUsPerJob: number;
+  /** Highest heap used while the burst was dispatched (sampled every 5 ms). */
+  peakHeapBytes?: number;
+  /** CPU time of the table emulator (dynalite, a process of its own) per job: the storage work a job costs. */
+  storageCpuUsPerJob?: number;
 }
 
+/** The table emulator's CPU time so far (µs), when the benchmark runs it in a process of its own. */
+export function storageCpu(em: Emulators): number | undefined {
+  return processCpuUs((em as { pids?: { dynamo?: number } }).pids?.dynamo);
+}
+
+const perJob = (a: number | undefined, b: number | undefined, n: number) =>
+  a === undefined || b === undefined ? undefined : Math.round((b - a) / n);
+
+/** A figure measured in repeats: the median, and the spread (min–max) around it. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  values: number[];
+}
+
+export function spread(values: readonly number[], digits = 3): Spread {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  const median = sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const r = (x: number) => +x.toFixed(digits);
+  return { median: r(median), min: r(sorted[0] ?? 0), max: r(sorted.at(-1) ?? 0), values: values.map(r) };
+}
+
+/**
+ * The median repeat's burst (its figures), with the medians of the rates and the ratio: the burst
+ * and the ceiling are measured `repeats` times, interleaved in the same window.
+ */
 export interface DispatchResult extends BurstResult {
   ceilingJobsPerSec: number;
+  /**
+   * Median over `repeats` interleaved pairs of (burst rate / the ceiling measured right beside it):
+   * on a shared machine a pair sees the same load on both sides, and the median drops the pairs
+   * another process disturbed on one side only. Spread in `repeats.ratioToCeiling`.
+   */
   ratioToCeiling: number;
+  repeats: { jobsPerSec: Spread; ceilingJobsPerSec: Spread; ratioToCeiling: Spread; storageCpuRatio?: Spread };
+  /**
+   * The ceiling's storage CPU per job over the burst's (median over the repeats): the share of the
+   * storage's work per job that is the job's own writes. Unlike the rates, it does not move with
+   * what else the machine runs: on a shared machine it is the figure to steer by.
+   */
+  storageCpuRatio?: number;
+  /** Items dispatch rounds read per job sent at phase 1's steady load (set from phase 1 when it ran). */
+  itemsReadPerJobSteady?: number;
   ceiling: {
     concurrency: number;
     rows: number;
@@ -47,6 +93,8 @@ export interface DispatchResult extends BurstResult {
     batchedMarkersPerSec: number;
     /** Writes a dispatched job needs: the acquire and the marker (its put came with ingest). */
     writesPerJob: number;
+    /** The table emulator's CPU per job doing only those writes. */
+    storageCpuUsPerJob?: number;
   };
   settings: { shards: number; groups: number; lookaheadMs: number; payloadBytes: number };
 }
@@ -153,15 +201,21 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   const abort = new AbortController();
   setMaxListeners(100, abort.signal);
   const cpu0 = process.cpuUsage();
+  const storage0 = storageCpu(em);
   const started = performance.now();
   const owner = `bench-${label}-${Date.now()}`;
   const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
     dispatchLoop(deps, { groups: [group], owner, ownerStartMs: Date.now(), untilMs: Date.now() + 600_000, signal: abort.signal }),
   );
   const timeoutAt = started + 300_000;
-  while (recorded < n && performance.now() < timeoutAt) await sleep(5);
+  let peakHeapBytes = 0;
+  while (recorded < n && performance.now() < timeoutAt) {
+    peakHeapBytes = Math.max(peakHeapBytes, process.memoryUsage().heapUsed);
+    await sleep(5);
+  }
   const done = performance.now();
   const cpu = process.cpuUsage(cpu0);
+  const storage1 = storageCpu(em);
   abort.abort();
   await Promise.all(loops);
   if (recorded < n) throw new Error(`burst ${label}: only ${recorded} of ${n} rows dispatched within 300 s`);
@@ -173,6 +227,8 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
     durationMs: Math.round(durationMs),
     itemsRead: store.stats.itemsRead - readBefore,
     cpuUsPerJob: Math.round((cpu.user + cpu.system) / n),
+    peakHeapBytes,
+    storageCpuUsPerJob: perJob(storage0, storage1, n),
   };
 }
 
@@ -188,6 +244,7 @@ export async function storageCeiling(
   sys: TestSystem,
   n: number,
   concurrency: number,
+  opts: { alone?: boolean } = {},
 ): Promise<DispatchResult['ceiling'] & { jobsPerSec: number }> {
   const store = sys.w.store;
   const acquire = async (k: RowKey) => {
@@ -208,53 +265,102 @@ export async function storageCeiling(
   };
   const chunked = (rows: RowKey[]) => Array.from({ length: Math.ceil(rows.length / 25) }, (_, i) => rows.slice(i * 25, i * 25 + 25));
 
-  const alone = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'a' });
-  const t0 = performance.now();
-  await forEachLimit(alone, concurrency, acquire);
-  const t1 = performance.now();
-  await forEachLimit(chunked(alone), Math.max(1, Math.round(concurrency / 25)), mark);
-  const t2 = performance.now();
+  let t0 = 0;
+  let t1 = 0;
+  let t2 = 0;
+  if (opts.alone !== false) {
+    const alone = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'a' });
+    t0 = performance.now();
+    await forEachLimit(alone, concurrency, acquire);
+    t1 = performance.now();
+    await forEachLimit(chunked(alone), Math.max(1, Math.round(concurrency / 25)), mark);
+    t2 = performance.now();
+  }
 
   const mixed = await writeRows(em, sys, n, () => Date.now() + 86_400_000, { prefix: 'c' });
+  const s3 = storageCpu(em);
   const t3 = performance.now();
   await forEachLimit(chunked(mixed), Math.max(1, Math.round(concurrency / 25)), async (chunk) => {
     await Promise.all(chunk.map(acquire));
     await mark(chunk);
   });
   const t4 = performance.now();
+  const s4 = storageCpu(em);
   return {
     concurrency,
     rows: n,
-    conditionalWritesPerSec: Math.round(n / ((t1 - t0) / 1000)),
-    batchedMarkersPerSec: Math.round(n / ((t2 - t1) / 1000)),
+    conditionalWritesPerSec: t1 > t0 ? Math.round(n / ((t1 - t0) / 1000)) : 0,
+    batchedMarkersPerSec: t2 > t1 ? Math.round(n / ((t2 - t1) / 1000)) : 0,
     writesPerJob: 2,
     jobsPerSec: Math.round(n / ((t4 - t3) / 1000)),
+    storageCpuUsPerJob: perJob(s3, s4, n),
   };
 }
 
-export async function runDispatch(em: Emulators, sys: TestSystem, opts: { burst: number; warmup: number }): Promise<DispatchResult> {
+export async function runDispatch(
+  em: Emulators,
+  sys: TestSystem,
+  opts: { burst: number; warmup: number; repeats: number; ceilingRows: number },
+): Promise<DispatchResult> {
   const { settings } = sys.w.config;
   const concurrency = settings.groupCount * ACQUIRE_CONCURRENCY;
-  progress(`dispatch: warm-up burst of ${opts.warmup}`);
+  // Warm-up of both paths (code loaded, connections open, dynalite's LevelDB past its first writes).
+  progress(`dispatch: warm-up: a burst of ${opts.warmup} and a ceiling of ${opts.warmup} rows`);
   await burst(em, sys, opts.warmup, 'w');
-  progress(`dispatch: burst of ${opts.burst} rows due at once, ${settings.groupCount} groups over ${settings.shardCount} shards`);
-  const b = await burst(em, sys, opts.burst, 'd');
+  await storageCeiling(em, sys, opts.warmup, concurrency);
+  const bursts: BurstResult[] = [];
+  const ceilings: Awaited<ReturnType<typeof storageCeiling>>[] = [];
+  for (let i = 0; i < opts.repeats; i++) {
+    // Interleaved, alternating which goes first: a drift of the machine's load falls on both.
+    const runBurst = async () => bursts.push(await burst(em, sys, opts.burst, `d${i}`));
+    const runCeiling = async () => ceilings.push(await storageCeiling(em, sys, opts.ceilingRows, concurrency, { alone: false }));
+    if (i % 2 === 0) {
+      await runBurst();
+      await runCeiling();
+    } else {
+      await runCeiling();
+      await runBurst();
+    }
+    const b = bursts[i]!;
+    const c = ceilings[i]!;
+    progress(
+      `dispatch: repeat ${i + 1}/${opts.repeats}: burst of ${opts.burst} at ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s, ${b.cpuUsPerJob} µs CPU per job, storage ${b.storageCpuUsPerJob ?? '?'} µs per job), ceiling ${c.jobsPerSec} jobs/s over ${opts.ceilingRows} rows (storage ${c.storageCpuUsPerJob ?? '?'} µs per job): ratio ${(b.jobsPerSec / c.jobsPerSec).toFixed(2)}`,
+    );
+  }
+  const ratios = bursts.map((b, i) => b.jobsPerSec / ceilings[i]!.jobsPerSec);
+  const cpuRatios = bursts.flatMap((b, i) => {
+    const c = ceilings[i]!.storageCpuUsPerJob;
+    return b.storageCpuUsPerJob && c ? [c / b.storageCpuUsPerJob] : [];
+  });
+  const repeats = {
+    jobsPerSec: spread(
+      bursts.map((b) => b.jobsPerSec),
+      0,
+    ),
+    ceilingJobsPerSec: spread(
+      ceilings.map((c) => c.jobsPerSec),
+      0,
+    ),
+    ratioToCeiling: spread(ratios),
+    ...(cpuRatios.length === bursts.length ? { storageCpuRatio: spread(cpuRatios) } : {}),
+  };
+  // The repeat whose ratio is the median gives the burst's other figures.
+  const m = ratios.indexOf([...ratios].sort((a, b) => a - b)[Math.floor((ratios.length - 1) / 2)]!);
+  // The writes alone (conditional acquires, then batched markers), once, for the table.
+  const { jobsPerSec: lastCeiling, ...ceiling } = await storageCeiling(em, sys, opts.ceilingRows, concurrency);
   progress(
-    `dispatch: ${b.jobsPerSec} jobs/s (sent ${b.sentPerSec}/s) in ${(b.durationMs / 1000).toFixed(1)} s, ${b.cpuUsPerJob} µs of dispatch CPU per job`,
+    `dispatch: the writes alone: ${ceiling.conditionalWritesPerSec} conditional writes/s, ${ceiling.batchedMarkersPerSec} batched markers/s (and the ceiling once more: ${lastCeiling} jobs/s)`,
   );
-  const ceilingRows = Math.min(opts.burst, 5_000);
   progress(
-    `dispatch: storage ceiling: ${ceilingRows} conditional acquires alone, then ${ceilingRows} jobs' acquires and batched markers, ${concurrency} in flight`,
-  );
-  const c = await storageCeiling(em, sys, ceilingRows, concurrency);
-  const { jobsPerSec: ceilingJobsPerSec, ...ceiling } = c;
-  progress(
-    `dispatch: ceiling ${ceilingJobsPerSec} jobs/s (${c.conditionalWritesPerSec} conditional writes/s, ${c.batchedMarkersPerSec} batched markers/s): ratio ${(b.jobsPerSec / ceilingJobsPerSec).toFixed(2)}`,
+    `dispatch: median ratio ${repeats.ratioToCeiling.median} (${repeats.ratioToCeiling.min}–${repeats.ratioToCeiling.max}), ${repeats.jobsPerSec.median} jobs/s against a ceiling of ${repeats.ceilingJobsPerSec.median}${repeats.storageCpuRatio ? `; storage CPU ratio ${repeats.storageCpuRatio.median} (${repeats.storageCpuRatio.min}–${repeats.storageCpuRatio.max})` : ''}`,
   );
   return {
-    ...b,
-    ceilingJobsPerSec,
-    ratioToCeiling: +(b.jobsPerSec / ceilingJobsPerSec).toFixed(3),
+    ...bursts[m]!,
+    jobsPerSec: repeats.jobsPerSec.median,
+    ceilingJobsPerSec: repeats.ceilingJobsPerSec.median,
+    ratioToCeiling: repeats.ratioToCeiling.median,
+    ...(repeats.storageCpuRatio ? { storageCpuRatio: repeats.storageCpuRatio.median } : {}),
+    repeats,
     ceiling,
     settings: {
       shards: settings.shardCount,

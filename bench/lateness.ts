@@ -43,10 +43,65 @@ export interface LatenessResult {
   firstReceive: Summary;
   /** The dispatcher's own figure (due time to SendMessageBatch acknowledged), from /local/metrics. */
   dispatcher: { count: number; meanMs: number; maxMs: number; buckets: { le: number; count: number }[] };
+  /**
+   * Items dispatch rounds read from the table per job they sent, over the steady window (from
+   * 2 s after the first jobs fall due to the end of the load; sampled every second from
+   * /local/metrics): `dispatch.itemsReadPerJobSteady` in the targets. `byRead` splits the window's
+   * reads by kind (items returned, calls); the tick's plan reads apart (`planItemsPerJob`).
+   */
+  reads: ReadsPerJob;
   /** Jobs accepted but not yet written by ingest (inbound queue backlog), sampled every second from /local/metrics. */
   ingestBacklog: { max: number; atEndOfLoad: number; samples: { s: number; backlog: number }[] };
   load: LoadShape & { payloadBytes: number; report: LoadReport };
   loadAvg: { before: [number, number, number]; after: [number, number, number] };
+}
+
+/** What the local compute reports of its reads (local/compute.ts). */
+interface LocalReads {
+  jobs: { dispatched: number };
+  reads?: { dispatchItems: number; planItems: number; byRead: Record<string, { calls: number; items: number }> };
+}
+interface ReadSample {
+  at: number;
+  dispatched: number;
+  reads?: LocalReads['reads'];
+}
+export interface ReadsPerJob {
+  itemsReadPerJobSteady: number;
+  windowMs: number;
+  jobs: number;
+  itemsRead: number;
+  planItemsPerJob: number;
+  byRead: Record<string, { calls: number; items: number; itemsPerJob: number }>;
+}
+/** The steady window starts this long after the first jobs fall due (the first execution's first reads are over). */
+const STEADY_AFTER_MS = 2_000;
+
+/** Items read per job sent between the samples nearest `fromMs` and `toMs`. */
+export function readsPerJob(samples: readonly ReadSample[], fromMs: number, toMs: number): ReadsPerJob {
+  const withReads = samples.filter((s) => s.reads);
+  const a = withReads.find((s) => s.at >= fromMs) ?? withReads[0];
+  const b = [...withReads].reverse().find((s) => s.at <= toMs) ?? withReads.at(-1);
+  if (!a?.reads || !b?.reads || b.at <= a.at)
+    return { itemsReadPerJobSteady: 0, windowMs: 0, jobs: 0, itemsRead: 0, planItemsPerJob: 0, byRead: {} };
+  const jobs = b.dispatched - a.dispatched;
+  const per = (n: number) => (jobs > 0 ? +(n / jobs).toFixed(3) : 0);
+  const itemsRead = b.reads.dispatchItems - a.reads.dispatchItems;
+  const byRead = Object.fromEntries(
+    Object.entries(b.reads.byRead).map(([k, v]) => {
+      const before = a.reads!.byRead[k] ?? { calls: 0, items: 0 };
+      const items = v.items - before.items;
+      return [k, { calls: v.calls - before.calls, items, itemsPerJob: per(items) }];
+    }),
+  );
+  return {
+    itemsReadPerJobSteady: per(itemsRead),
+    windowMs: b.at - a.at,
+    jobs,
+    itemsRead,
+    planItemsPerJob: per(b.reads.planItems - a.reads.planItems),
+    byRead,
+  };
 }
 
 /** Runs the local stack (`npm start`), drives the steady load through its API and measures. */
@@ -100,15 +155,18 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
 
     // The inbound backlog (accepted, not yet ingested), from the counters behind the dashboard.
     const samples: { s: number; backlog: number }[] = [];
+    // Items dispatch rounds read and jobs they sent, sampled with the backlog (items read per job).
+    const readSamples: ReadSample[] = [];
     const t0 = Date.now();
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         try {
-          const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as {
+          const m = (await (await fetch(new URL('/local/metrics', local.endpoint))).json()) as LocalReads & {
             jobs: { submitted: number; queuedDirectly: number; ingested: number };
           };
           samples.push({ s: Math.round((Date.now() - t0) / 1000), backlog: m.jobs.submitted - m.jobs.queuedDirectly - m.jobs.ingested });
+          readSamples.push({ at: Date.now(), dispatched: m.jobs.dispatched, reads: m.reads });
         } catch {
           // the API is busy: next second
         }
@@ -120,7 +178,9 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
     progress(
       `lateness: ${shape.rate} jobs/s for ${shape.durationMs / 1000} s, each due ${shape.minAheadMs / 1000}-${shape.maxAheadMs / 1000} s ahead at a random ms, ${payloadBytes}-byte payloads`,
     );
+    const loadStart = Date.now();
     const report = await steadyLoad(shape, submit, 'lateness');
+    const loadEnd = Date.now();
     const atEndOfLoad = samples.at(-1)?.backlog ?? 0;
     progress(
       `lateness: ${report.submitted} accepted (${report.failed} failed${report.firstError ? `: ${report.firstError}` : ''}), submit p50 ${report.submitMs.p50Ms} ms p99 ${report.submitMs.p99Ms} ms; waiting for the last ones to come due`,
@@ -165,10 +225,19 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
           .filter((b) => b.count > 0)
           .map((b) => ({ le: Number.isFinite(b.le) ? b.le : -1, count: b.count })),
       },
+      reads: readsPerJob(readSamples, loadStart + shape.minAheadMs + STEADY_AFTER_MS, loadEnd),
       ingestBacklog: { max: Math.max(0, ...samples.map((x) => x.backlog)), atEndOfLoad, samples: samples.filter((_, i) => i % 5 === 0) },
       load: { ...shape, payloadBytes, report },
       loadAvg: { before: loadBefore, after: load() },
     };
+    const rd = result.reads;
+    progress(
+      `lateness: dispatch read ${rd.itemsRead} items for ${rd.jobs} jobs sent over ${(rd.windowMs / 1000).toFixed(1)} s of steady load: ${rd.itemsReadPerJobSteady} per job (${Object.entries(
+        rd.byRead,
+      )
+        .map(([k, v]) => `${k} ${v.itemsPerJob} in ${v.calls} calls`)
+        .join(', ')}; the plan ${rd.planItemsPerJob})`,
+    );
     progress(
       `lateness: ${result.delivered}/${result.expected} delivered, p50 ${s.p50Ms} ms, p95 ${s.p95Ms} ms, p99 ${s.p99Ms} ms, max ${s.maxMs} ms, early ${early}, duplicates ${duplicates}; inbound backlog at most ${result.ingestBacklog.max} jobs`,
     );

@@ -24,16 +24,23 @@ import { dispatchLoop, type DispatchStepResult } from '../core/loop.js';
 import type { JobStore, QueueSender } from '../core/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, type TestSystem } from '../test/support/system.js';
+import { storageCpu } from './dispatch.js';
 import { progress, realisticPayload, sleep, summarize, type Summary } from './support.js';
 
 export interface RecoveryResult {
   overdueRows: number;
   /** Overdue rows sent and recorded per second, from the start of dispatch to the last one. */
   drainJobsPerSec: number;
-  /** drainJobsPerSec over the rate of the same run with no backlog (`empty`: right after the drain, on a fresh table). */
+  /** drainJobsPerSec over the rate of the same run with no backlog (`empty`: right after the drain, on a fresh table, the median of 3 runs). */
   ratioToEmpty: number;
   /** The same over the rate measured before the backlog was loaded. */
   ratioToEmptyBefore: number;
+  /**
+   * The table emulator's CPU per job with no backlog (right after) over its CPU per job during the
+   * drain (the fresh jobs' writes included, a few per hundred rows): the storage work an overdue
+   * row costs beside a job due alone. Unlike the rates, it does not move with the machine's load.
+   */
+  storageCpuRatio?: number;
   /** Median resident memory of this process while dispatching with no backlog, MB. */
   steadyRssMb: number;
   /** Highest resident memory during the drain, MB. */
@@ -236,20 +243,33 @@ async function freshSystem(em: Emulators): Promise<TestSystem> {
 }
 
 /** A burst of `rows` rows due at once on a fresh table of the same emulator, with no backlog: its rate and RSS samples. */
-async function emptyRun(em: Emulators, rows: number): Promise<{ jobsPerSec: number; durationMs: number; rss: number[] }> {
+async function emptyRun(
+  em: Emulators,
+  rows: number,
+): Promise<{ jobsPerSec: number; durationMs: number; rss: number[]; storageCpuUsPerJob?: number }> {
   const emptySys = await freshSystem(em);
   const emptyDue = Date.now() - 1_000;
   await writeRows(em, emptySys, rows, 'E', () => emptyDue);
   await settle();
   const rss = sampleRss();
+  const storage0 = storageCpu(em);
   const e = startDispatch(emptySys, {});
   const done = await e.until('E', rows, 600_000);
   const durationMs = Date.now() - e.started;
+  const storage1 = storageCpu(em);
   const samples = rss.stop();
   await e.stop();
   if (!done) throw new Error(`recovery: the burst with no backlog was not dispatched within 600 s`);
-  return { jobsPerSec: Math.round(rows / (durationMs / 1000)), durationMs, rss: samples };
+  return {
+    jobsPerSec: Math.round(rows / (durationMs / 1000)),
+    durationMs,
+    rss: samples,
+    ...(storage0 !== undefined && storage1 !== undefined ? { storageCpuUsPerJob: (storage1 - storage0) / rows } : {}),
+  };
 }
+
+/** Runs with no backlog after the drain, the median kept. */
+const EMPTY_RUNS_AFTER = 3;
 
 export async function runRecovery(
   em: Emulators,
@@ -277,6 +297,7 @@ export async function runRecovery(
   const freshWrites: Promise<unknown>[] = [];
   const freshStop = new AbortController();
   const drainSampler = sampleRss();
+  const drainStorage0 = storageCpu(em);
   const d = startDispatch(sys, { R: opts.overdueRows, F: Math.ceil((opts.freshPerSec * 1_800_000) / 1000) + 1 });
   const freshLoad = (async () => {
     for (let i = 0; !freshStop.signal.aborted; i++) {
@@ -298,6 +319,7 @@ export async function runRecovery(
   })();
   const drained = await d.until('R', opts.overdueRows, 1_800_000);
   const drainMs = Date.now() - d.started;
+  const drainStorage1 = storageCpu(em);
   freshStop.abort();
   await freshLoad;
   await Promise.all(freshWrites);
@@ -314,10 +336,20 @@ export async function runRecovery(
   // The rate with no backlog again right after, on a fresh table of the same emulator: the same
   // machine load and the same storage underneath (dynalite's LevelDB is slower for a while after a
   // large load, whichever table is written), as the backlog phase measures it.
-  const after = await emptyRun(em, opts.emptyRows);
+  // Three runs, the median kept (by rate; its storage CPU the median of the three too): a short
+  // burst's rate on a shared machine varies more than the drain's.
+  const afters = [];
+  for (let i = 0; i < EMPTY_RUNS_AFTER; i++) afters.push(await emptyRun(em, opts.emptyRows));
+  const after = [...afters].sort((a, b) => a.jobsPerSec - b.jobsPerSec)[Math.floor(afters.length / 2)]!;
+  const storageAfter = afters.map((a) => a.storageCpuUsPerJob).filter((x): x is number => x !== undefined);
+  if (storageAfter.length === afters.length)
+    after.storageCpuUsPerJob = [...storageAfter].sort((a, b) => a - b)[Math.floor(storageAfter.length / 2)];
   const emptyRate = after.jobsPerSec;
+  const drainStorageUs =
+    drainStorage0 !== undefined && drainStorage1 !== undefined ? (drainStorage1 - drainStorage0) / opts.overdueRows : undefined;
+  const storageCpuRatio = drainStorageUs && after.storageCpuUsPerJob ? +(after.storageCpuUsPerJob / drainStorageUs).toFixed(3) : undefined;
   progress(
-    `recovery: ${drainRate} jobs/s over ${opts.overdueRows} overdue rows against ${emptyRate} with no backlog right after (${before.jobsPerSec} before): ratio ${(drainRate / emptyRate).toFixed(2)}; RSS peak ${peakRssMb} MB against ${steadyRssMb} MB steady`,
+    `recovery: ${drainRate} jobs/s over ${opts.overdueRows} overdue rows against ${emptyRate} with no backlog right after (${before.jobsPerSec} before): ratio ${(drainRate / emptyRate).toFixed(2)}${storageCpuRatio !== undefined ? ` (storage CPU per job ${Math.round(after.storageCpuUsPerJob!)} µs with no backlog, ${Math.round(drainStorageUs!)} µs draining: ratio ${storageCpuRatio})` : ''}; RSS peak ${peakRssMb} MB against ${steadyRssMb} MB steady`,
   );
 
   // Every message once: lost, early, duplicates.
@@ -370,6 +402,7 @@ export async function runRecovery(
       before: { jobsPerSec: before.jobsPerSec, durationMs: before.durationMs },
     },
     ratioToEmptyBefore: +(drainRate / before.jobsPerSec).toFixed(3),
+    ...(storageCpuRatio !== undefined ? { storageCpuRatio } : {}),
     drainMs,
     fresh: { jobs: freshDue.length, lateness: summarize(freshLateness), sentAfterLastBacklogRow: sentAfterLast },
     itemsReadPerJob: +(itemsRead / (opts.overdueRows + freshDue.length)).toFixed(3),

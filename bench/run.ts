@@ -24,6 +24,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { payloadAttribute } from '../adapters/dynamoJobStore.js';
 import { runBacklog, type BacklogResult } from './backlog.js';
+import { runStageCpu, type StageCpu } from './stageCpu.js';
 import { runHistory, type HistoryResult } from './history.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
@@ -95,6 +96,10 @@ export interface BenchResult {
     lateness: LoadShape;
     peerDurationMs: number;
     burst: number;
+    /** Phases 2 and 4: each ratio is the median of this many interleaved repeats. */
+    repeats: number;
+    /** Jobs per stage for the CPU per job measurements. */
+    stageCpuJobs: number;
     backlogRows: number;
     recovery: { overdueRows: number; emptyRows: number; freshPerSec: number };
     requestJobs: number;
@@ -148,7 +153,16 @@ export interface BenchResult {
   };
   fixedMonthlyUsd: { idle: Cost; busy: Cost; busyAt100PerSec: Cost; model: TickModel; measuredLocalIdleStepMs?: number };
   /** Steady batch-submitted 1 KB jobs on AWS: as built, and with the payload deflated in the row. */
-  capacity?: { basis: Record<string, number | string>; asBuilt: CapacityRow[]; compressedPayload: CapacityRow[] };
+  /** The AWS model (with phase 3) and the CPU per job per stage measured in phase 2 (bench/stageCpu.ts). */
+  capacity?: {
+    basis?: Record<string, number | string>;
+    asBuilt?: CapacityRow[];
+    compressedPayload?: CapacityRow[];
+    /** CPU µs per job per stage, measured in process (bench/stageCpu.ts); docs/capacity.md. */
+    cpuUsPerJob?: StageCpu['cpuUsPerJob'];
+  };
+  /** The stage figures as measured (set whenever phase 2 ran; copied into `capacity`). */
+  capacityMeasured?: StageCpu;
   backlog?: BacklogResult;
   recovery?: RecoveryResult;
   /** Phase 8 (quick mode: a short version, 40 schedules over 15 s, where the cron ones count only if a minute boundary falls in it). */
@@ -181,12 +195,14 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 500 (full: 10,000), backlog 20,000 rows (full: 200,000), recovery 3,000 overdue rows against a burst of 1,000 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
-      burst: 500,
+      burst: 1_500,
+      repeats: 7,
+      stageCpuJobs: 2_000,
       backlogRows: 20_000,
-      recovery: { overdueRows: 3_000, emptyRows: 1_000, freshPerSec: 10 },
+      recovery: { overdueRows: 5_000, emptyRows: 1_500, freshPerSec: 10 },
       requestJobs: 200,
       bundleRuns: 2,
       recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
@@ -205,10 +221,12 @@ const sizes: BenchResult['sizes'] = quick
     }
   : {
       description:
-        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000, backlog 200,000 rows, recovery 100,000 overdue rows against a burst of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s',
+        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s',
       lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
       peerDurationMs: 60_000,
       burst: 10_000,
+      repeats: 5,
+      stageCpuJobs: 5_000,
       backlogRows: 200_000,
       recovery: { overdueRows: 100_000, emptyRows: 10_000, freshPerSec: 20 },
       requestJobs: 1_000,
@@ -287,9 +305,20 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
   try {
     if (only.has('dispatch')) {
       const sys = await dispatchSystem(em);
-      r.dispatch = await phase('dispatch', () => runDispatch(em, sys, { burst: sizes.burst, warmup: Math.max(100, sizes.burst / 10) }));
+      r.dispatch = await phase('dispatch', () =>
+        runDispatch(em, sys, {
+          burst: sizes.burst,
+          warmup: Math.max(500, sizes.burst / 10),
+          repeats: sizes.repeats,
+          ceilingRows: Math.min(sizes.burst, 5_000),
+        }),
+      );
       const without = r.dispatch;
-      if (without) r.backlog = await phase('backlog', () => runBacklog(em, sys, { rows: sizes.backlogRows, without }));
+      if (without && only.has('backlog'))
+        r.backlog = await phase('backlog', () => runBacklog(em, sys, { rows: sizes.backlogRows, without, repeats: sizes.repeats }));
+      // CPU per job per stage (the capacity model): each stage's handlers alone in this process.
+      const stages = await phase('dispatch', () => runStageCpu(em, { jobs: sizes.stageCpuJobs }));
+      if (stages) r.capacityMeasured = stages;
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
@@ -358,14 +387,15 @@ if (r.requests) {
   };
   r.fixedMonthlyUsd.measuredLocalIdleStepMs = r.requests.idle.stepMs;
   if (r.dispatch) {
-    const cpu = r.dispatch.cpuUsPerJob;
+    // The round's CPU per job measured alone (stage CPU) when it ran, else phase 2's burst.
+    const cpu = r.capacityMeasured?.cpuUsPerJob.dispatch ?? r.dispatch.cpuUsPerJob;
     const basis = {
       dispatchCpuUsPerJob: cpu,
       submitSeconds: 0.03,
       ingestSeconds: 0.1,
       wruPerWriteAsBuilt: wruOf(compressedRowBytes),
       wruPerWritePlainPayload: wruOf(rowBytes),
-      note: 'submit and ingest durations are assumed AWS figures (30 ms per batch request, 100 ms per inbound message of 100 jobs); dispatch CPU per job is measured in phase 2',
+      note: 'submit and ingest durations are assumed AWS figures (30 ms per batch request, 100 ms per inbound message of 100 jobs); dispatch CPU per job is measured in phase 2 (a round alone, bench/stageCpu.ts)',
     };
     const rates = [1_000, 10_000, 100_000];
     r.capacity = {
@@ -379,6 +409,12 @@ if (r.requests) {
     };
   }
 }
+
+if (r.capacityMeasured) {
+  r.capacity = { ...r.capacity, cpuUsPerJob: r.capacityMeasured.cpuUsPerJob };
+  delete r.capacityMeasured;
+}
+if (r.dispatch && r.lateness?.reads.jobs) r.dispatch.itemsReadPerJobSteady = r.lateness.reads.itemsReadPerJobSteady;
 
 if (r.recurring) {
   const usage = r.recurring.perOccurrence.usage;

@@ -4,6 +4,7 @@
  * lateness where a tenant's worker would.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { cpus, freemem, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -98,9 +99,9 @@ function startChild(kind: 'dynalite' | 'fauxqs'): Promise<{ child: ChildProcess;
  * the dispatcher), behind the same interface as the tests' in-process emulators, so that
  * `createSystem` from test/support/system.ts wires the core over them.
  */
-export async function startRemoteEmulators(): Promise<Emulators> {
+export async function startRemoteEmulators(): Promise<Emulators & { pids: { dynamo?: number; sqs?: number } }> {
   const [dyn, sqsChild] = await Promise.all([startChild('dynalite'), startChild('fauxqs')]);
-  return emulatorsAt(`http://127.0.0.1:${dyn.port}`, `http://127.0.0.1:${sqsChild.port}`, async () => {
+  const em = emulatorsAt(`http://127.0.0.1:${dyn.port}`, `http://127.0.0.1:${sqsChild.port}`, async () => {
     for (const c of [dyn.child, sqsChild.child]) {
       if (c.exitCode !== null || c.signalCode !== null) continue;
       const exited = new Promise((r) => c.once('exit', r));
@@ -109,6 +110,24 @@ export async function startRemoteEmulators(): Promise<Emulators> {
       if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     }
   });
+  return Object.assign(em, { pids: { dynamo: dyn.child.pid, sqs: sqsChild.child.pid } });
+}
+
+/**
+ * CPU time (µs, user + system) a process has used so far, from /proc (Linux; clock ticks of
+ * 10 ms): undefined elsewhere. The storage emulators' CPU per job does not depend on what else
+ * the machine runs, where their rate does.
+ */
+export function processCpuUs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of stat (utime, stime), counted from the state (field 3) here.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Billing units of one service operation: requests, and what AWS bills them in. */

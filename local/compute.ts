@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
 import {
@@ -64,6 +65,36 @@ const w = await wire(config, {
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
 });
 
+/**
+ * Items read from the table, for `GET /local/metrics` (bench/lateness.ts's items read per job):
+ * `dispatchItems` is the dispatch store's count (DynamoDB's ScannedCount of every query it made:
+ * due-range reads, late-lane and hold-lane reads, group marks; the API's listing reads too, none in
+ * the benchmark), `planItems` the tick's plan's; `byRead` splits dispatch's reads by kind (items
+ * returned, calls), which says where the reads go.
+ */
+const byRead: Record<string, { calls: number; items: number }> = {};
+const countReads = <K extends 'readDue' | 'readLate' | 'readHeld' | 'groupMarks'>(
+  name: K,
+  size: (r: Awaited<ReturnType<DynamoJobStore[K]>>) => number,
+) => {
+  const orig = w.store[name].bind(w.store) as (...a: unknown[]) => Promise<Awaited<ReturnType<DynamoJobStore[K]>>>;
+  (w.store as unknown as Record<string, unknown>)[name] = async (...a: unknown[]) => {
+    const r = await orig(...a);
+    const c = (byRead[name] ??= { calls: 0, items: 0 });
+    c.calls++;
+    c.items += size(r);
+    return r;
+  };
+};
+countReads('readDue', (r) => r.rows.length);
+countReads('readLate', (r) => r.length);
+countReads('readHeld', (r) => r.pointers.length);
+countReads('groupMarks', () => 1);
+// The tick's plan reads through a store of its own (on AWS it is a Lambda of its own), so that
+// `dispatchItems` counts what dispatch rounds read and nothing else.
+const planStore = new DynamoJobStore(config.tableName, dynamo);
+const reads = () => ({ dispatchItems: w.store.stats.itemsRead, planItems: planStore.stats.itemsRead, byRead });
+
 /** The cancel function, telling the dashboard which job each successful cancel was for (a repeat is one job). */
 const cancel = cancelHandler(w, t);
 const countedCancel: typeof cancel = async (event) => {
@@ -87,7 +118,7 @@ const api = await startApiServer({
     dlq: dlqHandler(w, t),
     admin: adminHandler(w, t),
   },
-  metrics: () => metrics.snapshot(),
+  metrics: () => ({ ...metrics.snapshot(), reads: reads() }),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;
   console.error(`dynein compute: port ${settings.port} is in use: stop what uses it or set DYNEIN_PORT`);
@@ -108,7 +139,7 @@ const eventSource = !settings.ingestEnabled
     });
 const dispatch = dispatchHandler(w, t);
 // One tick loop per cell (DYNEIN_CELLS), as each cell has its own state machine and rule on AWS.
-const plan = tickHandler({ store: w.store, settings: config.settings, clock: w.dispatch.clock }, t);
+const plan = tickHandler({ store: planStore, settings: config.settings, clock: w.dispatch.clock }, t);
 const ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
   startLocalTick({
     cell,

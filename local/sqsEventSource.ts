@@ -95,7 +95,7 @@ export function startSqsEventSource(opts: EventSourceOptions): { stop(): Promise
   };
 }
 
-function toRecord(m: Message, arn: string): SQSRecord {
+export function toRecord(m: Message, arn: string): SQSRecord {
   const a = m.Attributes ?? {};
   return {
     messageId: m.MessageId!,
