@@ -409,27 +409,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
   }
 
   async unacquire(key: RowKey, heldLeaseUntil: number): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: keys.row(key),
-          UpdateExpression: 'SET #state = :scheduled REMOVE leaseUntil',
-          // Still ours, unsent: ACQUIRED with the lease we wrote.
-          ConditionExpression: '#state = :acquired AND leaseUntil = :held',
-          ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: {
-            ':acquired': { S: 'ACQUIRED' },
-            ':scheduled': { S: 'SCHEDULED' },
-            ':held': { N: String(heldLeaseUntil) },
-          },
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      rethrow(err);
-    }
+    return this.updateWhileHeld(key, heldLeaseUntil, 'SET #state = :scheduled REMOVE leaseUntil', { ':scheduled': { S: 'SCHEDULED' } });
   }
 
   private async heldWrite(pointers: readonly HeldPointer[], request: (p: HeldPointer) => WriteRequest): Promise<HeldPointer[]> {
@@ -485,20 +465,23 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
   }
 
   async renew(key: RowKey, heldLeaseUntil: number, newLeaseUntil: number): Promise<boolean> {
+    return this.updateWhileHeld(key, heldLeaseUntil, 'SET leaseUntil = :new', { ':new': { N: String(newLeaseUntil) } });
+  }
+
+  /**
+   * An update of a row this round still holds: ACQUIRED with the lease it wrote (another round's
+   * acquire changed it). False when it does not hold it any more.
+   */
+  private async updateWhileHeld(key: RowKey, heldLeaseUntil: number, update: string, values: Item): Promise<boolean> {
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keys.row(key),
-          UpdateExpression: 'SET leaseUntil = :new',
-          // Still ours: ACQUIRED with the lease we wrote. Another round's acquire changed it.
+          UpdateExpression: update,
           ConditionExpression: '#state = :acquired AND leaseUntil = :held',
           ExpressionAttributeNames: { '#state': 'state' },
-          ExpressionAttributeValues: {
-            ':acquired': { S: 'ACQUIRED' },
-            ':held': { N: String(heldLeaseUntil) },
-            ':new': { N: String(newLeaseUntil) },
-          },
+          ExpressionAttributeValues: { ':acquired': { S: 'ACQUIRED' }, ':held': { N: String(heldLeaseUntil) }, ...values },
         }),
       );
       return true;
