@@ -6,12 +6,11 @@
  * page by page to the end, counting the items the Queries evaluated and the read units
  * DynamoDB (dynalite) reports for them, averaged over the pages.
  */
-import type { JobRow } from '../core/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem } from '../test/support/system.js';
 import { runListingIndex, type IndexListingResult } from './listingIndex.js';
 import { PRICES } from './prices.js';
-import { progress, realisticPayload } from './support.js';
+import { progress, writeListingRows } from './support.js';
 
 export interface ListingCase {
   pageSize: number;
@@ -49,19 +48,7 @@ export async function runListing(em: Emulators, opts: { rows: number; indexJobs?
     const sys = await createSystem(em, { tenants: names });
     const { shardCount } = sys.w.config.settings;
     const due = Date.now() + 24 * 3_600_000;
-    const rows: JobRow[] = Array.from({ length: opts.rows }, (_, i) => {
-      const tenant = names[i % tenants]!;
-      const { shard, random } = sys.w.codec.placement(tenant, shardCount);
-      const dueMs = due + i * 7;
-      return {
-        shard,
-        dueMs,
-        tenant,
-        jobId: sys.w.codec.encode({ tenant, shard, dueMs, path: 't', random }),
-        payload: JSON.stringify(realisticPayload(i)),
-      };
-    });
-    for (let i = 0; i < rows.length; i += 100) await Promise.all(rows.slice(i, i + 100).map((r) => sys.w.store.putJob(r)));
+    await writeListingRows(sys, names, opts.rows, due);
     for (const pageSize of [100, 1000]) {
       const start = { ...sys.w.store.stats };
       let items = 0;

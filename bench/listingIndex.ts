@@ -29,13 +29,12 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { createTableInput } from '../adapters/tableSchema.js';
 import { JobLister, type ListedItem, type ListedPage, type ListFilter, type ListingStore, type ListRange } from '../core/listing.js';
-import type { JobRow } from '../core/ports.js';
 import { TenantRegistry } from '../core/tenants.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, runAllGroups, submitJobs, type TestSystem } from '../test/support/system.js';
 import { itemBytes, wruOf } from './cost.js';
 import { PRICES } from './prices.js';
-import { progress, realisticPayload, sleep } from './support.js';
+import { progress, realisticPayload, sleep, writeListingRows } from './support.js';
 
 export const INDEX_NAME = 'byTenant';
 /**
@@ -466,21 +465,8 @@ export async function measureIndexReads(
   const names = Array.from({ length: opts.tenants }, (_, i) => `t${i}`);
   const { sys, meter } = await indexedSystem(em, names, buckets);
   meter.accounting = false;
-  const { shardCount } = sys.w.config.settings;
   const due = Date.now() + 24 * 3_600_000;
-  const rows: JobRow[] = Array.from({ length: opts.rows }, (_, i) => {
-    const tenant = names[i % opts.tenants]!;
-    const { shard, random } = sys.w.codec.placement(tenant, shardCount);
-    const dueMs = due + i * 7;
-    return {
-      shard,
-      dueMs,
-      tenant,
-      jobId: sys.w.codec.encode({ tenant, shard, dueMs, path: 't', random }),
-      payload: JSON.stringify(realisticPayload(i)),
-    };
-  });
-  for (let i = 0; i < rows.length; i += 100) await Promise.all(rows.slice(i, i + 100).map((r) => sys.w.store.putJob(r)));
+  await writeListingRows(sys, names, opts.rows, due);
   const store = new IndexListingStore(em.newClients().dynamo, sys.tableName);
   const lister = new JobLister({
     store,

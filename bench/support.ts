@@ -13,7 +13,9 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from
 import type { DispatchDeps } from '../core/dispatch.js';
 import { dispatchLoop, type DispatchStepResult } from '../core/loop.js';
 import { planDispatchers, type DispatchPlan } from '../core/plan.js';
+import type { JobRow } from '../core/ports.js';
 import { emulatorsAt, type Emulators } from '../test/support/emulators.js';
+import type { TestSystem } from '../test/support/system.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -483,4 +485,26 @@ export async function runTicks(
   clearInterval(timer);
   await Promise.all(executions);
   await Promise.all(loops);
+}
+
+/**
+ * Writes `count` table-path rows as ingest writes them (realistic payloads, due 7 ms apart from
+ * `due`), spread round-robin over `tenants`, 100 puts at a time: the data the listing phases read.
+ */
+export async function writeListingRows(sys: TestSystem, tenants: readonly string[], count: number, due: number): Promise<JobRow[]> {
+  const { shardCount } = sys.w.config.settings;
+  const rows: JobRow[] = Array.from({ length: count }, (_, i) => {
+    const tenant = tenants[i % tenants.length]!;
+    const { shard, random } = sys.w.codec.placement(tenant, shardCount);
+    const dueMs = due + i * 7;
+    return {
+      shard,
+      dueMs,
+      tenant,
+      jobId: sys.w.codec.encode({ tenant, shard, dueMs, path: 't', random }),
+      payload: JSON.stringify(realisticPayload(i)),
+    };
+  });
+  for (let i = 0; i < rows.length; i += 100) await Promise.all(rows.slice(i, i + 100).map((r) => sys.w.store.putJob(r)));
+  return rows;
 }
