@@ -39,12 +39,16 @@ async function crashScenario(
   const until = Date.now() + 10_000;
   while (!proc.dead && Date.now() < until) await sleepMs(20);
   expect(proc.dead).toBe(true);
+  const killedAt = Date.now();
 
   // A new instance, as Lambda starts one: it recovers the rows once their lease expires.
   const fresh = await sys.another();
   const recovery = runAllGroups({ ...fresh.dispatch }, { owner: 'fresh' });
   await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= replies.length, 20_000);
-  await sleepMs(500); // let any duplicate in flight land, so it is counted
+  // Every job has arrived once; the rows the dead process still held come back only when their
+  // lease expires, possibly after that. Wait out the lease plus a recovery round, so a duplicate
+  // (or the absence of one) is counted, not raced.
+  await sleepMs(Math.max(500, killedAt + settings.leaseMs + 2_500 - Date.now()));
   await recovery.stop();
   await consumer.stop();
   await ingest.stop();
