@@ -180,10 +180,11 @@ export function markdown(r: BenchResult): string {
   const m = r.machine;
   lines.push(`# Dynein Serverless benchmark (${r.mode} mode)`, '');
   lines.push(
-    `${r.date.slice(0, 10)} · ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node} · load average ${m.loadAvgAtStart.join(' / ')} at start, ${m.loadAvgAtEnd.join(' / ')} at the end (1/5/15 min; the machine was shared) · ${Math.round(r.durationS)} s · \`npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}\``,
+    `${r.date.slice(0, 10)} · ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, ${m.os}, Node ${m.node} · load average ${m.loadAvgAtStart.join(' / ')} at start, ${m.loadAvgAtEnd.join(' / ')} at the end (1/5/15 min; the machine was shared) · ${Math.round(r.durationS)} s · \`npm run bench${r.mode === 'full' ? '' : ` -- --${r.mode}`}\``,
     '',
   );
-  if (r.mode === 'quick') lines.push(`Quick mode: ${r.sizes.description}. A smoke check: its timings are not the published figures.`, '');
+  if (r.mode === 'quick') lines.push(`Quick mode: ${r.sizes.description}. Its timings are not the published figures.`, '');
+  if (r.mode === 'smoke') lines.push(`Smoke mode (CI): ${r.sizes.description}.`, '');
 
   lines.push('## Targets', '', '| | target | this run | met |', '|---|---|---|---|');
   for (const t of r.targets) lines.push(`| ${t.name} | ${t.target} | ${t.value} | ${mark(t.met)} |`);

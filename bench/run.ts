@@ -17,7 +17,7 @@
  *      and resume, a delivery rate limit (bench/tenantControls.ts)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit` for a subset
+ * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -87,7 +87,7 @@ const PHASES = [
 type Phase = (typeof PHASES)[number];
 
 export interface BenchResult {
-  mode: 'full' | 'quick';
+  mode: 'full' | 'quick' | 'smoke';
   date: string;
   durationS: number;
   machine: MachineInfo & { loadAvgAtEnd: [number, number, number] };
@@ -186,13 +186,45 @@ export interface BenchResult {
 }
 
 const args = process.argv.slice(2);
-const quick = args.includes('--quick');
+const smoke = args.includes('--smoke');
+/** `--smoke` (CI): every phase at a token size, to prove the benchmark runs; its figures mean nothing. */
+const quick = smoke || args.includes('--quick');
+const mode: BenchResult['mode'] = smoke ? 'smoke' : quick ? 'quick' : 'full';
 const onlyArg = args.find((a) => a.startsWith('--only='));
 const only = new Set<Phase>(onlyArg ? (onlyArg.slice('--only='.length).split(',') as Phase[]) : PHASES);
 for (const p of only) if (!PHASES.includes(p)) throw new Error(`unknown phase '${p}': use ${PHASES.join(', ')}`);
 if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phase 2's rate
 
-const sizes: BenchResult['sizes'] = quick
+const smokeSizes: BenchResult['sizes'] = {
+  description:
+    'smoke: every phase at a token size (steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s); its figures are not measurements',
+  lateness: { rate: 50, durationMs: 10_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
+  peerDurationMs: 5_000,
+  burst: 300,
+  repeats: 2,
+  stageCpuJobs: 300,
+  backlogRows: 2_000,
+  recovery: { overdueRows: 500, emptyRows: 300, freshPerSec: 5 },
+  requestJobs: 100,
+  bundleRuns: 1,
+  recurring: { schedules: 10, windowMs: 8_000, alignToMinute: false, startSpreadMs: 8_000, graceMs: 4_000, baselineMs: 2_000 },
+  history: { jobs: 200, ratePerSec: 100 },
+  tenantControls: {
+    noisyNeighbour: {
+      quiet: { rate: 10, durationMs: 3_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
+      floodFactor: 20,
+      floodLeadMs: 12_000,
+      floodPayloadBytes: 256,
+      drainTimeoutMs: 60_000,
+    },
+    pause: { jobs: 100 },
+    rateLimit: { limitPerSec: 50, jobs: 100 },
+  },
+};
+
+const sizes: BenchResult['sizes'] = smoke
+  ? smokeSizes
+  : quick
   ? {
       description:
         'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000)',
@@ -249,12 +281,12 @@ const sizes: BenchResult['sizes'] = quick
 const started = Date.now();
 const machine = machineInfo();
 progress(
-  `Dynein Serverless benchmark, ${quick ? 'quick' : 'full'} mode: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, load average ${machine.loadAvgAtStart.join(' ')}`,
+  `Dynein Serverless benchmark, ${mode} mode: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}, load average ${machine.loadAvgAtStart.join(' ')}`,
 );
-if (quick) progress(`quick mode: ${sizes.description}`);
+if (quick) progress(`${mode} mode: ${sizes.description}`);
 
 const r: BenchResult = {
-  mode: quick ? 'quick' : 'full',
+  mode,
   date: new Date(started).toISOString(),
   durationS: 0,
   machine: { ...machine, loadAvgAtEnd: machine.loadAvgAtStart },
@@ -322,7 +354,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
-    r.listing = await phase('listing', () => runListing(em, { rows: quick ? 12_000 : 40_000, indexJobs: quick ? 500 : 5_000 }));
+    r.listing = await phase('listing', () => runListing(em, { rows: smoke ? 2_000 : quick ? 12_000 : 40_000, indexJobs: smoke ? 100 : quick ? 500 : 5_000 }));
     r.history = await phase('history', () => runHistory(em, sizes.history));
   } finally {
     await em.stop();
@@ -454,7 +486,7 @@ const dir = new URL('./results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
 const json = `${JSON.stringify(r, null, 2)}\n`;
 const md = `${markdown(r)}\n`;
-const subset = PHASES.some((p) => !only.has(p));
+const subset = smoke || PHASES.some((p) => !only.has(p));
 for (const name of subset ? ['latest'] : ['latest', r.mode]) {
   writeFileSync(new URL(`${name}.json`, dir), json);
   writeFileSync(new URL(`${name}.md`, dir), md);
@@ -495,7 +527,7 @@ function notes(res: BenchResult): string[] {
     out.push(
       `The machine was busy with other work (load average ${res.machine.loadAvgAtStart[0]} at start, ${res.machine.loadAvgAtEnd[0]} at the end, on ${res.machine.cpus} CPUs): timings are pessimistic.`,
     );
-  if (res.mode === 'quick') out.push(`Quick mode: ${res.sizes.description}.`);
+  if (res.mode !== 'full') out.push(`${res.mode === 'quick' ? 'Quick' : 'Smoke'} mode: ${res.sizes.description}.`);
   if (res.peers.bullmqSkipped) out.push(res.peers.bullmqSkipped);
   if (res.lateness)
     out.push(
