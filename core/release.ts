@@ -253,30 +253,52 @@ export class Releaser {
 
   #fire(): void {
     this.#timer = undefined;
+    if (this.#ended || this.signal?.aborted) return;
     const now = this.deps.clock.now();
-    // Rows due within the release window of the first share its batch, sent when the last of
-    // them (at most ten) is due: never early, and a lone row is not held at all.
-    const first = this.#queue[0];
-    if (!first) return;
-    const windowEnd = first.readyAt + this.deps.settings.releaseWindowMs;
-    let last = first.readyAt;
-    for (let k = 0; k < this.#queue.length && k < MAX_BATCH_ENTRIES && this.#queue[k]!.readyAt <= windowEnd; k++)
-      last = this.#queue[k]!.readyAt;
-    if (last > now) {
-      this.#timer = setTimeout(() => this.#fire(), last - now);
-      return;
+    const head = this.#queue[0];
+    if (!head) return;
+    // Per tenant (a batch goes to one queue): the rows due within the release window of the
+    // tenant's first queued row share its batch (at most ten), sent when the last of them is due:
+    // never early, and a lone row is not held at all. Another tenant's rows neither wait for it
+    // nor hold it back. Only rows up to the window past now (or past the head) can decide.
+    const windowMs = this.deps.settings.releaseWindowMs;
+    const horizon = Math.max(now, head.readyAt) + windowMs;
+    const batches = new Map<string, { first: number; n: number; last: number }>();
+    let k = 0;
+    for (; k < this.#queue.length && this.#queue[k]!.readyAt <= horizon; k++) {
+      const h = this.#queue[k]!;
+      const b = batches.get(h.row.tenant);
+      if (!b) batches.set(h.row.tenant, { first: h.readyAt, n: 1, last: h.readyAt });
+      else if (b.n < MAX_BATCH_ENTRIES && h.readyAt <= b.first + windowMs) {
+        b.n++;
+        b.last = h.readyAt;
+      }
     }
-    let n = 0;
     // Timers may fire a millisecond early: only rows whose time has come leave the queue.
-    while (n < this.#queue.length && this.#queue[n]!.readyAt <= now) n++;
-    for (const h of this.#queue.splice(0, n)) {
+    const kept: Held[] = [];
+    let moved = 0;
+    for (let i = 0; i < k; i++) {
+      const h = this.#queue[i]!;
+      if (h.readyAt > now || batches.get(h.row.tenant)!.last > now) {
+        kept.push(h);
+        continue;
+      }
       let r = this.#ready.get(h.row.tenant);
       if (!r) this.#ready.set(h.row.tenant, (r = { rows: new Heap<Held>(byPriority), pass: this.#vtime }));
       r.rows.push(h);
       this.#readyCount++;
+      moved++;
     }
+    if (moved > 0) this.#queue = k === this.#queue.length ? kept : kept.concat(this.#queue.slice(k));
+    // Next: a waiting batch's last row, or the first row not yet due (kept rows are in order).
+    let wake = Infinity;
+    for (const b of batches.values()) if (b.last > now) wake = Math.min(wake, b.last);
+    const next = this.#queue.find((h, i) => h.readyAt > now || i >= kept.length);
+    if (next) wake = Math.min(wake, Math.max(next.readyAt, now + 1));
     this.#pump();
-    this.#arm();
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (wake !== Infinity && !this.#ended && !this.signal?.aborted) this.#timer = setTimeout(() => this.#fire(), wake - now);
   }
 
   /** Starts sends while slots are free: the tenant with the least virtual time, up to ten of its rows. */

@@ -8,10 +8,10 @@ import { gate } from '../support/faults.js';
 
 /** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */
 function harness(releaseWindowMs: number, markDelivered: JobStore['markDelivered'] = async () => []) {
-  const batches: { at: number; jobIds: string[] }[] = [];
+  const batches: { at: number; queue: string; jobIds: string[] }[] = [];
   const sender: QueueSender = {
     async sendBatch(_url, messages: readonly OutgoingMessage[]) {
-      batches.push({ at: Date.now(), jobIds: messages.map((m) => JSON.parse(m.body).jobId) });
+      batches.push({ at: Date.now(), queue: _url, jobIds: messages.map((m) => JSON.parse(m.body).jobId) });
       return [];
     },
   };
@@ -23,11 +23,11 @@ function harness(releaseWindowMs: number, markDelivered: JobStore['markDelivered
   const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
   const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [], deferred: 0, givenBack: 0 };
   const releaser = new Releaser(deps, stats);
-  const row = (jobId: string, dueMs: number): AcquiredRow => ({
+  const row = (jobId: string, dueMs: number, tenant = 'demo'): AcquiredRow => ({
     shard: 0,
     dueMs,
     jobId,
-    tenant: 'demo',
+    tenant,
     payload: '{}',
     leaseUntil: dueMs + 60_000,
   });
@@ -55,6 +55,27 @@ describe('Releaser', () => {
     expect(batches[0]!.at).toBeGreaterThanOrEqual(due.c!);
     expect(stats.sent).toBe(7);
     expect(stats.recorded).toBe(7);
+  });
+
+  it("batches per tenant: another tenant's rows due within the window neither hold a row back nor join its batch", async () => {
+    const { batches, releaser, row } = harness(1_000);
+    const base = Date.now() + 100;
+    const due: Record<string, [number, string]> = {
+      f1: [base, 'flood'],
+      q1: [base + 10, 'quiet'],
+      f2: [base + 300, 'flood'],
+      f3: [base + 600, 'flood'],
+      f4: [base + 900, 'flood'],
+    };
+    for (const [id, [t, tenant]] of Object.entries(due)) releaser.add(row(id, t, tenant));
+    await releaser.drain(base + 3_000);
+    const quiet = batches.find((b) => b.queue === 'q/quiet')!;
+    const flood = batches.filter((b) => b.queue === 'q/flood');
+    expect(quiet.jobIds).toEqual(['q1']);
+    expect(flood.map((b) => b.jobIds)).toEqual([['f1', 'f2', 'f3', 'f4']]);
+    for (const b of batches) for (const id of b.jobIds) expect(b.at).toBeGreaterThanOrEqual(due[id]![0]); // never early
+    // The quiet tenant's lone row left at its own time, not when the flood's batch was complete.
+    expect(quiet.at).toBeLessThan(due.f4![0]);
   });
 
   it('with a window of 0 sends each due millisecond on its own', async () => {
