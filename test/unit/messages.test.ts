@@ -301,7 +301,7 @@ describe('inbound messages', () => {
       expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(indexes.map((i) => texts[i]));
   });
 
-  it('deflate a body (version 3) only when that saves a billed 64 KiB chunk, and read it back byte for byte', () => {
+  it('deflate a body (version 4) only when that saves a billed 64 KiB chunk, and read it back byte for byte', () => {
     const chunks = (body: string) => Math.ceil(Buffer.byteLength(body) / SQS_BILLING_CHUNK_BYTES);
     // A hundred 1 KB jobs of varied JSON (about 110 KB: two chunks) travel in one chunk.
     const hundred = Array.from({ length: 100 }, (_, i): InboundJob => ({
@@ -315,7 +315,7 @@ describe('inbound messages', () => {
     const v2 = inboundBody(hundred);
     expect(chunks(v2)).toBe(2);
     const body = inboundMessageBody(hundred);
-    expect(body.startsWith('{"v":3,"z":"')).toBe(true);
+    expect(body.startsWith('{"v":4,"z":"')).toBe(true);
     expect(chunks(body)).toBe(1);
     expect(parseInboundBody(body)).toEqual(hundred);
     expect(parseInboundJobs(body)).toEqual(hundred);
@@ -340,25 +340,25 @@ describe('inbound messages', () => {
         const payloads = [...texts, ...extra, JSON.stringify('x'.repeat(70_000 + pad))];
         const jobs = payloads.map((payload, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i, dueMs: 1e12 + i, payload }));
         const body = inboundMessageBody(jobs);
-        expect(body.startsWith('{"v":3,')).toBe(true);
+        expect(body.startsWith('{"v":4,')).toBe(true);
         expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(payloads);
       }),
       { numRuns: 50 },
     );
   });
 
-  it('refuse a version 3 body that is not one submit wrote', () => {
+  it('refuse a version 4 body that is not one submit wrote', () => {
     const z = (text: string) => deflateRawSync(Buffer.from(text)).toString('base64');
     const job = '{"jobId":"j","tenant":"demo","shard":1,"dueMs":2,"payload":1}';
-    expect(parseInboundBody(`{"v":3,"z":"${z(`{"v":2,"jobs":[${job}]}`)}"}`)).toHaveLength(1);
+    expect(parseInboundBody(`{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]}`)}"}`)).toHaveLength(1);
     for (const bad of [
-      '{"v":3,"z":"not base64!"}',
-      '{"v":3,"z":"AAAA"}', // not deflate
-      `{"v":3,"z":"${z('{"v":1,"jobId":"j"}')}"}`, // not version 2 inside
-      `{"v":3,"z":"${z(`{"v":3,"z":"${z(`{"v":2,"jobs":[${job}]}`)}"}`)}"}`, // nested
-      `{"v":3,"z":"${z(`{"v":2,"jobs":[${job}]`)}"}`, // truncated JSON
-      `{"v":3,"z":"${z(`{"v":2,"jobs":[${job}]}`)}","x":1}`,
-      `{"v":3,"z":"${deflateRawSync(Buffer.alloc(2 * 1024 * 1024, 32)).toString('base64')}"}`, // inflates past the bound
+      '{"v":4,"z":"not base64!"}',
+      '{"v":4,"z":"AAAA"}', // not deflate
+      `{"v":4,"z":"${z('{"v":1,"jobId":"j"}')}"}`, // not version 2 inside
+      `{"v":4,"z":"${z(`{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]}`)}"}`)}"}`, // nested
+      `{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]`)}"}`, // truncated JSON
+      `{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]}`)}","x":1}`,
+      `{"v":4,"z":"${deflateRawSync(Buffer.alloc(2 * 1024 * 1024, 32)).toString('base64')}"}`, // inflates past the bound
     ])
       expect(parseInboundJobs(bad)).toBeUndefined();
   });
