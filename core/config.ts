@@ -55,7 +55,7 @@ export const DEFAULTS: SchedulerSettings = {
   horizonMs: Math.round(10 * 365.25 * 24 * 3600 * 1000),
   cancelRecordRetentionMs: 7 * 24 * 3600 * 1000,
   tombstoneGraceMs: 60_000,
-  releaseWindowMs: 20,
+  releaseWindowMs: 35,
   dispatcherRowsPerSecond: 200,
   cells: 1,
 };

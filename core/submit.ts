@@ -3,7 +3,7 @@ import { ApiError, IdempotencyKeyReusedError, ValidationError } from './errors.j
 import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
 import { type JobIdCodec, type JobPath } from './jobId.js';
 import { limiter } from './limit.js';
-import { deliveryMessage, inboundBody, isoMs, packInbound, type InboundJob } from './messages.js';
+import { deliveryMessage, inboundMessageBody, isoMs, packInbound, type InboundJob } from './messages.js';
 import type { Clock, QueueSender, TenantRecord } from './ports.js';
 import type { SubmitRateLimiter } from './submitRate.js';
 import { sendParcels, type Parcel, type SendOptions } from './submitSend.js';
@@ -247,7 +247,7 @@ export class Submitter {
       parcels.push({
         queueUrl: this.deps.inboundQueueUrl,
         jobs: indexes.map((k) => inboundIndex[k]!),
-        build: (js) => ({ body: inboundBody(js.map((i) => inboundByIndex.get(i)!)) }),
+        build: (js) => ({ body: inboundMessageBody(js.map((i) => inboundByIndex.get(i)!)) }),
       });
     }
     const problems = await sendParcels(this.deps.sender, parcels, this.deps.send);

@@ -1,15 +1,19 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JobIdCodec } from '../../core/jobId.js';
+import { deflateRawSync } from 'node:zlib';
 import {
+  compactInbound,
   deliveryMessage,
   inboundBody,
+  inboundMessageBody,
   MAX_INBOUND_MESSAGE_BYTES,
   packBatches,
   packInbound,
   parseInboundBody,
   parseInboundJobs,
+  SQS_BILLING_CHUNK_BYTES,
   type InboundJob,
 } from '../../core/messages.js';
 import type { OutgoingMessage } from '../../core/ports.js';
@@ -295,6 +299,68 @@ describe('inbound messages', () => {
     expect(parseInboundBody(inboundBody(jobs))).toEqual(jobs);
     for (const { body, indexes } of packInbound(jobs))
       expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(indexes.map((i) => texts[i]));
+  });
+
+  it('deflate a body (version 4) only when that saves a billed 64 KiB chunk, and read it back byte for byte', () => {
+    const chunks = (body: string) => Math.ceil(Buffer.byteLength(body) / SQS_BILLING_CHUNK_BYTES);
+    // A hundred 1 KB jobs of varied JSON (about 110 KB: two chunks) travel in one chunk.
+    const hundred = Array.from({ length: 100 }, (_, i): InboundJob => ({
+      jobId: `j${i}`,
+      tenant: 'demo',
+      shard: i % 64,
+      dueMs: 1e12 + i,
+      payload: JSON.stringify({ seq: i, kind: ['invoice', 'reminder', 'renewal'][i % 3], note: `customer ${i * 7919} `.repeat(40) }),
+      ...(i % 10 === 0 ? { priority: 9 } : {}),
+    }));
+    const v2 = inboundBody(hundred);
+    expect(chunks(v2)).toBe(2);
+    const body = inboundMessageBody(hundred);
+    expect(body.startsWith('{"v":4,"z":"')).toBe(true);
+    expect(chunks(body)).toBe(1);
+    expect(parseInboundBody(body)).toEqual(hundred);
+    expect(parseInboundJobs(body)).toEqual(hundred);
+    // Small bodies, and bodies deflate cannot bring under a chunk less, stay version 2.
+    expect(inboundMessageBody(hundred.slice(0, 5))).toBe(inboundBody(hundred.slice(0, 5)));
+    const noise = Array.from({ length: 3 }, (_, i): InboundJob => ({
+      jobId: `n${i}`,
+      tenant: 'demo',
+      shard: i,
+      dueMs: 1e12,
+      payload: JSON.stringify(randomBytes(30_000).toString('base64')), // incompressible
+    }));
+    expect(chunks(inboundBody(noise))).toBe(2);
+    expect(compactInbound(inboundBody(noise))).toBe(inboundBody(noise));
+  });
+
+  it('keep every payload byte for byte through a deflated body (property)', () => {
+    const texts = [...ALTERED_BY_PARSE, 'null'];
+    fc.assert(
+      fc.property(fc.array(payloadTextArb, { minLength: 1, maxLength: 30 }), fc.integer({ min: 0, max: 50 }), (extra, pad) => {
+        // Padding takes the body over a chunk, so that it is deflated.
+        const payloads = [...texts, ...extra, JSON.stringify('x'.repeat(70_000 + pad))];
+        const jobs = payloads.map((payload, i): InboundJob => ({ jobId: `j${i}`, tenant: 'demo', shard: i, dueMs: 1e12 + i, payload }));
+        const body = inboundMessageBody(jobs);
+        expect(body.startsWith('{"v":4,')).toBe(true);
+        expect(parseInboundBody(body)?.map((j) => j.payload)).toEqual(payloads);
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it('refuse a version 4 body that is not one submit wrote', () => {
+    const z = (text: string) => deflateRawSync(Buffer.from(text)).toString('base64');
+    const job = '{"jobId":"j","tenant":"demo","shard":1,"dueMs":2,"payload":1}';
+    expect(parseInboundBody(`{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]}`)}"}`)).toHaveLength(1);
+    for (const bad of [
+      '{"v":4,"z":"not base64!"}',
+      '{"v":4,"z":"AAAA"}', // not deflate
+      `{"v":4,"z":"${z('{"v":1,"jobId":"j"}')}"}`, // not version 2 inside
+      `{"v":4,"z":"${z(`{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]}`)}"}`)}"}`, // nested
+      `{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]`)}"}`, // truncated JSON
+      `{"v":4,"z":"${z(`{"v":2,"jobs":[${job}]}`)}","x":1}`,
+      `{"v":4,"z":"${deflateRawSync(Buffer.alloc(2 * 1024 * 1024, 32)).toString('base64')}"}`, // inflates past the bound
+    ])
+      expect(parseInboundJobs(bad)).toBeUndefined();
   });
 
   it('parse each job on its own: a malformed entry is undefined in its place, the others are kept', () => {
