@@ -6,8 +6,9 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two cores: integration files run their own emulators and real-time dispatch rounds.
-    maxWorkers: 2,
+    // Two cores, three files at once: most test time is waiting on timers (jobs falling due), and
+    // each file runs its own emulators; the tests assert invariants, not timings.
+    maxWorkers: 3,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
 });

@@ -16,8 +16,9 @@ describe('tick plan', () => {
     const settings = { shardCount: 16, groupCount: 4, lookaheadMs: 2_000, leaseMs: 4_000 };
     const sys = await createSystem(em, { settings });
     const now = Date.now();
-    // 100 rows a second for 20 s, 10 s from now, spread over the shards; and tombstone-free.
-    const rows = Array.from({ length: 2_000 }, (_, i) => ({ shard: i % 16, dueMs: now + 10_000 + i * 10 }));
+    // 100 rows a second for 20 s, 30 s from now (writing them may take a while on a busy machine),
+    // spread over the shards; and tombstone-free.
+    const rows = Array.from({ length: 2_000 }, (_, i) => ({ shard: i % 16, dueMs: now + 30_000 + i * 10 }));
     for (let i = 0; i < rows.length; i += 100) {
       await Promise.all(
         rows
