@@ -83,25 +83,36 @@ export class ControlsCache {
     this.#maxTenants = options.maxTenants ?? 10_000;
   }
 
-  /** The tenant's controls, at most `ttlMs` old (the defaults for a tenant without any). */
+  /**
+   * The tenant's controls, at most `ttlMs` old (the defaults for a tenant without any). A copy
+   * past half its life is read again in the background while it is still served, so a tenant in
+   * use never waits for a read (under load a read can take far longer than a send).
+   */
   async get(tenant: string): Promise<TenantControls> {
     const now = this.#clock.now();
     const hit = this.#cache.get(tenant);
-    if (hit && hit.until > now) return hit.controls;
+    if (hit && hit.until > now) {
+      if (!hit.pending && hit.until - now < this.#ttlMs / 2) void this.#read(tenant, hit.controls, hit.until);
+      return hit.controls;
+    }
     if (hit?.pending) return hit.pending;
-    const known = hit?.controls;
+    return this.#read(tenant, hit?.controls, 0);
+  }
+
+  /** Reads the tenant's controls; meanwhile the entry keeps `known` as valid until `validUntil`. */
+  #read(tenant: string, known: TenantControls | undefined, validUntil: number): Promise<TenantControls> {
     const pending = this.reader.getControls(tenant).then(
       (c) => {
         this.#set(tenant, c ?? DEFAULT_CONTROLS, this.#clock.now() + this.#ttlMs);
         return c ?? DEFAULT_CONTROLS;
       },
       () => {
-        // Keep what was known, and ask again at the next lookup.
-        this.#set(tenant, known ?? DEFAULT_CONTROLS, 0);
+        // Keep what was known (valid as long as it was), and ask again at the next lookup.
+        this.#set(tenant, known ?? DEFAULT_CONTROLS, validUntil);
         return known ?? DEFAULT_CONTROLS;
       },
     );
-    this.#cache.set(tenant, { controls: known ?? DEFAULT_CONTROLS, until: 0, pending });
+    this.#cache.set(tenant, { controls: known ?? DEFAULT_CONTROLS, until: validUntil, pending });
     return pending;
   }
 

@@ -22,22 +22,36 @@ export class TenantRegistry {
     return record;
   }
 
-  /** The tenant's record or undefined, through the cache. */
+  /**
+   * The tenant's record or undefined, through the cache. A record past half its life is read
+   * again in the background while it is still served: a tenant in use never waits for a read.
+   */
   async lookup(name: string): Promise<TenantRecord | undefined> {
     const clock = this.options.clock ?? systemClock;
     const now = clock.now();
     const hit = this.#cache.get(name);
-    if (hit && hit.until > now) return hit.record;
+    if (hit && hit.until > now) {
+      const ttl = this.options.ttlMs ?? 30_000;
+      if (hit.record && !hit.pending && hit.until - now < ttl / 2) void this.#read(name, hit).catch(() => {});
+      return hit.record;
+    }
     if (hit?.pending) return hit.pending;
+    return this.#read(name, hit);
+  }
+
+  async #read(name: string, hit: { record?: TenantRecord; until: number } | undefined): Promise<TenantRecord | undefined> {
+    const clock = this.options.clock ?? systemClock;
     const pending = this.store.getTenant(name);
-    this.#cache.set(name, { record: hit?.record, until: 0, pending });
+    // A copy still valid stays valid while the read runs.
+    this.#cache.set(name, { record: hit?.record, until: hit && hit.until > clock.now() ? hit.until : 0, pending });
     try {
       const record = await pending;
       const ttl = record ? (this.options.ttlMs ?? 30_000) : (this.options.negativeTtlMs ?? 2_000);
       this.#cache.set(name, { record, until: clock.now() + ttl });
       return record;
     } catch (err) {
-      this.#cache.delete(name);
+      if (hit?.record && hit.until > clock.now()) this.#cache.set(name, { record: hit.record, until: hit.until });
+      else this.#cache.delete(name);
       throw err;
     }
   }

@@ -29,12 +29,42 @@ describe('TenantRegistry', () => {
     const all = await Promise.all([reg.require('demo'), reg.require('demo'), reg.lookup('demo')]);
     expect(all).toEqual([demo, demo, demo]);
     expect(store.reads).toBe(1);
-    now += 29_999;
+    now += 14_999;
     await reg.require('demo');
     expect(store.reads).toBe(1);
-    now += 1;
+    now += 31_000; // expired, nobody looked meanwhile: the lookup reads
     await reg.require('demo');
     expect(store.reads).toBe(2);
+  });
+
+  it('reads a copy past half its life again in the background, serving it meanwhile', async () => {
+    let now = 0;
+    const records = new Map([[demo.name, demo]]);
+    let reads = 0;
+    let release: (() => void) | undefined;
+    const slow: TenantStore = {
+      async getTenant(name) {
+        reads++;
+        if (reads > 1) await new Promise<void>((r) => (release = r)); // the refresh hangs until released
+        return records.get(name);
+      },
+      putTenant: async () => {},
+    };
+    const reg = new TenantRegistry(slow, { ttlMs: 30_000, clock: { now: () => now } });
+    await reg.require('demo');
+    now = 20_000;
+    const moved = { ...demo, queueUrl: 'https://q/demo-2' };
+    records.set(demo.name, moved);
+    // Answered from the copy at once, although the read it started has not returned.
+    await expect(reg.require('demo')).resolves.toEqual(demo);
+    expect(reads).toBe(2);
+    await expect(reg.require('demo')).resolves.toEqual(demo); // one refresh at a time
+    expect(reads).toBe(2);
+    release!();
+    await new Promise((r) => setImmediate(r));
+    await expect(reg.require('demo')).resolves.toEqual(moved);
+    now = 20_000 + 29_999; // the refreshed copy lives a full ttl from its read
+    await expect(reg.require('demo')).resolves.toEqual(moved);
   });
 
   it('answers 404 for an unknown tenant and notices a new one after the short negative ttl', async () => {
