@@ -12,7 +12,9 @@
  *   of 100) before B's window opens, so that they are in the table by then: submitted at the same
  *   time as B's, they back up the inbound queue and ingest, which B's jobs share first come first
  *   served (no fair share there), and B's jobs are then late by the ingest backlog whatever
- *   dispatch does.
+ *   dispatch does. A's consumer runs in a process of its own (bench/consumerProcess.ts), as
+ *   another team's workers would: sharing the benchmark's event loop, its hundreds of receives
+ *   and deletes a second delayed the callbacks that time B's receives.
  * - `pause`: a paused tenant's jobs fall due and are held (nothing delivered); after resume all
  *   are delivered, each once, never early, and how long that takes.
  * - `rateLimit`: a tenant limited to `maxDeliveriesPerSecond` offered far more due at once; the
@@ -25,6 +27,7 @@
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { CONTROLS_TTL_MS } from '../core/controls.js';
+import { consumeQueueInProcess } from './consumerProcess.js';
 import { signedFetch, startLocalStack, type LocalJson } from '../test/support/localStack.js';
 import {
   consumeQueue,
@@ -329,7 +332,10 @@ export async function runNoisyNeighbour(shape: TenantControlsShape['noisyNeighbo
       const label = flood ? 'noisyNeighbour (flooded)' : 'noisyNeighbour (quiet)';
       const loadBefore = load();
       const bConsumer = consumeQueue(sqs, local.tenants[B]!.queueUrl, { pollers: 3 });
-      const aConsumer = flood ? consumeQueue(sqs, local.tenants[A]!.queueUrl, { pollers: 6 }) : undefined;
+      // A's workers in a process of their own: another team's workers, not sharing B's event loop.
+      const aConsumer = flood
+        ? consumeQueueInProcess(local.sqsEndpoint, local.region, local.tenants[A]!.queueUrl, { pollers: 6 })
+        : undefined;
       const acceptedB: Accepted = new Map();
       const acceptedA: Accepted = new Map();
       let directB = 0;
