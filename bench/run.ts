@@ -211,7 +211,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 const sizes: BenchResult['sizes'] = quick
   ? {
       description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells (full: 15 s, 1, 2, 4 and 8 cells)',
+        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), the scale simulation over 6 s virtual windows for 1, 2 and 4 cells, one bisection step (full: 15 s, three steps, and 4 cells at the default table quota)',
       lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
       peerDurationMs: 15_000,
       burst: 1_500,
@@ -238,7 +238,7 @@ const sizes: BenchResult['sizes'] = quick
     }
   : {
       description:
-        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, the scale simulation over 15 s virtual windows for 1, 2, 4 and 8 cells',
+        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
       lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
       peerDurationMs: 60_000,
       burst: 10_000,
@@ -362,7 +362,7 @@ r.rateLimit = await phase('rateLimit', () => runRateLimit(sizes.tenantControls.r
 const sim = await phase('scaleSimulation', () => runScaleSimulation(sizes.scaleSimulation ?? QUICK_SCALE, progress));
 if (sim) {
   r.scaleSimulation = sim.scaleSimulation;
-  r.scaleSimulationAtDefaultQuota = sim.atDefaultQuota;
+  if (sim.atDefaultQuota) r.scaleSimulationAtDefaultQuota = sim.atDefaultQuota;
   r.simulationValidation = sim.simulationValidation;
 }
 

@@ -217,7 +217,7 @@ export async function searchCapacity(
     const r = await simulate(awsConfig(m, cells, rate, opts.windowMs, opts.tableWru));
     runs++;
     opts.log?.(
-      `  ${cells} cell(s) at ${rate} jobs/s: ${r.pass ? 'ok' : `fails (${r.binding})`}, p95 ${r.lateness.p95Ms} ms, lost ${r.lost}, early ${r.early}, dup ${r.duplicates}, cpu ${r.counters.maxCpuUtilisation}, dispatchers ${r.counters.dispatchersPlanned.join('/')}, ${r.realMs} ms real`,
+      `  ${cells} cell(s) at ${rate} jobs/s: ${r.pass ? 'ok' : `fails (${r.binding})`}, p95 ${r.lateness.p95Ms} ms (last quarter ${r.tailP95Ms} ms), lost ${r.lost}, early ${r.early}, dup ${r.duplicates}, cpu ${r.counters.maxCpuUtilisation}, dispatchers ${r.counters.dispatchersPlanned.join('/')}, ${r.realMs} ms real`,
     );
     if (r.pass) lo = lo && lo.rate > rate ? lo : { rate, r };
     else hi = hi && hi.rate < rate ? hi : { rate, r };
