@@ -23,8 +23,8 @@ export interface ScaleShape {
 
 export const QUICK_SCALE: ScaleShape = {
   cells: [1, 2, 4],
-  windowMs: 6_000,
-  steps: 1,
+  windowMs: 5_000,
+  steps: 2,
   tableWru: 1_000_000,
   validationWindowMs: 30_000,
   defaultQuotaRow: false,
@@ -47,7 +47,11 @@ export interface ScaleSimulationResult {
   realMs: number;
 }
 
-export async function runScaleSimulation(shape: ScaleShape, log: (line: string) => void, m: Measured = measuredFrom()): Promise<ScaleSimulationResult> {
+export async function runScaleSimulation(
+  shape: ScaleShape,
+  log: (line: string) => void,
+  m: Measured = measuredFrom(),
+): Promise<ScaleSimulationResult> {
   const started = performance.now();
   const v = await validate(m, { latenessWindowMs: shape.validationWindowMs });
   log(
@@ -62,7 +66,13 @@ export async function runScaleSimulation(shape: ScaleShape, log: (line: string) 
   }
   const largest = shape.cells.at(-1)!;
   const atDefaultQuota = shape.defaultQuotaRow
-    ? await searchCapacity(m, largest, { startRate: 8_000, windowMs: shape.windowMs, steps: shape.steps, tableWru: AWS_TABLE_LIMITS.tableWru, log })
+    ? await searchCapacity(m, largest, {
+        startRate: 8_000,
+        windowMs: shape.windowMs,
+        steps: shape.steps,
+        tableWru: AWS_TABLE_LIMITS.tableWru,
+        log,
+      })
     : undefined;
   return {
     scaleSimulation: rows,
