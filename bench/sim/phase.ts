@@ -60,9 +60,19 @@ export async function runScaleSimulation(
   const rows: ScaleRow[] = [];
   for (const cells of shape.cells) {
     const one = rows[0]?.jobsPerSec;
-    // From the first size's result on, start near the proportional rate: fewer runs, same search.
+    // From the first size's result on, start at 0.75 × the proportional rate and grow by 1.5:
+    // fewer runs (the costly ones are those far past capacity), the same bisection.
     const startRate = one ? Math.max(1_000, Math.floor((one * cells * 0.75) / 100) * 100) : 2_000;
-    rows.push(await searchCapacity(m, cells, { startRate, windowMs: shape.windowMs, steps: shape.steps, tableWru: shape.tableWru, log }));
+    rows.push(
+      await searchCapacity(m, cells, {
+        startRate,
+        growth: one ? 1.5 : 2,
+        windowMs: shape.windowMs,
+        steps: shape.steps,
+        tableWru: shape.tableWru,
+        log,
+      }),
+    );
   }
   const largest = shape.cells.at(-1)!;
   const atDefaultQuota = shape.defaultQuotaRow

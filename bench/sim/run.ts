@@ -201,14 +201,22 @@ export interface ScaleRow {
 }
 
 /**
- * The highest sustained rate for `cells` cells: doubling from `startRate` until a run fails, then
+ * The highest sustained rate for `cells` cells: growing from `startRate` (× `growth`) until a run fails, then
  * bisection (`steps` runs) to within `resolution` jobs/s. A run passes when nothing is lost or
  * early and p95 lateness ≤ 1 s; `binding` is what stopped the lowest failing run.
  */
 export async function searchCapacity(
   m: Measured,
   cells: number,
-  opts: { startRate: number; windowMs: number; steps: number; tableWru?: number; log?: (line: string) => void },
+  opts: {
+    startRate: number;
+    windowMs: number;
+    steps: number;
+    tableWru?: number;
+    /** Factor of the rate between runs until one fails. @default 2 */
+    growth?: number;
+    log?: (line: string) => void;
+  },
 ): Promise<ScaleRow> {
   let lo: { rate: number; r: SimResult } | undefined;
   let hi: { rate: number; r: SimResult } | undefined;
@@ -223,7 +231,7 @@ export async function searchCapacity(
     else hi = hi && hi.rate < rate ? hi : { rate, r };
   };
   let rate = opts.startRate;
-  for (let i = 0; i < 8 && !hi; i++, rate *= 2) await attempt(rate);
+  for (let i = 0; i < 8 && !hi; i++, rate = Math.round((rate * (opts.growth ?? 2)) / 100) * 100) await attempt(rate);
   for (let i = 0; i < opts.steps && hi; i++) {
     const l = lo?.rate ?? 0;
     const mid = Math.round((l + hi.rate) / 2 / 100) * 100;
