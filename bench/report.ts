@@ -1,4 +1,5 @@
 /** The benchmark's targets (from the issue) and the Markdown rendering of a result. */
+import { CELL } from './sim/run.js';
 import { PRICE_REGION, PRICES_CHECKED } from './prices.js';
 import type { BenchResult } from './run.js';
 
@@ -476,7 +477,7 @@ export function markdown(r: BenchResult): string {
     const rows = [...r.scaleSimulation, ...(r.scaleSimulationAtDefaultQuota ? [r.scaleSimulationAtDefaultQuota] : [])];
     for (const x of rows)
       lines.push(
-        `| ${x.cells} | ${8 * x.cells} / ${64 * x.cells} | ${x.jobsPerSec.toLocaleString('en-US')} | ${x.p95Ms} ms | ${x.binding}${x.failedAt ? ` (at ${x.failedAt.toLocaleString('en-US')} jobs/s)` : ''} | ${x.tableWruQuota.toLocaleString('en-US')} WRU/s | ${x.runs} |`,
+        `| ${x.cells} | ${CELL.groups * x.cells} / ${CELL.shards * x.cells} | ${x.jobsPerSec.toLocaleString('en-US')} | ${x.p95Ms} ms | ${x.binding}${x.failedAt ? ` (at ${x.failedAt.toLocaleString('en-US')} jobs/s)` : ''} | ${x.tableWruQuota.toLocaleString('en-US')} WRU/s | ${x.runs} |`,
       );
     const v = r.simulationValidation;
     if (v)
