@@ -1,4 +1,5 @@
 /** The benchmark's targets (from the issue) and the Markdown rendering of a result. */
+import { CELL } from './sim/run.js';
 import { PRICE_REGION, PRICES_CHECKED } from './prices.js';
 import type { BenchResult } from './run.js';
 
@@ -169,6 +170,38 @@ export function targets(r: BenchResult): Target[] {
       value: `${rl.observedPerSec}/s (at most ${rl.maxIn1s} in any second)`,
       met: rl.targetMet,
     });
+  const v = r.simulationValidation;
+  if (v)
+    t.push({
+      name: 'Simulation validated against the local stack (dispatch jobs/s, lateness p95)',
+      target: `within ${v.withinPct} % of both`,
+      value: `${v.dispatchJobsPerSec.simulated} vs ${v.dispatchJobsPerSec.measured} jobs/s (${v.dispatchJobsPerSec.errorPct} %), ${v.latenessP95Ms.simulated} vs ${v.latenessP95Ms.measured} ms (${v.latenessP95Ms.errorPct} %)`,
+      met: v.pass,
+    });
+  const sc = r.scaleSimulation;
+  const one = sc?.find((x) => x.cells === 1);
+  if (sc && one) {
+    for (const [cells, factor] of [
+      [2, 1.8],
+      [4, 3.5],
+    ] as const) {
+      const row = sc.find((x) => x.cells === cells);
+      if (row)
+        t.push({
+          name: `Simulated sustained rate, ${cells} cells vs 1 (scaleSimulation)`,
+          target: `≥ ${factor} ×`,
+          value: `${(row.jobsPerSec / Math.max(1, one.jobsPerSec)).toFixed(2)} × (${row.jobsPerSec.toLocaleString('en-US')} vs ${one.jobsPerSec.toLocaleString('en-US')} jobs/s)`,
+          met: row.jobsPerSec >= factor * one.jobsPerSec,
+        });
+    }
+    const largest = sc.reduce((a, b) => (b.cells > a.cells ? b : a));
+    t.push({
+      name: 'Simulated sustained rate at the largest size (scaleSimulation)',
+      target: '≥ 20,000 jobs/s',
+      value: `${largest.jobsPerSec.toLocaleString('en-US')} jobs/s at ${largest.cells} cells (p95 ${largest.p95Ms} ms; stopped by ${largest.binding})`,
+      met: largest.jobsPerSec >= 20_000,
+    });
+  }
   return t;
 }
 
@@ -432,6 +465,27 @@ export function markdown(r: BenchResult): string {
         );
       }
     }
+    lines.push('');
+  }
+
+  if (r.scaleSimulation) {
+    lines.push(
+      '## Scale simulation (virtual time; the real plan, dispatch loop, acquirer and releaser on a simulated AWS deployment: docs/capacity.md "Simulation")',
+      '',
+      '| cells | groups / shards | sustained jobs/s | p95 lateness | stopped by | table write quota | runs |',
+      '|---|---|---|---|---|---|---|',
+    );
+    const rows = [...r.scaleSimulation, ...(r.scaleSimulationAtDefaultQuota ? [r.scaleSimulationAtDefaultQuota] : [])];
+    for (const x of rows)
+      lines.push(
+        `| ${x.cells} | ${CELL.groups * x.cells} / ${CELL.shards * x.cells} | ${x.jobsPerSec.toLocaleString('en-US')} | ${x.p95Ms} ms | ${x.binding}${x.failedAt ? ` (at ${x.failedAt.toLocaleString('en-US')} jobs/s)` : ''} | ${x.tableWruQuota.toLocaleString('en-US')} WRU/s | ${x.runs} |`,
+      );
+    const v = r.simulationValidation;
+    if (v)
+      lines.push(
+        '',
+        `Validation at the local stack's settings: dispatch burst ${v.dispatchJobsPerSec.simulated} jobs/s simulated vs ${v.dispatchJobsPerSec.measured} measured (${v.dispatchJobsPerSec.errorPct} %); steady-load lateness p95 ${v.latenessP95Ms.simulated} ms vs ${v.latenessP95Ms.measured} ms (${v.latenessP95Ms.errorPct} %); measured figures from ${v.measuredFrom}.`,
+      );
     lines.push('');
   }
 

@@ -1,0 +1,380 @@
+/**
+ * The simulated deployment (docs/capacity.md, "Simulation"): cells of tick executions (Step
+ * Functions Express, one a minute per cell, each running `runMs`), each planning its groups with
+ * the real core/plan.ts `planDispatchers` and running one Map iteration per planned dispatcher (at
+ * most 40 at once) as the real core/loop.ts `dispatchLoop` (dispatch steps: group leases, then
+ * core/dispatch.ts `dispatchRound` with its Acquirer and Releaser) inside a modelled Lambda
+ * instance, against ./store.ts's table and queues, in virtual time (./clock.ts).
+ */
+import { isLateRow } from '../../core/lanes.js';
+import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
+import { dispatchLoop } from '../../core/loop.js';
+import { planDispatchers } from '../../core/plan.js';
+import type { DispatchDeps } from '../../core/dispatchDeps.js';
+import { TenantRegistry } from '../../core/tenants.js';
+import { seededRandom, VirtualTime } from './clock.js';
+import {
+  Cpu,
+  SimJobStore,
+  SimNetwork,
+  SimSender,
+  SimTable,
+  SimThrottle,
+  type CallModel,
+  type CpuModel,
+  type TableLimits,
+  type ThrottleKind,
+} from './store.js';
+
+export interface LambdaModel {
+  /** Dispatch function memory, MB: its vCPU share is memory / 1,769. */
+  readonly dispatchMemoryMb: number;
+  /** Tick (plan) function memory, MB. */
+  readonly tickMemoryMb: number;
+  /** Account concurrency quota. */
+  readonly concurrency: number;
+  /** Init duration of a new instance, ms. */
+  readonly coldStartMs: number;
+}
+
+export interface SimConfig {
+  readonly settings: Partial<SchedulerSettings>;
+  /**
+   * `aws`: each Map iteration runs in a Lambda instance of its own (its own CPU share, cold
+   * starts, the account's concurrency). `local`: every dispatcher shares one process's CPU, as
+   * the local stack runs them.
+   */
+  readonly mode: 'aws' | 'local';
+  readonly limits: TableLimits;
+  readonly calls: CallModel;
+  readonly cpu: CpuModel;
+  readonly lambda: LambdaModel;
+  /** CPU of one plan (µs at 1 vCPU): capacity.cpuUsPerJob.planPerExecution. */
+  readonly planUs: number;
+  /** Step Functions: delay of each state transition, ms. */
+  readonly transitionMs: number;
+  readonly tick: { readonly everyMs: number; readonly runMs: number; readonly firstAtMs: number };
+  /** Steady load: jobs due at `ratePerSec` for `windowMs`, from `dueStartMs`, each written `minAheadMs`–`maxAheadMs` before it is due. */
+  readonly load: {
+    readonly ratePerSec: number;
+    readonly windowMs: number;
+    readonly dueStartMs: number;
+    readonly minAheadMs: number;
+    readonly maxAheadMs: number;
+  };
+  /** How long after the last due time the run goes on (to send what is late). */
+  readonly drainMs: number;
+  /**
+   * Jobs due in the first `warmupMs` of the load count for loss, earliness and duplicates but not
+   * for lateness (the first execution's cold starts), nor for the CPU utilisation.
+   */
+  readonly warmupMs: number;
+  readonly seed: number;
+}
+
+export interface SimResult {
+  readonly jobs: number;
+  readonly delivered: number;
+  readonly lost: number;
+  readonly early: number;
+  readonly duplicates: number;
+  readonly lateness: { p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number };
+  /** p95 lateness of the jobs due in the window's last quarter: a sustained rate keeps it ≤ 1 s too. */
+  readonly tailP95Ms: number;
+  readonly counters: {
+    readonly throttles: Record<ThrottleKind, number>;
+    readonly ingestThrottled: number;
+    readonly sdkRetries: number;
+    readonly lambdaThrottles: number;
+    readonly coldStarts: number;
+    readonly maxConcurrency: number;
+    readonly mapWaits: number;
+    readonly expressOverruns: number;
+    readonly dispatchersPlanned: number[];
+    /** Highest CPU utilisation of a dispatcher instance over the measurement window, and the longest wait for its CPU (ms). */
+    readonly maxCpuUtilisation: number;
+    readonly maxCpuWaitMs: number;
+    readonly writeUnitsPerSec: number;
+    readonly itemsReadPerJob: number;
+    /** From the first execution's start to the last delivered marker, ms. */
+    readonly lastMarkerMs: number;
+  };
+  /** The limit that stopped the run, when it failed; else undefined. */
+  readonly binding?: string;
+  readonly pass: boolean;
+  readonly virtualMs: number;
+  readonly realMs: number;
+}
+
+const T0 = 1_800_000_000_000;
+/** p95 lateness a sustained rate must keep (issue #16 §5). */
+export const P95_LIMIT_MS = 1_000;
+/** A CPU busy this share of the measurement window is saturated. */
+export const CPU_SATURATED = 0.98;
+/** Share of the table's requests refused by throttling above which a rate is not sustained. */
+export const MAX_THROTTLED_SHARE = 0.01;
+
+interface Instance {
+  readonly cpu: Cpu;
+  readonly deps: DispatchDeps;
+  readonly bornAt: number;
+}
+
+/** Runs one simulation. Installs virtual timers for its duration (not re-entrant). */
+export async function simulate(cfg: SimConfig): Promise<SimResult> {
+  const realStart = performance.now();
+  const settings = resolveSettings(cfg.settings);
+  const vt = new VirtualTime(T0);
+  const random = seededRandom(cfg.seed);
+  const net = new SimNetwork(vt, cfg.calls, random);
+  const table = new SimTable(vt, cfg.limits);
+  const { load } = cfg;
+
+  // ---- the load: jobs by due time, written ahead ----
+  // The load goes on for a lookahead past the measurement window, so that the window's work (rows
+  // are acquired up to the read-ahead before they are due) is all the steady load's.
+  const loadMs = load.windowMs + (cfg.mode === 'aws' ? settings.lookaheadMs : 0);
+  const n = Math.max(1, Math.round((load.ratePerSec * loadMs) / 1000));
+  const due = new Float64Array(n);
+  const shard = new Uint16Array(n);
+  const writeAt = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    due[i] = T0 + load.dueStartMs + Math.floor(((i + random()) * 1000) / load.ratePerSec);
+    shard[i] = Math.floor(random() * settings.shardCount);
+    writeAt[i] = due[i]! - (load.minAheadMs + random() * (load.maxAheadMs - load.minAheadMs));
+  }
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => writeAt[a]! - writeAt[b]!);
+  const sends = new Uint16Array(n);
+  const firstSent = new Float64Array(n).fill(NaN);
+  const firstAck = new Float64Array(n).fill(NaN);
+  const jobId = (i: number) => `j1.demo.${shard[i]}.${due[i]}.t.${i.toString(36).padStart(16, '0')}.${'A'.repeat(22)}`;
+  const recordSend = (id: string, sentAt: number, ackAt: number) => {
+    const i = parseInt(id.split('.')[5]!, 36);
+    sends[i]!++;
+    if (Number.isNaN(firstSent[i]!)) {
+      firstSent[i] = sentAt;
+      firstAck[i] = ackAt;
+    }
+  };
+
+  // ---- Lambda ----
+  const lam = cfg.lambda;
+  const window = { from: T0 + load.dueStartMs + cfg.warmupMs, to: T0 + load.dueStartMs + load.windowMs };
+  const localCpu = new Cpu('local process', 1, window);
+  const instances: Instance[] = [];
+  const warm: Instance[] = [];
+  let inUse = 0;
+  let maxConcurrency = 0;
+  let coldStarts = 0;
+  let lambdaThrottles = 0;
+  const newDeps = (cpu: Cpu): DispatchDeps => ({
+    store: new SimJobStore(table, net, cpu, cfg.cpu),
+    sender: new SimSender(net, cpu, cfg.cpu, recordSend),
+    tenants: new TenantRegistry(
+      { getTenant: async (name) => ({ name, queueUrl: `sqs/${name}`, dlqUrl: `sqs/${name}-dlq` }), putTenant: async () => {} },
+      { clock: vt },
+    ),
+    clock: vt,
+    settings,
+  });
+  /** Invokes the dispatch function: a warm instance, or a new one after its cold start; undefined when throttled. */
+  const invoke = async (): Promise<Instance | undefined> => {
+    if (cfg.mode === 'local') return { cpu: localCpu, deps: newDeps(localCpu), bornAt: vt.now() };
+    const w = warm.pop();
+    if (w) {
+      inUse++;
+      maxConcurrency = Math.max(maxConcurrency, inUse);
+      return w;
+    }
+    if (inUse >= lam.concurrency) {
+      lambdaThrottles++;
+      return undefined;
+    }
+    inUse++;
+    maxConcurrency = Math.max(maxConcurrency, inUse);
+    coldStarts++;
+    await vt.sleep(lam.coldStartMs);
+    const cpu = new Cpu(`dispatch ${instances.length}`, lam.dispatchMemoryMb / 1769, window);
+    const inst = { cpu, deps: newDeps(cpu), bornAt: vt.now() };
+    instances.push(inst);
+    return inst;
+  };
+  const release = (inst: Instance) => {
+    if (cfg.mode === 'local') return;
+    inUse--;
+    warm.push(inst);
+  };
+  const tickCpu = cfg.mode === 'local' ? localCpu : new Cpu('tick', lam.tickMemoryMb / 1769);
+  const tickStore = new SimJobStore(table, net, tickCpu, cfg.cpu);
+
+  // ---- Step Functions: one execution per cell per `everyMs` ----
+  let mapWaits = 0;
+  let expressOverruns = 0;
+  const dispatchersPlanned: number[] = [];
+  let executions = 0;
+  const execution = async (cell: number, startMs: number) => {
+    const name = `cell${cell}-${++executions}`;
+    const untilMs = startMs + cfg.tick.runMs;
+    await vt.sleep(cfg.transitionMs);
+    await vt.sleep(tickCpu.charge(vt.now(), cfg.planUs) - vt.now());
+    const plan = await planDispatchers({ store: tickStore, settings }, vt.now(), untilMs, cell);
+    dispatchersPlanned.push(plan.dispatchers.length);
+    // Inline Map: at most 40 iterations at once.
+    const queue = [...plan.dispatchers];
+    if (queue.length > 40) mapWaits += queue.length - 40;
+    const worker = async () => {
+      for (let groups = queue.shift(); groups; groups = queue.shift()) {
+        await vt.sleep(cfg.transitionMs);
+        let inst: Instance | undefined;
+        // Step Functions retries a throttled Lambda task (Lambda.TooManyRequestsException) with backoff.
+        for (let attempt = 0; attempt < 6 && !(inst = await invoke()); attempt++) await vt.sleep(1_000 * 2 ** attempt);
+        if (!inst) continue;
+        try {
+          await dispatchLoop(inst.deps, { groups, owner: name, ownerStartMs: startMs, untilMs });
+        } catch (err) {
+          inst.deps.log?.('dispatch step failed', { error: (err as Error).message });
+        } finally {
+          release(inst);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(40, plan.dispatchers.length) }, worker));
+    if (vt.now() - startMs > 300_000) expressOverruns++;
+  };
+  const endAt = T0 + load.dueStartMs + loadMs + cfg.drainMs;
+  const cells = settings.cells;
+  for (let k = 0; T0 + cfg.tick.firstAtMs + k * cfg.tick.everyMs < endAt; k++)
+    for (let c = 0; c < cells; c++) {
+      const start = T0 + cfg.tick.firstAtMs + k * cfg.tick.everyMs + (cfg.mode === 'aws' ? Math.floor(random() * 1_000) : 0);
+      vt.at(start, () => void execution(c, start));
+    }
+
+  // ---- ingest: rows written at their time (their write units charged; a throttled put is retried a second later) ----
+  let next = 0;
+  let ingestThrottled = 0;
+  const retry: number[] = [];
+  const put = (i: number) => {
+    try {
+      table.putJob({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i), tenant: 'demo', payload: '{"n":1}' });
+      if (isLateRow(due[i]!, vt.now(), settings)) table.putLatePointer({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i) });
+    } catch (err) {
+      if (!(err instanceof SimThrottle)) throw err;
+      ingestThrottled++;
+      vt.at(vt.now() + 1_000, () => put(i));
+    }
+  };
+  const ingest = () => {
+    const now = vt.now();
+    while (next < n && writeAt[order[next]!]! <= now) put(order[next++]!);
+    while (retry.length) put(retry.pop()!);
+    if (next < n) vt.at(now + 10, ingest);
+  };
+  vt.at(T0, ingest);
+
+  vt.install();
+  let reached: number;
+  try {
+    reached = await vt.run(endAt);
+  } finally {
+    vt.uninstall();
+  }
+
+  // ---- results ----
+  const late: number[] = [];
+  // "Sustained": the last quarter of the window keeps up too (an overloaded run's lateness grows through the window).
+  const tailFrom = window.to - (window.to - window.from) / 4;
+  const tail: number[] = [];
+  let delivered = 0;
+  let early = 0;
+  let duplicates = 0;
+  for (let i = 0; i < n; i++) {
+    if (sends[i] === 0) continue;
+    delivered++;
+    duplicates += sends[i]! - 1;
+    if (firstSent[i]! < due[i]!) early++;
+    if (due[i]! >= window.from && due[i]! < window.to) late.push(firstAck[i]! - due[i]!);
+    if (due[i]! >= tailFrom && due[i]! < window.to) tail.push(firstAck[i]! - due[i]!);
+  }
+  late.sort((a, b) => a - b);
+  const at = (p: number) => (late.length ? Math.round(late[Math.min(late.length - 1, Math.ceil((p / 100) * late.length) - 1)]!) : 0);
+  const lateness = { p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: at(100) };
+  tail.sort((a, b) => a - b);
+  const tailP95Ms = tail.length ? Math.round(tail[Math.min(tail.length - 1, Math.ceil(0.95 * tail.length) - 1)]!) : 0;
+  const lost = n - delivered;
+  let maxCpuUtilisation = 0;
+  let maxCpuWaitMs = 0;
+  const windowMs = Math.max(1, window.to - window.from);
+  for (const inst of cfg.mode === 'local' ? [{ cpu: localCpu }] : instances) {
+    maxCpuUtilisation = Math.max(maxCpuUtilisation, inst.cpu.windowBusyUs / 1000 / windowMs);
+    maxCpuWaitMs = Math.max(maxCpuWaitMs, inst.cpu.maxWaitMs);
+  }
+  // A dispatcher whose CPU was busy the whole window is not keeping up, however short the window
+  // (its queue grows): not sustained.
+  // A table that refused more than 1 % of the writes is behind (ingest's retries pile up): over a
+  // window of seconds the delay may not show yet, over a longer run it would.
+  const writeRequests = Object.values(table.counters.writes).reduce((a, b) => a + b, 0);
+  const refused = Object.values(table.counters.throttles).reduce((a, b) => a + b, 0);
+  const throttledShare = refused / Math.max(1, writeRequests + refused);
+  const pass =
+    lost === 0 &&
+    early === 0 &&
+    lateness.p95Ms <= P95_LIMIT_MS &&
+    tailP95Ms <= P95_LIMIT_MS &&
+    maxCpuUtilisation < CPU_SATURATED &&
+    throttledShare < MAX_THROTTLED_SHARE;
+  const throttles = { ...table.counters.throttles };
+  const counters = {
+    throttles,
+    ingestThrottled,
+    sdkRetries: net.sdkRetries,
+    lambdaThrottles,
+    coldStarts,
+    maxConcurrency,
+    mapWaits,
+    expressOverruns,
+    dispatchersPlanned,
+    maxCpuUtilisation: +maxCpuUtilisation.toFixed(3),
+    maxCpuWaitMs: Math.round(maxCpuWaitMs),
+    writeUnitsPerSec: Math.round((table.counters.writeUnits * 1000) / Math.max(1, reached - T0)),
+    itemsReadPerJob: +(table.counters.itemsRead / Math.max(1, delivered)).toFixed(3),
+    lastMarkerMs: Math.max(0, table.counters.lastMarkerAt - (T0 + cfg.tick.firstAtMs)),
+  };
+  return {
+    jobs: n,
+    delivered,
+    lost,
+    early,
+    duplicates,
+    lateness,
+    tailP95Ms,
+    counters,
+    ...(pass ? {} : { binding: bindingOf(counters) }),
+    pass,
+    virtualMs: reached - T0,
+    realMs: Math.round(performance.now() - realStart),
+  };
+}
+
+/**
+ * The limit that stopped a failed run, from the stand-ins' counters: a throttling limit when one
+ * refused requests (the table's quota before a partition's: a partition's bucket is charged first,
+ * so a table throttle means the partitions had room), then the Lambda concurrency quota, then a
+ * dispatcher's CPU (its calls waited for it), then the Map's 40 iterations.
+ */
+export function bindingOf(c: SimResult['counters']): string {
+  const t = c.throttles;
+  const ranked: [string, number][] = [
+    ['table WRU quota', t['table WRU quota'] + 0],
+    ['table RRU quota', t['table RRU quota']],
+    ['partition WCU', t['partition WCU']],
+    ['partition RCU', t['partition RCU']],
+  ];
+  const top = ranked.filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1])[0];
+  if (top) return top[0];
+  if (c.ingestThrottled > 0) return 'table writes (ingest)';
+  if (c.lambdaThrottles > 0) return 'Lambda concurrency';
+  if (c.maxCpuUtilisation >= CPU_SATURATED || c.maxCpuWaitMs >= 250) return 'dispatcher CPU';
+  if (c.mapWaits > 0) return 'Map 40';
+  if (c.expressOverruns > 0) return 'Express 5 minutes';
+  return 'none of the modelled limits (latency)';
+}
