@@ -242,60 +242,60 @@ const smokeSizes: BenchResult['sizes'] = {
 const sizes: BenchResult['sizes'] = smoke
   ? smokeSizes
   : quick
-  ? {
-      description:
-        'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
-      lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
-      peerDurationMs: 15_000,
-      burst: 1_500,
-      repeats: 7,
-      stageCpuJobs: 2_000,
-      backlogRows: 20_000,
-      recovery: { overdueRows: 5_000, emptyRows: 1_500, freshPerSec: 10 },
-      requestJobs: 200,
-      bundleRuns: 2,
-      recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
-      history: { jobs: 1_000, ratePerSec: 100 },
-      tenantControls: {
-        noisyNeighbour: {
-          quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
-          floodFactor: 100,
-          floodLeadMs: 25_000,
-          floodPayloadBytes: 256,
-          drainTimeoutMs: 90_000,
+    ? {
+        description:
+          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
+        lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+        peerDurationMs: 15_000,
+        burst: 1_500,
+        repeats: 7,
+        stageCpuJobs: 2_000,
+        backlogRows: 20_000,
+        recovery: { overdueRows: 5_000, emptyRows: 1_500, freshPerSec: 10 },
+        requestJobs: 200,
+        bundleRuns: 2,
+        recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
+        history: { jobs: 1_000, ratePerSec: 100 },
+        tenantControls: {
+          noisyNeighbour: {
+            quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+            floodFactor: 100,
+            floodLeadMs: 25_000,
+            floodPayloadBytes: 256,
+            drainTimeoutMs: 90_000,
+          },
+          pause: { jobs: 1_000 },
+          rateLimit: { limitPerSec: 50, jobs: 500 },
         },
-        pause: { jobs: 1_000 },
-        rateLimit: { limitPerSec: 50, jobs: 500 },
-      },
-      scaleSimulation: QUICK_SCALE,
-    }
-  : {
-      description:
-        'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
-      lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
-      peerDurationMs: 60_000,
-      burst: 10_000,
-      repeats: 5,
-      stageCpuJobs: 5_000,
-      backlogRows: 200_000,
-      recovery: { overdueRows: 100_000, emptyRows: 10_000, freshPerSec: 20 },
-      requestJobs: 1_000,
-      bundleRuns: 7,
-      recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
-      history: { jobs: 3_000, ratePerSec: 100 },
-      tenantControls: {
-        noisyNeighbour: {
-          quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
-          floodFactor: 100,
-          floodLeadMs: 70_000,
-          floodPayloadBytes: 256,
-          drainTimeoutMs: 180_000,
+        scaleSimulation: QUICK_SCALE,
+      }
+    : {
+        description:
+          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
+        lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
+        peerDurationMs: 60_000,
+        burst: 10_000,
+        repeats: 5,
+        stageCpuJobs: 5_000,
+        backlogRows: 200_000,
+        recovery: { overdueRows: 100_000, emptyRows: 10_000, freshPerSec: 20 },
+        requestJobs: 1_000,
+        bundleRuns: 7,
+        recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
+        history: { jobs: 3_000, ratePerSec: 100 },
+        tenantControls: {
+          noisyNeighbour: {
+            quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+            floodFactor: 100,
+            floodLeadMs: 70_000,
+            floodPayloadBytes: 256,
+            drainTimeoutMs: 180_000,
+          },
+          pause: { jobs: 10_000 },
+          rateLimit: { limitPerSec: 50, jobs: 2_000 },
         },
-        pause: { jobs: 10_000 },
-        rateLimit: { limitPerSec: 50, jobs: 2_000 },
-      },
-      scaleSimulation: FULL_SCALE,
-    };
+        scaleSimulation: FULL_SCALE,
+      };
 
 const started = Date.now();
 const machine = machineInfo();
@@ -373,7 +373,9 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
     }
     r.recovery = await phase('recovery', () => runRecovery(em, sizes.recovery));
     r.requests = await phase('requests', () => runRequests(em, { jobs: sizes.requestJobs }));
-    r.listing = await phase('listing', () => runListing(em, { rows: smoke ? 2_000 : quick ? 12_000 : 40_000, indexJobs: smoke ? 100 : quick ? 500 : 5_000 }));
+    r.listing = await phase('listing', () =>
+      runListing(em, { rows: smoke ? 2_000 : quick ? 12_000 : 40_000, indexJobs: smoke ? 100 : quick ? 500 : 5_000 }),
+    );
     r.history = await phase('history', () => runHistory(em, sizes.history));
   } finally {
     await em.stop();
