@@ -69,7 +69,7 @@ import { runListing, type ListingResult } from './listing.js';
 import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices.js';
 import { markdown, targets, type Target } from './report.js';
 import { FULL_SCALE, QUICK_SCALE, runScaleSimulation, type ScaleShape, type ScaleSimulationResult } from './sim/phase.js';
-import type { ScaleRow } from './sim/run.js';
+import { measuredOf, type ScaleRow } from './sim/run.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
@@ -394,7 +394,19 @@ r.pause = await phase('pause', () => runPause(sizes.tenantControls.pause));
 r.rateLimit = await phase('rateLimit', () => runRateLimit(sizes.tenantControls.rateLimit));
 
 // 14: the simulated AWS deployment, in virtual time (bench/sim; docs/capacity.md "Simulation").
-const sim = await phase('scaleSimulation', () => runScaleSimulation(sizes.scaleSimulation ?? QUICK_SCALE, progress));
+// Validated against this run's own figures when it measured them (phases 1, 2 and 5), else the
+// last full run's.
+const ownFigures = r.lateness && r.dispatch && r.capacityMeasured && r.bundles;
+const sim = await phase('scaleSimulation', () =>
+  ownFigures
+    ? runScaleSimulation(
+        sizes.scaleSimulation ?? QUICK_SCALE,
+        progress,
+        measuredOf({ ...r, capacity: { cpuUsPerJob: r.capacityMeasured!.cpuUsPerJob } }),
+        'this run (phases 1, 2 and 5)',
+      )
+    : runScaleSimulation(sizes.scaleSimulation ?? QUICK_SCALE, progress),
+);
 if (sim) {
   r.scaleSimulation = sim.scaleSimulation;
   if (sim.atDefaultQuota) r.scaleSimulationAtDefaultQuota = sim.atDefaultQuota;

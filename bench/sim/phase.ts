@@ -51,6 +51,7 @@ export async function runScaleSimulation(
   shape: ScaleShape,
   log: (line: string) => void,
   m: Measured = measuredFrom(),
+  source = 'bench/results/full.json',
 ): Promise<ScaleSimulationResult> {
   const started = performance.now();
   const v = await validate(m, { latenessWindowMs: shape.validationWindowMs });
@@ -87,7 +88,7 @@ export async function runScaleSimulation(
   return {
     scaleSimulation: rows,
     ...(atDefaultQuota ? { atDefaultQuota } : {}),
-    simulationValidation: { ...v, measuredFrom: 'bench/results/full.json' },
+    simulationValidation: { ...v, measuredFrom: source },
     shape,
     realMs: Math.round(performance.now() - started),
   };

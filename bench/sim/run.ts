@@ -34,7 +34,12 @@ export interface Measured {
 export const FULL_RESULTS = fileURLToPath(new URL('../results/full.json', import.meta.url));
 
 export function measuredFrom(file = FULL_RESULTS): Measured {
-  const r = JSON.parse(readFileSync(file, 'utf8'));
+  return measuredOf(JSON.parse(readFileSync(file, 'utf8')));
+}
+
+/** The figures the model needs, from a benchmark result (a run's own, or a results file). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function measuredOf(r: any): Measured {
   const c = r.capacity.cpuUsPerJob;
   return {
     acquireUs: c.acquire,
