@@ -123,7 +123,31 @@ export class Releaser {
     signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
 
-  readonly #onAbort = () => this.abandon();
+  /**
+   * A stop (the signal) is graceful: the markers of rows already sent are written once more (one
+   * attempt, awaited by `settled`), so that a restart does not send them again. A process that
+   * dies writes nothing, and its sent rows are sent again after their lease: at least once.
+   */
+  readonly #onAbort = () => {
+    const sent = this.#toRecord;
+    this.abandon();
+    this.#recordOnStop(sent);
+  };
+
+  #recordOnStop(sent: readonly Sent[]): void {
+    if (sent.length === 0) return;
+    const { store, clock, settings } = this.deps;
+    this.#track(
+      store
+        .markDelivered(
+          sent.map((s) => ({ ...s.row, expiresAtMs: s.row.dueMs + settings.cancelRecordRetentionMs })),
+          clock.now(),
+        )
+        .then((failed) => {
+          this.stats.recorded += sent.length - failed.length;
+        }),
+    );
+  }
 
   get size(): number {
     return this.#held.size;
@@ -446,7 +470,11 @@ export class Releaser {
             } catch {
               failed = new Set(batch.map((m) => m.id));
             }
-            if (this.signal?.aborted) return;
+            if (this.signal?.aborted) {
+              // Stopped while the send was in flight: record what it delivered all the same.
+              this.#recordOnStop(batch.filter((m) => !failed.has(m.id)).map((m) => ({ row: byId.get(m.id)!.row, leaseUntil: 0 })));
+              return;
+            }
             const at = clock.now();
             const lateness: number[] = [];
             for (const m of batch) {

@@ -128,6 +128,67 @@ describe('Releaser', () => {
     expect(releaser.size).toBe(0);
   });
 
+  it('on a stop, writes the markers of rows it sent, also of a send in flight, so a restart does not send them again', async () => {
+    const marked: string[] = [];
+    const inFlight = gate();
+    let sends = 0;
+    const sender: QueueSender = {
+      async sendBatch() {
+        if (++sends === 2) await inFlight.hold(); // the second send is in flight when the stop comes
+        return [];
+      },
+    };
+    const store = {
+      renew: async () => true,
+      markDelivered: async (rows: { jobId: string }[]) => {
+        marked.push(...rows.map((r) => r.jobId));
+        return [];
+      },
+    } as unknown as JobStore;
+    const tenants = new TenantRegistry({
+      getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: 'd' }),
+      putTenant: async () => {},
+    });
+    const stop = new AbortController();
+    const deps: DispatchDeps = {
+      store,
+      sender,
+      tenants,
+      clock: { now: () => Date.now() },
+      settings: resolveSettings({ releaseWindowMs: 0 }),
+    };
+    const stats: ReleaseStats = {
+      sent: 0,
+      recorded: 0,
+      leaseLost: 0,
+      renewed: 0,
+      sendRetries: 0,
+      latenessMs: [],
+      deferred: 0,
+      givenBack: 0,
+    };
+    const releaser = new Releaser(deps, stats, stop.signal);
+    const base = Date.now() + 20;
+    const row = (jobId: string, dueMs: number): AcquiredRow => ({
+      shard: 0,
+      dueMs,
+      jobId,
+      tenant: 'demo',
+      payload: '{}',
+      leaseUntil: dueMs + 60_000,
+    });
+    releaser.add(row('sent', base));
+    releaser.add(row('in-flight', base + 100));
+    releaser.add(row('later', base + 60_000)); // held: its marker waits (the record timer, a second)
+    await inFlight.reached;
+    expect(marked).toEqual([]); // 'sent' waits for its batch of markers
+    stop.abort();
+    inFlight.release();
+    await releaser.settled(1_000);
+    expect(marked.sort()).toEqual(['in-flight', 'sent']);
+    expect(sends).toBe(2); // 'later' was not sent
+  });
+
   it('bounds the wait for a request that never returns', async () => {
     const { releaser, row } = harness(0, () => new Promise(() => {}));
     releaser.add(row('a', Date.now()));
