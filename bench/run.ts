@@ -1,6 +1,6 @@
 /**
- * `npm run bench` (about 17 minutes, 7 of them recurring schedules) and `npm run bench -- --quick`
- * (about 2 minutes): every performance and cost claim as a number, measured side by side in one
+ * `npm run bench` (about 27 minutes, 7 of them recurring schedules) and `npm run bench -- --quick`
+ * (about 7.5 minutes): every performance and cost claim as a number, measured side by side in one
  * run on this machine.
  *
  *   1. lateness through the local stack (`npm start`) under a steady signed load
