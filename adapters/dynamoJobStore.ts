@@ -14,6 +14,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ThrottledError } from '../core/errors.js';
 import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/listing.js';
 import { parseSortKey, sortKey } from '../core/jobId.js';
+import { positionBefore, positionThrough } from '../core/lanes.js';
 import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
 import { DEFAULT_PRIORITY } from '../core/ports.js';
 import type {
@@ -104,9 +105,6 @@ function priorityOf(item: Item): { priority?: number } {
 }
 
 const ttlSeconds = (ms: number) => ({ N: String(Math.ceil(ms / 1000)) });
-
-/** The sort key just after every row due at `ms`: `<ms 13>#~` ('~' sorts after every job id character). */
-const throughKey = (ms: number) => `${String(Math.max(0, ms)).padStart(13, '0')}#~`;
 
 const STATES = new Set<RowState>(['SCHEDULED', 'ACQUIRED', 'CANCELLED', 'QUEUED', 'DEAD']);
 const stateOf = (item: Item): RowState => {
@@ -200,10 +198,10 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
 
   async dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): Promise<{ dueMs: number[]; more: boolean }> {
     const dueMs: number[] = [];
-    const after = fromMs === undefined ? undefined : `${String(Math.max(0, fromMs)).padStart(13, '0')}#`;
+    const after = fromMs === undefined ? undefined : positionBefore(fromMs);
     const more = await this.dueRange(
       shard,
-      { after, through: throughKey(untilMs), limit, projection: 'sk, #state', names: { '#state': 'state' } },
+      { after, through: positionThrough(untilMs), limit, projection: 'sk, #state', names: { '#state': 'state' } },
       (item, key) => {
         const state = stateOf(item);
         if (key && (state === 'SCHEDULED' || state === 'ACQUIRED')) dueMs.push(key.dueMs);
@@ -337,7 +335,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         new QueryCommand({
           TableName: this.tableName,
           KeyConditionExpression: 'pk = :pk AND sk <= :hi',
-          ExpressionAttributeValues: { ':pk': { S: `l#${shard}` }, ':hi': { S: throughKey(untilMs) } },
+          ExpressionAttributeValues: { ':pk': { S: `l#${shard}` }, ':hi': { S: positionThrough(untilMs) } },
           ProjectionExpression: 'sk',
           Limit: limit,
         }),

@@ -19,6 +19,7 @@ import { createTableInput } from '../adapters/tableSchema.js';
 import { alignFauxqsCharset } from './fauxqsCharset.js';
 import { restoreInboundJournal } from './inboundJournal.js';
 import { startLocalScheduler, sqsQueueUrlResolver } from './scheduler/index.js';
+import { stopRequests } from './stopRequests.js';
 import {
   INBOUND_QUEUE,
   localSettings,
@@ -42,18 +43,7 @@ export interface ServicesReady {
   readonly scheduler: { readonly endpoint: string; readonly groupName: string; readonly roleArn: string; readonly targetArn: string };
 }
 
-// Until the services are up there is nothing to close: any stop request just exits. Installed
-// first, so that a parent that dies during start-up (its IPC channel closes) never leaves an
-// orphan holding the data directory.
-let stop: () => void | Promise<void> = () => process.exit(0);
-process.on('SIGTERM', () => void stop());
-process.on('disconnect', () => void stop());
-// Ctrl-C reaches the whole process group: under `npm start`, leave it to the parent, which stops
-// compute first (it still talks to the queues) and then sends SIGTERM here.
-process.on('SIGINT', () => {
-  if (!process.connected) void stop();
-});
-if (process.send && !process.connected) process.exit(0);
+const requests = stopRequests();
 
 const settings = localSettings();
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
@@ -75,7 +65,7 @@ const tableExited = new Promise<void>((r) => table.once('exit', () => r()));
 table.once('exit', (code, signal) => {
   if (stopping) return;
   console.error(`dynein services: the table process died (${signal ?? `code ${code}`}); stopping`);
-  void stop();
+  requests.request();
 });
 // The message spy (one event kept) is where the inbound journal hooks in (local/inboundJournal.ts).
 const sqsServer = await startFauxqs({
@@ -179,13 +169,14 @@ if (process.send) process.send(ready);
 else console.log(JSON.stringify(ready));
 
 let stopping: Promise<void> | undefined;
-stop = () =>
-  (stopping ??= (async () => {
-    await scheduler.stop().catch(() => {});
-    await sqsServer.stop().catch(() => {});
-    // The table process closes its database once the requests it is answering are done (≤ 5 s).
-    if (table.exitCode === null && table.signalCode === null) table.kill('SIGTERM');
-    await Promise.race([tableExited, new Promise((r) => setTimeout(r, 7_000))]);
-    process.exit(0);
-  })());
-if (process.send && !process.connected) void stop();
+requests.onStop(
+  () =>
+    (stopping ??= (async () => {
+      await scheduler.stop().catch(() => {});
+      await sqsServer.stop().catch(() => {});
+      // The table process closes its database once the requests it is answering are done (≤ 5 s).
+      if (table.exitCode === null && table.signalCode === null) table.kill('SIGTERM');
+      await Promise.race([tableExited, new Promise((r) => setTimeout(r, 7_000))]);
+      process.exit(0);
+    })()),
+);

@@ -10,14 +10,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import dynalite from 'dynalite';
+import { stopRequests } from './stopRequests.js';
 
-let stop: () => void | Promise<void> = () => process.exit(0);
-process.on('SIGTERM', () => void stop());
-process.on('disconnect', () => void stop());
-process.on('SIGINT', () => {
-  if (!process.connected) void stop();
-});
-if (process.send && !process.connected) process.exit(0);
+const requests = stopRequests();
 
 const dir = process.env.DYNEIN_DYNAMODB_DIR;
 if (!dir) {
@@ -46,13 +41,14 @@ await new Promise<void>((resolve, reject) => {
 });
 
 let stopping: Promise<void> | undefined;
-stop = () =>
-  (stopping ??= (async () => {
-    // A request whose client died keeps running inside dynalite: let it finish before the
-    // database closes under it (it would throw "Database is not open"), for up to 5 s.
-    for (const until = Date.now() + 5_000; answering > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 10));
-    await new Promise<void>((r) => db.close(() => r()));
-    process.exit(0);
-  })());
+requests.onStop(
+  () =>
+    (stopping ??= (async () => {
+      // A request whose client died keeps running inside dynalite: let it finish before the
+      // database closes under it (it would throw "Database is not open"), for up to 5 s.
+      for (const until = Date.now() + 5_000; answering > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 10));
+      await new Promise<void>((r) => db.close(() => r()));
+      process.exit(0);
+    })()),
+);
 if (process.send) process.send({ type: 'ready', port: (db.address() as AddressInfo).port });
-if (process.send && !process.connected) void stop();

@@ -15,6 +15,7 @@
  * at 20,000 jobs/s (every simulated request is a timer); a heap and one settle per virtual
  * millisecond keep the cost per job constant.
  */
+import { Heap } from '../../core/heap.js';
 
 const real = {
   setTimeout: globalThis.setTimeout,
@@ -51,10 +52,12 @@ class VirtualHandle {
   }
 }
 
+const before = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
+
 export class VirtualTime {
   #now: number;
   #seq = 0;
-  #heap: Timer[] = [];
+  readonly #heap = new Heap<Timer>(before);
   #installed = false;
   /** Timers fired so far (a measure of the simulation's work). */
   fired = 0;
@@ -70,7 +73,7 @@ export class VirtualTime {
   /** Schedules `fn` at virtual time `at` (never before now). */
   at(at: number, fn: () => void): Timer {
     const t: Timer = { id: ++this.#seq, at: Math.max(this.#now, at), seq: this.#seq, fn, cancelled: false };
-    this.#push(t);
+    this.#heap.push(t);
     return t;
   }
 
@@ -125,12 +128,12 @@ export class VirtualTime {
       this.#now = next.at;
       // Every timer of this millisecond, including those their callbacks add for it.
       for (let t = this.#peek(); t && t.at <= this.#now; t = this.#peek()) {
-        this.#pop();
+        this.#heap.pop();
         if (t.cancelled) continue;
         if (t.every !== undefined) {
           t.at = this.#now + t.every;
           t.seq = ++this.#seq;
-          this.#push(t);
+          this.#heap.push(t);
         }
         this.fired++;
         t.fn();
@@ -142,49 +145,14 @@ export class VirtualTime {
 
   /** Timers waiting (cancelled ones not yet discarded included). */
   get pending(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   #peek(): Timer | undefined {
-    while (this.#heap.length > 0 && this.#heap[0]!.cancelled) this.#pop();
-    return this.#heap[0];
-  }
-
-  #push(t: Timer): void {
-    const h = this.#heap;
-    h.push(t);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!before(h[i]!, h[p]!)) break;
-      [h[i], h[p]] = [h[p]!, h[i]!];
-      i = p;
-    }
-  }
-
-  #pop(): Timer | undefined {
-    const h = this.#heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length > 0 && last) {
-      h[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && before(h[l]!, h[m]!)) m = l;
-        if (r < h.length && before(h[r]!, h[m]!)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m]!, h[i]!];
-        i = m;
-      }
-    }
-    return top;
+    while (this.#heap.peek()?.cancelled) this.#heap.pop();
+    return this.#heap.peek();
   }
 }
-
-const before = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
 /** Lets every queued promise continuation run (a real macrotask runs only once the microtask queue is empty). */
 function settle(): Promise<void> {

@@ -19,6 +19,7 @@
  */
 import { ThrottledError } from '../../core/errors.js';
 import { sortKey } from '../../core/jobId.js';
+import { positionBefore, positionThrough } from '../../core/lanes.js';
 import { heldSortKey } from '../../adapters/dynamoJobStore.js';
 import type {
   AcquiredRow,
@@ -203,6 +204,19 @@ export class SimTable {
     return this.#parts.get(pk)?.items.get(sk);
   }
 
+  /**
+   * A Query of `pk`'s range: its items, charged to the partition and counted (each item its size,
+   * or `bytesEach` for pointers).
+   */
+  #query(pk: string, after: string | undefined, through: string, limit: number, consistent: boolean, bytesEach?: number) {
+    const page = this.#range(pk, after, through, limit);
+    const bytes = bytesEach === undefined ? page.items.reduce((n, it) => n + itemBytes(it), 0) : page.items.length * bytesEach;
+    this.chargeRead(pk, bytes, consistent);
+    this.counters.queries++;
+    this.counters.itemsRead += page.items.length;
+    return page;
+  }
+
   /** Items of `pk` with `after < sk <= through` (from the start without `after`), at most `limit`. */
   #range(pk: string, after: string | undefined, through: string, limit: number): { items: Item[]; more: boolean } {
     const p = this.#parts.get(pk);
@@ -242,14 +256,7 @@ export class SimTable {
 
   readDue(shard: number, range: { after?: string; through: string }, limit: number): DuePage {
     const pk = String(shard);
-    const { items, more } = this.#range(pk, range.after, range.through, limit);
-    this.chargeRead(
-      pk,
-      items.reduce((n, it) => n + itemBytes(it), 0),
-      true,
-    );
-    this.counters.queries++;
-    this.counters.itemsRead += items.length;
+    const { items, more } = this.#query(pk, range.after, range.through, limit, true);
     const rows: DueKey[] = items.map((it) => ({
       shard,
       dueMs: it.dueMs,
@@ -263,15 +270,8 @@ export class SimTable {
 
   dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): { dueMs: number[]; more: boolean } {
     const pk = String(shard);
-    const after = fromMs === undefined ? undefined : `${String(Math.max(0, fromMs)).padStart(13, '0')}#`;
-    const { items, more } = this.#range(pk, after, `${String(Math.max(0, untilMs)).padStart(13, '0')}#~`, limit);
-    this.chargeRead(
-      pk,
-      items.reduce((n, it) => n + itemBytes(it), 0),
-      false,
-    );
-    this.counters.queries++;
-    this.counters.itemsRead += items.length;
+    const after = fromMs === undefined ? undefined : positionBefore(fromMs);
+    const { items, more } = this.#query(pk, after, positionThrough(untilMs), limit, false);
     return { dueMs: items.filter((it) => it.state === 'SCHEDULED' || it.state === 'ACQUIRED').map((it) => it.dueMs), more };
   }
 
@@ -284,10 +284,7 @@ export class SimTable {
 
   readLate(shard: number, untilMs: number, limit: number): RowKey[] {
     const pk = `l#${shard}`;
-    const { items } = this.#range(pk, undefined, `${String(Math.max(0, untilMs)).padStart(13, '0')}#~`, limit);
-    this.chargeRead(pk, items.length * POINTER_BYTES, false);
-    this.counters.queries++;
-    this.counters.itemsRead += items.length;
+    const { items } = this.#query(pk, undefined, positionThrough(untilMs), limit, false, POINTER_BYTES);
     return items.map((it) => ({ shard, dueMs: it.dueMs, jobId: it.jobId }));
   }
 

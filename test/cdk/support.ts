@@ -191,3 +191,16 @@ export function conditionValues(s: Statement, operator: string, key: string, imp
 export function isAnyone(p: Json | undefined): boolean {
   return p === '*' || (isObj(p) && (p.AWS === '*' || (Array.isArray(p.AWS) && p.AWS.includes('*'))));
 }
+
+/**
+ * Synthesizes `app` and answers the error it threw (cdk-nag's unacknowledged findings, a failed
+ * validation), or undefined: `expect(synthError(app)).toBeUndefined()` shows the findings on failure.
+ */
+export function synthError(app: App): string | undefined {
+  try {
+    app.synth();
+    return undefined;
+  } catch (err) {
+    return String((err as Error).message);
+  }
+}
