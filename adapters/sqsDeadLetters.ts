@@ -8,7 +8,7 @@ import {
   StartMessageMoveTaskCommand,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import type { DeadLetterQueues, DlqAttribute, DlqMessage } from '../core/dlq.js';
+import { packDeadLetters, type DeadLetterQueues, type DlqAttribute, type DlqCopy, type DlqMessage } from '../core/dlq.js';
 
 /** Errors SQS (or a stand-in) answers for an action it does not implement. */
 const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImplemented/;
@@ -56,33 +56,46 @@ export class SqsDeadLetters implements DeadLetterQueues {
     }
   }
 
-  async send(queueUrl: string, messages: readonly { id: string; body: string; attributes: DlqMessage['attributes'] }[]): Promise<string[]> {
+  /**
+   * One `SendMessageBatch` per pack of at most 10 entries and 256 KiB; a call that throws fails
+   * its own entries only (those of the other calls stay sent, so their messages can be deleted).
+   */
+  async send(queueUrl: string, messages: readonly DlqCopy[]): Promise<string[]> {
     const failed: string[] = [];
-    for (const chunk of chunks(messages, 10)) {
-      const res = await this.client.send(
-        new SendMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: chunk.map((m) => ({
-            Id: m.id,
-            MessageBody: m.body,
-            ...(Object.keys(m.attributes).length > 0
-              ? { MessageAttributes: Object.fromEntries(Object.entries(m.attributes).map(([k, a]) => [k, toSqs(a)])) }
-              : {}),
-          })),
-        }),
-      );
-      failed.push(...(res.Failed ?? []).map((f) => f.Id ?? ''));
+    for (const batch of packDeadLetters(messages)) {
+      try {
+        const res = await this.client.send(
+          new SendMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: batch.map((m) => ({
+              Id: m.id,
+              MessageBody: m.body,
+              ...(Object.keys(m.attributes).length > 0
+                ? { MessageAttributes: Object.fromEntries(Object.entries(m.attributes).map(([k, a]) => [k, toSqs(a)])) }
+                : {}),
+            })),
+          }),
+        );
+        failed.push(...(res.Failed ?? []).map((f) => f.Id ?? ''));
+      } catch {
+        failed.push(...batch.map((m) => m.id));
+      }
     }
     return failed;
   }
 
+  /** A call that throws fails its own receipt handles only. */
   async delete(queueUrl: string, receiptHandles: readonly string[]): Promise<string[]> {
     const failed: string[] = [];
     for (const chunk of chunks(receiptHandles, 10)) {
-      const res = await this.client.send(
-        new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) }),
-      );
-      failed.push(...(res.Failed ?? []).map((f) => chunk[Number(f.Id)]!));
+      try {
+        const res = await this.client.send(
+          new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((h, i) => ({ Id: String(i), ReceiptHandle: h })) }),
+        );
+        failed.push(...(res.Failed ?? []).map((f) => chunk[Number(f.Id)]!));
+      } catch {
+        failed.push(...chunk);
+      }
     }
     return failed;
   }

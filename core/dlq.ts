@@ -1,5 +1,6 @@
 import { ValidationError } from './errors.js';
 import type { JobIdCodec } from './jobId.js';
+import { MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, packGreedy } from './messages.js';
 import type { Clock } from './ports.js';
 import { assertTenantName, type TenantRegistry } from './tenants.js';
 
@@ -41,14 +42,43 @@ export interface DeadLetterQueues {
   receive(queueUrl: string, max: number, visibilitySeconds: number, waitSeconds: number): Promise<DlqMessage[]>;
   /** Makes received messages visible again at once (visibility 0). */
   release(queueUrl: string, receiptHandles: readonly string[]): Promise<void>;
-  /** Sends copies (body and attributes); answers the ids (of `messages[].id`) that failed. */
-  send(queueUrl: string, messages: readonly { id: string; body: string; attributes: DlqMessage['attributes'] }[]): Promise<string[]>;
+  /**
+   * Sends copies (body and attributes) in `SendMessageBatch` calls packed by
+   * {@link packDeadLetters}; answers the ids (of `messages[].id`) that were not sent.
+   */
+  send(queueUrl: string, messages: readonly DlqCopy[]): Promise<string[]>;
   /** Deletes received messages; answers the receipt handles that failed. */
   delete(queueUrl: string, receiptHandles: readonly string[]): Promise<string[]>;
   /** Starts a move of every message from `dlqUrl` to `queueUrl` (SQS `StartMessageMoveTask`); undefined where unsupported. */
   startMove(dlqUrl: string, queueUrl: string): Promise<{ taskHandle: string } | undefined>;
   /** `ApproximateNumberOfMessages` (visible messages). */
   depth(queueUrl: string): Promise<number>;
+}
+
+/** A copy of a dead letter to send: its id within the call, body and attributes. */
+export interface DlqCopy {
+  readonly id: string;
+  readonly body: string;
+  readonly attributes: DlqMessage['attributes'];
+}
+
+/**
+ * Bytes SQS counts for a message against a batch's 256 KiB: the body, and each attribute's name,
+ * data type and value (a binary value as its bytes, not its base64).
+ */
+export function deadLetterBytes(m: Pick<DlqCopy, 'body' | 'attributes'>): number {
+  let n = Buffer.byteLength(m.body, 'utf8');
+  for (const [name, a] of Object.entries(m.attributes))
+    n +=
+      Buffer.byteLength(name, 'utf8') +
+      Buffer.byteLength(a.dataType, 'utf8') +
+      (a.dataType.startsWith('Binary') ? Buffer.byteLength(a.value, 'base64') : Buffer.byteLength(a.value, 'utf8'));
+  return n;
+}
+
+/** Copies in order, in `SendMessageBatch` calls of at most 10 entries and 256 KiB (a larger one alone). */
+export function packDeadLetters<T extends Pick<DlqCopy, 'body' | 'attributes'>>(copies: readonly T[]): T[][] {
+  return packGreedy(copies, deadLetterBytes, MAX_BATCH_ENTRIES, MAX_BATCH_BYTES);
 }
 
 export interface DeadLetterDeps {
@@ -131,29 +161,16 @@ export class DeadLetterService {
     const request = parseRequest(body, true);
     const ids = 'handles' in request ? this.#ids(tenant, request.handles) : undefined;
     const record = await this.deps.tenants.require(tenant);
-    if (!ids) return this.#redriveAll(record.dlqUrl, record.queueUrl);
-    return this.#onFound(record.dlqUrl, ids, async (found) => {
-      const { queues } = this.deps;
-      const failed = new Set(
-        await queues.send(
-          record.queueUrl,
-          found.map((m, i) => ({
-            id: String(i),
-            body: m.body,
-            attributes: Object.fromEntries(Object.entries(m.attributes).filter(([k]) => !DROPPED_ON_REDRIVE.has(k))),
-          })),
-        ),
-      );
-      const sent = found.filter((_, i) => !failed.has(String(i)));
-      const notDeleted = new Set(
-        await queues.delete(
-          record.dlqUrl,
-          sent.map((m) => m.receiptHandle),
-        ),
-      );
-      const done = sent.filter((m) => !notDeleted.has(m.receiptHandle));
-      return { done, failed: found.filter((m) => !done.includes(m)) };
-    }).then(({ done, notFound, failed }) => ({ redriven: done, notFound, ...(failed.length > 0 ? { failed } : {}) }));
+    if (!ids) return this.#redriveAll(tenant, record.dlqUrl, record.queueUrl);
+    const { done, notFound, failed, sentNotDeleted } = await this.#onFound(record.dlqUrl, ids, (found) =>
+      this.#move(record.queueUrl, record.dlqUrl, found),
+    );
+    return {
+      redriven: done,
+      notFound,
+      ...(failed.length > 0 ? { failed } : {}),
+      ...(sentNotDeleted.length > 0 ? { sentNotDeleted } : {}),
+    };
   }
 
   /** `{"handles": [...]}`: deletes those messages from the tenant's DLQ. */
@@ -163,15 +180,44 @@ export class DeadLetterService {
     const ids = this.#ids(tenant, request.handles);
     const { dlqUrl } = await this.deps.tenants.require(tenant);
     const { done, notFound, failed } = await this.#onFound(dlqUrl, ids, async (found) => {
-      const notDeleted = new Set(
-        await this.deps.queues.delete(
-          dlqUrl,
-          found.map((m) => m.receiptHandle),
-        ),
-      );
-      return { done: found.filter((m) => !notDeleted.has(m.receiptHandle)), failed: found.filter((m) => notDeleted.has(m.receiptHandle)) };
+      const notDeleted = await this.#deleteAll(dlqUrl, found);
+      return { done: found.filter((m) => !notDeleted.has(m)), failed: found.filter((m) => notDeleted.has(m)) };
     });
     return { deleted: done, notFound, ...(failed.length > 0 ? { failed } : {}) };
+  }
+
+  /**
+   * Sends copies of `msgs` to the tenant queue, then deletes from the DLQ those sent: `moved`
+   * (sent and deleted), `failed` (not sent: still only in the DLQ), `sentNotDeleted` (sent, and
+   * still in the DLQ too: sending it again would deliver it twice; it is to be deleted).
+   */
+  async #move(
+    queueUrl: string,
+    dlqUrl: string,
+    msgs: readonly DlqMessage[],
+  ): Promise<{ done: DlqMessage[]; failed: DlqMessage[]; sentNotDeleted: DlqMessage[] }> {
+    const copies = msgs.map((m, i) => ({
+      id: String(i),
+      body: m.body,
+      attributes: Object.fromEntries(Object.entries(m.attributes).filter(([k]) => !DROPPED_ON_REDRIVE.has(k))),
+    }));
+    // A send that threw as a whole is taken as sending nothing (its messages stay in the DLQ only).
+    const notSent = new Set(await this.deps.queues.send(queueUrl, copies).catch(() => copies.map((c) => c.id)));
+    const sent = msgs.filter((_, i) => !notSent.has(String(i)));
+    const notDeleted = await this.#deleteAll(dlqUrl, sent);
+    return {
+      done: sent.filter((m) => !notDeleted.has(m)),
+      failed: msgs.filter((_, i) => notSent.has(String(i))),
+      sentNotDeleted: sent.filter((m) => notDeleted.has(m)),
+    };
+  }
+
+  /** Deletes received messages from the DLQ; answers those not deleted (all of them when the call threw). */
+  async #deleteAll(dlqUrl: string, msgs: readonly DlqMessage[]): Promise<Set<DlqMessage>> {
+    if (msgs.length === 0) return new Set();
+    const handles = msgs.map((m) => m.receiptHandle);
+    const failed = new Set(await this.deps.queues.delete(dlqUrl, handles).catch(() => handles));
+    return new Set(msgs.filter((m) => failed.has(m.receiptHandle)));
   }
 
   /** The handle of a message for a tenant. */
@@ -201,13 +247,13 @@ export class DeadLetterService {
   async #onFound(
     dlqUrl: string,
     ids: ReadonlyMap<string, string>,
-    act: (found: DlqMessage[]) => Promise<{ done: DlqMessage[]; failed: DlqMessage[] }>,
-  ): Promise<{ done: string[]; notFound: string[]; failed: string[] }> {
+    act: (found: DlqMessage[]) => Promise<{ done: DlqMessage[]; failed: DlqMessage[]; sentNotDeleted?: DlqMessage[] }>,
+  ): Promise<{ done: string[]; notFound: string[]; failed: string[]; sentNotDeleted: string[] }> {
     const { queues, clock } = this.deps;
     const found = new Map<string, DlqMessage>();
     const others: string[] = [];
     const until = clock.now() + SCAN_MS;
-    let acted: { done: DlqMessage[]; failed: DlqMessage[] } = { done: [], failed: [] };
+    let acted: { done: DlqMessage[]; failed: DlqMessage[]; sentNotDeleted?: DlqMessage[] } = { done: [], failed: [] };
     try {
       for (let i = 0; i < SCAN_RECEIVES && found.size < ids.size && clock.now() < until; i++) {
         const msgs = await queues.receive(dlqUrl, 10, SCAN_VISIBILITY_SECONDS, 1);
@@ -219,7 +265,8 @@ export class DeadLetterService {
       }
       if (found.size > 0) acted = await act([...found.values()]);
     } finally {
-      // What was not acted on goes back at once (the rest of the scan, and any failure).
+      // What was not acted on goes back at once (the rest of the scan, and any failure; a message
+      // sent but not deleted too, so that a delete by its handle finds it at once).
       const doneHandles = new Set(acted.done.map((m) => m.receiptHandle));
       const back = [...others, ...[...found.values()].filter((m) => !doneHandles.has(m.receiptHandle)).map((m) => m.receiptHandle)];
       if (back.length > 0) await queues.release(dlqUrl, back).catch(() => undefined);
@@ -228,11 +275,12 @@ export class DeadLetterService {
     return {
       done: acted.done.map(handle),
       failed: acted.failed.map(handle),
+      sentNotDeleted: (acted.sentNotDeleted ?? []).map(handle),
       notFound: [...ids].filter(([id]) => !found.has(id)).map(([, h]) => h),
     };
   }
 
-  async #redriveAll(dlqUrl: string, queueUrl: string): Promise<RedriveReply> {
+  async #redriveAll(tenant: string, dlqUrl: string, queueUrl: string): Promise<RedriveReply> {
     const { queues, clock } = this.deps;
     const task = await queues.startMove(dlqUrl, queueUrl);
     if (task) return { method: 'StartMessageMoveTask', taskHandle: task.taskHandle };
@@ -243,30 +291,23 @@ export class DeadLetterService {
       if (clock.now() >= until) return { method: 'copy', moved, complete: false };
       const msgs = await queues.receive(dlqUrl, 10, 60, 1);
       if (msgs.length === 0) return { method: 'copy', moved, complete: true };
-      const failed = new Set(
-        await queues.send(
-          queueUrl,
-          msgs.map((m, i) => ({
-            id: String(i),
-            body: m.body,
-            attributes: Object.fromEntries(Object.entries(m.attributes).filter(([k]) => !DROPPED_ON_REDRIVE.has(k))),
-          })),
-        ),
-      );
-      const sent = msgs.filter((_, i) => !failed.has(String(i)));
-      await queues.delete(
-        dlqUrl,
-        sent.map((m) => m.receiptHandle),
-      );
-      moved += sent.length;
-      if (failed.size > 0) {
+      const { done, failed, sentNotDeleted } = await this.#move(queueUrl, dlqUrl, msgs);
+      moved += done.length;
+      if (failed.length > 0 || sentNotDeleted.length > 0) {
+        // Stop: receiving on would send the undeleted ones again. Both kinds are made visible at
+        // once: the failed for the next redrive, the sent ones for a delete by their handles.
         await queues
           .release(
             dlqUrl,
-            msgs.filter((_, i) => failed.has(String(i))).map((m) => m.receiptHandle),
+            [...failed, ...sentNotDeleted].map((m) => m.receiptHandle),
           )
           .catch(() => undefined);
-        return { method: 'copy', moved, complete: false };
+        return {
+          method: 'copy',
+          moved,
+          complete: false,
+          ...(sentNotDeleted.length > 0 ? { sentNotDeleted: sentNotDeleted.map((m) => this.handleOf(tenant, m.messageId)) } : {}),
+        };
       }
     }
   }
@@ -286,10 +327,15 @@ export class DeadLetterService {
   }
 }
 
+/**
+ * `failed`: not sent, still in the DLQ (redrive them again). `sentNotDeleted`: sent to the
+ * queue but still in the DLQ as well (the delete failed): delete them by these handles, never
+ * redrive them again (that would deliver them twice). `moved` counts only messages sent and deleted.
+ */
 export type RedriveReply =
   | { readonly method: 'StartMessageMoveTask'; readonly taskHandle: string }
-  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean }
-  | { readonly redriven: string[]; readonly notFound: string[]; readonly failed?: string[] };
+  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean; readonly sentNotDeleted?: string[] }
+  | { readonly redriven: string[]; readonly notFound: string[]; readonly failed?: string[]; readonly sentNotDeleted?: string[] };
 
 /** `jobId`, `runAt` and `schedule` of a Dynein delivery body of this tenant; nothing for another body. */
 export function deliveryFields(body: string, tenant: string): { jobId?: string; runAt?: string; schedule?: string } {

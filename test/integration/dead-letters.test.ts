@@ -1,9 +1,18 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type SendMessageBatchCommandInput,
+} from '@aws-sdk/client-sqs';
+import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient } from '../../client/client.js';
 import { ValidationError as ClientValidationError } from '../../client/errors.js';
+import { DeadLetterService, type DeadLetterQueues } from '../../core/dlq.js';
+import { systemClock } from '../../core/ports.js';
 import { dlqHandler } from '../../lambdas/runtime/handlers.js';
 import { startApiServer } from '../../local/apiServer.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -62,13 +71,21 @@ async function drain(url: string) {
   }
 }
 
-const call = async (sys: TestSystem, method: 'GET' | 'POST', path: string, body?: unknown, query?: Record<string, string>) => {
+const call = async (
+  sys: TestSystem,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  query?: Record<string, string>,
+  queues?: DeadLetterQueues,
+) => {
   const tenant = /tenants\/([^/]+)/.exec(path)![1]!;
   const event = httpEvent(method, path, {
     pathParameters: { tenant },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
   });
-  const res = await dlqHandler(sys.w)({ ...event, ...(query ? { queryStringParameters: query } : {}) });
+  const w = queues ? { ...sys.w, deadLetters: new DeadLetterService({ ...sys.w, queues, clock: systemClock }) } : sys.w;
+  const res = await dlqHandler(w)({ ...event, ...(query ? { queryStringParameters: query } : {}) });
   return { status: res.statusCode, body: JSON.parse(res.body) };
 };
 
@@ -215,5 +232,161 @@ describe('a tenant dead-letter queue through the API', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+/** SQS's limits on one SendMessageBatch call: 10 entries, 262,144 bytes of bodies and attributes (names, types, values). */
+const BATCH_BYTES = 262_144;
+function batchBytes(input: SendMessageBatchCommandInput): number {
+  let n = 0;
+  for (const e of input.Entries ?? []) {
+    n += Buffer.byteLength(e.MessageBody ?? '');
+    for (const [k, a] of Object.entries(e.MessageAttributes ?? {}))
+      n +=
+        Buffer.byteLength(k) + Buffer.byteLength(a.DataType ?? '') + Buffer.byteLength(a.StringValue ?? '') + (a.BinaryValue?.length ?? 0);
+  }
+  return n;
+}
+
+/**
+ * The dlq function's SQS adapter on a client that records every SendMessageBatch it makes. The
+ * local SQS enforces only its own 1 MiB limit on a batch, not the 256 KiB one the scheduler
+ * builds to: the test checks each recorded call against 256 KiB itself.
+ */
+function recordingQueues(): { queues: SqsDeadLetters; batches: SendMessageBatchCommandInput[] } {
+  const batches: SendMessageBatchCommandInput[] = [];
+  const { sqs } = em.newClients();
+  sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'SendMessageBatchCommand') batches.push(args.input as SendMessageBatchCommandInput);
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  return { queues: new SqsDeadLetters(sqs), batches };
+}
+
+/** A Dynein delivery of `bytes` UTF-8 bytes (two-byte characters: half as many characters), with its attributes. */
+async function fillLarge(url: string, tenant: string, n: number, bytes: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const runAt = new Date(Date.UTC(2030, 0, 1, 0, 0, i)).toISOString();
+    const head = JSON.stringify({ jobId: `job-${i}`, tenant, runAt, payload: '' }).slice(0, -2);
+    const pad = bytes - Buffer.byteLength(head) - 2; // head ends in the payload's opening quote
+    const body = `${head}${'é'.repeat(Math.floor(pad / 2))}${pad % 2 ? 'x' : ''}"}`;
+    expect(Buffer.byteLength(body)).toBe(bytes);
+    await em.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: body,
+        MessageAttributes: { runAt: { DataType: 'String', StringValue: runAt }, dyneinError: { DataType: 'String', StringValue: 'boom' } },
+      }),
+    );
+  }
+}
+
+describe('dead letters near the size limit', () => {
+  const KIB_240 = 240 * 1024;
+
+  it('redrives ten dead letters of 240 KiB by handle in one request, in batches of at most 10 entries and 256 KiB', async () => {
+    const sys = await createSystem(em, { tenants: ['demo'] });
+    const { url, dlqUrl } = sys.tenants.demo!;
+    await fillLarge(dlqUrl, 'demo', 10, KIB_240);
+    const { queues, batches } = recordingQueues();
+    const handles = ((await call(sys, 'GET', '/v1/tenants/demo/dlq', undefined, { max: '10' })).body.messages as { handle: string }[]).map(
+      (m) => m.handle,
+    );
+    expect(handles).toHaveLength(10);
+
+    const res = await call(sys, 'POST', '/v1/tenants/demo/dlq/redrive', { handles }, undefined, queues);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ redriven: handles, notFound: [] });
+    expect(batches.length).toBeGreaterThanOrEqual(10);
+    for (const b of batches) {
+      expect(b.Entries!.length).toBeLessThanOrEqual(10);
+      expect(batchBytes(b)).toBeLessThanOrEqual(BATCH_BYTES);
+    }
+    const moved = await drain(url);
+    expect(moved.map((m) => JSON.parse(m.Body!).jobId).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `job-${i}`).sort());
+    expect(moved.every((m) => Buffer.byteLength(m.Body!) === KIB_240)).toBe(true);
+    expect(await depth(dlqUrl)).toEqual({ visible: 0, hidden: 0 });
+  });
+
+  it('redrives ten dead letters of 240 KiB with {"all": true} (the copy), in batches within 256 KiB', async () => {
+    const sys = await createSystem(em, { tenants: ['demo'] });
+    const { url, dlqUrl } = sys.tenants.demo!;
+    await fillLarge(dlqUrl, 'demo', 10, KIB_240);
+    const { queues, batches } = recordingQueues();
+
+    const res = await call(sys, 'POST', '/v1/tenants/demo/dlq/redrive', { all: true }, undefined, queues);
+    expect(res.body).toEqual({ method: 'copy', moved: 10, complete: true });
+    for (const b of batches) expect(batchBytes(b)).toBeLessThanOrEqual(BATCH_BYTES);
+    expect(await drain(url)).toHaveLength(10);
+    expect(await depth(dlqUrl)).toEqual({ visible: 0, hidden: 0 });
+  });
+});
+
+/**
+ * The dlq function's adapter whose deletes fail: `throw` (the call fails, e.g. a network error)
+ * or `refuse` (SQS answers every entry as failed). Injected: the local SQS cannot be made to fail
+ * a delete on demand.
+ */
+function failingDeletes(mode: 'throw' | 'refuse'): DeadLetterQueues {
+  const real = new SqsDeadLetters(em.sqs);
+  return {
+    receive: (...a) => real.receive(...a),
+    release: (...a) => real.release(...a),
+    send: (...a) => real.send(...a),
+    startMove: (...a) => real.startMove(...a),
+    depth: (...a) => real.depth(...a),
+    delete: async (_url, receiptHandles) => {
+      if (mode === 'throw') throw new Error('injected: connection reset');
+      return [...receiptHandles];
+    },
+  };
+}
+
+describe('a dead letter sent to the queue whose delete from the DLQ failed', () => {
+  for (const mode of ['throw', 'refuse'] as const) {
+    it(`is reported sentNotDeleted (not failed), and deleting it by handle leaves exactly one copy (delete ${mode}s)`, async () => {
+      const sys = await createSystem(em, { tenants: ['demo'] });
+      const { url, dlqUrl } = sys.tenants.demo!;
+      await fill(dlqUrl, 'demo', 3);
+      const [a, b, c] = (
+        (await call(sys, 'GET', '/v1/tenants/demo/dlq', undefined, { max: '10' })).body.messages as { handle: string }[]
+      ).map((m) => m.handle);
+
+      const res = await call(sys, 'POST', '/v1/tenants/demo/dlq/redrive', { handles: [a, b] }, undefined, failingDeletes(mode));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ redriven: [], notFound: [], sentNotDeleted: [a, b] });
+      // Sent once, and still in the DLQ, visible at once for the delete the reply advises.
+      expect(await depth(url)).toEqual({ visible: 2, hidden: 0 });
+      expect(await depth(dlqUrl)).toEqual({ visible: 3, hidden: 0 });
+
+      expect((await call(sys, 'POST', '/v1/tenants/demo/dlq/delete', { handles: [a, b] })).body).toEqual({ deleted: [a, b], notFound: [] });
+      expect(await depth(dlqUrl)).toEqual({ visible: 1, hidden: 0 });
+      expect((await call(sys, 'POST', '/v1/tenants/demo/dlq/redrive', { handles: [c] })).body).toEqual({ redriven: [c], notFound: [] });
+      const jobs = (await drain(url)).map((m) => JSON.parse(m.Body!).jobId as string);
+      expect(new Set(jobs).size).toBe(3);
+      expect(jobs).toHaveLength(3);
+    });
+  }
+
+  it('the copy ({"all": true}) counts only messages deleted as moved, stops, and names the others sentNotDeleted', async () => {
+    const sys = await createSystem(em, { tenants: ['demo'] });
+    const { url, dlqUrl } = sys.tenants.demo!;
+    const ids = await fill(dlqUrl, 'demo', 4);
+
+    const res = await call(sys, 'POST', '/v1/tenants/demo/dlq/redrive', { all: true }, undefined, failingDeletes('refuse'));
+    expect(res.body).toMatchObject({ method: 'copy', moved: 0, complete: false });
+    const named = res.body.sentNotDeleted as string[];
+    expect(named.length).toBeGreaterThan(0);
+    // Each named message was sent once and is back in the DLQ, visible, for its delete; none sent twice.
+    const sent = await drain(url);
+    expect(sent).toHaveLength(named.length);
+    expect(await depth(dlqUrl)).toEqual({ visible: 4, hidden: 0 });
+    const del = await call(sys, 'POST', '/v1/tenants/demo/dlq/delete', { handles: named });
+    expect(del.body).toEqual({ deleted: named, notFound: [] });
+    expect(await depth(dlqUrl)).toEqual({ visible: 4 - named.length, hidden: 0 });
+    expect(ids).toHaveLength(4);
   });
 });
