@@ -862,14 +862,19 @@ const COMMANDS: Record<string, Command | Group> = {
           if (Boolean(values.all) === rest.length > 0)
             throw new UsageError('dlq redrive needs --all or the handles of messages (from dynein dlq peek), not both');
           const reply = await client(target()).redriveDeadLetters(tenant, values.all ? { all: true } : { handles: rest });
+          const sentNotDeleted = 'sentNotDeleted' in reply ? (reply.sentNotDeleted ?? []) : [];
           if (values.json) io.out(JSON.stringify(reply));
           else if ('taskHandle' in reply) io.out(`started a message move task: ${reply.taskHandle}`);
           else if ('moved' in reply)
             io.out(
-              `moved ${reply.moved} message${reply.moved === 1 ? '' : 's'} back to the queue${reply.complete ? '' : ' (time ran out: run it again)'}`,
+              `moved ${reply.moved} message${reply.moved === 1 ? '' : 's'} back to the queue${reply.complete ? '' : sentNotDeleted.length > 0 ? ' (stopped: see below)' : ' (not all: run it again)'}`,
             );
           else io.out(handlesSummary('moved back to the queue', reply.redriven, reply.notFound, reply.failed));
-          return 'failed' in reply && reply.failed?.length ? 1 : 0;
+          if (sentNotDeleted.length > 0 && !values.json)
+            io.err(
+              `sent to the queue but still in the DLQ (the delete failed) ${sentNotDeleted.length}: do not redrive them again (they would be delivered twice); delete them: dynein dlq delete --tenant ${tenant} ${sentNotDeleted.join(' ')}`,
+            );
+          return ('failed' in reply && reply.failed?.length) || sentNotDeleted.length > 0 ? 1 : 0;
         },
       },
       delete: {

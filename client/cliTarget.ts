@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ListMessageMoveTasksCommand,
@@ -12,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { sleep } from '../core/backoff.js';
+import { packDeadLetters } from '../core/dlq.js';
 import type { Credentials } from './client.js';
 
 /** `$DYNEIN_DATA_DIR/local.json`, as `npm start` writes it. */
@@ -209,28 +211,64 @@ export async function redrive(
       continue;
     }
     empty = 0;
-    const sent = await sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: msgs.map((m, i) => {
-          const { dyneinError: _dropped, ...attributes } = m.MessageAttributes ?? {};
-          return { Id: String(i), MessageBody: m.Body ?? '', MessageAttributes: attributes };
+    // SendMessageBatch calls of at most 10 entries and 256 KiB (bodies and attributes).
+    const copies = msgs.map((m, i) => {
+      const { dyneinError: _dropped, ...attributes } = m.MessageAttributes ?? {};
+      const sized = Object.fromEntries(
+        Object.entries(attributes).map(([k, a]) => [
+          k,
+          { dataType: a.DataType ?? 'String', value: a.StringValue ?? Buffer.from(a.BinaryValue ?? new Uint8Array()).toString('base64') },
+        ]),
+      );
+      return { id: String(i), body: m.Body ?? '', attributes: sized, sqsAttributes: attributes };
+    });
+    const ok: typeof msgs = [];
+    const refused: string[] = [];
+    for (const batch of packDeadLetters(copies)) {
+      const sent = await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: batch.map((c) => ({ Id: c.id, MessageBody: c.body, MessageAttributes: c.sqsAttributes })),
         }),
-      }),
-    );
-    if (sent.Failed?.length)
+      );
+      ok.push(...(sent.Successful ?? []).map((s) => msgs[Number(s.Id)]!));
+      refused.push(...(sent.Failed ?? []).map((f) => `${f.Code}: ${f.Message ?? ''}`));
+    }
+    // A message leaves the DLQ only after its copy was sent; one whose delete fails is in both.
+    const notDeleted: typeof msgs = [];
+    for (let i = 0; i < ok.length; i += 10) {
+      const chunk = ok.slice(i, i + 10);
+      try {
+        const res = await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: dlqUrl,
+            Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+          }),
+        );
+        notDeleted.push(...(res.Failed ?? []).map((f) => chunk[Number(f.Id)]!));
+      } catch {
+        notDeleted.push(...chunk);
+      }
+    }
+    moved += ok.length - notDeleted.length;
+    if (notDeleted.length > 0) {
+      // Visible again at once, so that `dynein dlq peek` shows them for their delete.
+      await sqs
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: dlqUrl,
+            Entries: notDeleted.slice(0, 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+          }),
+        )
+        .catch(() => undefined);
       throw new Error(
-        `could not send ${sent.Failed.length} message(s) to the queue: ${sent.Failed[0]!.Code}: ${sent.Failed[0]!.Message ?? ''} (they stay in the DLQ)`,
+        `moved ${moved} message(s); ${notDeleted.length} more were sent to the queue but are still in the DLQ (the delete failed): ` +
+          `message ids ${notDeleted.map((m) => m.MessageId).join(' ')}. Delete those from the DLQ (dynein dlq peek shows their handles, ` +
+          'then dynein dlq delete); do not redrive them again: they would be delivered twice',
       );
-    const ok = (sent.Successful ?? []).map((s) => msgs[Number(s.Id)]!);
-    if (ok.length > 0)
-      await sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: dlqUrl,
-          Entries: ok.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
-        }),
-      );
-    moved += ok.length;
+    }
+    if (refused.length > 0)
+      throw new Error(`moved ${moved} message(s); could not send ${refused.length} to the queue: ${refused[0]} (they stay in the DLQ)`);
   }
   return { moved, method: 'copy' };
 }

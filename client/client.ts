@@ -184,13 +184,22 @@ export interface DeadLetterPage {
 
 /**
  * Reply of `redriveDeadLetters`: for `all`, the move task started (AWS) or the messages copied
- * (the local stack; `complete: false` when the time ran out: call again); for `handles`, those
- * moved, those no longer in the DLQ, and those that could not be moved (left in the DLQ).
+ * (the local stack; `moved` counts messages sent and deleted from the DLQ; `complete: false` when
+ * the time ran out or a message could not be moved: call again, after deleting any
+ * `sentNotDeleted`); for `handles`, those moved, those no longer in the DLQ, those not sent
+ * (`failed`: left in the DLQ, redrive them again), and those sent whose delete from the DLQ failed
+ * (`sentNotDeleted`: in the queue and still in the DLQ; delete them with `deleteDeadLetters` and
+ * these handles, never redrive them again: they would be delivered twice).
  */
 export type DeadLetterRedrive =
   | { readonly method: 'StartMessageMoveTask'; readonly taskHandle: string }
-  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean }
-  | { readonly redriven: readonly string[]; readonly notFound: readonly string[]; readonly failed?: readonly string[] };
+  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean; readonly sentNotDeleted?: readonly string[] }
+  | {
+      readonly redriven: readonly string[];
+      readonly notFound: readonly string[];
+      readonly failed?: readonly string[];
+      readonly sentNotDeleted?: readonly string[];
+    };
 
 /** Reply of `deleteDeadLetters`. */
 export interface DeadLettersDeleted {

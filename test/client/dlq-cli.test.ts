@@ -3,9 +3,19 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetQueueAttributesCommand, PurgeQueueCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  PurgeQueueCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type SendMessageBatchCommandInput,
+} from '@aws-sdk/client-sqs';
+import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli.js';
+import { redrive } from '../../client/cliTarget.js';
+import { DeadLetterService } from '../../core/dlq.js';
+import { systemClock } from '../../core/ports.js';
 import { dlqHandler } from '../../lambdas/runtime/handlers.js';
 import { startApiServer } from '../../local/apiServer.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -21,6 +31,8 @@ let sys: TestSystem;
 let server: Server;
 const dataDir = mkdtempSync(join(tmpdir(), 'dynein-dlq-cli-'));
 const keys = { demo: { accessKeyId: 'AKIDDEMO', secretAccessKey: 'demo-secret' } };
+/** When set, the dlq function's deletes from the DLQ fail (injected: the local SQS cannot fail one on demand). */
+let failDeletes = false;
 
 beforeAll(async () => {
   em = await startEmulators();
@@ -30,7 +42,24 @@ beforeAll(async () => {
     port: 0,
     region: 'us-east-1',
     keys,
-    handlers: { submit: unused, status: unused, cancel: unused, dlq: dlqHandler(sys.w) },
+    handlers: {
+      submit: unused,
+      status: unused,
+      cancel: unused,
+      dlq: (event) => {
+        if (!failDeletes) return dlqHandler(sys.w)(event);
+        const real = new SqsDeadLetters(em.sqs);
+        const queues = {
+          receive: real.receive.bind(real),
+          release: real.release.bind(real),
+          send: real.send.bind(real),
+          startMove: real.startMove.bind(real),
+          depth: real.depth.bind(real),
+          delete: (_url: string, handles: readonly string[]) => Promise.resolve([...handles]),
+        };
+        return dlqHandler({ ...sys.w, deadLetters: new DeadLetterService({ ...sys.w, queues, clock: systemClock }) })(event);
+      },
+    },
     metrics: () => ({}),
   });
   const { url, dlqUrl } = sys.tenants.demo!;
@@ -66,6 +95,7 @@ async function empty(url: string): Promise<void> {
 }
 
 beforeEach(async () => {
+  failDeletes = false;
   await empty(sys.tenants.demo!.url);
   await empty(sys.tenants.demo!.dlqUrl);
   const entries = [0, 1, 2].map((i) => ({
@@ -133,5 +163,103 @@ describe('dynein dlq', () => {
     expect(r.code).toBe(0);
     expect(r.out[0]).toMatch(/^moved 3 messages from the DLQ back to the queue/);
     expect(await depth(sys.tenants.demo!.dlqUrl)).toBe(0);
+  });
+
+  it('says which messages were sent but not deleted, advises deleting them (not redriving), and exits 1', async () => {
+    const { url, dlqUrl } = sys.tenants.demo!;
+    const page = JSON.parse((await run('dlq', 'peek', '--tenant', 'demo', '--json')).out[0]!) as { messages: { handle: string }[] };
+    const [a, b] = page.messages.map((m) => m.handle);
+    failDeletes = true;
+    const r = await run('dlq', 'redrive', '--tenant', 'demo', a!, b!);
+    expect(r.code).toBe(1);
+    expect(r.out).toEqual(['moved back to the queue 0']);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(/still in the DLQ .* 2: do not redrive them again .*; delete them: dynein dlq delete --tenant demo /);
+    expect(r.err[0]).toContain(`${a} ${b}`);
+    expect(r.err[0]).not.toMatch(/run it again|repeat/);
+    // The advice followed: delete them; then the rest with --all, whose delete fails too.
+    failDeletes = false;
+    expect((await run('dlq', 'delete', '--tenant', 'demo', a!, b!)).code).toBe(0);
+    failDeletes = true;
+    const all = await run('dlq', 'redrive', '--tenant', 'demo', '--all');
+    expect(all.code).toBe(1);
+    expect(all.out[0]).toMatch(/^moved 0 messages back to the queue \(stopped/);
+    expect(all.err[0]).toMatch(/still in the DLQ .* 1: do not redrive them again/);
+    failDeletes = false;
+    const rest = all.err[0]!.split(' --tenant demo ')[1]!.split(' ');
+    expect((await run('dlq', 'delete', '--tenant', 'demo', ...rest)).code).toBe(0);
+    // Each message in the queue once, the DLQ empty.
+    expect(await depth(dlqUrl)).toBe(0);
+    expect(await depth(url)).toBe(3);
+  });
+});
+
+/** SendMessageBatch calls an SQS client makes, recorded (the local SQS checks only its own 1 MiB per batch, not 256 KiB). */
+function recorded(): { sqs: ReturnType<Emulators['newClients']>['sqs']; batches: SendMessageBatchCommandInput[] } {
+  const { sqs } = em.newClients();
+  const batches: SendMessageBatchCommandInput[] = [];
+  sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'SendMessageBatchCommand') batches.push(args.input as SendMessageBatchCommandInput);
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  return { sqs, batches };
+}
+
+describe('dynein redrive (straight to SQS)', () => {
+  it('moves ten messages of 240 KiB in SendMessageBatch calls of at most 256 KiB', async () => {
+    const { url, dlqUrl } = sys.tenants.demo!;
+    await empty(dlqUrl);
+    for (let i = 0; i < 10; i++)
+      await em.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: dlqUrl,
+          MessageBody: `${i}`.padEnd(240 * 1024, 'x'),
+          MessageAttributes: { runAt: { DataType: 'String', StringValue: '2030-01-01T00:00:00.000Z' } },
+        }),
+      );
+    const { sqs, batches } = recorded();
+    expect(await redrive(sqs, url, dlqUrl, () => undefined)).toEqual({ moved: 10, method: 'copy' });
+    for (const b of batches) {
+      const bytes = (b.Entries ?? []).reduce(
+        (n, e) =>
+          n +
+          Buffer.byteLength(e.MessageBody!) +
+          Object.entries(e.MessageAttributes ?? {}).reduce(
+            (m, [k, a]) => m + k.length + a.DataType!.length + (a.StringValue ?? '').length,
+            0,
+          ),
+        0,
+      );
+      expect(bytes).toBeLessThanOrEqual(262_144);
+    }
+    expect(await depth(url)).toBe(10);
+    expect(await depth(dlqUrl)).toBe(0);
+    sqs.destroy();
+  });
+
+  it('counts only messages deleted as moved, and names those sent but not deleted', async () => {
+    const { url, dlqUrl } = sys.tenants.demo!;
+    const { sqs } = em.newClients();
+    // Every DeleteMessageBatch entry fails (injected: the local SQS cannot fail a delete on demand).
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'DeleteMessageBatchCommand') return next(args);
+        const entries = (args.input as { Entries: { Id: string }[] }).Entries;
+        return {
+          response: {},
+          output: { $metadata: {}, Successful: [], Failed: entries.map((e) => ({ Id: e.Id, Code: 'InternalError', SenderFault: false })) },
+        } as never;
+      },
+      { step: 'initialize' },
+    );
+    await expect(redrive(sqs, url, dlqUrl, () => undefined)).rejects.toThrow(
+      /moved 0 message\(s\); 3 more were sent to the queue but are still in the DLQ .*do not redrive them again/,
+    );
+    expect(await depth(url)).toBe(3);
+    expect(await depth(dlqUrl)).toBe(3);
+    sqs.destroy();
   });
 });
