@@ -738,7 +738,8 @@ const COMMANDS: Record<string, Command | Group> = {
     brief: 'open the job browser: a web page on localhost (jobs, schedules, dead letters)',
     usage: '[--port <n>] [--tenant <name>] [--endpoint <url> --region <r> --profile <p>]',
     summary:
-      'Serve the job browser on http://127.0.0.1:<port>/ until Ctrl-C: list jobs by state and time, a job and its\n' +
+      'Serve the job browser on http://127.0.0.1:<port>/<token>/ until Ctrl-C (a new random token each run: open the URL\n' +
+      'it prints; anything without the token is refused): list jobs by state and time, a job and its\n' +
       'timeline, cancel, recurring schedules and their next runs, the dead-letter queue and redrive, refreshed live.\n' +
       "The server signs every API call itself (the local stack's tenant keys, or your AWS credentials with --endpoint):\n" +
       'the page holds no secret. See docs/ui.md.',
@@ -792,7 +793,7 @@ const COMMANDS: Record<string, Command | Group> = {
           port: Number(portText),
         });
       }
-      io.out(`dynein ui: the job browser is at ${server.url} (Ctrl-C stops)`);
+      io.out(`dynein ui: the job browser is at ${server.url} (Ctrl-C stops; the URL holds this run's token: do not share it)`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

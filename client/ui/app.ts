@@ -1,5 +1,5 @@
 /**
- * The job browser's script (served at `/app.js`): plain browser JavaScript, no framework. Every
+ * The job browser's script (served at `app.js` below the run's token): plain browser JavaScript, no framework. Every
  * API call goes to the `dynein ui` server's `/api/...` proxy, which signs it: the page holds no key.
  * It builds the DOM with textContent only (nothing from the API is parsed as HTML).
  */
@@ -30,7 +30,8 @@ export const APP_JS = String.raw`'use strict';
   function api(method, path, body) {
     var init = { method: method, headers: { 'x-dynein-ui': '1' } };
     if (body !== undefined) { init.headers['content-type'] = 'application/json'; init.body = JSON.stringify(body); }
-    return fetch('/api/v1/tenants/' + encodeURIComponent(S.tenant) + path, init).then(function (res) {
+    // Relative: below the page's /<token>/, which the server requires on every call.
+    return fetch('api/v1/tenants/' + encodeURIComponent(S.tenant) + path, init).then(function (res) {
       return res.text().then(function (t) {
         var data = null;
         try { data = t ? JSON.parse(t) : null; } catch (e) { data = { message: t }; }
@@ -237,15 +238,18 @@ export const APP_JS = String.raw`'use strict';
   }
   function count(list) { return Array.isArray(list) ? list.length : list; }
   function plural(n, what) { return n + ' ' + what + (n === 1 ? '' : 's'); }
-  /** The reply of redrive or delete, in words: {"redriven"|"deleted": [...], "notFound": [...], "failed"?: [...]}, or a move task. */
+  /** The reply of redrive or delete, in words: {"redriven"|"deleted": [...], "notFound": [...], "failed"?: [...], "sentNotDeleted"?: [...]}, or a move task. */
   function describeDlqReply(verb, d, asked) {
     if (d.method === 'StartMessageMoveTask') return 'Started a message move task: every message goes back to the queue (it may take a moment).';
-    if (d.method === 'copy') return (verb === 'redrive' ? 'Redrove ' : 'Deleted ') + plural(d.moved || 0, 'message') + ' to the queue' + (d.complete === false ? ' (more remain: press again)' : '') + '.';
+    var unsent = count(d.sentNotDeleted)
+      ? '; ' + count(d.sentNotDeleted) + ' sent to the queue but still in the DLQ (their delete failed): delete them (they stay selected), do not redrive them again or they are delivered twice'
+      : '';
+    if (d.method === 'copy') return 'Redrove ' + plural(d.moved || 0, 'message') + ' to the queue' + (unsent || (d.complete === false ? ' (more remain: press again)' : '')) + '.';
     var done = count(verb === 'redrive' ? d.redriven : d.deleted);
     var text = (verb === 'redrive' ? 'Redrove ' : 'Deleted ') + plural(done != null ? done : asked, 'message') + (verb === 'redrive' ? ' to the queue' : '');
     if (count(d.notFound)) text += '; ' + count(d.notFound) + ' no longer in the DLQ';
     if (count(d.failed)) text += '; ' + count(d.failed) + ' failed (still in the DLQ)';
-    return text + '.';
+    return text + unsent + '.';
   }
   function redrive(all) {
     var handles = Object.keys(S.dlqChecked).filter(function (h) { return S.dlqChecked[h]; });
@@ -254,8 +258,10 @@ export const APP_JS = String.raw`'use strict';
     api('POST', '/dlq/redrive', all ? { all: true } : { handles: handles }).then(function (r) {
       if (r.ok) {
         var d = r.data || {};
-        msg('#dlq-msg', count(d.failed) ? 'err' : 'ok', describeDlqReply('redrive', d, handles.length));
+        msg('#dlq-msg', count(d.failed) || count(d.sentNotDeleted) ? 'err' : 'ok', describeDlqReply('redrive', d, handles.length));
+        // Those sent but not deleted stay selected, for Delete selected.
         S.dlqChecked = {};
+        (d.sentNotDeleted || []).forEach(function (h) { S.dlqChecked[h] = true; });
       } else {
         msg('#dlq-msg', missingRoute(r) ? 'info' : 'err', missingRoute(r) ? 'Redrive is not available on this deployment.' : 'Redrive failed: ' + errorText(r));
       }
@@ -316,7 +322,7 @@ export const APP_JS = String.raw`'use strict';
     if (S.tab !== 'jobs') refreshTab();
   }
 
-  fetch('/ui/config').then(function (r) { return r.json(); }).then(function (c) {
+  fetch('ui/config').then(function (r) { return r.json(); }).then(function (c) {
     cfg = c;
     $('#where').textContent = (c.local ? 'local stack ' : 'API ') + c.endpoint;
     var slot = $('#tenant-slot');

@@ -1,5 +1,5 @@
 /**
- * The job browser's page (`dynein ui`): plain HTML and CSS, its script at `/app.js` (./app.ts).
+ * The job browser's page (`dynein ui`): plain HTML and CSS, its script at `app.js` (./app.ts), below the run's token as the page.
  * Nothing is loaded from elsewhere (no framework, no CDN); kept as a string so that the package
  * build (tsc) ships it.
  */
@@ -91,6 +91,6 @@ export const PAGE_HTML = `<!doctype html>
   <div class="bar"><button type="button" class="danger" id="cancel">Cancel job</button></div>
  </section></aside>
 </main>
-<script src="/app.js"></script>
+<script src="app.js"></script>
 </body></html>
 `;

@@ -1,3 +1,4 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Hash } from '@smithy/hash-node';
@@ -26,8 +27,10 @@ export interface UiServerOptions {
 }
 
 export interface UiServer {
-  /** `http://127.0.0.1:<port>/` */
+  /** `http://127.0.0.1:<port>/<token>/`: the page, and below it everything the page calls. */
   readonly url: string;
+  /** This run's random token (32 URL-safe characters), the first path segment of every request. */
+  readonly token: string;
   readonly server: Server;
   close(): Promise<void>;
 }
@@ -40,16 +43,28 @@ export const UI_HEADER = 'x-dynein-ui';
 const MAX_BODY = 1024 * 1024;
 
 /**
- * The `dynein ui` server, on 127.0.0.1 only: `/` is the page (one HTML file, its script at
- * `/app.js`, nothing from elsewhere), `/ui/config` what the page needs to start, and `/api/v1/...`
- * a proxy to the Dynein API that signs each call here with SigV4: the page never holds a key.
+ * The `dynein ui` server, on 127.0.0.1 only, under a random per-run token: every path starts with
+ * `/<token>/` (`url`), and a request without it is refused (403) before anything else, the token
+ * compared in constant time. So another user of the machine, who can reach 127.0.0.1 but not read
+ * the operator's terminal, cannot call the API with the operator's credentials. Under the token:
+ * `/` is the page (one HTML file, its script at `app.js`, nothing from elsewhere), `ui/config`
+ * what the page needs to start, and `api/v1/...` a proxy to the Dynein API that signs each call
+ * here with SigV4: the page never holds a key. It calls these by relative URLs, so carries the
+ * token on every call.
  *
  * Only the tenant routes go through, with GET, POST and DELETE; each call must carry the
  * `x-dynein-ui` header (which other sites' pages cannot send without a CORS preflight this server
- * never grants) and a `Host` of 127.0.0.1 or localhost (against DNS rebinding).
+ * never grants); every request needs a `Host` of 127.0.0.1 or localhost and, when it has an
+ * `Origin`, this server's own (against DNS rebinding and other sites' pages). Request bodies are
+ * forwarded as the bytes received.
  */
 export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
   const base = new URL(opts.endpoint.endsWith('/') ? opts.endpoint : `${opts.endpoint}/`);
+  const token = randomBytes(24).toString('base64url');
+  const tokenDigest = createHash('sha256').update(token).digest();
+  /** Equal digests, compared in constant time: how long it takes says nothing of the token. */
+  const isToken = (given: string) => timingSafeEqual(createHash('sha256').update(given).digest(), tokenDigest);
+  let port = 0;
   const signers = new Map<string, SignatureV4>();
   const signerFor = (tenant: string) => {
     let s = signers.get(tenant);
@@ -73,7 +88,20 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '');
     if (host !== '127.0.0.1' && host !== 'localhost' && host !== '[::1]')
       return json(res, 403, { error: { code: 'Forbidden', message: `Host ${req.headers.host} is not this machine` } });
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const origin = req.headers.origin;
+    if (origin !== undefined && !['127.0.0.1', 'localhost', '[::1]'].some((h) => origin === `http://${h}:${port}`))
+      return json(res, 403, { error: { code: 'Forbidden', message: `Origin ${origin} is not the job browser's page` } });
+    const full = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const [, first = '', ...below] = full.pathname.split('/');
+    if (!isToken(first))
+      return json(res, 403, {
+        error: { code: 'Forbidden', message: 'this job browser answers only at the URL `dynein ui` printed, with its token' },
+      });
+    if (below.length === 0) {
+      res.writeHead(308, { location: `/${token}/${full.search}`, 'cache-control': 'no-store' });
+      return void res.end();
+    }
+    const url = new URL(`/${below.join('/')}${full.search}`, 'http://127.0.0.1');
     const method = (req.method ?? 'GET').toUpperCase();
     const headers = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
     if (method === 'GET' && url.pathname === '/') {
@@ -119,14 +147,18 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
           message: `no credentials for tenant '${tenant}' (the local stack has ${opts.tenants.join(', ') || 'none'})`,
         },
       });
-    let body = '';
-    for await (const chunk of req) {
-      body += chunk;
-      if (body.length > MAX_BODY) return json(res, 413, { error: { code: 'PayloadTooLarge', message: 'the body is over 1 MiB' } });
+    // The bytes as received, forwarded unchanged: a character split across chunks stays whole.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_BODY) return json(res, 413, { error: { code: 'PayloadTooLarge', message: 'the body is over 1 MiB' } });
+      chunks.push(chunk);
     }
+    const body = Buffer.concat(chunks);
     const target = new URL(path.slice(1) + url.search, base);
     const outgoing: Record<string, string> = { host: target.host, accept: 'application/json' };
-    if (body !== '') outgoing['content-type'] = 'application/json';
+    if (body.length > 0) outgoing['content-type'] = 'application/json';
     const signed = await signer.sign({
       method,
       protocol: target.protocol,
@@ -135,14 +167,14 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       path: target.pathname,
       query: Object.fromEntries(target.searchParams),
       headers: outgoing,
-      ...(body !== '' ? { body } : {}),
+      ...(body.length > 0 ? { body } : {}),
     });
     const sent = { ...(signed.headers as Record<string, string>) };
     delete sent.host;
     const reply = await fetch(target, {
       method,
       headers: sent,
-      ...(body !== '' ? { body } : {}),
+      ...(body.length > 0 ? { body } : {}),
       signal: AbortSignal.timeout(30_000),
     });
     const text = await reply.text();
@@ -161,9 +193,10 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `http://127.0.0.1:${port}/${token}/`,
+    token,
     server,
     close: () =>
       new Promise<void>((resolve) => {

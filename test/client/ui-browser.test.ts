@@ -325,6 +325,63 @@ describe('the job browser in Chromium', () => {
     expect(stub.dlq).toEqual([]);
   });
 
+  it('keeps a message sent but not deleted selected, with the advice to delete it and not redrive it again', async () => {
+    for (const i of [20, 21])
+      stub.dlq.push({
+        handle: `h-${i}`,
+        messageId: `m-${i}`,
+        jobId: `alpha-dead-${i}`,
+        runAt: new Date(T0).toISOString(),
+        receiveCount: 5,
+        sentAt: new Date(T0).toISOString(),
+        firstReceivedAt: new Date(T0).toISOString(),
+        attributes: { runAt: new Date(T0).toISOString() },
+        body: JSON.stringify({ jobId: `alpha-dead-${i}` }),
+      });
+    stub.failDeletes.add('h-20');
+    await page.click('nav button[data-tab=jobs]');
+    await page.click('nav button[data-tab=dlq]');
+    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 2);
+    await page.click('#dlq tbody tr[data-handle="h-20"] input');
+    await page.click('#dlq tbody tr[data-handle="h-21"] input');
+    await page.click('#redrive-selected');
+    await waitText('#dlq-msg', /^Redrove 1 message to the queue; 1 sent to the queue but still in the DLQ/);
+    expect(await text('#dlq-msg')).toMatch(/delete them \(they stay selected\), do not redrive them again or they are delivered twice\.$/);
+    expect(await page.$eval('#dlq-msg', (e) => e.className)).toBe('msg err');
+    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 1);
+    await waitText('#delete-selected', /Delete selected \(1\)/);
+    stub.failDeletes.clear();
+    page.once('dialog', (d) => void d.accept());
+    await page.click('#delete-selected');
+    await waitText('#dlq-msg', /^Deleted 1 message\.$/);
+    expect(JSON.parse(stub.requests.filter((r) => r.url === '/v1/tenants/alpha/dlq/delete').at(-1)!.body)).toEqual({ handles: ['h-20'] });
+    expect(stub.dlq).toEqual([]);
+  });
+
+  it('opens only at the URL with the run’s token, and the page calls the API below it', async () => {
+    const bare = await browser.newPage();
+    try {
+      const res = await bare.goto(`${new URL(ui.url).origin}/`);
+      expect(res!.status()).toBe(403);
+      expect(await bare.content()).toContain('with its token');
+    } finally {
+      await bare.close();
+    }
+    const calls: string[] = [];
+    const p = await browser.newPage();
+    p.on('request', (r) => {
+      if (r.url().startsWith(new URL(ui.url).origin)) calls.push(new URL(r.url()).pathname);
+    });
+    try {
+      await p.goto(ui.url);
+      await p.waitForSelector('#jobs tbody tr');
+      expect(calls.some((c) => c.startsWith(`/${ui.token}/api/v1/tenants/alpha/jobs`))).toBe(true);
+      expect(calls.filter((c) => !c.startsWith(`/${ui.token}/`) && c !== '/favicon.ico')).toEqual([]);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('switches tenant', async () => {
     await page.click('nav button[data-tab=jobs]');
     await page.select('#tenant', 'beta');
@@ -366,7 +423,7 @@ describe('the job browser in Chromium', () => {
 });
 
 describe('the job browser server', () => {
-  it('never gives the page a secret, and proxies only with its header, from this machine, to tenant routes', async () => {
+  it('never gives the page a secret, and proxies only with its token and header, from this machine, to tenant routes', async () => {
     const html = await (await fetch(ui.url)).text();
     const js = await (await fetch(`${ui.url}app.js`)).text();
     const config = await (await fetch(`${ui.url}ui/config`)).text();
@@ -376,6 +433,8 @@ describe('the job browser server', () => {
     }
     expect(html).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/); // nothing from a CDN
     expect((await fetch(`${ui.url}api/v1/tenants/alpha/jobs`)).status).toBe(403);
+    // Without the token (what another user of the machine could try): 403.
+    expect((await fetch(`${new URL(ui.url).origin}/api/v1/tenants/alpha/jobs`, { headers: { 'x-dynein-ui': '1' } })).status).toBe(403);
     const ok = await fetch(`${ui.url}api/v1/tenants/alpha/jobs/alpha-job-000`, { headers: { 'x-dynein-ui': '1' } });
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as { jobId: string }).jobId).toBe('alpha-job-000');

@@ -83,7 +83,7 @@ describe('dynein ui', () => {
       const url = await new Promise<string>((resolve, reject) => {
         const read = (d: Buffer) => {
           out += d;
-          const m = /the job browser is at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+          const m = /the job browser is at (http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{32}\/) /.exec(out);
           if (m) resolve(m[1]!);
         };
         proc.stdout!.on('data', read);

@@ -53,7 +53,7 @@ beforeAll(async () => {
     const timer = setTimeout(() => reject(new Error(`dynein ui printed no URL: ${out}`)), 30_000);
     const read = (d: Buffer) => {
       out += d;
-      const m = /the job browser is at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      const m = /the job browser is at (http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{32}\/) /.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]!);

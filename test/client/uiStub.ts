@@ -37,6 +37,8 @@ export interface UiStub {
   /** Redriven messages, in order. */
   readonly redriven: StubDeadLetter[];
   readonly requests: { method: string; url: string; body: string }[];
+  /** Handles whose redrive sends the message but fails its delete: they stay in `dlq` and are answered `sentNotDeleted`. */
+  readonly failDeletes: Set<string>;
   close(): Promise<void>;
 }
 
@@ -56,6 +58,7 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
   const jobs: StubJob[] = [];
   const dlq: StubDeadLetter[] = [];
   const redriven: StubDeadLetter[] = [];
+  const failDeletes = new Set<string>();
   const stub = await startSignedStub(async ({ method, path, params, raw, reply, error }) => {
     const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq)(?:\/([^/]+))?$/.exec(path);
     if (!m) return reply(404, { message: 'Not Found' });
@@ -148,17 +151,21 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
         }
         const chosen = body.all === true ? [...dlq] : dlq.filter((d) => body.handles?.includes(d.handle));
         if (body.all !== true && !Array.isArray(body.handles)) return error(400, 'ValidationError', 'give all: true or handles');
-        for (const d of chosen) dlq.splice(dlq.indexOf(d), 1);
+        const stuck = chosen.filter((d) => failDeletes.has(d.handle));
+        for (const d of chosen) if (!stuck.includes(d)) dlq.splice(dlq.indexOf(d), 1);
         redriven.push(...chosen);
+        const sentNotDeleted = stuck.length > 0 ? { sentNotDeleted: stuck.map((d) => d.handle) } : {};
         // As the local stack answers (AWS: {"method": "StartMessageMoveTask", "taskHandle"}).
-        if (body.all === true) return reply(200, { method: 'copy', moved: chosen.length, complete: true });
+        if (body.all === true)
+          return reply(200, { method: 'copy', moved: chosen.length - stuck.length, complete: stuck.length === 0, ...sentNotDeleted });
         return reply(200, {
-          redriven: chosen.map((d) => d.handle),
+          redriven: chosen.filter((d) => !stuck.includes(d)).map((d) => d.handle),
           notFound: body.handles!.filter((h) => !chosen.some((d) => d.handle === h)),
+          ...sentNotDeleted,
         });
       }
     }
     return reply(404, { message: 'Not Found' });
   });
-  return { endpoint: stub.endpoint, jobs, dlq, redriven, requests: stub.requests, close: stub.close };
+  return { endpoint: stub.endpoint, jobs, dlq, redriven, failDeletes, requests: stub.requests, close: stub.close };
 }
