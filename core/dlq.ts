@@ -187,7 +187,7 @@ export class DeadLetterService {
   }
 
   /**
-   * Sends copies of `msgs` to the tenant queue, then deletes from the DLQ those sent: `moved`
+   * Sends copies of `msgs` to the tenant queue, then deletes from the DLQ those sent: `done`
    * (sent and deleted), `failed` (not sent: still only in the DLQ), `sentNotDeleted` (sent, and
    * still in the DLQ too: sending it again would deliver it twice; it is to be deleted).
    */
