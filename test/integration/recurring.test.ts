@@ -20,7 +20,7 @@ import { resolveSettings } from '../../core/config.js';
 import type { JobStore } from '../../core/ports.js';
 import { COARSE_CLOCK_MS, MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
-import { firingBody } from '../../core/recurring/ports.js';
+import { firingBody, type ScheduleStore } from '../../core/recurring/ports.js';
 import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { sqsQueueUrlResolver, startLocalScheduler, type LocalScheduler } from '../../local/scheduler/index.js';
@@ -69,7 +69,7 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function newSystem(store?: (s: JobStore) => JobStore): Promise<Wiring> {
+async function newSystem(store?: (s: JobStore) => JobStore, scheduleStore: ScheduleStore = schedules): Promise<Wiring> {
   const wiring = await wire(base, { dynamo: emu.dynamo, sqs: emu.sqs, scheduler: client, clock, idKey: Buffer.alloc(32, 7) });
   if (!store) return wiring;
   const wrapped = store(wiring.store);
@@ -80,7 +80,7 @@ async function newSystem(store?: (s: JobStore) => JobStore): Promise<Wiring> {
     ...wiring,
     schedules: new SchedulesService({
       store: wrapped,
-      schedules,
+      schedules: scheduleStore,
       trigger: new EventBridgeTrigger(base.scheduler!, client, clock.now),
       tenants: new TenantRegistry(wiring.store, { clock }),
       codec: wiring.codec,
@@ -541,6 +541,43 @@ describe('every occurrence once, whatever the change', () => {
     },
     300_000,
   );
+
+  it('a change that runs out of time catching up answers 503 CatchingUp, applies nothing, and the repeated call goes on from there', async () => {
+    const path = '/v1/tenants/acme/schedules/slow';
+    await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' });
+    const v1 = await record('acme', 'slow');
+    now = T0 + 1_499 * MINUTE + 1_000;
+    // Each pass takes 11 s on this clock: the 10 s budget ends after the first of two passes.
+    let slow = true;
+    const slowStore: ScheduleStore = {
+      getSchedule: (...args) => schedules.getSchedule(...args),
+      putSchedule: (...args) => schedules.putSchedule(...args),
+      advanceThrough: (...args) => {
+        if (slow) now += 11_000;
+        return schedules.advanceThrough(...args);
+      },
+      clearPending: (...args) => schedules.clearPending(...args),
+      deleteSchedule: (...args) => schedules.deleteSchedule(...args),
+      listSchedules: (...args) => schedules.listSchedules(...args),
+    };
+    const slowSystem = await newSystem((s) => s, slowStore);
+    const first = await call('POST', `${path}/pause`, undefined, undefined, slowSystem);
+    expect(first.status).toBe(503);
+    expect(first.json.error.code).toBe('CatchingUp');
+    const between = await record('acme', 'slow');
+    // One pass of 1,000 written, the watermark on the last of them; the change not written.
+    const lastWritten = T0 + (Math.floor((v1.throughMs - T0) / MINUTE) + 1_000) * MINUTE;
+    expect(between).toMatchObject({ rev: v1.rev, state: 'ENABLED', throughMs: lastWritten, pending: [] });
+    expect(first.json.error.message).toContain(new Date(lastWritten).toISOString());
+    slow = false;
+    const second = await call('POST', `${path}/pause`, undefined, undefined, slowSystem);
+    expect(second.status).toBe(200);
+    const cutOff = now + base.settings.lookaheadMs;
+    const live = await liveOccurrences('acme', 'slow');
+    const expected = Array.from({ length: Math.floor((cutOff - T0) / MINUTE) + 1 }, (_, k) => T0 + k * MINUTE);
+    expect([...live.keys()].sort((a, b) => a - b)).toEqual(expected);
+    for (const t of expected) expect(live.get(t)).toHaveLength(1);
+  }, 300_000);
 });
 
 describe('one job per occurrence across pause and resume, disable and enable, delete and re-create', () => {
