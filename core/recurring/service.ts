@@ -203,7 +203,9 @@ export class SchedulesService {
       // Over a deleted schedule's marker: after the occurrences the deleted one keeps.
       const throughMs = Math.max(change.record.throughMs, marker?.throughMs ?? Number.NEGATIVE_INFINITY);
       const record: ScheduleRecord = { ...change.record, throughMs, pending };
-      if (!(await this.deps.schedules.putSchedule(record, stored?.rev))) continue;
+      // Over the marker at its revision; over nothing when the finished delete removed the item.
+      const expectedRev = stored?.deleting && !marker ? undefined : stored?.rev;
+      if (!(await this.deps.schedules.putSchedule(record, expectedRev))) continue;
       const settled = await settlePending(this.#recurring, record);
       if (!record.deleting) await this.#sync(settled);
       return { record: settled, created: change.created };
