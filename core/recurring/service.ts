@@ -232,14 +232,14 @@ export class SchedulesService {
     if (record.deleted) return record;
     const settled = await settlePending(this.#recurring, record);
     await this.deps.trigger.remove({ tenant: record.tenant, name: record.name });
+    // Both conditional on the revision: when another call finished the delete (or created over
+    // it) first, the write fails and the caller's own conditional write reads the item again.
     if (settled.throughMs < this.deps.clock.now()) {
-      if (!(await this.deps.schedules.deleteSchedule(record.tenant, record.name, record.rev)))
-        throw new ConcurrentModificationError(`schedule '${record.name}'`);
+      await this.deps.schedules.deleteSchedule(record.tenant, record.name, record.rev);
       return undefined;
     }
     const marker: ScheduleRecord = { ...settled, deleted: true, expiresAtMs: settled.throughMs + MARKER_RETENTION_MS };
-    // Same revision: only a change that read the item since can have moved it on.
-    if (!(await this.deps.schedules.putSchedule(marker, record.rev))) throw new ConcurrentModificationError(`schedule '${record.name}'`);
+    await this.deps.schedules.putSchedule(marker, record.rev);
     return marker;
   }
 

@@ -428,7 +428,15 @@ describe('changing a schedule', () => {
     expect(res.json).toEqual({ tenant: 'acme', name: 'd', deleted: true });
     expect(await occurrenceState(r, T0 + 60_000)).toBe('CANCELLED');
     expect(await occurrenceState(r, T0 + 120_000)).toBe('CANCELLED');
+    // What stays is a marker of the floor (the cut-off), which the table's TTL removes a day later.
+    const marker = await record('acme', 'd');
+    expect(marker).toMatchObject({ deleting: true, deleted: true, pending: [], throughMs: now + 5_000 });
+    const item = await emu.dynamo.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: 'sched#acme' }, sk: { S: 'd' } }, ConsistentRead: true }),
+    );
+    expect(item.Item?.expiresAt?.N).toBe(String(Math.ceil((now + 5_000 + 86_400_000) / 1000)));
     expect((await call('GET', '/v1/tenants/acme/schedules/d')).json.error.code).toBe('ScheduleNotFound');
+    expect((await call('GET', '/v1/tenants/acme/schedules')).json.schedules).toEqual([]);
     expect((await call('DELETE', '/v1/tenants/acme/schedules/d')).status).toBe(404);
     await expect(client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'd' }) }))).rejects.toThrow(
       /does not exist/,
