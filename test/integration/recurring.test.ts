@@ -450,6 +450,16 @@ describe('changing a schedule', () => {
     expect(await occurrenceState(again, now + 60_000)).toBe('SCHEDULED');
   });
 
+  it('delete of a schedule whose floor has passed removes the item; the name is free at once', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/old', { expression: 'cron(* * * * ? *)' });
+    await call('POST', '/v1/tenants/acme/schedules/old/pause');
+    now = minute('10:20:30');
+    expect((await call('DELETE', '/v1/tenants/acme/schedules/old')).status).toBe(200);
+    expect(await schedules.getSchedule('acme', 'old')).toBeUndefined();
+    expect((await call('PUT', '/v1/tenants/acme/schedules/old', { expression: 'cron(* * * * ? *)' })).status).toBe(201);
+    expect((await liveOccurrences('acme', 'old')).get(minute('10:21:00'))).toHaveLength(1);
+  });
+
   it('a call that dies after writing the new revision leaves its cancels to the next firing', async () => {
     await call('PUT', '/v1/tenants/acme/schedules/c', { expression: 'cron(* * * * ? *)', payload: 1 });
     const v1 = await record('acme', 'c');
