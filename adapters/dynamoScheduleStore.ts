@@ -50,6 +50,8 @@ export class DynamoScheduleStore implements ScheduleStore {
           through: { N: String(throughMs) },
           doc: { S: JSON.stringify(doc satisfies Doc) },
           ...payloadAttribute(payload),
+          // A deleted schedule's marker: the table's TTL removes it.
+          ...(doc.expiresAtMs !== undefined ? { expiresAt: { N: String(Math.ceil(doc.expiresAtMs / 1000)) } } : {}),
         },
         ...(expectedRev === undefined
           ? { ConditionExpression: 'attribute_not_exists(pk)' }

@@ -115,6 +115,23 @@ export class ConcurrentModificationError extends ApiError {
   }
 }
 
+/**
+ * 503: a change to a schedule whose firings are behind first writes the occurrences missed up to
+ * its cut-off, in passes that each move the watermark; this call ran out of time before the last
+ * one. Nothing of the change is applied yet; repeating the request goes on from the watermark.
+ */
+export class ScheduleCatchingUpError extends ApiError {
+  readonly status = 503;
+  readonly code = 'CatchingUp';
+  override readonly headers = { 'retry-after': '1' };
+  constructor(name: string, throughIso: string, untilIso: string) {
+    super(
+      `schedule '${name}' is behind: the occurrences it missed are written before the change (done up to ${throughIso} of ${untilIso}); the change is not applied yet: send the same request again to continue`,
+    );
+    this.name = 'ScheduleCatchingUpError';
+  }
+}
+
 /** A storage or queue call was throttled; the caller backs off and retries. */
 export class ThrottledError extends Error {
   constructor(

@@ -86,21 +86,57 @@ export function occurrenceJob(
  * Writes the occurrences of an enabled schedule after its watermark, up to the horizon, and moves
  * the watermark (conditional on the revision: a schedule changed meanwhile keeps its own). The
  * retired revisions' cancels left by a call that died are finished first. `untilMs` caps the
- * horizon (a change catching up an old revision to its cut-off). Returns how many occurrence jobs
- * were new.
+ * horizon. One pass: at most {@link MAX_OCCURRENCES_PER_PASS} occurrences (the next firing goes
+ * on from the watermark; a change catches up with {@link catchUp}). Returns how many occurrence
+ * jobs were new.
  */
 export async function materialise(
   deps: RecurringDeps,
   record: ScheduleRecord,
   opts: { readonly nowMs?: number; readonly untilMs?: number } = {},
 ): Promise<number> {
-  if (record.pending.length > 0) await settlePending(deps, record);
-  if (record.state !== 'ENABLED' || record.deleting) return 0;
+  const settled = await settlePending(deps, record);
+  if (settled.state !== 'ENABLED' || settled.deleting) return 0;
   // A firing passes the time it read before it read the record: a change made after that read
   // retires this revision's occurrences up to at least this horizon (see `retire`), however long
   // this pass then takes.
   const now = opts.nowMs ?? deps.clock.now();
-  const horizon = Math.min(horizonOf(record, now), opts.untilMs ?? Number.POSITIVE_INFINITY);
+  const horizon = Math.min(horizonOf(settled, now), opts.untilMs ?? Number.POSITIVE_INFINITY);
+  const { created, through } = await writePass(deps, settled, horizon);
+  if (through > settled.throughMs) await deps.schedules.advanceThrough(settled.tenant, settled.name, settled.rev, through);
+  return created;
+}
+
+/**
+ * Writes every occurrence of `record`'s revision after its watermark up to `untilMs` (inclusive),
+ * however many: passes of at most {@link MAX_OCCURRENCES_PER_PASS}, each followed by the watermark
+ * (so a call that dies part way, or runs out of `budget`, leaves the next call or firing to go on
+ * from there). A change runs it on the old revision up to its cut-off before writing the new one.
+ * Returns `done` (the watermark reached `untilMs`), `changed` (the revision was replaced meanwhile:
+ * read it again) or `budget` (`budget()` said stop between two passes).
+ */
+export async function catchUp(
+  deps: RecurringDeps,
+  record: ScheduleRecord,
+  untilMs: number,
+  budget: () => boolean = () => true,
+): Promise<'done' | 'changed' | 'budget'> {
+  let r = record;
+  while (r.throughMs < untilMs) {
+    if (r !== record && !budget()) return 'budget';
+    const { through } = await writePass(deps, r, untilMs);
+    if (!(await deps.schedules.advanceThrough(r.tenant, r.name, r.rev, through))) {
+      // Not moved: another revision, or a firing moved it as far or further.
+      const stored = await deps.schedules.getSchedule(r.tenant, r.name);
+      if (stored?.rev !== r.rev) return 'changed';
+      r = { ...r, throughMs: Math.max(through, stored.throughMs) };
+    } else r = { ...r, throughMs: through };
+  }
+  return 'done';
+}
+
+/** One pass: the revision's occurrences after its watermark up to `horizon`, at most {@link MAX_OCCURRENCES_PER_PASS}; `through` is where the watermark may go. */
+async function writePass(deps: RecurringDeps, record: ScheduleRecord, horizon: number): Promise<{ created: number; through: number }> {
   const runs = occurrencesOf(record, record.throughMs + 1, MAX_OCCURRENCES_PER_PASS, horizon === END_OF_TIME ? undefined : horizon + 1);
   const limit = limiter(WRITE_CONCURRENCY);
   const outcomes = await Promise.all(
@@ -112,30 +148,36 @@ export async function materialise(
     ),
   );
   const through = runs.length === MAX_OCCURRENCES_PER_PASS ? runs[runs.length - 1]! : horizon;
-  if (through > record.throughMs) await deps.schedules.advanceThrough(record.tenant, record.name, record.rev, through);
-  return outcomes.filter((o) => o === 'created').length;
+  return { created: outcomes.filter((o) => o === 'created').length, through };
 }
 
 /**
  * Cancels the materialised occurrences of retired revisions (each a tombstone at its key, so a
  * firing of the old revision still in flight cannot write it afterwards), then drops the
- * pending entries.
+ * pending entries. An occurrence after the cut-off that a dispatcher had already taken (the
+ * cancel came too late: it is being delivered) stays the old revision's: the current revision's
+ * watermark moves past it (before the entries are dropped), so no later revision writes that
+ * time again. Returns the record as settled (no pending entries, the watermark so moved).
  */
-export async function settlePending(deps: RecurringDeps, record: ScheduleRecord): Promise<void> {
-  if (record.pending.length === 0) return;
-  await Promise.all(record.pending.map((p) => cancelOccurrences(deps, record, p)));
+export async function settlePending(deps: RecurringDeps, record: ScheduleRecord): Promise<ScheduleRecord> {
+  if (record.pending.length === 0) return record;
+  const taken = Math.max(...(await Promise.all(record.pending.map((p) => cancelOccurrences(deps, record, p)))));
+  if (taken > record.throughMs) await deps.schedules.advanceThrough(record.tenant, record.name, record.rev, taken);
   await deps.schedules.clearPending(
     record.tenant,
     record.name,
     record.rev,
     record.pending.map((p) => p.rev),
   );
+  return { ...record, pending: [], throughMs: Math.max(record.throughMs, taken) };
 }
 
-async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p: PendingCancel): Promise<void> {
+/** Tombstones a retired revision's occurrences in (`fromMs`, `throughMs`]; returns the last one a dispatcher already held (or -Infinity). */
+async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p: PendingCancel): Promise<number> {
   const limit = limiter(WRITE_CONCURRENCY);
   const { store, settings } = deps;
   let after = p.fromMs + 1;
+  let taken = Number.NEGATIVE_INFINITY;
   for (;;) {
     const runs = occurrencesOf(p, after, MAX_OCCURRENCES_PER_PASS, p.throughMs + 1);
     await Promise.all(
@@ -146,14 +188,18 @@ async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p:
             { tenant: record.tenant, name: record.name, rev: p.rev, shardCount: p.shardCount },
             dueMs,
           );
-          // A row a dispatcher holds is past the cut-off (it is being delivered): nothing to do.
-          await store.cancel({ shard, dueMs, jobId }, record.tenant, dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs, {
-            occurrence: true,
-          });
+          // A row a dispatcher holds (or delivered) is not touched: it is being delivered.
+          const outcome = await store.cancel(
+            { shard, dueMs, jobId },
+            record.tenant,
+            dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs,
+            { occurrence: true },
+          );
+          if (outcome === 'acquired') taken = Math.max(taken, dueMs);
         }),
       ),
     );
-    if (runs.length < MAX_OCCURRENCES_PER_PASS) return;
+    if (runs.length < MAX_OCCURRENCES_PER_PASS) return taken;
     after = runs[runs.length - 1]! + 1;
   }
 }

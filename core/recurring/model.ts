@@ -58,7 +58,12 @@ export interface ScheduleRecord extends ScheduleDefinition {
   readonly anchorMs: number;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
-  /** This revision's occurrences due up to here (inclusive) are materialised as jobs. */
+  /**
+   * The watermark. Enabled: this revision's occurrences due up to here (inclusive) are
+   * materialised as jobs. Disabled or deleted: the **floor**, the last instant whose occurrences
+   * an earlier revision keeps (its cut-off, or an occurrence after it a dispatcher already held):
+   * a revision that follows starts after it, so no occurrence time is written by two revisions.
+   */
   readonly throughMs: number;
   /**
    * The clock fires every this many ms (`rate()` in EventBridge Scheduler) instead of at the
@@ -69,6 +74,12 @@ export interface ScheduleRecord extends ScheduleDefinition {
   readonly pending: readonly PendingCancel[];
   /** A delete in progress: the schedule is gone for every reader. */
   readonly deleting?: boolean;
+  /**
+   * The delete is finished (cancels, clock): the item stays only as the floor for a schedule
+   * re-created under the name, until `expiresAtMs` (the table's TTL removes it).
+   */
+  readonly deleted?: boolean;
+  readonly expiresAtMs?: number;
 }
 
 /** The API's view of a schedule. */

@@ -7,12 +7,13 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SchedulerSettings } from '../config.js';
-import { ConcurrentModificationError, ScheduleNotFoundError, ValidationError } from '../errors.js';
+import { ConcurrentModificationError, ScheduleCatchingUpError, ScheduleNotFoundError, ValidationError } from '../errors.js';
 import type { JobIdCodec } from '../jobId.js';
+import { isoMs } from '../messages.js';
 import type { Clock, JobStore } from '../ports.js';
 import { MAX_RUNS_PER_CALL, parseSchedule } from '../schedule/index.js';
 import type { TenantRegistry } from '../tenants.js';
-import { clockPeriodOf, clockTimingOf, materialise, retire, settlePending, type RecurringDeps } from './materialise.js';
+import { catchUp, clockPeriodOf, clockTimingOf, materialise, retire, settlePending, type RecurringDeps } from './materialise.js';
 import {
   assertScheduleName,
   occurrencesOf,
@@ -33,6 +34,11 @@ export interface SchedulesDeps {
   readonly clock: Clock;
   readonly settings: SchedulerSettings;
 }
+
+/** How long a change spends catching up a schedule that is behind before it answers 503 `CatchingUp` (the function's timeout is 20 s). */
+export const CATCH_UP_BUDGET_MS = 10_000;
+/** How long a deleted schedule's marker outlives its floor (the TTL removes it later still). */
+const MARKER_RETENTION_MS = 24 * 3_600_000;
 
 /** Runs a dry run previews by default, and at most. */
 export const DRY_RUN_RUNS = 100;
@@ -125,12 +131,12 @@ export class SchedulesService {
       name,
       (old, at) => {
         if (!old) throw new ScheduleNotFoundError(tenant, name);
-        return { record: { ...old, rev: randomRev(), updatedAtMs: at, deleting: true }, created: false };
+        // The watermark becomes the floor: where a schedule re-created under the name may start.
+        return { record: { ...old, rev: randomRev(), updatedAtMs: at, deleting: true, throughMs: this.#floor(old, at) }, created: false };
       },
       { finishDelete: true },
     );
-    await this.deps.trigger.remove({ tenant, name });
-    if (!(await this.deps.schedules.deleteSchedule(tenant, name, record.rev))) throw new ConcurrentModificationError(`schedule '${name}'`);
+    await this.#finishDelete(record);
     return { tenant, name, deleted: true };
   }
 
@@ -149,7 +155,11 @@ export class SchedulesService {
 
   /**
    * One change: reads the item, writes its next revision conditionally (retrying a lost race
-   * twice), then settles what the write promised: cancels, clock, first occurrences.
+   * twice), then settles what the write promised: cancels, clock, first occurrences. An enabled
+   * revision whose firings are behind is first caught up to the cut-off (every occurrence,
+   * in passes: see {@link catchUp}); a delete found in the item (one that died part way, or the
+   * marker a finished one leaves) is finished first, and a schedule created over it starts after
+   * its floor.
    */
   async #change(
     tenant: string,
@@ -157,36 +167,46 @@ export class SchedulesService {
     next: (old: ScheduleRecord | undefined, nowMs: number) => { record: ScheduleRecord; created: boolean } | undefined,
     opts: { finishDelete?: boolean } = {},
   ): Promise<{ record: ScheduleRecord; created: boolean }> {
+    const { lookaheadMs } = this.deps.settings;
+    const started = this.deps.clock.now();
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await this.deps.schedules.getSchedule(tenant, name);
       const now = this.deps.clock.now();
-      // A delete that died part way: finish it before anything else (a retried DELETE succeeds).
-      if (stored?.deleting && !opts.finishDelete) {
-        await this.#finishDelete(stored);
-        continue;
-      }
+      // A delete that died part way: a retried DELETE finishes it and succeeds.
+      if (stored?.deleting && !stored.deleted && opts.finishDelete) return { record: stored, created: false };
+      const marker = stored?.deleting ? await this.#finishDelete(stored) : undefined;
       const old = stored?.deleting ? undefined : stored;
-      if (stored?.deleting && opts.finishDelete) {
-        await settlePending(this.#recurring, stored);
-        return { record: stored, created: false };
-      }
       const change = next(old, now);
-      // Occurrences of the old revision due before the cut-off that no firing wrote yet (ingest
-      // was down): written now, delivered late, never skipped by the change.
-      if (change !== undefined && old?.state === 'ENABLED' && old.throughMs < now + this.deps.settings.lookaheadMs)
-        await materialise(this.#recurring, old, { nowMs: now, untilMs: now + this.deps.settings.lookaheadMs });
+      // Occurrences of the old revision due up to the cut-off that no firing wrote yet (ingest
+      // was down): every one written now, delivered late, never skipped by the change.
+      if (change !== undefined && old?.state === 'ENABLED' && old.throughMs < now + lookaheadMs) {
+        const caught = await catchUp(this.#recurring, old, now + lookaheadMs, () => this.deps.clock.now() - started < CATCH_UP_BUDGET_MS);
+        if (caught === 'budget') {
+          const through = (await this.deps.schedules.getSchedule(tenant, name))?.throughMs ?? old.throughMs;
+          throw new ScheduleCatchingUpError(name, isoMs(through), isoMs(now + lookaheadMs));
+        }
+        // Revised meanwhile, or the catch-up took long enough for the cut-off to move: read again
+        // (a lost race only in the first case; an occurrence a dispatcher took after the cut-off
+        // meanwhile stays the old revision's, see `settlePending`).
+        if (caught === 'changed') continue;
+        const elapsed = this.deps.clock.now() - now;
+        if (elapsed >= lookaheadMs && this.deps.clock.now() - started < CATCH_UP_BUDGET_MS) {
+          attempt--;
+          continue;
+        }
+      }
       if (change === undefined) {
         await this.#sync(old!);
         return { record: old!, created: false };
       }
-      const pending = [
-        ...(old?.pending ?? []),
-        ...(old && old.state === 'ENABLED' ? [retire(old, now, this.deps.settings.lookaheadMs)] : []),
-      ];
-      const record: ScheduleRecord = { ...change.record, pending };
-      if (!(await this.deps.schedules.putSchedule(record, stored?.rev))) continue;
-      await settlePending(this.#recurring, record);
-      const settled = { ...record, pending: [] };
+      const pending = [...(old?.pending ?? []), ...(old && old.state === 'ENABLED' ? [retire(old, now, lookaheadMs)] : [])];
+      // Over a deleted schedule's marker: after the occurrences the deleted one keeps.
+      const throughMs = Math.max(change.record.throughMs, marker?.throughMs ?? Number.NEGATIVE_INFINITY);
+      const record: ScheduleRecord = { ...change.record, throughMs, pending };
+      // Over the marker at its revision; over nothing when the finished delete removed the item.
+      const expectedRev = stored?.deleting && !marker ? undefined : stored?.rev;
+      if (!(await this.deps.schedules.putSchedule(record, expectedRev))) continue;
+      const settled = await settlePending(this.#recurring, record);
       if (!record.deleting) await this.#sync(settled);
       return { record: settled, created: change.created };
     }
@@ -202,15 +222,40 @@ export class SchedulesService {
     if (record.state === 'ENABLED') await materialise(this.#recurring, record);
   }
 
-  async #finishDelete(record: ScheduleRecord): Promise<void> {
-    await settlePending(this.#recurring, record);
+  /**
+   * Finishes a delete: its cancels, the clock, then the item. While an occurrence the deleted
+   * schedule keeps is still ahead (its floor), the item stays as a marker (`deleted`, removed by
+   * the table's TTL) that a schedule re-created under the name starts after; otherwise it is
+   * deleted. Returns the marker (undefined when the item is gone).
+   */
+  async #finishDelete(record: ScheduleRecord): Promise<ScheduleRecord | undefined> {
+    if (record.deleted) return record;
+    const settled = await settlePending(this.#recurring, record);
     await this.deps.trigger.remove({ tenant: record.tenant, name: record.name });
-    await this.deps.schedules.deleteSchedule(record.tenant, record.name, record.rev);
+    // Both conditional on the revision: when another call finished the delete (or created over
+    // it) first, the write fails and the caller's own conditional write reads the item again.
+    if (settled.throughMs < this.deps.clock.now()) {
+      await this.deps.schedules.deleteSchedule(record.tenant, record.name, record.rev);
+      return undefined;
+    }
+    const marker: ScheduleRecord = { ...settled, deleted: true, expiresAtMs: settled.throughMs + MARKER_RETENTION_MS };
+    await this.deps.schedules.putSchedule(marker, record.rev);
+    return marker;
+  }
+
+  /**
+   * Where a revision that follows `old` at `now` starts (its watermark): after the call, and after
+   * every occurrence an earlier revision keeps: an enabled one's cut-off (now + lookahead), a
+   * disabled or deleted one's floor.
+   */
+  #floor(old: ScheduleRecord | undefined, now: number): number {
+    if (!old) return now - 1;
+    if (old.state === 'ENABLED' && !old.deleting) return now + this.deps.settings.lookaheadMs;
+    return Math.max(now - 1, old.throughMs);
   }
 
   /** The record a definition makes: a new schedule, or the next revision of `old`. */
   #record(tenant: string, name: string, d: ScheduleDefinition, old: ScheduleRecord | undefined, now: number, rev: string): ScheduleRecord {
-    const wasLive = old?.state === 'ENABLED';
     const record: ScheduleRecord = {
       tenant,
       name,
@@ -225,9 +270,9 @@ export class SchedulesService {
       anchorMs: old?.anchorMs ?? now,
       createdAtMs: old?.createdAtMs ?? now,
       updatedAtMs: now,
-      // A new or resumed schedule runs from now (never the runs that fell while it was paused); a
-      // replaced one from the cut-off, where the old revision's occurrences stop.
-      throughMs: wasLive ? now + this.deps.settings.lookaheadMs : now - 1,
+      // A new or resumed schedule runs from now (never the runs that fell while it was paused), a
+      // replaced one from the cut-off, and neither before an earlier revision's floor.
+      throughMs: this.#floor(old, now),
       pending: [],
     };
     const clockPeriodMs = clockPeriodOf(record, now);

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetScheduleCommand, ListSchedulesCommand, SchedulerClient } from '@aws-sdk/client-scheduler';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ import { resolveSettings } from '../../core/config.js';
 import type { JobStore } from '../../core/ports.js';
 import { COARSE_CLOCK_MS, MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
-import { firingBody } from '../../core/recurring/ports.js';
+import { firingBody, type ScheduleStore } from '../../core/recurring/ports.js';
 import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { sqsQueueUrlResolver, startLocalScheduler, type LocalScheduler } from '../../local/scheduler/index.js';
@@ -69,7 +69,7 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function newSystem(store?: (s: JobStore) => JobStore): Promise<Wiring> {
+async function newSystem(store?: (s: JobStore) => JobStore, scheduleStore: ScheduleStore = schedules): Promise<Wiring> {
   const wiring = await wire(base, { dynamo: emu.dynamo, sqs: emu.sqs, scheduler: client, clock, idKey: Buffer.alloc(32, 7) });
   if (!store) return wiring;
   const wrapped = store(wiring.store);
@@ -80,7 +80,7 @@ async function newSystem(store?: (s: JobStore) => JobStore): Promise<Wiring> {
     ...wiring,
     schedules: new SchedulesService({
       store: wrapped,
-      schedules,
+      schedules: scheduleStore,
       trigger: new EventBridgeTrigger(base.scheduler!, client, clock.now),
       tenants: new TenantRegistry(wiring.store, { clock }),
       codec: wiring.codec,
@@ -155,6 +155,40 @@ async function priorState(
   const { jobId, shard } = occurrenceJob(w, r, dueMs);
   const res = await emu.dynamo.send(new GetItemCommand({ TableName: table, Key: keys.row({ shard, dueMs, jobId }), ConsistentRead: true }));
   return res.Item?.priorState?.S;
+}
+
+/**
+ * The occurrence jobs of a schedule (every revision) that are, or will be, delivered (SCHEDULED,
+ * ACQUIRED, or a delivered marker), by due time: a scan of the whole table.
+ */
+async function liveOccurrences(tenant: string, name: string): Promise<Map<number, { payload?: string }[]>> {
+  const out = new Map<number, { payload?: string }[]>();
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const res = await emu.dynamo.send(
+      new ScanCommand({
+        TableName: table,
+        FilterExpression: 'sched = :s AND tenant = :t AND #state IN (:a, :b, :c)',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: {
+          ':s': { S: name },
+          ':t': { S: tenant },
+          ':a': { S: 'SCHEDULED' },
+          ':b': { S: 'ACQUIRED' },
+          ':c': { S: 'QUEUED' },
+        },
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    for (const item of res.Items ?? []) {
+      // Only job rows (pk = shard number): not the late-lane pointers or cancel records.
+      if (!/^\d+$/.test(item.pk!.S!)) continue;
+      const dueMs = Number(item.sk!.S!.slice(0, 13));
+      out.set(dueMs, [...(out.get(dueMs) ?? []), item.payload?.S !== undefined ? { payload: item.payload.S } : {}]);
+    }
+    start = res.LastEvaluatedKey;
+  } while (start);
+  return out;
 }
 
 async function fire(tenant: string, name: string): Promise<void> {
@@ -394,7 +428,15 @@ describe('changing a schedule', () => {
     expect(res.json).toEqual({ tenant: 'acme', name: 'd', deleted: true });
     expect(await occurrenceState(r, T0 + 60_000)).toBe('CANCELLED');
     expect(await occurrenceState(r, T0 + 120_000)).toBe('CANCELLED');
+    // What stays is a marker of the floor (the cut-off), which the table's TTL removes a day later.
+    const marker = await record('acme', 'd');
+    expect(marker).toMatchObject({ deleting: true, deleted: true, pending: [], throughMs: now + 5_000 });
+    const item = await emu.dynamo.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: 'sched#acme' }, sk: { S: 'd' } }, ConsistentRead: true }),
+    );
+    expect(item.Item?.expiresAt?.N).toBe(String(Math.ceil((now + 5_000 + 86_400_000) / 1000)));
     expect((await call('GET', '/v1/tenants/acme/schedules/d')).json.error.code).toBe('ScheduleNotFound');
+    expect((await call('GET', '/v1/tenants/acme/schedules')).json.schedules).toEqual([]);
     expect((await call('DELETE', '/v1/tenants/acme/schedules/d')).status).toBe(404);
     await expect(client.send(new GetScheduleCommand({ GroupName: GROUP, Name: clockName({ tenant: 'acme', name: 'd' }) }))).rejects.toThrow(
       /does not exist/,
@@ -406,6 +448,16 @@ describe('changing a schedule', () => {
     const again = await record('acme', 'd');
     expect(again.anchorMs).toBe(now);
     expect(await occurrenceState(again, now + 60_000)).toBe('SCHEDULED');
+  });
+
+  it('delete of a schedule whose floor has passed removes the item; the name is free at once', async () => {
+    await call('PUT', '/v1/tenants/acme/schedules/old', { expression: 'cron(* * * * ? *)' });
+    await call('POST', '/v1/tenants/acme/schedules/old/pause');
+    now = minute('10:20:30');
+    expect((await call('DELETE', '/v1/tenants/acme/schedules/old')).status).toBe(200);
+    expect(await schedules.getSchedule('acme', 'old')).toBeUndefined();
+    expect((await call('PUT', '/v1/tenants/acme/schedules/old', { expression: 'cron(* * * * ? *)' })).status).toBe(201);
+    expect((await liveOccurrences('acme', 'old')).get(minute('10:21:00'))).toHaveLength(1);
   });
 
   it('a call that dies after writing the new revision leaves its cancels to the next firing', async () => {
@@ -472,6 +524,150 @@ describe('changing a schedule', () => {
     expect(await materialiseFiring(w.recurring, { tenant: 'acme', name: 'o' })).toBe(0);
     for (let m = 1; m <= 13; m++) expect(await occurrenceState(r, minute(`10:${String(m).padStart(2, '0')}:00`))).toBe('SCHEDULED');
   });
+});
+
+describe('every occurrence once, whatever the change', () => {
+  const MINUTE = 60_000;
+
+  // 5,000 occurrences up to the cut-off, all but the first few overdue: a rate(1 minute) schedule
+  // whose firings stopped for three and a half days (the watermark stayed at creation + 8 minutes).
+  // The replace and the delete with 2,500 (three passes each), to keep the suite's time down.
+  it.each([
+    ['pause', 5_000, 'POST', '/pause', undefined],
+    ['replace', 2_500, 'PUT', '', { expression: 'rate(1 minute)', payload: 'v2' }],
+    ['delete', 2_500, 'DELETE', '', undefined],
+  ] as const)(
+    'a %s of a schedule %i occurrences behind writes every one of them once first, none after the cut-off',
+    async (_change, count, method, suffix, body) => {
+      const path = '/v1/tenants/acme/schedules/far';
+      expect((await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' })).status).toBe(201);
+      now = T0 + (count - 1) * MINUTE + 1_000;
+      const cutOff = now + base.settings.lookaheadMs;
+      expect((await call(method, `${path}${suffix}`, body)).status).toBe(200);
+      const live = await liveOccurrences('acme', 'far');
+      const kept = [...live.keys()].filter((t) => t <= cutOff).sort((a, b) => a - b);
+      expect(kept).toHaveLength(count);
+      expect(kept[0]).toBe(T0);
+      expect(kept.at(-1)).toBe(T0 + (count - 1) * MINUTE);
+      for (const t of kept) expect(live.get(t)).toEqual([{ payload: '"v1"' }]);
+      const after = [...live.keys()].filter((t) => t > cutOff);
+      if (body === undefined) expect(after).toEqual([]);
+      else {
+        expect(after.length).toBeGreaterThan(0);
+        for (const t of after) expect(live.get(t)).toEqual([{ payload: '"v2"' }]);
+      }
+    },
+    300_000,
+  );
+
+  it('a change that runs out of time catching up answers 503 CatchingUp, applies nothing, and the repeated call goes on from there', async () => {
+    const path = '/v1/tenants/acme/schedules/slow';
+    await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' });
+    const v1 = await record('acme', 'slow');
+    now = T0 + 1_499 * MINUTE + 1_000;
+    // Each pass takes 11 s on this clock: the 10 s budget ends after the first of two passes.
+    let slow = true;
+    const slowStore: ScheduleStore = {
+      getSchedule: (...args) => schedules.getSchedule(...args),
+      putSchedule: (...args) => schedules.putSchedule(...args),
+      advanceThrough: (...args) => {
+        if (slow) now += 11_000;
+        return schedules.advanceThrough(...args);
+      },
+      clearPending: (...args) => schedules.clearPending(...args),
+      deleteSchedule: (...args) => schedules.deleteSchedule(...args),
+      listSchedules: (...args) => schedules.listSchedules(...args),
+    };
+    const slowSystem = await newSystem((s) => s, slowStore);
+    const first = await call('POST', `${path}/pause`, undefined, undefined, slowSystem);
+    expect(first.status).toBe(503);
+    expect(first.json.error.code).toBe('CatchingUp');
+    const between = await record('acme', 'slow');
+    // One pass of 1,000 written, the watermark on the last of them; the change not written.
+    const lastWritten = T0 + (Math.floor((v1.throughMs - T0) / MINUTE) + 1_000) * MINUTE;
+    expect(between).toMatchObject({ rev: v1.rev, state: 'ENABLED', throughMs: lastWritten, pending: [] });
+    expect(first.json.error.message).toContain(new Date(lastWritten).toISOString());
+    slow = false;
+    const second = await call('POST', `${path}/pause`, undefined, undefined, slowSystem);
+    expect(second.status).toBe(200);
+    const cutOff = now + base.settings.lookaheadMs;
+    const live = await liveOccurrences('acme', 'slow');
+    const expected = Array.from({ length: Math.floor((cutOff - T0) / MINUTE) + 1 }, (_, k) => T0 + k * MINUTE);
+    expect([...live.keys()].sort((a, b) => a - b)).toEqual(expected);
+    for (const t of expected) expect(live.get(t)).toHaveLength(1);
+  }, 300_000);
+});
+
+describe('one job per occurrence across pause and resume, disable and enable, delete and re-create', () => {
+  const path = '/v1/tenants/acme/schedules/edge';
+  const definition = { expression: 'cron(* * * * ? *)', payload: 'p' };
+  const sequences = {
+    'pause then resume': [() => call('POST', `${path}/pause`), () => call('POST', `${path}/resume`)],
+    'disable then enable': [() => call('PUT', path, { ...definition, state: 'DISABLED' }), () => call('PUT', path, definition)],
+    'delete then re-create': [() => call('DELETE', path), () => call('PUT', path, definition)],
+  } as const;
+  type Sequence = keyof typeof sequences;
+  /** What a dispatcher did with the occurrence before the change reached it. */
+  type Taken = 'materialised' | 'acquired' | 'delivered';
+  const X = minute('10:01:00');
+
+  async function take(v1: ScheduleRecord, taken: Taken): Promise<void> {
+    const { jobId, shard } = occurrenceJob(w, v1, X);
+    const key = { shard, dueMs: X, jobId };
+    if (taken === 'materialised') return;
+    expect(await w.store.acquire(key, now, now + 30_000)).toBeDefined();
+    if (taken === 'delivered')
+      expect(await w.store.markDelivered([{ ...key, tenant: 'acme', expiresAtMs: X + 86_400_000, schedule: 'edge' }], now)).toEqual([]);
+  }
+
+  /** Creates the schedule at T0 (10:00:30), then stops it at `stopAt` and starts it again at `startAt`; the live jobs per due time. */
+  async function run(sequence: Sequence, taken: Taken, stopAt: string, startAt: string) {
+    expect((await call('PUT', path, definition)).status).toBe(201);
+    const v1 = await record('acme', 'edge');
+    const [stop, start] = sequences[sequence];
+    now = minute(stopAt);
+    await take(v1, taken);
+    expect((await stop()).status).toBe(200);
+    now = minute(startAt);
+    expect((await start()).status).toBeLessThan(300);
+    expect((await record('acme', 'edge')).pending).toEqual([]);
+    return liveOccurrences('acme', 'edge');
+  }
+
+  const all = Object.keys(sequences) as Sequence[];
+
+  // 10:01:00 is within the 5 s cut-off of a stop at 10:00:57: the first revision keeps it; the
+  // start a second later must not write it again, whatever became of it meanwhile.
+  it.each(all.flatMap((q) => (['materialised', 'acquired', 'delivered'] as const).map((t) => [q, t] as const)))(
+    '%s within the lookahead of an occurrence (%s): one job for it, never two',
+    async (sequence, taken) => {
+      const live = await run(sequence, taken, '10:00:57', '10:00:58');
+      expect(live.get(X)).toHaveLength(1);
+      expect(live.get(minute('10:02:00'))).toHaveLength(1);
+    },
+  );
+
+  // 10:01:00 is after the cut-off of a stop at 10:00:50, but a dispatcher took it before the
+  // cancel reached it (a slow call): it is delivered as it was, and the start does not add one.
+  it.each(all.flatMap((q) => (['acquired', 'delivered'] as const).map((t) => [q, t] as const)))(
+    '%s: an occurrence after the cut-off that a dispatcher already held (%s) is delivered once',
+    async (sequence, taken) => {
+      const live = await run(sequence, taken, '10:00:50', '10:00:51');
+      expect(live.get(X)).toHaveLength(1);
+      expect(live.get(minute('10:02:00'))).toHaveLength(1);
+    },
+  );
+
+  // Cancelled at the stop (after its cut-off): delivered once when the start comes before it, by
+  // the new revision; never when the start comes after it (it fell while stopped).
+  it.each(all.flatMap((q) => (['10:00:51', '10:01:30'] as const).map((t) => [q, t] as const)))(
+    '%s of a cancelled occurrence, started again at %s: once before it, never after it',
+    async (sequence, startAt) => {
+      const live = await run(sequence, 'materialised', '10:00:50', startAt);
+      expect(live.get(X)?.length ?? 0).toBe(minute(startAt) < X ? 1 : 0);
+      expect(live.get(minute('10:02:00'))).toHaveLength(1);
+    },
+  );
 });
 
 describe('reading schedules', () => {
