@@ -46,7 +46,7 @@ export interface SubmitDeps {
   /**
    * Tenant controls: a request with a job due soon reads them fresh, and a paused tenant's jobs
    * (or those of a tenant whose controls cannot be read) never take the direct path
-   * (docs/tenant-controls.md#pause). Absent: no tenant is ever paused.
+   * (docs/tenant-controls.md#every-path-is-held). Absent: no tenant is ever paused.
    */
   readonly controls?: ControlsCache;
 }
@@ -321,7 +321,7 @@ export class Submitter {
   }
 
   /**
-   * Whether the request's jobs are held (docs/tenant-controls.md#pause): read only for a request
+   * Whether the request's jobs are held (docs/tenant-controls.md#every-path-is-held): read only for a request
    * with a job {@link needsFreshControls} (one strongly consistent `GetItem`, begun after the
    * request arrived, so a pause acknowledged before it is seen); true when the tenant is paused
    * or the read failed (fail closed). Jobs due later need no read: every dispatcher's copy of the
