@@ -109,6 +109,41 @@ describe('a pause holds every path', () => {
   }, 120_000);
 });
 
+describe('cancel of a held job', () => {
+  it('cancels a paused tenant job due in 1 s before it is stored; it is never stored nor delivered, also after resume', async () => {
+    const sys = await createSystem(em, { tenants: ['paused'], settings: SETTINGS });
+    const ingest = sys.startIngest();
+    const consumer = consume(em.sqs, sys.tenants.paused!.url);
+    const rounds = runAllGroups(sys.w.dispatch);
+    try {
+      await operator(await sys.another(), 'paused', 'pause');
+      const [cancelled, kept] = [
+        await submit(sys.w, 'paused', { payload: { n: 'cancelled' }, delaySeconds: 1 }),
+        await submit(sys.w, 'paused', { payload: { n: 'kept' }, delaySeconds: 1 }),
+      ];
+      // Past its cut-off and not stored yet (its inbound message is delayed): still cancellable.
+      expect((await sys.w.jobs.status('paused', cancelled.jobId)).state).toBe('UNKNOWN');
+      expect(await sys.w.jobs.cancel('paused', cancelled.jobId)).toEqual({ jobId: cancelled.jobId, state: 'CANCELLED' });
+      await until(async () => (await sys.w.jobs.status('paused', kept.jobId)).state === 'SCHEDULED', 20_000);
+      expect((await sys.w.jobs.status('paused', cancelled.jobId)).state).toBe('CANCELLED');
+      await operator(await sys.another(), 'paused', 'resume');
+      const resumedAt = Date.now();
+      await consumer.waitFor((d) => d.length >= 1, 20_000);
+      await sleep(2_000);
+      expectOnceNeverEarly(consumer.deliveries, [kept.jobId], resumedAt);
+    } finally {
+      await rounds.stop();
+      await ingest.stop();
+      await consumer.stop();
+    }
+  }, 60_000);
+});
+
+async function until(pred: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred()) && Date.now() < end) await sleep(200);
+}
+
 describe('controls that cannot be read fail closed', () => {
   it('a process that never read them holds the tenant in submit (table path) and dispatch, counts the failures, and delivers once they can be read', async () => {
     const sys = await createSystem(em, { tenants: ['dark'], settings: SETTINGS });
