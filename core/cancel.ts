@@ -121,7 +121,7 @@ export class JobsService {
       state: 'UNKNOWN',
       message:
         this.deps.clock.now() < id.dueMs
-          ? 'the scheduler has no record of this job yet: a job is stored a second or two after submit (it waits in the inbound queue meanwhile); if this lasts, ingest is failing (see the InboundBacklog alarm and the inbound dead-letter queue)'
+          ? "the scheduler has no record of this job yet: a job is stored a second or two after submit (it waits in the inbound queue meanwhile; a paused tenant's job due within seconds, 6 s); if this lasts, ingest is failing (see the InboundBacklog alarm and the inbound dead-letter queue)"
           : `the scheduler has no record of this job: it was never stored (its message may still wait in the inbound queue or its dead-letter queue), or its record expired (records are kept ${retentionDays} days after runAt)`,
     };
   }
@@ -154,10 +154,12 @@ export class JobsService {
       )
         return done;
       if (!row && now >= id.dueMs && (await this.#cancelledBefore(id))) return done;
-      // A paused tenant's job is held, not dispatched: still SCHEDULED, it can be cancelled
-      // (the write is conditional on SCHEDULED, so a row a dispatcher took meanwhile is refused).
+      // A paused tenant's job is held, not dispatched: still SCHEDULED (or not yet stored: a
+      // held request's jobs reach ingest seconds late), it can be cancelled. The write is
+      // conditional on SCHEDULED or no item, so a row a dispatcher took meanwhile is refused,
+      // and a tombstone keeps a job not yet stored from ever being stored.
       if (
-        row?.state === 'SCHEDULED' &&
+        (row === undefined || row.state === 'SCHEDULED') &&
         this.deps.controls &&
         (await this.deps.controls.get(id.tenant)).paused &&
         (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled'

@@ -1,4 +1,5 @@
 import type { SchedulerSettings } from './config.js';
+import { CONTROLS_TTL_MS, type ControlsCache } from './controls.js';
 import { ApiError, IdempotencyKeyReusedError, ValidationError } from './errors.js';
 import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
 import { type JobIdCodec, type JobPath } from './jobId.js';
@@ -42,7 +43,26 @@ export interface SubmitDeps {
    * validation and before anything is written. Absent: no limits.
    */
   readonly rateLimit?: SubmitRateLimiter;
+  /**
+   * Tenant controls: a request with a job due soon reads them fresh, and a paused tenant's jobs
+   * (or those of a tenant whose controls cannot be read) never take the direct path
+   * (docs/tenant-controls.md#every-path-is-held). Absent: no tenant is ever paused.
+   */
+  readonly controls?: ControlsCache;
 }
+
+/**
+ * How far clocks of submit and dispatch processes may disagree. A job due within
+ * `CONTROLS_TTL_MS` plus this of its submit is one a dispatcher's copy of the controls (at most
+ * `CONTROLS_TTL_MS` old) may predate: its request reads the controls fresh.
+ */
+export const CLOCK_MARGIN_MS = 1_000;
+/**
+ * The inbound delay of a held request's jobs (its tenant paused, or its controls unreadable):
+ * by the time ingest stores their rows, every dispatcher's copy of the controls was read after
+ * the request's own read, so a pause that request saw holds them everywhere.
+ */
+export const HELD_INBOUND_DELAY_SECONDS = Math.ceil((CONTROLS_TTL_MS + CLOCK_MARGIN_MS) / 1000);
 
 /** Where a job goes: straight to its queue with a delay, or through the inbound queue to the table. */
 export interface Placement {
@@ -53,15 +73,25 @@ export interface Placement {
 
 /**
  * Direct path for jobs due within the lookahead, and for `cancellable: false` jobs due within
- * 900 s (SQS's largest delay) after rounding up; the table for the rest. Priority plays no
- * part: a direct job is delivered by SQS at its time, whatever its priority.
+ * 900 s (SQS's largest delay) after rounding up; the table for the rest, and for every job of a
+ * `held` tenant (paused, or its controls unreadable), whose rows dispatch holds. Priority plays
+ * no part: a direct job is delivered by SQS at its time, whatever its priority.
  */
-export function place(job: Pick<JobRequest, 'dueMs' | 'cancellable'>, nowMs: number, lookaheadMs: number): Placement {
+export function place(job: Pick<JobRequest, 'dueMs' | 'cancellable'>, nowMs: number, lookaheadMs: number, held = false): Placement {
   const delayMs = job.dueMs - nowMs;
   const delaySeconds = Math.max(0, Math.ceil(delayMs / 1000));
-  if (delayMs <= lookaheadMs) return { path: 'd', delaySeconds };
-  if (!job.cancellable && delaySeconds <= 900) return { path: 'd', delaySeconds };
+  if (!held && delayMs <= lookaheadMs) return { path: 'd', delaySeconds };
+  if (!held && !job.cancellable && delaySeconds <= 900) return { path: 'd', delaySeconds };
   return { path: job.cancellable ? 't' : 'u' };
+}
+
+/**
+ * Whether a job's placement needs the tenant's controls as they are now: it would take the
+ * direct path, or it is due so soon that a dispatcher's copy of the controls may predate the
+ * request.
+ */
+export function needsFreshControls(job: Pick<JobRequest, 'dueMs' | 'cancellable'>, nowMs: number, lookaheadMs: number): boolean {
+  return place(job, nowMs, lookaheadMs).path === 'd' || job.dueMs - nowMs <= CONTROLS_TTL_MS + CLOCK_MARGIN_MS;
 }
 
 /** Idempotency records written at once by one request. */
@@ -155,9 +185,10 @@ export class Submitter {
   async #accept(tenant: TenantRecord, jobs: readonly JobRequest[]): Promise<Outcome[]> {
     const { settings, codec, clock } = this.deps;
     const now = clock.now();
+    const held = await this.#held(tenant.name, jobs, now);
     const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
     const planned: (Planned | undefined)[] = jobs.map((job) => {
-      const { path } = place(job, now, settings.lookaheadMs);
+      const { path } = place(job, now, settings.lookaheadMs, held);
       const { shard, random } = codec.placement(tenant.name, settings.shardCount);
       const jobId = codec.encode({ tenant: tenant.name, shard, dueMs: job.dueMs, path, random });
       return {
@@ -247,7 +278,10 @@ export class Submitter {
       parcels.push({
         queueUrl: this.deps.inboundQueueUrl,
         jobs: indexes.map((k) => inboundIndex[k]!),
-        build: (js) => ({ body: inboundMessageBody(js.map((i) => inboundByIndex.get(i)!)) }),
+        build: (js) => ({
+          body: inboundMessageBody(js.map((i) => inboundByIndex.get(i)!)),
+          ...(held ? { delaySeconds: HELD_INBOUND_DELAY_SECONDS } : {}),
+        }),
       });
     }
     const problems = await sendParcels(this.deps.sender, parcels, this.deps.send);
@@ -284,6 +318,19 @@ export class Submitter {
       outcomes[i] = o instanceof ApiError ? o : { reply: o.reply, replayed: true };
     }
     return outcomes.map((o) => o ?? new SubmitFailedError('no result'));
+  }
+
+  /**
+   * Whether the request's jobs are held (docs/tenant-controls.md#every-path-is-held): read only for a request
+   * with a job {@link needsFreshControls} (one strongly consistent `GetItem`, begun after the
+   * request arrived, so a pause acknowledged before it is seen); true when the tenant is paused
+   * or the read failed (fail closed). Jobs due later need no read: every dispatcher's copy of the
+   * controls is read after the request by the time they are due.
+   */
+  async #held(tenant: string, jobs: readonly JobRequest[], now: number): Promise<boolean> {
+    const controls = this.deps.controls;
+    if (!controls || !jobs.some((job) => needsFreshControls(job, now, this.deps.settings.lookaheadMs))) return false;
+    return (await controls.fresh(tenant)).paused;
   }
 
   /**

@@ -6,6 +6,7 @@ import { Construct } from 'constructs';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { METRICS_NAMESPACE, metricService } from '../core/schema.js';
 import type { DyneinTenant } from './tenant.js';
 
 /**
@@ -63,6 +64,8 @@ export interface SchedulerMonitoringProps {
 }
 
 const minute = Duration.minutes(1);
+/** Functions that count their failed reads of tenant controls (`ControlReadFailures`). */
+const CONTROL_READERS = ['submit', 'dispatch'] as const;
 /** Cells per TickFailures alarm (two metrics each; an alarm's metric math holds at most 10). */
 const TICK_ALARM_CELLS = 5;
 
@@ -70,9 +73,10 @@ const TICK_ALARM_CELLS = 5;
  * The scheduler's dashboard and alarms. Dashboard: jobs submitted, ingested, dispatched;
  * lateness p50/p95/p99; inbound depth and oldest age; per tenant queue depth, oldest age and DLQ
  * depth; Lambda errors, throttles and duration; tick failures; parked rows; recurring-schedule
- * firings (attempts, errors, throttles, dead letters) and the firing DLQ. Alarms: inbound
- * oldest age, any DLQ not empty, lateness p99, failed tick executions, dispatch errors and
- * throttles, parked rows of unregistered tenants, failed or failing firings, the firing DLQ.
+ * firings (attempts, errors, throttles, dead letters) and the firing DLQ; failed reads of
+ * tenant controls. Alarms: inbound oldest age, any DLQ not empty, lateness p99, failed tick
+ * executions, dispatch errors and throttles, parked rows of unregistered tenants, failed or
+ * failing firings, the firing DLQ, tenant controls that cannot be read.
  */
 export class SchedulerMonitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
@@ -145,7 +149,12 @@ export class SchedulerMonitoring extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Parked jobs (tenant not registered)',
         left: [s.metricParkedJobs({ label: 'parked rows (max per dispatch step)' })],
-        width: 12,
+        width: 6,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Failed reads of tenant controls (rows held meanwhile)',
+        left: CONTROL_READERS.map((fn) => controlReadFailures(fn, fn)),
+        width: 6,
       }),
     );
     this.dashboard.addWidgets(
@@ -270,6 +279,17 @@ export class SchedulerMonitoring extends Construct {
       threshold: 0,
       evaluationPeriods: props.parkedJobsAlarmMinutes,
     });
+    this.#alarm('ControlReadFailures', {
+      alarmDescription:
+        "Reads of tenants' controls (the scheduler table's tenant#<name>/controls items) failed in 3 consecutive minutes: a process that cannot read a tenant's controls holds its jobs (fail closed) after 30 s, so deliveries may be late. See the submit and dispatch log groups and the table's throttling (docs/tenant-controls.md).",
+      metric: new cloudwatch.MathExpression({
+        expression: CONTROL_READERS.map((fn) => `FILL(${fn}, 0)`).join(' + '),
+        usingMetrics: Object.fromEntries(CONTROL_READERS.map((fn) => [fn, controlReadFailures(fn)])),
+        period: minute,
+      }),
+      threshold: 0,
+      evaluationPeriods: 3,
+    });
   }
 
   /**
@@ -320,4 +340,16 @@ export class SchedulerMonitoring extends Construct {
     if (this.props.alarmTopic) alarm.addAlarmAction(new actions.SnsAction(this.props.alarmTopic));
     this.alarms.push(alarm);
   }
+}
+
+/** Failed reads of tenant controls in one function's processes, `Sum` per minute. */
+function controlReadFailures(fn: (typeof CONTROL_READERS)[number], label?: string): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: 'ControlReadFailures',
+    dimensionsMap: { service: metricService(fn) },
+    period: minute,
+    statistic: 'Sum',
+    ...(label ? { label } : {}),
+  });
 }

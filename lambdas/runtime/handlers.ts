@@ -41,7 +41,10 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
     const tenant = pathParam(event, 'tenant');
     const isBatch = (event.routeKey ?? '').endsWith('/batch') || (event.rawPath ?? '').endsWith('/jobs/batch');
-    const unexpected = (err: unknown) => t.error('submit failed', err);
+    const unexpected = (err: unknown) => {
+      countControlReadFailures(w, t);
+      t.error('submit failed', err);
+    };
     // Requests refused by the tenant's maxSubmitsPerSecond (429 Throttled), per tenant.
     const throttled = async <T>(op: () => Promise<T>): Promise<T> =>
       op().catch((err: unknown) => {
@@ -62,6 +65,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
             t,
             reply.results.filter((r): r is JobReply => 'jobId' in r),
           );
+          countControlReadFailures(w, t);
           return reply;
         },
         unexpected,
@@ -74,11 +78,21 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         const { status, job } = await throttled(() => w.submitter.submit(tenant, bodyOf(event)));
         t.dimensionSet?.('Tenant', tenant);
         countStates(t, [job]);
+        countControlReadFailures(w, t);
         return new WithStatus(status, job);
       },
       unexpected,
     );
   };
+}
+
+/**
+ * Reads of tenant controls that failed in this process since the last count (their tenants'
+ * rows were held meanwhile: docs/tenant-controls.md#controls-that-cannot-be-read); only when some did.
+ */
+function countControlReadFailures(w: Pick<Wiring, 'controls'>, t: Telemetry): void {
+  const n = w.controls?.takeReadFailures() ?? 0;
+  if (n > 0) t.count('ControlReadFailures', n);
 }
 
 function countStates(t: Telemetry, replies: readonly JobReply[]): void {
@@ -313,6 +327,7 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     t.count('BacklogRows', result.backlogRows);
     t.count('LateLaneRows', result.lateRows);
     t.count('LeasesLost', result.leaseLost);
+    countControlReadFailures(w, t);
     // Rows of unregistered tenants left in the table (the ParkedJobs alarm): the most one look found.
     t.count('ParkedJobs', result.parked);
     if (result.parked > 0)

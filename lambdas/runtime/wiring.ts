@@ -54,6 +54,8 @@ export interface Wiring {
   readonly tenants: TenantRegistry;
   /** Tenants' controls, read and written by the operator API (the admin function). */
   readonly controlsStore: ControlsStore;
+  /** The controls cache submit, cancel and dispatch share (its failed reads are the `ControlReadFailures` metric). */
+  readonly controls: ControlsCache;
 }
 
 export interface WiringOptions {
@@ -109,6 +111,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       inboundQueueUrl: config.inboundQueueUrl,
       clock,
       idempotency: new DynamoIdempotencyStore(config.tableName, dynamo),
+      // A paused tenant's jobs never take the direct path (read fresh for jobs due soon).
+      controls,
       // maxSubmitsPerSecond: the controls through a 5 s cache; counters only for limited tenants.
       rateLimit: new SubmitRateLimiter({
         controls,
@@ -125,6 +129,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     ...(schedules ? { schedules } : {}),
     tenants,
     controlsStore,
+    controls,
     deadLetters: new DeadLetterService({ queues: new SqsDeadLetters(sqs), tenants, codec, clock }),
     // Unregistered tenants and hold-lane scans are remembered per instance, across steps.
     dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants(), controls, holdScans: new Map() },

@@ -15,7 +15,7 @@ const TENANTS = ['alpha', 'beta'];
  * InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles,
  * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs.
  */
-const SCHEDULER_ALARMS = 10;
+const SCHEDULER_ALARMS = 11;
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -185,6 +185,15 @@ describe('alarms', () => {
       find((m) => m.namespace === 'AWS/Lambda' && m.name === 'Errors' && m.dims.FunctionName === ref(scheduler.functions.dispatch)),
       'dispatch errors',
     ).toHaveLength(1);
+  });
+
+  it('cover failed reads of tenant controls, by submit and by dispatch (their rows are held meanwhile)', () => {
+    const failures = (fn: string) => (m: AlarmMetric) =>
+      m.name === 'ControlReadFailures' && m.dims.service === `dynein-${fn}` && m.namespace === scheduler.metricJobsSubmitted().namespace;
+    const submit = find(failures('submit'));
+    expect(submit, 'ControlReadFailures alarm').toHaveLength(1);
+    expect(find(failures('dispatch'))).toEqual(submit);
+    expect(onAny(submit[0]![1])).toBe(true);
   });
 
   it('every alarm notifies the alarmTopic', () => {

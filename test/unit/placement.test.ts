@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { place } from '../../core/submit.js';
+import { CONTROLS_TTL_MS } from '../../core/controls.js';
+import { CLOCK_MARGIN_MS, needsFreshControls, place } from '../../core/submit.js';
 
 /** A fixed "now" (the clock is injected): 2030-01-01T00:00:00Z. */
 const NOW = Date.UTC(2030, 0, 1);
@@ -43,6 +44,32 @@ describe('place', () => {
     expect(place({ dueMs: NOW + 86_400_000, cancellable: false }, NOW, LOOKAHEAD)).toEqual({ path: 'u' });
     // The same due time with cancellable: true goes to the table as t.
     expect(place({ dueMs: NOW + 900_000, cancellable: true }, NOW, LOOKAHEAD)).toEqual({ path: 't' });
+  });
+
+  it('never uses the direct path for a held tenant (paused, or its controls unreadable): t, or u for cancellable: false', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -86_400_000, max: 2_000_000 }), fc.boolean(), (offsetMs, cancellable) => {
+        expect(place({ dueMs: NOW + offsetMs, cancellable }, NOW, LOOKAHEAD, true)).toEqual({ path: cancellable ? 't' : 'u' });
+      }),
+    );
+  });
+
+  it('reads the controls fresh for every job that would go direct, or is due within the cache ttl plus the clock margin', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -86_400_000, max: 2_000_000 }),
+        fc.boolean(),
+        fc.integer({ min: 1_000, max: 60_000 }),
+        (offsetMs, cancellable, lookaheadMs) => {
+          const job = { dueMs: NOW + offsetMs, cancellable };
+          const fresh = needsFreshControls(job, NOW, lookaheadMs);
+          if (place(job, NOW, lookaheadMs).path === 'd') expect(fresh).toBe(true);
+          if (offsetMs <= CONTROLS_TTL_MS + CLOCK_MARGIN_MS) expect(fresh).toBe(true);
+          if (offsetMs > Math.max(lookaheadMs, CONTROLS_TTL_MS + CLOCK_MARGIN_MS) && (cancellable || offsetMs > 900_000))
+            expect(fresh).toBe(false);
+        },
+      ),
+    );
   });
 
   it('follows the configured lookahead', () => {
