@@ -1,9 +1,12 @@
 import { ApiError, InvalidJobIdError, ValidationError } from './errors.js';
 import type { JobIdCodec } from './jobId.js';
+import { RawJson, type JsonPath } from './jsonText.js';
 import { isoMs } from './messages.js';
 import type { ListableState, ListedItem } from './listing.js';
 import type { Clock, RowKey, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
+import { parseJsonBody } from './validate.js';
+import { cutText } from './text.js';
 
 /**
  * Job history (docs/history.md): for a tenant with history on, the worker reports each
@@ -288,7 +291,8 @@ export class OutcomesService {
     if (e.error !== undefined && typeof e.error !== 'string') throw new ValidationError('error must be a string');
     let result: string | undefined;
     if (e.result !== undefined) {
-      result = JSON.stringify(e.result);
+      // The result's JSON text as the worker sent it (a RawJson, never re-serialised).
+      result = e.result instanceof RawJson ? e.result.text : JSON.stringify(e.result);
       if (Buffer.byteLength(result) > MAX_RESULT_BYTES)
         throw new ValidationError(`result must be at most ${MAX_RESULT_BYTES} bytes of JSON`);
     }
@@ -301,7 +305,7 @@ export class OutcomesService {
       attempt: e.attempts as number,
       receivedAtMs,
       durationMs: e.durationMs as number,
-      ...(typeof e.error === 'string' ? { error: e.error.slice(0, MAX_ERROR_CHARS) } : {}),
+      ...(typeof e.error === 'string' ? { error: cutText(e.error, MAX_ERROR_CHARS) } : {}),
       ...(result !== undefined ? { result } : {}),
       reportedAtMs: now,
       expiresAtMs,
@@ -309,13 +313,11 @@ export class OutcomesService {
   }
 }
 
+/** Where the results sit in a report: kept as their JSON text (any nesting a result's 1 KB allows). */
+const RESULTS = (path: JsonPath) => path.length === 3 && path[0] === 'outcomes' && typeof path[1] === 'number' && path[2] === 'result';
+
 function parseBody(body: string | undefined): unknown[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body ?? '');
-  } catch {
-    throw new ValidationError('body must be JSON: {"outcomes": [...]}');
-  }
+  const parsed = parseJsonBody(body, Number.POSITIVE_INFINITY, RESULTS, '{"outcomes": [...]}');
   const outcomes = (parsed as { outcomes?: unknown } | null)?.outcomes;
   if (!Array.isArray(outcomes) || outcomes.length === 0) throw new ValidationError('outcomes must be a non-empty array');
   if (outcomes.length > MAX_OUTCOMES_PER_REPORT)
