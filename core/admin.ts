@@ -72,7 +72,7 @@ const FIELDS = new Set<string>([...LIMITS, 'weight']);
 export function parseSettingsChange(body: string | undefined): SettingsChange {
   if (body === undefined || body.trim() === '')
     throw new ValidationError('request body is required: a JSON object with maxDeliveriesPerSecond, maxSubmitsPerSecond and/or weight');
-  const value = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, 'an object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
+  const value = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, 'a JSON object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new ValidationError('request body must be a JSON object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
   const fields = value as Record<string, unknown>;

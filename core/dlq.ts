@@ -309,7 +309,7 @@ export function deliveryFields(body: string, tenant: string): { jobId?: string; 
 /** The body of a redrive (`{"all": true}` or `{"handles": [...]}`) or delete (`{"handles": [...]}`) request. */
 function parseRequest(body: string | undefined, allowAll: boolean): { all: true } | { handles: string[] } {
   const shape = allowAll ? '{"all": true} or {"handles": ["<handle>", ...]}' : '{"handles": ["<handle>", ...]}';
-  const v = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, shape);
+  const v = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, `JSON: ${shape}`);
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ValidationError(`the body must be a JSON object: ${shape}`);
   const o = v as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => k !== 'handles' && !(allowAll && k === 'all'));

@@ -317,7 +317,7 @@ export class OutcomesService {
 const RESULTS = (path: JsonPath) => path.length === 3 && path[0] === 'outcomes' && typeof path[1] === 'number' && path[2] === 'result';
 
 function parseBody(body: string | undefined): unknown[] {
-  const parsed = parseJsonBody(body, Number.POSITIVE_INFINITY, RESULTS, '{"outcomes": [...]}');
+  const parsed = parseJsonBody(body, Number.POSITIVE_INFINITY, RESULTS, 'JSON: {"outcomes": [...]}');
   const outcomes = (parsed as { outcomes?: unknown } | null)?.outcomes;
   if (!Array.isArray(outcomes) || outcomes.length === 0) throw new ValidationError('outcomes must be a non-empty array');
   if (outcomes.length > MAX_OUTCOMES_PER_REPORT)
