@@ -110,7 +110,10 @@ export class JobsService {
     const id = await this.#resolve(tenant, jobId);
     let row: StoredRow | undefined;
     const [reply, outcome] = await Promise.all([this.#status(tenant, jobId, (r) => (row = r)), history.getOutcome(id)]);
-    const live = outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
+    // An outcome shows only over a delivered job (a marker, or no row: sent straight from submit,
+    // or its marker expired): never over a row still SCHEDULED, ACQUIRED, CANCELLED or DEAD.
+    const delivered = reply.state === 'QUEUED' || reply.state === 'UNKNOWN';
+    const live = delivered && outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
     // Earlier attempts only when there were some: a job done on its first attempt costs no query.
     const attempts = live && live.attempt > 1 ? await history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [];
     const timeline = timelineOf(id.dueMs, row, live, attempts);

@@ -3,7 +3,8 @@ import type { JobIdCodec } from './jobId.js';
 import { RawJson, type JsonPath } from './jsonText.js';
 import { isoMs } from './messages.js';
 import type { ListableState, ListedItem } from './listing.js';
-import type { Clock, RowKey, StoredRow } from './ports.js';
+import { limiter } from './limit.js';
+import type { Clock, JobStore, RowKey, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
 import { parseJsonBody } from './validate.js';
 import { cutText } from './text.js';
@@ -29,6 +30,9 @@ export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD';
 export type HistoryState = 'DELIVERED' | Outcome;
 
 export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
+
+/** Job rows read at once to check a report's jobs were delivered (one report: at most 100). */
+const ROW_READS_IN_FLIGHT = 16;
 
 /** Most outcomes in one report (`POST /v1/tenants/{tenant}/jobs/outcomes`). */
 export const MAX_OUTCOMES_PER_REPORT = 100;
@@ -84,6 +88,20 @@ export class HistoryOffError extends ApiError {
       `tenant '${tenant}' does not keep job history: turn it on (DyneinTenant history prop, or DYNEIN_HISTORY locally) to report outcomes`,
     );
     this.name = 'HistoryOffError';
+  }
+}
+
+/**
+ * An outcome for a job that has not been delivered (still scheduled, being cancelled or
+ * cancelled, dead-lettered by ingest, or not yet due): refused for that entry, and final (a
+ * report of it again is refused again; the reporter does not retry it).
+ */
+export class NotDeliveredError extends ApiError {
+  readonly status = 409;
+  readonly code = 'NotDelivered';
+  constructor(state: string) {
+    super(`the job has not been delivered (it is ${state}): an outcome is kept only for a delivered job; nothing was stored`);
+    this.name = 'NotDeliveredError';
   }
 }
 
@@ -209,6 +227,8 @@ export type OutcomeResult =
 
 export interface HistoryDeps {
   readonly history: HistoryStore;
+  /** The job rows: an outcome is kept only for a job the table shows delivered (or has no row of). */
+  readonly rows: Pick<JobStore, 'getRow'>;
   readonly codec: JobIdCodec;
   readonly tenants: TenantRegistry;
   readonly clock: Clock;
@@ -250,10 +270,21 @@ export class OutcomesService {
         results.push({ ...(jobId !== undefined ? { jobId } : {}), error: { code: err.code, message: err.message } });
       }
     });
-    const groups = [...byKey.values()];
+    // Only delivered jobs keep outcomes: the others' entries are refused (NotDelivered), unwritten.
+    const undelivered = await this.#undelivered(
+      [...byKey.values()].map((g) => g.record),
+      now,
+    );
+    const groups = [...byKey.values()].filter((g) => !undelivered.has(g.record.jobId));
+    for (const g of byKey.values()) {
+      const why = undelivered.get(g.record.jobId);
+      if (why === undefined) continue;
+      const error = new NotDeliveredError(why);
+      for (const i of g.indexes) results[i] = { jobId: g.record.jobId, error: { code: error.code, message: error.message } };
+    }
     // Every failure keeps an attempt item (distinct attempts), also one a later attempt superseded here.
     const failures = new Map<string, OutcomeRecord>();
-    for (const r of allRecords) if (r.outcome === 'FAILED') failures.set(`${r.jobId}/${r.attempt}`, r);
+    for (const r of allRecords) if (r.outcome === 'FAILED' && !undelivered.has(r.jobId)) failures.set(`${r.jobId}/${r.attempt}`, r);
     const failed = await this.deps.history.putOutcomes(
       groups.map((g) => g.record),
       [...failures.values()],
@@ -266,6 +297,37 @@ export class OutcomesService {
         };
     }
     return { results };
+  }
+
+  /**
+   * The jobs of `records` that have not been delivered, with the state they are in. Delivered is
+   * what status shows (docs/history.md): the dispatcher's delivered marker (`QUEUED`), a row a
+   * dispatcher holds while it sends it (`ACQUIRED`: the worker may receive the message before the
+   * marker is written), or no live row once the job is due (a job sent straight from submit has
+   * none; a marker expires). `SCHEDULED`, `CANCELLED`, `DEAD` and a job not yet due (nothing is
+   * delivered early) are not.
+   *
+   * A read, then the write: DynamoDB's only conditional write across two items is a transaction,
+   * which the emulators of the local stack and the tests do not have. It is safe because
+   * delivered is final (a marker never goes back to another state), and the one race left (no row
+   * yet, then a row or a tombstone written before the outcome) cannot make status lie: status
+   * shows an outcome only over a delivered marker or no row (JobsService).
+   */
+  async #undelivered(records: readonly OutcomeRecord[], now: number): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const limit = limiter(ROW_READS_IN_FLIGHT);
+    await Promise.all(
+      records.map((r) =>
+        limit(async () => {
+          const row = await this.deps.rows.getRow(r);
+          const live = row && (row.expiresAtMs === undefined || row.expiresAtMs > now) ? row : undefined;
+          if (live?.state === 'QUEUED' || live?.state === 'ACQUIRED') return;
+          if (live) out.set(r.jobId, live.state === 'DEAD' ? 'DEAD_LETTERED' : live.state);
+          else if (now < r.dueMs) out.set(r.jobId, `not due until ${isoMs(r.dueMs)}`);
+        }),
+      ),
+    );
+    return out;
   }
 
   #record(tenant: string, entry: unknown, now: number, expiresAtMs: number): OutcomeRecord {

@@ -67,8 +67,8 @@ export function assertQuery(event: APIGatewayProxyEventV2): void {
   const meant = allowed.find((a) => a.toLowerCase() === unknown.toLowerCase());
   const where = route ? `${route.method} ${route.path}` : 'this route';
   throw new ValidationError(
-    `unknown query parameter '${unknown}'${meant ? ` (did you mean '${meant}'? names are case-sensitive)` : ''}: ${
-      allowed.length > 0 ? `${where} takes ${allowed.join(', ')}` : `${where} takes no query parameters`
+    `${unknown} is not a query parameter of ${where}${meant ? ` (did you mean ${meant}? names are case-sensitive)` : ''}: ${
+      allowed.length > 0 ? `it takes ${allowed.join(', ')}` : 'it takes none'
     }; nothing was done`,
   );
 }
