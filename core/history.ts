@@ -319,7 +319,9 @@ export class OutcomesService {
     await Promise.all(
       records.map((r) =>
         limit(async () => {
-          const row = await this.deps.rows.getRow(r);
+          // A job sent straight from submit never has a row: it is not read, only its due time refuses it.
+          const direct = this.deps.codec.parse(r.jobId).path === 'd';
+          const row = direct ? undefined : await this.deps.rows.getRow(r);
           const live = row && (row.expiresAtMs === undefined || row.expiresAtMs > now) ? row : undefined;
           if (live?.state === 'QUEUED' || live?.state === 'ACQUIRED') return;
           if (live) out.set(r.jobId, live.state === 'DEAD' ? 'DEAD_LETTERED' : live.state);

@@ -112,6 +112,32 @@ describe('OutcomeReporter', () => {
     expect(sent.at(-1)).toEqual({ tenant: 'a', n: 1 });
   });
 
+  it('treats NotDelivered as final: handed to onError once, never sent again', async () => {
+    vi.useFakeTimers();
+    const sent: string[][] = [];
+    const refused: string[] = [];
+    const reporter = new OutcomeReporter(
+      {
+        reportOutcomes: async (_tenant, outcomes) => {
+          sent.push(outcomes.map((o) => o.jobId));
+          return {
+            results: outcomes.map((o) =>
+              o.jobId === 'early'
+                ? { jobId: o.jobId, error: { code: 'NotDelivered', message: 'not delivered' } }
+                : { jobId: o.jobId, state: o.outcome },
+            ),
+          };
+        },
+      },
+      { onError: (_e, outcomes) => void refused.push(...outcomes.map((o) => o.jobId)) },
+    );
+    const done = Promise.all([reporter.report('t', report('early')), reporter.report('t', report('ok'))]);
+    await vi.advanceTimersByTimeAsync(10_000);
+    await done;
+    expect(sent).toEqual([['early', 'ok']]);
+    expect(refused).toEqual(['early']);
+  });
+
   it('sends throttled entries again with backoff, resolves their reports after the last try, and gives up after the retries', async () => {
     vi.useFakeTimers();
     const sent: string[][] = [];
