@@ -31,6 +31,9 @@ export type HistoryState = 'DELIVERED' | Outcome;
 
 export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
 
+/** How far this function's clock may lag the one that timed a direct job's delivery (SQS's). */
+const CLOCK_SKEW_MS = 1_000;
+
 /** Job rows read at once to check a report's jobs were delivered (one report: at most 100). */
 const ROW_READS_IN_FLIGHT = 16;
 
@@ -325,7 +328,8 @@ export class OutcomesService {
           const live = row && (row.expiresAtMs === undefined || row.expiresAtMs > now) ? row : undefined;
           if (live?.state === 'QUEUED' || live?.state === 'ACQUIRED') return;
           if (live) out.set(r.jobId, live.state === 'DEAD' ? 'DEAD_LETTERED' : live.state);
-          else if (now < r.dueMs) out.set(r.jobId, `not due until ${isoMs(r.dueMs)}`);
+          // SQS delivered a direct job at its due time by SQS's clock: allow this function's clock to lag.
+          else if (now < r.dueMs - (direct ? CLOCK_SKEW_MS : 0)) out.set(r.jobId, `not due until ${isoMs(r.dueMs)}`);
         }),
       ),
     );
