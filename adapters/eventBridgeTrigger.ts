@@ -11,6 +11,7 @@ import {
 import type { Timing } from '../core/recurring/model.js';
 import { firingBody, type ScheduleRef, type ScheduleTrigger } from '../core/recurring/ports.js';
 import { ThrottledError } from '../core/errors.js';
+import { cutText } from '../core/text.js';
 
 export interface EventBridgeTriggerConfig {
   /** The deployment's schedule group. */
@@ -53,7 +54,7 @@ export class EventBridgeTrigger implements ScheduleTrigger {
     const input: CreateScheduleCommandInput = {
       Name: clockName(ref),
       GroupName: this.config.groupName,
-      Description: `dynein ${ref.tenant}/${ref.name}`.slice(0, 512),
+      Description: cutText(`dynein ${ref.tenant}/${ref.name}`, 512),
       ScheduleExpression: timing.expression,
       ScheduleExpressionTimezone: timing.timezone,
       // A start in the past is refused (beyond 5 minutes): the clock only needs the firings to come.

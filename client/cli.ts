@@ -16,6 +16,7 @@ import { UsageError, packageJson, readLocalJson, redrive, resolveAdminTarget, re
 import { startUiServer } from './ui/server.js';
 import { DyneinApiError } from './errors.js';
 import { Worker } from './worker.js';
+import { cutText } from '../core/text.js';
 
 /** One command-line flag: its parseArgs type and the line `--help` prints for it. */
 interface Flag {
@@ -843,7 +844,7 @@ const COMMANDS: Record<string, Command | Group> = {
             io.out(
               `  receives ${m.receiveCount}  sent ${m.sentAt ?? '-'}  first attempt ${m.firstReceivedAt ?? '-'}${m.attributes.dyneinError !== undefined ? `  error ${m.attributes.dyneinError}` : ''}`,
             );
-            io.out(`  ${m.body.length > 500 ? `${m.body.slice(0, 500)}… (${m.body.length} characters; --json prints it whole)` : m.body}`);
+            io.out(`  ${m.body.length > 500 ? `${cutText(m.body, 500)}… (${m.body.length} characters; --json prints it whole)` : m.body}`);
           }
           io.err(
             `${page.messages.length} shown of about ${page.approximateDepth} in the DLQ${page.messages.length > 0 ? `: dynein dlq redrive --tenant ${tenant} <handle>... (or --all), dynein dlq delete --tenant ${tenant} <handle>...` : ''}`,

@@ -8,6 +8,7 @@ import { isJson } from '../core/jsonText.js';
 import { packGreedy } from '../core/messages.js';
 import { describeSqsUnsafeChar, findSqsUnsafeChar } from '../core/sqsChars.js';
 import { type DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors.js';
+import { cutText } from '../core/text.js';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
 export type Credentials = ConstructorParameters<typeof SignatureV4>[0]['credentials'];
@@ -746,7 +747,7 @@ export class DyneinClient {
       throw new DyneinApiError({
         status: res.status,
         code: 'InvalidResponse',
-        message: `the API answered ${res.status} with a body that is not JSON (${text.slice(0, 100)}): check the endpoint`,
+        message: `the API answered ${res.status} with a body that is not JSON (${cutText(text, 100)}): check the endpoint`,
         requestId,
         source: 'gateway',
       });

@@ -13,6 +13,8 @@
  * }
  */
 
+import { cutText } from '../core/text.js';
+
 /** Where an API error came from: a Dynein handler, the gateway in front of it, or the client itself (a request that cannot be valid, never sent). */
 export type ErrorSource = 'api' | 'gateway' | 'client';
 
@@ -145,7 +147,7 @@ export function errorFromResponse(status: number, bodyText: string, requestId?: 
   if (error && typeof error.code === 'string') return errorFromCode(error.code, String(error.message ?? error.code), status, requestId);
 
   const given = (body as { message?: unknown } | undefined)?.message;
-  const message = typeof given === 'string' ? given : bodyText.trim().slice(0, 200) || `HTTP ${status}`;
+  const message = typeof given === 'string' ? given : cutText(bodyText.trim(), 200) || `HTTP ${status}`;
   const init = { status, message, requestId, source: 'gateway' as const };
   if (status === 403) return new ForbiddenError(init);
   if (status === 404) return new RouteNotFoundError(init);

@@ -14,6 +14,7 @@ import {
   type RetryBackoff,
 } from './delivery.js';
 import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
+import { cutText } from '../core/text.js';
 
 export interface LambdaConsumerOptions {
   /** Records handled at once within one invocation. @default 10 */
@@ -176,7 +177,7 @@ async function toDeadLetterQueue(opts: LambdaConsumerOptions, record: SQSRecord,
   for (const [k, v] of Object.entries(record.messageAttributes ?? {})) {
     if (v.stringValue !== undefined) attributes[k] = { DataType: v.dataType, StringValue: v.stringValue };
   }
-  attributes.dyneinError = { DataType: 'String', StringValue: error.message.slice(0, 1024) || 'unrecoverable' };
+  attributes.dyneinError = { DataType: 'String', StringValue: cutText(error.message, 1024) || 'unrecoverable' };
   try {
     await opts.sqs.send(
       new SendMessageCommand({ QueueUrl: opts.deadLetterQueueUrl, MessageBody: record.body, MessageAttributes: attributes }),

@@ -4,6 +4,8 @@
  * batches (`POST /v1/tenants/{tenant}/jobs/outcomes`, up to 100 per request).
  */
 
+import { cutText } from '../core/text.js';
+
 /** The message attribute that asks for a report (the dispatcher sets it for history tenants). */
 export const HISTORY_ATTRIBUTE = 'dynein-history';
 
@@ -157,5 +159,5 @@ export function resultOf(value: unknown): unknown {
 
 /** The error text a report carries. */
 export function errorText(error: unknown): string {
-  return String((error as Error)?.message ?? error).slice(0, 1024);
+  return cutText(String((error as Error)?.message ?? error), 1024);
 }

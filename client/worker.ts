@@ -21,6 +21,7 @@ import {
   type RetryBackoff,
 } from './delivery.js';
 import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
+import { cutText } from '../core/text.js';
 
 export interface WorkerOptions<P = unknown> {
   /** The tenant queue (`local.json`'s `queueUrl`, or the DyneinTenant's `queue.queueUrl`). */
@@ -430,7 +431,7 @@ export class Worker<P = unknown> {
         if (Object.keys(attributes).length < 10)
           attributes.dyneinError = {
             DataType: 'String',
-            StringValue: String((error as Error)?.message ?? error).slice(0, 1024) || 'unrecoverable',
+            StringValue: cutText(String((error as Error)?.message ?? error), 1024) || 'unrecoverable',
           };
         await this.#sqs.send(
           new SendMessageCommand({ QueueUrl: this.#o.deadLetterQueueUrl, MessageBody: msg.Body ?? '', MessageAttributes: attributes }),

@@ -17,6 +17,7 @@ import {
 import { ConcurrentModificationError, ValidationError } from './errors.js';
 import { systemClock, type Clock } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
+import { parseJsonBody } from './validate.js';
 
 /** A change as the API shows it (`at` in RFC 3339). */
 export interface ControlChangeReply {
@@ -71,12 +72,7 @@ const FIELDS = new Set<string>([...LIMITS, 'weight']);
 export function parseSettingsChange(body: string | undefined): SettingsChange {
   if (body === undefined || body.trim() === '')
     throw new ValidationError('request body is required: a JSON object with maxDeliveriesPerSecond, maxSubmitsPerSecond and/or weight');
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    throw new ValidationError('request body is not JSON: send an object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
-  }
+  const value = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, 'a JSON object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new ValidationError('request body must be a JSON object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
   const fields = value as Record<string, unknown>;

@@ -5,7 +5,35 @@ import { type JobIdCodec, type ParsedJobId } from './jobId.js';
 import { isoMs } from './messages.js';
 import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryState, type HistoryStore, type TimelineEvent } from './history.js';
 import type { Clock, JobStore, StoredRow } from './ports.js';
+import { QUEUE_SETTINGS } from './schema.js';
 import type { TenantRegistry } from './tenants.js';
+
+/**
+ * How long after it was sent an inbound message can still reach ingest: the inbound queue keeps
+ * it its retention, then its dead-letter queue keeps it the DLQ's retention, from where a redrive
+ * sends it back. The deployment's own queue settings (lib/ builds the queues from the same
+ * {@link QUEUE_SETTINGS}).
+ */
+export const INBOUND_MESSAGE_LIFETIME_MS = (QUEUE_SETTINGS.inbound.retentionSeconds + QUEUE_SETTINGS.dlqRetentionSeconds) * 1000;
+
+/**
+ * When a cancelled job's tombstone (or a dead-lettered job's record) may expire: not before its
+ * message can no longer come back (the later of runAt and now, plus {@link INBOUND_MESSAGE_LIFETIME_MS}:
+ * a job redriven from the inbound DLQ on its last day still meets the tombstone), and not before
+ * status has shown it for `cancelRecordRetentionMs` after runAt (and after now).
+ *
+ * @example tombstoneExpiresAtMs(dueMs, clock.now(), settings) // ≥ max(dueMs, now) + 21 days by default
+ */
+export function tombstoneExpiresAtMs(
+  dueMs: number,
+  nowMs: number,
+  settings: Pick<SchedulerSettings, 'tombstoneGraceMs' | 'cancelRecordRetentionMs'>,
+): number {
+  return Math.max(
+    Math.max(dueMs, nowMs) + INBOUND_MESSAGE_LIFETIME_MS,
+    Math.max(dueMs + settings.tombstoneGraceMs, nowMs) + settings.cancelRecordRetentionMs,
+  );
+}
 
 /**
  * What status answers. Every state but the direct path's `QUEUED` is read from the table:
@@ -82,7 +110,10 @@ export class JobsService {
     const id = await this.#resolve(tenant, jobId);
     let row: StoredRow | undefined;
     const [reply, outcome] = await Promise.all([this.#status(tenant, jobId, (r) => (row = r)), history.getOutcome(id)]);
-    const live = outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
+    // An outcome shows only over a delivered job (a marker, or no row: sent straight from submit,
+    // or its marker expired): never over a row still SCHEDULED, ACQUIRED, CANCELLED or DEAD.
+    const delivered = reply.state === 'QUEUED' || reply.state === 'UNKNOWN';
+    const live = delivered && outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
     // Earlier attempts only when there were some: a job done on its first attempt costs no query.
     const attempts = live && live.attempt > 1 ? await history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [];
     const timeline = timelineOf(id.dueMs, row, live, attempts);
@@ -142,17 +173,14 @@ export class JobsService {
     if (id.path === 'u') throw new NotCancellableError('the job was submitted with cancellable: false');
     const { store, clock, settings } = this.deps;
     const now = clock.now();
-    const expiresAt = id.dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs;
+    // The tombstone outlives every copy of the job's message (tombstoneExpiresAtMs).
+    const expiresAt = tombstoneExpiresAtMs(id.dueMs, now, settings);
     if (now >= id.dueMs - settings.lookaheadMs) {
       // Past the cut-off: only a cancel that already happened answers CANCELLED, and only a job
       // no dispatcher can take (in the inbound dead-letter queue) is still cancelled.
       const row = await this.#row(id);
       if (row?.state === 'CANCELLED') return done;
-      if (
-        row?.state === 'DEAD' &&
-        (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled'
-      )
-        return done;
+      if (row?.state === 'DEAD' && (await store.cancel(id, id.tenant, expiresAt)) === 'cancelled') return done;
       if (!row && now >= id.dueMs && (await this.#cancelledBefore(id))) return done;
       // A paused tenant's job is held, not dispatched: still SCHEDULED (or not yet stored: a
       // held request's jobs reach ingest seconds late), it can be cancelled. The write is
@@ -162,7 +190,7 @@ export class JobsService {
         (row === undefined || row.state === 'SCHEDULED') &&
         this.deps.controls &&
         (await this.deps.controls.get(id.tenant)).paused &&
-        (await store.cancel(id, id.tenant, Math.max(expiresAt, now + settings.cancelRecordRetentionMs))) === 'cancelled'
+        (await store.cancel(id, id.tenant, expiresAt)) === 'cancelled'
       )
         return done;
       if (row?.state === 'QUEUED')

@@ -1,3 +1,4 @@
+import { tombstoneExpiresAtMs } from './cancel.js';
 import type { IngestDeps } from './ingest.js';
 import { parseInboundBody } from './messages.js';
 
@@ -24,7 +25,9 @@ export async function recordDeadLetters(deps: IngestDeps, body: string): Promise
         return false;
       }
       if (id.tenant !== job.tenant || id.shard !== job.shard || id.dueMs !== job.dueMs || id.path === 'd') return false;
-      const expiresAt = Math.max(job.dueMs, now) + deps.settings.cancelRecordRetentionMs;
+      // Kept while the message can sit in the DLQ and come back: status answers DEAD_LETTERED
+      // (not UNKNOWN) and a cancel still finds it until then.
+      const expiresAt = tombstoneExpiresAtMs(job.dueMs, now, deps.settings);
       return deps.store.putDead({ shard: job.shard, dueMs: job.dueMs, jobId: job.jobId }, job.tenant, now, expiresAt).catch(() => false);
     }),
   );

@@ -3,6 +3,7 @@ import type { JobIdCodec } from './jobId.js';
 import { MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, packGreedy } from './messages.js';
 import type { Clock } from './ports.js';
 import { assertTenantName, type TenantRegistry } from './tenants.js';
+import { parseJsonBody } from './validate.js';
 
 /**
  * A tenant's dead-letter queue through the API: peek, redrive all or some, delete some.
@@ -354,12 +355,7 @@ export function deliveryFields(body: string, tenant: string): { jobId?: string; 
 /** The body of a redrive (`{"all": true}` or `{"handles": [...]}`) or delete (`{"handles": [...]}`) request. */
 function parseRequest(body: string | undefined, allowAll: boolean): { all: true } | { handles: string[] } {
   const shape = allowAll ? '{"all": true} or {"handles": ["<handle>", ...]}' : '{"handles": ["<handle>", ...]}';
-  let v: unknown;
-  try {
-    v = JSON.parse(body ?? '');
-  } catch {
-    throw new ValidationError(`the body must be JSON: ${shape}`);
-  }
+  const v = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, `JSON: ${shape}`);
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ValidationError(`the body must be a JSON object: ${shape}`);
   const o = v as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => k !== 'handles' && !(allowAll && k === 'all'));

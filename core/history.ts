@@ -1,9 +1,13 @@
 import { ApiError, InvalidJobIdError, ValidationError } from './errors.js';
 import type { JobIdCodec } from './jobId.js';
+import { RawJson, type JsonPath } from './jsonText.js';
 import { isoMs } from './messages.js';
 import type { ListableState, ListedItem } from './listing.js';
-import type { Clock, RowKey, StoredRow } from './ports.js';
+import { limiter } from './limit.js';
+import type { Clock, JobStore, RowKey, StoredRow } from './ports.js';
 import type { TenantRegistry } from './tenants.js';
+import { parseJsonBody } from './validate.js';
+import { cutText } from './text.js';
 
 /**
  * Job history (docs/history.md): for a tenant with history on, the worker reports each
@@ -26,6 +30,12 @@ export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD';
 export type HistoryState = 'DELIVERED' | Outcome;
 
 export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
+
+/** How far this function's clock may lag the one that timed a direct job's delivery (SQS's). */
+const CLOCK_SKEW_MS = 1_000;
+
+/** Job rows read at once to check a report's jobs were delivered (one report: at most 100). */
+const ROW_READS_IN_FLIGHT = 16;
 
 /** Most outcomes in one report (`POST /v1/tenants/{tenant}/jobs/outcomes`). */
 export const MAX_OUTCOMES_PER_REPORT = 100;
@@ -81,6 +91,20 @@ export class HistoryOffError extends ApiError {
       `tenant '${tenant}' does not keep job history: turn it on (DyneinTenant history prop, or DYNEIN_HISTORY locally) to report outcomes`,
     );
     this.name = 'HistoryOffError';
+  }
+}
+
+/**
+ * An outcome for a job that has not been delivered (still scheduled, being cancelled or
+ * cancelled, dead-lettered by ingest, or not yet due): refused for that entry, and final (a
+ * report of it again is refused again; the reporter does not retry it).
+ */
+export class NotDeliveredError extends ApiError {
+  readonly status = 409;
+  readonly code = 'NotDelivered';
+  constructor(state: string) {
+    super(`the job has not been delivered (it is ${state}): an outcome is kept only for a delivered job; nothing was stored`);
+    this.name = 'NotDeliveredError';
   }
 }
 
@@ -206,6 +230,8 @@ export type OutcomeResult =
 
 export interface HistoryDeps {
   readonly history: HistoryStore;
+  /** The job rows: an outcome is kept only for a job the table shows delivered (or has no row of). */
+  readonly rows: Pick<JobStore, 'getRow'>;
   readonly codec: JobIdCodec;
   readonly tenants: TenantRegistry;
   readonly clock: Clock;
@@ -247,10 +273,21 @@ export class OutcomesService {
         results.push({ ...(jobId !== undefined ? { jobId } : {}), error: { code: err.code, message: err.message } });
       }
     });
-    const groups = [...byKey.values()];
+    // Only delivered jobs keep outcomes: the others' entries are refused (NotDelivered), unwritten.
+    const undelivered = await this.#undelivered(
+      [...byKey.values()].map((g) => g.record),
+      now,
+    );
+    const groups = [...byKey.values()].filter((g) => !undelivered.has(g.record.jobId));
+    for (const g of byKey.values()) {
+      const why = undelivered.get(g.record.jobId);
+      if (why === undefined) continue;
+      const error = new NotDeliveredError(why);
+      for (const i of g.indexes) results[i] = { jobId: g.record.jobId, error: { code: error.code, message: error.message } };
+    }
     // Every failure keeps an attempt item (distinct attempts), also one a later attempt superseded here.
     const failures = new Map<string, OutcomeRecord>();
-    for (const r of allRecords) if (r.outcome === 'FAILED') failures.set(`${r.jobId}/${r.attempt}`, r);
+    for (const r of allRecords) if (r.outcome === 'FAILED' && !undelivered.has(r.jobId)) failures.set(`${r.jobId}/${r.attempt}`, r);
     const failed = await this.deps.history.putOutcomes(
       groups.map((g) => g.record),
       [...failures.values()],
@@ -263,6 +300,40 @@ export class OutcomesService {
         };
     }
     return { results };
+  }
+
+  /**
+   * The jobs of `records` that have not been delivered, with the state they are in. Delivered is
+   * what status shows (docs/history.md): the dispatcher's delivered marker (`QUEUED`), a row a
+   * dispatcher holds while it sends it (`ACQUIRED`: the worker may receive the message before the
+   * marker is written), or no live row once the job is due (a job sent straight from submit has
+   * none; a marker expires). `SCHEDULED`, `CANCELLED`, `DEAD` and a job not yet due (nothing is
+   * delivered early) are not.
+   *
+   * A read, then the write: DynamoDB's only conditional write across two items is a transaction,
+   * which the emulators of the local stack and the tests do not have. It is safe because
+   * delivered is final (a marker never goes back to another state), and the one race left (no row
+   * yet, then a row or a tombstone written before the outcome) cannot make status lie: status
+   * shows an outcome only over a delivered marker or no row (JobsService).
+   */
+  async #undelivered(records: readonly OutcomeRecord[], now: number): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const limit = limiter(ROW_READS_IN_FLIGHT);
+    await Promise.all(
+      records.map((r) =>
+        limit(async () => {
+          // A job sent straight from submit never has a row: it is not read, only its due time refuses it.
+          const direct = this.deps.codec.parse(r.jobId).path === 'd';
+          const row = direct ? undefined : await this.deps.rows.getRow(r);
+          const live = row && (row.expiresAtMs === undefined || row.expiresAtMs > now) ? row : undefined;
+          if (live?.state === 'QUEUED' || live?.state === 'ACQUIRED') return;
+          if (live) out.set(r.jobId, live.state === 'DEAD' ? 'DEAD_LETTERED' : live.state);
+          // SQS delivered a direct job at its due time by SQS's clock: allow this function's clock to lag.
+          else if (now < r.dueMs - (direct ? CLOCK_SKEW_MS : 0)) out.set(r.jobId, `not due until ${isoMs(r.dueMs)}`);
+        }),
+      ),
+    );
+    return out;
   }
 
   #record(tenant: string, entry: unknown, now: number, expiresAtMs: number): OutcomeRecord {
@@ -288,7 +359,8 @@ export class OutcomesService {
     if (e.error !== undefined && typeof e.error !== 'string') throw new ValidationError('error must be a string');
     let result: string | undefined;
     if (e.result !== undefined) {
-      result = JSON.stringify(e.result);
+      // The result's JSON text as the worker sent it (a RawJson, never re-serialised).
+      result = e.result instanceof RawJson ? e.result.text : JSON.stringify(e.result);
       if (Buffer.byteLength(result) > MAX_RESULT_BYTES)
         throw new ValidationError(`result must be at most ${MAX_RESULT_BYTES} bytes of JSON`);
     }
@@ -301,7 +373,7 @@ export class OutcomesService {
       attempt: e.attempts as number,
       receivedAtMs,
       durationMs: e.durationMs as number,
-      ...(typeof e.error === 'string' ? { error: e.error.slice(0, MAX_ERROR_CHARS) } : {}),
+      ...(typeof e.error === 'string' ? { error: cutText(e.error, MAX_ERROR_CHARS) } : {}),
       ...(result !== undefined ? { result } : {}),
       reportedAtMs: now,
       expiresAtMs,
@@ -309,13 +381,11 @@ export class OutcomesService {
   }
 }
 
+/** Where the results sit in a report: kept as their JSON text (any nesting a result's 1 KB allows). */
+const RESULTS = (path: JsonPath) => path.length === 3 && path[0] === 'outcomes' && typeof path[1] === 'number' && path[2] === 'result';
+
 function parseBody(body: string | undefined): unknown[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body ?? '');
-  } catch {
-    throw new ValidationError('body must be JSON: {"outcomes": [...]}');
-  }
+  const parsed = parseJsonBody(body, Number.POSITIVE_INFINITY, RESULTS, 'JSON: {"outcomes": [...]}');
   const outcomes = (parsed as { outcomes?: unknown } | null)?.outcomes;
   if (!Array.isArray(outcomes) || outcomes.length === 0) throw new ValidationError('outcomes must be a non-empty array');
   if (outcomes.length > MAX_OUTCOMES_PER_REPORT)

@@ -35,6 +35,13 @@ export interface ParseJsonOptions {
    * @default 64
    */
   readonly maxBuildDepth?: number;
+  /**
+   * What becomes of a value nested deeper than `maxBuildDepth` outside the `raw` paths: kept as
+   * {@link RawJson} (`'raw'`), or refused with a {@link JsonTooDeepError} (`'refuse'`: a request
+   * body whose fields must all be built, so that nothing later recurses over a deep value).
+   * @default 'raw'
+   */
+  readonly deeper?: 'raw' | 'refuse';
 }
 
 /** The text is not JSON; `position` is the offset (UTF-16 code units) where it stops being JSON. */
@@ -46,6 +53,22 @@ export class JsonSyntaxError extends Error {
     super(message);
     this.name = 'JsonSyntaxError';
   }
+}
+
+/** The text nests deeper than the parse allows (`deeper: 'refuse'`); `path` is where it goes too deep. */
+export class JsonTooDeepError extends Error {
+  constructor(
+    readonly maxDepth: number,
+    readonly path: JsonPath,
+  ) {
+    super(`the JSON nests more than ${maxDepth} levels deep (at ${pathText(path)})`);
+    this.name = 'JsonTooDeepError';
+  }
+}
+
+/** A path as JSONPath-like text: `$.jobs[0].runAt`. */
+export function pathText(path: JsonPath): string {
+  return `$${path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_]\w*$/.test(p) ? `.${p}` : `[${JSON.stringify(p)}]`)).join('')}`;
 }
 
 const duplicates = new WeakMap<object, string[]>();
@@ -63,10 +86,10 @@ export function duplicateKeysOf(obj: object): readonly string[] {
  * `opts.maxBuildDepth`, are {@link RawJson}; everything else is built as `JSON.parse` builds it
  * (objects with own properties, `__proto__` included; duplicate keys: the last wins, see
  * {@link duplicateKeysOf}).
- * @throws JsonSyntaxError
+ * @throws JsonSyntaxError, JsonTooDeepError (only with `deeper: 'refuse'`)
  */
 export function parseJson(text: string, opts: ParseJsonOptions = {}): unknown {
-  const p = new Parser(text, opts.raw, opts.maxBuildDepth ?? 64);
+  const p = new Parser(text, opts.raw, opts.maxBuildDepth ?? 64, opts.deeper === 'refuse');
   p.ws();
   const value = p.value([], 1);
   p.ws();
@@ -97,6 +120,7 @@ class Parser {
     private readonly text: string,
     private readonly raw: ((path: JsonPath) => boolean) | undefined,
     private readonly maxBuildDepth: number,
+    private readonly refuseDeeper = false,
   ) {}
 
   fail(message: string, at = this.i): never {
@@ -113,12 +137,16 @@ class Parser {
 
   /** One value at `this.i` (no leading whitespace), built or raw. */
   value(path: JsonPath, depth: number): unknown {
-    if (depth > this.maxBuildDepth || this.raw?.(path)) {
+    const rawPath = this.raw?.(path) ?? false;
+    const c = this.text.charCodeAt(this.i);
+    const container = c === 0x7b /* { */ || c === 0x5b; /* [ */
+    // Refusing, only a container is too deep: a scalar inside the deepest one is built.
+    if (!rawPath && depth > this.maxBuildDepth && this.refuseDeeper && container) throw new JsonTooDeepError(this.maxBuildDepth, path);
+    if (rawPath || (depth > this.maxBuildDepth && !this.refuseDeeper)) {
       const start = this.i;
       const nesting = this.skip();
       return new RawJson(this.text.slice(start, this.i), start, nesting);
     }
-    const c = this.text.charCodeAt(this.i);
     if (c === 0x7b /* { */) return this.object(path, depth);
     if (c === 0x5b /* [ */) return this.array(path, depth);
     if (c === 0x22 /* " */) return this.string();

@@ -9,6 +9,7 @@ import type { Clock, TenantRecord } from './ports.js';
 import { SCHEDULE_NAME_PATTERN } from './recurring/model.js';
 import type { TenantRegistry } from './tenants.js';
 import { parseRunAt } from './validate.js';
+import { cutText } from './text.js';
 
 /**
  * `GET /v1/tenants/{tenant}/jobs`: a tenant's jobs, read from the shards themselves (no index,
@@ -337,7 +338,7 @@ export class JobLister {
     const schedule = query.schedule;
     if (schedule !== undefined && (!SCHEDULE_NAME_PATTERN.test(schedule) || schedule === '.' || schedule === '..'))
       throw new ValidationError(
-        `schedule ${JSON.stringify(schedule.slice(0, 70))} is not a schedule name: use 1 to 64 letters, digits, '_', '.' or '-'`,
+        `schedule ${JSON.stringify(cutText(schedule, 70))} is not a schedule name: use 1 to 64 letters, digits, '_', '.' or '-'`,
       );
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw new ValidationError(`order ${JSON.stringify(order)} must be asc or desc`);
@@ -418,7 +419,7 @@ function timeParam(name: 'from' | 'to', value: string): number {
     return Math.min(parseRunAt(value), MAX_MS);
   } catch {
     throw new ValidationError(
-      `${name} ${JSON.stringify(value.slice(0, 70))} is not an RFC 3339 time: use a form like "2030-01-31T14:03:07.250Z" or "2030-01-31T15:03:07+01:00"`,
+      `${name} ${JSON.stringify(cutText(value, 70))} is not an RFC 3339 time: use a form like "2030-01-31T14:03:07.250Z" or "2030-01-31T15:03:07+01:00"`,
     );
   }
 }

@@ -10,6 +10,7 @@ import type { SubmitRateLimiter } from './submitRate.js';
 import { sendParcels, type Parcel, type SendOptions } from './submitSend.js';
 import type { TenantRegistry } from './tenants.js';
 import { assertNoDuplicateFields, BATCH_PAYLOADS, JOB_PAYLOAD, parseJsonBody, validateJob, type JobRequest } from './validate.js';
+import { shortText } from './text.js';
 
 export interface JobReply {
   readonly jobId: string;
@@ -371,7 +372,7 @@ function delayOf(dueMs: number, nowMs: number): number {
 }
 
 function reusedKey(key: string, holder: string): IdempotencyKeyReusedError {
-  const shown = key.length > 40 ? `${key.slice(0, 40)}…` : key;
+  const shown = shortText(key, 40);
   return new IdempotencyKeyReusedError(
     `idempotencyKey ${JSON.stringify(shown)} already names ${holder}, submitted in the last ${IDEMPOTENCY_WINDOW_MS / 3_600_000} hours with another payload, runAt/delaySeconds or cancellable: use a new key for a new job, or repeat the original request unchanged to get its job; nothing was written`,
   );

@@ -1,6 +1,6 @@
 import type { SchedulerSettings } from './config.js';
 import { PayloadTooLargeError, ValidationError } from './errors.js';
-import { duplicateKeysOf, JsonSyntaxError, parseJson, RawJson, type JsonPath } from './jsonText.js';
+import { duplicateKeysOf, JsonSyntaxError, JsonTooDeepError, parseJson, pathText, RawJson, type JsonPath } from './jsonText.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from './ports.js';
 import { describeSqsUnsafeChar, findSqsUnsafeChar } from './sqsChars.js';
 
@@ -36,20 +36,42 @@ export const BATCH_PAYLOADS = (path: JsonPath) =>
   path.length === 3 && path[0] === 'jobs' && typeof path[1] === 'number' && path[2] === 'payload';
 
 /**
- * Parses a request body as JSON, refusing bodies above `maxBytes` before parsing them. Values at
- * the paths `raw` selects (the payloads) are kept as {@link RawJson}: their exact source text.
+ * Deepest nesting of arrays and objects a request body may have outside its payloads (which
+ * {@link MAX_PAYLOAD_DEPTH} bounds): every route's body is a small envelope of a few levels.
+ */
+export const MAX_BODY_DEPTH = 64;
+
+/**
+ * Parses a request body as JSON: the one parser of every route that takes a body. It refuses a
+ * body above `maxBytes` before parsing it, and a body nesting deeper than {@link MAX_BODY_DEPTH}
+ * outside the `raw` paths (400, never a stack overflow: the parser and everything after it work
+ * on bounded depth). Values at the paths `raw` selects (payloads) are kept as {@link RawJson}:
+ * their exact source text, at any depth. `example` ends the error messages ("send ...").
+ *
+ * @example parseJsonBody('{"handles": ["h1"]}', Infinity, undefined, '{"handles": ["<handle>", ...]}')
  * @throws PayloadTooLargeError, ValidationError
  */
-export function parseJsonBody(raw: string | undefined, maxBytes: number, rawPaths?: (path: JsonPath) => boolean): unknown {
-  if (raw === undefined || raw === '') throw new ValidationError('request body is empty: send a JSON object');
-  const bytes = Buffer.byteLength(raw, 'utf8');
-  if (bytes > maxBytes)
-    throw new PayloadTooLargeError(`request body is ${bytes} bytes, above the limit of ${maxBytes}: split it into smaller requests`);
+export function parseJsonBody(
+  raw: string | undefined,
+  maxBytes: number,
+  rawPaths?: (path: JsonPath) => boolean,
+  example = 'a JSON object',
+): unknown {
+  if (raw === undefined || raw === '') throw new ValidationError(`request body is empty: send ${example}`);
+  if (Number.isFinite(maxBytes)) {
+    const bytes = Buffer.byteLength(raw, 'utf8');
+    if (bytes > maxBytes)
+      throw new PayloadTooLargeError(`request body is ${bytes} bytes, above the limit of ${maxBytes}: split it into smaller requests`);
+  }
   try {
-    return parseJson(raw, { raw: rawPaths });
+    return parseJson(raw, { raw: rawPaths, maxBuildDepth: MAX_BODY_DEPTH, deeper: 'refuse' });
   } catch (err) {
+    if (err instanceof JsonTooDeepError)
+      throw new ValidationError(
+        `request body nests more than ${MAX_BODY_DEPTH} levels of arrays and objects (at ${pathText(err.path.slice(0, 8))}${err.path.length > 8 ? '...' : ''}): send ${example}`,
+      );
     if (!(err instanceof JsonSyntaxError)) throw err;
-    throw new ValidationError(`request body is not valid JSON (${err.message}): send a JSON object`);
+    throw new ValidationError(`request body is not JSON (${err.message}): send ${example}`);
   }
 }
 

@@ -20,6 +20,7 @@ import {
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
 import { registrationConflictMessage, registrationRequest, type RegistrationProperties } from '../core/registration.js';
 import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
+import { cutText } from '../core/text.js';
 
 type Event = CloudFormationCustomResourceEvent<RegistrationProperties>;
 
@@ -107,7 +108,7 @@ export function registerHandler(deps: RegisterDeps) {
       console.error(JSON.stringify({ level: 'ERROR', message: 'tenant registration failed', error: message }));
       response = {
         Status: 'FAILED',
-        Reason: `${message}${context?.logStreamName ? ` (log stream ${context.logStreamName})` : ''}`.slice(0, 3_000),
+        Reason: cutText(`${message}${context?.logStreamName ? ` (log stream ${context.logStreamName})` : ''}`, 3_000),
         // A failed create keeps a stable id, so the rollback's delete names the same resource.
         PhysicalResourceId: event.RequestType === 'Create' ? `dynein-tenant-failed-${event.RequestId}` : event.PhysicalResourceId,
         StackId: event.StackId,

@@ -9,6 +9,7 @@ import { RawJson } from '../jsonText.js';
 import { isoMs } from '../messages.js';
 import { nextRuns, parseSchedule, type Schedule } from '../schedule/index.js';
 import { assertNoDuplicateFields, parseJsonBody, parseRunAt, payloadTextOf } from '../validate.js';
+import { shortText } from '../text.js';
 
 /** Schedule names: what EventBridge Scheduler allows, 1 to 64 characters. */
 export const SCHEDULE_NAME_PATTERN = /^[0-9A-Za-z_.-]{1,64}$/;
@@ -106,7 +107,7 @@ const PAYLOAD_PATH = (path: readonly (string | number)[]) => path.length === 1 &
 export function assertScheduleName(name: string): void {
   // '.' and '..' match the pattern, but no URL path can name them (clients resolve them away).
   if (!SCHEDULE_NAME_PATTERN.test(name) || name === '.' || name === '..') {
-    const shown = name.length > 70 ? `${name.slice(0, 70)}…` : name;
+    const shown = shortText(name, 70);
     throw new ValidationError(
       `name ${JSON.stringify(shown)} is not a schedule name: use 1 to 64 letters, digits, '_', '.' or '-'${name.length > 64 ? ` (it has ${name.length} characters)` : ''}`,
     );

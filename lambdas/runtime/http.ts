@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { ApiError, ValidationError } from '../../core/errors.js';
 import { stringifyWithRaw } from '../../core/jsonText.js';
+import { assertQuery } from './routes.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };
 
@@ -39,7 +40,8 @@ export function json(statusCode: number, value: unknown, requestId?: string): Ht
 
 /**
  * Runs an API operation and shapes its reply (`status`, unless the operation answers a
- * {@link WithStatus}): an {@link ApiError} becomes its status and
+ * {@link WithStatus}), after refusing query parameters the route does not take
+ * ({@link assertQuery}): an {@link ApiError} becomes its status and
  * `{"error": {"code", "message"}}`; anything else is logged and answers 500 without details.
  */
 export async function respond(
@@ -50,6 +52,8 @@ export async function respond(
 ): Promise<HttpResult> {
   const requestId = event.requestContext?.requestId;
   try {
+    // Every route refuses a query parameter it does not take before it does anything.
+    assertQuery(event);
     const value = await op();
     return value instanceof WithStatus ? json(value.statusCode, value.value, requestId) : json(status, value, requestId);
   } catch (err) {

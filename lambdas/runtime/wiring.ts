@@ -121,7 +121,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       }),
     }),
     jobs: new JobsService({ store, codec, tenants, clock, settings, history, controls }),
-    outcomes: new OutcomesService({ history, codec, tenants, clock }),
+    outcomes: new OutcomesService({ history, rows: store, codec, tenants, clock }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
     ingest: { store, codec, clock, settings },

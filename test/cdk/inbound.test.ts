@@ -2,6 +2,7 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { INBOUND_MESSAGE_LIFETIME_MS } from '../../core/cancel.js';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { fastApp, getAtt, idOf, render, type Json } from './support.js';
 
@@ -58,5 +59,13 @@ describe('inbound queue', () => {
       pairs++;
     }
     expect(pairs).toBe(2); // inbound and the tenant
+  });
+
+  it("keeps an inbound message no longer than a tombstone lasts: the queue's and its DLQ's retention are the core's", () => {
+    const queues = new Map(resources().filter(([, r]) => r.Type === 'AWS::SQS::Queue'));
+    const inbound = queues.get(idOf(scheduler.inboundQueue))!;
+    const dlq = queues.get(idOf(scheduler.inboundDeadLetterQueue))!;
+    const retentionMs = (r: Resource) => Number(r.Properties.MessageRetentionPeriod) * 1000;
+    expect(retentionMs(inbound) + retentionMs(dlq)).toBe(INBOUND_MESSAGE_LIFETIME_MS);
   });
 });

@@ -10,8 +10,21 @@ import { DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCom
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobIdCodec, type JobIdParts } from '../../core/jobId.js';
 import { parseInboundBody } from '../../core/messages.js';
-import { cancelHandler, statusHandler, submitHandler } from '../../lambdas/runtime/handlers.js';
+import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
+import type { ScheduleTrigger } from '../../core/recurring/ports.js';
+import { SchedulesService } from '../../core/recurring/service.js';
+import {
+  adminHandler,
+  cancelHandler,
+  dlqHandler,
+  outcomesHandler,
+  schedulesHandler,
+  statusHandler,
+  submitHandler,
+} from '../../lambdas/runtime/handlers.js';
 import type { HttpResult } from '../../lambdas/runtime/http.js';
+import { ROUTES, type RouteSpec } from '../../lambdas/runtime/routes.js';
+import type { Wiring } from '../../lambdas/runtime/wiring.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
 
@@ -1116,5 +1129,166 @@ describe('a batch mixing valid and invalid jobs', () => {
       }
     }
     expect(delivered).toEqual({ jobId: soonId, tenant: 'demo', runAt: new Date(Date.parse(soonRunAt)).toISOString(), payload: { n: 2 } });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Every route of the HTTP API (lambdas/runtime/routes.ts declares them): a body nested 100,000
+// levels deep and a query parameter the route does not take are 400s that write nothing.
+
+describe('every route, every bad input', () => {
+  let sys: TestSystem;
+  let w: Wiring;
+  const triggerCalls: string[] = [];
+  let jobId: string;
+  let tableBefore: Record<string, AttributeValue>[];
+  let writesBefore: Record<string, number>;
+
+  const DEEP = 100_000;
+  const deepArrays = () => `${'['.repeat(DEEP)}${']'.repeat(DEEP)}`;
+
+  beforeAll(async () => {
+    sys = await createSystem(em, { tenants: ['demo'] });
+    // History on (the outcomes route answers 409 HistoryOff before reading a body otherwise).
+    await sys.w.store.putTenant({ name: 'demo', queueUrl: sys.tenants.demo!.url, dlqUrl: sys.tenants.demo!.dlqUrl, historyTtlMs: DAY_MS });
+    // The schedules service over the real table; its EventBridge clock only records calls (none may come).
+    const trigger: ScheduleTrigger = {
+      upsert: async (ref) => void triggerCalls.push(`upsert ${ref.name}`),
+      remove: async (ref) => void triggerCalls.push(`remove ${ref.name}`),
+    };
+    w = {
+      ...sys.w,
+      schedules: new SchedulesService({
+        store: sys.w.store,
+        schedules: new DynamoScheduleStore(sys.tableName, em.dynamo),
+        trigger,
+        tenants: sys.w.tenants,
+        codec: sys.w.codec,
+        clock: sys.w.dispatch.clock,
+        settings: sys.w.dispatch.settings,
+      }),
+    };
+    jobId = new JobIdCodec(sys.idKey).encode({
+      tenant: 'demo',
+      shard: 1,
+      dueMs: Date.now() + DAY_MS,
+      path: 't',
+      random: 'AAAAAAAAAAAAAAAA',
+    });
+    tableBefore = await scanAll(em, sys.tableName);
+    writesBefore = writesIn(em.counter.snapshot());
+  });
+
+  /** The handler API Gateway invokes for a route (one function per family, as the CDK construct wires them). */
+  const handlerOf = (r: RouteSpec) => {
+    if (r.path.startsWith('/v1/admin/')) return adminHandler(w);
+    if (r.path.includes('/schedules')) return schedulesHandler(w);
+    if (r.path.includes('/dlq')) return dlqHandler(w);
+    if (r.path.endsWith('/jobs/outcomes')) return outcomesHandler(w);
+    if (r.method === 'POST') return submitHandler(w);
+    if (r.method === 'DELETE') return cancelHandler(w);
+    return statusHandler(w);
+  };
+
+  /** A request on `r` exactly as API Gateway delivers it: route key, path parameters, query, body. */
+  function call(r: RouteSpec, opts: { body?: string; query?: Record<string, string> } = {}): Promise<HttpResult> {
+    const params: Record<string, string> = { tenant: 'demo', jobId, name: 'nightly' };
+    const pathParameters = Object.fromEntries([...r.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, params[m[1]!]!]));
+    const path = r.path.replace(/\{(\w+)\}/g, (_m, k: string) => encodeURIComponent(params[k]!));
+    const event = httpEvent(r.method, path, {
+      routeKey: `${r.method} ${r.path}`,
+      pathParameters,
+      ...(opts.body !== undefined ? { body: opts.body } : {}),
+    });
+    const query = opts.query ?? {};
+    Object.assign(event, {
+      rawQueryString: new URLSearchParams(query).toString(),
+      ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    });
+    return handlerOf(r)(event);
+  }
+
+  /** A body each route would accept, so that only the defect under test is wrong. */
+  const goodBody = (r: RouteSpec): string | undefined =>
+    r.method === 'GET' || r.method === 'DELETE' || /\/(pause|resume)$/.test(r.path)
+      ? undefined
+      : r.path.endsWith('/jobs')
+        ? j({ payload: 1, delaySeconds: 3_600 })
+        : r.path.endsWith('/jobs/batch')
+          ? j({ jobs: [{ payload: 1, delaySeconds: 3_600 }] })
+          : r.path.endsWith('/jobs/outcomes')
+            ? j({ outcomes: [{ jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 1 }] })
+            : r.path.includes('/schedules/')
+              ? j({ expression: 'rate(1 hour)' })
+              : r.path.endsWith('/dlq/redrive')
+                ? j({ all: true })
+                : r.path.endsWith('/dlq/delete')
+                  ? j({ handles: ['h'] })
+                  : j({ weight: 2 });
+
+  const bodyRoutes = ROUTES.filter((r) => goodBody(r) !== undefined);
+
+  it('declares the 19 routes of the API, 7 of them with a body', () => {
+    expect(ROUTES).toHaveLength(19);
+    expect(bodyRoutes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+      'POST /v1/tenants/{tenant}/dlq/delete',
+      'POST /v1/tenants/{tenant}/dlq/redrive',
+      'POST /v1/tenants/{tenant}/jobs',
+      'POST /v1/tenants/{tenant}/jobs/batch',
+      'POST /v1/tenants/{tenant}/jobs/outcomes',
+      'PUT /v1/admin/tenants/{tenant}/settings',
+      'PUT /v1/tenants/{tenant}/schedules/{name}',
+    ]);
+  });
+
+  it.each(bodyRoutes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s: a body nested 100,000 levels deep is a 400', async (_k, r) => {
+    const res = await call(r, { body: deepArrays() });
+    expectError(res, { status: 400, code: V, message: /nests more than 64 levels|JSON object/ });
+  });
+
+  // The same depth inside the field each route reads (and once wrote into its error message).
+  const deepFields: [string, string, () => string][] = [
+    ['POST /v1/tenants/{tenant}/jobs', 'runAt', () => `{"payload": 1, "runAt": ${deepArrays()}}`],
+    ['POST /v1/tenants/{tenant}/jobs/batch', 'jobs[0].runAt', () => `{"jobs": [{"payload": 1, "runAt": ${deepArrays()}}]}`],
+    ['POST /v1/tenants/{tenant}/jobs/outcomes', 'outcomes[0].jobId', () => `{"outcomes": [{"jobId": ${deepArrays()}}]}`],
+    ['PUT /v1/tenants/{tenant}/schedules/{name}', 'state', () => `{"expression": "rate(1 hour)", "state": ${deepArrays()}}`],
+    ['POST /v1/tenants/{tenant}/dlq/redrive', 'all', () => `{"all": ${deepArrays()}}`],
+    ['POST /v1/tenants/{tenant}/dlq/delete', 'handles[0]', () => `{"handles": [${deepArrays()}]}`],
+    ['PUT /v1/admin/tenants/{tenant}/settings', 'weight', () => `{"weight": ${deepArrays()}}`],
+  ];
+  it.each(deepFields)('%s: %s nested 100,000 levels deep is a 400', async (key, _field, body) => {
+    const r = ROUTES.find((x) => `${x.method} ${x.path}` === key)!;
+    expectError(await call(r, { body: body() }), { status: 400, code: V, message: /nests more than 64 levels/ });
+  });
+
+  it('an outcome result nested 100,000 levels deep refuses that entry (result above 1 KB), not the report', async () => {
+    const r = ROUTES.find((x) => x.path.endsWith('/jobs/outcomes'))!;
+    const entry = `{"jobId": ${j(jobId)}, "outcome": "SUCCEEDED", "attempts": 1, "receivedAt": ${j(new Date().toISOString())}, "durationMs": 1, "result": ${deepArrays()}}`;
+    const res = await call(r, { body: `{"outcomes": [${entry}]}` });
+    expect(res.statusCode).toBe(200);
+    const { results } = JSON.parse(res.body) as { results: { error?: { code: string; message: string } }[] };
+    expect(results.map((e) => [e.error?.code, e.error?.message.startsWith('result')])).toEqual([[V, true]]);
+  });
+
+  it.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r] as const))('%s: an unknown query parameter is a 400 naming it', async (_k, r) => {
+    const res = await call(r, { body: goodBody(r), query: { ...(r.query[0] ? { [r.query[0]]: 'x' } : {}), bogus: '1' } });
+    const error = expectError(res, { status: 400, code: V, message: /^bogus is not a query parameter/ });
+    expect(error.message).toContain(r.query.length > 0 ? `it takes ${r.query.join(', ')}` : 'it takes none');
+  });
+
+  it('PUT schedules with ?dryrun=true (wrong case) is a 400 pointing at dryRun, and stores nothing', async () => {
+    const r = ROUTES.find((x) => x.method === 'PUT' && x.path.endsWith('/schedules/{name}'))!;
+    const res = await call(r, { body: j({ expression: 'rate(1 hour)' }), query: { dryrun: 'true' } });
+    expectError(res, { status: 400, code: V, message: [/^dryrun is not a query parameter/, /did you mean dryRun\?/] });
+    const get = ROUTES.find((x) => x.method === 'GET' && x.path.endsWith('/schedules/{name}'))!;
+    expect((await call(get)).statusCode).toBe(404);
+  });
+
+  it('wrote nothing: no write call, the table as it was, every queue empty, no schedule clock touched', async () => {
+    expect(writesIn(em.counter.snapshot())).toEqual(writesBefore);
+    expect(await scanAll(em, sys.tableName)).toEqual(tableBefore);
+    for (const url of [sys.inboundUrl, sys.tenants.demo!.url, sys.tenants.demo!.dlqUrl])
+      expect({ url, ...(await queueCounts(em, url)) }).toEqual({ url, visible: 0, notVisible: 0, delayed: 0 });
+    expect(triggerCalls).toEqual([]);
   });
 });

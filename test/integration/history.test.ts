@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/config.js';
 import { dispatchRound } from '../../core/dispatch.js';
 import { sortKey } from '../../core/jobId.js';
+import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { registerHandler } from '../../lambdas/register.js';
 import { outcomesHandler } from '../../lambdas/runtime/handlers.js';
@@ -42,6 +43,15 @@ const report = (tenant: string, body: unknown) =>
       pathParameters: { tenant },
     }),
   );
+
+/** Writes the dispatcher's delivered markers of `jobs` (as a round that sent them would). */
+async function deliver(jobs: readonly { jobId: string }[], tenant = 'hist'): Promise<void> {
+  const rows = jobs.map((j) => {
+    const id = sys.w.codec.parse(j.jobId);
+    return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId, tenant, expiresAtMs: id.dueMs + 86_400_000 };
+  });
+  expect(await sys.w.store.markDelivered(rows, Date.now())).toEqual([]);
+}
 
 async function receiveOnce(url: string): Promise<Message[]> {
   const res = await em.sqs.send(
@@ -129,12 +139,64 @@ describe('job history', () => {
     }
   }, 30_000);
 
+  it('refuses, per entry, an outcome for a job not delivered (scheduled, cancelled, not yet due): 409 NotDelivered, nothing stored, status unchanged', async () => {
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    const [scheduled, cancelled, inbound] = await submitJobs(sys, 'hist', [
+      { payload: 'scheduled', runAt },
+      { payload: 'cancelled', runAt },
+      { payload: 'inbound', runAt },
+    ]);
+    const [direct] = await submitJobs(sys, 'hist', [{ payload: 'direct', delaySeconds: 0 }]);
+    // The first job stored (SCHEDULED), the second cancelled (a tombstone); the third's message still waits.
+    const stored = sys.w.codec.parse(scheduled!.jobId);
+    expect(
+      await sys.w.store.putJob({ shard: stored.shard, dueMs: stored.dueMs, jobId: stored.jobId, tenant: 'hist', payload: '"scheduled"' }),
+    ).toBe('created');
+    expect(await sys.w.jobs.cancel('hist', cancelled!.jobId)).toEqual({ jobId: cancelled!.jobId, state: 'CANCELLED' });
+    expect(direct!.state).toBe('QUEUED');
+
+    const res = await report('hist', {
+      outcomes: [
+        outcome(scheduled!.jobId),
+        outcome(cancelled!.jobId, { outcome: 'FAILED', error: 'x' }),
+        outcome(inbound!.jobId),
+        outcome(direct!.jobId),
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    const results = JSON.parse(res.body).results as { jobId: string; state?: string; error?: { code: string; message: string } }[];
+    expect(results.map((r) => [r.jobId, r.state ?? r.error?.code])).toEqual([
+      [scheduled!.jobId, 'NotDelivered'],
+      [cancelled!.jobId, 'NotDelivered'],
+      [inbound!.jobId, 'NotDelivered'],
+      [direct!.jobId, 'SUCCEEDED'],
+    ]);
+    expect(results[0]!.error?.message).toMatch(/SCHEDULED/);
+    expect(results[1]!.error?.message).toMatch(/CANCELLED/);
+    expect(results[2]!.error?.message).toMatch(/not due/);
+    for (const [job, state] of [
+      [scheduled!, 'SCHEDULED'],
+      [cancelled!, 'CANCELLED'],
+      [inbound!, 'UNKNOWN'],
+    ] as const) {
+      const s = await sys.w.jobs.status('hist', job.jobId);
+      expect({ jobId: job.jobId, state: s.state, events: s.timeline?.map((e) => e.event) }).toEqual({
+        jobId: job.jobId,
+        state,
+        events: ['SCHEDULED'],
+      });
+      expect(await new DynamoHistoryStore(sys.tableName, em.dynamo).getOutcome(sys.w.codec.parse(job.jobId))).toBeUndefined();
+    }
+    expect((await sys.w.jobs.status('hist', direct!.jobId)).state).toBe('SUCCEEDED');
+  });
+
   it('writes one record per job, 25 per BatchWriteItem, with the tenant retention as TTL, nothing at the job key', async () => {
     const jobs = await submitJobs(
       sys,
       'hist',
       Array.from({ length: 100 }, (_, i) => ({ payload: i, runAt: new Date(Date.now() + 3_600_000).toISOString() })),
     );
+    await deliver(jobs);
     const writesBefore = batchWrites;
     const t0 = Date.now();
     const res = await report('hist', { outcomes: jobs.map((j) => outcome(j.jobId)) });
@@ -170,6 +232,7 @@ describe('job history', () => {
 
   it('two reports of one job in a request keep the later attempt; the failure stays in the timeline', async () => {
     const [job] = await submitJobs(sys, 'hist', [{ payload: 0, runAt: new Date(Date.now() + 3_600_000).toISOString() }]);
+    await deliver([job!]);
     const res = await report('hist', {
       outcomes: [
         outcome(job!.jobId, { attempts: 3, outcome: 'DEAD', error: 'gave up' }),
@@ -195,6 +258,7 @@ describe('job history', () => {
       'hist',
       [0, 1, 2].map((i) => ({ payload: i, runAt: new Date(base + i).toISOString() })),
     );
+    await deliver(jobs);
     await report('hist', {
       outcomes: [outcome(jobs[0]!.jobId), outcome(jobs[1]!.jobId, { outcome: 'FAILED', error: 'x' }), outcome(jobs[2]!.jobId)],
     });
@@ -224,6 +288,7 @@ describe('job history', () => {
       'hist',
       [0, 1, 2].map((i) => ({ payload: i, runAt: new Date(Date.now() + 3_600_000).toISOString() })),
     );
+    await deliver(jobs);
     const lines: { tenant: string; counts: Readonly<Record<string, number>> }[] = [];
     const telemetry = {
       count() {},

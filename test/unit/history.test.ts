@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OutcomeReporter, type OutcomeReport } from '../../client/outcomes.js';
-import { historyStatus, timelineOf, type OutcomeRecord } from '../../core/history.js';
+import { MAX_ERROR_CHARS, OutcomesService, historyStatus, timelineOf, type HistoryStore, type OutcomeRecord } from '../../core/history.js';
+import { JobIdCodec } from '../../core/jobId.js';
+import type { StoredRow } from '../../core/ports.js';
+import { TenantRegistry } from '../../core/tenants.js';
 import { deliveryMessage } from '../../core/messages.js';
 import { localSettings } from '../../local/settings.js';
 
@@ -109,6 +112,32 @@ describe('OutcomeReporter', () => {
     expect(sent.at(-1)).toEqual({ tenant: 'a', n: 1 });
   });
 
+  it('treats NotDelivered as final: handed to onError once, never sent again', async () => {
+    vi.useFakeTimers();
+    const sent: string[][] = [];
+    const refused: string[] = [];
+    const reporter = new OutcomeReporter(
+      {
+        reportOutcomes: async (_tenant, outcomes) => {
+          sent.push(outcomes.map((o) => o.jobId));
+          return {
+            results: outcomes.map((o) =>
+              o.jobId === 'early'
+                ? { jobId: o.jobId, error: { code: 'NotDelivered', message: 'not delivered' } }
+                : { jobId: o.jobId, state: o.outcome },
+            ),
+          };
+        },
+      },
+      { onError: (_e, outcomes) => void refused.push(...outcomes.map((o) => o.jobId)) },
+    );
+    const done = Promise.all([reporter.report('t', report('early')), reporter.report('t', report('ok'))]);
+    await vi.advanceTimersByTimeAsync(10_000);
+    await done;
+    expect(sent).toEqual([['early', 'ok']]);
+    expect(refused).toEqual(['early']);
+  });
+
   it('sends throttled entries again with backoff, resolves their reports after the last try, and gives up after the retries', async () => {
     vi.useFakeTimers();
     const sent: string[][] = [];
@@ -169,5 +198,34 @@ describe('OutcomeReporter', () => {
     await reporter.flush();
     await expect(p).resolves.toBeUndefined();
     expect(errors).toEqual([1]);
+  });
+});
+
+describe('outcome error', () => {
+  it('cut to its limit never splits a surrogate pair (an emoji across the boundary is left out whole)', async () => {
+    const now = 2_000_000_000_000;
+    const codec = new JobIdCodec(Buffer.alloc(32, 7));
+    const jobId = codec.encode({ tenant: 't', shard: 0, dueMs: now - 1_000, path: 't', random: 'AAAAAAAAAAAAAAAA' });
+    const stored: OutcomeRecord[] = [];
+    const history: HistoryStore = {
+      putOutcomes: async (records) => (stored.push(...records), []),
+      getOutcome: async () => undefined,
+      getFailedAttempts: async () => [],
+    };
+    const delivered: StoredRow = { state: 'QUEUED', tenant: 't', leaseUntil: 0, deliveredAtMs: now - 900 };
+    const tenants = new TenantRegistry({
+      getTenant: async (name: string) => (name === 't' ? { name, queueUrl: 'q', dlqUrl: 'd', historyTtlMs: 86_400_000 } : undefined),
+    } as never);
+    const service = new OutcomesService({ history, rows: { getRow: async () => delivered }, codec, tenants, clock: { now: () => now } });
+    // The emoji's two code units are the 1,024th and 1,025th: a plain slice keeps the first alone.
+    const error = `${'e'.repeat(MAX_ERROR_CHARS - 1)}😀 and more`;
+    const body = JSON.stringify({
+      outcomes: [{ jobId, outcome: 'FAILED', attempts: 1, receivedAt: new Date(now - 500).toISOString(), durationMs: 5, error }],
+    });
+    expect((await service.report('t', body)).results).toEqual([{ jobId, state: 'FAILED' }]);
+    const kept = stored[0]!.error!;
+    expect(kept).toBe('e'.repeat(MAX_ERROR_CHARS - 1));
+    expect(/\p{Surrogate}/u.test(kept)).toBe(false);
+    expect(Buffer.from(kept, 'utf8').toString('utf8')).toBe(kept);
   });
 });

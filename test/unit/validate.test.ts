@@ -441,12 +441,16 @@ describe('validateJob on a request body as parsed (payload kept as raw text)', (
 });
 
 describe('a batch body as parsed', () => {
-  it('refuses a job nested too deep to be built as a job, not as an object with odd fields', () => {
-    const body = `{"jobs":[${'['.repeat(100)}${']'.repeat(100)}]}`;
-    const parsed = parseJsonBody(body, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
-    expectValidationError(() => validateJob(parsed.jobs[0], settings, NOW, body), /a job must be a JSON object/);
-    const deepObject = `{"jobs":[${'{"a":'.repeat(100)}1${'}'.repeat(100)}]}`;
-    const parsedObject = parseJsonBody(deepObject, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
-    expectValidationError(() => validateJob(parsedObject.jobs[0], settings, NOW, deepObject), /unknown field 'a'/);
+  it('refuses a body nested deeper than 64 levels outside its payloads when parsing it (a 400, never a deep value to recurse over)', () => {
+    const arrays = `{"jobs":[${'['.repeat(100)}${']'.repeat(100)}]}`;
+    expectValidationError(() => parseJsonBody(arrays, 1_000_000, BATCH_PAYLOADS), /nests more than 64 levels/);
+    const objects = `{"jobs":[${'{"a":'.repeat(100)}1${'}'.repeat(100)}]}`;
+    expectValidationError(() => parseJsonBody(objects, 1_000_000, BATCH_PAYLOADS), /nests more than 64 levels/);
+    // 64 levels are built; a payload nests as deep as its own limit allows.
+    const at64 = `{"jobs":[${'['.repeat(62)}${']'.repeat(62)}]}`;
+    expect((parseJsonBody(at64, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] }).jobs).toHaveLength(1);
+    const deepPayload = `{"jobs":[{"payload":${'['.repeat(1_000)}${']'.repeat(1_000)},"delaySeconds":1}]}`;
+    const parsed = parseJsonBody(deepPayload, 1_000_000, BATCH_PAYLOADS) as { jobs: unknown[] };
+    expect(validateJob(parsed.jobs[0], settings, NOW, deepPayload).payloadText).toHaveLength(2_000);
   });
 });
