@@ -8,6 +8,7 @@
  * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
  * once each.
  */
+import { tombstoneExpiresAtMs } from '../cancel.js';
 import { ingestJob, type IngestDeps } from '../ingest.js';
 import { limiter } from '../limit.js';
 import { END_OF_TIME } from '../schedule/index.js';
@@ -192,7 +193,8 @@ async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p:
           const outcome = await store.cancel(
             { shard, dueMs, jobId },
             record.tenant,
-            dueMs + settings.tombstoneGraceMs + settings.cancelRecordRetentionMs,
+            // The tombstone outlives every copy of a firing message that could write the occurrence again.
+            tombstoneExpiresAtMs(dueMs, deps.clock.now(), settings),
             { occurrence: true },
           );
           if (outcome === 'acquired') taken = Math.max(taken, dueMs);
