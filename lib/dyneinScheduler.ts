@@ -421,7 +421,20 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     // Least privilege, one statement per need (no wildcard actions).
     const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
       f.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources: [this.table.tableArn] }));
-    tableAccess(submit, 'GetItem');
+    // Reads of keys under known prefixes only: DynamoDB can scope them (dynamodb:LeadingKeys).
+    // Job rows (pk = the bare shard number) share no prefix a pattern could name, so functions
+    // that read them (status, cancel, dispatch, schedules) keep GetItem on the table.
+    const scopedReads = (f: lambda.IFunction, sid: string, prefixes: string[]) =>
+      f.addToRolePolicy(
+        new iam.PolicyStatement({
+          sid,
+          actions: ['dynamodb:GetItem'],
+          resources: [this.table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': prefixes.map((p) => `${p}*`) } },
+        }),
+      );
+    // The registry and controls (tenant#<name>) and idempotency records (idem#<keyId>).
+    scopedReads(submit, 'ReadsTenantsAndIdempotency', ['tenant#', 'idem#']);
     // Idempotency records (pk `idem#<keyId>`): submit writes, marks and releases them, and only them.
     submit.addToRolePolicy(
       new iam.PolicyStatement({
@@ -440,7 +453,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       }),
     );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
-    tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
+    tableAccess(ingest, 'PutItem', 'UpdateItem');
+    // Cancel records (c#<shard>) and schedule definitions (sched#<tenant>).
+    scopedReads(ingest, 'ReadsCancelRecordsAndSchedules', ['c#', 'sched#']);
     // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
     // history tenant's failed attempts (h#a#<shard>) for the timeline.
     tableAccess(status, 'GetItem', 'Query');
@@ -453,11 +468,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       }),
     );
     // The tenant registry item (its queue and DLQ URLs).
-    tableAccess(dlq, 'GetItem');
+    scopedReads(dlq, 'ReadsTenants', ['tenant#']);
     tableAccess(cancel, 'GetItem', 'UpdateItem');
     // The tick samples the rows coming due to size its plan (keys only, read-only).
     tableAccess(tick, 'Query');
-    tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
+    // Reads due rows, pointers and group marks (Query), rows, tenants and controls (GetItem);
+    // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem).
+    tableAccess(dispatch, 'Query', 'GetItem', 'UpdateItem', 'BatchWriteItem');
     // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
     tableAccess(schedules, 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query');
     // Tenant controls (pk tenant#<name>, sk controls) and the registration it checks: read and
@@ -736,7 +753,12 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
   }
 
-  #function(name: FunctionName | 'register', retention: logs.RetentionDays, logLevel: DyneinLogLevel, opts: FunctionOptions): lambda.Function {
+  #function(
+    name: FunctionName | 'register',
+    retention: logs.RetentionDays,
+    logLevel: DyneinLogLevel,
+    opts: FunctionOptions,
+  ): lambda.Function {
     const logGroup = new logs.LogGroup(this, `${cap(name)}Logs`, { retention, removalPolicy: RemovalPolicy.DESTROY });
     // A role of its own without managed policies: logs to its own group only, plus what each function needs.
     const role = new iam.Role(this, `${cap(name)}Role`, {

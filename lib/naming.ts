@@ -40,4 +40,5 @@ export const inboundSenderTagKey = (prefix: string) => `dynein:${prefix}:inbound
  * The URL of the queue `name` in the stack's account and region, as CloudFormation gives a queue's
  * URL (`https://sqs.<region>.<domain>/<account>/<name>`); `name` may hold `{tenant}`.
  */
-export const tenantQueueUrlTemplate = (stack: Stack, name: string) => `https://sqs.${stack.region}.${stack.urlSuffix}/${stack.account}/${name}`;
+export const tenantQueueUrlTemplate = (stack: Stack, name: string) =>
+  `https://sqs.${stack.region}.${stack.urlSuffix}/${stack.account}/${name}`;

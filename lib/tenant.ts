@@ -148,7 +148,9 @@ export class DyneinTenant extends Construct {
       problems.push(`pausedAlarmAfter must be whole minutes from 1 minute to 1 day, got ${pausedMinutes} minutes`);
     if (a.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
     if (!a.registrationServiceToken)
-      problems.push("scheduler.attributes.registrationServiceToken must be the scheduler's registration function ARN (output RegistrationServiceToken)");
+      problems.push(
+        "scheduler.attributes.registrationServiceToken must be the scheduler's registration function ARN (output RegistrationServiceToken)",
+      );
     problems.push(...validatePrefix(a.tenantQueuePrefix).map((p) => `scheduler.attributes.tenantQueuePrefix ${p}`));
     if (problems.length === 0) problems.push(...claimName(this, a.tableName, props.tenantName));
     if (problems.length > 0) throw new Error(`invalid DyneinTenant '${id}':\n- ${problems.join('\n- ')}`);

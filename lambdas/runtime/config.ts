@@ -108,7 +108,9 @@ export function readConfig(
   const tenantQueues = queueUrl || dlqUrl ? { queueUrl: queueUrl ?? '', dlqUrl: dlqUrl ?? '' } : undefined;
   if (tenantQueues)
     problems.push(
-      ...tenantQueueUrlProblems(tenantQueues).map((p) => p.replace(/^queueUrl/, 'DYNEIN_TENANT_QUEUE_URL').replace(/^dlqUrl/, 'DYNEIN_TENANT_DLQ_URL')),
+      ...tenantQueueUrlProblems(tenantQueues).map((p) =>
+        p.replace(/^queueUrl/, 'DYNEIN_TENANT_QUEUE_URL').replace(/^dlqUrl/, 'DYNEIN_TENANT_DLQ_URL'),
+      ),
     );
   let settings: SchedulerSettings | undefined;
   try {

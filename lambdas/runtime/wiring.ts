@@ -78,9 +78,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     clock,
     ...(config.tenantQueues ? { queues: config.tenantQueues } : {}),
     onRefused: (tenant, reason) =>
-      console.error(
-        JSON.stringify({ level: 'ERROR', message: 'tenant registration refused: its jobs stay parked', tenant, reason }),
-      ),
+      console.error(JSON.stringify({ level: 'ERROR', message: 'tenant registration refused: its jobs stay parked', tenant, reason })),
   });
   const sender = new SqsSender(sqs);
   const { settings } = config;
