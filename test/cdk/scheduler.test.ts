@@ -676,3 +676,18 @@ describe('tick', () => {
     }
   });
 });
+
+describe('stateful resources keep their logical ids', () => {
+  // A refactor that moves one of these in the construct tree changes its logical id, and
+  // CloudFormation then replaces it on deploy: a new, empty table (or a new id key: every stored
+  // job id fails to verify), or a new inbound queue while messages wait in the old one.
+  it('the table, the inbound queue and its DLQ, and the job id key', () => {
+    const s = main.scheduler;
+    expect([idOf(s.table), idOf(s.inboundQueue), idOf(s.inboundDeadLetterQueue), idOf(s.idKey)]).toEqual([
+      'DyneinTable465CC353',
+      'DyneinInboundE4056B4B',
+      'DyneinInboundDlq60F81B04',
+      'DyneinJobIdKey703FAC97',
+    ]);
+  });
+});
