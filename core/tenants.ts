@@ -1,17 +1,33 @@
 import { TenantNotFoundError, ValidationError } from './errors.js';
 import { TENANT_PATTERN } from './jobId.js';
+import { foreignQueues, type TenantQueueUrls } from './registration.js';
 import { systemClock, type Clock, type TenantRecord, type TenantStore } from './ports.js';
 
 /**
  * The tenant registry read through a short cache: a Lambda reads each tenant at most once per
  * `ttlMs` (unknown tenants are cached for a shorter time, so a new tenant appears quickly).
+ *
+ * With `queues` (every deployment sets it), a registry item whose queue or DLQ URL is not the
+ * tenant's own ({@link foreignQueues}: another tenant's queue, another account's or region's) is
+ * not used: the tenant counts as not registered (its rows stay parked, its requests answer
+ * 404), and `onRefused` says why each time the item is read.
  */
 export class TenantRegistry {
+  /** Tenants whose registration was last refused (cached as long as a record, so not logged at every look). */
+  readonly #refused = new Set<string>();
   readonly #cache = new Map<string, { record: TenantRecord | undefined; until: number; pending?: Promise<TenantRecord | undefined> }>();
 
   constructor(
     private readonly store: TenantStore,
-    private readonly options: { ttlMs?: number; negativeTtlMs?: number; clock?: Clock } = {},
+    private readonly options: {
+      ttlMs?: number;
+      negativeTtlMs?: number;
+      clock?: Clock;
+      /** The deployment's tenant queue URLs: a registration naming others is refused. */
+      queues?: TenantQueueUrls;
+      /** Told of each refused registration (a log line and a metric). */
+      onRefused?: (tenant: string, reason: string) => void;
+    } = {},
   ) {}
 
   /** The tenant's record; throws {@link ValidationError} for a bad name, {@link TenantNotFoundError} for an unknown one. */
@@ -41,12 +57,12 @@ export class TenantRegistry {
 
   async #read(name: string, hit: { record?: TenantRecord; until: number } | undefined): Promise<TenantRecord | undefined> {
     const clock = this.options.clock ?? systemClock;
-    const pending = this.store.getTenant(name);
+    const pending = this.store.getTenant(name).then((record) => this.#own(name, record));
     // A copy still valid stays valid while the read runs.
     this.#cache.set(name, { record: hit?.record, until: hit && hit.until > clock.now() ? hit.until : 0, pending });
     try {
       const record = await pending;
-      const ttl = record ? (this.options.ttlMs ?? 30_000) : (this.options.negativeTtlMs ?? 2_000);
+      const ttl = record || this.#refused.has(name) ? (this.options.ttlMs ?? 30_000) : (this.options.negativeTtlMs ?? 2_000);
       this.#cache.set(name, { record, until: clock.now() + ttl });
       return record;
     } catch (err) {
@@ -54,6 +70,19 @@ export class TenantRegistry {
       else this.#cache.delete(name);
       throw err;
     }
+  }
+
+  /** The record, unless it names queues that are not the tenant's own. */
+  #own(name: string, record: TenantRecord | undefined): TenantRecord | undefined {
+    const queues = this.options.queues;
+    const reason = record && queues ? foreignQueues(queues, name, record) : undefined;
+    if (reason === undefined) {
+      this.#refused.delete(name);
+      return record;
+    }
+    this.#refused.add(name);
+    this.options.onRefused?.(name, reason);
+    return undefined;
   }
 }
 

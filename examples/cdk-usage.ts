@@ -69,7 +69,7 @@ export class PaymentsStack extends Stack {
     const paymentsService = { role: role(this, 'Service') };
     const paymentsWorker = { role: role(this, 'Worker') };
 
-    // The scheduler stack's outputs (TableName, TableArn, HttpApiId, SenderRoleArns, TenantQueuePrefix):
+    // The scheduler stack's outputs (TableName, TableArn, HttpApiId, SenderRoleArns, TenantQueuePrefix, RegistrationServiceToken):
     const scheduler = DyneinScheduler.fromAttributes({
       tableName: 'DyneinServerless-DyneinTable465CC353-ABC123',
       tableArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/DyneinServerless-DyneinTable465CC353-ABC123',
@@ -79,6 +79,7 @@ export class PaymentsStack extends Stack {
         'arn:aws:iam::123456789012:role/DyneinServerless-DyneinDispatchRole',
       ],
       tenantQueuePrefix: 'DyneinServerless-Dynein',
+      registrationServiceToken: 'arn:aws:lambda:eu-west-1:123456789012:function:DyneinServerless-DyneinRegister',
     });
     const payments = new DyneinTenant(this, 'Payments', { scheduler, tenantName: 'payments' });
     payments.grantSchedule(paymentsService.role);

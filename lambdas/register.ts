@@ -1,7 +1,10 @@
 /**
  * The tenant registration custom resource (DyneinTenant): writes the tenant's registry item into
  * the scheduler table at deploy and removes it at delete, answering CloudFormation itself
- * (a Lambda-backed custom resource: no provider framework, one function per stack).
+ * (a Lambda-backed custom resource: no provider framework). One function per scheduler, in its
+ * stack, serves the tenants of every stack: the tenants' stacks hold no principal that may write
+ * the table, and this function writes registry items only (`sk = tenant`, never a tenant's
+ * controls), in its own table, naming the tenant's own queue and DLQ (any other is refused).
  *
  * A tenant name belongs to one stack: the item records its owner (the stack id) and the resource
  * that wrote it (stack id / logical id). A put only succeeds into an empty key, an item of the same
@@ -18,7 +21,14 @@ import {
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
-import { registrationConflictMessage, registrationRequest, type RegistrationProperties } from '../core/registration.js';
+import {
+  foreignQueues,
+  registrationConflictMessage,
+  registrationRequest,
+  tenantQueueUrlProblems,
+  type RegistrationProperties,
+  type TenantQueueUrls,
+} from '../core/registration.js';
 import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
 import { cutText } from '../core/text.js';
 
@@ -26,6 +36,12 @@ type Event = CloudFormationCustomResourceEvent<RegistrationProperties>;
 
 export interface RegisterDeps {
   readonly dynamo: DynamoDBClient;
+  /** The scheduler's table: a registration naming another is refused. @default - the one the request names (tests) */
+  readonly tableName?: string;
+  /** Where the tenants' queues are: a registration naming other queues is refused. @default - not checked (tests) */
+  readonly queues?: TenantQueueUrls;
+  /** Why the function cannot serve any request (its configuration): every request fails with it. */
+  readonly misconfigured?: string;
   /** Sends the response to CloudFormation's pre-signed URL. */
   readonly respond?: (url: string, body: string) => Promise<void>;
 }
@@ -47,7 +63,12 @@ export function registerHandler(deps: RegisterDeps) {
   return async (event: Event, context?: Pick<Context, 'logStreamName'>): Promise<RegisterResponse> => {
     let response: RegisterResponse;
     try {
+      if (deps.misconfigured) throw new Error(deps.misconfigured);
       const props = registrationRequest(event.ResourceProperties);
+      if (deps.tableName !== undefined && props.tableName !== deps.tableName)
+        throw new Error(
+          `invalid Dynein tenant registration: TableName '${props.tableName}' is not this scheduler's table '${deps.tableName}' (pass the scheduler's attributes as they are)`,
+        );
       const owner = event.StackId;
       const registration = `${event.StackId}/${event.LogicalResourceId}`;
       const physicalId = `dynein-tenant-${props.tenantName}`;
@@ -77,6 +98,12 @@ export function registerHandler(deps: RegisterDeps) {
         }
         response = success(event, event.PhysicalResourceId);
       } else {
+        // Only the tenant's own queues: a registration never points the scheduler at another's.
+        const foreign = deps.queues && foreignQueues(deps.queues, props.tenantName, props);
+        if (foreign)
+          throw new Error(
+            `invalid Dynein tenant registration: ${foreign} (a tenant registers the queues DyneinTenant creates for it, in the scheduler's account and region)`,
+          );
         try {
           await deps.dynamo.send(
             new PutItemCommand({
@@ -146,4 +173,14 @@ async function putResponse(url: string, body: string): Promise<void> {
   }
 }
 
-export const handler = registerHandler({ dynamo: new DynamoDBClient({}) });
+/** The deployed function's configuration: the scheduler sets every variable. */
+export function registerConfig(env: NodeJS.ProcessEnv): Omit<RegisterDeps, 'dynamo'> {
+  const tableName = env.DYNEIN_TABLE?.trim() ?? '';
+  const queues = { queueUrl: env.DYNEIN_TENANT_QUEUE_URL?.trim() ?? '', dlqUrl: env.DYNEIN_TENANT_DLQ_URL?.trim() ?? '' };
+  const problems = [...(tableName ? [] : ['DYNEIN_TABLE is required']), ...tenantQueueUrlProblems(queues)];
+  return problems.length > 0
+    ? { misconfigured: `the Dynein registration function is misconfigured: ${problems.join('; ')}` }
+    : { tableName, queues };
+}
+
+export const handler = registerHandler({ dynamo: new DynamoDBClient({}), ...registerConfig(process.env) });

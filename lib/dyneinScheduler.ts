@@ -28,7 +28,17 @@ import {
 } from '../core/schema.js';
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring, type SchedulerFiringMetric } from './monitoring.js';
-import { deadLetterQueuePattern, defaultPrefix, inboundSenderTagKey, tenantQueuePattern, validatePrefix } from './naming.js';
+import { TENANT_PLACEHOLDER } from '../core/registration.js';
+import {
+  deadLetterQueueName,
+  deadLetterQueuePattern,
+  defaultPrefix,
+  inboundSenderTagKey,
+  tenantQueueName,
+  tenantQueuePattern,
+  tenantQueueUrlTemplate,
+  validatePrefix,
+} from './naming.js';
 import { DLQ_REDRIVE_ACTIONS, secureDeadLetterQueue, secureQueue } from './queues.js';
 import {
   acknowledgeRuntime,
@@ -237,6 +247,12 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   /** The EventBridge rule of each cell, by cell. */
   readonly tickRules: readonly events.Rule[];
   readonly functions: Readonly<Record<FunctionName, lambda.Function>>;
+  /**
+   * Serves every tenant's registration custom resource (`Custom::DyneinTenantRegistration`, its
+   * ARN the tenants' service token): writes and removes registry items (`pk = tenant#<name>`,
+   * `sk = tenant`) whose queue and DLQ are the tenant's own, nothing else of the table.
+   */
+  readonly registrationFunction: lambda.Function;
   readonly monitoring: SchedulerMonitoring;
   readonly attributes: SchedulerAttributes;
   readonly tenants: DyneinTenant[] = [];
@@ -357,6 +373,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       DYNEIN_DISPATCHER_ROWS_PER_SECOND: String(s.dispatcherRowsPerSecond),
       // Only with cells: a deployment of one cell keeps the environment it had before cells.
       ...(s.cells > 1 ? { DYNEIN_CELLS: String(s.cells) } : {}),
+      // The tenants' own queues (this account, region and prefix): registrations naming others are refused.
+      DYNEIN_TENANT_QUEUE_URL: tenantQueueUrlTemplate(stack, tenantQueueName(this.tenantQueuePrefix, TENANT_PLACEHOLDER)),
+      DYNEIN_TENANT_DLQ_URL: tenantQueueUrlTemplate(stack, deadLetterQueueName(this.tenantQueuePrefix, TENANT_PLACEHOLDER)),
     };
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
     const submit = fn('submit', {
@@ -389,6 +408,12 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       environment: env,
       reservedConcurrentExecutions: props.dispatchReservedConcurrency,
     });
+    // Tenant registrations (Custom::DyneinTenantRegistration of DyneinTenant, in any stack of the
+    // account): the tenant stacks hold no principal that may write the table.
+    this.registrationFunction = this.#function('register', retention, logLevel, {
+      timeout: Duration.seconds(60),
+      environment: env,
+    });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
     this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin };
@@ -396,7 +421,20 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     // Least privilege, one statement per need (no wildcard actions).
     const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
       f.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources: [this.table.tableArn] }));
-    tableAccess(submit, 'GetItem');
+    // Reads of keys under known prefixes only: DynamoDB can scope them (dynamodb:LeadingKeys).
+    // Job rows (pk = the bare shard number) share no prefix a pattern could name, so functions
+    // that read them (status, cancel, dispatch, schedules) keep GetItem on the table.
+    const scopedReads = (f: lambda.IFunction, sid: string, prefixes: string[]) =>
+      f.addToRolePolicy(
+        new iam.PolicyStatement({
+          sid,
+          actions: ['dynamodb:GetItem'],
+          resources: [this.table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': prefixes.map((p) => `${p}*`) } },
+        }),
+      );
+    // The registry and controls (tenant#<name>) and idempotency records (idem#<keyId>).
+    scopedReads(submit, 'ReadsTenantsAndIdempotency', ['tenant#', 'idem#']);
     // Idempotency records (pk `idem#<keyId>`): submit writes, marks and releases them, and only them.
     submit.addToRolePolicy(
       new iam.PolicyStatement({
@@ -415,7 +453,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       }),
     );
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
-    tableAccess(ingest, 'GetItem', 'PutItem', 'UpdateItem');
+    tableAccess(ingest, 'PutItem', 'UpdateItem');
+    // Cancel records (c#<shard>) and schedule definitions (sched#<tenant>).
+    scopedReads(ingest, 'ReadsCancelRecordsAndSchedules', ['c#', 'sched#']);
     // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
     // history tenant's failed attempts (h#a#<shard>) for the timeline.
     tableAccess(status, 'GetItem', 'Query');
@@ -428,11 +468,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       }),
     );
     // The tenant registry item (its queue and DLQ URLs).
-    tableAccess(dlq, 'GetItem');
+    scopedReads(dlq, 'ReadsTenants', ['tenant#']);
     tableAccess(cancel, 'GetItem', 'UpdateItem');
     // The tick samples the rows coming due to size its plan (keys only, read-only).
     tableAccess(tick, 'Query');
-    tableAccess(dispatch, 'Query', 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem');
+    // Reads due rows, pointers and group marks (Query), rows, tenants and controls (GetItem);
+    // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem).
+    tableAccess(dispatch, 'Query', 'GetItem', 'UpdateItem', 'BatchWriteItem');
     // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
     tableAccess(schedules, 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query');
     // Tenant controls (pk tenant#<name>, sk controls) and the registration it checks: read and
@@ -441,6 +483,16 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       new iam.PolicyStatement({
         sid: 'TenantItemsOnly',
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tenant#*'] } },
+      }),
+    );
+    // Registry items only (pk tenant#<name>): its code writes and removes the sort key `tenant`
+    // alone (never a tenant's controls, which it cannot name), and only URLs of the tenant's own queues.
+    this.registrationFunction.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'TenantRegistryItemsOnly',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
         resources: [this.table.tableArn],
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tenant#*'] } },
       }),
@@ -573,6 +625,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       httpApiId: this.httpApi.apiId,
       senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn, dlq.role!.roleArn],
       tenantQueuePrefix: this.tenantQueuePrefix,
+      registrationServiceToken: this.registrationFunction.functionArn,
       alarmTopicArn: props.alarmTopic?.topicArn,
     };
     this.monitoring = new SchedulerMonitoring(this, 'Monitoring', {
@@ -700,7 +753,12 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
   }
 
-  #function(name: FunctionName, retention: logs.RetentionDays, logLevel: DyneinLogLevel, opts: FunctionOptions): lambda.Function {
+  #function(
+    name: FunctionName | 'register',
+    retention: logs.RetentionDays,
+    logLevel: DyneinLogLevel,
+    opts: FunctionOptions,
+  ): lambda.Function {
     const logGroup = new logs.LogGroup(this, `${cap(name)}Logs`, { retention, removalPolicy: RemovalPolicy.DESTROY });
     // A role of its own without managed policies: logs to its own group only, plus what each function needs.
     const role = new iam.Role(this, `${cap(name)}Role`, {

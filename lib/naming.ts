@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Token } from 'aws-cdk-lib';
+import { type Stack, Token } from 'aws-cdk-lib';
 
 /**
  * Physical names that tie a scheduler to its tenants in other stacks without references back:
@@ -36,3 +36,9 @@ export const tenantQueuePattern = (prefix: string) => `${prefix}-t-*`;
 export const deadLetterQueuePattern = (prefix: string) => `${prefix}-d-*`;
 export const senderTagKey = (prefix: string, tenant: string) => `dynein:${prefix}:sender:${tenant}`;
 export const inboundSenderTagKey = (prefix: string) => `dynein:${prefix}:inbound-sender`;
+/**
+ * The URL of the queue `name` in the stack's account and region, as CloudFormation gives a queue's
+ * URL (`https://sqs.<region>.<domain>/<account>/<name>`); `name` may hold `{tenant}`.
+ */
+export const tenantQueueUrlTemplate = (stack: Stack, name: string) =>
+  `https://sqs.${stack.region}.${stack.urlSuffix}/${stack.account}/${name}`;

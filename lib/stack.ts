@@ -46,6 +46,10 @@ export class DyneinStack extends Stack {
       value: a.tenantQueuePrefix,
       description: 'For DyneinScheduler.fromAttributes in tenant stacks',
     });
+    new CfnOutput(this, 'RegistrationServiceToken', {
+      value: a.registrationServiceToken,
+      description: 'For DyneinScheduler.fromAttributes in tenant stacks (the registration function)',
+    });
     new CfnOutput(this, 'DashboardName', { value: this.scheduler.monitoring.dashboard.dashboardName });
     new CfnOutput(this, 'ScheduleGroupName', {
       value: this.scheduler.scheduleGroupName,

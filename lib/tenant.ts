@@ -2,15 +2,14 @@ import { ArnFormat, CustomResource, Duration, Lazy, RemovalPolicy, Stack, Tags, 
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TENANT_PATTERN } from '../core/jobId.js';
 import { METRICS_NAMESPACE, metricService, TENANT_METRICS } from '../core/schema.js';
 import type { RegistrationProperties } from '../core/registration.js';
-import { bundleCode } from './bundles.js';
 import { DLQ_REDRIVE_ACTIONS, secureQueue } from './queues.js';
 import { deadLetterQueueName, senderTagKey, tenantQueueName, validatePrefix } from './naming.js';
 
@@ -35,6 +34,12 @@ export interface SchedulerAttributes {
    * submit and dispatch roles may send to `<prefix>-t-*` by their own IAM policy.
    */
   readonly tenantQueuePrefix: string;
+  /**
+   * The scheduler's registration function (its ARN): the service token of every tenant's
+   * registration custom resource. It writes only registry items naming the tenant's own queues;
+   * the tenant's stack holds no principal that may write the scheduler table.
+   */
+  readonly registrationServiceToken: string;
   /** Topic for the tenant's DLQ alarm. @default - no alarm action */
   readonly alarmTopicArn?: string;
 }
@@ -55,7 +60,10 @@ export interface DyneinTenantProps {
   readonly visibilityTimeout?: Duration;
   /** Retention of the queue (the DLQ keeps 14 days, the maximum). @default Duration.days(7) */
   readonly retentionPeriod?: Duration;
-  /** Retention of the registration function's logs (one function per stack: the first tenant's value). @default logs.RetentionDays.ONE_MONTH */
+  /**
+   * @deprecated Has no effect: the registration runs in the scheduler's registration function,
+   * whose logs keep the scheduler's `logRetention`.
+   */
   readonly logRetention?: logs.RetentionDays;
   /**
    * Job history (docs/history.md): deliveries carry the `dynein-history` attribute, workers given
@@ -89,7 +97,7 @@ export interface DyneinTenantProps {
  *
  * @example
  * // In the team's own stack, against a scheduler deployed elsewhere:
- * const scheduler = DyneinScheduler.fromAttributes({ tableName, tableArn, httpApiId, senderRoleArns, tenantQueuePrefix });
+ * const scheduler = DyneinScheduler.fromAttributes({ tableName, tableArn, httpApiId, senderRoleArns, tenantQueuePrefix, registrationServiceToken });
  * const payments = new DyneinTenant(this, 'Payments', { scheduler, tenantName: 'payments' });
  * payments.grantSchedule(apiRole);
  * payments.grantConsume(workerRole);
@@ -139,6 +147,10 @@ export class DyneinTenant extends Construct {
     if (!Number.isInteger(pausedMinutes) || pausedMinutes < 1 || pausedMinutes > 1440)
       problems.push(`pausedAlarmAfter must be whole minutes from 1 minute to 1 day, got ${pausedMinutes} minutes`);
     if (a.senderRoleArns.length === 0) problems.push('scheduler.attributes.senderRoleArns must name the submit and dispatch roles');
+    if (!a.registrationServiceToken)
+      problems.push(
+        "scheduler.attributes.registrationServiceToken must be the scheduler's registration function ARN (output RegistrationServiceToken)",
+      );
     problems.push(...validatePrefix(a.tenantQueuePrefix).map((p) => `scheduler.attributes.tenantQueuePrefix ${p}`));
     if (problems.length === 0) problems.push(...claimName(this, a.tableName, props.tenantName));
     if (problems.length > 0) throw new Error(`invalid DyneinTenant '${id}':\n- ${problems.join('\n- ')}`);
@@ -172,9 +184,9 @@ export class DyneinTenant extends Construct {
       }),
     );
 
-    // The registry item in the scheduler table, written by a custom resource that refuses a name
-    // another stack registered (lambdas/register.ts).
-    const provider = RegistrationProvider.of(this, a.tableArn, props.logRetention);
+    // The registry item in the scheduler table, written by the scheduler's registration function,
+    // which refuses a name another stack registered and queues that are not the tenant's own
+    // (lambdas/register.ts). The tenant's stack holds no principal that may write the table.
     const properties: RegistrationProperties = {
       TableName: a.tableName,
       TenantName: props.tenantName,
@@ -182,14 +194,15 @@ export class DyneinTenant extends Construct {
       DlqUrl: this.deadLetterQueue.queueUrl,
       ...(historyMs !== undefined ? { HistoryTtlMs: String(historyMs) } : {}),
     };
-    const registration = new CustomResource(this, 'Registration', {
-      serviceToken: provider.function.functionArn,
+    // A new logical id for the scheduler's service token (CloudFormation refuses a changed token):
+    // a stack that registered through a function of its own writes the item anew, and the old
+    // resource's removal leaves it in place (it removes only the item it wrote).
+    new CustomResource(this, 'SchedulerRegistration', {
+      serviceToken: a.registrationServiceToken,
       resourceType: 'Custom::DyneinTenantRegistration',
       properties,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    // Invoked only once its role may write the table.
-    registration.node.addDependency(provider.policy);
 
     this.dlqAlarm = new cloudwatch.Alarm(this, 'DlqNotEmpty', {
       alarmDescription: `Dynein tenant '${props.tenantName}': jobs failed ${mrc} times and wait in the DLQ. Fix the worker, then redrive (dynein redrive --tenant ${props.tenantName}).`,
@@ -510,59 +523,6 @@ function claimName(scope: Construct, tableName: string, tenantName: string): str
     ];
   names.add(key);
   return [];
-}
-
-/**
- * The function behind every tenant registration of a stack (one per stack): Node.js 22 on arm64,
- * the pre-built `register` bundle, its own role (logs to its own log group; `dynamodb:PutItem`,
- * `GetItem`, `DeleteItem` on the scheduler tables its tenants register in) and a log group with
- * retention.
- */
-class RegistrationProvider extends Construct {
-  static of(scope: Construct, tableArn: string, retention: logs.RetentionDays | undefined): RegistrationProvider {
-    const stack = Stack.of(scope);
-    const id = 'DyneinTenantRegistration';
-    const provider =
-      (stack.node.tryFindChild(id) as RegistrationProvider | undefined) ??
-      new RegistrationProvider(stack, id, retention ?? logs.RetentionDays.ONE_MONTH);
-    provider.policy.addStatements(
-      new iam.PolicyStatement({ actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'], resources: [tableArn] }),
-    );
-    return provider;
-  }
-
-  readonly function: lambda.Function;
-  readonly role: iam.Role;
-  /** The role's one policy: its logs, and the tables its tenants register in. */
-  readonly policy: iam.Policy;
-
-  private constructor(scope: Construct, id: string, retention: logs.RetentionDays) {
-    super(scope, id);
-    const logGroup = new logs.LogGroup(this, 'Logs', { retention, removalPolicy: RemovalPolicy.DESTROY });
-    this.role = new iam.Role(this, 'Role', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'Dynein tenant registration (custom resource)',
-    });
-    this.policy = new iam.Policy(this, 'Policy', {
-      roles: [this.role],
-      statements: [new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] })],
-    });
-    this.function = new lambda.Function(this, 'Function', {
-      description: 'Dynein: writes and removes tenant registrations in the scheduler table (CloudFormation custom resource)',
-      code: bundleCode('register'),
-      handler: 'index.handler',
-      runtime: lambda.Runtime.NODEJS_22_X,
-      architecture: lambda.Architecture.ARM_64,
-      memorySize: 256,
-      timeout: Duration.seconds(60),
-      role: this.role,
-      logGroup,
-      loggingFormat: lambda.LoggingFormat.JSON,
-      systemLogLevelV2: lambda.SystemLogLevel.WARN,
-      environment: { NODE_OPTIONS: '--enable-source-maps', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    });
-    acknowledgeRuntime(this.function);
-  }
 }
 
 /** cdk-nag's "latest runtime" finding, acknowledged where a function pins Node.js 22. */

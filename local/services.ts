@@ -14,6 +14,7 @@ import { CreateScheduleGroupCommand, SchedulerClient } from '@aws-sdk/client-sch
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
+import { TENANT_PLACEHOLDER, tenantQueueUrls, type TenantQueueUrls } from '../core/registration.js';
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
 import { alignFauxqsCharset } from './fauxqsCharset.js';
@@ -39,6 +40,8 @@ export interface ServicesReady {
   readonly tableName: string;
   readonly inboundQueueUrl: string;
   readonly tenants: Record<string, { queueUrl: string; dlqUrl: string }>;
+  /** Where every tenant's queues are (`{tenant}` for the name): compute uses no registration naming others. */
+  readonly tenantQueues: TenantQueueUrls;
   /** The EventBridge Scheduler stand-in (local/scheduler), the recurring schedules' clock. */
   readonly scheduler: { readonly endpoint: string; readonly groupName: string; readonly roleArn: string; readonly targetArn: string };
 }
@@ -127,8 +130,17 @@ const restored = await restoreInboundJournal({
 if (restored > 0) console.log(`dynein services: restored ${restored} inbound message(s) from the journal`);
 const store = new DynamoJobStore(TABLE_NAME, dynamo);
 const tenants: ServicesReady['tenants'] = {};
+// The emulator's URL of a queue is its base URL and the name, as the inbound queue's.
+const queueBase = inbound.queueUrl.slice(0, -INBOUND_QUEUE.length);
+const tenantQueues: TenantQueueUrls = {
+  queueUrl: `${queueBase}${tenantQueueName(TENANT_PLACEHOLDER)}`,
+  dlqUrl: `${queueBase}${tenantQueueName(TENANT_PLACEHOLDER)}-dlq`,
+};
 for (const t of settings.tenants) {
   tenants[t] = await queueWithDlq(tenantQueueName(t), QUEUE_SETTINGS.tenant);
+  const expected = tenantQueueUrls(tenantQueues, t);
+  if (expected.queueUrl !== tenants[t].queueUrl || expected.dlqUrl !== tenants[t].dlqUrl)
+    throw new Error(`dynein services: tenant '${t}''s queues are at ${tenants[t].queueUrl}, not at ${expected.queueUrl} as expected`);
   // Re-registered at every start: queue URLs carry fauxqs's port, which may change.
   const historyTtlMs = settings.history?.[t];
   await store.putTenant({ name: t, ...tenants[t], ...(historyTtlMs !== undefined ? { historyTtlMs } : {}) });
@@ -163,6 +175,7 @@ const ready: ServicesReady = {
   tableName: TABLE_NAME,
   inboundQueueUrl: inbound.queueUrl,
   tenants,
+  tenantQueues,
   scheduler: { endpoint: scheduler.endpoint, groupName: SCHEDULE_GROUP, roleArn: SCHEDULER_ROLE_ARN, targetArn: inboundArn },
 };
 if (process.send) process.send(ready);

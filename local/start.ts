@@ -82,6 +82,8 @@ const computeEnv = {
   DYNEIN_SCHEDULE_GROUP: svc.scheduler.groupName,
   DYNEIN_SCHEDULER_ROLE_ARN: svc.scheduler.roleArn,
   DYNEIN_INBOUND_QUEUE_ARN: svc.scheduler.targetArn,
+  DYNEIN_TENANT_QUEUE_URL: svc.tenantQueues.queueUrl,
+  DYNEIN_TENANT_DLQ_URL: svc.tenantQueues.dlqUrl,
 };
 const recentDeaths: number[] = [];
 

@@ -1,5 +1,6 @@
 import { ConfigError } from '../../core/errors.js';
 import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
+import { tenantQueueUrlProblems, type TenantQueueUrls } from '../../core/registration.js';
 
 /** What every Lambda reads from its environment, validated once at cold start. */
 export interface LambdaConfig {
@@ -15,6 +16,12 @@ export interface LambdaConfig {
   readonly sqsEndpoint?: string;
   /** The recurring schedules' clock (the schedules function only). */
   readonly scheduler?: SchedulerClockConfig;
+  /**
+   * Where the tenant queues are (`{tenant}` for the name): a registry item naming other URLs is
+   * not used (core/tenants.ts). The constructs and the local stack always set it.
+   * @default - registry items are used as they are (tests with queues of their own names)
+   */
+  readonly tenantQueues?: TenantQueueUrls;
 }
 
 /** Where the schedules function keeps each schedule's clock (EventBridge Scheduler). */
@@ -41,6 +48,7 @@ export interface SchedulerClockConfig {
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  * | `DYNEIN_SCHEDULE_GROUP`, `DYNEIN_SCHEDULER_ROLE_ARN`, `DYNEIN_INBOUND_QUEUE_ARN` | the recurring schedules' clock: EventBridge Scheduler group, execution role, target (the schedules function) |
  * | `DYNEIN_SCHEDULER_DLQ_ARN`, `DYNEIN_SCHEDULER_ENDPOINT` | the firings' dead-letter queue; the local Scheduler stand-in's endpoint |
+ * | `DYNEIN_TENANT_QUEUE_URL`, `DYNEIN_TENANT_DLQ_URL` | the tenant queue and DLQ URLs, `{tenant}` for the name (both or neither): registrations naming others are refused |
  */
 export function readConfig(
   env: NodeJS.ProcessEnv,
@@ -95,6 +103,15 @@ export function readConfig(
   const inboundMaxReceiveCount = int('DYNEIN_INBOUND_MAX_RECEIVE_COUNT');
   if (inboundMaxReceiveCount !== undefined && (inboundMaxReceiveCount < 1 || inboundMaxReceiveCount > 1000))
     problems.push(`DYNEIN_INBOUND_MAX_RECEIVE_COUNT must be from 1 to 1000, got ${inboundMaxReceiveCount}`);
+  const queueUrl = str('DYNEIN_TENANT_QUEUE_URL', false);
+  const dlqUrl = str('DYNEIN_TENANT_DLQ_URL', false);
+  const tenantQueues = queueUrl || dlqUrl ? { queueUrl: queueUrl ?? '', dlqUrl: dlqUrl ?? '' } : undefined;
+  if (tenantQueues)
+    problems.push(
+      ...tenantQueueUrlProblems(tenantQueues).map((p) =>
+        p.replace(/^queueUrl/, 'DYNEIN_TENANT_QUEUE_URL').replace(/^dlqUrl/, 'DYNEIN_TENANT_DLQ_URL'),
+      ),
+    );
   let settings: SchedulerSettings | undefined;
   try {
     settings = resolveSettings(overrides);
@@ -111,5 +128,6 @@ export function readConfig(
     dynamodbEndpoint: str('DYNEIN_DYNAMODB_ENDPOINT', false),
     sqsEndpoint: str('DYNEIN_SQS_ENDPOINT', false),
     ...(scheduler ? { scheduler } : {}),
+    ...(tenantQueues ? { tenantQueues } : {}),
   };
 }

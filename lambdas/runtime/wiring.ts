@@ -75,7 +75,13 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const store = new DynamoJobStore(config.tableName, dynamo);
   const codec = new JobIdCodec(opts.idKey ?? (await loadIdKey(config)));
-  const tenants = new TenantRegistry(store, { clock });
+  // Registry items naming queues that are not the tenant's own are not used (parked, 404).
+  const tenants = new TenantRegistry(store, {
+    clock,
+    ...(config.tenantQueues ? { queues: config.tenantQueues } : {}),
+    onRefused: (tenant, reason) =>
+      console.error(JSON.stringify({ level: 'ERROR', message: 'tenant registration refused: its jobs stay parked', tenant, reason })),
+  });
   const sender = new SqsSender(sqs);
   const { settings } = config;
   const history = new DynamoHistoryStore(config.tableName, dynamo);

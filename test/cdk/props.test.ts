@@ -88,6 +88,7 @@ describe('DyneinTenant props', () => {
     httpApiId: 'api',
     senderRoleArns: ['arn:aws:iam::111111111111:role/submit', 'arn:aws:iam::111111111111:role/dispatch'],
     tenantQueuePrefix: 'Dynein',
+    registrationServiceToken: 'arn:aws:lambda:eu-west-1:111122223333:function:dynein-register',
   };
   const tenant = (tenantName: string, extra: { maxReceiveCount?: number } = {}) =>
     new DyneinTenant(stack(), 'T', { scheduler: DyneinScheduler.fromAttributes(attributes), tenantName, ...extra });

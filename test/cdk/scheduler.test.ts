@@ -8,9 +8,11 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { DyneinStack } from '../../lib/stack.js';
 import type { DyneinTenant } from '../../lib/tenant.js';
+import type { IConstruct } from 'constructs';
 import {
   allowed,
   allPermissionStatements,
+  conditionValues,
   fastApp,
   getAtt,
   idOf,
@@ -259,9 +261,8 @@ describe('functions', () => {
     const others = resourcesOf(mainT, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.includes(id));
-    // One registration function for the stack's two tenants, nothing else (no provider framework, no AwsCustomResource).
-    expect(others).toHaveLength(1);
-    expect(others[0]).toMatch(/^DyneinTenantRegistrationFunction/);
+    // The scheduler's registration function serves every tenant, nothing else (no provider framework, no AwsCustomResource).
+    expect(others).toEqual([idOf(s.registrationFunction)]);
     const groups = new Set<string>();
     for (const id of [...ids, ...others]) {
       const f = resource(mainT, id);
@@ -300,20 +301,29 @@ describe('functions', () => {
     // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
     // A firing of a recurring schedule: UpdateItem advances the schedule's watermark and writes tombstones.
     ingest: {
-      required: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:ReceiveMessage', 'sqs:DeleteMessage'],
-      allowed: ['dynamodb:GetItem', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+      required: [
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'secretsmanager:GetSecretValue',
+        'sqs:ReceiveMessage',
+        'sqs:DeleteMessage',
+      ],
+      // The SQS event source's grant (Lambda polls with the function's role).
+      allowed: ['sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
     // One key lookup; the listing's Queries over the shards (and a history tenant's failed attempts);
     // outcome reports: BatchWriteItem of outcome records, limited to `h#` keys (test/cdk/history.test.ts).
     status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone.
-    cancel: { required: ['dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: ['dynamodb:GetItem', 'dynamodb:PutItem'] },
+    cancel: { required: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
     tick: { required: ['dynamodb:Query'], allowed: [] },
-    // Query the due range, CAS acquire and lease renewals, cancel records, deletes; sends to tenant queues; never the id key.
+    // Query the due range and pointers, CAS acquire and lease renewals, delivered markers and
+    // pointers in batches; sends to tenant queues; never the id key, never a single put or delete.
     dispatch: {
-      required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:PutItem', 'dynamodb:GetItem', 'sqs:SendMessage'],
-      allowed: ['dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
+      required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:BatchWriteItem', 'sqs:SendMessage'],
+      allowed: [],
     },
     // Recurring schedules: definitions, first occurrences and cancels in the table; the ids of the
     // occurrences it materialises; the EventBridge Scheduler clocks of its group; passing their execution role.
@@ -352,6 +362,94 @@ describe('functions', () => {
     admin: { required: ['dynamodb:GetItem', 'dynamodb:PutItem'], allowed: [] },
   };
   const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+
+  /** The actions a role's statements allow, each with the LeadingKeys patterns it is limited to (`*` unlimited). */
+  const roleActions = (f: IConstruct) => {
+    const fn = resource(mainT, idOf(f));
+    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(fn.Properties.Role))![1]!;
+    const out = new Map<string, string[]>();
+    for (const st of roleStatements(mainT, roleId).filter((x) => x.Effect === 'Allow')) {
+      const keys = conditionValues(st, 'ForAllValues:StringLike', 'dynamodb:LeadingKeys') ?? ['*'];
+      for (const a of st.Action) out.set(a, [...(out.get(a) ?? []), ...keys].sort());
+    }
+    return out;
+  };
+
+  // Every action each role holds, exactly: an action no code path calls fails here (each one is
+  // traced to the adapter call that needs it, in the comments of lib/dyneinScheduler.ts).
+  const EXACT: Record<FunctionName | 'register', string[]> = {
+    submit: [
+      'dynamodb:BatchWriteItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'secretsmanager:GetSecretValue',
+      'sqs:SendMessage',
+    ],
+    ingest: [
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'secretsmanager:GetSecretValue',
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:GetQueueUrl',
+      'sqs:ReceiveMessage',
+    ],
+    status: ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'],
+    cancel: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'],
+    tick: ['dynamodb:Query'],
+    dispatch: ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 'sqs:SendMessage'],
+    schedules: [
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      'iam:PassRole',
+      'scheduler:CreateSchedule',
+      'scheduler:DeleteSchedule',
+      'scheduler:GetSchedule',
+      'scheduler:UpdateSchedule',
+      'secretsmanager:GetSecretValue',
+    ],
+    dlq: [
+      'dynamodb:GetItem',
+      'secretsmanager:GetSecretValue',
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+      'sqs:SendMessage',
+      'sqs:StartMessageMoveTask',
+    ],
+    admin: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+    register: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'],
+  };
+
+  it.each([...FUNCTIONS, 'register' as const])('%s: its role holds exactly the actions its code calls', (n) => {
+    const s = main.scheduler;
+    const f = n === 'register' ? s.registrationFunction : s.functions[n];
+    expect([...roleActions(f).keys()].filter((a) => !LOGS.includes(a)).sort()).toEqual([...EXACT[n]].sort());
+  });
+
+  it('GetItem is limited to the key prefixes a function reads wherever those have a prefix', () => {
+    const s = main.scheduler;
+    const getItem = (f: IConstruct) => roleActions(f).get('dynamodb:GetItem');
+    // Registry and controls items, idempotency records.
+    expect(getItem(s.functions.submit)).toEqual(['idem#*', 'tenant#*']);
+    // Cancel records and schedule definitions.
+    expect(getItem(s.functions.ingest)).toEqual(['c#*', 'sched#*']);
+    expect(getItem(s.functions.dlq)).toEqual(['tenant#*']);
+    expect(getItem(s.functions.admin)).toEqual(['tenant#*']);
+    expect(getItem(s.registrationFunction)).toEqual(['tenant#*']);
+    // Job rows (pk: the bare shard number) have no prefix to name.
+    for (const n of ['status', 'cancel', 'dispatch', 'schedules'] as const) expect(getItem(s.functions[n]), n).toEqual(['*']);
+    // The registration function's writes too: tenant items only.
+    for (const a of ['dynamodb:PutItem', 'dynamodb:DeleteItem']) expect(roleActions(s.registrationFunction).get(a)).toEqual(['tenant#*']);
+  });
 
   it('submit writes idempotency records only: its table writes are limited to idem# leading keys', () => {
     const f = resource(mainT, idOf(main.scheduler.functions.submit));
@@ -576,5 +674,20 @@ describe('tick', () => {
     for (const st of statements.filter((x) => x.Resource.includes('*'))) {
       for (const a of st.Action) expect(a, st.source).toMatch(/^(logs|xray):/);
     }
+  });
+});
+
+describe('stateful resources keep their logical ids', () => {
+  // A refactor that moves one of these in the construct tree changes its logical id, and
+  // CloudFormation then replaces it on deploy: a new, empty table (or a new id key: every stored
+  // job id fails to verify), or a new inbound queue while messages wait in the old one.
+  it('the table, the inbound queue and its DLQ, and the job id key', () => {
+    const s = main.scheduler;
+    expect([idOf(s.table), idOf(s.inboundQueue), idOf(s.inboundDeadLetterQueue), idOf(s.idKey)]).toEqual([
+      'DyneinTable465CC353',
+      'DyneinInboundE4056B4B',
+      'DyneinInboundDlq60F81B04',
+      'DyneinJobIdKey703FAC97',
+    ]);
   });
 });

@@ -168,6 +168,7 @@ describe('per-tenant alarms', () => {
       httpApiId: 'abc123',
       senderRoleArns: ['arn:aws:iam::111122223333:role/submit'],
       tenantQueuePrefix: 'dynein',
+      registrationServiceToken: 'arn:aws:lambda:eu-west-1:111122223333:function:dynein-register',
     });
     expect(() => new DyneinTenant(stack, 'T', { scheduler: imported, tenantName: 'x', pausedAlarmAfter: Duration.days(2) })).toThrow(
       /pausedAlarmAfter must be whole minutes from 1 minute to 1 day, got 2880 minutes/,
@@ -188,6 +189,7 @@ describe('per-tenant alarms', () => {
         'arn:aws:iam::111122223333:role/dlq',
       ],
       tenantQueuePrefix: 'dynein',
+      registrationServiceToken: 'arn:aws:lambda:eu-west-1:111122223333:function:dynein-register',
     });
     const payments = new DyneinTenant(team, 'Payments', { scheduler: imported, tenantName: 'payments', monitorFailedJobs: true });
     const topic = new sns.Topic(team, 'Pager', { enforceSSL: true });

@@ -13,6 +13,7 @@ import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { DyneinTenant } from '../../lib/tenant.js';
 import {
   allowed,
+  allPermissionStatements,
   conditionValues,
   exportsOf,
   fastApp,
@@ -299,37 +300,40 @@ describe('tenant from a team’s own stack', () => {
     expect(resourcesOf(schedT, 'AWS::SQS::Queue')).toHaveLength(3);
   });
 
-  it('registers the tenant with its own custom resource and function, which may write the scheduler’s table only', () => {
+  it('registers the tenant through the scheduler’s registration function: the team’s stack holds no principal that may touch the table', () => {
     const regs = resourcesOf(teamT, 'Custom::DyneinTenantRegistration');
     expect(regs).toHaveLength(1);
     const [, reg] = regs[0]!;
-    expect(reg.Properties.TableName).toBeDefined();
     expect(render(reg.Properties.TableName as Json, imports)).toBe(fromScheduler(ref(scheduler.table)));
     expect(reg.Properties.TenantName).toBe(TENANT);
     expect(render(reg.Properties.QueueUrl as Json)).toBe(ref(payments.queue));
     expect(render(reg.Properties.DlqUrl as Json)).toBe(ref(payments.deadLetterQueue));
-    // Served by the stack's registration function (the pre-built register bundle), not by an SDK-call provider.
-    const fnId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(reg.Properties.ServiceToken as Json))?.[1];
-    expect(fnId).toMatch(/^DyneinTenantRegistrationFunction/);
-    const fn = resource(teamT, fnId!);
+    // Served by the scheduler's function (the pre-built register bundle), not by one in the team's stack.
+    expect(render(reg.Properties.ServiceToken as Json, imports)).toBe(fromScheduler(getAtt(scheduler.registrationFunction, 'Arn')));
+    expect(resourcesOf(teamT, 'AWS::Lambda::Function')).toEqual([]);
+    const teamActions = allPermissionStatements(teamT).flatMap((st) => st.Action);
+    expect(teamActions.filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
+  });
+
+  it('the registration function may read, write and remove tenant items only (pk tenant#…), and is told the tenants’ own queue URLs', () => {
+    const fn = resource(schedT, idOf(scheduler.registrationFunction));
     expect(fn.Properties.Runtime).toBe('nodejs22.x');
-    expect(fn.Properties.Handler).toBe('index.handler');
     const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(fn.Properties.Role))![1]!;
-    expect(resource(teamT, roleId).Properties.ManagedPolicyArns ?? []).toEqual([]);
-    const granted = allowed(roleStatements(teamT, roleId, imports));
-    expect([...granted.keys()].filter((a) => !a.startsWith('logs:')).sort()).toEqual([
-      'dynamodb:DeleteItem',
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-    ]);
-    for (const a of ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'])
-      expect([...granted.get(a)!]).toEqual([fromScheduler(getAtt(scheduler.table, 'Arn'))]);
-    // The resource waits for the function's policy, so its first call may write the table.
-    const policyIds = resourcesOf(teamT, 'AWS::IAM::Policy')
-      .filter(([, p]) => render(p.Properties.Roles).includes(roleId))
-      .map(([id]) => id);
-    expect(policyIds).toHaveLength(1);
-    expect(reg.DependsOn ?? []).toContain(policyIds[0]);
+    expect(resource(schedT, roleId).Properties.ManagedPolicyArns ?? []).toEqual([]);
+    const table = roleStatements(schedT, roleId).filter((st) => st.Action.some((a) => a.startsWith('dynamodb:')));
+    expect(table).toHaveLength(1);
+    expect(table[0]!.Action.sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem']);
+    expect(table[0]!.Resource).toEqual([getAtt(scheduler.table, 'Arn')]);
+    expect(conditionValues(table[0]!, 'ForAllValues:StringLike', 'dynamodb:LeadingKeys')).toEqual(['tenant#*']);
+    const env = (fn.Properties.Environment as { Variables: Record<string, Json> }).Variables;
+    const prefix = scheduler.tenantQueuePrefix;
+    expect(render(env.DYNEIN_TENANT_QUEUE_URL)).toBe(
+      `https://sqs.{Ref:AWS::Region}.{Ref:AWS::URLSuffix}/{Ref:AWS::AccountId}/${prefix}-t-{tenant}`,
+    );
+    expect(render(env.DYNEIN_TENANT_DLQ_URL)).toBe(
+      `https://sqs.{Ref:AWS::Region}.{Ref:AWS::URLSuffix}/{Ref:AWS::AccountId}/${prefix}-d-{tenant}`,
+    );
+    expect(render(env.DYNEIN_TABLE)).toBe(ref(scheduler.table));
   });
 
   it('the queue policy admits exactly the scheduler’s submit, dispatch and dlq roles from the other stack', () => {

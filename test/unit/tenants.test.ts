@@ -101,3 +101,45 @@ describe('TenantRegistry', () => {
     await expect(reg.require('demo')).resolves.toEqual(demo);
   });
 });
+
+describe('TenantRegistry with the deployment’s queue URLs', () => {
+  const queues = {
+    queueUrl: 'https://sqs.eu-west-1.amazonaws.com/111/p-t-{tenant}',
+    dlqUrl: 'https://sqs.eu-west-1.amazonaws.com/111/p-d-{tenant}',
+  };
+  const own = (name: string): TenantRecord => ({
+    name,
+    queueUrl: `https://sqs.eu-west-1.amazonaws.com/111/p-t-${name}`,
+    dlqUrl: `https://sqs.eu-west-1.amazonaws.com/111/p-d-${name}`,
+  });
+
+  it('uses a record naming the tenant’s own queues; refuses one naming another tenant’s, account’s or region’s, and says why', async () => {
+    const refused: [string, string][] = [];
+    const store = countingStore([
+      own('a'),
+      { ...own('b'), queueUrl: own('a').queueUrl },
+      { ...own('c'), dlqUrl: own('c').dlqUrl.replace('/111/', '/222/') },
+      { ...own('d'), queueUrl: own('d').queueUrl.replace('eu-west-1', 'us-east-1') },
+    ]);
+    const reg = new TenantRegistry(store, { queues, onRefused: (t, r) => void refused.push([t, r]) });
+    expect(await reg.require('a')).toEqual(own('a'));
+    for (const t of ['b', 'c', 'd']) {
+      expect(await reg.lookup(t)).toBeUndefined();
+      await expect(reg.require(t)).rejects.toBeInstanceOf(TenantNotFoundError);
+    }
+    // Cached like a record: one read and one report per tenant, not one per look.
+    expect(refused.map(([t]) => t)).toEqual(['b', 'c', 'd']);
+    expect(refused[0]![1]).toBe(`tenant 'b' names queue ${own('a').queueUrl}, not its own queue ${own('b').queueUrl}`);
+    expect(refused[1]![1]).toMatch(/^tenant 'c' names DLQ https:\/\/sqs\.eu-west-1\.amazonaws\.com\/222\/p-d-c, not its own DLQ/);
+  });
+
+  it('a refused record fixed in the table is used once read again', async () => {
+    let now = 0;
+    const store = countingStore([{ ...own('b'), queueUrl: own('a').queueUrl }]);
+    const reg = new TenantRegistry(store, { queues, ttlMs: 1_000, clock: { now: () => now } });
+    expect(await reg.lookup('b')).toBeUndefined();
+    await store.putTenant(own('b'));
+    now = 1_001;
+    expect(await reg.lookup('b')).toEqual(own('b'));
+  });
+});
