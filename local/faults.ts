@@ -2,18 +2,18 @@
  * Fault injection, a test facility of the local stack, the tests and the benchmark: a share of
  * the DynamoDB, SQS and EventBridge Scheduler calls fails as AWS fails them. Set with
  * `DYNEIN_FAULTS` (docs/local.md), e.g. `dynamodb=0.05,sqs=0.05`: 5 % of every HTTP attempt to
- * each service fails, at random, with one of
+ * each service fails, at random, with one of the five failures AWS answers with, equally likely:
  *
- * - a throttle (DynamoDB `ProvisionedThroughputExceededException` or `ThrottlingException`, SQS
- *   `ThrottlingException` or `RequestThrottled`, Scheduler `ThrottlingException`),
+ * - two throttles (DynamoDB `ProvisionedThroughputExceededException` and `ThrottlingException`,
+ *   SQS `ThrottlingException` and `RequestThrottled`, Scheduler `ThrottlingException`),
  * - a 500 (DynamoDB `InternalServerError`, SQS `InternalFailure`, Scheduler `InternalServerException`),
  * - a timeout (the call hangs for `timeoutMs`, then fails with the SDK's `TimeoutError`),
  * - a reset connection (`ECONNRESET`).
  *
- * Throttles are refused before they reach the emulator (AWS applies nothing it throttles). The
- * other three happen either before the emulator sees the request (nothing applied) or after it
- * answered (the write happened, the caller sees only the error), half and half: on AWS a timeout
- * or a lost connection says nothing about whether the request was applied.
+ * Throttles and 500s are refused before they reach the emulator (nothing applied). A timeout or a
+ * reset happens either before the emulator sees the request or after it answered (the write
+ * happened, the caller sees only the error), half and half: on AWS a timeout or a lost
+ * connection says nothing about whether the request was applied.
  *
  * Errors are real HTTP answers, deserialised by the client's own protocol code, and network
  * errors are shaped as the SDK's Node.js handler shapes them: the SDK's retry strategy classifies
@@ -153,10 +153,11 @@ export class FaultInjector {
   }
 
   async #inject(service: FaultService, operation: string, next: Next, args: unknown): Promise<{ response: unknown }> {
-    const kind = FAULT_KINDS[Math.floor(this.#random() * FAULT_KINDS.length)]!;
-    const after = kind !== 'throttle' && this.#random() < 0.5;
-    const answer =
-      kind === 'throttle' ? throttleAnswer(service, this.#random()) : kind === 'serverError' ? SERVER_ERROR[service] : undefined;
+    // The five failures equally likely: two throttles, a 500, a timeout, a reset.
+    const pick = Math.floor(this.#random() * 5);
+    const kind: FaultKind = pick < 2 ? 'throttle' : pick === 2 ? 'serverError' : pick === 3 ? 'timeout' : 'reset';
+    const after = (kind === 'timeout' || kind === 'reset') && this.#random() < 0.5;
+    const answer = kind === 'throttle' ? throttleAnswer(service, pick) : kind === 'serverError' ? SERVER_ERROR[service] : undefined;
     const error = answer?.type ?? (kind === 'timeout' ? 'TimeoutError' : 'ECONNRESET');
     const key = `${service}.${kind}${after ? '.after' : ''}`;
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
@@ -212,10 +213,11 @@ interface ErrorAnswer {
   readonly queryError?: string;
 }
 
+/** The throttle `pick` (0 or 1) of a service. */
 function throttleAnswer(service: FaultService, pick: number): ErrorAnswer {
   switch (service) {
     case 'dynamodb':
-      return pick < 0.5
+      return pick === 0
         ? {
             status: 400,
             type: 'ProvisionedThroughputExceededException',
@@ -229,7 +231,7 @@ function throttleAnswer(service: FaultService, pick: number): ErrorAnswer {
             message: 'Rate of requests exceeds the allowed throughput.',
           };
     case 'sqs':
-      return pick < 0.5
+      return pick === 0
         ? { status: 400, type: 'ThrottlingException', namespace: 'com.amazon.coral.availability', message: 'Rate exceeded' }
         : {
             status: 403,
