@@ -63,6 +63,20 @@ export interface FaultsResult {
    * delivered marker could not be written was sent again once its lease ran out.
    */
   duplicateSendGapMs: Summary;
+  /**
+   * The sends the duplicates came from: extra copies grouped by tenant and the SentTimestamp of
+   * the earlier copy (one `SendMessageBatch` applied, then failed, then retried gives all of its
+   * entries the same pair of timestamps).
+   */
+  duplicateSends: number;
+  /**
+   * SQS attempts of compute that failed after SQS had applied them (timeouts and resets, `after`;
+   * every operation, receives and deletes too): each makes at most one duplicated send (a
+   * tenant-queue send retried; an inbound send's copy is absorbed by ingest's conditional put).
+   * `duplicateSends` above this would mean jobs sent again by something other than a retry of an
+   * applied attempt.
+   */
+  sqsAppliedThenFailed: number;
   submit: { offered: number; accepted: number; refused: number; direct: number; requests: number; retries: number; firstRefusal?: string };
   cancels: { requested: number; confirmed: number; tooLate: number; unresolved: number };
   pause: {
@@ -319,6 +333,7 @@ async function run(local: LocalJson, sqs: SQSClient, shape: FaultsShape): Promis
   }): FaultsResult {
     const first = new Map<string, Received>();
     const gaps: number[] = [];
+    const dupSends = new Map<string, number[]>();
     let duplicateDeliveries = 0;
     let unknownDelivered = 0;
     let early = 0;
@@ -332,6 +347,9 @@ async function run(local: LocalJson, sqs: SQSClient, shape: FaultsShape): Promis
       if (first.has(r.jobId)) {
         duplicateDeliveries++;
         if (r.sentAt > 0 && first.get(r.jobId)!.sentAt > 0) gaps.push(Math.abs(r.sentAt - first.get(r.jobId)!.sentAt));
+        const times = dupSends.get(job.tenant) ?? [];
+        times.push(Math.min(r.sentAt, first.get(r.jobId)!.sentAt));
+        dupSends.set(job.tenant, times);
       } else first.set(r.jobId, r);
       if (r.receivedAt < job.runAtMs || r.firstReceiveAt < job.runAtMs) early++;
     }
@@ -371,6 +389,11 @@ async function run(local: LocalJson, sqs: SQSClient, shape: FaultsShape): Promis
     }
     const delivered = first.size + byRunAt.size;
     const injected = metrics.faults ?? {};
+    // Entries of one batch get SentTimestamps a few ms apart at most: one send per cluster.
+    const duplicateSends = [...dupSends.values()].reduce((n, times) => {
+      times.sort((a, b) => a - b);
+      return n + times.filter((t, i) => i === 0 || t - times[i - 1]! > 5).length;
+    }, 0);
     const result: FaultsResult = {
       faultRate: shape.faultRate,
       jobs: x.jobs.size + x.expectedOccurrences.length,
@@ -383,6 +406,8 @@ async function run(local: LocalJson, sqs: SQSClient, shape: FaultsShape): Promis
       duplicates: delivered > 0 ? +((duplicateDeliveries + occDup) / delivered).toFixed(4) : 0,
       duplicateDeliveries: duplicateDeliveries + occDup,
       duplicateSendGapMs: summarize(gaps),
+      duplicateSends,
+      sqsAppliedThenFailed: (injected['sqs.timeout.after'] ?? 0) + (injected['sqs.reset.after'] ?? 0),
       submit,
       cancels,
       pause: {
