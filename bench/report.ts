@@ -170,6 +170,40 @@ export function targets(r: BenchResult): Target[] {
       value: `${rl.observedPerSec}/s (at most ${rl.maxIn1s} in any second)`,
       met: rl.targetMet,
     });
+  const f = r.faults;
+  if (f) {
+    const pct = `${Math.round(f.faultRate * 100)} %`;
+    t.push({
+      name: `Under AWS faults (${pct} of every call): lost / early`,
+      target: '0 / 0',
+      value: `${f.lost} / ${f.early} (${f.jobs.toLocaleString('en-US')} jobs)`,
+      met: f.lost === 0 && f.early === 0,
+    });
+    t.push({
+      name: 'Under AWS faults: cancelled jobs delivered',
+      target: '0',
+      value: `${f.cancelledDelivered} of ${f.cancels.confirmed} cancels answered CANCELLED`,
+      met: f.cancelledDelivered === 0,
+    });
+    t.push({
+      name: 'Under AWS faults: paused tenant delivered while paused',
+      target: '0',
+      value: `${f.pausedDelivered} (${f.pause.directWhilePaused} of ${f.pause.acceptedWhilePaused} jobs accepted while paused went straight to the queue)`,
+      met: f.pausedDelivered === 0,
+    });
+    t.push({
+      name: 'Under AWS faults: duplicates',
+      target: '≤ 1 %',
+      value: `${(f.duplicates * 100).toFixed(2)} % (${f.duplicateDeliveries} extra deliveries from ${f.duplicateSends} send(s); ${f.sqsAppliedThenFailed} SQS attempts failed after being applied)`,
+      met: f.duplicates <= 0.01,
+    });
+    t.push({
+      name: 'Under AWS faults: status answers truthful (QUEUED only once sent, CANCELLED never delivered)',
+      target: '0 untruthful',
+      value: `${f.status.untruthful} of ${f.status.samples} sampled`,
+      met: f.status.untruthful === 0,
+    });
+  }
   const v = r.simulationValidation;
   if (v)
     t.push({
@@ -427,6 +461,36 @@ export function markdown(r: BenchResult): string {
         `| rate limit: ${rl.offered.toLocaleString('en-US')} jobs due at once, maxDeliveriesPerSecond ${rl.limitPerSec} | ${rl.observedPerSec} jobs/s over ${(rl.spanMs / 1000).toFixed(1)} s (${rl.clock}), at most ${rl.maxIn1s} in any 1-s window | ${rl.lost} / ${rl.early} / ${rl.duplicates} |`,
       );
     lines.push('');
+  }
+
+  const f = r.faults;
+  if (f) {
+    const injected = Object.entries(f.injected)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    lines.push(
+      `## Under AWS faults (local stack, DYNEIN_FAULTS=dynamodb=${f.faultRate},sqs=${f.faultRate})`,
+      '',
+      `${f.submit.offered.toLocaleString('en-US')} one-off jobs offered by a client that retries with idempotency keys (${f.submit.accepted.toLocaleString('en-US')} accepted, ${f.submit.direct} straight to the queue, ${f.submit.refused} refused; ${f.submit.retries} of ${f.submit.requests} requests were retries), ${f.cancels.requested} cancels (${f.cancels.confirmed} CANCELLED, ${f.cancels.tooLate} too late, ${f.cancels.unresolved} unresolved), tenant '${f.pause.tenant}' paused for ${(f.pause.pausedForMs / 1000).toFixed(0)} s (${f.pause.acceptedWhilePaused} of its jobs accepted meanwhile), a ${f.recurring.expression} schedule (${f.recurring.delivered} of ${f.recurring.expected} occurrences). ${f.injectedTotal.toLocaleString('en-US')} faults injected into compute's calls${injected ? ` (${injected})` : ''}.`,
+      '',
+      '| lost | early | cancelled delivered | paused delivered | duplicates | untruthful status | lateness p50 / p95 / max |',
+      '|---|---|---|---|---|---|---|',
+      `| ${f.lost} | ${f.early} | ${f.cancelledDelivered} | ${f.pausedDelivered} | ${(f.duplicates * 100).toFixed(2)} % | ${f.status.untruthful} of ${f.status.samples} | ${f.lateness.p50Ms} / ${f.lateness.p95Ms} / ${f.lateness.maxMs} ms |`,
+      '',
+    );
+    if (f.duplicateDeliveries > 0)
+      lines.push(
+        `Between the two sends of a duplicate (SentTimestamp): p50 ${f.duplicateSendGapMs.p50Ms} ms, max ${f.duplicateSendGapMs.maxMs} ms (within a second or so: the SDK retried a send that had been applied; about a lease: a row re-sent after its delivered marker could not be written). The ${f.duplicateDeliveries} extra deliveries came from ${f.duplicateSends} send(s), against ${f.sqsAppliedThenFailed} SQS attempts that failed after SQS had applied them: one such SendMessageBatch duplicates all of its entries (up to 10), so the share varies widely from run to run around its expected ≈ 1 % (docs/performance.md).`,
+        '',
+      );
+    if (f.status.examples.length > 0) lines.push(`Untruthful status answers: ${f.status.examples.join('; ')}.`, '');
+    if (f.lost > 0)
+      lines.push(
+        `Lost jobs by tenant, path and the state GET answered at the end: ${Object.entries(f.lostByState)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ')}${f.recurring.lost ? `; occurrences ${f.recurring.lost}` : ''}. For example ${f.lostExamples.join('; ')}.`,
+        '',
+      );
   }
 
   const cpu = r.capacity?.cpuUsPerJob;

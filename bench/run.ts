@@ -15,11 +15,13 @@
  *  10. job history: outcome reports per job by the Worker, and what their records cost
  *  11–13. tenant controls through the local stack: a noisy neighbour against fair share, pause
  *      and resume, a delivery rate limit (bench/tenantControls.ts)
+ *  15. AWS faults: the local stack with 5 % of every DynamoDB and SQS call failing, jobs with
+ *      cancels, a pause and resume and a recurring schedule; every delivery checked (bench/faults.ts)
  *  14. scale simulation: the real dispatch code on a simulated AWS deployment in virtual time,
  *      validated against the local figures of bench/results/full.json (bench/sim)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,scaleSimulation` for a subset
+ * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -30,6 +32,7 @@ import { runStageCpu, type StageCpu } from './stageCpu.js';
 import { runHistory, type HistoryResult } from './history.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
+import { runFaults, type FaultsResult, type FaultsShape } from './faults.js';
 import {
   runNoisyNeighbour,
   runPause,
@@ -87,6 +90,7 @@ const PHASES = [
   'noisyNeighbour',
   'pause',
   'rateLimit',
+  'faults',
   'scaleSimulation',
 ] as const;
 type Phase = (typeof PHASES)[number];
@@ -112,6 +116,8 @@ export interface BenchResult {
     recurring: RecurringShape;
     history: { jobs: number; ratePerSec: number };
     tenantControls: TenantControlsShape;
+    /** Phase 15: the local stack under AWS faults. */
+    faults: FaultsShape;
     /** Phase 14: the simulation's search (virtual windows, cells). */
     scaleSimulation?: ScaleShape;
   };
@@ -185,6 +191,8 @@ export interface BenchResult {
   pause?: PauseResult;
   /** Phase 13: a tenant's maxDeliveriesPerSecond against a larger offered load. */
   rateLimit?: RateLimitResult;
+  /** Phase 15: jobs, cancels, a pause and a schedule on the local stack with 5 % of AWS calls failing. */
+  faults?: FaultsResult;
   /**
    * Phase 14 (issue #16 §5): the highest sustained rate per cell count on the simulated AWS
    * deployment (p95 lateness ≤ 1 s, nothing lost or early) and the limit that stopped it.
@@ -213,7 +221,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 
 const smokeSizes: BenchResult['sizes'] = {
   description:
-    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s); its figures are not measurements',
+    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults); its figures are not measurements',
   lateness: { rate: 50, durationMs: 10_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
   peerDurationMs: 5_000,
   burst: 300,
@@ -236,6 +244,7 @@ const smokeSizes: BenchResult['sizes'] = {
     pause: { jobs: 100 },
     rateLimit: { limitPerSec: 50, jobs: 100 },
   },
+  faults: { faultRate: 0.05, jobs: 200, submitMs: 8_000, cancelShare: 0.1, pauseMs: 6_000, statusSamples: 30 },
   scaleSimulation: { cells: [1], windowMs: 3_000, steps: 0, tableWru: 1_000_000, validationWindowMs: 5_000, defaultQuotaRow: false },
 };
 
@@ -244,7 +253,7 @@ const sizes: BenchResult['sizes'] = smoke
   : quick
     ? {
         description:
-          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
+          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
         lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
         peerDurationMs: 15_000,
         burst: 1_500,
@@ -267,11 +276,12 @@ const sizes: BenchResult['sizes'] = smoke
           pause: { jobs: 1_000 },
           rateLimit: { limitPerSec: 50, jobs: 500 },
         },
+        faults: { faultRate: 0.05, jobs: 1_500, submitMs: 30_000, cancelShare: 0.1, pauseMs: 15_000, statusSamples: 200 },
         scaleSimulation: QUICK_SCALE,
       }
     : {
         description:
-          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
+          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
         lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
         peerDurationMs: 60_000,
         burst: 10_000,
@@ -294,6 +304,7 @@ const sizes: BenchResult['sizes'] = smoke
           pause: { jobs: 10_000 },
           rateLimit: { limitPerSec: 50, jobs: 2_000 },
         },
+        faults: { faultRate: 0.05, jobs: 5_000, submitMs: 60_000, cancelShare: 0.1, pauseMs: 30_000, statusSamples: 600 },
         scaleSimulation: FULL_SCALE,
       };
 
@@ -392,6 +403,9 @@ r.recurring = await phase('recurring', () => runRecurring(sizes.recurring));
 r.noisyNeighbour = await phase('noisyNeighbour', () => runNoisyNeighbour(sizes.tenantControls.noisyNeighbour));
 r.pause = await phase('pause', () => runPause(sizes.tenantControls.pause));
 r.rateLimit = await phase('rateLimit', () => runRateLimit(sizes.tenantControls.rateLimit));
+
+// 15: AWS faults on a local stack of its own.
+r.faults = await phase('faults', () => runFaults(sizes.faults));
 
 // 14: the simulated AWS deployment, in virtual time (bench/sim; docs/capacity.md "Simulation").
 // A full run validates against its own figures (phases 1, 2 and 5); a smaller run against the last

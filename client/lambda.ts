@@ -1,6 +1,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { limiter } from '../core/limit.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   UnrecoverableError,
@@ -149,24 +150,6 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       clearTimeout(timer);
       // This invocation's outcomes, in one request before the function freezes.
       await reporter?.flush();
-    }
-  };
-}
-
-/** At most `n` calls of the returned function run at once; the others wait their turn, in order. */
-function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async (fn) => {
-    // A finishing call hands its slot straight to the next waiter, so `active` never passes n.
-    if (active < n) active++;
-    else await new Promise<void>((r) => waiting.push(r));
-    try {
-      return await fn();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else active--;
     }
   };
 }

@@ -29,6 +29,7 @@ import {
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { wire } from '../lambdas/runtime/wiring.js';
 import { startApiServer } from './apiServer.js';
+import { FaultInjector } from './faults.js';
 import { LocalMetrics } from './metrics.js';
 import { INGEST_BATCHING_WINDOW_MS } from '../adapters/resources.js';
 import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } from './settings.js';
@@ -51,12 +52,15 @@ try {
 const secrets = JSON.parse(readFileSync(join(settings.dataDir, 'secrets.json'), 'utf8')) as LocalSecrets;
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 const counter = new RequestCounter();
-const dynamo = counter.attach(new DynamoDBClient({ endpoint: config.dynamodbEndpoint, region: settings.region, credentials }));
-const sqs = counter.attach(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials }));
+// DYNEIN_FAULTS (a test facility): a share of every call to the emulators fails as AWS's do.
+const faults = settings.faults ? new FaultInjector(settings.faults) : undefined;
+const client = <C extends Parameters<RequestCounter['attach']>[0]>(c: C): C => counter.attach(faults ? faults.attach(c) : c);
+const dynamo = client(new DynamoDBClient({ endpoint: config.dynamodbEndpoint, region: settings.region, credentials }));
+const sqs = client(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials }));
 const metrics = new LocalMetrics(counter);
 const t = metrics.telemetry();
 const scheduler = config.scheduler?.endpoint
-  ? counter.attach(new SchedulerClient({ endpoint: config.scheduler.endpoint, region: settings.region, credentials }))
+  ? client(new SchedulerClient({ endpoint: config.scheduler.endpoint, region: settings.region, credentials }))
   : undefined;
 const w = await wire(config, {
   dynamo,
@@ -118,7 +122,7 @@ const api = await startApiServer({
     dlq: dlqHandler(w, t),
     admin: adminHandler(w, t),
   },
-  metrics: () => ({ ...metrics.snapshot(), reads: reads() }),
+  metrics: () => ({ ...metrics.snapshot(), reads: reads(), ...(faults ? { faults: faults.snapshot() } : {}) }),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;
   console.error(`dynein compute: port ${settings.port} is in use: stop what uses it or set DYNEIN_PORT`);

@@ -18,6 +18,7 @@ import { TENANT_PLACEHOLDER, tenantQueueUrls, type TenantQueueUrls } from '../co
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
 import { alignFauxqsCharset } from './fauxqsCharset.js';
+import { FaultInjector } from './faults.js';
 import { restoreInboundJournal } from './inboundJournal.js';
 import { startLocalScheduler, sqsQueueUrlResolver } from './scheduler/index.js';
 import { stopRequests } from './stopRequests.js';
@@ -146,16 +147,20 @@ for (const t of settings.tenants) {
   await store.putTenant({ name: t, ...tenants[t], ...(historyTtlMs !== undefined ? { historyTtlMs } : {}) });
 }
 
-// The recurring schedules' clock: it fires into the inbound queue. Firings that fell while the
+// The recurring schedules' clock: it fires into the inbound queue (through DYNEIN_FAULTS's faults,
+// if set: the clock retries as EventBridge Scheduler does; the set-up above is the deployment's). Firings that fell while the
 // stack was stopped are sent at start, late (on AWS, EventBridge Scheduler never stops: its
 // firings wait in the inbound queue while ingest is down, and each catches up what it missed).
+const clockSqs = settings.faults
+  ? new FaultInjector(settings.faults).attach(new SQSClient({ endpoint: sqsEndpoint, region: settings.region, credentials }))
+  : sqs;
 const scheduler = await startLocalScheduler({
   port: Number(process.env.DYNEIN_SCHEDULER_PORT ?? 0),
   dataDir: join(settings.dataDir, 'scheduler'),
   region: settings.region,
   accountId: LOCAL_ACCOUNT,
-  sqs,
-  resolveQueueUrl: sqsQueueUrlResolver(sqs),
+  sqs: clockSqs,
+  resolveQueueUrl: sqsQueueUrlResolver(clockSqs),
   missedOccurrences: 'fire',
   log: (m) => console.error(`dynein scheduler: ${m}`),
 });

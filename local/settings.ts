@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join, resolve } from 'node:path';
 import { TENANT_PATTERN } from '../core/jobId.js';
 import { StartupError } from './dataDir.js';
+import { parseFaults, type FaultSettings } from './faults.js';
 
 /**
  * The local stack's settings, from the environment of DESIGN.md's "Local stack" section:
@@ -27,6 +28,8 @@ export interface LocalSettings {
    * `DYNEIN_HISTORY_DAYS`, default 7; docs/history.md).
    */
   readonly history?: Readonly<Record<string, number>>;
+  /** Fault injection (`DYNEIN_FAULTS`, a test facility: local/faults.ts, docs/local.md). */
+  readonly faults?: FaultSettings;
 }
 
 /** Exit code of a compute process that a restart cannot fix (port in use, bad configuration). */
@@ -87,6 +90,12 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     problems.push(
       `DYNEIN_CELLS (${cells}) must divide the shard groups (DYNEIN_GROUPS, default 8; got ${groups}): each cell dispatches as many groups`,
     );
+  let faults: FaultSettings | undefined;
+  try {
+    faults = parseFaults(env.DYNEIN_FAULTS);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
   const settings: LocalSettings = {
     port,
     tenants,
@@ -99,7 +108,10 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     cells,
     ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
     ...(Object.keys(history).length > 0 ? { history } : {}),
+    ...(faults ? { faults } : {}),
   };
+  // One problem is one line; several are listed one a line.
+  if (problems.length === 1) throw new Error(`invalid local stack settings: ${problems[0]}`);
   if (problems.length > 0) throw new Error(`invalid local stack settings:\n- ${problems.join('\n- ')}`);
   return settings;
 }
