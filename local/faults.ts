@@ -10,10 +10,12 @@
  * - a timeout (the call hangs for `timeoutMs`, then fails with the SDK's `TimeoutError`),
  * - a reset connection (`ECONNRESET`).
  *
- * Throttles and 500s are refused before they reach the emulator (nothing applied). A timeout or a
- * reset happens either before the emulator sees the request or after it answered (the write
- * happened, the caller sees only the error), half and half: on AWS a timeout or a lost
- * connection says nothing about whether the request was applied.
+ * Throttles, 500s and resets are refused before they reach the emulator (nothing applied): a reset
+ * is the SDK writing a request on a kept-alive connection the far end already closed, AWS's
+ * common case. A timeout happens either before the emulator sees the request or after it answered
+ * (the write happened, the caller sees only the error), half and half: on AWS a timed-out call
+ * says nothing about whether it was applied. (A connection lost after the request was applied
+ * looks to the caller exactly like that timeout, so the timeouts cover it.)
  *
  * Errors are real HTTP answers, deserialised by the client's own protocol code, and network
  * errors are shaped as the SDK's Node.js handler shapes them: the SDK's retry strategy classifies
@@ -156,7 +158,7 @@ export class FaultInjector {
     // The five failures equally likely: two throttles, a 500, a timeout, a reset.
     const pick = Math.floor(this.#random() * 5);
     const kind: FaultKind = pick < 2 ? 'throttle' : pick === 2 ? 'serverError' : pick === 3 ? 'timeout' : 'reset';
-    const after = (kind === 'timeout' || kind === 'reset') && this.#random() < 0.5;
+    const after = kind === 'timeout' && this.#random() < 0.5;
     const answer = kind === 'throttle' ? throttleAnswer(service, pick) : kind === 'serverError' ? SERVER_ERROR[service] : undefined;
     const error = answer?.type ?? (kind === 'timeout' ? 'TimeoutError' : 'ECONNRESET');
     const key = `${service}.${kind}${after ? '.after' : ''}`;

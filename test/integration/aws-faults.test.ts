@@ -81,6 +81,8 @@ describe('DYNEIN_FAULTS on DynamoDB at 30 %', () => {
       expect(await stored(table, o.i)).toBe(f.after);
     }
     expect(faults.some((f) => f.after)).toBe(true);
+    // Only a timeout may strike after the write (a reset never left the client).
+    expect(faults.filter((f) => f.after).every((f) => f.kind === 'timeout')).toBe(true);
     expect(faults.some((f) => !f.after && f.kind !== 'throttle')).toBe(true);
     for (const o of outcomes.filter((x) => !x.error)) expect(await stored(table, o.i)).toBe(true);
   });
