@@ -50,6 +50,7 @@ export interface MonitoredScheduler {
   metricLateness(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricDispatchers(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricParkedJobs(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricHeldAfterResume(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
 }
 
 export interface SchedulerMonitoringProps {
@@ -60,6 +61,8 @@ export interface SchedulerMonitoringProps {
   readonly inboundAgeAlarmThreshold: Duration;
   /** Parked rows (of unregistered tenants) for this many consecutive minutes raise the ParkedJobs alarm. */
   readonly parkedJobsAlarmMinutes: number;
+  /** A tenant that may send (not paused, registered) whose first held row waited this long in a hold lane raises the HeldAfterResume alarm. */
+  readonly heldAfterResumeAlarmThreshold: Duration;
 }
 
 const minute = Duration.minutes(1);
@@ -145,6 +148,14 @@ export class SchedulerMonitoring extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Parked jobs (tenant not registered)',
         left: [s.metricParkedJobs({ label: 'parked rows (max per dispatch step)' })],
+        width: 12,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Held rows not read back (tenant may send)',
+        left: [s.metricHeldAfterResume({ label: 'longest wait of a first held row (ms)' })],
+        leftAnnotations: [{ value: props.heldAfterResumeAlarmThreshold.toMilliseconds(), label: 'alarm' }],
         width: 12,
       }),
     );
@@ -269,6 +280,12 @@ export class SchedulerMonitoring extends Construct {
       metric: s.metricParkedJobs(),
       threshold: 0,
       evaluationPeriods: props.parkedJobsAlarmMinutes,
+    });
+    this.#alarm('HeldAfterResume', {
+      alarmDescription: `A tenant that may send (not paused, registered) has had the same first job in a hold lane for more than ${props.heldAfterResumeAlarmThreshold.toHumanString()}: its held jobs are not being read back. The dispatch log group names the tenants (docs/operating.md, "Held jobs not read back").`,
+      metric: s.metricHeldAfterResume(),
+      threshold: props.heldAfterResumeAlarmThreshold.toMilliseconds(),
+      evaluationPeriods: 1,
     });
   }
 
