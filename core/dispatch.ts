@@ -239,7 +239,6 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const background = new Set<Promise<void>>();
   let attempt = 0; // consecutive failed reads, for backoff
   let acquireAttempt = 0; // consecutive throttled acquires
-  let reading = 0; // rows that reads in flight may add (see reserve())
   let lastOwnerCheck = started;
 
   const controls = deps.controls;
@@ -299,7 +298,6 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         }
       }
       const horizon = Math.min(t0 + readAhead, stopAt);
-      reading = 0; // the last look's reads have all settled
       let lateAhead: boolean[];
       try {
         // Every lane's look settles before the next begins (a lane is never read twice at once).
@@ -388,9 +386,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     const through = positionThrough(horizon);
     lane.caughtUp = false;
     for (let p = 0; p < FRESH_PAGES && room(); p++) {
-      const limit = reserve();
-      const page = await store.readDue(lane.shard, { after: lane.fresh, through }, limit);
-      reading -= limit;
+      const page = await store.readDue(lane.shard, { after: lane.fresh, through }, pageRows);
       count(page.rows.length);
       if (page.more && page.last && !lane.backlog && dueMsOf(page.last) < t0 - BACKLOG_LAG_MS) {
         // The page ends far behind now: an outage's backlog. It is drained oldest first by a
@@ -412,9 +408,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     if (lane.probeHintMs !== undefined && lane.fresh !== undefined && dueMsOf(lane.fresh) >= lane.probeHintMs) lane.probeHintMs = undefined;
 
     if (lane.backlog && lane.backlogOpen < pageRows / 2 && room()) {
-      const limit = reserve();
-      const page = await store.readDue(lane.shard, { after: lane.backlog.after, through: lane.backlog.end }, limit);
-      reading -= limit;
+      const page = await store.readDue(lane.shard, { after: lane.backlog.after, through: lane.backlog.end }, pageRows);
       count(page.rows.length);
       take(lane, page.rows, true, t0);
       if (page.more && page.last) lane.backlog.after = page.last;
@@ -490,9 +484,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     for (const [tenant, h] of lane.holds) {
       if (!h.more || !room() || acquirer.queuedOf(tenant) >= pageRows) continue;
       if (parkedTenants.knownParked(tenant, t0) || (controls && (await controls.get(tenant)).paused)) continue;
-      const limit = reserve();
-      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, limit);
-      reading -= limit;
+      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, pageRows);
       count(page.pointers.length);
       h.more = page.more;
       if (page.last !== undefined) h.after = page.last;
@@ -606,21 +598,13 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     return false;
   }
 
-  /** Whether the round may read more rows: every row it keeps (read, not yet final) counts against its cap, whatever its kind. */
-  function room(): boolean {
-    return tracks.size + reading < maxRows;
-  }
-
   /**
-   * Items the next read may return (a page, or the room left), reserved until the read returns:
-   * the caller gives them back (`reading -= n`) and tracks the rows in the same synchronous step,
-   * so lanes reading at once never pass the cap together. A failed read's reservation is
-   * cleared with the next look (all reads of a look settle before the next begins).
+   * Whether the round may read more rows: the rows it keeps waiting (queued for an acquire, held
+   * for release, and watched: behind another round's lease, or parked) are within its cap. A look
+   * may pass it by the pages in flight and the acquires running.
    */
-  function reserve(): number {
-    const n = Math.max(1, Math.min(pageRows, maxRows - tracks.size - reading));
-    reading += n;
-    return n;
+  function room(): boolean {
+    return acquirer.queued + releaser.size + watching.size < maxRows;
   }
 
   function track(t: Track): void {
