@@ -86,6 +86,14 @@ export interface RoundReport extends ReleaseStats {
   heldTenants: string[];
   /** Paused tenants with jobs in the hold lanes of the round's shards (for the PausedTooLong alarm). */
   pausedTenants: string[];
+  /**
+   * The longest any tenant that may send (not paused, registered) has had the same first row in
+   * the hold lanes of the round's shards, as this process saw it across its looks (ms; 0: none):
+   * rows that should be read back and are not (the HeldAfterResume alarm).
+   */
+  heldAfterResumeMs: number;
+  /** Those tenants whose first held row waited so (over 0 ms), longest first, at most 10. */
+  heldAfterResumeTenants: string[];
   durationMs: number;
 }
 
@@ -103,8 +111,14 @@ const LATE_PAGE = 100;
 const POINTER_ECHO_MS = 10_000;
 /** How often a round looks for tenants with rows in a shard's hold lane (the controls' staleness bound). */
 const HOLD_SCAN_MS = 5_000;
-/** Tenants with held rows one look finds per shard at most. */
+/**
+ * Tenants with held rows one look finds per shard at most: each look goes on where the last one
+ * stopped and wraps round, so that with T tenants held in a shard each is found within
+ * ceil(T / 50) looks.
+ */
 const HOLD_TENANTS_PER_SCAN = 50;
+/** Parked rows a round keeps watching, in pages (at most a quarter of its cap): the older ones go to the hold lane. */
+const PARKED_KEEP_PAGES = 2;
 /** A delivery-limited tenant has at most this many seconds of its rate acquired and unsent. */
 const LIMITED_IN_HAND_SECONDS = 2;
 /** ... and at most this many seconds of it (at least two pages) waiting for an acquire: the rest goes to the hold lane. */
@@ -161,6 +175,8 @@ export function emptyRoundReport(): RoundReport {
     spilled: 0,
     heldTenants: [],
     pausedTenants: [],
+    heldAfterResumeMs: 0,
+    heldAfterResumeTenants: [],
     durationMs: 0,
     sent: 0,
     recorded: 0,
@@ -212,6 +228,12 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   const parkedTenants = deps.parked ?? new ParkedTenants();
   /** Tracks of parked rows: watched, never acquired, and not work (the round may go idle). */
   const parked = new Set<string>();
+  /** Parked rows the round keeps watching at most; see {@link spillParked}. */
+  const parkedKeep = Math.max(1, Math.min(PARKED_KEEP_PAGES * pageRows, Math.floor(maxRows / 4)));
+  /** Per shard, the first held row of each tenant that may send, and since when (see `HoldScanMemory.heads`). */
+  const holdHeads = new Map<number, Map<string, { readonly sk: string; readonly since: number }>>();
+  /** Per tenant, the longest its first held row waited while it could send (the report's `heldAfterResumeMs`). */
+  const heldAfter = new Map<string, number>();
   /** Late-lane pointers of final rows, to delete; and when those deleted lately were (reads of the lane may lag). */
   const latePointers = new PointerSweep<RowKey>((keys) => store.deleteLatePointers(keys));
   const background = new Set<Promise<void>>();
@@ -296,6 +318,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       // Keeps the controls of tenants with rows held current (the release timer reads them from the cache).
       if (controls) for (const tenant of releaser.tenants()) void controls.get(tenant);
       if (controls) spill();
+      spillParked();
       acquirer.kick();
       flushPointers();
       report.maxTracked = Math.max(report.maxTracked, tracks.size);
@@ -313,11 +336,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
           await backOff(err);
           continue;
         }
-        if (!busy && controls && report.held + report.spilled + report.unheld > 0 && holdFlush === undefined) {
+        if (!busy && report.held + report.spilled + report.unheld > 0 && holdFlush === undefined) {
           // This round used the hold lanes: before ending, look at them again (a pointer written
           // behind a tenant's read position is found by a scan).
           try {
-            for (const l of lanes) await readHolds(l, t0, () => true, true);
+            for (const l of lanes) await readHolds(l, t0, true);
           } catch (err) {
             await backOff(err);
             continue;
@@ -348,6 +371,9 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       for (const l of lanes) for (const tenant of l.holds.keys()) if (controls.peek(tenant).paused) paused.add(tenant);
       report.pausedTenants = [...paused].sort();
     }
+    const waited = [...heldAfter].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    report.heldAfterResumeMs = waited[0]?.[1] ?? 0;
+    report.heldAfterResumeTenants = waited.slice(0, 10).map(([tenant]) => tenant);
   }
   return report;
 
@@ -358,7 +384,6 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
    */
   async function readLane(lane: ShardLane, t0: number, horizon: number): Promise<boolean> {
     const through = positionThrough(horizon);
-    const room = () => acquirer.queued + releaser.size < maxRows;
     lane.caughtUp = false;
     for (let p = 0; p < FRESH_PAGES && room(); p++) {
       const page = await store.readDue(lane.shard, { after: lane.fresh, through }, pageRows);
@@ -405,6 +430,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         ahead = true;
         continue;
       }
+      if (!room()) continue; // read again at the next look
       const t: Track = {
         key: { shard: k.shard, dueMs: k.dueMs, jobId: k.jobId },
         id,
@@ -416,50 +442,48 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         phase: 'queued',
         retryAt: 0,
       };
-      tracks.set(id, t);
+      track(t);
       report.lateRows++;
       queue(t, false);
     }
-    if (controls) await readHolds(lane, t0, room);
+    if (controls || lane.holds.size > 0) await readHolds(lane, t0);
     return ahead;
   }
 
   /**
    * The shard's hold lane: every {@link HOLD_SCAN_MS}, which tenants have rows there (one
-   * single-item read per tenant); then, for each tenant no longer paused, a page of its pointers
-   * (higher priority first, then oldest) when fewer than a page of its rows wait for an acquire.
+   * single-item read per tenant, a bounded number per look, see {@link scanHolds}); then, for
+   * each tenant that may send again (not paused, registered), a page of its pointers (higher
+   * priority first, then oldest) when fewer than a page of its rows wait for an acquire.
    */
-  async function readHolds(lane: ShardLane, t0: number, room: () => boolean, force = false): Promise<void> {
-    const known = deps.holdScans?.get(lane.shard);
-    if (lane.holdScanAt === 0 && !force && known && known.until > t0) {
-      // This process scanned the shard moments ago (an earlier round): start from what it found.
-      lane.holdScanAt = known.until;
-      for (const tenant of known.tenants) if (!lane.holds.has(tenant)) lane.holds.set(tenant, { more: true });
+  async function readHolds(lane: ShardLane, t0: number, force = false): Promise<void> {
+    if (!holdHeads.has(lane.shard)) {
+      // This process's last look at the shard (an earlier round): go on from its cursor.
+      const known = deps.holdScans?.get(lane.shard);
+      holdHeads.set(lane.shard, known?.heads ?? new Map());
+      lane.holdCursor = known?.cursor;
+      if (!force && known && known.until > t0) {
+        // It looked moments ago: start from what it found.
+        lane.holdScanAt = known.until;
+        for (const tenant of known.tenants) if (!lane.holds.has(tenant)) lane.holds.set(tenant, { more: true });
+      }
     }
     if (force || t0 >= lane.holdScanAt) {
       lane.holdScanAt = t0 + HOLD_SCAN_MS;
-      const found = new Set<string>();
-      let after: string | undefined;
-      for (let i = 0; i < HOLD_TENANTS_PER_SCAN; i++) {
-        const page = await store.readHeld(lane.shard, after === undefined ? {} : { after }, 1);
+      await scanHolds(lane, t0);
+    }
+    if (force) {
+      // Before ending idle: the tenants whose pointers this round wrote (a read of the lane may have missed the newest).
+      for (const tenant of lane.holdsWritten) {
+        if (lane.holds.get(tenant)?.more) continue;
+        const page = await store.readHeld(lane.shard, { tenant }, 1);
         count(page.pointers.length);
-        const p = page.pointers[0];
-        if (!p) break;
-        found.add(p.tenant);
-        after = `${p.tenant}$`; // past every sk of this tenant ('$' sorts right after '#')
-        if (!page.more) break;
-      }
-      deps.holdScans?.set(lane.shard, { until: lane.holdScanAt, tenants: [...found] });
-      for (const tenant of lane.holds.keys()) if (!found.has(tenant)) lane.holds.delete(tenant);
-      for (const tenant of found) {
-        const h = lane.holds.get(tenant);
-        // Read through before: start again (a pointer may have been added behind the position).
-        if (!h || !h.more) lane.holds.set(tenant, { more: true });
+        if (page.pointers.length > 0) lane.holds.set(tenant, { more: true });
       }
     }
     for (const [tenant, h] of lane.holds) {
       if (!h.more || !room() || acquirer.queuedOf(tenant) >= pageRows) continue;
-      if ((await controls!.get(tenant)).paused) continue;
+      if (parkedTenants.knownParked(tenant, t0) || (controls && (await controls.get(tenant)).paused)) continue;
       const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, pageRows);
       count(page.pointers.length);
       h.more = page.more;
@@ -485,17 +509,107 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
           phase: 'queued',
           retryAt: 0,
         };
-        tracks.set(id, t);
+        track(t);
         report.unheld++;
         queue(t, false);
       }
     }
   }
 
-  /** Rows of a tenant no longer paused wait in this shard's hold lane (the round has work). */
+  /**
+   * One look for the tenants with rows in the shard's hold lane: at most
+   * {@link HOLD_TENANTS_PER_SCAN} single-item reads, each jumping past the tenant it found,
+   * going on from where this process's last look stopped and wrapping round at the lane's end (a
+   * lap ends where the look began). Tenants the look passed without finding them have no held row
+   * left. Notes how long each tenant that may send has had the same first held row.
+   */
+  async function scanHolds(lane: ShardLane, t0: number): Promise<void> {
+    const begin = lane.holdCursor;
+    /** Tenant → its first pointer (highest priority, then oldest). */
+    const found = new Map<string, HeldPointer>();
+    /** The stretches of the lane this look covered: positions in (after, through]; no `through`: to the lane's end. */
+    const covered: { after: string | undefined; through?: string }[] = [];
+    let from = begin;
+    let after = begin;
+    let wrapped = begin === undefined; // a look from the lane's start covers it in one lap
+    for (let reads = 0; ; reads++) {
+      if (reads === HOLD_TENANTS_PER_SCAN) {
+        if (after !== undefined) covered.push({ after: from, through: after }); // (undefined: it has just wrapped round)
+        break;
+      }
+      const page = await store.readHeld(lane.shard, after === undefined ? {} : { after }, 1);
+      count(page.pointers.length);
+      const p = page.pointers[0];
+      const position = p && `${p.tenant}$`; // past every sk of this tenant ('$' sorts right after '#' and before name characters)
+      if (wrapped && begin !== undefined && (position === undefined || position > begin)) {
+        covered.push({ after: from, through: begin }); // back where the look began: a whole lap
+        after = begin;
+        break;
+      }
+      if (p && position) {
+        found.set(p.tenant, p);
+        after = position;
+      }
+      if (!p || !page.more) {
+        covered.push({ after: from }); // the lane's end
+        after = undefined;
+        if (wrapped) break;
+        wrapped = true;
+        from = undefined;
+      }
+    }
+    lane.holdCursor = after;
+    const inCovered = (tenant: string) => {
+      const at = `${tenant}$`;
+      return covered.some((c) => (c.after === undefined || at > c.after) && (c.through === undefined || at <= c.through));
+    };
+    const heads = holdHeads.get(lane.shard)!;
+    for (const tenant of lane.holds.keys()) if (!found.has(tenant) && inCovered(tenant)) lane.holds.delete(tenant);
+    for (const tenant of heads.keys()) if (!found.has(tenant) && inCovered(tenant)) heads.delete(tenant);
+    for (const [tenant, p] of found) {
+      const h = lane.holds.get(tenant);
+      // Read through before: start again (a pointer may have been added behind the position).
+      if (!h || !h.more) lane.holds.set(tenant, { more: true });
+      const paused = controls !== undefined && (await controls.get(tenant)).paused;
+      if (paused || (await parkedTenants.parksTenant(tenant, deps.tenants, t0))) {
+        heads.delete(tenant);
+        continue;
+      }
+      const sk = `${p.priority}#${rowKeyString(p)}`;
+      const head = heads.get(tenant);
+      const since = head?.sk === sk ? head.since : t0;
+      if (head?.sk !== sk) heads.set(tenant, { sk, since });
+      heldAfter.set(tenant, Math.max(heldAfter.get(tenant) ?? 0, t0 - Math.max(since, p.dueMs)));
+    }
+    deps.holdScans?.set(lane.shard, {
+      until: lane.holdScanAt,
+      tenants: [...found.keys()],
+      ...(lane.holdCursor !== undefined ? { cursor: lane.holdCursor } : {}),
+      heads,
+    });
+  }
+
+  /** Rows of a tenant no longer paused (and not parked) wait in this shard's hold lane (the round has work). */
   function holdWork(lane: ShardLane): boolean {
-    for (const [tenant, h] of lane.holds) if (h.more && !controls?.peek(tenant).paused) return true;
+    const now = clock.now();
+    for (const [tenant, h] of lane.holds) {
+      if (h.more && !controls?.peek(tenant).paused && !parkedTenants.knownParked(tenant, now)) return true;
+    }
     return false;
+  }
+
+  /**
+   * Whether the round may read more rows: the rows it keeps waiting (queued for an acquire, held
+   * for release, and watched: behind another round's lease, or parked) are within its cap. A look
+   * may pass it by the pages in flight and the acquires running.
+   */
+  function room(): boolean {
+    return acquirer.queued + releaser.size + watching.size < maxRows;
+  }
+
+  function track(t: Track): void {
+    tracks.set(t.id, t);
+    if (tracks.size > report.maxTracked) report.maxTracked = tracks.size;
   }
 
   /**
@@ -579,10 +693,37 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     }
   }
 
+  /**
+   * Parked rows count against the round's cap like any other: the round keeps watching the newest
+   * `parkedKeep` (their tenant is looked up again every recheck; they hold the shard's mark, so
+   * every round meets them and reports them), and the older ones go to the hold lane, to be read
+   * back once their tenant is registered again. A deregistered tenant's backlog thus neither
+   * grows the round's memory nor stops the reads that find other tenants' rows.
+   */
+  function spillParked(): void {
+    if (parked.size <= parkedKeep) return;
+    const rows: Track[] = [];
+    for (const id of parked) {
+      const t = tracks.get(id);
+      if (t?.phase === 'watch') rows.push(t);
+    }
+    rows.sort((a, b) => a.key.dueMs - b.key.dueMs || (a.id < b.id ? -1 : 1));
+    for (const t of rows.slice(0, Math.max(0, rows.length - parkedKeep))) {
+      parked.delete(t.id);
+      watching.delete(t);
+      t.phase = 'acquiring';
+      report.spilled++;
+      void hold(t, false);
+    }
+  }
+
   /** The lane of a row just put (back) in the hold lane reads its tenant's pointers again from the start. */
   function rereadHolds(t: Track): void {
     const lane = laneOf.get(t.key.shard);
-    if (lane) lane.holds.set(t.tenant, { more: true });
+    if (lane) {
+      lane.holds.set(t.tenant, { more: true });
+      lane.holdsWritten.add(t.tenant);
+    }
   }
 
   /** Forgets a row that is not final but needs this round no more (its hold pointer stays). */
@@ -615,7 +756,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         phase: 'queued',
         retryAt: 0,
       };
-      tracks.set(id, t);
+      track(t);
       if (backlog) report.backlogRows++;
       if (k.state === 'ACQUIRED' && k.leaseUntil >= now) watch(t, k.leaseUntil + 1);
       else queue(t, backlog);

@@ -18,8 +18,23 @@ export interface DispatchDeps {
   /** Tenant controls (pause, delivery limits, weights), at most 5 s stale. Absent: none apply. */
   readonly controls?: ControlsCache;
   /**
-   * Per shard, this process's last scan of the hold lane (valid until `until`, epoch ms) and the
-   * tenants it found: rounds starting within 5 s of it skip their first scan. Kept across rounds.
+   * Per shard, this process's last look at the hold lane (kept across rounds): rounds starting
+   * within 5 s of it skip their first look; every round goes on from its cursor.
    */
-  readonly holdScans?: Map<number, { until: number; tenants: string[] }>;
+  readonly holdScans?: Map<number, HoldScanMemory>;
+}
+
+/** What a process remembers of its last look at a shard's hold lane. */
+export interface HoldScanMemory {
+  /** The look is fresh until then (epoch ms). */
+  readonly until: number;
+  /** Tenants it found with held rows. */
+  readonly tenants: string[];
+  /** Where the next look goes on (past this tenant's pointers; none: the lane's start). */
+  readonly cursor?: string;
+  /**
+   * Per tenant that may send: its first held pointer (sort key) and when this process first saw
+   * that pointer first while the tenant could send (the `HeldAfterResume` age).
+   */
+  readonly heads?: Map<string, { readonly sk: string; readonly since: number }>;
 }

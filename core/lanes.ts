@@ -74,6 +74,14 @@ export class ShardLane {
   readonly holds = new Map<string, { after?: string; more: boolean }>();
   /** When to look for tenants in the hold lane again (epoch ms). */
   holdScanAt = 0;
+  /**
+   * Where the next look for tenants in the hold lane goes on (past this tenant's pointers; none:
+   * the lane's start). Each look reads a bounded number of tenants from there and wraps round at
+   * the lane's end, so that every tenant is found within a bounded number of looks.
+   */
+  holdCursor: string | undefined;
+  /** Tenants whose pointers this round wrote here (looked at again before the round ends idle). */
+  readonly holdsWritten = new Set<string>();
 
   constructor(
     readonly shard: number,

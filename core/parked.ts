@@ -43,6 +43,16 @@ export class ParkedTenants {
     return (await this.split([{ jobId }], registry, nowMs)).parked.length > 0;
   }
 
+  /** Whether `tenant`'s rows stay parked: the remembered answer, or the registry's. */
+  async parksTenant(tenant: string, registry: TenantRegistry, nowMs: number): Promise<boolean> {
+    return this.parks(`j1.${tenant}.0`, registry, nowMs);
+  }
+
+  /** Whether `tenant` was found unregistered less than `recheckMs` before `nowMs` (no lookup). */
+  knownParked(tenant: string, nowMs: number): boolean {
+    return (this.#until.get(tenant) ?? -Infinity) > nowMs;
+  }
+
   /** Tenants currently parked (for logs and tests). */
   get tenants(): string[] {
     return [...this.#until.keys()];

@@ -199,6 +199,12 @@ export interface DyneinSchedulerProps {
   readonly apiName?: string;
   /** Alarm when rows of unregistered tenants wait parked for this many consecutive minutes. @default 5 */
   readonly parkedJobsAlarmMinutes?: number;
+  /**
+   * Alarm when a tenant that may send (not paused, registered) has had the same first job in a
+   * hold lane for longer than this (1 minute to 1 day): held jobs not read back.
+   * @default Duration.minutes(5)
+   */
+  readonly heldAfterResumeAlarmThreshold?: Duration;
 }
 
 /** The scheduler's functions. */
@@ -634,6 +640,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       latenessAlarmThreshold: props.latenessAlarmThreshold ?? Duration.seconds(2),
       inboundAgeAlarmThreshold: props.inboundAgeAlarmThreshold ?? Duration.minutes(1),
       parkedJobsAlarmMinutes: props.parkedJobsAlarmMinutes ?? 5,
+      heldAfterResumeAlarmThreshold: props.heldAfterResumeAlarmThreshold ?? Duration.minutes(5),
     });
   }
 
@@ -724,6 +731,15 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
    */
   metricParkedJobs(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.#metric('ParkedJobs', 'dispatch', { statistic: 'Maximum', ...props });
+  }
+
+  /**
+   * The longest any tenant that may send (not paused, registered) has had the same first job in
+   * the hold lanes a dispatch step looked at, in milliseconds (`Maximum` per minute; 0: none):
+   * held jobs that are not read back. See docs/operating.md.
+   */
+  metricHeldAfterResume(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('HeldAfterResumeMs', 'dispatch', { statistic: 'Maximum', ...props });
   }
 
   /**
@@ -1016,6 +1032,11 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
   const parked = props.parkedJobsAlarmMinutes;
   if (parked !== undefined && (!Number.isInteger(parked) || parked < 1 || parked > 1440))
     problems.push(`parkedJobsAlarmMinutes must be an integer from 1 to 1440, got ${parked}`);
+  const heldAfter = props.heldAfterResumeAlarmThreshold?.toMilliseconds();
+  if (heldAfter !== undefined && !(heldAfter >= 60_000 && heldAfter <= 86_400_000))
+    problems.push(
+      `heldAfterResumeAlarmThreshold must be from 1 minute to 1 day, got ${props.heldAfterResumeAlarmThreshold!.toHumanString()}`,
+    );
   if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
   return settings;
 }

@@ -51,6 +51,7 @@ export interface MonitoredScheduler {
   metricLateness(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricDispatchers(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricParkedJobs(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricHeldAfterResume(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
 }
 
 export interface SchedulerMonitoringProps {
@@ -61,6 +62,8 @@ export interface SchedulerMonitoringProps {
   readonly inboundAgeAlarmThreshold: Duration;
   /** Parked rows (of unregistered tenants) for this many consecutive minutes raise the ParkedJobs alarm. */
   readonly parkedJobsAlarmMinutes: number;
+  /** A tenant that may send (not paused, registered) whose first held row waited this long in a hold lane raises the HeldAfterResume alarm. */
+  readonly heldAfterResumeAlarmThreshold: Duration;
 }
 
 const minute = Duration.minutes(1);
@@ -155,6 +158,14 @@ export class SchedulerMonitoring extends Construct {
         title: 'Failed reads of tenant controls (rows held meanwhile)',
         left: CONTROL_READERS.map((fn) => controlReadFailures(fn, fn)),
         width: 6,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Held rows not read back (tenant may send)',
+        left: [s.metricHeldAfterResume({ label: 'longest wait of a first held row (ms)' })],
+        leftAnnotations: [{ value: props.heldAfterResumeAlarmThreshold.toMilliseconds(), label: 'alarm' }],
+        width: 12,
       }),
     );
     this.dashboard.addWidgets(
@@ -289,6 +300,12 @@ export class SchedulerMonitoring extends Construct {
       }),
       threshold: 0,
       evaluationPeriods: 3,
+    });
+    this.#alarm('HeldAfterResume', {
+      alarmDescription: `A tenant that may send (not paused, registered) has had the same first job in a hold lane for more than ${props.heldAfterResumeAlarmThreshold.toHumanString()}: its held jobs are not being read back. The dispatch log group names the tenants (docs/operating.md, "Held jobs not read back").`,
+      metric: s.metricHeldAfterResume(),
+      threshold: props.heldAfterResumeAlarmThreshold.toMilliseconds(),
+      evaluationPeriods: 1,
     });
   }
 

@@ -24,6 +24,8 @@ export class LocalMetrics {
   #latenessCount = 0;
   #latenessSum = 0;
   #latenessMax = 0;
+  /** The dispatch steps' latest `HeldAfterResumeMs` (the HeldAfterResume alarm's metric on AWS). */
+  #heldAfterResumeMs = 0;
   /** Jobs cancelled since compute started, by id: a repeated cancel (answered 200 again) is one job. */
   readonly #cancelled = new Set<string>();
   readonly startedAt = Date.now();
@@ -37,6 +39,7 @@ export class LocalMetrics {
     return {
       count: (name, n) => this.#counts.set(name, (this.#counts.get(name) ?? 0) + n),
       values: (name, _unit, values) => {
+        if (name === 'HeldAfterResumeMs') this.#heldAfterResumeMs = Math.max(0, ...values);
         if (name !== 'LatenessMs') return;
         for (const v of values) {
           const i = LATENESS_BUCKETS_MS.findIndex((b) => v <= b);
@@ -103,6 +106,11 @@ export class LocalMetrics {
       /** Every AWS request compute made (by operation) divided by jobs delivered; see requestsPerJobCounts. */
       requestsPerJob: delivered === 0 ? {} : Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, +(v / delivered).toFixed(3)])),
       requestsPerJobCounts: REQUESTS_PER_JOB_COUNTS,
+      /**
+       * As of the latest dispatch step: the longest a tenant that may send (not paused, registered)
+       * has had the same first job in a hold lane (ms; 0: none). Near 0 while held jobs drain.
+       */
+      heldAfterResumeMs: this.#heldAfterResumeMs,
       /** Refused by a tenant's maxSubmitsPerSecond (429 Throttled), all tenants. */
       submitsThrottled: c('SubmitsThrottled'),
       /** Per tenant, from dispatch: delivered, held (paused), sends deferred (delivery limit), lateness p95 of the latest sends. */

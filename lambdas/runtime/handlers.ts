@@ -335,6 +335,13 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         tenants: result.parkedTenants,
         rows: result.parked,
       });
+    // The longest a tenant that may send has had the same first row in the hold lanes (the HeldAfterResume alarm).
+    t.values('HeldAfterResumeMs', 'Milliseconds', [result.heldAfterResumeMs]);
+    if (result.heldAfterResumeMs >= 60_000)
+      t.warn?.('held jobs not read back although their tenant may send', {
+        tenants: result.heldAfterResumeTenants,
+        waitedMs: result.heldAfterResumeMs,
+      });
     return result;
   };
 }

@@ -2,7 +2,7 @@
  * The scheduler's dashboard and alarms (DESIGN.md: lateness, inbound backlog, tenant queues,
  * Lambda health, tick failures), with an alarm topic and two tenants.
  */
-import { Stack } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type { IConstruct } from 'constructs';
@@ -13,9 +13,9 @@ import { fastApp, getAtt, ref, render, resourcesOf, type Json, type Resource } f
 const TENANTS = ['alpha', 'beta'];
 /**
  * InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles,
- * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs.
+ * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs, HeldAfterResume.
  */
-const SCHEDULER_ALARMS = 11;
+const SCHEDULER_ALARMS = 12;
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -194,6 +194,32 @@ describe('alarms', () => {
     expect(submit, 'ControlReadFailures alarm').toHaveLength(1);
     expect(find(failures('dispatch'))).toEqual(submit);
     expect(onAny(submit[0]![1])).toBe(true);
+  });
+
+  it("HeldAfterResume: the dispatch function's HeldAfterResumeMs (Maximum) above 5 minutes, shown on the dashboard; the threshold is a prop, checked", () => {
+    const held = alarms().filter(([id]) => id.includes('HeldAfterResume'));
+    expect(held).toHaveLength(1);
+    const metric = scheduler.metricHeldAfterResume();
+    expect(held[0]![1].Properties).toMatchObject({
+      Namespace: metric.namespace,
+      MetricName: 'HeldAfterResumeMs',
+      Statistic: 'Maximum',
+      Threshold: 300_000,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+    expect(held[0]![1].Properties.Dimensions).toEqual([{ Name: 'service', Value: 'dynein-dispatch' }]);
+    expect(dashboardLines(t).lines.some((l) => l.name === 'HeldAfterResumeMs' && l.stat === 'Maximum')).toBe(true);
+
+    const app = fastApp();
+    const custom = new Stack(app, 'HeldCustom');
+    new DyneinScheduler(custom, 'Dynein', { heldAfterResumeAlarmThreshold: Duration.minutes(15) });
+    const customAlarms = resourcesOf(Template.fromStack(custom), 'AWS::CloudWatch::Alarm').filter(([id]) => id.includes('HeldAfterResume'));
+    expect(customAlarms.map(([, a]) => a.Properties.Threshold)).toEqual([900_000]);
+    for (const bad of [Duration.seconds(30), Duration.days(2)])
+      expect(() => new DyneinScheduler(new Stack(app, `Bad${bad.toSeconds()}`), 'Dynein', { heldAfterResumeAlarmThreshold: bad })).toThrow(
+        /heldAfterResumeAlarmThreshold must be from 1 minute to 1 day/,
+      );
   });
 
   it('every alarm notifies the alarmTopic', () => {

@@ -102,4 +102,15 @@ describe('the local dashboard per tenant', () => {
       beta: { delivered: 0, held: 7, deferred: 0, failedSends: 0, latenessP95Ms: null, paused: true },
     });
   });
+
+  it("shows the latest dispatch step's HeldAfterResumeMs, apart from the lateness", () => {
+    const metrics = new LocalMetrics(new RequestCounter());
+    const t = metrics.telemetry();
+    expect(metrics.snapshot().heldAfterResumeMs).toBe(0);
+    t.values('HeldAfterResumeMs', 'Milliseconds', [42_000]);
+    expect(metrics.snapshot().heldAfterResumeMs).toBe(42_000);
+    expect(metrics.snapshot().lateness.count).toBe(0);
+    t.values('HeldAfterResumeMs', 'Milliseconds', [0]);
+    expect(metrics.snapshot().heldAfterResumeMs).toBe(0);
+  });
 });
