@@ -44,6 +44,18 @@ describe('compute killed mid-dispatch', () => {
       }
     }
 
+    // Dispatch, not ingest, is what the kills interrupt: an inbound message a killed compute had
+    // received stays hidden for the inbound visibility timeout (181 s, as on AWS), late, not lost.
+    await vi.waitFor(
+      async () => {
+        for (const id of ids) {
+          const res = await signedFetch(local.endpoint, local.tenants.alpha!, 'GET', `/v1/tenants/alpha/jobs/${id}`);
+          expect(res.json.state, id).not.toBe('UNKNOWN');
+        }
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+
     const pids: number[] = [local.pids.compute];
     for (const at of [start + 3_800, start + 5_800]) {
       await new Promise((r) => setTimeout(r, at - Date.now()));

@@ -101,12 +101,11 @@ describe('Releaser', () => {
     const base = Date.now() + 50;
     for (let i = 0; i < 12; i++) releaser.add(row(`r${String(i).padStart(2, '0')}`, base + i));
     await releaser.drain(base + 1_000);
-    // The first ten leave together once the tenth is due; the rest follow (how they split
-    // depends on how late the timer fires), never more than ten in a batch.
-    expect(batches[0]!.jobIds).toEqual(Array.from({ length: 10 }, (_, i) => `r${String(i).padStart(2, '0')}`));
-    expect(batches[0]!.at).toBeGreaterThanOrEqual(base + 9);
-    expect(batches.flatMap((b) => b.jobIds)).toHaveLength(12);
-    expect(batches.every((b) => b.jobIds.length <= 10)).toBe(true);
+    // Ten leave together (how the rest split depends on how late the timer fires on a busy
+    // machine), never more than ten in a batch, none before its row is due, each once.
+    expect(Math.max(...batches.map((b) => b.jobIds.length))).toBe(10);
+    for (const b of batches) for (const id of b.jobIds) expect(b.at).toBeGreaterThanOrEqual(base + Number(id.slice(1)));
+    expect(batches.flatMap((b) => b.jobIds).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `r${String(i).padStart(2, '0')}`));
   });
 
   it('lets a round end only once its own marker write in flight has finished, and re-arms nothing after', async () => {
