@@ -480,7 +480,7 @@ export function markdown(r: BenchResult): string {
     );
     if (f.duplicateDeliveries > 0)
       lines.push(
-        `Between the two sends of a duplicate (SentTimestamp): p50 ${f.duplicateSendGapMs.p50Ms} ms, max ${f.duplicateSendGapMs.maxMs} ms (within a second or so: the SDK retried a send that had been applied; about a lease: a row re-sent after its delivered marker could not be written). The ${f.duplicateDeliveries} extra deliveries came from ${f.duplicateSends} send(s), against ${f.sqsAppliedThenFailed} SQS attempts that failed after SQS had applied them: one such SendMessageBatch duplicates all of its entries (up to 10), so the share varies widely from run to run around its expected ≈ 1 % (docs/performance.md).`,
+        `Between the two sends of a duplicate (SentTimestamp): p50 ${f.duplicateSendGapMs.p50Ms} ms, max ${f.duplicateSendGapMs.maxMs} ms (within a second or so: the SDK retried a send that had been applied; about a lease: a row re-sent after its delivered marker could not be written). The ${f.duplicateDeliveries} extra deliveries came from ${f.duplicateSends} send(s), against ${f.sqsAppliedThenFailed} SQS attempts that failed after SQS had applied them: one such SendMessageBatch duplicates all of its entries (up to 10), so the share varies widely from run to run around its expected ≈ 0.5 % at 5 % faults (docs/performance.md).`,
         '',
       );
     if (f.status.examples.length > 0) lines.push(`Untruthful status answers: ${f.status.examples.join('; ')}.`, '');
