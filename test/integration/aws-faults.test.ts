@@ -9,6 +9,7 @@ import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/c
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultInjector, type Fault } from '../../local/faults.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { seededRandom } from '../../bench/sim/clock.js';
 
 let em: Emulators;
 beforeAll(async () => {
@@ -19,16 +20,7 @@ afterAll(async () => em?.stop());
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 
 /** A seeded random source, so that a run injects the same faults every time. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+const seeded = seededRandom;
 
 function faultyDynamo(rate: number, maxAttempts: number, faults: Fault[]) {
   const injector = new FaultInjector({ rates: { dynamodb: rate }, timeoutMs: 5 }, { random: seeded(21), onFault: (f) => faults.push(f) });
