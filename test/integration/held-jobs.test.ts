@@ -8,7 +8,6 @@
 import { DeleteItemCommand, QueryCommand, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, DeleteMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/controls.js';
 import { dispatchLoop, type DispatchStepResult } from '../../core/loop.js';
 import { ParkedTenants } from '../../core/parked.js';
 import type { QueueSender } from '../../core/ports.js';
@@ -17,6 +16,7 @@ import { TenantRegistry } from '../../core/tenants.js';
 import { dispatchHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';
+import { controlsOf } from '../support/controls.js';
 
 /** One shard: every held row of every tenant is in the same hold lane. */
 const SETTINGS = { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 1, groupCount: 1 };
@@ -26,13 +26,6 @@ beforeAll(async () => {
   em = await startEmulators();
 });
 afterAll(async () => em?.stop());
-
-/** Controls set by the test, read through the dispatch's cache (a short TTL to keep the test quick). */
-function controlsOf(initial: Record<string, Partial<TenantControls>>) {
-  const set = new Map(Object.entries(initial).map(([t, c]) => [t, { ...DEFAULT_CONTROLS, ...c }]));
-  const cache = new ControlsCache({ getControls: async (t) => set.get(t) }, { ttlMs: 200 });
-  return { cache, update: (t: string, c: Partial<TenantControls>) => set.set(t, { ...(set.get(t) ?? DEFAULT_CONTROLS), ...c }) };
-}
 
 interface Send {
   readonly jobId: string;

@@ -9,11 +9,11 @@
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobsService } from '../../core/cancel.js';
-import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/controls.js';
 import { dispatchRound } from '../../core/dispatch.js';
 import type { JobStore, QueueSender } from '../../core/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';
+import { controlsOf } from '../support/controls.js';
 
 const SETTINGS = { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 2 };
 
@@ -22,13 +22,6 @@ beforeAll(async () => {
   em = await startEmulators();
 });
 afterAll(async () => em?.stop());
-
-/** Controls set by the test, read through the dispatch's cache (a short TTL to keep the test quick). */
-function controlsOf(initial: Record<string, Partial<TenantControls>>) {
-  const set = new Map(Object.entries(initial).map(([t, c]) => [t, { ...DEFAULT_CONTROLS, ...c }]));
-  const cache = new ControlsCache({ getControls: async (t) => set.get(t) }, { ttlMs: 200 });
-  return { cache, update: (t: string, c: Partial<TenantControls>) => set.set(t, { ...(set.get(t) ?? DEFAULT_CONTROLS), ...c }) };
-}
 
 /** The sender, recording when each message was accepted, per tenant queue. */
 function recordingSender(inner: QueueSender): { sender: QueueSender; sentAt: Map<string, number[]> } {
