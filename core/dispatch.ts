@@ -6,7 +6,7 @@ import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
 import { TenantTally } from './tenantTally.js';
 import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from './ports.js';
-import type { DispatchDeps } from './dispatchDeps.js';
+import { dispatchFlow, type DispatchDeps } from './dispatchDeps.js';
 
 export type { DispatchDeps } from './dispatchDeps.js';
 
@@ -247,8 +247,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   /** Holds waiting for their pointer's write (batched). */
   const holdBatch: { t: Track; pointer: HeldPointer }[] = [];
   let holdFlush: Promise<void> | undefined;
+  /** Hold-lane rows this look is reading back, over all lanes ({@link unheldRoom}). */
+  let unheldThisLook = 0;
   /** Acquires in flight per tenant (a delivery-limited tenant's are counted against its allowance). */
   const acquiring = new Map<string, number>();
+  const flow = deps.flow ?? dispatchFlow(() => clock.now());
 
   const releaser = new Releaser(
     deps,
@@ -263,9 +266,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       ...(options.onSent ? { onSent: options.onSent } : {}),
     },
     options.shards.length / Math.max(1, settings.shardCount),
+    flow.sends,
   );
   const acquirer: Acquirer<Track> = new Acquirer<Track>({
     concurrency: options.acquireConcurrency ?? 32,
+    limit: flow.acquires,
     now: () => clock.now(),
     canStart: () => releaser.size + acquirer.inflight < maxRows && releaser.bytes < maxBytes && !signal?.aborted,
     run: acquireOne,
@@ -298,6 +303,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         }
       }
       const horizon = Math.min(t0 + readAhead, stopAt);
+      unheldThisLook = 0;
       let lateAhead: boolean[];
       try {
         // Every lane's look settles before the next begins (a lane is never read twice at once).
@@ -317,7 +323,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       // Keeps the controls of tenants with rows held current (the release timer reads them from the cache).
       if (controls) for (const tenant of releaser.tenants()) void controls.get(tenant);
-      if (controls) spill();
+      spill();
       spillParked();
       acquirer.kick();
       flushPointers();
@@ -482,9 +488,14 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
     }
     for (const [tenant, h] of lane.holds) {
-      if (!h.more || !room() || acquirer.queuedOf(tenant) >= pageRows) continue;
+      if (!h.more || !room() || unheldRoom(tenant) <= 0) continue;
       if (parkedTenants.knownParked(tenant, t0) || (controls && (await controls.get(tenant)).paused)) continue;
-      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, pageRows);
+      // What the round has room for, over all its lanes: rows read back beyond it would be
+      // spilled again (read, dropped, read again) while dispatch is saturated.
+      const take = Math.min(pageRows, unheldRoom(tenant));
+      if (take <= 0) continue;
+      unheldThisLook += take;
+      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, take);
       count(page.pointers.length);
       h.more = page.more;
       if (page.last !== undefined) h.after = page.last;
@@ -587,6 +598,18 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       ...(lane.holdCursor !== undefined ? { cursor: lane.holdCursor } : {}),
       heads,
     });
+  }
+
+  /**
+   * Rows of `tenant` the hold lanes may still give back in this look: none while it has two
+   * pages queued; otherwise up to where {@link spill} would begin, less what this look already
+   * reads back over all lanes. Rows read back are never spilled again (read, dropped and read
+   * again, the churn that halved a saturated round's rate), and a refill is large and rare.
+   */
+  function unheldRoom(tenant: string): number {
+    if (acquirer.queuedOf(tenant) >= 2 * pageRows) return 0;
+    const kept = acquirer.queued - acquirer.backlogQueued + releaser.size;
+    return Math.floor(maxRows * SPILL_AT) - kept - unheldThisLook;
   }
 
   /** Rows of a tenant no longer paused (and not parked) wait in this shard's hold lane (the round has work). */
@@ -805,7 +828,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     if (t.held) heldPointers.add(id, t.held);
   }
 
-  async function acquireOne(t: Track): Promise<void> {
+  /** Resolves with the latency of the acquire's call to the table, when it made one. */
+  async function acquireOne(t: Track): Promise<number | undefined> {
     t.phase = 'acquiring';
     if (t.backlog) {
       const lane = laneOf.get(t.key.shard);
@@ -829,11 +853,12 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     }
     let row: AcquiredRow | undefined;
     acquiring.set(t.tenant, (acquiring.get(t.tenant) ?? 0) + 1);
+    const called = clock.now();
     try {
       row = await store.acquire(t.key, at, at + settings.leaseMs);
     } catch (err) {
       release();
-      if (signal?.aborted) return;
+      if (signal?.aborted) return undefined;
       // Back in the queue; the acquirer pauses (one backoff for the calls that fail together).
       acquirer.pushFresh(t);
       t.phase = 'queued';
@@ -845,18 +870,20 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       return;
     }
+    const latencyMs = clock.now() - called;
     release();
     acquireAttempt = 0;
-    if (signal?.aborted) return;
+    if (signal?.aborted) return undefined;
     if (row) {
       report.acquired++;
       if (t.wasAcquired) report.recovered++;
       t.phase = 'held';
       releaser.add(row);
-      return;
+      return latencyMs;
     }
     report.conflicts++;
     await resolve(t);
+    return latencyMs;
 
     function release(): void {
       const n = (acquiring.get(t.tenant) ?? 1) - 1;
