@@ -122,6 +122,11 @@ export class Acquirer<T extends AcquireItem> {
     return this.#inflight;
   }
 
+  /** Acquires of `tenant` in flight. */
+  inflightOf(tenant: string): number {
+    return this.#inflightBy.get(tenant) ?? 0;
+  }
+
   /** Tenants with rows queued. */
   tenants(): string[] {
     return [...this.#active].map((q) => q.tenant);
@@ -204,8 +209,8 @@ export class Acquirer<T extends AcquireItem> {
       // A tenant with no acquire in flight starts one whatever the shared limit (a tenant within
       // its share never waits behind a flood's calls); the others wait for a slot.
       if (limit) {
-        if (!this.#inflightBy.has(best.tenant)) limit.start();
-        else if (!limit.tryStart(this.#kick)) break; // woken when a slot is ours
+        if (!this.#inflightBy.has(best.tenant)) limit.start(best.tenant);
+        else if (!limit.tryStart(this.#kick, best.tenant)) break; // woken when a slot is ours
       }
       const item = this.#take(best, now);
       this.#inflight++;

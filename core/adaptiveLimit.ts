@@ -26,7 +26,9 @@
  *
  * The callers (core/acquirer.ts, core/release.ts) let a tenant with no call in flight start one
  * whatever the limit (`start`): the limit holds back a tenant that already has calls out, never
- * the first call of one within its share.
+ * the first call of one within its share. They name the tenant of each call: while a single
+ * tenant calls, nobody waits behind it, and its calls go at `max` (the table serves a burst
+ * faster with more calls out; the limit keeps learning meanwhile).
  *
  * @example
  * const sends = new AdaptiveLimit({ min: 2, max: 64, now: () => clock.now() });
@@ -49,6 +51,8 @@ export interface AdaptiveLimitOptions {
   readonly now: () => number;
 }
 
+/** Calls of two keys within this long make the limit apply (see `limit`): longer than a quiet tenant's gaps between calls. */
+const KEY_WINDOW_MS = 5_000;
 /** The share of the limit one cut takes off (at most one cut per round trip: see `#skipCuts`). */
 const CUT = 0.1;
 
@@ -70,6 +74,8 @@ export class AdaptiveLimit {
   /** The caller just woken: its next `tryStart` takes the slot whoever else waits. */
   #turn: (() => void) | undefined;
   #waking = false;
+  /** When each key (a tenant) last started a call, oldest first. */
+  readonly #keys = new Map<string, number>();
   readonly #min: number;
   readonly #max: number;
   readonly #targetMs: number;
@@ -85,10 +91,32 @@ export class AdaptiveLimit {
     this.#windowStart = opts.now();
   }
 
-  /** Calls that may be in flight now. */
+  /** Calls that may be in flight now: `max` while calls of fewer than two keys were made in the last 5 s. */
   get limit(): number {
-    if (this.#probeUntil > 0 && this.opts.now() < this.#probeUntil) return this.#min;
+    const now = this.opts.now();
+    if (!this.#contended(now)) return this.#max;
+    if (this.#probeUntil > 0 && now < this.#probeUntil) return this.#min;
     return Math.floor(this.#limit);
+  }
+
+  /**
+   * Whether calls of two keys (tenants) or more were made in the last 5 s. One tenant alone
+   * has nobody to make room for: its calls go at the rounds' own caps (a burst is not slowed);
+   * the limit, learnt all along, applies as soon as a second one calls.
+   */
+  #contended(now: number): boolean {
+    let n = 0;
+    for (const [key, at] of this.#keys) {
+      if (at < now - KEY_WINDOW_MS) this.#keys.delete(key);
+      else if (++n >= 2) return true;
+    }
+    return false;
+  }
+
+  #note(key: string | undefined): void {
+    if (key === undefined) return;
+    this.#keys.delete(key); // most recent last: the stale ones are found first
+    this.#keys.set(key, this.opts.now());
   }
 
   get inflight(): number {
@@ -112,7 +140,8 @@ export class AdaptiveLimit {
    * rounds of a process) thus take slots in turn, one at a time: a busy round cannot take every
    * slot its own calls free.
    */
-  tryStart(wake: () => void): boolean {
+  tryStart(wake: () => void, key?: string): boolean {
+    this.#note(key);
     if (this.#turn === wake) {
       this.#turn = undefined;
       if (this.free) return this.#take();
@@ -134,8 +163,9 @@ export class AdaptiveLimit {
     return true;
   }
 
-  /** A call starts whether or not a slot is free (the caller decided). */
-  start(): void {
+  /** A call (of `key`) starts whether or not a slot is free (the caller decided). */
+  start(key?: string): void {
+    this.#note(key);
     this.#inflight++;
   }
 
@@ -176,13 +206,14 @@ export class AdaptiveLimit {
     if (now < this.#probeUntil) return; // probing: the latencies are the base's, not the limit's
     if (latencyMs > this.baseMs + this.#targetMs) {
       this.#queued = true;
-      if (skip) return; // in flight at the last cut: it says nothing of the cut limit
+      // In flight at the last cut, it says nothing of the cut limit; with far fewer calls out
+      // than the limit, the delay is not theirs (a pause of the process, another's load).
+      if (skip || this.#inflight + 1 < this.limit / 2) return;
       this.#limit = Math.max(this.#min, this.#limit * (1 - CUT));
       this.#skipCuts = this.#inflight;
       return;
     }
-    // Grow only while the limit is what holds calls back (not when fewer are wanted).
-    if (this.#inflight + 1 >= this.limit) this.#limit = Math.min(this.#max, this.#limit + 1 / this.#limit);
+    this.#limit = Math.min(this.#max, this.#limit + 1 / this.#limit);
   }
 
   /**

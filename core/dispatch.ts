@@ -249,8 +249,6 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   let holdFlush: Promise<void> | undefined;
   /** Hold-lane rows this look is reading back, over all lanes ({@link unheldRoom}). */
   let unheldThisLook = 0;
-  /** Acquires in flight per tenant (a delivery-limited tenant's are counted against its allowance). */
-  const acquiring = new Map<string, number>();
   const flow = deps.flow ?? dispatchFlow(() => clock.now());
 
   const releaser = new Releaser(
@@ -284,8 +282,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       const rate = releaser.rateOf(tenant);
       return (
-        rate === undefined ||
-        releaser.heldOf(tenant) + (acquiring.get(tenant) ?? 0) < Math.max(2, Math.ceil(rate * LIMITED_IN_HAND_SECONDS))
+        rate === undefined || releaser.heldOf(tenant) + acquirer.inflightOf(tenant) < Math.max(2, Math.ceil(rate * LIMITED_IN_HAND_SECONDS))
       );
     },
   });
@@ -323,7 +320,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       // Keeps the controls of tenants with rows held current (the release timer reads them from the cache).
       if (controls) for (const tenant of releaser.tenants()) void controls.get(tenant);
-      spill();
+      if (controls) spill();
       spillParked();
       acquirer.kick();
       flushPointers();
@@ -490,9 +487,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     for (const [tenant, h] of lane.holds) {
       if (!h.more || !room() || unheldRoom(tenant) <= 0) continue;
       if (parkedTenants.knownParked(tenant, t0) || (controls && (await controls.get(tenant)).paused)) continue;
-      // What the round has room for, over all its lanes: rows read back beyond it would be
-      // spilled again (read, dropped, read again) while dispatch is saturated.
-      const take = Math.min(pageRows, unheldRoom(tenant));
+      const take = Math.min(pageRows, unheldRoom(tenant)); // again: other lanes may have taken the room meanwhile
       if (take <= 0) continue;
       unheldThisLook += take;
       const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, take);
@@ -852,13 +847,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       return;
     }
     let row: AcquiredRow | undefined;
-    acquiring.set(t.tenant, (acquiring.get(t.tenant) ?? 0) + 1);
     const called = clock.now();
     try {
       row = await store.acquire(t.key, at, at + settings.leaseMs);
     } catch (err) {
-      release();
-      if (signal?.aborted) return undefined;
+      if (signal?.aborted) return;
       // Back in the queue; the acquirer pauses (one backoff for the calls that fail together).
       acquirer.pushFresh(t);
       t.phase = 'queued';
@@ -871,9 +864,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       return;
     }
     const latencyMs = clock.now() - called;
-    release();
     acquireAttempt = 0;
-    if (signal?.aborted) return undefined;
+    if (signal?.aborted) return;
     if (row) {
       report.acquired++;
       if (t.wasAcquired) report.recovered++;
@@ -884,12 +876,6 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     report.conflicts++;
     await resolve(t);
     return latencyMs;
-
-    function release(): void {
-      const n = (acquiring.get(t.tenant) ?? 1) - 1;
-      if (n > 0) acquiring.set(t.tenant, n);
-      else acquiring.delete(t.tenant);
-    }
   }
 
   /** After a failed acquire: what is at the key now? One strongly consistent lookup. */

@@ -42,15 +42,16 @@ export interface DispatchFlow {
  */
 const MAX_ACQUIRES = 256;
 const MAX_SENDS = 64;
+/** Queueing allowed above the calls' base latency, ms (docs/tenant-controls.md, "Fair share under saturation"). */
+const TARGET_MS = 10;
 
 /** The limits of one process (or one round, when the process does not share them). */
 export function dispatchFlow(now: () => number): DispatchFlow {
   return {
-    acquires: new AdaptiveLimit({ min: 4, max: MAX_ACQUIRES, now }),
-    sends: new AdaptiveLimit({ min: 2, max: MAX_SENDS, now }),
+    acquires: new AdaptiveLimit({ min: 4, max: MAX_ACQUIRES, targetMs: TARGET_MS, now }),
+    sends: new AdaptiveLimit({ min: 2, max: MAX_SENDS, targetMs: TARGET_MS, now }),
   };
 }
-
 /** What a process remembers of its last look at a shard's hold lane. */
 export interface HoldScanMemory {
   /** The look is fresh until then (epoch ms). */

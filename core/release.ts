@@ -339,8 +339,8 @@ export class Releaser {
       // A tenant with no send in flight sends whatever the shared limit (a tenant within its share
       // never waits behind a flood's sends); the others wait for a slot.
       if (this.sendLimit) {
-        if (!this.#sendingBy.has(best!)) this.sendLimit.start();
-        else if (!this.sendLimit.tryStart(this.#pumpLater)) return; // woken when a slot is ours
+        if (!this.#sendingBy.has(best!)) this.sendLimit.start(best);
+        else if (!this.sendLimit.tryStart(this.#pumpLater, best)) return; // woken when a slot is ours
       }
       const r = this.#ready.get(best!)!;
       const rows: Held[] = [];

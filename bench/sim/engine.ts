@@ -11,6 +11,7 @@ import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
 import { dispatchLoop } from '../../core/loop.js';
 import { planDispatchers } from '../../core/plan.js';
 import { dispatchFlow, type DispatchDeps } from '../../core/dispatchDeps.js';
+import { ControlsCache } from '../../core/controls.js';
 import { TenantRegistry } from '../../core/tenants.js';
 import { seededRandom, VirtualTime } from './clock.js';
 import {
@@ -217,6 +218,8 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     ),
     clock: vt,
     settings,
+    // As lambdas/runtime/wiring.ts wires them (no tenant has any set: the defaults).
+    controls: new ControlsCache({ getControls: async () => undefined }, { clock: vt }),
   });
   /** Invokes the dispatch function: a warm instance, or a new one after its cold start; undefined when throttled. */
   const invoke = async (): Promise<Instance | undefined> => {

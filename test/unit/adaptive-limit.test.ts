@@ -10,17 +10,19 @@ import { AdaptiveLimit } from '../../core/adaptiveLimit.js';
 function serve(
   limit: AdaptiveLimit,
   clock: { t: number },
-  opts: { serviceMs: number; networkMs: () => number; forMs: number; measureMs: number },
+  opts: { serviceMs: number; networkMs: () => number; forMs: number; measureMs: number; tenants?: readonly string[] },
 ) {
+  const tenants = opts.tenants ?? ['a', 'b'];
   const end = clock.t + opts.forMs;
   let serverFreeAt = clock.t;
   /** Calls in flight: when each comes back, and its latency. */
   const inflight: { back: number; latency: number }[] = [];
   const latencies: number[] = [];
   let served = 0;
+  let calls = 0;
   while (clock.t < end) {
     while (limit.free) {
-      limit.start();
+      limit.start(tenants[calls++ % tenants.length]); // two tenants' calls by default: the limit applies
       const arrive = clock.t + opts.networkMs() / 2;
       serverFreeAt = Math.max(serverFreeAt, arrive) + opts.serviceMs;
       const back = serverFreeAt + opts.networkMs() / 2;
@@ -47,7 +49,7 @@ describe('AdaptiveLimit', () => {
     // A parallel service (DynamoDB): 6-9 ms whatever the number of calls in flight.
     let i = 0;
     for (let k = 0; k < 10_000; k++) {
-      limit.start();
+      limit.start(k % 2 === 0 ? 'a' : 'b');
       clock.t += 0.3;
       limit.done(6 + ((i++ * 7) % 4));
     }
@@ -84,13 +86,27 @@ describe('AdaptiveLimit', () => {
     expect(limit.limit).toBe(32);
   });
 
+  it('does not hold back a tenant calling alone, and applies what it learnt once a second one calls', () => {
+    const clock = { t: 0 };
+    const limit = new AdaptiveLimit({ min: 2, max: 64, targetMs: 10, now: () => clock.t });
+    // One tenant's burst against a serial server: its calls queue, and go on at the maximum.
+    const r = serve(limit, clock, { serviceMs: 1, networkMs: () => 1, forMs: 5_000, measureMs: 1_000, tenants: ['a'] });
+    expect(r.p95).toBeGreaterThan(50);
+    expect(limit.limit).toBe(64);
+    limit.start('b'); // another tenant calls: the learnt limit applies at once
+    expect(limit.limit).toBeLessThan(16);
+    clock.t += 5_001; // 5 s without b: a alone again
+    limit.start('a');
+    expect(limit.limit).toBe(64);
+  });
+
   it('hands freed slots to the callers that waited, in turn, one each', () => {
     const limit = new AdaptiveLimit({ min: 2, max: 2, now: () => 0 });
     const started: string[] = [];
     // Two rounds sharing the limit: each takes slots while it may, and is woken when one is its turn.
     const round = (name: string) => {
       const kick = (): void => {
-        while (limit.tryStart(kick)) started.push(name);
+        while (limit.tryStart(kick, name)) started.push(name);
       };
       return kick;
     };
