@@ -229,10 +229,13 @@ describe('cells', () => {
     const duringDrain = coolConsumer.deliveries.filter((d) => cool.get(d.jobId)! < hotEnd);
     expect(duringDrain.length).toBeGreaterThanOrEqual(50);
     // In-process on a shared 2-core machine the drain takes CPU from the cool cell's dispatcher
-    // (on AWS each is its own Lambda): still within 2 s of their due time, none early.
+    // (on AWS each is its own Lambda): behind the backlog they would wait for the drain's end (tens
+    // of seconds); beside it, within a tenth of the drain and at most 5 s (2.5 s seen on a machine
+    // at half its usual speed, 2026-11-26), none early.
+    const bound = Math.min(5_000, Math.max(2_000, drainMs / 10));
     const duringLateness = duringDrain.map((d) => d.firstReceiveAt - cool.get(d.jobId)!);
-    expect(percentile(duringLateness, 99)).toBeLessThan(2_000);
-    expect(percentile(lateness, 99)).toBeLessThan(2_000);
+    expect(percentile(duringLateness, 99)).toBeLessThan(bound);
+    expect(percentile(lateness, 99)).toBeLessThan(bound);
     await sleep(RUN_MS);
   }, 120_000);
 });
