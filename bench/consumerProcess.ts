@@ -6,6 +6,7 @@
  * records over when stopped.
  */
 import { fork } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { consumeQueue, type Received } from './support.js';
@@ -23,10 +24,11 @@ export function consumeQueueInProcess(
   endpoint: string,
   region: string,
   queueUrl: string,
-  opts: { pollers?: number } = {},
+  opts: { pollers?: number; nice?: number } = {},
 ): { received: Received[]; stop(): Promise<void>; waitFor(n: number, timeoutMs: number): Promise<boolean> } {
   const start: Start = { endpoint, region, queueUrl, pollers: opts.pollers ?? 3 };
   const worker = fork(fileURLToPath(import.meta.url), [JSON.stringify(start)], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  if (opts.nice !== undefined && worker.pid !== undefined) setPriority(worker.pid, opts.nice);
   const received: Received[] = [];
   let distinct = 0;
   let failure: Error | undefined;

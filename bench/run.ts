@@ -236,7 +236,8 @@ const smokeSizes: BenchResult['sizes'] = {
   tenantControls: {
     noisyNeighbour: {
       quiet: { rate: 10, durationMs: 3_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
-      floodFactor: 20,
+      rateProbeJobs: 300,
+      floodOverRate: 1.5,
       floodLeadMs: 12_000,
       floodPayloadBytes: 256,
       drainTimeoutMs: 60_000,
@@ -253,7 +254,7 @@ const sizes: BenchResult['sizes'] = smoke
   : quick
     ? {
         description:
-          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside 8,000 jobs of A due in the same window (full: 30 s, 30,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
+          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
         lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
         peerDurationMs: 15_000,
         burst: 1_500,
@@ -268,7 +269,8 @@ const sizes: BenchResult['sizes'] = smoke
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
-            floodFactor: 100,
+            rateProbeJobs: 3_000,
+            floodOverRate: 1.5,
             floodLeadMs: 25_000,
             floodPayloadBytes: 256,
             drainTimeoutMs: 90_000,
@@ -281,7 +283,7 @@ const sizes: BenchResult['sizes'] = smoke
       }
     : {
         description:
-          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone then beside 30,000 jobs of A due in the same window, 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
+          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
         lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
         peerDurationMs: 60_000,
         burst: 10_000,
@@ -296,7 +298,8 @@ const sizes: BenchResult['sizes'] = smoke
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
-            floodFactor: 100,
+            rateProbeJobs: 6_000,
+            floodOverRate: 1.5,
             floodLeadMs: 70_000,
             floodPayloadBytes: 256,
             drainTimeoutMs: 180_000,
@@ -599,7 +602,9 @@ function notes(res: BenchResult): string[] {
   if (nn && !nn.targetMet) {
     const f = nn.flooded;
     out.push(
-      `Noisy neighbour missed its target in this run (B's lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded): by SQS SentTimestamp B's jobs left the dispatcher p95 ${f.b.sent.p95Ms} ms after runAt (alone ${nn.quiet.b.sent.p95Ms} ms), so the delay is in dispatch, not in the consumer; ingest kept up (inbound backlog at most ${f.ingestBacklogMax} jobs while B submitted). A's jobs fell due at ${nn.shape.floodPerSec} jobs/s and were sent at ${f.a?.deliveredPerSec ?? 0} jobs/s (A's p95 ${f.a?.lateness.p95Ms ?? 0} ms): fair share orders the acquires and the send slots, so B's row waits for at most one of the 8 sends in flight, but each send then waits behind A's in the queue emulator, which shares its process with the table emulator, and the machine was saturated (the local stack, the load generator and the consumers share it; load average ${f.loadAvg.before[0]} → ${f.loadAvg.after[0]} on ${res.machine.cpus} CPUs).`,
+      nn.saturation < 1
+        ? `Noisy neighbour did not saturate dispatch in this run: A's flood was due at ${nn.shape.floodPerSec} jobs/s and sent at ${nn.flooded.a?.deliveredPerSec ?? 0} jobs/s (the probe measured ${nn.dispatchRate.sentPerSec} jobs/s alone); the ratio (${nn.ratio}) says nothing of fair share under saturation.`
+        : `Noisy neighbour missed its target in this run (B's lateness p95 ${nn.quietP95Ms} ms alone, ${nn.floodedP95Ms} ms flooded): at the dispatcher (SQS SentTimestamp) B's jobs left p95 ${f.b.sent.p95Ms} ms after runAt (alone ${nn.quiet.b.sent.p95Ms} ms), the consumer added the rest. A's jobs fell due at ${nn.shape.floodPerSec} jobs/s (1.5× the ${nn.dispatchRate.sentPerSec} jobs/s measured alone) and were sent at ${f.a?.deliveredPerSec ?? 0} jobs/s (A's p95 ${f.a?.lateness.p95Ms ?? 0} ms); inbound backlog at most ${f.ingestBacklogMax} jobs while B submitted; load average ${f.loadAvg.before[0]} → ${f.loadAvg.after[0]} on ${res.machine.cpus} CPUs (the local stack, the load generator and both tenants' consumers share them).`,
     );
   }
   const rr = res.recurring;

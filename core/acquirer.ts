@@ -16,6 +16,7 @@
  *   drain), higher priority first, then oldest first. A row that falls due during an outage drain
  *   thus goes ahead of every backlog row of its tenant.
  */
+import type { AdaptiveLimit } from './adaptiveLimit.js';
 import { Heap } from './heap.js';
 import { DEFAULT_PRIORITY } from './ports.js';
 
@@ -27,11 +28,21 @@ export interface AcquireItem {
 }
 
 export interface AcquirerOptions<T> {
+  /** Acquires in flight at most. */
   readonly concurrency: number;
+  /**
+   * Shared with the other rounds of the process: acquires in flight across them, learnt from
+   * their latency (core/adaptiveLimit.ts). Rows wait here, in fair order, rather than in the
+   * table's request queue.
+   */
+  readonly limit?: AdaptiveLimit;
   /** False while the round holds as much as it may (the held-rows and bytes caps). */
   readonly canStart: () => boolean;
-  /** Runs one acquire; rejections are the caller's to handle inside. */
-  readonly run: (item: T) => Promise<void>;
+  /**
+   * Runs one acquire; rejections are the caller's to handle inside. Resolves with the latency of
+   * its call to the table (ms), when it made one: what `limit` learns from.
+   */
+  readonly run: (item: T) => Promise<number | undefined | void>;
   readonly now: () => number;
   /** A tenant's weight (≥ 1). @default 1 for every tenant */
   readonly weightOf?: (tenant: string) => number;
@@ -86,12 +97,16 @@ export class Acquirer<T extends AcquireItem> {
   /** The virtual time of the last tenant served: where a tenant becoming active starts. */
   #vtime = 0;
   #inflight = 0;
+  /** Acquires in flight per tenant. */
+  readonly #inflightBy = new Map<string, number>();
   #pausedUntil = 0;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   readonly #running = new Set<Promise<void>>();
 
   constructor(private readonly opts: AcquirerOptions<T>) {}
+
+  readonly #kick = () => this.kick();
 
   /** Rows waiting for an acquire. */
   get queued(): number {
@@ -105,6 +120,11 @@ export class Acquirer<T extends AcquireItem> {
 
   get inflight(): number {
     return this.#inflight;
+  }
+
+  /** Acquires of `tenant` in flight. */
+  inflightOf(tenant: string): number {
+    return this.#inflightBy.get(tenant) ?? 0;
   }
 
   /** Tenants with rows queued. */
@@ -182,15 +202,30 @@ export class Acquirer<T extends AcquireItem> {
       if (!this.#timer) this.#timer = setTimeout(() => ((this.#timer = undefined), this.kick()), this.#pausedUntil - now);
       return;
     }
+    const limit = this.opts.limit;
     while (this.#inflight < this.opts.concurrency && this.#queued > 0 && this.opts.canStart() && !this.#stopped) {
-      const item = this.#next(now);
-      if (!item) break;
+      const best = this.#pick();
+      if (!best) break;
+      // A tenant with no acquire in flight starts one whatever the shared limit (a tenant within
+      // its share never waits behind a flood's calls); the others wait for a slot.
+      if (limit) {
+        if (!this.#inflightBy.has(best.tenant)) limit.start(best.tenant);
+        else if (!limit.tryStart(this.#kick, best.tenant)) break; // woken when a slot is ours
+      }
+      const item = this.#take(best, now);
       this.#inflight++;
+      this.#inflightBy.set(item.tenant, (this.#inflightBy.get(item.tenant) ?? 0) + 1);
       const p: Promise<void> = this.opts
         .run(item)
-        .catch(() => undefined)
+        .then(
+          (latencyMs) => limit?.done(typeof latencyMs === 'number' ? latencyMs : undefined),
+          () => limit?.done(),
+        )
         .finally(() => {
           this.#inflight--;
+          const n = (this.#inflightBy.get(item.tenant) ?? 1) - 1;
+          if (n > 0) this.#inflightBy.set(item.tenant, n);
+          else this.#inflightBy.delete(item.tenant);
           this.#running.delete(p);
           this.kick();
         });
@@ -221,15 +256,19 @@ export class Acquirer<T extends AcquireItem> {
     return q;
   }
 
-  /** The least virtual time among tenants that may start; its next row. */
-  #next(now: number): T | undefined {
+  /** The tenant with the least virtual time among those that may start. */
+  #pick(): TenantQueue<T> | undefined {
     let best: TenantQueue<T> | undefined;
     for (const q of this.#active) {
       if (best && q.pass >= best.pass) continue;
       if (this.opts.mayStart && !this.opts.mayStart(q.tenant)) continue;
       best = q;
     }
-    if (!best) return undefined;
+    return best;
+  }
+
+  /** Takes `best`'s next row and advances its virtual time. */
+  #take(best: TenantQueue<T>, now: number): T {
     const fromBacklog = best.due.size === 0 && best.future.size === 0;
     const e = best.next(now)!;
     this.#queued--;

@@ -6,7 +6,7 @@ import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
 import { TenantTally } from './tenantTally.js';
 import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from './ports.js';
-import type { DispatchDeps } from './dispatchDeps.js';
+import { dispatchFlow, type DispatchDeps } from './dispatchDeps.js';
 
 export type { DispatchDeps } from './dispatchDeps.js';
 
@@ -247,8 +247,9 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   /** Holds waiting for their pointer's write (batched). */
   const holdBatch: { t: Track; pointer: HeldPointer }[] = [];
   let holdFlush: Promise<void> | undefined;
-  /** Acquires in flight per tenant (a delivery-limited tenant's are counted against its allowance). */
-  const acquiring = new Map<string, number>();
+  /** Hold-lane rows this look is reading back, over all lanes ({@link unheldRoom}). */
+  let unheldThisLook = 0;
+  const flow = deps.flow ?? dispatchFlow(() => clock.now());
 
   const releaser = new Releaser(
     deps,
@@ -263,9 +264,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       ...(options.onSent ? { onSent: options.onSent } : {}),
     },
     options.shards.length / Math.max(1, settings.shardCount),
+    flow.sends,
   );
   const acquirer: Acquirer<Track> = new Acquirer<Track>({
     concurrency: options.acquireConcurrency ?? 32,
+    limit: flow.acquires,
     now: () => clock.now(),
     canStart: () => releaser.size + acquirer.inflight < maxRows && releaser.bytes < maxBytes && !signal?.aborted,
     run: acquireOne,
@@ -279,8 +282,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       const rate = releaser.rateOf(tenant);
       return (
-        rate === undefined ||
-        releaser.heldOf(tenant) + (acquiring.get(tenant) ?? 0) < Math.max(2, Math.ceil(rate * LIMITED_IN_HAND_SECONDS))
+        rate === undefined || releaser.heldOf(tenant) + acquirer.inflightOf(tenant) < Math.max(2, Math.ceil(rate * LIMITED_IN_HAND_SECONDS))
       );
     },
   });
@@ -298,6 +300,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
         }
       }
       const horizon = Math.min(t0 + readAhead, stopAt);
+      unheldThisLook = 0;
       let lateAhead: boolean[];
       try {
         // Every lane's look settles before the next begins (a lane is never read twice at once).
@@ -482,9 +485,12 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
     }
     for (const [tenant, h] of lane.holds) {
-      if (!h.more || !room() || acquirer.queuedOf(tenant) >= pageRows) continue;
+      if (!h.more || !room() || unheldRoom(tenant) <= 0) continue;
       if (parkedTenants.knownParked(tenant, t0) || (controls && (await controls.get(tenant)).paused)) continue;
-      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, pageRows);
+      const take = Math.min(pageRows, unheldRoom(tenant)); // again: other lanes may have taken the room meanwhile
+      if (take <= 0) continue;
+      unheldThisLook += take;
+      const page = await store.readHeld(lane.shard, { tenant, ...(h.after !== undefined ? { after: h.after } : {}) }, take);
       count(page.pointers.length);
       h.more = page.more;
       if (page.last !== undefined) h.after = page.last;
@@ -587,6 +593,18 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       ...(lane.holdCursor !== undefined ? { cursor: lane.holdCursor } : {}),
       heads,
     });
+  }
+
+  /**
+   * Rows of `tenant` the hold lanes may still give back in this look: none while it has two
+   * pages queued; otherwise up to where {@link spill} would begin, less what this look already
+   * reads back over all lanes. Rows read back are never spilled again (read, dropped and read
+   * again, the churn that halved a saturated round's rate), and a refill is large and rare.
+   */
+  function unheldRoom(tenant: string): number {
+    if (acquirer.queuedOf(tenant) >= 2 * pageRows) return 0;
+    const kept = acquirer.queued - acquirer.backlogQueued + releaser.size;
+    return Math.floor(maxRows * SPILL_AT) - kept - unheldThisLook;
   }
 
   /** Rows of a tenant no longer paused (and not parked) wait in this shard's hold lane (the round has work). */
@@ -805,7 +823,8 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
     if (t.held) heldPointers.add(id, t.held);
   }
 
-  async function acquireOne(t: Track): Promise<void> {
+  /** Resolves with the latency of the acquire's call to the table, when it made one. */
+  async function acquireOne(t: Track): Promise<number | undefined> {
     t.phase = 'acquiring';
     if (t.backlog) {
       const lane = laneOf.get(t.key.shard);
@@ -828,11 +847,10 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       return;
     }
     let row: AcquiredRow | undefined;
-    acquiring.set(t.tenant, (acquiring.get(t.tenant) ?? 0) + 1);
+    const called = clock.now();
     try {
       row = await store.acquire(t.key, at, at + settings.leaseMs);
     } catch (err) {
-      release();
       if (signal?.aborted) return;
       // Back in the queue; the acquirer pauses (one backoff for the calls that fail together).
       acquirer.pushFresh(t);
@@ -845,7 +863,7 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       }
       return;
     }
-    release();
+    const latencyMs = clock.now() - called;
     acquireAttempt = 0;
     if (signal?.aborted) return;
     if (row) {
@@ -853,16 +871,11 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
       if (t.wasAcquired) report.recovered++;
       t.phase = 'held';
       releaser.add(row);
-      return;
+      return latencyMs;
     }
     report.conflicts++;
     await resolve(t);
-
-    function release(): void {
-      const n = (acquiring.get(t.tenant) ?? 1) - 1;
-      if (n > 0) acquiring.set(t.tenant, n);
-      else acquiring.delete(t.tenant);
-    }
+    return latencyMs;
   }
 
   /** After a failed acquire: what is at the key now? One strongly consistent lookup. */

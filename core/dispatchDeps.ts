@@ -1,3 +1,4 @@
+import { AdaptiveLimit } from './adaptiveLimit.js';
 import type { SchedulerSettings } from './config.js';
 import type { ControlsCache } from './controls.js';
 import type { ParkedTenants } from './parked.js';
@@ -22,8 +23,35 @@ export interface DispatchDeps {
    * within 5 s of it skip their first look; every round goes on from its cursor.
    */
   readonly holdScans?: Map<number, HoldScanMemory>;
+  /**
+   * The calls this process's rounds keep in flight, learnt from their latency (shared by the
+   * rounds: they meet the same table, queue service and event loop). @default one per round
+   */
+  readonly flow?: DispatchFlow;
 }
 
+/** Acquires and sends in flight across a process's dispatch rounds (docs/tenant-controls.md, "Fair share under saturation"). */
+export interface DispatchFlow {
+  readonly acquires: AdaptiveLimit;
+  readonly sends: AdaptiveLimit;
+}
+
+/**
+ * Most acquires and sends in flight per process: those of eight groups (a round's own caps, 32
+ * acquires a group and 8 sends, bind first when it dispatches fewer).
+ */
+const MAX_ACQUIRES = 256;
+const MAX_SENDS = 64;
+/** Queueing allowed above the calls' base latency, ms (docs/tenant-controls.md, "Fair share under saturation"). */
+const TARGET_MS = 10;
+
+/** The limits of one process (or one round, when the process does not share them). */
+export function dispatchFlow(now: () => number): DispatchFlow {
+  return {
+    acquires: new AdaptiveLimit({ min: 4, max: MAX_ACQUIRES, targetMs: TARGET_MS, now }),
+    sends: new AdaptiveLimit({ min: 2, max: MAX_SENDS, targetMs: TARGET_MS, now }),
+  };
+}
 /** What a process remembers of its last look at a shard's hold lane. */
 export interface HoldScanMemory {
   /** The look is fresh until then (epoch ms). */

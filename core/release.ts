@@ -1,3 +1,4 @@
+import type { AdaptiveLimit } from './adaptiveLimit.js';
 import { backoffMs } from './backoff.js';
 import type { DispatchDeps } from './dispatchDeps.js';
 import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
@@ -93,6 +94,8 @@ export class Releaser {
   /** The virtual time of the tenant served last (fair share of send slots, as the acquirer's). */
   #vtime = 0;
   #sending = 0;
+  /** Sends in flight per tenant. */
+  readonly #sendingBy = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #renewTimer: NodeJS.Timeout | undefined;
   /** Sent rows waiting for their marker: flushed at 25 (one BatchWriteItem) or after a second. */
@@ -118,6 +121,8 @@ export class Releaser {
     private readonly signal?: AbortSignal,
     private readonly hooks: ReleaseHooks = {},
     private readonly deliveryShare = 1,
+    /** Sends in flight across the process's rounds, learnt from their latency (core/adaptiveLimit.ts). */
+    private readonly sendLimit?: AdaptiveLimit,
   ) {
     this.#safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
     signal?.addEventListener('abort', this.#onAbort, { once: true });
@@ -331,6 +336,12 @@ export class Releaser {
       let best: string | undefined;
       let bestPass = Infinity;
       for (const [tenant, r] of this.#ready) if (r.pass < bestPass) [best, bestPass] = [tenant, r.pass];
+      // A tenant with no send in flight sends whatever the shared limit (a tenant within its share
+      // never waits behind a flood's sends); the others wait for a slot.
+      if (this.sendLimit) {
+        if (!this.#sendingBy.has(best!)) this.sendLimit.start(best);
+        else if (!this.sendLimit.tryStart(this.#pumpLater, best)) return; // woken when a slot is ours
+      }
       const r = this.#ready.get(best!)!;
       const rows: Held[] = [];
       while (rows.length < MAX_BATCH_ENTRIES && r.rows.size > 0) {
@@ -341,16 +352,34 @@ export class Releaser {
       this.#vtime = r.pass;
       r.pass += 1 / Math.max(1, this.deps.controls?.peek(best!).weight ?? 1);
       if (r.rows.size === 0) this.#ready.delete(best!);
-      if (rows.length === 0) continue;
+      if (rows.length === 0) {
+        this.sendLimit?.done();
+        continue;
+      }
+      const tenant = best!;
       this.#sending++;
+      this.#sendingBy.set(tenant, (this.#sendingBy.get(tenant) ?? 0) + 1);
       this.#track(
-        this.#release(rows).finally(() => {
-          this.#sending--;
-          this.#pump();
-        }),
+        this.#release(rows)
+          .then(
+            (latencyMs) => this.sendLimit?.done(latencyMs),
+            (err: unknown) => {
+              this.sendLimit?.done();
+              throw err;
+            },
+          )
+          .finally(() => {
+            this.#sending--;
+            const n = (this.#sendingBy.get(tenant) ?? 1) - 1;
+            if (n > 0) this.#sendingBy.set(tenant, n);
+            else this.#sendingBy.delete(tenant);
+            this.#pump();
+          }),
       );
     }
   }
+
+  readonly #pumpLater = () => this.#pump();
 
   #track(p: Promise<void>): void {
     const tracked = p
@@ -411,7 +440,8 @@ export class Releaser {
     );
   }
 
-  async #release(rows: Held[]): Promise<void> {
+  /** Sends `rows` (one tenant's); resolves with the latency of its slowest send call (ms), when it made one. */
+  async #release(rows: Held[]): Promise<number | undefined> {
     const { clock, settings, tenants, sender } = this.deps;
     for (const h of rows) h.busy = true;
     // Never send a row whose lease is about to expire: renew first, drop it if that fails.
@@ -447,6 +477,7 @@ export class Releaser {
     }
     const sentRows: Held[] = [];
     const retry: Held[] = [];
+    let slowest: number | undefined;
     await Promise.all(
       [...byTenant].map(async ([tenant, list]) => {
         const record = await tenants.lookup(tenant).catch(() => undefined);
@@ -466,7 +497,9 @@ export class Releaser {
             if (this.signal?.aborted) return;
             let failed: Set<string>;
             try {
+              const called = clock.now();
               failed = new Set((await sender.sendBatch(record.queueUrl, batch)).map((f) => f.id));
+              slowest = Math.max(slowest ?? 0, clock.now() - called);
             } catch {
               failed = new Set(batch.map((m) => m.id));
             }
@@ -495,7 +528,7 @@ export class Releaser {
         );
       }),
     );
-    if (this.signal?.aborted) return;
+    if (this.signal?.aborted) return slowest;
     for (const h of lost) {
       this.#forget(h);
       this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
@@ -514,6 +547,7 @@ export class Releaser {
     // Flush a full batch, or when nothing else is held (the end of a burst: no reason to wait).
     if (this.#toRecord.length >= RECORD_BATCH || (this.#queue.length === 0 && this.#readyCount === 0)) this.#flushRecords();
     else if (this.#toRecord.length > 0 && !this.#ended) this.#recordTimer ??= setTimeout(() => this.#flushRecords(), RECORD_DELAY_MS);
+    return slowest;
   }
 
   /**

@@ -10,7 +10,8 @@ import { isLateRow } from '../../core/lanes.js';
 import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
 import { dispatchLoop } from '../../core/loop.js';
 import { planDispatchers } from '../../core/plan.js';
-import type { DispatchDeps } from '../../core/dispatchDeps.js';
+import { dispatchFlow, type DispatchDeps } from '../../core/dispatchDeps.js';
+import { ControlsCache } from '../../core/controls.js';
 import { TenantRegistry } from '../../core/tenants.js';
 import { seededRandom, VirtualTime } from './clock.js';
 import {
@@ -62,6 +63,13 @@ export interface SimConfig {
     readonly minAheadMs: number;
     readonly maxAheadMs: number;
   };
+  /**
+   * Other tenants' loads beside `load` (which is tenant `demo`'s), each due over its own window:
+   * a noisy neighbour's flood, for the fair-share checks (docs/tenant-controls.md). Their jobs
+   * count in the totals; `byTenant` gives each tenant's figures. Their due times may fall past
+   * `load`'s window: the run goes on until the last one's plus `drainMs`.
+   */
+  readonly tenants?: readonly TenantLoad[];
   /** How long after the last due time the run goes on (to send what is late). */
   readonly drainMs: number;
   /**
@@ -72,6 +80,26 @@ export interface SimConfig {
   readonly seed: number;
 }
 
+/** One more tenant's load: jobs due at `ratePerSec` from `dueStartMs` for `windowMs`, each written `minAheadMs`–`maxAheadMs` before. */
+export interface TenantLoad {
+  readonly tenant: string;
+  readonly ratePerSec: number;
+  readonly windowMs: number;
+  readonly dueStartMs: number;
+  readonly minAheadMs: number;
+  readonly maxAheadMs: number;
+}
+
+export interface TenantSimFigures {
+  readonly jobs: number;
+  readonly delivered: number;
+  readonly early: number;
+  readonly duplicates: number;
+  readonly lateness: { p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number };
+  /** Distinct jobs sent per second, from the tenant's first send to its last (what dispatch carried of it). */
+  readonly sentPerSec: number;
+}
+
 export interface SimResult {
   readonly jobs: number;
   readonly delivered: number;
@@ -79,6 +107,8 @@ export interface SimResult {
   readonly early: number;
   readonly duplicates: number;
   readonly lateness: { p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number };
+  /** Per tenant (`demo` for `load`): its jobs, and the lateness of those due in its own window (first send acknowledged − due). */
+  readonly byTenant: Readonly<Record<string, TenantSimFigures>>;
   /** p95 lateness of the jobs due in the window's last quarter: a sustained rate keeps it ≤ 1 s too. */
   readonly tailP95Ms: number;
   readonly counters: {
@@ -134,20 +164,29 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   // The load goes on for a lookahead past the measurement window, so that the window's work (rows
   // are acquired up to the read-ahead before they are due) is all the steady load's.
   const loadMs = load.windowMs + (cfg.mode === 'aws' ? settings.lookaheadMs : 0);
-  const n = Math.max(1, Math.round((load.ratePerSec * loadMs) / 1000));
+  const loads: TenantLoad[] = [{ tenant: 'demo', ...load, windowMs: loadMs }, ...(cfg.tenants ?? [])];
+  const counts = loads.map((l) => Math.max(1, Math.round((l.ratePerSec * l.windowMs) / 1000)));
+  const n = counts.reduce((a, b) => a + b, 0);
   const due = new Float64Array(n);
   const shard = new Uint16Array(n);
   const writeAt = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    due[i] = T0 + load.dueStartMs + Math.floor(((i + random()) * 1000) / load.ratePerSec);
-    shard[i] = Math.floor(random() * settings.shardCount);
-    writeAt[i] = due[i]! - (load.minAheadMs + random() * (load.maxAheadMs - load.minAheadMs));
+  /** Index into `loads` of each job. */
+  const owner = new Uint8Array(n);
+  for (let t = 0, i = 0; t < loads.length; t++) {
+    const l = loads[t]!;
+    for (let k = 0; k < counts[t]!; k++, i++) {
+      owner[i] = t;
+      due[i] = T0 + l.dueStartMs + Math.floor(((k + random()) * 1000) / l.ratePerSec);
+      shard[i] = Math.floor(random() * settings.shardCount);
+      writeAt[i] = due[i]! - (l.minAheadMs + random() * (l.maxAheadMs - l.minAheadMs));
+    }
   }
+  const tenantOf = (i: number) => loads[owner[i]!]!.tenant;
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => writeAt[a]! - writeAt[b]!);
   const sends = new Uint16Array(n);
   const firstSent = new Float64Array(n).fill(NaN);
   const firstAck = new Float64Array(n).fill(NaN);
-  const jobId = (i: number) => `j1.demo.${shard[i]}.${due[i]}.t.${i.toString(36).padStart(16, '0')}.${'A'.repeat(22)}`;
+  const jobId = (i: number) => `j1.${tenantOf(i)}.${shard[i]}.${due[i]}.t.${i.toString(36).padStart(16, '0')}.${'A'.repeat(22)}`;
   const recordSend = (id: string, sentAt: number, ackAt: number) => {
     const i = parseInt(id.split('.')[5]!, 36);
     sends[i]!++;
@@ -167,7 +206,10 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   let maxConcurrency = 0;
   let coldStarts = 0;
   let lambdaThrottles = 0;
+  /** The local process's rounds share their flow limits, as compute's do (lambdas/runtime/wiring.ts). */
+  const localFlow = dispatchFlow(() => vt.now());
   const newDeps = (cpu: Cpu): DispatchDeps => ({
+    ...(cfg.mode === 'local' ? { flow: localFlow } : { flow: dispatchFlow(() => vt.now()) }),
     store: new SimJobStore(table, net, cpu, cfg.cpu),
     sender: new SimSender(net, cpu, cfg.cpu, recordSend),
     tenants: new TenantRegistry(
@@ -176,6 +218,8 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     ),
     clock: vt,
     settings,
+    // As lambdas/runtime/wiring.ts wires them (no tenant has any set: the defaults).
+    controls: new ControlsCache({ getControls: async () => undefined }, { clock: vt }),
   });
   /** Invokes the dispatch function: a warm instance, or a new one after its cold start; undefined when throttled. */
   const invoke = async (): Promise<Instance | undefined> => {
@@ -241,7 +285,8 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     await Promise.all(Array.from({ length: Math.min(40, plan.dispatchers.length) }, worker));
     if (vt.now() - startMs > 300_000) expressOverruns++;
   };
-  const endAt = T0 + load.dueStartMs + loadMs + cfg.drainMs;
+  const lastDue = Math.max(...loads.map((l) => l.dueStartMs + l.windowMs));
+  const endAt = T0 + lastDue + cfg.drainMs;
   const cells = settings.cells;
   for (let k = 0; T0 + cfg.tick.firstAtMs + k * cfg.tick.everyMs < endAt; k++)
     for (let c = 0; c < cells; c++) {
@@ -255,7 +300,7 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   const retry: number[] = [];
   const put = (i: number) => {
     try {
-      table.putJob({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i), tenant: 'demo', payload: '{"n":1}' });
+      table.putJob({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i), tenant: tenantOf(i), payload: '{"n":1}' });
       if (isLateRow(due[i]!, vt.now(), settings)) table.putLatePointer({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i) });
     } catch (err) {
       if (!(err instanceof SimThrottle)) throw err;
@@ -287,17 +332,37 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   let delivered = 0;
   let early = 0;
   let duplicates = 0;
+  const per = loads.map(() => ({ jobs: 0, delivered: 0, early: 0, duplicates: 0, late: [] as number[], first: Infinity, last: -Infinity }));
   for (let i = 0; i < n; i++) {
+    const t = per[owner[i]!]!;
+    t.jobs++;
     if (sends[i] === 0) continue;
     delivered++;
+    t.delivered++;
+    t.first = Math.min(t.first, firstSent[i]!);
+    t.last = Math.max(t.last, firstSent[i]!);
     duplicates += sends[i]! - 1;
-    if (firstSent[i]! < due[i]!) early++;
+    t.duplicates += sends[i]! - 1;
+    if (firstSent[i]! < due[i]!) {
+      early++;
+      t.early++;
+    }
+    const l = loads[owner[i]!]!;
+    if (owner[i] === 0 ? due[i]! >= window.from : due[i]! >= T0 + l.dueStartMs) {
+      if (due[i]! < T0 + l.dueStartMs + l.windowMs) t.late.push(firstAck[i]! - due[i]!);
+    }
+    if (owner[i] !== 0) continue; // the headline figures are `load`'s
     if (due[i]! >= window.from && due[i]! < window.to) late.push(firstAck[i]! - due[i]!);
     if (due[i]! >= tailFrom && due[i]! < window.to) tail.push(firstAck[i]! - due[i]!);
   }
-  late.sort((a, b) => a - b);
-  const at = (p: number) => (late.length ? Math.round(late[Math.min(late.length - 1, Math.ceil((p / 100) * late.length) - 1)]!) : 0);
-  const lateness = { p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: at(100) };
+  const lateness = percentiles(late);
+  const byTenant = Object.fromEntries(
+    loads.map((l, k) => {
+      const { late: ms, first, last, ...rest } = per[k]!;
+      const sentPerSec = last > first ? Math.round((rest.delivered * 1000) / (last - first)) : 0;
+      return [l.tenant, { ...rest, lateness: percentiles(ms), sentPerSec }];
+    }),
+  );
   tail.sort((a, b) => a - b);
   const tailP95Ms = tail.length ? Math.round(tail[Math.min(tail.length - 1, Math.ceil(0.95 * tail.length) - 1)]!) : 0;
   const lost = n - delivered;
@@ -346,6 +411,7 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     early,
     duplicates,
     lateness,
+    byTenant,
     tailP95Ms,
     counters,
     ...(pass ? {} : { binding: bindingOf(counters) }),
@@ -377,4 +443,11 @@ export function bindingOf(c: SimResult['counters']): string {
   if (c.mapWaits > 0) return 'Map 40';
   if (c.expressOverruns > 0) return 'Express 5 minutes';
   return 'none of the modelled limits (latency)';
+}
+
+/** p50, p95, p99 and max of `ms` (sorted here), rounded. */
+function percentiles(ms: number[]): { p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number } {
+  ms.sort((a, b) => a - b);
+  const at = (p: number) => (ms.length ? Math.round(ms[Math.min(ms.length - 1, Math.ceil((p / 100) * ms.length) - 1)]!) : 0);
+  return { p50Ms: at(50), p95Ms: at(95), p99Ms: at(99), maxMs: at(100) };
 }

@@ -21,6 +21,7 @@ import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
 import { JobLister } from '../../core/listing.js';
 import type { DispatchDeps } from '../../core/dispatch.js';
+import { dispatchFlow } from '../../core/dispatchDeps.js';
 import { ConfigError } from '../../core/errors.js';
 import type { IngestDeps } from '../../core/ingest.js';
 import { JobIdCodec } from '../../core/jobId.js';
@@ -137,8 +138,19 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     controlsStore,
     controls,
     deadLetters: new DeadLetterService({ queues: new SqsDeadLetters(sqs), tenants, codec, clock }),
-    // Unregistered tenants and hold-lane scans are remembered per instance, across steps.
-    dispatch: { store, sender, tenants, clock, settings, log: opts.log, parked: new ParkedTenants(), controls, holdScans: new Map() },
+    // Unregistered tenants, hold-lane scans and the calls in flight are per instance, across steps.
+    dispatch: {
+      store,
+      sender,
+      tenants,
+      clock,
+      settings,
+      log: opts.log,
+      parked: new ParkedTenants(),
+      controls,
+      holdScans: new Map(),
+      flow: dispatchFlow(() => clock.now()),
+    },
   };
 }
 

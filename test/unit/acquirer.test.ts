@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Acquirer, type AcquireItem } from '../../core/acquirer.js';
+import { AdaptiveLimit } from '../../core/adaptiveLimit.js';
 import { TokenBucket } from '../../core/rateLimit.js';
 
 type Item = AcquireItem & { readonly name: string };
@@ -149,5 +150,44 @@ describe('Acquirer.spill', () => {
     expect(acquirer.spill('b', 3)).toEqual([]);
     await drain();
     expect(order.filter((i) => i.tenant === 'a').map((i) => i.name)).toEqual(['a4', 'a0', 'a1']);
+  });
+});
+
+describe('Acquirer: a limit shared by the rounds of a process', () => {
+  it("holds back a tenant with acquires in flight, never another tenant's first", async () => {
+    const limit = new AdaptiveLimit({ min: 2, max: 2, now: () => 1_000 });
+    const running: Item[] = [];
+    const ends: (() => void)[] = [];
+    const acquirer = new Acquirer<Item>({
+      concurrency: 32,
+      limit,
+      canStart: () => true,
+      now: () => 1_000,
+      run: (i) => {
+        running.push(i);
+        return new Promise<number>((r) => ends.push(() => r(1)));
+      },
+    });
+    for (let i = 0; i < 100; i++) acquirer.pushFresh(item('flood', 100 + i, `f${i}`));
+    acquirer.kick();
+    expect(running.map((i) => i.name)).toEqual(['f0', 'f1']); // the limit: 2 in flight
+    acquirer.pushFresh(item('quiet', 500, 'q0'));
+    acquirer.kick();
+    // The quiet tenant has nothing in flight: its acquire starts at once, beyond the limit.
+    expect(running.map((i) => i.name)).toEqual(['f0', 'f1', 'q0']);
+    expect(limit.inflight).toBe(3);
+    acquirer.pushFresh(item('quiet', 501, 'q1'));
+    acquirer.kick();
+    expect(running).toHaveLength(3); // its second waits for a slot, as the flood's do
+    // As the flood's calls end, the freed slots go by fair share: the quiet tenant's next row
+    // within the next two, not after the flood's 98 rows waiting.
+    for (let k = 0; k < 3 && !running.some((i) => i.name === 'q1'); k++) {
+      ends.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(running.slice(3).map((i) => i.name)).toContain('q1');
+    expect(running.length).toBeLessThanOrEqual(5);
+    while (ends.length > 0) ends.shift()!();
+    await acquirer.stop();
   });
 });

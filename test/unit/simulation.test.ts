@@ -2,20 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { ThrottledError } from '../../core/errors.js';
 import { VirtualTime } from '../../bench/sim/clock.js';
 import { simulate } from '../../bench/sim/engine.js';
-import { awsConfig, type Measured } from '../../bench/sim/run.js';
+import { awsConfig } from '../../bench/sim/run.js';
+import { MEASURED } from '../support/simMeasured.js';
 import { AWS_TABLE_LIMITS, Cpu, SimJobStore, SimNetwork, SimTable, SimThrottle } from '../../bench/sim/store.js';
 
-/** Figures of the shape bench/results/full.json gives (fixed here: the test does not read the results). */
-const measured: Measured = {
-  acquireUs: 347,
-  releaseUs: 313,
-  planUs: 6356,
-  bundleLoadMs: 83.5,
-  conditionalWritesPerSec: 1618,
-  batchedMarkersPerSec: 27977,
-  storageQueryUsPerJob: 19,
-  local: { burstJobsPerSec: 1231, burstJobs: 10_000, latenessP95Ms: 21, latenessRate: 100 },
-};
+const measured = MEASURED;
 
 const T0 = 1_800_000_000_000;
 const key = { shard: 3, dueMs: T0 + 1_000, jobId: 'j1.demo.3.x.t.aaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbb' };
