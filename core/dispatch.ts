@@ -7,6 +7,7 @@ import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
 import { TenantTally } from './tenantTally.js';
 import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from './ports.js';
 import { dispatchFlow, type DispatchDeps } from './dispatchDeps.js';
+import { cellOfGroup } from './config.js';
 
 export type { DispatchDeps } from './dispatchDeps.js';
 
@@ -249,7 +250,9 @@ export async function dispatchRound(deps: DispatchDeps, options: RoundOptions): 
   let holdFlush: Promise<void> | undefined;
   /** Hold-lane rows this look is reading back, over all lanes ({@link unheldRoom}). */
   let unheldThisLook = 0;
-  const flow = deps.flow ?? dispatchFlow(() => clock.now());
+  // A round's shards are all of one cell (a step dispatches groups of its tick's cell only).
+  const cell = cellOfGroup((options.shards[0] ?? 0) % settings.groupCount, settings);
+  const flow = deps.flow?.of(cell) ?? dispatchFlow(() => clock.now());
 
   const releaser = new Releaser(
     deps,

@@ -24,10 +24,11 @@ export interface DispatchDeps {
    */
   readonly holdScans?: Map<number, HoldScanMemory>;
   /**
-   * The calls this process's rounds keep in flight, learnt from their latency (shared by the
-   * rounds: they meet the same table, queue service and event loop). @default one per round
+   * The calls this process's rounds keep in flight, learnt from their latency: one set per cell,
+   * shared by the cell's rounds (they meet the same table, queue service and event loop).
+   * @default one per round
    */
-  readonly flow?: DispatchFlow;
+  readonly flow?: ProcessFlow;
 }
 
 /** Acquires and sends in flight across a process's dispatch rounds (docs/tenant-controls.md, "Fair share under saturation"). */
@@ -45,12 +46,29 @@ const MAX_SENDS = 64;
 /** Queueing allowed above the calls' base latency, ms (docs/tenant-controls.md, "Fair share under saturation"). */
 const TARGET_MS = 10;
 
-/** The limits of one process (or one round, when the process does not share them). */
+/** The limits of one cell's rounds in a process (or of one round, when the process does not share them). */
 export function dispatchFlow(now: () => number): DispatchFlow {
   return {
     acquires: new AdaptiveLimit({ min: 4, max: MAX_ACQUIRES, targetMs: TARGET_MS, now }),
     sends: new AdaptiveLimit({ min: 2, max: MAX_SENDS, targetMs: TARGET_MS, now }),
   };
+}
+
+/**
+ * The flow limits of a process, one set per cell. A cell's dispatchers share nothing with another
+ * cell's on AWS (each cell has its own state machine); where one process runs every cell (the
+ * local stack), a limit shared across cells would hold one cell's calls back for another's flood.
+ */
+export class ProcessFlow {
+  readonly #byCell = new Map<number, DispatchFlow>();
+  constructor(private readonly now: () => number) {}
+
+  /** The limits of `cell`'s rounds (made on first use). */
+  of(cell: number): DispatchFlow {
+    let flow = this.#byCell.get(cell);
+    if (!flow) this.#byCell.set(cell, (flow = dispatchFlow(this.now)));
+    return flow;
+  }
 }
 /** What a process remembers of its last look at a shard's hold lane. */
 export interface HoldScanMemory {

@@ -10,7 +10,7 @@ import { isLateRow } from '../../core/lanes.js';
 import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
 import { dispatchLoop } from '../../core/loop.js';
 import { planDispatchers } from '../../core/plan.js';
-import { dispatchFlow, type DispatchDeps } from '../../core/dispatchDeps.js';
+import { ProcessFlow, type DispatchDeps } from '../../core/dispatchDeps.js';
 import { ControlsCache } from '../../core/controls.js';
 import { TenantRegistry } from '../../core/tenants.js';
 import { seededRandom, VirtualTime } from './clock.js';
@@ -206,10 +206,10 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   let maxConcurrency = 0;
   let coldStarts = 0;
   let lambdaThrottles = 0;
-  /** The local process's rounds share their flow limits, as compute's do (lambdas/runtime/wiring.ts). */
-  const localFlow = dispatchFlow(() => vt.now());
+  /** The local process's rounds share their flow limits (per cell), as compute's do (lambdas/runtime/wiring.ts). */
+  const localFlow = new ProcessFlow(() => vt.now());
   const newDeps = (cpu: Cpu): DispatchDeps => ({
-    ...(cfg.mode === 'local' ? { flow: localFlow } : { flow: dispatchFlow(() => vt.now()) }),
+    ...(cfg.mode === 'local' ? { flow: localFlow } : { flow: new ProcessFlow(() => vt.now()) }),
     store: new SimJobStore(table, net, cpu, cfg.cpu),
     sender: new SimSender(net, cpu, cfg.cpu, recordSend),
     tenants: new TenantRegistry(

@@ -21,7 +21,7 @@ import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobsService } from '../../core/cancel.js';
 import { JobLister } from '../../core/listing.js';
 import type { DispatchDeps } from '../../core/dispatch.js';
-import { dispatchFlow } from '../../core/dispatchDeps.js';
+import { ProcessFlow } from '../../core/dispatchDeps.js';
 import { ConfigError } from '../../core/errors.js';
 import type { IngestDeps } from '../../core/ingest.js';
 import { JobIdCodec } from '../../core/jobId.js';
@@ -149,7 +149,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       parked: new ParkedTenants(),
       controls,
       holdScans: new Map(),
-      flow: dispatchFlow(() => clock.now()),
+      flow: new ProcessFlow(() => clock.now()),
     },
   };
 }
