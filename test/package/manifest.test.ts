@@ -15,6 +15,7 @@ interface Manifest {
   type: string;
   exports: Record<string, string | Record<string, string>>;
   files: string[];
+  license?: string;
   bin: Record<string, string>;
   scripts: Record<string, string>;
   dependencies: Record<string, string>;
@@ -81,8 +82,12 @@ describe('package.json', () => {
     }
   });
 
-  it('ships only built output, the CLI and the docs', () => {
-    expect(pkg.files).toEqual(['dist', 'bin/dynein.js', 'docs', 'README.md']);
+  it('ships only built output, the CLI and the docs, under the Apache-2.0 licence', () => {
+    expect(pkg.files).toEqual(['dist', 'bin/dynein.js', 'docs', 'README.md', 'CHANGELOG.md']);
+    // npm packs LICENSE whatever `files` says; the field is what registries and scanners read.
+    expect(pkg.license).toBe('Apache-2.0');
+    expect(readFileSync('LICENSE', 'utf8')).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
+    expect(readFileSync('CHANGELOG.md', 'utf8')).toMatch(/^## \[Unreleased\]|^## \[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}$/m);
     expect(pkg.bin).toEqual({ dynein: 'bin/dynein.js' });
     expect(pkg.scripts.prepack).toBe('npm run build');
     expect(pkg.scripts.build).toMatch(/tsc -p tsconfig\.build\.json && node scripts\/bundle-lambdas\.mjs/);
