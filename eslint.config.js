@@ -48,4 +48,11 @@ export default tseslint.config(
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
+  {
+    // The consumer projects CI builds (.ci/consumer-check.sh), written as their users write them:
+    // CommonJS with require(), and the value imports of the cdk init template.
+    files: ['.ci/consumers/**'],
+    languageOptions: { globals: { __filename: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off', '@typescript-eslint/consistent-type-imports': 'off' },
+  },
 );

@@ -10,6 +10,5 @@ export default defineConfig({
     // some files are CPU-bound (thousands of rows in dynalite), and a third file at once starved
     // the event loops of the files that wait on due times.
     maxWorkers: 2,
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
 });

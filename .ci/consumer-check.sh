@@ -10,14 +10,20 @@
 #       (nodenext, strict, skipLibCheck false); each examples/cdk-*.ts app run with plain node
 #       must synthesize templates, without esbuild in node_modules.
 #   (c) the examples type-checked once more with moduleResolution bundler.
+#   (d) CommonJS and ESM projects: require() and import of every entry point.
+#   (e) the project `cdk init app --language typescript` generates, with the constructs added:
+#       its own `npm test` (Jest, CommonJS) and `npx cdk synth`, its configuration unchanged.
+#   (f) publint and @arethetypeswrong/cli on the tarball.
 # Runs from .ci/run after the tests, or alone: `npm run check:package`. KEEP_SCRATCH=1 keeps the
-# scratch directory for a look afterwards.
+# scratch directory for a look afterwards; TARBALL=<file> checks that tarball instead of building
+# and packing one; CONSUMER_SCOPE=node skips what does not depend on the Node version running it
+# ((c) and (f): .ci/run runs everything on Node 24, then this scope on Node 22).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false npm_config_loglevel=error
-export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true CDK_DISABLE_VERSION_CHECK=1
-readonly CDK_LIB=aws-cdk-lib@2.276.0 CONSTRUCTS=constructs@^10.5.0 TYPESCRIPT=typescript@~5.9 TYPES_NODE=@types/node@^20.19
+export CDK_DISABLE_VERSION_CHECK=1
+readonly CDK_LIB=aws-cdk-lib@2.276.0 CONSTRUCTS=constructs@^10.5.0 TYPESCRIPT=typescript@~5.9 TYPES_NODE=@types/node@^22
 started=$(date +%s)
 step() { echo "== consumer: $* ($(($(date +%s) - started)) s)"; }
 fail() {
@@ -63,11 +69,17 @@ trap cleanup EXIT
 # Examples are consumer code: only package imports.
 if grep -nE "from '\.\.?/" examples/*.ts; then fail "examples/ must import only dynein-serverless, dynein-serverless/cdk and npm packages (the lines above import relative paths)"; fi
 
-step "npm run build"
-npm run build --silent
-step "npm pack"
 version=$(node -p "require('./package.json').version")
-npm pack --ignore-scripts --pack-destination "$scratch" >/dev/null
+if [[ -n ${TARBALL:-} ]]; then
+  step "the tarball given: $TARBALL"
+  [[ -f $TARBALL ]] || fail "TARBALL=$TARBALL: no such file"
+  cp "$TARBALL" "$scratch/dynein-serverless-$version.tgz"
+else
+  step "npm run build"
+  npm run build --silent
+  step "npm pack"
+  npm pack --ignore-scripts --pack-destination "$scratch" >/dev/null
+fi
 tarball=$scratch/dynein-serverless-$version.tgz
 [[ -f $tarball ]] || fail "npm pack wrote no $tarball"
 contents=$(tar tzf "$tarball")
@@ -94,9 +106,12 @@ for p in aws-cdk-lib constructs esbuild; do [[ ! -e node_modules/$p ]] || fail "
 echo "client-only install: $(du -sh node_modules | cut -f1) in node_modules, $(npm ls --all --parseable 2>/dev/null | tail -n +2 | sort -u | wc -l) packages"
 node -e "
 import('dynein-serverless').then((m) => {
-  for (const name of ['DyneinClient', 'Worker', 'dyneinLambdaHandler', 'UnrecoverableError', 'DyneinApiError']) {
+  for (const name of ['DyneinClient', 'Worker', 'UnrecoverableError', 'DyneinApiError']) {
     if (typeof m[name] !== 'function') throw new Error('dynein-serverless does not export ' + name);
   }
+  return import('dynein-serverless/lambda');
+}).then((m) => {
+  if (typeof m.dyneinLambdaHandler !== 'function') throw new Error('dynein-serverless/lambda does not export dyneinLambdaHandler');
   return import('dynein-serverless/package.json', { with: { type: 'json' } });
 }).then((p) => { if (p.default.version !== '$version') throw new Error('dynein-serverless/package.json: version ' + p.default.version); });
 "
@@ -198,8 +213,9 @@ for app in "${apps[@]}"; do
 done
 
 # (c) bundler resolution -------------------------------------------------------------------------
-step "CDK project: tsc --noEmit with moduleResolution bundler (strict, skipLibCheck false)"
-cat >tsconfig.bundler.json <<'EOF'
+if [[ ${CONSUMER_SCOPE:-all} == all ]]; then
+  step "CDK project: tsc --noEmit with moduleResolution bundler (strict, skipLibCheck false)"
+  cat >tsconfig.bundler.json <<'EOF'
 {
   "compilerOptions": {
     "target": "ES2022", "module": "esnext", "moduleResolution": "bundler", "strict": true,
@@ -208,6 +224,44 @@ cat >tsconfig.bundler.json <<'EOF'
   "include": ["src"]
 }
 EOF
-npx --no-install tsc -p tsconfig.bundler.json
+  npx --no-install tsc -p tsconfig.bundler.json
+fi
+
+# (d) CommonJS and ESM ---------------------------------------------------------------------------
+step "CommonJS project: require() of every entry point; the client loads neither Powertools nor the CDK"
+cjs=$scratch/cjs
+mkdir -p "$cjs" && cd "$cjs"
+npm init -y >/dev/null && npm pkg set type=commonjs
+install "$tarball" "$CDK_LIB" "$CONSTRUCTS"
+cp "$repo"/.ci/consumers/check.cjs "$repo"/.ci/consumers/check.mjs .
+node check.cjs
+node check.mjs
+
+# (e) the project `cdk init app --language typescript` generates ---------------------------------
+step "cdk init project: cdk init app --language typescript (the aws-cdk CLI of package.json), npm install, then the tarball"
+init=$scratch/init/hello
+mkdir -p "$init" && cd "$init"
+"$repo"/node_modules/.bin/cdk init app --language typescript --generate-only >"$scratch/cdk-init.log" 2>&1 ||
+  fail "cdk init failed: $(cat "$scratch/cdk-init.log")"
+generated=$(cat jest.config.js tsconfig.json | sha256sum)
+install
+install "$tarball"
+cp "$repo"/.ci/consumers/hello-stack.ts lib/hello-stack.ts
+cp "$repo"/.ci/consumers/hello.test.ts test/hello.test.ts
+[[ $(cat jest.config.js tsconfig.json | sha256sum) == "$generated" && $(node -p 'require("./package.json").type') == undefined ]] ||
+  fail "the cdk init project's configuration changed"
+step "cdk init project: npm test (Jest 30, CommonJS, @swc/jest)"
+npm test --silent
+step "cdk init project: npx cdk synth (tsc, then tsx bin/hello.ts)"
+npx --no-install cdk synth --quiet
+[[ -f cdk.out/HelloStack.template.json ]] || fail "cdk synth wrote no cdk.out/HelloStack.template.json"
+
+# (f) package linters ----------------------------------------------------------------------------
+if [[ ${CONSUMER_SCOPE:-all} == all ]]; then
+  step "publint --strict and @arethetypeswrong/cli on the tarball"
+  cd "$scratch"
+  "$repo"/node_modules/.bin/publint --strict "$tarball"
+  "$repo"/node_modules/.bin/attw --profile node16 "$tarball"
+fi
 
 step "passed"

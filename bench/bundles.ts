@@ -25,7 +25,7 @@ export interface BundleResult {
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /**
- * The bundling options of lib/dyneinScheduler.ts (`bundling: { format: ESM, target: 'node22',
+ * The bundling options of lib/dyneinScheduler.ts (`bundling: { format: ESM, target: 'node24',
  * minify, sourceMap, mainFields, banner, externalModules: ['@aws-sdk/*'] }`), as esbuild options.
  * Keep the two in step.
  */
@@ -33,7 +33,7 @@ export const CDK_BUNDLING = {
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node22',
+  target: 'node24',
   minify: true,
   sourcemap: true,
   mainFields: ['module', 'main'],
@@ -63,7 +63,6 @@ export async function runBundles(opts: { runs: number }): Promise<Record<string,
     const env = {
       PATH: process.env.PATH ?? '',
       AWS_REGION: 'us-east-1',
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       POWERTOOLS_METRICS_DISABLED: 'true',
       DYNEIN_TABLE: 'dynein-bench',
       DYNEIN_INBOUND_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/dynein-inbound',

@@ -17,8 +17,6 @@ import type { JobRow } from '../core/ports.js';
 import { emulatorsAt, type Emulators } from '../test/support/emulators.js';
 import type { TestSystem } from '../test/support/system.js';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 const benchStart = Date.now();
 
 /** A progress line: seconds since the benchmark started, then the message. */

@@ -4,7 +4,6 @@
 // the source through tsx, so it needs no build and never runs a stale one.
 import { existsSync } from 'node:fs';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const source = new URL('../client/cli.ts', import.meta.url);
 let cli;
 if (existsSync(source)) {

@@ -49,14 +49,41 @@ interface Group {
 
 const HELP: Record<string, Flag> = { help: { type: 'boolean', short: 'h', help: "print this command's usage" } };
 const JSON_OUT: Record<string, Flag> = { json: { type: 'boolean', help: 'print the reply as one JSON line' } };
-const TENANT: Record<string, Flag> = { tenant: { type: 'string', short: 't', arg: '<name>', help: 'the tenant (required)' } };
+const TENANT: Record<string, Flag> = {
+  tenant: { type: 'string', short: 't', arg: '<name>', help: 'the tenant (required; default $DYNEIN_TENANT)' },
+};
 /** Where the scheduler is: the local stack (default) or the API on AWS. */
 const WHERE: Record<string, Flag> = {
   'data-dir': { type: 'string', arg: '<dir>', help: "the local stack's data directory (default $DYNEIN_DATA_DIR, else .dynein)" },
-  endpoint: { type: 'string', arg: '<url>', help: 'the API on AWS instead of the local stack; credentials from the AWS default chain' },
-  profile: { type: 'string', arg: '<name>', help: 'with --endpoint: the AWS profile for credentials' },
-  region: { type: 'string', arg: '<region>', help: 'with --endpoint: the region (default $AWS_REGION, else from the URL)' },
+  endpoint: {
+    type: 'string',
+    arg: '<url>',
+    help: 'the API on AWS instead of the local stack (default $DYNEIN_ENDPOINT); credentials from the AWS default chain',
+  },
+  profile: { type: 'string', arg: '<name>', help: 'with --endpoint: the AWS profile for credentials (default $DYNEIN_PROFILE)' },
+  region: {
+    type: 'string',
+    arg: '<region>',
+    help: 'with --endpoint: the region (default $DYNEIN_REGION, else $AWS_REGION, else from the URL)',
+  },
 };
+/** The environment variables that stand in for flags not given: the same for every command. */
+export const FLAG_ENV: Readonly<Record<string, string>> = {
+  tenant: 'DYNEIN_TENANT',
+  endpoint: 'DYNEIN_ENDPOINT',
+  region: 'DYNEIN_REGION',
+  profile: 'DYNEIN_PROFILE',
+};
+
+/** A string flag's value: the command line's, else (for a flag the command takes) its environment variable's, else undefined. */
+function flagValue(values: Values, flag: string, flags: Readonly<Record<string, Flag>>, env: NodeJS.ProcessEnv): string | undefined {
+  const given = values[flag];
+  if (typeof given === 'string') return given;
+  const variable = FLAG_ENV[flag];
+  if (variable === undefined || !(flag in flags)) return undefined;
+  const value = env[variable]?.trim();
+  return value ? value : undefined;
+}
 const QUEUES: Record<string, Flag> = {
   'queue-url': { type: 'string', arg: '<url>', help: "the tenant's queue (default from the local stack; required with --endpoint)" },
   'dlq-url': { type: 'string', arg: '<url>', help: "the tenant's dead-letter queue (default from the local stack)" },
@@ -131,6 +158,7 @@ function generalUsage(): string {
     '',
     'Every command but local talks to the local stack by default ($DYNEIN_DATA_DIR/local.json, or',
     '--data-dir); --endpoint <url> talks to the API on AWS instead (--profile, --region).',
+    'DYNEIN_ENDPOINT, DYNEIN_REGION, DYNEIN_PROFILE and DYNEIN_TENANT stand in for the flags not given.',
     '',
     "  dynein <command> --help   that command's usage and options",
     '  dynein --version          the version of dynein-serverless',
@@ -165,7 +193,7 @@ function parse(args: readonly string[], flags: Readonly<Record<string, Flag>>, s
 }
 
 /** Runs the CLI; resolves with the process exit code (0 ok, 1 failed, 2 usage). */
-export async function main(args: readonly string[], io: Io = stdio): Promise<number> {
+export async function main(args: readonly string[], io: Io = stdio, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   try {
     // First pass: find the command (flags may come before it). Second: that command's own flags, strictly.
     const first = parse(args, ALL_FLAGS(), false);
@@ -212,9 +240,9 @@ export async function main(args: readonly string[], io: Io = stdio): Promise<num
       return 0;
     }
     const rest = positionals.slice(name.split(' ').length);
-    const str = (name: string) => (typeof values[name] === 'string' ? values[name] : undefined);
+    const str = (flag: string) => flagValue(values, flag, spec.flags, env);
     const tenant = str('tenant');
-    if (spec.targeted && !tenant) throw new UsageError(`${name} needs --tenant <name>`);
+    if (spec.targeted && !tenant) throw new UsageError(`${name} needs --tenant <name> (or DYNEIN_TENANT)`);
     let resolved: Target | undefined;
     const target = () =>
       (resolved ??= resolveTarget({

@@ -69,7 +69,7 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
     const region =
       o.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com/.exec(o.endpoint)?.[1];
     if (!region) throw new UsageError('no region: pass --region, or set AWS_REGION');
-    const credentials = fromNodeProviderChain(o.profile ? { profile: o.profile } : {});
+    const credentials = o.profile ? ofProfile(o.profile) : fromNodeProviderChain();
     return {
       endpoint: o.endpoint,
       region,
@@ -108,6 +108,18 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
     dlqUrl: o.dlqUrl ?? tenant.dlqUrl,
     sqs: () => (sqs ??= new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials })),
     close: () => sqs?.destroy(),
+  };
+}
+
+/** The default chain for one named profile; its failure names the profile (it came from a flag or DYNEIN_PROFILE). */
+function ofProfile(profile: string): ReturnType<typeof fromNodeProviderChain> {
+  const chain = fromNodeProviderChain({ profile });
+  return async (options) => {
+    try {
+      return await chain(options);
+    } catch (err) {
+      throw new Error(`no AWS credentials for profile '${profile}' (--profile or DYNEIN_PROFILE): ${(err as Error).message}`);
+    }
   };
 }
 

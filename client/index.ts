@@ -1,6 +1,7 @@
 /**
- * Dynein client library: the HTTP API client (`DyneinClient`: one-off jobs and recurring schedules), the queue consumer (`Worker`), a
- * Lambda wrapper for functions consuming a tenant queue, and the typed errors. See docs/client.md.
+ * Dynein client library: the HTTP API client (`DyneinClient`: one-off jobs and recurring schedules), the queue consumer (`Worker`)
+ * and the typed errors. The Lambda wrapper for functions consuming a tenant queue is `dynein-serverless/lambda` (client/lambda.ts),
+ * so that importing the client loads no Powertools. See docs/client.md.
  */
 export {
   DyneinClient,
@@ -72,4 +73,3 @@ export {
   type RetryBackoff,
 } from './delivery.js';
 export { Worker, type WorkerEvent, type WorkerOptions } from './worker.js';
-export { dyneinLambdaHandler, type LambdaConsumerOptions } from './lambda.js';

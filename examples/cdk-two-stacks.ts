@@ -59,7 +59,7 @@ export class PaymentsStack extends Stack {
       new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [workerLogs.logGroupArn] }),
     );
     const worker = new lambda.Function(this, 'Worker', {
-      runtime: lambda.Runtime.NODEJS_22_X,
+      runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       handler: 'index.handler',
       code: lambda.Code.fromInline('exports.handler = async (event) => ({ batchItemFailures: [] });'),
@@ -74,10 +74,6 @@ export class PaymentsStack extends Stack {
     const ops = new iam.Role(this, 'OpsRole', { assumedBy: new iam.AccountRootPrincipal() });
     this.tenant.grantRedrive(ops);
 
-    Validations.of(worker).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason: 'The example worker pins Node.js 22, the runtime the package is tested on.',
-    });
     // cdk-nag: grantSchedule's only wildcards are the job id (GET and DELETE .../jobs/*) and the
     // schedule name (PUT, GET, DELETE .../schedules/*, POST .../schedules/<name>/pause and /resume).
     for (const route of [

@@ -18,8 +18,8 @@ import {
   UnrecoverableError,
   ValidationError,
   Worker,
-  dyneinLambdaHandler,
 } from 'dynein-serverless';
+import { dyneinLambdaHandler } from 'dynein-serverless/lambda';
 
 declare function sendReminder(invoiceId: string, signal?: AbortSignal): Promise<void>;
 declare function invoiceExists(invoiceId: string): Promise<boolean>;

@@ -40,14 +40,7 @@ import {
   validatePrefix,
 } from './naming.js';
 import { DLQ_REDRIVE_ACTIONS, secureDeadLetterQueue, secureQueue } from './queues.js';
-import {
-  acknowledgeRuntime,
-  admitSender,
-  DyneinTenant,
-  type DyneinTenantProps,
-  type IDyneinScheduler,
-  type SchedulerAttributes,
-} from './tenant.js';
+import { admitSender, DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';
 import {
   CELL_KEY,
   DISPATCH_FUNCTION_ARN_KEY,
@@ -786,10 +779,10 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     );
     const f = new lambda.Function(this, cap(name), {
       description: `Dynein Serverless: ${name}`,
-      // Pre-built by scripts/bundle-lambdas.mjs (ESM, node22, source maps, @aws-sdk/* from the runtime).
+      // Pre-built by scripts/bundle-lambdas.mjs (ESM, node24, source maps, @aws-sdk/* from the runtime).
       code: bundleCode(name),
       handler: 'index.handler',
-      runtime: lambda.Runtime.NODEJS_22_X,
+      runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: opts.memorySize ?? 256,
       timeout: opts.timeout,
@@ -806,11 +799,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         POWERTOOLS_LOG_LEVEL: logLevel,
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         ...opts.environment,
       },
     });
-    acknowledgeRuntime(f);
     return f;
   }
 

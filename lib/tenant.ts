@@ -1,8 +1,7 @@
-import { ArnFormat, CustomResource, Duration, Lazy, RemovalPolicy, Stack, Tags, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, CustomResource, Duration, Lazy, RemovalPolicy, Stack, Tags, Token } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -523,12 +522,4 @@ function claimName(scope: Construct, tableName: string, tenantName: string): str
     ];
   names.add(key);
   return [];
-}
-
-/** cdk-nag's "latest runtime" finding, acknowledged where a function pins Node.js 22. */
-export function acknowledgeRuntime(f: lambda.Function): void {
-  Validations.of(f).acknowledge({
-    id: 'AwsSolutions-L1',
-    reason: 'Dynein targets the Node.js 22 runtime (its bundles are built and tested for node22); upgrade deliberately.',
-  });
 }

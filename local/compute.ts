@@ -36,7 +36,6 @@ import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } fro
 import { startSqsEventSource } from './sqsEventSource.js';
 import { startLocalTick } from './tick.js';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // Installed first: a parent that dies during start-up never leaves an orphan holding the port.
 process.on('disconnect', () => process.exit(0));
 

@@ -32,8 +32,6 @@ import {
   tenantQueueName,
 } from './settings.js';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 export interface ServicesReady {
   readonly type: 'ready';
   readonly dynamodbEndpoint: string;

@@ -1,4 +1,3 @@
-import './polyfills.js';
 import { StateMachine } from 'aws-local-stepfunctions';
 
 type JSONValue = Parameters<StateMachine['run']>[0];

@@ -29,7 +29,7 @@ const result = await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node22',
   minify: true,
   sourcemap: true,
   mainFields: ['module', 'main'],

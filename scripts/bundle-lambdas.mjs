@@ -42,7 +42,7 @@ export async function bundleLambdas() {
       bundle: true,
       platform: 'node',
       format: 'esm',
-      target: 'node22',
+      target: 'node24',
       minify: true,
       sourcemap: 'external',
       sourcesContent: false,

@@ -1,7 +1,7 @@
 import { ScheduleExpressionError } from './errors.js';
 
 /**
- * Wall clock <-> instant conversion for IANA time zones, on the ICU data of the runtime (Node 20
+ * Wall clock <-> instant conversion for IANA time zones, on the ICU data of the runtime (Node
  * ships full ICU). A wall-clock time is "naive" epoch milliseconds: `Date.UTC(...)` of the local
  * calendar fields, no zone applied. Offsets are whatever the zone says, to the second: +05:30,
  * +05:45, +13:45, 30-minute DST shifts, southern-hemisphere DST, DST at midnight.

@@ -67,10 +67,10 @@ it('every acknowledgement names a rule and gives a real reason, on a resource ra
       }
     }
   }
-  // The stack acknowledges some rules (Node.js 22 runtime, the key rotation, the provider, ...).
+  // The stack acknowledges some rules (the key rotation, the provider, ...).
   expect(acks.length).toBeGreaterThan(0);
   for (const a of acks) {
-    const rule = a.id.replace(/^[A-Za-z-]+::/, ''); // 'Annotation::AwsSolutions-L1' → 'AwsSolutions-L1'
+    const rule = a.id.replace(/^[A-Za-z-]+::/, ''); // 'Annotation::AwsSolutions-SMG4' → 'AwsSolutions-SMG4'
     expect(rule, `${a.path}: rule id`).toMatch(/^AwsSolutions-[A-Z]+[0-9]+(\[.+\])?$/);
     expect(typeof a.reason, `${a.path} ${a.id}: reason`).toBe('string');
     expect((a.reason as string).trim().length, `${a.path} ${a.id}: reason "${String(a.reason)}"`).toBeGreaterThanOrEqual(30);

@@ -254,7 +254,7 @@ describe('IAM', () => {
 });
 
 describe('functions', () => {
-  it('the nine Dynein functions and the tenant registration function use nodejs22.x on arm64 with a log group of their own with retention', () => {
+  it('the nine Dynein functions and the tenant registration function use nodejs24.x on arm64 with a log group of their own with retention', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
     expect(new Set(ids).size).toBe(9);
@@ -267,7 +267,7 @@ describe('functions', () => {
     for (const id of [...ids, ...others]) {
       const f = resource(mainT, id);
       const n = id;
-      expect(f.Properties.Runtime, n).toBe('nodejs22.x');
+      expect(f.Properties.Runtime, n).toBe('nodejs24.x');
       expect(f.Properties.Architectures, n).toEqual(['arm64']);
       expect(f.Properties.Handler, n).toBe('index.handler');
       const lg = /^\{Ref:(.+)\}$/.exec(render((f.Properties.LoggingConfig as { LogGroup?: Json } | undefined)?.LogGroup))?.[1];

@@ -317,7 +317,7 @@ describe('tenant from a team’s own stack', () => {
 
   it('the registration function may read, write and remove tenant items only (pk tenant#…), and is told the tenants’ own queue URLs', () => {
     const fn = resource(schedT, idOf(scheduler.registrationFunction));
-    expect(fn.Properties.Runtime).toBe('nodejs22.x');
+    expect(fn.Properties.Runtime).toBe('nodejs24.x');
     const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(fn.Properties.Role))![1]!;
     expect(resource(schedT, roleId).Properties.ManagedPolicyArns ?? []).toEqual([]);
     const table = roleStatements(schedT, roleId).filter((st) => st.Action.some((a) => a.startsWith('dynamodb:')));

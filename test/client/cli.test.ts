@@ -179,6 +179,50 @@ describe('dynein CLI', () => {
     );
   }, 30_000);
 
+  it('takes DYNEIN_ENDPOINT, DYNEIN_REGION, DYNEIN_TENANT and DYNEIN_PROFILE for the flags not given; a flag wins', async () => {
+    const keys = local.tenants.alpha!;
+    const env = {
+      AWS_ACCESS_KEY_ID: keys.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: keys.secretAccessKey,
+      AWS_PROFILE: undefined,
+      AWS_REGION: undefined,
+      AWS_DEFAULT_REGION: undefined,
+      DYNEIN_DATA_DIR: tmp, // no local stack there: only the environment's endpoint can answer
+      DYNEIN_ENDPOINT: local.endpoint,
+      DYNEIN_REGION: local.region,
+      DYNEIN_TENANT: 'alpha',
+    };
+    const scheduled = await dynein(['schedule', '--in', '10m'], env);
+    expect(scheduled.stderr).toBe('');
+    expect(scheduled.stdout).toMatch(/^j1\.alpha\./);
+    const got = await dynein(['get', scheduled.stdout.trim()], env);
+    expect(got.stdout).toMatch(/^(SCHEDULED|UNKNOWN) /);
+    // --tenant beats DYNEIN_TENANT: alpha's keys sign for beta, which the API refuses.
+    expectError(await dynein(['schedule', '--in', '10m', '--tenant', 'beta'], env), 1, /Forbidden \(HTTP 403\)/);
+    // --endpoint beats DYNEIN_ENDPOINT; --region beats DYNEIN_REGION (a signature for another region fails).
+    expectError(await dynein(['get', 'x', '--endpoint', 'http://127.0.0.1:9'], env), 1, /127\.0\.0\.1:9|ECONNREFUSED|network/i);
+    expectError(await dynein(['get', scheduled.stdout.trim(), '--region', 'eu-north-1'], env), 1, /Forbidden \(HTTP 403\)/);
+    // DYNEIN_PROFILE picks the profile the default chain reads.
+    expectError(
+      await dynein(['get', 'x'], {
+        ...env,
+        AWS_ACCESS_KEY_ID: undefined,
+        AWS_SECRET_ACCESS_KEY: undefined,
+        AWS_CONFIG_FILE: join(tmp, 'no-config'),
+        AWS_SHARED_CREDENTIALS_FILE: join(tmp, 'no-credentials'),
+        DYNEIN_PROFILE: 'dynein-no-such-profile',
+      }),
+      1,
+      /dynein-no-such-profile/,
+    );
+    // Blank variables count as unset.
+    expectError(
+      await dynein(['schedule', '--in', '10m'], { ...env, DYNEIN_TENANT: ' ' }),
+      2,
+      /schedule needs --tenant <name> \(or DYNEIN_TENANT\)/,
+    );
+  }, 60_000);
+
   it('batch schedules a JSON Lines file with a summary, and refuses a malformed file before sending anything', async () => {
     const lines = Array.from({ length: 150 }, (_, i) =>
       JSON.stringify(i === 41 ? { payload: i, runAt: 'yesterday' } : { payload: { i }, delaySeconds: 3_600 + i }),

@@ -1,7 +1,8 @@
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { UnrecoverableError, Worker, dyneinLambdaHandler, type OutcomeReport, type OutcomeSink } from '../../client/index.js';
+import { UnrecoverableError, Worker, type OutcomeReport, type OutcomeSink } from '../../client/index.js';
+import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { OutcomeReporter } from '../../client/outcomes.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { deliveryBody, waitUntil } from './support.js';

@@ -2,7 +2,8 @@ import { EventType, processPartialResponse } from '@aws-lambda-powertools/batch'
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { UnrecoverableError, dyneinLambdaHandler, type JobContext } from '../../client/index.js';
+import { UnrecoverableError, type JobContext } from '../../client/index.js';
+import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { waitForEmptyQueue } from '../support/system.js';

@@ -1,4 +1,3 @@
-import '../../local/polyfills.js'; // before aws-local-stepfunctions: it needs Promise.withResolvers (Node 22+)
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { StateMachine } from 'aws-local-stepfunctions';

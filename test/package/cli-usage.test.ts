@@ -93,7 +93,7 @@ describe('dynein local from an installed package', () => {
       packages: [
         { name: '@aws-sdk/client-dynamodb', range: '^3.1162.0' },
         { name: 'dynalite', range: '^4.0.0' },
-        { name: 'fauxqs', range: '1.9.2' },
+        { name: 'fauxqs', range: '^2.4.1' },
       ],
     }),
   );
@@ -104,7 +104,7 @@ describe('dynein local from an installed package', () => {
       if (!installed.has(name)) throw new Error(`Cannot find package '${name}'`);
     });
     expect(missing.map((p) => p.name)).toEqual(['@aws-sdk/client-dynamodb', 'fauxqs']);
-    expect(installCommand(missing)).toBe("npm install -D '@aws-sdk/client-dynamodb@^3.1162.0' fauxqs@1.9.2");
+    expect(installCommand(missing)).toBe("npm install -D '@aws-sdk/client-dynamodb@^3.1162.0' 'fauxqs@^2.4.1'");
   });
 
   it('finds nothing missing when every peer resolves', () => {

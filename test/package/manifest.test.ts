@@ -13,9 +13,11 @@ interface Manifest {
   version: string;
   private?: boolean;
   type: string;
-  exports: Record<string, string | Record<string, string>>;
+  exports: Record<string, string | Record<string, Record<string, string>>>;
   files: string[];
   license?: string;
+  sideEffects?: boolean;
+  engines: Record<string, string>;
   bin: Record<string, string>;
   scripts: Record<string, string>;
   dependencies: Record<string, string>;
@@ -67,19 +69,40 @@ describe('package.json', () => {
     expect(pkg.type).toBe('module');
   });
 
-  it('exports the client as ".", the constructs as "./cdk", and package.json; types first', () => {
+  it('exports the client as ".", the Lambda wrapper as "./lambda", the constructs as "./cdk", and package.json; ESM and CommonJS, types first', () => {
+    const both = (base: string) => ({
+      import: { types: `./dist/${base}.d.ts`, default: `./dist/${base}.js` },
+      require: { types: `./dist/${base}.d.cts`, default: `./dist/${base}.cjs` },
+    });
     expect(pkg.exports).toEqual({
-      '.': { types: './dist/client/index.d.ts', default: './dist/client/index.js' },
-      './cdk': { types: './dist/lib/index.d.ts', default: './dist/lib/index.js' },
+      '.': both('client/index'),
+      './lambda': both('client/lambda'),
+      './cdk': both('lib/index'),
       './package.json': './package.json',
     });
     for (const [entry, source] of [
       ['.', 'client/index.ts'],
+      ['./lambda', 'client/lambda.ts'],
       ['./cdk', 'lib/index.ts'],
     ] as const) {
-      expect(Object.keys(pkg.exports[entry] as object)[0]).toBe('types');
+      for (const condition of Object.values(pkg.exports[entry] as Record<string, Record<string, string>>)) {
+        expect(Object.keys(condition)[0]).toBe('types');
+      }
       expect(existsSync(source), `${source} (the source of ${entry})`).toBe(true);
     }
+    expect(pkg.sideEffects).toBe(false);
+  });
+
+  it('keeps Powertools out of the client entry: only "./lambda" loads it', () => {
+    const client = runtimeImports(['client/index.ts']);
+    expect([...client.packages].filter((p) => p.startsWith('@aws-lambda-powertools/'))).toEqual([]);
+    expect([...client.files].map((f) => relative('.', f))).not.toContain('client/lambda.ts');
+    expect([...runtimeImports(['client/lambda.ts']).packages]).toContain('@aws-lambda-powertools/batch');
+  });
+
+  it('supports Node 22.12 and newer (require(esm) without a flag) and runs the Lambdas on nodejs24.x', () => {
+    expect(pkg.engines.node).toBe('>=22.12');
+    expect(readFileSync('scripts/bundle-lambdas.mjs', 'utf8')).toMatch(/target: 'node24'/);
   });
 
   it('ships only built output, the CLI and the docs, under the Apache-2.0 licence', () => {
@@ -90,7 +113,7 @@ describe('package.json', () => {
     expect(readFileSync('CHANGELOG.md', 'utf8')).toMatch(/^## \[Unreleased\]|^## \[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}$/m);
     expect(pkg.bin).toEqual({ dynein: 'bin/dynein.js' });
     expect(pkg.scripts.prepack).toBe('npm run build');
-    expect(pkg.scripts.build).toMatch(/tsc -p tsconfig\.build\.json && node scripts\/bundle-lambdas\.mjs/);
+    expect(pkg.scripts.build).toMatch(/tsc -p tsconfig\.build\.json && node scripts\/build-cjs\.mjs && node scripts\/bundle-lambdas\.mjs/);
   });
 
   it('makes aws-cdk-lib, constructs and the local stack optional peers, kept as devDependencies', () => {
@@ -107,7 +130,7 @@ describe('package.json', () => {
   });
 
   it("declares every package the client and the CLI import at run time, and nothing they don't", () => {
-    const { packages, files } = runtimeImports(['client/index.ts', 'client/cli.ts']);
+    const { packages, files } = runtimeImports(['client/index.ts', 'client/lambda.ts', 'client/cli.ts']);
     expect([...files].map((f) => relative('.', f)).filter((f) => !/^(client|core)\//.test(f))).toEqual([]);
     const typesOnly = Object.keys(pkg.dependencies).filter((d) => d.startsWith('@types/'));
     expect([...packages].sort()).toEqual(

@@ -9,8 +9,6 @@ import { RequestCounter } from '../../adapters/requestCounter.js';
 import { createTableInput } from '../../adapters/tableSchema.js';
 import { alignFauxqsCharset } from '../../local/fauxqsCharset.js';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 const region = 'us-east-1';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 
