@@ -10,5 +10,7 @@ export default defineConfig({
     // some files are CPU-bound (thousands of rows in dynalite), and a third file at once starved
     // the event loops of the files that wait on due times.
     maxWorkers: 2,
+    // Every reply the local stack's API gives the e2e and client tests must match docs/openapi.yaml.
+    setupFiles: ['test/contract/replies.setup.ts'],
   },
 });

@@ -165,11 +165,21 @@ export function packageJson(from: string = fileURLToPath(import.meta.url)): {
   version: string;
   peerDependencies?: Record<string, string>;
 } {
+  const pkg = JSON.parse(readFileSync(join(packageRoot(from), 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+    peerDependencies?: Record<string, string>;
+  };
+  return pkg;
+}
+
+/** The package's root directory (where its package.json, `dist/` and `docs/` are), found by walking up from `from`. */
+export function packageRoot(from: string = fileURLToPath(import.meta.url)): string {
   for (let dir = dirname(from); ; dir = dirname(dir)) {
     const file = join(dir, 'package.json');
     if (existsSync(file)) {
-      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string; peerDependencies?: Record<string, string> };
-      if (pkg.name === 'dynein-serverless' && typeof pkg.version === 'string') return { ...pkg, name: pkg.name, version: pkg.version };
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'dynein-serverless' && typeof pkg.version === 'string') return dir;
     }
     if (dirname(dir) === dir) throw new Error(`no package.json of dynein-serverless above ${from}`);
   }

@@ -110,6 +110,8 @@ export interface JobStatus {
   readonly tenant: string;
   readonly runAt: string;
   readonly state: JobState;
+  /** `SCHEDULED` and `ACQUIRED`: the priority (1 to 9) of a job submitted with one other than 5. */
+  readonly priority?: number;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */

@@ -117,7 +117,11 @@ export class JobsService {
     // Earlier attempts only when there were some: a job done on its first attempt costs no query.
     const attempts = live && live.attempt > 1 ? await history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [];
     const timeline = timelineOf(id.dueMs, row, live, attempts);
-    if (live) return { ...reply, state: live.outcome, timeline };
+    if (live) {
+      // The outcome replaces the row's answer: UNKNOWN's explanation (the row is gone) does not apply.
+      const { message: _unknown, ...known } = reply;
+      return { ...known, state: live.outcome, timeline };
+    }
     if (reply.state === 'QUEUED') return { ...reply, state: 'DELIVERED', timeline };
     return { ...reply, timeline };
   }

@@ -3,6 +3,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../cliTarget.js';
 import type { Credentials } from '../client.js';
 import { APP_JS } from './app.js';
 import { PAGE_HTML } from './page.js';
@@ -117,6 +120,10 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       res.writeHead(200, { ...headers, 'content-type': 'text/javascript; charset=utf-8' });
       return void res.end(APP_JS);
     }
+    if (method === 'GET' && url.pathname === '/openapi.yaml') {
+      res.writeHead(200, { ...headers, 'content-type': 'application/yaml; charset=utf-8' });
+      return void res.end(openApiDocument());
+    }
     if (method === 'GET' && url.pathname === '/ui/config')
       return json(res, 200, {
         endpoint: base.origin + base.pathname.replace(/\/$/, ''),
@@ -209,4 +216,10 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
   res.end(JSON.stringify(body));
+}
+
+let document: string | undefined;
+/** The HTTP API's OpenAPI document (`docs/openapi.yaml`, shipped in the package), read on first request. */
+function openApiDocument(): string {
+  return (document ??= readFileSync(join(packageRoot(), 'docs', 'openapi.yaml'), 'utf8'));
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,6 +92,10 @@ describe('dynein ui', () => {
       });
       const config = (await (await fetch(`${url}ui/config`)).json()) as Record<string, unknown>;
       expect(config).toMatchObject({ local: false, tenant: 'alpha', tenants: ['alpha'], endpoint: stub.endpoint });
+      // The HTTP API's contract, served beside the page (the same document the package ships).
+      const spec = await fetch(`${url}openapi.yaml`);
+      expect(spec.headers.get('content-type')).toBe('application/yaml; charset=utf-8');
+      expect(await spec.text()).toBe(readFileSync('docs/openapi.yaml', 'utf8'));
       const job = await fetch(`${url}api/v1/tenants/alpha/jobs/alpha-job-001`, { headers: { 'x-dynein-ui': '1' } });
       expect(job.status).toBe(200); // the stub verified the SigV4 signature of the environment's key
       expect(((await job.json()) as { state: string }).state).toBe('SCHEDULED');

@@ -1,4 +1,4 @@
-import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/config.js';
@@ -124,6 +124,16 @@ describe('job history', () => {
       expect(after.timeline?.map((e) => e.event)).toEqual(['SCHEDULED', 'DELIVERED', 'FAILED', 'SUCCEEDED']);
       expect(after.timeline?.[2]).toMatchObject({ attempt: 1, error: 'boom' });
       expect(after.timeline?.[3]).toMatchObject({ attempt: 2, durationMs: 42, result: { sent: true } });
+
+      // The delivered marker expired (TTL): the outcome still answers, without the explanation
+      // UNKNOWN carries when nothing is known (a finished job has no "what to do").
+      const id = sys.w.codec.parse(hTable!.jobId);
+      await em.dynamo.send(
+        new DeleteItemCommand({ TableName: sys.tableName, Key: { pk: { S: String(id.shard) }, sk: { S: sortKey(id.dueMs, id.jobId) } } }),
+      );
+      const expired = await sys.w.jobs.status('hist', hTable!.jobId);
+      expect(expired.state).toBe('SUCCEEDED');
+      expect(expired).not.toHaveProperty('message');
 
       // Once reported, it lists under its outcome only, as GET shows it: never DELIVERED beside SUCCEEDED.
       const delivered = await sys.w.lister.list('hist', { state: 'DELIVERED' });

@@ -78,6 +78,7 @@ describe('package.json', () => {
       '.': both('client/index'),
       './lambda': both('client/lambda'),
       './cdk': both('lib/index'),
+      './openapi.yaml': './docs/openapi.yaml',
       './package.json': './package.json',
     });
     for (const [entry, source] of [
