@@ -12,6 +12,8 @@ import {
   type TenantSettingsUpdate,
 } from './client.js';
 import { startLocal } from './cliLocal.js';
+import { progressLine } from './cliProgress.js';
+import { SHELLS, completionScript, type CompletionCommand, type CompletionFlag, type Shell } from './cliCompletion.js';
 import { UsageError, packageJson, readLocalJson, redrive, resolveAdminTarget, resolveTarget, type Target } from './cliTarget.js';
 import { startUiServer } from './ui/server.js';
 import { DyneinApiError } from './errors.js';
@@ -463,7 +465,15 @@ const COMMANDS: Record<string, Command | Group> = {
       let nextCursor: string | undefined;
       if (values.all) {
         const all: ListedJob[] = [];
-        for await (const j of api.jobs(tenant, { limit: 1000, ...filter })) all.push(j);
+        const line = progressLine(io.progress, () => io.err(''), 'read', 'jobs');
+        try {
+          for await (const j of api.jobs(tenant, { limit: 1000, ...filter })) {
+            all.push(j);
+            if (all.length % 1000 === 0) line.update(all.length);
+          }
+        } finally {
+          line.end();
+        }
         jobs = all;
       } else {
         ({ jobs, nextCursor } = await api.listJobs(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) }));
@@ -755,7 +765,10 @@ const COMMANDS: Record<string, Command | Group> = {
       noPositionals('redrive', rest);
       const target = resolve();
       if (!target.queueUrl || !target.dlqUrl) throw new UsageError('redrive needs --queue-url and --dlq-url with --endpoint');
-      const { moved, method } = await redrive(target.sqs(), target.queueUrl, target.dlqUrl, io.err);
+      const line = progressLine(io.progress, () => io.err(''), 'moved', 'messages');
+      const { moved, method } = await redrive(target.sqs(), target.queueUrl, target.dlqUrl, io.err, (n, total) =>
+        line.update(n, total),
+      ).finally(() => line.end());
       io.out(
         `moved ${moved} message${moved === 1 ? '' : 's'} from the DLQ back to the queue${method === 'copy' ? ' (receive, send, delete: this SQS has no StartMessageMoveTask)' : ''}`,
       );
@@ -976,7 +989,48 @@ const COMMANDS: Record<string, Command | Group> = {
       return 0;
     },
   },
+
+  completion: {
+    brief: 'print the shell completion script (bash, zsh or fish)',
+    usage: '<bash|zsh|fish>',
+    summary:
+      'Print the completion script of a shell, for its commands, subcommands and options:\n' +
+      '  bash: source <(dynein completion bash)   (in ~/.bashrc)\n' +
+      '  zsh:  source <(dynein completion zsh)    (in ~/.zshrc)\n' +
+      '  fish: dynein completion fish > ~/.config/fish/completions/dynein.fish',
+    targeted: false,
+    flags: { ...HELP },
+    async run({ rest, io }) {
+      const shell = rest[0];
+      if (rest.length !== 1 || !SHELLS.includes(shell as Shell))
+        throw new UsageError(`completion needs one shell: dynein completion ${SHELLS.join('|')}`);
+      io.out(completionScript(shell as Shell, completionTable()).trimEnd());
+      return 0;
+    },
+  },
 };
+
+/** The command table as completion sees it: the same commands and flags `--help` prints. */
+function completionTable(): CompletionCommand[] {
+  const flagsOf = (flags: Readonly<Record<string, Flag>>): CompletionFlag[] =>
+    Object.entries(flags).map(([name, f]) => ({
+      name,
+      short: f.short,
+      takesValue: f.type === 'string',
+      path: f.arg === '<dir>' ? 'dir' : f.arg?.includes('file') ? 'file' : undefined,
+      help: f.help,
+    }));
+  return Object.entries(COMMANDS).map(([name, c]) =>
+    'subcommands' in c
+      ? {
+          name,
+          brief: c.brief,
+          flags: flagsOf(HELP),
+          subcommands: Object.entries(c.subcommands).map(([sub, s]) => ({ name: sub, brief: s.brief, flags: flagsOf(s.flags) })),
+        }
+      : { name, brief: c.brief, flags: flagsOf(c.flags), ...(name === 'completion' ? { args: SHELLS } : {}) },
+  );
+}
 
 /** A `dynein tenant <name> <tenant>` command: one tenant, the operator's target, the controls printed. */
 function adminCommand(

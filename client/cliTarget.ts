@@ -191,13 +191,15 @@ const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImpl
 /**
  * Moves every message of the DLQ back to the queue: `StartMessageMoveTask` where SQS has it
  * (waiting for the task to finish), else a receive, send, delete loop (a message leaves the DLQ
- * only after its copy was sent: a crash duplicates, never loses).
+ * only after its copy was sent: a crash duplicates, never loses). `progress` hears the count moved
+ * so far and of how many (the task's counts; for the copy, the DLQ's approximate depth at the start).
  */
 export async function redrive(
   sqs: SQSClient,
   queueUrl: string,
   dlqUrl: string,
   log: (line: string) => void,
+  progress?: (moved: number, total?: number) => void,
 ): Promise<{ moved: number; method: 'StartMessageMoveTask' | 'copy' }> {
   const arnOf = async (url: string) =>
     (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
@@ -212,12 +214,19 @@ export async function redrive(
           throw new Error(`message move task ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ''}`);
         return { moved: task.ApproximateNumberOfMessagesMoved ?? 0, method: 'StartMessageMoveTask' };
       }
+      if (task) progress?.(task.ApproximateNumberOfMessagesMoved ?? 0, task.ApproximateNumberOfMessagesToMove);
       await sleep(2_000);
     }
   } catch (err) {
     if (!UNSUPPORTED.test((err as Error).name ?? '')) throw err;
   }
   let moved = 0;
+  const total = progress
+    ? Number(
+        (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes
+          ?.ApproximateNumberOfMessages,
+      )
+    : undefined;
   for (let empty = 0; empty < 2;) {
     const { Messages: msgs = [] } = await sqs.send(
       new ReceiveMessageCommand({
@@ -273,6 +282,7 @@ export async function redrive(
       }
     }
     moved += ok.length - notDeleted.length;
+    progress?.(moved, Number.isFinite(total) ? total : undefined);
     if (notDeleted.length > 0) {
       // Visible again at once, so that `dynein dlq peek` shows them for their delete.
       await sqs

@@ -321,5 +321,48 @@ describe('dynein CLI', () => {
     expect(await depth(queueUrl)).toBe(3);
     const empty = await dynein(['redrive', '--tenant', 'gamma']);
     expect(empty.stdout).toMatch(/^moved 0 messages/);
+
+    // On a terminal, a progress line counts what moved of the DLQ's depth (in process, main()'s Io).
+    await sendDeliveries(
+      sqs,
+      dlqUrl,
+      Array.from({ length: 12 }, (_, i) => ({ jobId: `dead-p${i}` })),
+    );
+    const drawn: string[] = [];
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(['redrive', '--tenant', 'gamma', '--data-dir', stack.dataDir], {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+      progress: (l) => drawn.push(l),
+    });
+    expect(code).toBe(0);
+    expect(out[0]).toMatch(/^moved 12 messages from the DLQ back to the queue/);
+    expect(drawn.length).toBeGreaterThan(0);
+    for (const line of drawn) expect(line).toMatch(/^moved \d+\/12 messages/);
+    expect(drawn.at(-1)).toMatch(/^moved 12\/12 messages/);
+    expect(err.at(-1)).toBe(''); // the progress line ended before the summary
   }, 30_000);
+
+  it('jobs --all reads every page with a progress line on a terminal', async () => {
+    const file = join(tmp, 'many.jsonl');
+    writeFileSync(file, Array.from({ length: 1_050 }, (_, i) => JSON.stringify({ payload: i, delaySeconds: 3_600 + i })).join('\n'));
+    expect((await dynein(['batch', '--tenant', 'beta', file])).code).toBe(0);
+    const drawn: string[] = [];
+    const out: string[] = [];
+    const listAll = async () => {
+      drawn.length = 0;
+      out.length = 0;
+      return main(['jobs', '--tenant', 'beta', '--state', 'SCHEDULED', '--all', '--data-dir', stack.dataDir], {
+        out: (l) => out.push(l),
+        err: () => {},
+        progress: (l) => drawn.push(l),
+      });
+    };
+    // Ingest stores the batch within a few seconds: list until every job is there.
+    const until = Date.now() + 30_000;
+    while ((await listAll()) === 0 && out.length < 1_050 && Date.now() < until) await new Promise((r) => setTimeout(r, 500));
+    expect(out.length).toBeGreaterThanOrEqual(1_050);
+    expect(drawn[0]).toMatch(/^read 1,000 jobs/);
+  }, 60_000);
 });

@@ -59,7 +59,7 @@ describe('dynein --version and --help', () => {
 
   it('a bad command line is one line on stderr and exit code 2', async () => {
     const cases: [string[], RegExp][] = [
-      [['frobnicate'], /^dynein: unknown command 'frobnicate': one of schedule, .*local \(see `dynein --help`\)$/],
+      [['frobnicate'], /^dynein: unknown command 'frobnicate': one of schedule, .*local, completion \(see `dynein --help`\)$/],
       [['help', 'frobnicate'], /unknown command 'frobnicate'/],
       [['constructor'], /unknown command 'constructor'/],
       [['help', 'toString'], /unknown command 'toString'/],
