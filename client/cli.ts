@@ -13,8 +13,18 @@ import {
 } from './client.js';
 import { startLocal } from './cliLocal.js';
 import { progressLine } from './cliProgress.js';
+import { describeStackOutputs, stackTarget } from './cliStack.js';
 import { SHELLS, completionScript, type CompletionCommand, type CompletionFlag, type Shell } from './cliCompletion.js';
-import { UsageError, packageJson, readLocalJson, redrive, resolveAdminTarget, resolveTarget, type Target } from './cliTarget.js';
+import {
+  UsageError,
+  awsCredentials,
+  packageJson,
+  readLocalJson,
+  redrive,
+  resolveAdminTarget,
+  resolveTarget,
+  type Target,
+} from './cliTarget.js';
 import { startUiServer } from './ui/server.js';
 import { DyneinApiError } from './errors.js';
 import { Worker } from './worker.js';
@@ -62,6 +72,11 @@ const WHERE: Record<string, Flag> = {
     arg: '<url>',
     help: 'the API on AWS instead of the local stack (default $DYNEIN_ENDPOINT); credentials from the AWS default chain',
   },
+  stack: {
+    type: 'string',
+    arg: '<name>',
+    help: "or the scheduler's CloudFormation stack: the endpoint and the tenant's queues from its outputs",
+  },
   profile: { type: 'string', arg: '<name>', help: 'with --endpoint: the AWS profile for credentials (default $DYNEIN_PROFILE)' },
   region: {
     type: 'string',
@@ -77,6 +92,25 @@ export const FLAG_ENV: Readonly<Record<string, string>> = {
   profile: 'DYNEIN_PROFILE',
 };
 
+/**
+ * With `--stack`: the endpoint and the tenant's queue URLs from the stack's outputs, by flag name
+ * (a `--queue-url` or `--dlq-url` given still wins); without it, undefined.
+ */
+async function stackOf(
+  given: (flag: string) => string | undefined,
+  values: Values,
+  env: NodeJS.ProcessEnv,
+): Promise<Record<string, string | undefined> | undefined> {
+  const stack = given('stack');
+  if (stack === undefined) return undefined;
+  if (typeof values.endpoint === 'string') throw new UsageError('give --stack or --endpoint, not both');
+  const region = given('region') ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  if (!region) throw new UsageError('--stack needs the region of the stack: --region, DYNEIN_REGION or AWS_REGION');
+  const outputs = await describeStackOutputs(stack, region, awsCredentials(given('profile')), env);
+  const target = stackTarget(stack, outputs, given('tenant'));
+  return { endpoint: target.endpoint, 'queue-url': target.queueUrl, 'dlq-url': target.dlqUrl };
+}
+
 /** A string flag's value: the command line's, else (for a flag the command takes) its environment variable's, else undefined. */
 function flagValue(values: Values, flag: string, flags: Readonly<Record<string, Flag>>, env: NodeJS.ProcessEnv): string | undefined {
   const given = values[flag];
@@ -87,8 +121,12 @@ function flagValue(values: Values, flag: string, flags: Readonly<Record<string, 
   return value ? value : undefined;
 }
 const QUEUES: Record<string, Flag> = {
-  'queue-url': { type: 'string', arg: '<url>', help: "the tenant's queue (default from the local stack; required with --endpoint)" },
-  'dlq-url': { type: 'string', arg: '<url>', help: "the tenant's dead-letter queue (default from the local stack)" },
+  'queue-url': {
+    type: 'string',
+    arg: '<url>',
+    help: "the tenant's queue (default from the local stack or --stack; required with --endpoint)",
+  },
+  'dlq-url': { type: 'string', arg: '<url>', help: "the tenant's dead-letter queue (default from the local stack or --stack)" },
 };
 
 const VERSION: Record<string, Flag> = { version: { type: 'boolean', help: 'print the version of dynein-serverless' } };
@@ -242,7 +280,11 @@ export async function main(args: readonly string[], io: Io = stdio, env: NodeJS.
       return 0;
     }
     const rest = positionals.slice(name.split(' ').length);
-    const str = (flag: string) => flagValue(values, flag, spec.flags, env);
+    const given = (flag: string) => flagValue(values, flag, spec.flags, env);
+    const fromStack = await stackOf(given, values, env);
+    // The stack's endpoint beats DYNEIN_ENDPOINT (a flag beats the environment); a queue URL given beats the stack's.
+    const str = (flag: string) =>
+      fromStack && flag in fromStack ? (flag === 'endpoint' ? fromStack[flag] : (given(flag) ?? fromStack[flag])) : given(flag);
     const tenant = str('tenant');
     if (spec.targeted && !tenant) throw new UsageError(`${name} needs --tenant <name> (or DYNEIN_TENANT)`);
     let resolved: Target | undefined;

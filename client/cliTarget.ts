@@ -69,7 +69,7 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
     const region =
       o.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com/.exec(o.endpoint)?.[1];
     if (!region) throw new UsageError('no region: pass --region, or set AWS_REGION');
-    const credentials = o.profile ? ofProfile(o.profile) : fromNodeProviderChain();
+    const credentials = awsCredentials(o.profile);
     return {
       endpoint: o.endpoint,
       region,
@@ -111,8 +111,12 @@ export function resolveTarget(o: TargetOptions, env: NodeJS.ProcessEnv = process
   };
 }
 
-/** The default chain for one named profile; its failure names the profile (it came from a flag or DYNEIN_PROFILE). */
-function ofProfile(profile: string): ReturnType<typeof fromNodeProviderChain> {
+/**
+ * The AWS default credential chain, of one named profile when given; the failure of a named
+ * profile names it (it came from a flag or DYNEIN_PROFILE).
+ */
+export function awsCredentials(profile?: string): ReturnType<typeof fromNodeProviderChain> {
+  if (profile === undefined) return fromNodeProviderChain();
   const chain = fromNodeProviderChain({ profile });
   return async (options) => {
     try {

@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -221,6 +223,91 @@ describe('dynein CLI', () => {
       2,
       /schedule needs --tenant <name> \(or DYNEIN_TENANT\)/,
     );
+  }, 60_000);
+
+  it('--stack reads the endpoint and the tenant queues from the stack outputs (a stub of CloudFormation)', async () => {
+    const alpha = local.tenants.alpha!;
+    const gamma = local.tenants.gamma!;
+    const calls: { auth: string; body: string }[] = [];
+    // DescribeStacks as CloudFormation's query API answers it: outputs as lib/stack.ts names them.
+    const stub = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        calls.push({ auth: String(req.headers.authorization), body });
+        const name = new URLSearchParams(body).get('StackName');
+        if (name !== 'Dynein' && name !== 'Other') {
+          res.writeHead(400, { 'content-type': 'text/xml' });
+          res.end(
+            `<ErrorResponse><Error><Type>Sender</Type><Code>ValidationError</Code><Message>Stack with id ${name} does not exist</Message></Error></ErrorResponse>`,
+          );
+          return;
+        }
+        const outputs: Record<string, string> =
+          name === 'Dynein'
+            ? { ApiUrl: local.endpoint, TenantgammaQueueUrl: gamma.queueUrl, TenantgammaDlqUrl: gamma.dlqUrl, TableName: 't' }
+            : { TableName: 't' };
+        const members = Object.entries(outputs)
+          .map(([k, v]) => `<member><OutputKey>${k}</OutputKey><OutputValue>${v.replace(/&/g, '&amp;')}</OutputValue></member>`)
+          .join('');
+        res.writeHead(200, { 'content-type': 'text/xml' });
+        res.end(
+          `<DescribeStacksResponse><DescribeStacksResult><Stacks><member><StackName>${name}</StackName><Outputs>${members}</Outputs></member></Stacks></DescribeStacksResult></DescribeStacksResponse>`,
+        );
+      });
+    });
+    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
+    try {
+      const env = {
+        AWS_ACCESS_KEY_ID: alpha.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: alpha.secretAccessKey,
+        AWS_PROFILE: undefined,
+        AWS_REGION: local.region,
+        AWS_ENDPOINT_URL_CLOUDFORMATION: `http://127.0.0.1:${(stub.address() as AddressInfo).port}`,
+        DYNEIN_DATA_DIR: tmp, // no local stack there: only the stack's outputs can say where the API is
+      };
+      const scheduled = await dynein(['schedule', '--tenant', 'alpha', '--in', '10m', '--stack', 'Dynein'], env);
+      expect(scheduled.stderr).toBe('');
+      expect(scheduled.stdout).toMatch(/^j1\.alpha\./);
+      // Signed for CloudFormation in the region, with the caller's key.
+      expect(calls[0]!.body).toBe('Action=DescribeStacks&StackName=Dynein&Version=2010-05-15');
+      expect(calls[0]!.auth).toMatch(new RegExp(`Credential=${alpha.accessKeyId}/\\d{8}/${local.region}/cloudformation/aws4_request`));
+      // The tenant's queues too: redrive needs no --queue-url or --dlq-url (gamma's keys for gamma's queues).
+      await sendDeliveries(sqs, gamma.dlqUrl, [{ jobId: 'dead-stack' }]);
+      const moved = await dynein(['redrive', '--tenant', 'gamma', '--stack', 'Dynein'], {
+        ...env,
+        AWS_ACCESS_KEY_ID: gamma.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: gamma.secretAccessKey,
+        AWS_ENDPOINT_URL_SQS: local.sqsEndpoint,
+      });
+      expect(moved.stdout).toMatch(/^moved 1 message /);
+      expectError(
+        await dynein(['get', '--tenant', 'alpha', 'x', '--stack', 'Nope'], env),
+        1,
+        /--stack Nope: CloudFormation \(.+\) answered 400 ValidationError: Stack with id Nope does not exist/,
+      );
+      expectError(
+        await dynein(['get', '--tenant', 'alpha', 'x', '--stack', 'Other'], env),
+        1,
+        /--stack Other has no ApiUrl output \(it has TableName\): name the stack of DyneinStack, or pass --endpoint/,
+      );
+      expectError(
+        await dynein(['get', '--tenant', 'alpha', 'x', '--stack', 'Dynein', '--endpoint', local.endpoint], env),
+        2,
+        /give --stack or --endpoint, not both/,
+      );
+      expectError(
+        await dynein(['get', '--tenant', 'alpha', 'x', '--stack', 'Dynein'], {
+          ...env,
+          AWS_REGION: undefined,
+          AWS_DEFAULT_REGION: undefined,
+        }),
+        2,
+        /--stack needs the region of the stack/,
+      );
+    } finally {
+      stub.close();
+    }
   }, 60_000);
 
   it('batch schedules a JSON Lines file with a summary, and refuses a malformed file before sending anything', async () => {
