@@ -12,9 +12,12 @@
 //	AWS credentials  from the SDK's default chain: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
 //	                 (AWS_SESSION_TOKEN), a profile, a role... (the local stack: the tenant's keys in local.json)
 //
-// Run (needs Go 1.22+):
+// Run (Go 1.19 or newer; tested with Go 1.19 and aws-sdk-go-v2 1.17):
 //
 //	cd docs/examples/go && go mod init dynein-example && go mod tidy && go run .
+//
+// or, with Debian's packages (apt-get install golang-go golang-github-aws-aws-sdk-go-v2-dev) and no
+// module proxy: GO111MODULE=off GOPATH=/usr/share/gocode go run main.go
 package main
 
 import (
