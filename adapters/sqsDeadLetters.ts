@@ -2,13 +2,14 @@ import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SQSClient,
   StartMessageMoveTaskCommand,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import { packDeadLetters, type DeadLetterQueues, type DlqAttribute, type DlqCopy, type DlqMessage } from '../core/dlq.js';
+import { packDeadLetters, type DeadLetterQueues, type DlqAttribute, type DlqCopy, type DlqMessage, type MoveTask } from '../core/dlq.js';
 
 /** Errors SQS (or a stand-in) answers for an action it does not implement. */
 const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImplemented/;
@@ -107,6 +108,24 @@ export class SqsDeadLetters implements DeadLetterQueues {
       return { taskHandle: res.TaskHandle ?? '' };
     } catch (err) {
       if (UNSUPPORTED.test((err as Error).name ?? '')) return undefined;
+      throw err;
+    }
+  }
+
+  async moveTasks(dlqUrl: string): Promise<MoveTask[]> {
+    const source = await this.#arn(dlqUrl);
+    try {
+      const res = await this.client.send(new ListMessageMoveTasksCommand({ SourceArn: source, MaxResults: 10 }));
+      return (res.Results ?? []).map((t) => ({
+        ...(t.TaskHandle ? { taskHandle: t.TaskHandle } : {}),
+        status: (t.Status ?? 'FAILED') as MoveTask['status'],
+        moved: t.ApproximateNumberOfMessagesMoved ?? 0,
+        ...(t.ApproximateNumberOfMessagesToMove !== undefined ? { toMove: t.ApproximateNumberOfMessagesToMove } : {}),
+        startedAt: new Date(t.StartedTimestamp ?? 0).toISOString(),
+        ...(t.FailureReason ? { failureReason: t.FailureReason } : {}),
+      }));
+    } catch (err) {
+      if (UNSUPPORTED.test((err as Error).name ?? '')) return [];
       throw err;
     }
   }

@@ -4,6 +4,7 @@ import { isJson } from '../core/jsonText.js';
 import {
   DyneinClient,
   scheduleNameProblem,
+  type DeadLetterMoveTask,
   type JobRequest,
   type ListedJob,
   type Schedule,
@@ -939,15 +940,30 @@ const COMMANDS: Record<string, Command | Group> = {
         brief: 'move messages back to the queue: --all, or those named by handles',
         usage: '--tenant <name> (--all | <handle>...) [options]',
         summary:
-          'Move messages of the DLQ back to the tenant queue: --all moves every message (on AWS a message move task that\n' +
-          'runs on after the reply), or name messages by the handles `dynein dlq peek` printed (at most 100).',
+          'Move messages of the DLQ back to the tenant queue: --all moves every message (on AWS a message move task:\n' +
+          'the command waits for it, with its progress on a terminal, unless --no-wait), or name messages by the handles\n' +
+          '`dynein dlq peek` printed (at most 100).',
         targeted: true,
-        flags: { ...TENANT, all: { type: 'boolean', help: 'every message of the DLQ' }, ...JSON_OUT, ...WHERE, ...HELP },
+        flags: {
+          ...TENANT,
+          all: { type: 'boolean', help: 'every message of the DLQ' },
+          'no-wait': { type: 'boolean', help: 'with --all on AWS: return once the move task started, without waiting for it' },
+          ...JSON_OUT,
+          ...WHERE,
+          ...HELP,
+        },
         async run({ values, rest, target, tenant, io }) {
           if (Boolean(values.all) === rest.length > 0)
             throw new UsageError('dlq redrive needs --all or the handles of messages (from dynein dlq peek), not both');
-          const reply = await client(target()).redriveDeadLetters(tenant, values.all ? { all: true } : { handles: rest });
+          const api = client(target());
+          const reply = await api.redriveDeadLetters(tenant, values.all ? { all: true } : { handles: rest });
           const sentNotDeleted = 'sentNotDeleted' in reply ? (reply.sentNotDeleted ?? []) : [];
+          if ('taskHandle' in reply && !values['no-wait']) {
+            const task = await waitForMove(api, tenant, reply.taskHandle, io);
+            if (values.json) io.out(JSON.stringify({ ...reply, task }));
+            else io.out(`moved ${task.moved} message${task.moved === 1 ? '' : 's'} back to the queue (message move task ${task.status})`);
+            return task.status === 'COMPLETED' ? 0 : 1;
+          }
           if (values.json) io.out(JSON.stringify(reply));
           else if ('taskHandle' in reply) io.out(`started a message move task: ${reply.taskHandle}`);
           else if ('moved' in reply)
@@ -1051,6 +1067,35 @@ const COMMANDS: Record<string, Command | Group> = {
     },
   },
 };
+
+/** How often `dlq redrive --all` asks for its move task's progress. */
+export const MOVE_POLL_MS = 2_000;
+
+/**
+ * Waits for the move task `taskHandle` (the newest move of the tenant's DLQ, which is the one just
+ * started) to end, drawing its progress; answers its last report. A task that failed or was
+ * cancelled is an error line too.
+ */
+async function waitForMove(api: DyneinClient, tenant: string, taskHandle: string, io: Io): Promise<DeadLetterMoveTask> {
+  const line = progressLine(io.progress, () => io.err(''), 'moved', 'messages');
+  try {
+    for (;;) {
+      const [task] = (await api.deadLetterMoves(tenant)).tasks;
+      if (!task) throw new Error(`message move task ${taskHandle} is not listed: see \`dynein dlq peek --tenant ${tenant}\``);
+      if (task.status === 'RUNNING' || task.status === 'CANCELLING') {
+        line.update(task.moved, task.toMove);
+        await new Promise((r) => setTimeout(r, MOVE_POLL_MS));
+        continue;
+      }
+      line.end();
+      if (task.status !== 'COMPLETED')
+        io.err(`message move task ${task.status}${task.failureReason ? `: ${task.failureReason}` : ''} after ${task.moved} messages`);
+      return task;
+    }
+  } finally {
+    line.end();
+  }
+}
 
 /** The command table as completion sees it: the same commands and flags `--help` prints. */
 function completionTable(): CompletionCommand[] {

@@ -185,6 +185,18 @@ export interface DeadLetterPage {
   readonly approximateDepth: number;
 }
 
+/** A move of the DLQ back to the queue (`redriveDeadLetters({ all: true })` on AWS), as SQS reports it; counts are approximate. */
+export interface DeadLetterMoveTask {
+  /** While `RUNNING` only. */
+  readonly taskHandle?: string;
+  readonly status: 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
+  readonly moved: number;
+  /** The messages it found to move when it started. */
+  readonly toMove?: number;
+  readonly startedAt: string;
+  readonly failureReason?: string;
+}
+
 /**
  * Reply of `redriveDeadLetters`: for `all`, the move task started (AWS) or the messages copied
  * (the local stack; `moved` counts messages sent and deleted from the DLQ; `complete: false` when
@@ -615,6 +627,15 @@ export class DyneinClient {
     opts: CallOptions = {},
   ): Promise<DeadLetterRedrive> {
     return this.#request<DeadLetterRedrive>('POST', `v1/tenants/${enc(tenant)}/dlq/redrive`, JSON.stringify(what), opts.signal);
+  }
+
+  /**
+   * The latest moves of the tenant's DLQ back to its queue, newest first: the progress of the move
+   * task `redriveDeadLetters({ all: true })` started. Empty on the local stack (it copies within the request).
+   * @throws TenantNotFoundError
+   */
+  async deadLetterMoves(tenant: string, opts: CallOptions = {}): Promise<{ tasks: readonly DeadLetterMoveTask[] }> {
+    return this.#request<{ tasks: readonly DeadLetterMoveTask[] }>('GET', `v1/tenants/${enc(tenant)}/dlq/redrive`, undefined, opts.signal);
   }
 
   /**

@@ -12,6 +12,7 @@ export {
   type CancelledJob,
   type Credentials,
   type DeadLetter,
+  type DeadLetterMoveTask,
   type DeadLetterPage,
   type DeadLetterRedrive,
   type DeadLettersDeleted,

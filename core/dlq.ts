@@ -52,8 +52,22 @@ export interface DeadLetterQueues {
   delete(queueUrl: string, receiptHandles: readonly string[]): Promise<string[]>;
   /** Starts a move of every message from `dlqUrl` to `queueUrl` (SQS `StartMessageMoveTask`); undefined where unsupported. */
   startMove(dlqUrl: string, queueUrl: string): Promise<{ taskHandle: string } | undefined>;
+  /** The latest moves out of `dlqUrl`, newest first (SQS `ListMessageMoveTasks`); none where unsupported. */
+  moveTasks(dlqUrl: string): Promise<MoveTask[]>;
   /** `ApproximateNumberOfMessages` (visible messages). */
   depth(queueUrl: string): Promise<number>;
+}
+
+/** A move of a DLQ's messages back to its queue, as SQS reports it (counts are approximate). */
+export interface MoveTask {
+  /** Only while `RUNNING` (SQS names a task only while it can be cancelled). */
+  readonly taskHandle?: string;
+  readonly status: 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
+  readonly moved: number;
+  /** The messages the task found to move when it started. */
+  readonly toMove?: number;
+  readonly startedAt: string;
+  readonly failureReason?: string;
 }
 
 /** A copy of a dead letter to send: its id within the call, body and attributes. */
@@ -172,6 +186,17 @@ export class DeadLetterService {
       ...(failed.length > 0 ? { failed } : {}),
       ...(sentNotDeleted.length > 0 ? { sentNotDeleted } : {}),
     };
+  }
+
+  /**
+   * The latest moves of the tenant's DLQ back to its queue, newest first: what `{"all": true}`
+   * started on AWS, with its progress. Empty where the queue service has no move tasks (the local
+   * stack's, where `{"all": true}` copies within the request).
+   */
+  async redriveStatus(tenant: string): Promise<{ tasks: MoveTask[] }> {
+    assertTenantName(tenant);
+    const { dlqUrl } = await this.deps.tenants.require(tenant);
+    return { tasks: await this.deps.queues.moveTasks(dlqUrl) };
   }
 
   /** `{"handles": [...]}`: deletes those messages from the tenant's DLQ. */

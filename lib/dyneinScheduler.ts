@@ -589,6 +589,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
           'sqs:DeleteMessage',
           'sqs:GetQueueAttributes',
           'sqs:StartMessageMoveTask',
+          'sqs:ListMessageMoveTasks',
         ],
         resources: [tenantDlqs],
       }),
@@ -603,7 +604,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     Validations.of(dlq.role!).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${deadLetterQueuePattern(this.tenantQueuePrefix)}]`,
       reason:
-        "Tenant DLQs are created after the scheduler, often in other stacks; their names share this scheduler's prefix (<prefix>-d-<tenant>), so the grant names exactly the tenant DLQs, with five named actions. The function acts on the DLQ of the tenant the IAM-authorized route names only.",
+        "Tenant DLQs are created after the scheduler, often in other stacks; their names share this scheduler's prefix (<prefix>-d-<tenant>), so the grant names exactly the tenant DLQs, with six named actions. The function acts on the DLQ of the tenant the IAM-authorized route names only.",
     });
     Validations.of(dlq.role!).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${tenantQueuePattern(this.tenantQueuePrefix)}]`,
@@ -857,7 +858,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     // A tenant's dead-letter queue: peek, redrive, delete (one integration).
     const dlqIntegration = new HttpLambdaIntegration('DlqIntegration', dlq);
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq', methods: [GET], integration: dlqIntegration });
-    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/redrive', methods: [POST], integration: dlqIntegration });
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/redrive', methods: [POST, GET], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/delete', methods: [POST], integration: dlqIntegration });
     // The operator API (tenant controls): its own prefix, so no tenant grant ever covers it (grantAdmin).
     const adminIntegration = new HttpLambdaIntegration('AdminIntegration', admin);

@@ -282,7 +282,8 @@ export class DyneinTenant extends Construct {
   /**
    * Lets `grantee` look at and act on this tenant's dead-letter queue through the API:
    * `execute-api:Invoke` on exactly `GET /v1/tenants/<name>/dlq` (peek),
-   * `POST /v1/tenants/<name>/dlq/redrive` and `POST /v1/tenants/<name>/dlq/delete` of the
+   * `POST /v1/tenants/<name>/dlq/redrive`, `GET /v1/tenants/<name>/dlq/redrive` (the move tasks'
+   * progress) and `POST /v1/tenants/<name>/dlq/delete` of the
    * `$default` stage, nothing else (no wildcard). The scheduler's dlq function does the SQS work;
    * for direct SQS access use {@link grantRedrive}.
    */
@@ -291,7 +292,12 @@ export class DyneinTenant extends Construct {
     return iam.Grant.addToPrincipal({
       grantee,
       actions: ['execute-api:Invoke'],
-      resourceArns: [this.#routeArn('GET', dlq), this.#routeArn('POST', `${dlq}/redrive`), this.#routeArn('POST', `${dlq}/delete`)],
+      resourceArns: [
+        this.#routeArn('GET', dlq),
+        this.#routeArn('POST', `${dlq}/redrive`),
+        this.#routeArn('GET', `${dlq}/redrive`),
+        this.#routeArn('POST', `${dlq}/delete`),
+      ],
     });
   }
 

@@ -130,6 +130,13 @@ const ROUTES: readonly Route[] = [
     handler: 'dlq' as const,
     params: ['tenant'],
   })),
+  {
+    method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/dlq\/redrive$/,
+    routeKey: 'GET /v1/tenants/{tenant}/dlq/redrive',
+    handler: 'dlq',
+    params: ['tenant'],
+  },
   ...(
     [
       ['GET', ''],

@@ -199,7 +199,7 @@ export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 
 /**
  * The tenant dead-letter queue routes: `GET /v1/tenants/{tenant}/dlq` (peek),
- * `POST .../dlq/redrive` and `POST .../dlq/delete`.
+ * `POST .../dlq/redrive`, `GET .../dlq/redrive` (the move tasks) and `POST .../dlq/delete`.
  */
 export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
@@ -210,6 +210,7 @@ export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     const service = w.deadLetters;
     if (method === 'POST' && path.endsWith('/dlq/redrive'))
       return respond(event, 200, () => service.redrive(tenant, bodyOf(event)), unexpected);
+    if (method === 'GET' && path.endsWith('/dlq/redrive')) return respond(event, 200, () => service.redriveStatus(tenant), unexpected);
     if (method === 'POST' && path.endsWith('/dlq/delete'))
       return respond(event, 200, () => service.delete(tenant, bodyOf(event)), unexpected);
     return respond(event, 200, () => service.peek(tenant, event.queryStringParameters ?? {}), unexpected);

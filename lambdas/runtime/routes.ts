@@ -29,6 +29,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'POST', path: '/v1/tenants/{tenant}/schedules/{name}/resume', query: [] },
   { method: 'GET', path: '/v1/tenants/{tenant}/dlq', query: ['max'] },
   { method: 'POST', path: '/v1/tenants/{tenant}/dlq/redrive', query: [] },
+  { method: 'GET', path: '/v1/tenants/{tenant}/dlq/redrive', query: [] },
   { method: 'POST', path: '/v1/tenants/{tenant}/dlq/delete', query: [] },
   { method: 'GET', path: '/v1/admin/tenants/{tenant}', query: [] },
   { method: 'POST', path: '/v1/admin/tenants/{tenant}/pause', query: [] },

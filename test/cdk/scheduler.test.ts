@@ -76,6 +76,7 @@ describe('HTTP API', () => {
     'GET /v1/tenants/{tenant}/dlq',
     'POST /v1/tenants/{tenant}/dlq/redrive',
     'POST /v1/tenants/{tenant}/dlq/delete',
+    'GET /v1/tenants/{tenant}/dlq/redrive',
     'POST /v1/tenants/{tenant}/jobs/outcomes',
     'GET /v1/admin/tenants/{tenant}',
     'POST /v1/admin/tenants/{tenant}/pause',
@@ -83,7 +84,7 @@ describe('HTTP API', () => {
     'PUT /v1/admin/tenants/{tenant}/settings',
   ];
 
-  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the three dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the four dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -94,9 +95,9 @@ describe('HTTP API', () => {
       [ROUTES[3]!]: 'cancel',
       [ROUTES[4]!]: 'status',
       ...Object.fromEntries(ROUTES.slice(5, 11).map((r) => [r, 'schedules'])),
-      ...Object.fromEntries(ROUTES.slice(11, 14).map((r) => [r, 'dlq'])),
-      [ROUTES[14]!]: 'status', // outcome reports (docs/history.md)
-      ...Object.fromEntries(ROUTES.slice(15, 19).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
+      ...Object.fromEntries(ROUTES.slice(11, 15).map((r) => [r, 'dlq'])),
+      [ROUTES[15]!]: 'status', // outcome reports (docs/history.md)
+      ...Object.fromEntries(ROUTES.slice(16, 20).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -354,6 +355,7 @@ describe('functions', () => {
         'sqs:DeleteMessage',
         'sqs:GetQueueAttributes',
         'sqs:StartMessageMoveTask',
+        'sqs:ListMessageMoveTasks',
         'sqs:SendMessage',
       ],
       allowed: [],
@@ -421,6 +423,7 @@ describe('functions', () => {
       'sqs:ChangeMessageVisibility',
       'sqs:DeleteMessage',
       'sqs:GetQueueAttributes',
+      'sqs:ListMessageMoveTasks',
       'sqs:ReceiveMessage',
       'sqs:SendMessage',
       'sqs:StartMessageMoveTask',

@@ -1,5 +1,5 @@
 /**
- * Per-tenant monitoring and the dead-letter grant: grantDeadLetters gives exactly the three dlq
+ * Per-tenant monitoring and the dead-letter grant: grantDeadLetters gives exactly the four dlq
  * routes; the dashboard has a row per tenant (scheduled, delivered, failed sends, failed jobs
  * with history, lateness, queue and DLQ) on metrics with a Tenant dimension; each tenant has its
  * alarms (DLQ, lateness p99, delivery failures, failed jobs when monitored) that a team
@@ -74,13 +74,18 @@ const tenantLine = (lines: Line[], tenant: string, name: string, service: string
   );
 
 describe('grantDeadLetters', () => {
-  it('allows execute-api:Invoke on exactly the tenant’s three dlq routes', () => {
+  it('allows execute-api:Invoke on exactly the tenant’s four dlq routes', () => {
     const granted = allowed(roleStatements(t, idOf(dlqRole)));
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const api = ref(scheduler.httpApi);
     const arn = (route: string) => `arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/$default/${route}`;
     expect([...granted.get('execute-api:Invoke')!].sort()).toEqual(
-      [arn('GET/v1/tenants/alpha/dlq'), arn('POST/v1/tenants/alpha/dlq/redrive'), arn('POST/v1/tenants/alpha/dlq/delete')].sort(),
+      [
+        arn('GET/v1/tenants/alpha/dlq'),
+        arn('POST/v1/tenants/alpha/dlq/redrive'),
+        arn('GET/v1/tenants/alpha/dlq/redrive'),
+        arn('POST/v1/tenants/alpha/dlq/delete'),
+      ].sort(),
     );
   });
 });

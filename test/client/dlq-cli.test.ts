@@ -14,7 +14,8 @@ import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli.js';
 import { redrive } from '../../client/cliTarget.js';
-import { DeadLetterService } from '../../core/dlq.js';
+import { DyneinClient } from '../../client/client.js';
+import { DeadLetterService, type MoveTask } from '../../core/dlq.js';
 import { systemClock } from '../../core/ports.js';
 import { dlqHandler } from '../../lambdas/runtime/handlers.js';
 import { startApiServer } from '../../local/apiServer.js';
@@ -33,6 +34,11 @@ const dataDir = mkdtempSync(join(tmpdir(), 'dynein-dlq-cli-'));
 const keys = { demo: { accessKeyId: 'AKIDDEMO', secretAccessKey: 'demo-secret' } };
 /** When set, the dlq function's deletes from the DLQ fail (injected: the local SQS cannot fail one on demand). */
 let failDeletes = false;
+/**
+ * A message move task as SQS reports it on AWS, one report per `ListMessageMoveTasks` (the last
+ * repeats); undefined: the local SQS, which has none. Injected: fauxqs has no move tasks.
+ */
+let moveReports: MoveTask[] | undefined;
 
 beforeAll(async () => {
   em = await startEmulators();
@@ -47,15 +53,17 @@ beforeAll(async () => {
       status: unused,
       cancel: unused,
       dlq: (event) => {
-        if (!failDeletes) return dlqHandler(sys.w)(event);
+        if (!failDeletes && !moveReports) return dlqHandler(sys.w)(event);
         const real = new SqsDeadLetters(em.sqs);
+        const reports = moveReports;
         const queues = {
           receive: real.receive.bind(real),
           release: real.release.bind(real),
           send: real.send.bind(real),
-          startMove: real.startMove.bind(real),
+          startMove: reports ? () => Promise.resolve({ taskHandle: 'task-1' }) : real.startMove.bind(real),
+          moveTasks: reports ? () => Promise.resolve([reports.length > 1 ? reports.shift()! : reports[0]!]) : real.moveTasks.bind(real),
           depth: real.depth.bind(real),
-          delete: (_url: string, handles: readonly string[]) => Promise.resolve([...handles]),
+          delete: failDeletes ? (_url: string, handles: readonly string[]) => Promise.resolve([...handles]) : real.delete.bind(real),
         };
         return dlqHandler({ ...sys.w, deadLetters: new DeadLetterService({ ...sys.w, queues, clock: systemClock }) })(event);
       },
@@ -96,6 +104,7 @@ async function empty(url: string): Promise<void> {
 
 beforeEach(async () => {
   failDeletes = false;
+  moveReports = undefined;
   await empty(sys.tenants.demo!.url);
   await empty(sys.tenants.demo!.dlqUrl);
   const entries = [0, 1, 2].map((i) => ({
@@ -156,6 +165,48 @@ describe('dynein dlq', () => {
     expect(forged.code).toBe(1);
     expect(forged.err[0]).toMatch(/ValidationError \(HTTP 400\): handles\[0\] is not a handle this API issued/);
     expect(await depth(sys.tenants.demo!.dlqUrl)).toBe(3);
+  });
+
+  it('redrive --all on AWS waits for the move task, drawing its progress, and says how it ended', async () => {
+    const task = (status: MoveTask['status'], moved: number, extra: Partial<MoveTask> = {}): MoveTask => ({
+      status,
+      moved,
+      toMove: 3,
+      startedAt: '2030-01-01T00:00:00.000Z',
+      ...(status === 'RUNNING' ? { taskHandle: 'task-1' } : {}),
+      ...extra,
+    });
+    moveReports = [task('RUNNING', 1), task('RUNNING', 2), task('COMPLETED', 3)];
+    const drawn: string[] = [];
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { out: (l: string) => out.push(l), err: (l: string) => err.push(l), progress: (l: string) => drawn.push(l) };
+    expect(await main(['dlq', 'redrive', '--tenant', 'demo', '--all', '--data-dir', dataDir], io)).toBe(0);
+    expect(out).toEqual(['moved 3 messages back to the queue (message move task COMPLETED)']);
+    expect(drawn.map((l) => l.split(',')[0])).toEqual(['moved 1/3 messages', 'moved 2/3 messages']);
+    expect(err).toEqual(['']); // the progress line ended before the summary
+
+    // A failed task: its reason on stderr, exit 1.
+    moveReports = [task('RUNNING', 1), task('FAILED', 1, { failureReason: 'AWS.SimpleQueueService.NonExistentQueue' })];
+    const failed = await run('dlq', 'redrive', '--tenant', 'demo', '--all');
+    expect(failed.code).toBe(1);
+    expect(failed.err).toEqual(['message move task FAILED: AWS.SimpleQueueService.NonExistentQueue after 1 messages']);
+
+    // --no-wait: the task handle at once; --json: the reply and the task's last report.
+    moveReports = [task('RUNNING', 0)];
+    expect((await run('dlq', 'redrive', '--tenant', 'demo', '--all', '--no-wait')).out).toEqual(['started a message move task: task-1']);
+    moveReports = [task('COMPLETED', 3)];
+    const json = await run('dlq', 'redrive', '--tenant', 'demo', '--all', '--json');
+    expect(JSON.parse(json.out[0]!)).toEqual({ method: 'StartMessageMoveTask', taskHandle: 'task-1', task: task('COMPLETED', 3) });
+  }, 30_000);
+
+  it('reads the move tasks through the API: none on the local SQS', async () => {
+    const api = new DyneinClient({
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      region: 'us-east-1',
+      credentials: keys.demo,
+    });
+    expect(await api.deadLetterMoves('demo')).toEqual({ tasks: [] });
   });
 
   it('keeps `dynein redrive` (straight to SQS) moving everything back', async () => {

@@ -337,6 +337,7 @@ function failingDeletes(mode: 'throw' | 'refuse'): DeadLetterQueues {
     release: (...a) => real.release(...a),
     send: (...a) => real.send(...a),
     startMove: (...a) => real.startMove(...a),
+    moveTasks: (...a) => real.moveTasks(...a),
     depth: (...a) => real.depth(...a),
     delete: async (_url, receiptHandles) => {
       if (mode === 'throw') throw new Error('injected: connection reset');
