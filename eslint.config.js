@@ -39,6 +39,19 @@ export default tseslint.config(
     },
   },
   {
+    // The job browser's script runs in the browser (type-checked against the DOM by tsconfig.browser.json).
+    files: ['client/ui/browser/**/*.ts'],
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        URLSearchParams: 'readonly',
+        HTMLInputElement: 'readonly',
+        HTMLSelectElement: 'readonly',
+      },
+    },
+  },
+  {
     // CommonJS config files (dependency-cruiser's) run in Node's CommonJS scope.
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },

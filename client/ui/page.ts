@@ -1,5 +1,7 @@
 /**
- * The job browser's page (`dynein ui`): plain HTML and CSS, its script at `app.js` (./app.ts), below the run's token as the page.
+ * The job browser's page (`dynein ui`): plain HTML and CSS, its script at `app.js` (TypeScript in
+ * ./browser/, bundled by esbuild: ./appScript.ts), below the run's token as the page. The script
+ * finds its elements by these ids and classes.
  * Nothing is loaded from elsewhere (no framework, no CDN); kept as a string so that the package
  * build (tsc) ships it.
  */
@@ -17,6 +19,7 @@ export const PAGE_HTML = `<!doctype html>
  nav button.on{color:#1d2329;border-bottom-color:var(--a);font-weight:600}
  main{display:flex;gap:1rem;padding:1rem 1.2rem;align-items:flex-start}
  section{background:#fff;border:1px solid var(--b);border-radius:6px;padding:.8rem 1rem;flex:1;min-width:0}
+ main>section{overflow-x:auto}
  #detail{flex:0 0 26rem} #detail[hidden]{display:none}
  form.filters{display:flex;gap:.6rem;flex-wrap:wrap;align-items:end;margin-bottom:.6rem}
  form.filters label{display:flex;flex-direction:column;font-size:.78rem;color:var(--m)}

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../cliTarget.js';
 import type { Credentials } from '../client.js';
-import { APP_JS } from './app.js';
+import { appScript, FROM_SOURCES } from './appScript.js';
+import type { UiConfig } from './uiConfig.js';
 import { PAGE_HTML } from './page.js';
 
 /** Where the job browser sends its API calls, and with which credentials. */
@@ -116,22 +117,21 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       });
       return void res.end(PAGE_HTML);
     }
-    if (method === 'GET' && url.pathname === '/app.js') {
-      res.writeHead(200, { ...headers, 'content-type': 'text/javascript; charset=utf-8' });
-      return void res.end(APP_JS);
-    }
+    if (method === 'GET' && url.pathname === '/app.js') return serveAppScript(res, headers);
     if (method === 'GET' && url.pathname === '/openapi.yaml') {
       res.writeHead(200, { ...headers, 'content-type': 'application/yaml; charset=utf-8' });
       return void res.end(openApiDocument());
     }
-    if (method === 'GET' && url.pathname === '/ui/config')
-      return json(res, 200, {
+    if (method === 'GET' && url.pathname === '/ui/config') {
+      const config: UiConfig = {
         endpoint: base.origin + base.pathname.replace(/\/$/, ''),
         local: opts.local,
         tenants: opts.tenants,
         tenant: opts.tenant ?? opts.tenants[0] ?? '',
         refreshMs: opts.refreshMs ?? 2_000,
-      });
+      };
+      return json(res, 200, config);
+    }
     if (!url.pathname.startsWith('/api/')) return json(res, 404, { error: { code: 'NotFound', message: `no page ${url.pathname}` } });
 
     if (req.headers[UI_HEADER] !== '1')
@@ -193,6 +193,8 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
     res.end(text);
   }
 
+  // Installed, the script is a file of the build: a missing one fails `dynein ui` now, saying to build.
+  if (!FROM_SOURCES) await appScript();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, '127.0.0.1', () => {
@@ -211,6 +213,19 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
         server.closeAllConnections();
       }),
   };
+}
+
+/** The page's script; one that cannot be bundled or read is a 500 saying why, in the browser's devtools. */
+async function serveAppScript(res: ServerResponse, headers: Record<string, string>): Promise<void> {
+  let script: string;
+  try {
+    script = await appScript();
+  } catch (err) {
+    res.writeHead(500, { ...headers, 'content-type': 'text/plain; charset=utf-8' });
+    return void res.end(`dynein ui: ${(err as Error).message}\n`);
+  }
+  res.writeHead(200, { ...headers, 'content-type': 'text/javascript; charset=utf-8' });
+  res.end(script);
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

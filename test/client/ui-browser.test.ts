@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { dirname } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import type * as Client from '../../client/client.js';
+import type * as PageTypes from '../../client/ui/browser/apiTypes.js';
 import { startUiServer, type UiServer } from '../../client/ui/server.js';
 import { STUB_CREDENTIALS, STUB_REGION } from './scheduleStub.js';
 import { startUiStub, stubJob, T0, type UiStub } from './uiStub.js';
@@ -35,7 +36,6 @@ declare const document: {
 };
 
 const CHROMIUM = process.env.DYNEIN_CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOT = 'docs/img/job-browser.png';
 
 let browser: Browser;
 let stub: UiStub;
@@ -276,24 +276,6 @@ describe('the job browser in Chromium', () => {
     expect(await page.$eval('#delete-selected', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
     await page.click('#dlq tbody tr[data-handle="h-1"] input');
     await waitText('#redrive-selected', /Redrive selected \(1\)/);
-    if (process.env.DYNEIN_SCREENSHOT === '1') {
-      // The jobs tab with a job open: the picture in docs/ui.md and the README.
-      await page.click('nav button[data-tab=jobs]');
-      await page.select('#filters select[name=order]', 'desc');
-      await page.select('#filters select[name=limit]', '10');
-      await page.click('#filters button[type=submit]');
-      await page.waitForSelector('tr[data-job-id="alpha-job-102"]');
-      await page.click('tr[data-job-id="alpha-job-102"]');
-      await waitText('#detail-timeline', /CANCELLED/);
-      mkdirSync(dirname(SCREENSHOT), { recursive: true });
-      await page.setViewport({ width: 1280, height: 700 });
-      await page.screenshot({ path: SCREENSHOT });
-      await page.setViewport({ width: 1400, height: 900 });
-      await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
-      await page.click('#filters button[type=submit]');
-      await page.click('nav button[data-tab=dlq]');
-      await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 10);
-    }
     await page.click('#redrive-selected');
     await waitText('#dlq-msg', /^Redrove 1 message to the queue\.$/);
     expect(stub.redriven.map((d) => d.handle)).toEqual(['h-1']);
@@ -423,6 +405,31 @@ describe('the job browser in Chromium', () => {
 });
 
 describe('the job browser server', () => {
+  it('serves the page’s script bundled from client/ui/browser/ into one classic script', async () => {
+    const res = await fetch(`${ui.url}app.js`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    const js = await res.text();
+    expect(js).toMatch(/^"use strict";\n\(\(\) => \{\n/); // esbuild's iife: nothing leaks into the page's globals
+    expect(js).toContain('// client/ui/browser/main.ts');
+    expect(js).not.toMatch(/^\s*(import|export)\b/m); // a bundle: no module left to load
+    // The same script on every request (bundled once).
+    expect(await (await fetch(`${ui.url}app.js`)).text()).toBe(js);
+  });
+
+  it('reads the API’s replies as client.ts types them (checked by tsc: the page’s types mirror those of client.ts)', () => {
+    expectTypeOf<Client.JobStatus>().toExtend<PageTypes.JobStatus>();
+    expectTypeOf<Client.TimelineEvent>().toExtend<PageTypes.TimelineEvent>();
+    expectTypeOf<Client.ListedJob>().toExtend<PageTypes.ListedJob>();
+    expectTypeOf<Client.JobPage>().toExtend<PageTypes.JobPage>();
+    expectTypeOf<Client.Schedule>().toExtend<PageTypes.Schedule>();
+    expectTypeOf<Client.SchedulePage>().toExtend<PageTypes.SchedulePage>();
+    expectTypeOf<Client.DeadLetter>().toExtend<PageTypes.DeadLetter>();
+    expectTypeOf<Client.DeadLetterPage>().toExtend<PageTypes.DeadLetterPage>();
+    expectTypeOf<Client.DeadLetterRedrive>().toExtend<PageTypes.DeadLetterRedrive>();
+    expectTypeOf<Client.DeadLettersDeleted>().toExtend<PageTypes.DeadLettersDeleted>();
+  });
+
   it('never gives the page a secret, and proxies only with its token and header, from this machine, to tenant routes', async () => {
     const html = await (await fetch(ui.url)).text();
     const js = await (await fetch(`${ui.url}app.js`)).text();

@@ -1,16 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DyneinClient, UnrecoverableError, Worker } from '../../client/index.js';
 import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+import { waitUntil } from './support.js';
 
 /**
  * `dynein ui` and the local dashboard against the real local stack (`npm start`), in headless
  * Chromium: the CLI finds the stack's keys in local.json and signs for the page; the dashboard's
- * counters are current while a dispatch step is still running.
+ * counters are current while a dispatch step is still running. The README's picture of the job
+ * browser is taken here, of real jobs: `DYNEIN_SCREENSHOT=1` writes it to docs/img/job-browser.png.
  */
 const CHROMIUM = process.env.DYNEIN_CHROMIUM ?? '/usr/bin/chromium';
+const SCREENSHOT = 'docs/img/job-browser.png';
 
 // The callbacks below run in Chromium; the project compiles without the DOM library.
 interface DomElement {
@@ -43,7 +49,8 @@ beforeAll(async () => {
       `Chromium is not installed at ${CHROMIUM}: the job browser's tests need it. Install it with ` +
         '`apt-get update && apt-get install -y chromium` (Debian/Ubuntu; .ci/run does this), or set DYNEIN_CHROMIUM to its path.',
     );
-  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_TICK_RUN_MS: '90000' });
+  // billing keeps job history (docs/history.md): its delivered jobs show their outcomes and timelines.
+  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta,billing', DYNEIN_HISTORY: 'billing', DYNEIN_TICK_RUN_MS: '90000' });
   local = await stack.waitForLocalJson();
   cli = spawn(process.execPath, ['bin/dynein.js', 'ui', '--port', '0', '--data-dir', stack.dataDir, '--tenant', 'alpha'], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -80,6 +87,81 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** A client of `tenant` with its key from local.json, as its team's code would hold one. */
+const clientOf = (tenant: string) =>
+  new DyneinClient({
+    endpoint: local.endpoint,
+    region: local.region,
+    credentials: { accessKeyId: local.tenants[tenant]!.accessKeyId, secretAccessKey: local.tenants[tenant]!.secretAccessKey },
+  });
+
+/**
+ * A morning of the billing team's jobs, made the way their code makes them: jobs delivered a few
+ * seconds from now and handled by a real Worker that reports outcomes (succeeded; failed once and
+ * then succeeded; failed for good), jobs due later, one cancelled, and a recurring schedule whose
+ * first occurrence is delivered with no outcome yet. Resolves the id of the job retried once.
+ */
+async function billingMorning(): Promise<string> {
+  const billing = clientOf('billing');
+  const soon = new Date(Date.now() + 6_000); // past the 5 s lookahead: through the table, with a delivered marker
+  const delivered = await Promise.all(
+    [
+      { task: 'send-invoice', invoiceId: 'INV-1041' },
+      { task: 'charge-card', invoiceId: 'INV-1042' },
+      { task: 'sync-crm', accountId: 7 },
+      { task: 'refund', invoiceId: 'INV-0999' },
+    ].map((payload) => billing.schedule('billing', { payload, runAt: soon })),
+  );
+  const [, retried, , refused] = delivered.map((j) => j.jobId);
+  const later = (minutes: number) => new Date(Date.now() + minutes * 60_000);
+  for (const [minutes, payload] of [
+    [12, { task: 'send-reminder', invoiceId: 'INV-1043' }],
+    [47, { task: 'charge-card', invoiceId: 'INV-1044' }],
+    [180, { task: 'close-books', period: 'day' }],
+    [1_440, { task: 'send-statement', accountId: 7 }],
+  ] as const)
+    await billing.schedule('billing', { payload, runAt: later(minutes) });
+  const dropped = await billing.schedule('billing', { payload: { task: 'send-reminder', invoiceId: 'INV-1040' }, runAt: later(30) });
+  await billing.cancel('billing', dropped.jobId);
+  await billing.putSchedule('billing', 'nightly-invoices', { expression: 'cron(0 2 * * ? *)', timezone: 'Europe/Paris' });
+
+  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const attempts = new Map<string, number>();
+  const worker = new Worker({
+    queueUrl: local.tenants.billing!.queueUrl,
+    deadLetterQueueUrl: local.tenants.billing!.dlqUrl,
+    sqs,
+    client: billing,
+    handleSignals: false,
+    waitTimeSeconds: 1,
+    backoff: { baseMs: 500, capMs: 500 },
+    handler: async (job) => {
+      const attempt = (attempts.get(job.jobId) ?? 0) + 1;
+      attempts.set(job.jobId, attempt);
+      await new Promise((r) => setTimeout(r, 40 + 30 * attempt)); // a handler takes some time
+      if (job.jobId === retried && attempt === 1) throw new Error('card processor timed out');
+      if (job.jobId === refused) throw new UnrecoverableError('invoice INV-0999 was refunded already');
+      return job.jobId === retried ? { chargeId: 'ch_3PqL81' } : { ok: true };
+    },
+  });
+  const running = worker.run();
+  try {
+    await waitUntil(() => delivered.every((j) => attempts.has(j.jobId)) && attempts.get(retried!) === 2, 30_000, 'the jobs handled');
+  } finally {
+    await worker.stop(); // reports the outcomes still batched
+    await running;
+    sqs.destroy();
+  }
+  // Delivered once no worker runs: listed DELIVERED, no outcome yet. A rate() runs first at creation.
+  await billing.putSchedule('billing', 'sync-ledger', { expression: 'rate(15 minutes)' });
+  for (const until = Date.now() + 20_000; ; await new Promise((r) => setTimeout(r, 200))) {
+    const { jobs } = await billing.listJobs('billing', { schedule: 'sync-ledger', state: 'DELIVERED' });
+    if (jobs.length > 0) break;
+    if (Date.now() > until) throw new Error('the first occurrence of sync-ledger was not delivered');
+  }
+  return retried!;
+}
+
 const schedule = async (tenant: string, runAt: string) => {
   const res = await signedFetch(
     local.endpoint,
@@ -100,7 +182,7 @@ describe('dynein ui against the local stack', () => {
     try {
       await page.goto(uiUrl);
       await page.waitForFunction(() => (document.querySelector('#where')?.textContent ?? '').startsWith('local stack'));
-      expect(await page.$$eval('#tenant option', (os) => os.map((o) => o.textContent))).toEqual(['alpha', 'beta']);
+      expect(await page.$$eval('#tenant option', (os) => os.map((o) => o.textContent))).toEqual(['alpha', 'beta', 'billing']);
       // The listing shows the job once ingest has stored it (live refresh every 2 s).
       await page.waitForFunction(
         (id) => Array.from(document.querySelectorAll('#jobs tbody tr')).some((tr) => (tr.textContent ?? '').includes(id)),
@@ -229,4 +311,48 @@ describe('dynein ui against the local stack', () => {
       await page.close();
     }
   });
+
+  it('shows a tenant’s real jobs and a retried job’s timeline: the picture of the README (DYNEIN_SCREENSHOT=1)', async () => {
+    const retried = await billingMorning();
+    const status = await clientOf('billing').get('billing', retried);
+    expect(status.timeline?.map((e) => e.event)).toEqual(['SCHEDULED', 'DELIVERED', 'FAILED', 'SUCCEEDED']);
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    try {
+      // Wide enough for a real job id (about 60 characters) beside the open job.
+      await page.setViewport({ width: 1740, height: 760 });
+      await page.goto(uiUrl);
+      await page.waitForSelector('#tenant');
+      await page.select('#tenant', 'billing');
+      await page.waitForSelector(`tr[data-job-id="${retried}"]`, { timeout: 10_000 });
+      await page.click(`tr[data-job-id="${retried}"]`);
+      await page.waitForFunction(() => document.querySelectorAll('#detail-timeline li').length === 4, { timeout: 10_000 });
+      await page.mouse.move(0, 0); // no row under the pointer (hover colour)
+
+      const states = await page.$$eval('#jobs tbody tr td:nth-child(3)', (tds) => tds.map((td) => td.textContent));
+      for (const s of ['SUCCEEDED', 'DEAD', 'DELIVERED', 'SCHEDULED', 'CANCELLED']) expect(states).toContain(s);
+      expect(states.length).toBeGreaterThanOrEqual(10);
+      expect(await page.$$eval('#jobs tbody td:nth-child(5)', (tds) => tds.map((td) => td.textContent))).toContain('sync-ledger');
+      expect(await page.$eval('#jobs-msg', (e) => e.textContent)).toBe('');
+      expect(await page.$eval('#detail-msg', (e) => e.textContent)).toBe('');
+      expect(await field(page, 'state')).toBe('SUCCEEDED');
+      const events = await page.$$eval('#detail-timeline li b', (bs) => bs.map((b) => b.textContent));
+      expect(events).toEqual(['SCHEDULED', 'DELIVERED', 'FAILED', 'SUCCEEDED']);
+      const details = await page.$$eval('#detail-timeline li div', (divs) => divs.map((d) => d.textContent));
+      expect(details).toEqual([
+        expect.stringMatching(/^attempt 1, durationMs \d+, error card processor timed out$/),
+        expect.stringMatching(/^attempt 2, durationMs \d+, result \{"chargeId":"ch_3PqL81"\}$/),
+      ]);
+      expect(errors).toEqual([]);
+
+      // Always taken (a page that renders nothing fails here too); kept in the repo on request only.
+      const shot = join(mkdtempSync(join(tmpdir(), 'dynein-ui-')), 'job-browser.png');
+      await page.screenshot({ path: shot });
+      expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
+      if (process.env.DYNEIN_SCREENSHOT === '1') copyFileSync(shot, SCREENSHOT);
+    } finally {
+      await page.close();
+    }
+  }, 90_000);
 });

@@ -107,9 +107,9 @@ describe('the job browser server’s token', () => {
     const html = (await raw(ui.url)).body;
     expect(html).toContain('<script src="app.js">');
     const js = (await raw(`${ui.url}app.js`)).body;
-    expect(js).toContain("fetch('api/v1/tenants/'");
-    expect(js).toContain("fetch('ui/config')");
-    expect(js).not.toMatch(/fetch\('\//);
+    expect(js).toContain('fetch(`api/v1/tenants/${');
+    expect(js).toContain('fetch("ui/config")');
+    expect(js).not.toMatch(/fetch\(["'`]\//);
   });
 
   it('refuses a foreign Host (DNS rebinding) or Origin even with the token', async () => {

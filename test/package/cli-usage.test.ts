@@ -17,7 +17,7 @@ async function run(...args: string[]): Promise<{ code: number; out: string; err:
   return { code, out: out.join('\n'), err };
 }
 
-const COMMANDS = ['schedule', 'batch', 'get', 'cancel', 'jobs', 'worker', 'redrive', 'local'];
+const COMMANDS = ['schedule', 'batch', 'get', 'cancel', 'jobs', 'worker', 'redrive', 'local', 'completion'];
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
 const flagsOf = (usage: string) => [...new Set([...usage.matchAll(/^\s+(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]!))];
 

@@ -1,0 +1,103 @@
+/**
+ * The shapes of the replies the page reads, as docs/api.md gives them: the fields it shows, no more.
+ *
+ * They mirror client/client.ts (`JobStatus`, `ListedJob`, `JobPage`, `Schedule`, `SchedulePage`,
+ * `DeadLetter`, `DeadLetterPage`, `DeadLetterRedrive`, `DeadLettersDeleted`) rather than import
+ * them: client.ts loads Node modules (node:crypto, the SigV4 signer), which tsconfig.browser.json,
+ * with the DOM library and no Node types, cannot check. test/client/ui-browser.test.ts asserts at
+ * compile time that each client type fits its mirror here, so the two cannot drift apart.
+ */
+
+/** The body of an error reply: the API's `{"error": {code, message}}`, or API Gateway's own `{"message"}`. */
+export interface ApiErrorBody {
+  readonly error?: { readonly code?: string; readonly message?: string };
+  readonly message?: string;
+}
+
+/** One event of a history tenant's job (docs/history.md). */
+export interface TimelineEvent {
+  readonly at: string;
+  readonly event: string;
+  readonly attempt?: number;
+  readonly error?: string;
+  readonly durationMs?: number;
+  readonly result?: unknown;
+}
+
+/** `GET .../jobs/{jobId}`: the page shows every field, the timeline apart. */
+export interface JobStatus {
+  readonly jobId: string;
+  readonly runAt: string;
+  readonly state: string;
+  readonly deliveredAt?: string;
+  readonly timeline?: readonly TimelineEvent[];
+}
+
+/** One row of `GET .../jobs`. */
+export interface ListedJob {
+  readonly jobId: string;
+  readonly runAt: string;
+  readonly state: string;
+  readonly deliveredAt?: string;
+  readonly schedule?: string;
+}
+
+export interface JobPage {
+  readonly jobs: readonly ListedJob[];
+  readonly nextCursor?: string;
+}
+
+/** One recurring schedule of `GET .../schedules`. */
+export interface Schedule {
+  readonly name: string;
+  readonly state: string;
+  readonly expression: string;
+  readonly timezone: string;
+  /** Empty while `DISABLED` or past its end. */
+  readonly nextRuns: readonly string[];
+}
+
+export interface SchedulePage {
+  readonly schedules: readonly Schedule[];
+  readonly nextCursor?: string;
+}
+
+/** A message of `GET .../dlq`. */
+export interface DeadLetter {
+  /** Names the message in redrive and delete. */
+  readonly handle: string;
+  readonly messageId: string;
+  readonly body: string;
+  /** `dyneinError`: the error a worker gave up with. */
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly receiveCount: number;
+  readonly sentAt?: string;
+  readonly firstReceivedAt?: string;
+  readonly jobId?: string;
+}
+
+export interface DeadLetterPage {
+  readonly messages: readonly DeadLetter[];
+  readonly approximateDepth: number;
+}
+
+/**
+ * `POST .../dlq/redrive`: with `all`, a move task started (AWS) or the messages copied (the local
+ * stack); with `handles`, what became of each.
+ */
+export type DeadLetterRedrive =
+  | { readonly method: 'StartMessageMoveTask'; readonly taskHandle: string }
+  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean; readonly sentNotDeleted?: readonly string[] }
+  | {
+      readonly redriven: readonly string[];
+      readonly notFound: readonly string[];
+      readonly failed?: readonly string[];
+      readonly sentNotDeleted?: readonly string[];
+    };
+
+/** `POST .../dlq/delete`. */
+export interface DeadLettersDeleted {
+  readonly deleted: readonly string[];
+  readonly notFound: readonly string[];
+  readonly failed?: readonly string[];
+}

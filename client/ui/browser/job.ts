@@ -1,0 +1,85 @@
+/** The detail panel: one job's fields and timeline (`GET .../jobs/{jobId}`), and its cancel. */
+import { callApi, errorText } from './api.js';
+import type { JobStatus, TimelineEvent } from './apiTypes.js';
+import { $, asText, el, showMessage, stateBadge } from './dom.js';
+import { state } from './state.js';
+
+/** Opens `jobId` in the detail panel (a row's click, or Open a job by id) and marks its row. */
+export function openJob(jobId: string): Promise<void> {
+  state.selected = jobId;
+  for (const row of document.querySelectorAll('#jobs tbody tr')) row.classList.toggle('sel', row.getAttribute('data-job-id') === jobId);
+  $('#detail').hidden = false;
+  showMessage('#detail-msg', 'info');
+  return loadJob();
+}
+
+/** Closes the detail panel: no job is open. */
+export function closeJob(): void {
+  state.selected = null;
+  $('#detail').hidden = true;
+  for (const row of document.querySelectorAll('#jobs tr.sel')) row.classList.remove('sel');
+}
+
+/** Loads the open job into the panel. A reply for a job closed or left meanwhile is dropped. */
+export async function loadJob(): Promise<void> {
+  const jobId = state.selected;
+  if (!jobId) return;
+  const reply = await callApi<JobStatus>('GET', `/jobs/${encodeURIComponent(jobId)}`);
+  if (jobId !== state.selected) return;
+  const fields = $('#detail-fields');
+  if (!reply.ok) {
+    fields.replaceChildren(el('dt', { text: 'job' }), el('dd', { class: 'mono', text: jobId }));
+    showMessage('#detail-msg', 'err', errorText(reply));
+    return;
+  }
+  const job = reply.data;
+  fields.replaceChildren(...(job ? fieldRows(job) : []));
+  $('#detail-timeline').replaceChildren(...timeline(job?.timeline ?? []));
+  // Only a job still in the table can be cancelled; the API says why when it is too late.
+  $<HTMLButtonElement>('#cancel').disabled = job?.state !== 'SCHEDULED';
+}
+
+/** Every field of the job as the API gave it (a term and its value), the timeline apart. */
+function fieldRows(job: JobStatus): HTMLElement[] {
+  return Object.entries(job)
+    .filter(([name]) => name !== 'timeline')
+    .flatMap(([name, value]: [string, unknown]) => [
+      el('dt', { text: name }),
+      name === 'state' ? el('dd', {}, [stateBadge(asText(value))]) : el('dd', { class: 'mono', text: asText(value) }),
+    ]);
+}
+
+/** The job's events, oldest first, under a heading; a tenant without history has none. */
+function timeline(events: readonly TimelineEvent[]): HTMLElement[] {
+  if (events.length === 0)
+    return [el('p', { class: 'muted small', text: 'No timeline: this tenant keeps no history (or the job has none yet).' })];
+  return [el('b', { text: 'Timeline' }), el('ol', { class: 'timeline' }, events.map(timelineItem))];
+}
+
+/** An event: when, what, and its other fields (attempt, error, duration, result) on a line below. */
+function timelineItem(event: TimelineEvent): HTMLLIElement {
+  const details = Object.entries(event)
+    .filter(([name]) => name !== 'at' && name !== 'event')
+    .map(([name, value]: [string, unknown]) => `${name} ${asText(value)}`)
+    .join(', ');
+  return el('li', {}, [
+    el('span', { class: 'mono small', text: event.at || '' }),
+    ' ',
+    el('b', { text: event.event || '' }),
+    details ? el('div', { class: 'muted small', text: details }) : null,
+  ]);
+}
+
+/**
+ * Cancels the open job (`DELETE .../jobs/{jobId}`) and says how that went. Resolves `false` when
+ * no job is open, so the caller knows there is nothing to reload.
+ */
+export async function cancelJob(): Promise<boolean> {
+  const jobId = state.selected;
+  if (!jobId) return false;
+  $<HTMLButtonElement>('#cancel').disabled = true;
+  const reply = await callApi('DELETE', `/jobs/${encodeURIComponent(jobId)}`);
+  if (reply.ok) showMessage('#detail-msg', 'ok', `Cancelled ${jobId}.`);
+  else showMessage('#detail-msg', 'err', `Not cancelled: ${errorText(reply)}`);
+  return true;
+}
