@@ -956,10 +956,11 @@ const COMMANDS: Record<string, Command | Group> = {
           if (Boolean(values.all) === rest.length > 0)
             throw new UsageError('dlq redrive needs --all or the handles of messages (from dynein dlq peek), not both');
           const api = client(target());
+          const requestedAt = Date.now();
           const reply = await api.redriveDeadLetters(tenant, values.all ? { all: true } : { handles: rest });
           const sentNotDeleted = 'sentNotDeleted' in reply ? (reply.sentNotDeleted ?? []) : [];
           if ('taskHandle' in reply && !values['no-wait']) {
-            const task = await waitForMove(api, tenant, reply.taskHandle, io);
+            const task = await waitForMove(api, tenant, reply.taskHandle, requestedAt, io);
             if (values.json) io.out(JSON.stringify({ ...reply, task }));
             else io.out(`moved ${task.moved} message${task.moved === 1 ? '' : 's'} back to the queue (message move task ${task.status})`);
             return task.status === 'COMPLETED' ? 0 : 1;
@@ -1071,26 +1072,43 @@ const COMMANDS: Record<string, Command | Group> = {
 /** How often `dlq redrive --all` asks for its move task's progress. */
 export const MOVE_POLL_MS = 2_000;
 
+/** How long a listed move task may have started before the request that started it (clock skew). */
+const MOVE_SKEW_MS = 60_000;
+/** How long to wait for the task just started to be listed before giving up. */
+const MOVE_LISTED_MS = 60_000;
+
 /**
- * Waits for the move task `taskHandle` (the newest move of the tenant's DLQ, which is the one just
- * started) to end, drawing its progress; answers its last report. A task that failed or was
- * cancelled is an error line too.
+ * Waits for the move task `taskHandle`, started at about `requestedAt`, to end, drawing its
+ * progress; answers its last report (a failed or cancelled one is an error line too). While it
+ * runs SQS lists it with its handle; once ended, without one: it is then the newest task, started
+ * no earlier than the request (less clock skew). An older task listed first (the list can lag
+ * the start) is not taken for it.
  */
-async function waitForMove(api: DyneinClient, tenant: string, taskHandle: string, io: Io): Promise<DeadLetterMoveTask> {
+async function waitForMove(
+  api: DyneinClient,
+  tenant: string,
+  taskHandle: string,
+  requestedAt: number,
+  io: Io,
+): Promise<DeadLetterMoveTask> {
   const line = progressLine(io.progress, () => io.err(''), 'moved', 'messages');
   try {
     for (;;) {
-      const [task] = (await api.deadLetterMoves(tenant)).tasks;
-      if (!task) throw new Error(`message move task ${taskHandle} is not listed: see \`dynein dlq peek --tenant ${tenant}\``);
-      if (task.status === 'RUNNING' || task.status === 'CANCELLING') {
-        line.update(task.moved, task.toMove);
-        await new Promise((r) => setTimeout(r, MOVE_POLL_MS));
-        continue;
+      const { tasks } = await api.deadLetterMoves(tenant);
+      const running = tasks.find((t) => t.taskHandle === taskHandle);
+      const ended = running ? undefined : tasks.find((t) => !t.taskHandle && Date.parse(t.startedAt) >= requestedAt - MOVE_SKEW_MS);
+      if (ended) {
+        line.end();
+        if (ended.status !== 'COMPLETED')
+          io.err(`message move task ${ended.status}${ended.failureReason ? `: ${ended.failureReason}` : ''} after ${ended.moved} messages`);
+        return ended;
       }
-      line.end();
-      if (task.status !== 'COMPLETED')
-        io.err(`message move task ${task.status}${task.failureReason ? `: ${task.failureReason}` : ''} after ${task.moved} messages`);
-      return task;
+      if (running) line.update(running.moved, running.toMove);
+      else if (Date.now() - requestedAt > MOVE_LISTED_MS)
+        throw new Error(
+          `message move task ${taskHandle} is not listed after ${MOVE_LISTED_MS / 1000} s: see \`dynein dlq peek --tenant ${tenant}\``,
+        );
+      await new Promise((r) => setTimeout(r, MOVE_POLL_MS));
     }
   } finally {
     line.end();

@@ -176,7 +176,9 @@ describe('dynein dlq', () => {
       ...(status === 'RUNNING' ? { taskHandle: 'task-1' } : {}),
       ...extra,
     });
-    moveReports = [task('RUNNING', 1), task('RUNNING', 2), task('COMPLETED', 3)];
+    // The list may lag the start: an older, finished move is listed first and is not this one.
+    const older = task('COMPLETED', 7, { startedAt: '2020-01-01T00:00:00.000Z' });
+    moveReports = [older, task('RUNNING', 1), task('RUNNING', 2), task('COMPLETED', 3)];
     const drawn: string[] = [];
     const out: string[] = [];
     const err: string[] = [];
