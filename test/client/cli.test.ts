@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli.js';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
@@ -281,6 +281,7 @@ describe('dynein CLI', () => {
         AWS_ENDPOINT_URL_SQS: local.sqsEndpoint,
       });
       expect(moved.stdout).toMatch(/^moved 1 message /);
+      await sqs.send(new PurgeQueueCommand({ QueueUrl: gamma.queueUrl })); // the redrive test counts gamma's queue
       expectError(
         await dynein(['get', '--tenant', 'alpha', 'x', '--stack', 'Nope'], env),
         1,
