@@ -261,7 +261,8 @@ if [[ ${CONSUMER_SCOPE:-all} == all ]]; then
   step "publint --strict and @arethetypeswrong/cli on the tarball"
   cd "$scratch"
   "$repo"/node_modules/.bin/publint --strict "$tarball"
-  "$repo"/node_modules/.bin/attw --profile node16 "$tarball"
+  # ./openapi.yaml is a document, not a module: there are no types to resolve for it.
+  "$repo"/node_modules/.bin/attw "$tarball" --profile node16 --exclude-entrypoints ./openapi.yaml
 fi
 
 step "passed"
