@@ -37,6 +37,12 @@ export interface FaultSettings {
   readonly rates: Readonly<Partial<Record<FaultService, number>>>;
   /** How long a timeout holds the call before it fails. @default 1000 */
   readonly timeoutMs: number;
+  /**
+   * Makes the faults repeatable: with a seed, the n-th attempt to each service fails (or not), and
+   * how, the same way on every run, whatever the other services' calls did in between. Unset: at
+   * random.
+   */
+  readonly seed?: number;
 }
 
 /** One injected fault: `after` when the emulator had applied the request. */
@@ -57,7 +63,7 @@ export class FaultsConfigError extends Error {
 }
 
 const DEFAULT_TIMEOUT_MS = 1_000;
-const USAGE = `DYNEIN_FAULTS is a list like 'dynamodb=0.05,sqs=0.05' (keys ${FAULT_SERVICES.join(', ')}: a share from 0 to 1; timeoutMs: 1 to 60000)`;
+const USAGE = `DYNEIN_FAULTS is a list like 'dynamodb=0.05,sqs=0.05' (keys ${FAULT_SERVICES.join(', ')}: a share from 0 to 1; timeoutMs: 1 to 60000; seed: 0 to 4294967295)`;
 
 /**
  * Parses `DYNEIN_FAULTS`. Empty or unset: no faults (`undefined`). Throws {@link FaultsConfigError},
@@ -69,6 +75,7 @@ export function parseFaults(text: string | undefined): FaultSettings | undefined
   if (text === undefined || text.trim() === '') return undefined;
   const rates: Partial<Record<FaultService, number>> = {};
   let timeoutMs: number | undefined;
+  let seed: number | undefined;
   const seen = new Set<string>();
   for (const part of text.split(',')) {
     const entry = part.trim();
@@ -83,6 +90,10 @@ export function parseFaults(text: string | undefined): FaultSettings | undefined
       if (!Number.isInteger(value) || value < 1 || value > 60_000)
         throw new FaultsConfigError(`DYNEIN_FAULTS: timeoutMs must be a whole number of milliseconds from 1 to 60000, got '${raw}'`);
       timeoutMs = value;
+    } else if (key === 'seed') {
+      if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff)
+        throw new FaultsConfigError(`DYNEIN_FAULTS: seed must be a whole number from 0 to 4294967295, got '${raw}'`);
+      seed = value;
     } else if ((FAULT_SERVICES as readonly string[]).includes(key)) {
       if (!Number.isFinite(value) || value < 0 || value > 1)
         throw new FaultsConfigError(`DYNEIN_FAULTS: ${key} must be a share from 0 to 1 (0.05 is 5 %), got '${raw}'`);
@@ -91,18 +102,19 @@ export function parseFaults(text: string | undefined): FaultSettings | undefined
       throw new FaultsConfigError(`DYNEIN_FAULTS: unknown key '${key}'; ${USAGE}`);
     }
   }
-  return { rates, timeoutMs: timeoutMs ?? DEFAULT_TIMEOUT_MS };
+  return { rates, timeoutMs: timeoutMs ?? DEFAULT_TIMEOUT_MS, ...(seed === undefined ? {} : { seed }) };
 }
 
 /** The settings as `DYNEIN_FAULTS` text (for a child process's environment, or a report). */
 export function faultsText(s: FaultSettings): string {
   const parts = FAULT_SERVICES.filter((k) => s.rates[k] !== undefined).map((k) => `${k}=${s.rates[k]}`);
   if (s.timeoutMs !== DEFAULT_TIMEOUT_MS) parts.push(`timeoutMs=${s.timeoutMs}`);
+  if (s.seed !== undefined) parts.push(`seed=${s.seed}`);
   return parts.join(',');
 }
 
 export interface FaultInjectorOptions {
-  /** @default Math.random */
+  /** Draws for every service (overrides `settings.seed`). @default per-service seeded streams, or Math.random */
   readonly random?: () => number;
   /** Called for every fault injected. */
   readonly onFault?: (f: Fault) => void;
@@ -121,13 +133,19 @@ type Context = { clientName?: string; commandName?: string };
  */
 export class FaultInjector {
   readonly #counts = new Map<string, number>();
-  readonly #random: () => number;
+  readonly #random: (service: FaultService) => number;
 
   constructor(
     readonly settings: FaultSettings,
     private readonly opts: FaultInjectorOptions = {},
   ) {
-    this.#random = opts.random ?? Math.random;
+    const { random } = opts;
+    if (random) this.#random = () => random();
+    else if (settings.seed === undefined) this.#random = () => Math.random();
+    else {
+      const streams = new Map(FAULT_SERVICES.map((service, i) => [service, seededRandom(settings.seed! + i * 0x9e37_79b9)]));
+      this.#random = (service) => streams.get(service)!();
+    }
   }
 
   /** Adds the injecting middleware to a client (once per client); a service at rate 0 passes through. */
@@ -135,7 +153,7 @@ export class FaultInjector {
     const mw = (next: Next, context: Context) => async (args: unknown) => {
       const service = serviceOf(context.clientName);
       const rate = service ? (this.settings.rates[service] ?? 0) : 0;
-      if (!service || rate <= 0 || this.#random() >= rate) return next(args);
+      if (!service || rate <= 0 || this.#random(service) >= rate) return next(args);
       return this.#inject(service, (context.commandName ?? 'Unknown').replace(/Command$/, ''), next, args);
     };
     // Innermost: below the deserializer (an error answer is parsed as AWS's would be) and below
@@ -156,9 +174,9 @@ export class FaultInjector {
 
   async #inject(service: FaultService, operation: string, next: Next, args: unknown): Promise<{ response: unknown }> {
     // The five failures equally likely: two throttles, a 500, a timeout, a reset.
-    const pick = Math.floor(this.#random() * 5);
+    const pick = Math.floor(this.#random(service) * 5);
     const kind: FaultKind = pick < 2 ? 'throttle' : pick === 2 ? 'serverError' : pick === 3 ? 'timeout' : 'reset';
-    const after = kind === 'timeout' && this.#random() < 0.5;
+    const after = kind === 'timeout' && this.#random(service) < 0.5;
     const answer = kind === 'throttle' ? throttleAnswer(service, pick) : kind === 'serverError' ? SERVER_ERROR[service] : undefined;
     const error = answer?.type ?? (kind === 'timeout' ? 'TimeoutError' : 'ECONNRESET');
     const key = `${service}.${kind}${after ? '.after' : ''}`;
@@ -189,6 +207,18 @@ export class FaultInjector {
 export function faultsFromEnv(env: NodeJS.ProcessEnv = process.env, opts?: FaultInjectorOptions): FaultInjector | undefined {
   const settings = parseFaults(env.DYNEIN_FAULTS);
   return settings ? new FaultInjector(settings, opts) : undefined;
+}
+
+/** A small, fast, repeatable stream of numbers in [0, 1) from a seed (mulberry32): for tests and simulations, not secrets. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b_79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
 }
 
 function serviceOf(clientName: string | undefined): FaultService | undefined {
