@@ -71,7 +71,8 @@ describe('DYNEIN_FAULTS', () => {
       const out: Record<string, string[]> = { dynamodb: [], sqs: [], scheduler: [] };
       const count: Record<string, number> = { dynamodb: 0, sqs: 0, scheduler: 0 };
       for (const service of calls) {
-        const n = count[service]++;
+        const n = count[service]!;
+        count[service] = n + 1;
         const before = seen.length;
         await clients.get(service)!(n).catch(() => undefined);
         if (seen.length > before) out[service]!.push(`${n}:${seen.at(-1)!.kind}${seen.at(-1)!.after ? '.after' : ''}`);
