@@ -129,6 +129,8 @@ export interface SimResult {
     /** From the first execution's start to the last delivered marker, ms. */
     readonly lastMarkerMs: number;
   };
+  /** The table's work: queries, items they read, item writes by kind (acquire, renew, marker...). */
+  readonly table: { readonly queries: number; readonly itemsRead: number; readonly writes: Readonly<Record<string, number>> };
   /** The limit that stopped the run, when it failed; else undefined. */
   readonly binding?: string;
   readonly pass: boolean;
@@ -414,6 +416,11 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     byTenant,
     tailP95Ms,
     counters,
+    table: {
+      queries: table.counters.queries,
+      itemsRead: table.counters.itemsRead,
+      writes: Object.fromEntries(Object.entries(table.counters.writes).sort(([a], [b]) => a.localeCompare(b))),
+    },
     ...(pass ? {} : { binding: bindingOf(counters) }),
     pass,
     virtualMs: reached - T0,
