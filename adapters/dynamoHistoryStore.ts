@@ -6,10 +6,10 @@ import {
   type AttributeValue,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { sleep } from '../core/backoff.js';
-import { OUTCOMES, type HistoryStore, type Outcome, type OutcomeRecord } from '../core/history.js';
-import { parseSortKey, sortKey } from '../core/jobId.js';
-import type { RowKey } from '../core/ports.js';
+import { sleep } from '../core/util/backoff.js';
+import { OUTCOMES, type HistoryStore, type Outcome, type OutcomeRecord } from '../core/jobs/history.js';
+import { parseSortKey, sortKey } from '../core/model/jobId.js';
+import type { RowKey } from '../core/model/ports.js';
 import { rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;
@@ -32,7 +32,7 @@ export function outcomeItem(r: OutcomeRecord): Item {
   return {
     ...key(r),
     tenant: { S: r.tenant },
-    // `state`, as the shards' items call it: a listing filters and shows it (core/listing.ts).
+    // `state`, as the shards' items call it: a listing filters and shows it (core/jobs/listing.ts).
     state: { S: r.outcome },
     attempt: { N: String(r.attempt) },
     receivedAt: { N: String(r.receivedAtMs) },
@@ -47,7 +47,7 @@ export function outcomeItem(r: OutcomeRecord): Item {
 /**
  * An outcome record from its item (an `h#<shard>` item, as a listing's Query returns it);
  * undefined for an item that is not one. For list14's JobLister: map with
- * `historyStatus(outcomeRecordOf(item))` (core/history.ts).
+ * `historyStatus(outcomeRecordOf(item))` (core/jobs/history.ts).
  */
 export function outcomeRecordOf(item: Item): OutcomeRecord | undefined {
   const shard = /^h#(?:a#)?(\d+)$/.exec(item.pk?.S ?? '')?.[1];

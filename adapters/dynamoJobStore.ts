@@ -11,12 +11,12 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { ThrottledError } from '../core/errors.js';
-import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/listing.js';
-import { parseSortKey, sortKey } from '../core/jobId.js';
-import { positionBefore, positionThrough } from '../core/lanes.js';
-import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
-import { DEFAULT_PRIORITY } from '../core/ports.js';
+import { ThrottledError } from '../core/model/errors.js';
+import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/jobs/listing.js';
+import { parseSortKey, sortKey } from '../core/model/jobId.js';
+import { positionBefore, positionThrough } from '../core/model/lanes.js';
+import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/model/schema.js';
+import { DEFAULT_PRIORITY } from '../core/model/ports.js';
 import type {
   AcquiredRow,
   CancelRecord,
@@ -32,7 +32,7 @@ import type {
   StoredRow,
   TenantRecord,
   TenantStore,
-} from '../core/ports.js';
+} from '../core/model/ports.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -58,7 +58,7 @@ export const keys = {
   cancelRecord: (k: RowKey): Item => ({ pk: { S: `c#${k.shard}` }, sk: { S: sortKey(k.dueMs, k.jobId) } }),
   groupLease: (group: number): Item => ({ pk: { S: `lease#${group}` }, sk: { S: 'lease' } }),
   tenant: (name: string): Item => {
-    const k = tenantItemKey(name); // core/schema.ts: the CDK registration writes the same key
+    const k = tenantItemKey(name); // core/model/schema.ts: the CDK registration writes the same key
     return { pk: { S: k.pk }, sk: { S: k.sk } };
   },
 };

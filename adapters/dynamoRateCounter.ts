@@ -1,5 +1,5 @@
 import { DynamoDBClient, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { RateCounterKey, RateCounterStore } from '../core/submitRate.js';
+import type { RateCounterKey, RateCounterStore } from '../core/submit/submitRateLimit.js';
 import { isConditionFailure, rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;
@@ -8,7 +8,7 @@ type Item = Record<string, AttributeValue>;
 export const rateCounterKey = (k: RateCounterKey): Item => ({ pk: { S: `rate#${k.tenant}#${k.slot}` }, sk: { S: String(k.second) } });
 
 /**
- * The submit-rate counters (core/submitRate.ts) in the scheduler table: attribute `n` (jobs
+ * The submit-rate counters (core/submit/submitRateLimit.ts) in the scheduler table: attribute `n` (jobs
  * counted) and `expiresAt` (the table's TTL attribute, epoch seconds). One conditional
  * UpdateItem per admitted or refused request of a limited tenant; nothing for the others.
  */

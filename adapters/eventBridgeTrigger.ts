@@ -10,8 +10,8 @@ import {
 } from '@aws-sdk/client-scheduler';
 import type { Timing } from '../core/recurring/model.js';
 import { firingBody, type ScheduleRef, type ScheduleTrigger } from '../core/recurring/ports.js';
-import { ThrottledError } from '../core/errors.js';
-import { cutText } from '../core/text.js';
+import { ThrottledError } from '../core/model/errors.js';
+import { cutText } from '../core/util/text.js';
 
 export interface EventBridgeTriggerConfig {
   /** The deployment's schedule group. */

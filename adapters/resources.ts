@@ -1,6 +1,6 @@
 /**
  * Queue settings shared by the CDK constructs (lib/) and the local stack (local/): they live in
- * core/schema.ts (pure, so lib/ can import them without runtime code); re-exported here for the
+ * core/model/schema.ts (pure, so lib/ can import them without runtime code); re-exported here for the
  * local stack.
  */
-export { INGEST_BATCHING_WINDOW_MS, QUEUE_SETTINGS } from '../core/schema.js';
+export { INGEST_BATCHING_WINDOW_MS, QUEUE_SETTINGS } from '../core/model/schema.js';

@@ -9,7 +9,14 @@ import {
   StartMessageMoveTaskCommand,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import { packDeadLetters, type DeadLetterQueues, type DlqAttribute, type DlqCopy, type DlqMessage, type MoveTask } from '../core/dlq.js';
+import {
+  packDeadLetters,
+  type DeadLetterQueues,
+  type DlqAttribute,
+  type DlqCopy,
+  type DlqMessage,
+  type MoveTask,
+} from '../core/deadLetters/deadLetterService.js';
 
 /** Errors SQS (or a stand-in) answers for an action it does not implement. */
 const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImplemented/;

@@ -1,6 +1,6 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ThrottledError } from '../core/errors.js';
-import type { OutgoingMessage, QueueSender, SendFailure } from '../core/ports.js';
+import { ThrottledError } from '../core/model/errors.js';
+import type { OutgoingMessage, QueueSender, SendFailure } from '../core/model/ports.js';
 
 /** The {@link QueueSender} on SQS: one `SendMessageBatch` per call. */
 export class SqsSender implements QueueSender {

@@ -1,7 +1,7 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { TABLE_KEY } from '../core/schema.js';
+import { TABLE_KEY } from '../core/model/schema.js';
 
-/** The scheduler table's key schema: defined in core/schema.ts (shared with the CDK construct). */
+/** The scheduler table's key schema: defined in core/model/schema.ts (shared with the CDK construct). */
 export { TABLE_KEY };
 
 export function createTableInput(tableName: string): CreateTableCommandInput {

@@ -149,7 +149,7 @@ export const IDLE_LOOK_RRU_PER_SHARD = 1 + 0.5 + 1;
 /** AWS prices a month as 730 hours. */
 export const MONTH_SECONDS = 730 * 3600;
 
-/** Dispatchers the tick plans for a steady `jobsPerSec` (core/plan.ts): 1 to `groups`. */
+/** Dispatchers the tick plans for a steady `jobsPerSec` (core/dispatch/plan.ts): 1 to `groups`. */
 export function dispatchersAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK): number {
   if (t.dispatcherRowsPerSecond === 0) return t.groups;
   return Math.min(t.groups, Math.max(1, Math.ceil(jobsPerSec / t.dispatcherRowsPerSecond)));

@@ -11,15 +11,15 @@
 import { setMaxListeners } from 'node:events';
 import { BatchWriteItemCommand, PutItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { keys } from '../adapters/dynamoJobStore.js';
-import { forEachLimit } from '../core/backoff.js';
-import { shardsOfGroup } from '../core/config.js';
-import { dispatchLoop } from '../core/loop.js';
-import type { QueueSender, RowKey } from '../core/ports.js';
+import { forEachLimit } from '../core/util/backoff.js';
+import { shardsOfGroup } from '../core/model/config.js';
+import { dispatchLoop } from '../core/dispatch/loop.js';
+import type { QueueSender, RowKey } from '../core/model/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, type TestSystem } from '../test/support/system.js';
 import { processCpuUs, progress, realisticPayload, sleep } from './support.js';
 
-/** Conditional acquires in flight per group: core/dispatch.ts's default. */
+/** Conditional acquires in flight per group: core/dispatch/round.ts's default. */
 export const ACQUIRE_CONCURRENCY = 32;
 
 export interface BurstResult {

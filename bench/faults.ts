@@ -22,8 +22,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { CONTROLS_TTL_MS } from '../core/controls.js';
-import { QUEUE_SETTINGS } from '../core/schema.js';
+import { CONTROLS_TTL_MS } from '../core/tenants/controls.js';
+import { QUEUE_SETTINGS } from '../core/model/schema.js';
 import { startLocalStack, type LocalJson } from '../test/support/localStack.js';
 import { signedRetrying, submitKeyed, type KeyedJob } from '../test/support/retrying.js';
 import { consumeQueue, load, progress, realisticPayload, sleep, summarize, type Received, type Summary } from './support.js';

@@ -11,7 +11,7 @@ import { RequestCounter } from '../adapters/requestCounter.js';
 import { outcomeItem } from '../adapters/dynamoHistoryStore.js';
 import { Worker } from '../client/worker.js';
 import type { OutcomeReport } from '../client/outcomes.js';
-import type { OutcomeRecord } from '../core/history.js';
+import type { OutcomeRecord } from '../core/jobs/history.js';
 import { outcomesHandler } from '../lambdas/runtime/handlers.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, httpEvent } from '../test/support/system.js';

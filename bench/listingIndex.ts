@@ -28,8 +28,8 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { createTableInput } from '../adapters/tableSchema.js';
-import { JobLister, type ListedItem, type ListedPage, type ListFilter, type ListingStore, type ListRange } from '../core/listing.js';
-import { TenantRegistry } from '../core/tenants.js';
+import { JobLister, type ListedItem, type ListedPage, type ListFilter, type ListingStore, type ListRange } from '../core/jobs/listing.js';
+import { TenantRegistry } from '../core/tenants/registry.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, runAllGroups, submitJobs, type TestSystem } from '../test/support/system.js';
 import { itemBytes, wruOf } from './cost.js';
@@ -50,7 +50,7 @@ export const INDEX_NAME = 'byTenant';
 export const INDEX_BUCKETS = 16;
 /** Buckets for 10,000 jobs/s of one tenant at about 3 index WRU per job (see {@link INDEX_BUCKETS}). */
 export const INDEX_BUCKETS_HIGH = 32;
-/** What the listing reads (core/listing.ts `ListedItem`, the blocker filter on `priorState`). */
+/** What the listing reads (core/jobs/listing.ts `ListedItem`, the blocker filter on `priorState`). */
 export const INDEX_PROJECTION = ['tenant', 'state', 'sched', 'deliveredAt', 'expiresAt', 'priorState'] as const;
 /** DynamoDB's per-entry overhead of a secondary index entry (Developer Guide, GSI storage considerations). */
 const INDEX_ENTRY_OVERHEAD = 100;

@@ -6,7 +6,7 @@
  * jobs, the dispatcher sends each at its runAt, and a consumer per tenant queue receives them as
  * a tenant's worker would.
  *
- * What should arrive is computed here, apart from the materialiser and from core/schedule's
+ * What should arrive is computed here, apart from the materialiser and from core/recurring/expression's
  * evaluator: cron occurrences by test/support/cronOracle.ts's minute-by-minute enumeration (Intl
  * says what the zone's clocks show), rate occurrences by arithmetic from startAt. Counted: the
  * occurrences due in [window start, window end), received up to a grace period after the end.

@@ -14,9 +14,9 @@
 import { setMaxListeners } from 'node:events';
 import type { SQSEvent } from 'aws-lambda';
 import { RequestCounter } from '../adapters/requestCounter.js';
-import type { DispatchStepResult } from '../core/loop.js';
-import { parseInboundBody } from '../core/messages.js';
-import type { JobStore } from '../core/ports.js';
+import type { DispatchStepResult } from '../core/dispatch/loop.js';
+import { parseInboundBody } from '../core/model/messages.js';
+import type { JobStore } from '../core/model/ports.js';
 import { ingestHandler, submitHandler } from '../lambdas/runtime/handlers.js';
 import { startSqsEventSource } from '../local/sqsEventSource.js';
 import type { Emulators } from '../test/support/emulators.js';
@@ -61,7 +61,7 @@ export interface ModeResult {
     ingestJobsPerInvocation: number;
   };
   polling: { queries: number; leaseWrites: number; emptyReceives: number; windowMs: number };
-  /** Dispatchers each tick execution planned (core/plan.ts), in order. */
+  /** Dispatchers each tick execution planned (core/dispatch/plan.ts), in order. */
   dispatchersPlanned: number[];
 }
 

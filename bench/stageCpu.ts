@@ -20,7 +20,7 @@
  */
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { forEachLimit } from '../core/backoff.js';
+import { forEachLimit } from '../core/util/backoff.js';
 import { ingestHandler, submitHandler, tickHandler } from '../lambdas/runtime/handlers.js';
 import { toRecord } from '../local/sqsEventSource.js';
 import type { Emulators } from '../test/support/emulators.js';

@@ -10,10 +10,10 @@ import { cpus, freemem, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { DispatchDeps } from '../core/dispatch.js';
-import { dispatchLoop, type DispatchStepResult } from '../core/loop.js';
-import { planDispatchers, type DispatchPlan } from '../core/plan.js';
-import type { JobRow } from '../core/ports.js';
+import type { DispatchDeps } from '../core/dispatch/round.js';
+import { dispatchLoop, type DispatchStepResult } from '../core/dispatch/loop.js';
+import { planDispatchers, type DispatchPlan } from '../core/dispatch/plan.js';
+import type { JobRow } from '../core/model/ports.js';
 import { emulatorsAt, type Emulators } from '../test/support/emulators.js';
 import type { TestSystem } from '../test/support/system.js';
 
@@ -450,7 +450,7 @@ export async function steadyLoad(
 
 /**
  * The tick in process, as the state machine runs it: an execution at once and every `everyMs`,
- * each planning its dispatchers from the table (core/plan.ts) and running them until
+ * each planning its dispatchers from the table (core/dispatch/plan.ts) and running them until
  * `runMs` after its start, overlapping the next. Resolves once aborted and every loop ended.
  */
 export async function runTicks(

@@ -28,7 +28,7 @@
  * is before its runAt.
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { CONTROLS_TTL_MS } from '../core/controls.js';
+import { CONTROLS_TTL_MS } from '../core/tenants/controls.js';
 import { consumeQueueInProcess } from './consumerProcess.js';
 import { signedFetch, startLocalStack, type LocalJson } from '../test/support/localStack.js';
 import {

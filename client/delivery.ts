@@ -1,5 +1,5 @@
-import { backoffMs } from '../core/backoff.js';
-import { parseJson, RawJson, type JsonPath } from '../core/jsonText.js';
+import { backoffMs } from '../core/util/backoff.js';
+import { parseJson, RawJson, type JsonPath } from '../core/util/jsonText.js';
 
 /** A job as delivered to a tenant queue (docs/api.md, "The delivered message"). */
 export interface DeliveredJob<P = unknown> {

@@ -28,9 +28,9 @@ import {
   tenantQueueUrlProblems,
   type RegistrationProperties,
   type TenantQueueUrls,
-} from '../core/registration.js';
-import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/schema.js';
-import { cutText } from '../core/text.js';
+} from '../core/tenants/registration.js';
+import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/model/schema.js';
+import { cutText } from '../core/util/text.js';
 
 type Event = CloudFormationCustomResourceEvent<RegistrationProperties>;
 

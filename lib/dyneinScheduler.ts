@@ -17,7 +17,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/config.js';
+import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/model/config.js';
 import {
   INGEST_BATCHING_WINDOW_MS,
   INGEST_TIMEOUT_SECONDS,
@@ -25,10 +25,10 @@ import {
   metricService,
   QUEUE_SETTINGS,
   TABLE_KEY,
-} from '../core/schema.js';
+} from '../core/model/schema.js';
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring, type SchedulerFiringMetric } from './monitoring.js';
-import { TENANT_PLACEHOLDER } from '../core/registration.js';
+import { TENANT_PLACEHOLDER } from '../core/tenants/registration.js';
 import {
   deadLetterQueueName,
   deadLetterQueuePattern,

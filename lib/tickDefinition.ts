@@ -51,7 +51,7 @@ export interface TickDefinitionOptions {
 
 /**
  * The dispatch function's timeout for executions of `runMs`: one step dispatches a whole run
- * (core/loop.ts MAX_STEP_MS), so the timeout covers it, plus 30 s for the step's own start and end.
+ * (core/dispatch/loop.ts MAX_STEP_MS), so the timeout covers it, plus 30 s for the step's own start and end.
  */
 export function dispatchTimeoutSeconds(runMs: number): number {
   return Math.ceil(runMs / 1000) + 30;

@@ -10,7 +10,7 @@
  *
  * fauxqs has no hook for its validation, so until then the local stack and the integration tests
  * give the module's shared RegExp the same test as that fix. Submit checks the same set itself
- * (core/sqsChars.ts), tested against the documentation, not against the emulator.
+ * (core/util/sqsChars.ts), tested against the documentation, not against the emulator.
  *
  * Does nothing when the installed fauxqs already accepts an emoji and refuses a lone surrogate
  * (a release with the fix), or no longer exports the regex (a reorganised release); idempotent.

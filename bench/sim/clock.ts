@@ -2,7 +2,7 @@
  * Virtual time for the simulation (docs/capacity.md, "Simulation").
  *
  * The dispatch code reads the time from `deps.clock.now()` but waits with the global
- * `setTimeout`/`setInterval` (core/backoff.ts `sleep`, core/release.ts's timers). While a
+ * `setTimeout`/`setInterval` (core/util/backoff.ts `sleep`, core/dispatch/releaser.ts's timers). While a
  * simulation runs, {@link VirtualTime.install} replaces those globals with a timer heap in virtual
  * milliseconds; {@link VirtualTime.run} then fires the timers in time order and, after each
  * virtual millisecond's timers, lets every promise continuation settle (one real `setImmediate`:
@@ -15,7 +15,7 @@
  * at 20,000 jobs/s (every simulated request is a timer); a heap and one settle per virtual
  * millisecond keep the cost per job constant.
  */
-import { Heap } from '../../core/heap.js';
+import { Heap } from '../../core/util/heap.js';
 
 const real = {
   setTimeout: globalThis.setTimeout,

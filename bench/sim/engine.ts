@@ -1,18 +1,18 @@
 /**
  * The simulated deployment (docs/capacity.md, "Simulation"): cells of tick executions (Step
  * Functions Express, one a minute per cell, each running `runMs`), each planning its groups with
- * the real core/plan.ts `planDispatchers` and running one Map iteration per planned dispatcher (at
- * most 40 at once) as the real core/loop.ts `dispatchLoop` (dispatch steps: group leases, then
- * core/dispatch.ts `dispatchRound` with its Acquirer and Releaser) inside a modelled Lambda
+ * the real core/dispatch/plan.ts `planDispatchers` and running one Map iteration per planned dispatcher (at
+ * most 40 at once) as the real core/dispatch/loop.ts `dispatchLoop` (dispatch steps: group leases, then
+ * core/dispatch/round.ts `dispatchRound` with its Acquirer and Releaser) inside a modelled Lambda
  * instance, against ./store.ts's table and queues, in virtual time (./clock.ts).
  */
-import { isLateRow } from '../../core/lanes.js';
-import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
-import { dispatchLoop } from '../../core/loop.js';
-import { planDispatchers } from '../../core/plan.js';
-import { ProcessFlow, type DispatchDeps } from '../../core/dispatchDeps.js';
-import { ControlsCache } from '../../core/controls.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { isLateRow } from '../../core/model/lanes.js';
+import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
+import { dispatchLoop } from '../../core/dispatch/loop.js';
+import { planDispatchers } from '../../core/dispatch/plan.js';
+import { ProcessFlow, type DispatchDeps } from '../../core/dispatch/deps.js';
+import { ControlsCache } from '../../core/tenants/controls.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import { seededRandom, VirtualTime } from './clock.js';
 import {
   Cpu,

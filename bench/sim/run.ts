@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEFAULTS } from '../../core/config.js';
+import { DEFAULTS } from '../../core/model/config.js';
 import { simulate, type SimConfig, type SimResult } from './engine.js';
 import { AWS_TABLE_LIMITS, NO_TABLE_LIMITS, type CallModel, type CpuModel } from './store.js';
 
@@ -99,7 +99,7 @@ export function localCalls(m: Measured): CallModel {
   };
 }
 
-/** Settings of one cell as deployed by default: 8 groups, 64 shards (core/config.ts DEFAULTS). */
+/** Settings of one cell as deployed by default: 8 groups, 64 shards (core/model/config.ts DEFAULTS). */
 export const CELL = { groups: DEFAULTS.groupCount, shards: DEFAULTS.shardCount };
 
 export function awsConfig(

@@ -1,13 +1,13 @@
 /**
  * In-process stand-ins for the scheduler table and the tenant queues, at the port level
- * (core/ports.ts `JobStore`, `QueueSender`), in virtual time (./clock.ts).
+ * (core/model/ports.ts `JobStore`, `QueueSender`), in virtual time (./clock.ts).
  *
  * {@link SimTable} holds the items with the semantics the dispatcher relies on (the conditions of
  * adapters/dynamoJobStore.ts, one by one) and enforces DynamoDB's throughput limits: per partition
  * key 1,000 WCU/s and 3,000 RCU/s, per table the on-demand quota (40,000 WRU/s and RRU/s by
  * default), as token buckets refilled continuously. A request over a limit fails as on AWS:
  * single-item writes and queries with a throttling error that the client ({@link SimJobStore})
- * retries like the SDK's standard retry mode and then surfaces as core/errors.ts `ThrottledError`
+ * retries like the SDK's standard retry mode and then surfaces as core/model/errors.ts `ThrottledError`
  * (what adapters/dynamoJobStore.ts `rethrow` makes of it); BatchWriteItem leaves the throttled
  * items unprocessed (returned as failed keys, as the adapter does).
  *
@@ -17,9 +17,9 @@
  * the local stack's model the table is one serial server (dynalite is one Node process) with a
  * service time per operation.
  */
-import { ThrottledError } from '../../core/errors.js';
-import { sortKey } from '../../core/jobId.js';
-import { positionBefore, positionThrough } from '../../core/lanes.js';
+import { ThrottledError } from '../../core/model/errors.js';
+import { sortKey } from '../../core/model/jobId.js';
+import { positionBefore, positionThrough } from '../../core/model/lanes.js';
 import { heldSortKey } from '../../adapters/dynamoJobStore.js';
 import type {
   AcquiredRow,
@@ -37,7 +37,7 @@ import type {
   SendFailure,
   ShardMarks,
   StoredRow,
-} from '../../core/ports.js';
+} from '../../core/model/ports.js';
 import type { VirtualTime } from './clock.js';
 
 /** DynamoDB's limits the table enforces. */

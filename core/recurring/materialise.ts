@@ -8,10 +8,10 @@
  * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
  * once each.
  */
-import { tombstoneExpiresAtMs } from '../cancel.js';
-import { ingestJob, type IngestDeps } from '../ingest.js';
-import { limiter } from '../limit.js';
-import { END_OF_TIME } from '../schedule/index.js';
+import { tombstoneExpiresAtMs } from '../jobs/jobsService.js';
+import { ingestJob, type IngestDeps } from '../ingest/ingest.js';
+import { limiter } from '../util/concurrencyLimit.js';
+import { END_OF_TIME } from './expression/index.js';
 import { occurrencesOf, type PendingCancel, type ScheduleRecord, type Timing } from './model.js';
 import type { ScheduleStore } from './ports.js';
 

@@ -6,13 +6,13 @@
  * dies part way leaves the item saying what is left, and the next call or firing finishes it.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { SchedulerSettings } from '../config.js';
-import { ConcurrentModificationError, ScheduleCatchingUpError, ScheduleNotFoundError, ValidationError } from '../errors.js';
-import type { JobIdCodec } from '../jobId.js';
-import { isoMs } from '../messages.js';
-import type { Clock, JobStore } from '../ports.js';
-import { MAX_RUNS_PER_CALL, parseSchedule } from '../schedule/index.js';
-import type { TenantRegistry } from '../tenants.js';
+import type { SchedulerSettings } from '../model/config.js';
+import { ConcurrentModificationError, ScheduleCatchingUpError, ScheduleNotFoundError, ValidationError } from '../model/errors.js';
+import type { JobIdCodec } from '../model/jobId.js';
+import { isoMs } from '../model/messages.js';
+import type { Clock, JobStore } from '../model/ports.js';
+import { MAX_RUNS_PER_CALL, parseSchedule } from './expression/index.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 import { catchUp, clockPeriodOf, clockTimingOf, materialise, retire, settlePending, type RecurringDeps } from './materialise.js';
 import {
   assertScheduleName,

@@ -1,6 +1,6 @@
-import { ConfigError } from '../../core/errors.js';
-import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
-import { tenantQueueUrlProblems, type TenantQueueUrls } from '../../core/registration.js';
+import { ConfigError } from '../../core/model/errors.js';
+import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
+import { tenantQueueUrlProblems, type TenantQueueUrls } from '../../core/tenants/registration.js';
 
 /** What every Lambda reads from its environment, validated once at cold start. */
 export interface LambdaConfig {
@@ -18,7 +18,7 @@ export interface LambdaConfig {
   readonly scheduler?: SchedulerClockConfig;
   /**
    * Where the tenant queues are (`{tenant}` for the name): a registry item naming other URLs is
-   * not used (core/tenants.ts). The constructs and the local stack always set it.
+   * not used (core/tenants/registry.ts). The constructs and the local stack always set it.
    * @default - registry items are used as they are (tests with queues of their own names)
    */
   readonly tenantQueues?: TenantQueueUrls;

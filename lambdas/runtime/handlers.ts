@@ -1,18 +1,18 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { QUEUE_SETTINGS } from '../../adapters/resources.js';
-import { recordDeadLetters } from '../../core/deadLetters.js';
-import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest.js';
+import { recordDeadLetters } from '../../core/ingest/recordDeadLetters.js';
+import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest/ingest.js';
 import { materialiseFiring } from '../../core/recurring/materialise.js';
 import { parseFiring } from '../../core/recurring/ports.js';
-import { TenantAdmin } from '../../core/admin.js';
-import { limiter } from '../../core/limit.js';
-import { groupsOfCell, shardsOfGroup } from '../../core/config.js';
-import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/plan.js';
-import { systemClock, type Clock } from '../../core/ports.js';
-import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/loop.js';
-import { TENANT_METRICS } from '../../core/schema.js';
-import type { JobReply } from '../../core/submit.js';
-import { SubmitThrottledError } from '../../core/submitRate.js';
+import { TenantAdmin } from '../../core/tenants/admin.js';
+import { limiter } from '../../core/util/concurrencyLimit.js';
+import { groupsOfCell, shardsOfGroup } from '../../core/model/config.js';
+import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/dispatch/plan.js';
+import { systemClock, type Clock } from '../../core/model/ports.js';
+import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/dispatch/loop.js';
+import { TENANT_METRICS } from '../../core/model/schema.js';
+import type { JobReply } from '../../core/submit/submitter.js';
+import { SubmitThrottledError } from '../../core/submit/submitRateLimit.js';
 import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
 import type { Wiring } from './wiring.js';
 
@@ -379,7 +379,7 @@ export interface TickPlan {
 
 /**
  * Plans one tick execution: it samples the table for the rows coming due during the run and
- * packs the shard groups into just enough dispatchers (core/plan.ts), each dispatching until
+ * packs the shard groups into just enough dispatchers (core/dispatch/plan.ts), each dispatching until
  * `untilMs` (about 90 s after the execution started, so consecutive executions overlap).
  */
 export function tickHandler(deps: PlanDeps & { readonly clock?: Clock }, t: Telemetry = silentTelemetry) {

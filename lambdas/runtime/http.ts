@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ApiError, ValidationError } from '../../core/errors.js';
-import { stringifyWithRaw } from '../../core/jsonText.js';
+import { ApiError, ValidationError } from '../../core/model/errors.js';
+import { stringifyWithRaw } from '../../core/util/jsonText.js';
 import { assertQuery } from './routes.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };

@@ -4,10 +4,10 @@ import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { METRICS_NAMESPACE } from '../../core/schema.js';
+import { METRICS_NAMESPACE } from '../../core/model/schema.js';
 import type { Telemetry } from './handlers.js';
 
-/** The CloudWatch namespace (core/schema.ts, shared with the CDK dashboard and alarms). */
+/** The CloudWatch namespace (core/model/schema.ts, shared with the CDK dashboard and alarms). */
 export const NAMESPACE = METRICS_NAMESPACE;
 
 /** Logger, EMF metrics and the {@link Telemetry} the handler factories report to. */

@@ -4,7 +4,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
-import { DeadLetterService } from '../../core/dlq.js';
+import { DeadLetterService } from '../../core/deadLetters/deadLetterService.js';
 import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
@@ -14,22 +14,22 @@ import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { DynamoRateCounterStore } from '../../adapters/dynamoRateCounter.js';
-import { ControlsCache } from '../../core/controls.js';
-import { SubmitRateLimiter } from '../../core/submitRate.js';
-import { HISTORY_STATES, OutcomesService } from '../../core/history.js';
+import { ControlsCache } from '../../core/tenants/controls.js';
+import { SubmitRateLimiter } from '../../core/submit/submitRateLimit.js';
+import { HISTORY_STATES, OutcomesService } from '../../core/jobs/history.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
-import { JobsService } from '../../core/cancel.js';
-import { JobLister } from '../../core/listing.js';
-import type { DispatchDeps } from '../../core/dispatch.js';
-import { ProcessFlow } from '../../core/dispatchDeps.js';
-import { ConfigError } from '../../core/errors.js';
-import type { IngestDeps } from '../../core/ingest.js';
-import { JobIdCodec } from '../../core/jobId.js';
-import { ParkedTenants } from '../../core/parked.js';
-import { systemClock, type Clock } from '../../core/ports.js';
-import { Submitter } from '../../core/submit.js';
-import type { ControlsStore } from '../../core/controls.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { JobsService } from '../../core/jobs/jobsService.js';
+import { JobLister } from '../../core/jobs/listing.js';
+import type { DispatchDeps } from '../../core/dispatch/round.js';
+import { ProcessFlow } from '../../core/dispatch/deps.js';
+import { ConfigError } from '../../core/model/errors.js';
+import type { IngestDeps } from '../../core/ingest/ingest.js';
+import { JobIdCodec } from '../../core/model/jobId.js';
+import { ParkedTenants } from '../../core/dispatch/parked.js';
+import { systemClock, type Clock } from '../../core/model/ports.js';
+import { Submitter } from '../../core/submit/submitter.js';
+import type { ControlsStore } from '../../core/tenants/controls.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import type { LambdaConfig } from './config.js';
 
 /** Everything a handler needs, built once per Lambda instance (clients at module load). */

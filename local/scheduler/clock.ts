@@ -1,5 +1,5 @@
 /**
- * The stand-in's clock: fires every ENABLED schedule at each of its occurrences (core/schedule's
+ * The stand-in's clock: fires every ENABLED schedule at each of its occurrences (core/recurring/expression's
  * nextRuns) by sending the target's Input to its SQS queue. Never before the occurrence: a
  * timer that wakes early sleeps again. Each occurrence is sent once per run of the process; a
  * failed send is retried with backoff within the target's RetryPolicy, then goes to the
@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
-import { nextRuns } from '../../core/schedule/index.js';
+import { nextRuns } from '../../core/recurring/expression/index.js';
 import { scheduleOf, type StoredSchedule } from './model.js';
 import type { ScheduleStore } from './store.js';
 

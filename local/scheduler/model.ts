@@ -2,9 +2,9 @@
  * The local EventBridge Scheduler stand-in's data model: the stored schedule and group records,
  * the service's errors, and the validation of CreateSchedule/UpdateSchedule bodies as the real
  * service applies it (field constraints of the API reference; expressions and zones through
- * core/schedule, the evaluator the product uses everywhere).
+ * core/recurring/expression, the evaluator the product uses everywhere).
  */
-import { parseSchedule, ScheduleExpressionError, type Schedule } from '../../core/schedule/index.js';
+import { parseSchedule, ScheduleExpressionError, type Schedule } from '../../core/recurring/expression/index.js';
 
 /** An error the stand-in answers with: `x-amzn-errortype: <type>` and `{"Message": ...}`. */
 export class SchedulerApiError extends Error {

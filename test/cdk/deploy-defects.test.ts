@@ -8,7 +8,7 @@
 import { RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { INGEST_BATCHING_WINDOW_MS, METRICS_NAMESPACE } from '../../core/schema.js';
+import { INGEST_BATCHING_WINDOW_MS, METRICS_NAMESPACE } from '../../core/model/schema.js';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { DyneinStack } from '../../lib/stack.js';
 import { fastApp, getAtt, idOf, ref, render, resource, resourcesOf, roleStatements, allowed, type Json } from './support.js';

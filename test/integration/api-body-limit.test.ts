@@ -10,8 +10,8 @@ import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../core/config.js';
-import { LAMBDA_SYNC_PAYLOAD_BYTES } from '../../core/schema.js';
+import { DEFAULTS } from '../../core/model/config.js';
+import { LAMBDA_SYNC_PAYLOAD_BYTES } from '../../core/model/schema.js';
 import { startApiServer } from '../../local/apiServer.js';
 
 const KEYS = { accessKeyId: 'AKIDLOCALTEST', secretAccessKey: 'local-secret-key-for-tests' };

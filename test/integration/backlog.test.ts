@@ -1,8 +1,8 @@
 import { BatchWriteItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../adapters/dynamoJobStore.js';
-import { dueMsOf } from '../../core/lanes.js';
-import type { JobStore } from '../../core/ports.js';
+import { dueMsOf } from '../../core/model/lanes.js';
+import type { JobStore } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess } from '../support/faults.js';
 import { consume, createSystem, runAllGroups, submitJobs } from '../support/system.js';

@@ -12,7 +12,7 @@
  *   jobs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupsOfCell, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/config.js';
+import { groupsOfCell, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/model/config.js';
 import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { startLocalTick } from '../../local/tick.js';

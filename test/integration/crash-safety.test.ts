@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DispatchDeps } from '../../core/dispatch.js';
-import type { JobStore, QueueSender } from '../../core/ports.js';
+import type { DispatchDeps } from '../../core/dispatch/round.js';
+import type { JobStore, QueueSender } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system.js';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config.js';
-import { dispatchRound, type DispatchDeps } from '../../core/dispatch.js';
-import { ThrottledError } from '../../core/errors.js';
-import type { JobStore, OutgoingMessage, QueueSender } from '../../core/ports.js';
+import { shardsOfGroup } from '../../core/model/config.js';
+import { dispatchRound, type DispatchDeps } from '../../core/dispatch/round.js';
+import { ThrottledError } from '../../core/model/errors.js';
+import type { JobStore, OutgoingMessage, QueueSender } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system.js';

@@ -8,11 +8,11 @@
 import { DeleteItemCommand, QueryCommand, type QueryCommandOutput } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, DeleteMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchLoop, type DispatchStepResult } from '../../core/loop.js';
-import { ParkedTenants } from '../../core/parked.js';
-import type { QueueSender } from '../../core/ports.js';
-import { tenantItemKey } from '../../core/schema.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { dispatchLoop, type DispatchStepResult } from '../../core/dispatch/loop.js';
+import { ParkedTenants } from '../../core/dispatch/parked.js';
+import type { QueueSender } from '../../core/model/ports.js';
+import { tenantItemKey } from '../../core/model/schema.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import { dispatchHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';

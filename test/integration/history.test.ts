@@ -1,9 +1,9 @@
 import { DeleteItemCommand, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config.js';
-import { dispatchRound } from '../../core/dispatch.js';
-import { sortKey } from '../../core/jobId.js';
+import { shardsOfGroup } from '../../core/model/config.js';
+import { dispatchRound } from '../../core/dispatch/round.js';
+import { sortKey } from '../../core/model/jobId.js';
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
 import { registerHandler } from '../../lambdas/register.js';

@@ -8,8 +8,8 @@
 import { ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Clock, QueueSender } from '../../core/ports.js';
-import { Submitter } from '../../core/submit.js';
+import type { Clock, QueueSender } from '../../core/model/ports.js';
+import { Submitter } from '../../core/submit/submitter.js';
 import { submitHandler } from '../../lambdas/runtime/handlers.js';
 import type { Wiring } from '../../lambdas/runtime/wiring.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';

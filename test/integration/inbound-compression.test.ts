@@ -1,5 +1,5 @@
 /**
- * Inbound messages of version 4 (core/messages.ts inboundMessageBody): a batch of 100 jobs of
+ * Inbound messages of version 4 (core/model/messages.ts inboundMessageBody): a batch of 100 jobs of
  * about 1 KB is about 110 KB as version 2 text, two billed 64 KiB chunks on the send and two on
  * the receive; deflated it travels in one. Real SDK clients on dynalite and fauxqs: the requests
  * compute makes are counted with the bytes SQS bills them by, and what the worker receives is
@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inboundBody, parseInboundBody, SQS_BILLING_CHUNK_BYTES } from '../../core/messages.js';
+import { inboundBody, parseInboundBody, SQS_BILLING_CHUNK_BYTES } from '../../core/model/messages.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';

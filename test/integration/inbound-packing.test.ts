@@ -1,5 +1,5 @@
 /**
- * Table-path jobs of one submit share inbound messages (core/messages.ts packInbound): one send,
+ * Table-path jobs of one submit share inbound messages (core/model/messages.ts packInbound): one send,
  * one receive and one delete for a batch of small jobs. These tests check what that must not
  * change: every job is written once, a message that SQS refuses fails exactly its own jobs, and a
  * message whose ingest fails part-way is retried whole without a second row.
@@ -7,10 +7,10 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Submitter } from '../../core/submit.js';
-import { ThrottledError } from '../../core/errors.js';
-import { parseInboundBody } from '../../core/messages.js';
-import type { JobStore, QueueSender } from '../../core/ports.js';
+import { Submitter } from '../../core/submit/submitter.js';
+import { ThrottledError } from '../../core/model/errors.js';
+import { parseInboundBody } from '../../core/model/messages.js';
+import type { JobStore, QueueSender } from '../../core/model/ports.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess } from '../support/faults.js';

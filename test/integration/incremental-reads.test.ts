@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ingestJob } from '../../core/ingest.js';
-import { isLateRow } from '../../core/lanes.js';
-import { dispatchLoop, type DispatchStepResult } from '../../core/loop.js';
-import type { JobStore } from '../../core/ports.js';
+import { ingestJob } from '../../core/ingest/ingest.js';
+import { isLateRow } from '../../core/model/lanes.js';
+import { dispatchLoop, type DispatchStepResult } from '../../core/dispatch/loop.js';
+import type { JobStore } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, submitJobs } from '../support/system.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config.js';
-import { dispatchRound, type DispatchDeps, type RoundReport } from '../../core/dispatch.js';
+import { shardsOfGroup } from '../../core/model/config.js';
+import { dispatchRound, type DispatchDeps, type RoundReport } from '../../core/dispatch/round.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, runAllGroups, submitJobs, waitForEmptyQueue } from '../support/system.js';

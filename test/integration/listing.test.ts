@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sortKey } from '../../core/jobId.js';
-import { JobLister, type ListedJob } from '../../core/listing.js';
-import { TenantRegistry } from '../../core/tenants.js';
-import { isoMs } from '../../core/messages.js';
-import type { JobRow } from '../../core/ports.js';
+import { sortKey } from '../../core/model/jobId.js';
+import { JobLister, type ListedJob } from '../../core/jobs/listing.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
+import { isoMs } from '../../core/model/messages.js';
+import type { JobRow } from '../../core/model/ports.js';
 import { statusHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, httpEvent, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchLoop } from '../../core/loop.js';
+import { dispatchLoop } from '../../core/dispatch/loop.js';
 import { submitHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, httpEvent, percentile } from '../support/system.js';

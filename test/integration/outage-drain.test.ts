@@ -1,9 +1,9 @@
 import { BatchWriteItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../adapters/dynamoJobStore.js';
-import { forEachLimit } from '../../core/backoff.js';
-import { dispatchLoop, dispatchStep, type DispatchStepResult } from '../../core/loop.js';
-import type { JobStore, QueueSender } from '../../core/ports.js';
+import { forEachLimit } from '../../core/util/backoff.js';
+import { dispatchLoop, dispatchStep, type DispatchStepResult } from '../../core/dispatch/loop.js';
+import type { JobStore, QueueSender } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, submitJobs, type Delivery } from '../support/system.js';

@@ -6,10 +6,10 @@
  */
 import { DeleteItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tenantItemKey } from '../../core/schema.js';
-import { ParkedTenants } from '../../core/parked.js';
-import type { DispatchStepResult } from '../../core/loop.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { tenantItemKey } from '../../core/model/schema.js';
+import { ParkedTenants } from '../../core/dispatch/parked.js';
+import type { DispatchStepResult } from '../../core/dispatch/loop.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import { dispatchHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, submitJobs, type TestSystem } from '../support/system.js';

@@ -7,8 +7,8 @@
  * the operator API's (another instance's) write.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlsCache, type ControlsReader } from '../../core/controls.js';
-import { Submitter } from '../../core/submit.js';
+import { ControlsCache, type ControlsReader } from '../../core/tenants/controls.js';
+import { Submitter } from '../../core/submit/submitter.js';
 import { adminHandler, submitHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import type { Wiring } from '../../lambdas/runtime/wiring.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchStep } from '../../core/loop.js';
+import { dispatchStep } from '../../core/dispatch/loop.js';
 import { tickHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem } from '../support/system.js';

@@ -16,8 +16,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { clockName } from '../../adapters/eventBridgeTrigger.js';
 import { keys } from '../../adapters/dynamoJobStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
-import { resolveSettings } from '../../core/config.js';
-import type { JobStore } from '../../core/ports.js';
+import { resolveSettings } from '../../core/model/config.js';
+import type { JobStore } from '../../core/model/ports.js';
 import { COARSE_CLOCK_MS, MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
 import { firingBody, type ScheduleStore } from '../../core/recurring/ports.js';
@@ -74,7 +74,7 @@ async function newSystem(store?: (s: JobStore) => JobStore, scheduleStore: Sched
   if (!store) return wiring;
   const wrapped = store(wiring.store);
   const { SchedulesService } = await import('../../core/recurring/service.js');
-  const { TenantRegistry } = await import('../../core/tenants.js');
+  const { TenantRegistry } = await import('../../core/tenants/registry.js');
   const { EventBridgeTrigger } = await import('../../adapters/eventBridgeTrigger.js');
   return {
     ...wiring,

@@ -1,10 +1,10 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { shardsOfGroup } from '../../core/config.js';
-import { JobsService } from '../../core/cancel.js';
-import { dispatchRound } from '../../core/dispatch.js';
-import type { JobStore } from '../../core/ports.js';
+import { shardsOfGroup } from '../../core/model/config.js';
+import { JobsService } from '../../core/jobs/jobsService.js';
+import { dispatchRound } from '../../core/dispatch/round.js';
+import type { JobStore } from '../../core/model/ports.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';

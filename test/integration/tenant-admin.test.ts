@@ -1,8 +1,8 @@
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
-import { TenantAdmin } from '../../core/admin.js';
-import { ControlsCache } from '../../core/controls.js';
+import { TenantAdmin } from '../../core/tenants/admin.js';
+import { ControlsCache } from '../../core/tenants/controls.js';
 import { adminHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, httpEvent, type TestSystem } from '../support/system.js';

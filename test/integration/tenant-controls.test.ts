@@ -8,9 +8,9 @@
  */
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobsService } from '../../core/cancel.js';
-import { dispatchRound } from '../../core/dispatch.js';
-import type { JobStore, QueueSender } from '../../core/ports.js';
+import { JobsService } from '../../core/jobs/jobsService.js';
+import { dispatchRound } from '../../core/dispatch/round.js';
+import type { JobStore, QueueSender } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';
 import { controlsOf } from '../support/controls.js';

@@ -5,8 +5,8 @@
  * a `{service, Tenant}` dimension set to its own line.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LATENESS_SAMPLE, TenantTally } from '../../core/tenantTally.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { LATENESS_SAMPLE, TenantTally } from '../../core/dispatch/tenantTally.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import { dispatchHandler, submitHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { powertools } from '../../lambdas/runtime/powertools.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';

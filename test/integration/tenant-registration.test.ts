@@ -13,9 +13,14 @@ import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-s
 import type { SQSEvent } from 'aws-lambda';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { resolveSettings } from '../../core/config.js';
-import { registrationRequest, TENANT_PLACEHOLDER, type RegistrationProperties, type TenantQueueUrls } from '../../core/registration.js';
-import { tenantItemKey } from '../../core/schema.js';
+import { resolveSettings } from '../../core/model/config.js';
+import {
+  registrationRequest,
+  TENANT_PLACEHOLDER,
+  type RegistrationProperties,
+  type TenantQueueUrls,
+} from '../../core/tenants/registration.js';
+import { tenantItemKey } from '../../core/model/schema.js';
 import { registerConfig, registerHandler, type RegisterDeps, type RegisterResponse } from '../../lambdas/register.js';
 import type { LambdaConfig } from '../../lambdas/runtime/config.js';
 import { dispatchHandler, ingestHandler } from '../../lambdas/runtime/handlers.js';

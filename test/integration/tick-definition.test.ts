@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DispatchStepInput, DispatchStepResult } from '../../core/loop.js';
+import type { DispatchStepInput, DispatchStepResult } from '../../core/dispatch/loop.js';
 import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers.js';
 import type { Wiring } from '../../lambdas/runtime/wiring.js';
 import { ERROR_BACKOFF_SECONDS, MAX_CONSECUTIVE_FAILURES, renderTickDefinition, tickDefinition } from '../../lib/tickDefinition.js';

@@ -7,10 +7,10 @@
 import { DeleteItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordDeadLetters } from '../../core/deadLetters.js';
-import { dispatchRound } from '../../core/dispatch.js';
-import { ingest } from '../../core/ingest.js';
-import type { Clock } from '../../core/ports.js';
+import { recordDeadLetters } from '../../core/ingest/recordDeadLetters.js';
+import { dispatchRound } from '../../core/dispatch/round.js';
+import { ingest } from '../../core/ingest/ingest.js';
+import type { Clock } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, submitJobs, type TestSystem } from '../support/system.js';
 

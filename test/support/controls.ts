@@ -1,4 +1,4 @@
-import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/controls.js';
+import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/tenants/controls.js';
 
 /** Controls set by the test, read through the dispatch's cache (a short TTL to keep the test quick). */
 export function controlsOf(initial: Record<string, Partial<TenantControls>>) {

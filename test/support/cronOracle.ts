@@ -1,5 +1,5 @@
 /**
- * A brute-force oracle for schedule tests, written independently of core/schedule: it walks UTC
+ * A brute-force oracle for schedule tests, written independently of core/recurring/expression: it walks UTC
  * minute by minute, asks Intl what the zone's clocks show (date, time and weekday), tests the
  * cron fields from a structured description (not from the parser), and runs a wall-clock time
  * only the first time the clocks show it. Slow and obviously correct.

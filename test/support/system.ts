@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { ReceiveMessageCommand, DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
-import { dispatchLoop } from '../../core/loop.js';
-import type { Clock } from '../../core/ports.js';
+import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
+import { dispatchLoop } from '../../core/dispatch/loop.js';
+import type { Clock } from '../../core/model/ports.js';
 import type { LambdaConfig } from '../../lambdas/runtime/config.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Acquirer, type AcquireItem } from '../../core/acquirer.js';
-import { AdaptiveLimit } from '../../core/adaptiveLimit.js';
-import { TokenBucket } from '../../core/rateLimit.js';
+import { Acquirer, type AcquireItem } from '../../core/dispatch/acquirer.js';
+import { AdaptiveLimit } from '../../core/dispatch/adaptiveLimit.js';
+import { TokenBucket } from '../../core/dispatch/tokenBucket.js';
 
 type Item = AcquireItem & { readonly name: string };
 const item = (tenant: string, dueMs: number, name: string, priority?: number): Item => ({

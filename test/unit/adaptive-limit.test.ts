@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { AdaptiveLimit } from '../../core/adaptiveLimit.js';
+import { AdaptiveLimit } from '../../core/dispatch/adaptiveLimit.js';
 
 /**
  * A client keeping `limit.limit` calls in flight against one serial server (each call takes

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { TenantAdmin, parseSettingsChange } from '../../core/admin.js';
-import { MAX_AUDIT, type ControlsStore, type TenantControls } from '../../core/controls.js';
-import { ConcurrentModificationError, TenantNotFoundError, ValidationError } from '../../core/errors.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { TenantAdmin, parseSettingsChange } from '../../core/tenants/admin.js';
+import { MAX_AUDIT, type ControlsStore, type TenantControls } from '../../core/tenants/controls.js';
+import { ConcurrentModificationError, TenantNotFoundError, ValidationError } from '../../core/model/errors.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 
 /** An in-memory ControlsStore with the adapter's conditional put, and a hook to lose races. */
 function memoryStore() {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffMs } from '../../core/backoff.js';
-import { DEFAULTS, MAX_GROUPS, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/config.js';
-import { summarize } from '../../core/loop.js';
+import { backoffMs } from '../../core/util/backoff.js';
+import { DEFAULTS, MAX_GROUPS, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/model/config.js';
+import { summarize } from '../../core/dispatch/loop.js';
 
 const DAY = 24 * 3600 * 1000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ControlsCache, DEFAULT_CONTROLS, isUnknown, UNKNOWN_CONTROLS, type TenantControls } from '../../core/controls.js';
+import { ControlsCache, DEFAULT_CONTROLS, isUnknown, UNKNOWN_CONTROLS, type TenantControls } from '../../core/tenants/controls.js';
 
 /** A controls store the test edits, whose reads can be made to hang (a slow table under load). */
 function store() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deadLetterBytes, packDeadLetters } from '../../core/dlq.js';
+import { deadLetterBytes, packDeadLetters } from '../../core/deadLetters/deadLetterService.js';
 
 /** SQS's limits on one SendMessageBatch call: 10 entries, 262,144 bytes of bodies and attributes. */
 const LIMIT = 262_144;

@@ -62,7 +62,11 @@ describe('DYNEIN_FAULTS', () => {
       const seen: Fault[] = [];
       const injector = new FaultInjector({ ...parseFaults(settings)!, timeoutMs: 1 }, { onFault: (f) => seen.push(f) });
       const clients = new Map<FaultService, (n: number) => Promise<unknown>>();
-      for (const [service, clientName] of [['dynamodb', 'DynamoDBClient'], ['sqs', 'SQSClient'], ['scheduler', 'SchedulerClient']] as const) {
+      for (const [service, clientName] of [
+        ['dynamodb', 'DynamoDBClient'],
+        ['sqs', 'SQSClient'],
+        ['scheduler', 'SchedulerClient'],
+      ] as const) {
         let handler: ((next: unknown, context: unknown) => (args: unknown) => Promise<unknown>) | undefined;
         injector.attach({ middlewareStack: { add: (mw: never) => void (handler = mw) } });
         const send = handler!(async () => ({ response: { statusCode: 200, body: undefined } }), { clientName, commandName: 'PingCommand' });

@@ -1,10 +1,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OutcomeReporter, type OutcomeReport } from '../../client/outcomes.js';
-import { MAX_ERROR_CHARS, OutcomesService, historyStatus, timelineOf, type HistoryStore, type OutcomeRecord } from '../../core/history.js';
-import { JobIdCodec } from '../../core/jobId.js';
-import type { StoredRow } from '../../core/ports.js';
-import { TenantRegistry } from '../../core/tenants.js';
-import { deliveryMessage } from '../../core/messages.js';
+import {
+  MAX_ERROR_CHARS,
+  OutcomesService,
+  historyStatus,
+  timelineOf,
+  type HistoryStore,
+  type OutcomeRecord,
+} from '../../core/jobs/history.js';
+import { JobIdCodec } from '../../core/model/jobId.js';
+import type { StoredRow } from '../../core/model/ports.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
+import { deliveryMessage } from '../../core/model/messages.js';
 import { localSettings } from '../../local/settings.js';
 
 const record = (o: Partial<OutcomeRecord> = {}): OutcomeRecord => ({

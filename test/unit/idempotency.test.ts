@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fingerprint, IDEMPOTENCY_WINDOW_MS } from '../../core/idempotency.js';
+import { fingerprint, IDEMPOTENCY_WINDOW_MS } from '../../core/submit/idempotency.js';
 
 const req = (payloadText: string, schedule = 'delay:30000', cancellable = true) => ({ payloadText, schedule, cancellable });
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidJobIdError } from '../../core/errors.js';
-import { JobIdCodec, TENANT_PATTERN, parseSortKey, sortKey, type JobIdParts, type JobPath } from '../../core/jobId.js';
+import { InvalidJobIdError } from '../../core/model/errors.js';
+import { JobIdCodec, TENANT_PATTERN, parseSortKey, sortKey, type JobIdParts, type JobPath } from '../../core/model/jobId.js';
 
 // Two deployment keys, fixed so that failures reproduce; 32 bytes is the documented minimum.
 const KEY = createHash('sha256').update('unit-test key A').digest();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { duplicateKeysOf, isJson, JsonSyntaxError, parseJson, RawJson, type JsonPath } from '../../core/jsonText.js';
+import { duplicateKeysOf, isJson, JsonSyntaxError, parseJson, RawJson, type JsonPath } from '../../core/util/jsonText.js';
 import { ALTERED_BY_PARSE } from '../support/payloads.js';
 
 /** What JSON.parse says about `text`: its value, or that it is not JSON. */

@@ -1,9 +1,9 @@
 /**
- * core/limit.ts: never more than `max` tasks at once, and waiters start in arrival order, even
+ * core/util/concurrencyLimit.ts: never more than `max` tasks at once, and waiters start in arrival order, even
  * when a new caller arrives in the same tick as a running task finishes.
  */
 import { describe, expect, it } from 'vitest';
-import { limiter } from '../../core/limit.js';
+import { limiter } from '../../core/util/concurrencyLimit.js';
 
 /** A task the test finishes by hand; records the order of starts and the most running at once. */
 function tracker() {

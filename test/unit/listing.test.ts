@@ -1,9 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JobIdCodec, sortKey } from '../../core/jobId.js';
-import { JobLister, type ListedItem, type ListedPage, type ListFilter, type ListingStore, type ListRange } from '../../core/listing.js';
-import { TenantRegistry } from '../../core/tenants.js';
-import { HISTORY_STATES } from '../../core/history.js';
+import { JobIdCodec, sortKey } from '../../core/model/jobId.js';
+import {
+  JobLister,
+  type ListedItem,
+  type ListedPage,
+  type ListFilter,
+  type ListingStore,
+  type ListRange,
+} from '../../core/jobs/listing.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
+import { HISTORY_STATES } from '../../core/jobs/history.js';
 
 /** The store in memory: a partition's items in sort-key order, Limit counting items evaluated, as DynamoDB does. */
 class MemoryListing implements ListingStore {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { RequestCounter } from '../../adapters/requestCounter.js';
-import { resolveSettings } from '../../core/config.js';
-import type { DispatchDeps } from '../../core/dispatch.js';
-import type { AcquiredRow, JobStore, QueueSender } from '../../core/ports.js';
-import { Releaser, type ReleaseStats } from '../../core/release.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { resolveSettings } from '../../core/model/config.js';
+import type { DispatchDeps } from '../../core/dispatch/round.js';
+import type { AcquiredRow, JobStore, QueueSender } from '../../core/model/ports.js';
+import { Releaser, type ReleaseStats } from '../../core/dispatch/releaser.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import { LocalMetrics, REQUESTS_PER_JOB_COUNTS } from '../../local/metrics.js';
 
 describe('the local dashboard counters', () => {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JobIdCodec } from '../../core/jobId.js';
+import { JobIdCodec } from '../../core/model/jobId.js';
 import { deflateRawSync } from 'node:zlib';
 import {
   compactInbound,
@@ -15,8 +15,8 @@ import {
   parseInboundJobs,
   SQS_BILLING_CHUNK_BYTES,
   type InboundJob,
-} from '../../core/messages.js';
-import type { OutgoingMessage } from '../../core/ports.js';
+} from '../../core/model/messages.js';
+import type { OutgoingMessage } from '../../core/model/ports.js';
 import { ALTERED_BY_PARSE } from '../support/payloads.js';
 
 const KIB = 1024;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CONTROLS_TTL_MS } from '../../core/controls.js';
-import { CLOCK_MARGIN_MS, needsFreshControls, place } from '../../core/submit.js';
+import { CONTROLS_TTL_MS } from '../../core/tenants/controls.js';
+import { CLOCK_MARGIN_MS, needsFreshControls, place } from '../../core/submit/submitter.js';
 
 /** A fixed "now" (the clock is injected): 2030-01-01T00:00:00Z. */
 const NOW = Date.UTC(2030, 0, 1);

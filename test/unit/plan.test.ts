@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resolveSettings, type SchedulerSettings } from '../../core/config.js';
-import { packGroups, planDispatchers } from '../../core/plan.js';
+import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
+import { packGroups, planDispatchers } from '../../core/dispatch/plan.js';
 
 const NOW = 1_800_000_000_000;
 const UNTIL = NOW + 90_000;

@@ -4,11 +4,11 @@
  * limiter's arithmetic (slots, allowances, Retry-After) over an in-memory counter store.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../core/config.js';
-import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/controls.js';
-import { ValidationError } from '../../core/errors.js';
-import { fingerprint } from '../../core/idempotency.js';
-import { inboundBody, parseInboundBody, parseInboundJobs, type InboundJob } from '../../core/messages.js';
+import { resolveSettings } from '../../core/model/config.js';
+import { ControlsCache, DEFAULT_CONTROLS, type TenantControls } from '../../core/tenants/controls.js';
+import { ValidationError } from '../../core/model/errors.js';
+import { fingerprint } from '../../core/submit/idempotency.js';
+import { inboundBody, parseInboundBody, parseInboundJobs, type InboundJob } from '../../core/model/messages.js';
 import {
   MAX_COUNTS_PER_SLOT,
   slotAllowance,
@@ -17,8 +17,8 @@ import {
   SubmitThrottledError,
   type RateCounterKey,
   type RateCounterStore,
-} from '../../core/submitRate.js';
-import { validateJob } from '../../core/validate.js';
+} from '../../core/submit/submitRateLimit.js';
+import { validateJob } from '../../core/model/validate.js';
 
 const settings = resolveSettings();
 const NOW = Date.UTC(2030, 0, 1);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../core/config.js';
-import type { DispatchDeps } from '../../core/dispatch.js';
-import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/ports.js';
-import { Releaser, type ReleaseStats } from '../../core/release.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { resolveSettings } from '../../core/model/config.js';
+import type { DispatchDeps } from '../../core/dispatch/round.js';
+import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/model/ports.js';
+import { Releaser, type ReleaseStats } from '../../core/dispatch/releaser.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 import { gate } from '../support/faults.js';
 
 /** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */

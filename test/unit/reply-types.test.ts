@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type { DeadLetterMoveTask } from '../../client/client.js';
-import type { MoveTask } from '../../core/dlq.js';
+import type { MoveTask } from '../../core/deadLetters/deadLetterService.js';
 
 /**
  * The SDK restates the API's reply types rather than importing core's (its declarations must not

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nextRuns, parseSchedule } from '../../core/schedule/index.js';
+import { nextRuns, parseSchedule } from '../../core/recurring/expression/index.js';
 import { daysArb, everything, itemsArb } from '../support/cronArbitraries.js';
 import { clocks, cronMatches, renderCron, type OracleCron } from '../support/cronOracle.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { instantsOf, nextRuns, offsetAt, parseSchedule, type NextRunsOptions } from '../../core/schedule/index.js';
+import { instantsOf, nextRuns, offsetAt, parseSchedule, type NextRunsOptions } from '../../core/recurring/expression/index.js';
 
 // Worked examples with next runs computed by hand (calendars: 1 Sep 2026 is a Tuesday, 1 Jan 2027
 // a Friday). The first block is the example table of the AWS cron reference

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { firstInstant, instantsOf, nextRuns, parseSchedule, wallTime } from '../../core/schedule/index.js';
+import { firstInstant, instantsOf, nextRuns, parseSchedule, wallTime } from '../../core/recurring/expression/index.js';
 import { cronArb, everything, itemsArb } from '../support/cronArbitraries.js';
 import { clocks, cronMatches, expectedRuns, renderCron, type Clock, type OracleCron } from '../support/cronOracle.js';
 

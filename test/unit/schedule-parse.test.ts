@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../core/errors.js';
-import { parseSchedule, ScheduleExpressionError, validateTimeZone, type SchedulePart } from '../../core/schedule/index.js';
+import { ValidationError } from '../../core/model/errors.js';
+import { parseSchedule, ScheduleExpressionError, validateTimeZone, type SchedulePart } from '../../core/recurring/expression/index.js';
 
 // Validation of expressions and zones: every refusal is a 400 ValidationError naming the field
 // and the part, with a message that says how to fix it; every accepted form parses to the values

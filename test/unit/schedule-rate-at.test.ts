@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nextRuns, parseSchedule, type RateUnit } from '../../core/schedule/index.js';
+import { nextRuns, parseSchedule, type RateUnit } from '../../core/recurring/expression/index.js';
 import { cronArb } from '../support/cronArbitraries.js';
 import { renderCron } from '../support/cronOracle.js';
 

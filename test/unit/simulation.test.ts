@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ThrottledError } from '../../core/errors.js';
+import { ThrottledError } from '../../core/model/errors.js';
 import { VirtualTime } from '../../bench/sim/clock.js';
 import { simulate } from '../../bench/sim/engine.js';
 import { awsConfig } from '../../bench/sim/run.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { codePointName, describeSqsUnsafeChar, findSqsUnsafeChar } from '../../core/sqsChars.js';
+import { codePointName, describeSqsUnsafeChar, findSqsUnsafeChar } from '../../core/util/sqsChars.js';
 
 /**
  * SQS's documented message-body character set (SendMessage, MessageBody):

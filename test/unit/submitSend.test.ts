@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { OutgoingMessage, QueueSender, SendFailure } from '../../core/ports.js';
-import { sendParcels, type Parcel } from '../../core/submitSend.js';
+import type { OutgoingMessage, QueueSender, SendFailure } from '../../core/model/ports.js';
+import { sendParcels, type Parcel } from '../../core/submit/sendParcels.js';
 
 /** A parcel whose message body lists its jobs: `jobs:3,4,5`. */
 const parcel = (jobs: number[], queueUrl = 'q'): Parcel => ({ queueUrl, jobs, build: (js) => ({ body: `jobs:${js.join(',')}` }) });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { TenantNotFoundError, ValidationError } from '../../core/errors.js';
-import type { TenantRecord, TenantStore } from '../../core/ports.js';
-import { TenantRegistry } from '../../core/tenants.js';
+import { TenantNotFoundError, ValidationError } from '../../core/model/errors.js';
+import type { TenantRecord, TenantStore } from '../../core/model/ports.js';
+import { TenantRegistry } from '../../core/tenants/registry.js';
 
 /** A registry store that counts reads, over a map the test edits. */
 function countingStore(initial: TenantRecord[]) {

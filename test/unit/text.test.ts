@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cutText, shortText, wellFormed } from '../../core/text.js';
+import { cutText, shortText, wellFormed } from '../../core/util/text.js';
 
 const isWellFormed = (s: string) => !/\p{Surrogate}/u.test(s);
 

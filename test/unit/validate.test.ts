@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resolveSettings } from '../../core/config.js';
-import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
-import { BATCH_PAYLOADS, JOB_PAYLOAD, MAX_PAYLOAD_DEPTH, parseJsonBody, parseRunAt, validateJob } from '../../core/validate.js';
+import { resolveSettings } from '../../core/model/config.js';
+import { PayloadTooLargeError, ValidationError } from '../../core/model/errors.js';
+import { BATCH_PAYLOADS, JOB_PAYLOAD, MAX_PAYLOAD_DEPTH, parseJsonBody, parseRunAt, validateJob } from '../../core/model/validate.js';
 import { ALTERED_BY_PARSE } from '../support/payloads.js';
 
 const settings = resolveSettings();

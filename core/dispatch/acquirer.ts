@@ -17,8 +17,8 @@
  *   thus goes ahead of every backlog row of its tenant.
  */
 import type { AdaptiveLimit } from './adaptiveLimit.js';
-import { Heap } from './heap.js';
-import { DEFAULT_PRIORITY } from './ports.js';
+import { Heap } from '../util/heap.js';
+import { DEFAULT_PRIORITY } from '../model/ports.js';
 
 export interface AcquireItem {
   readonly key: { readonly shard: number; readonly dueMs: number };
@@ -32,7 +32,7 @@ export interface AcquirerOptions<T> {
   readonly concurrency: number;
   /**
    * Shared with the other rounds of the process: acquires in flight across them, learnt from
-   * their latency (core/adaptiveLimit.ts). Rows wait here, in fair order, rather than in the
+   * their latency (core/dispatch/adaptiveLimit.ts). Rows wait here, in fair order, rather than in the
    * table's request queue.
    */
   readonly limit?: AdaptiveLimit;

@@ -1,6 +1,6 @@
-import { tombstoneExpiresAtMs } from './cancel.js';
+import { tombstoneExpiresAtMs } from '../jobs/jobsService.js';
 import type { IngestDeps } from './ingest.js';
-import { parseInboundBody } from './messages.js';
+import { parseInboundBody } from '../model/messages.js';
 
 /**
  * Ingest's last attempt at an inbound message failed: the queue will move the message to its

@@ -1,8 +1,8 @@
 import type { SchedulerSettings } from './config.js';
 import { PayloadTooLargeError, ValidationError } from './errors.js';
-import { duplicateKeysOf, JsonSyntaxError, JsonTooDeepError, parseJson, pathText, RawJson, type JsonPath } from './jsonText.js';
+import { duplicateKeysOf, JsonSyntaxError, JsonTooDeepError, parseJson, pathText, RawJson, type JsonPath } from '../util/jsonText.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from './ports.js';
-import { describeSqsUnsafeChar, findSqsUnsafeChar } from './sqsChars.js';
+import { describeSqsUnsafeChar, findSqsUnsafeChar } from '../util/sqsChars.js';
 
 /** A job request after validation. */
 export interface JobRequest {

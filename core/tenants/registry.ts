@@ -1,7 +1,7 @@
-import { TenantNotFoundError, ValidationError } from './errors.js';
-import { TENANT_PATTERN } from './jobId.js';
+import { TenantNotFoundError, ValidationError } from '../model/errors.js';
+import { TENANT_PATTERN } from '../model/jobId.js';
 import { foreignQueues, type TenantQueueUrls } from './registration.js';
-import { systemClock, type Clock, type TenantRecord, type TenantStore } from './ports.js';
+import { systemClock, type Clock, type TenantRecord, type TenantStore } from '../model/ports.js';
 
 /**
  * The tenant registry read through a short cache: a Lambda reads each tenant at most once per

@@ -1,9 +1,9 @@
-import type { SchedulerSettings } from './config.js';
-import { type JobIdCodec } from './jobId.js';
-import { isLateRow } from './lanes.js';
-import { unlimited, type Limit } from './limit.js';
-import { parseInboundJobs, type InboundJob } from './messages.js';
-import type { Clock, JobStore } from './ports.js';
+import type { SchedulerSettings } from '../model/config.js';
+import { type JobIdCodec } from '../model/jobId.js';
+import { isLateRow } from '../model/lanes.js';
+import { unlimited, type Limit } from '../util/concurrencyLimit.js';
+import { parseInboundJobs, type InboundJob } from '../model/messages.js';
+import type { Clock, JobStore } from '../model/ports.js';
 
 export type IngestOutcome = 'created' | 'duplicate' | 'cancelled';
 

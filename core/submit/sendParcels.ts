@@ -1,6 +1,6 @@
-import { backoffMs, sleep } from './backoff.js';
-import { packBatches } from './messages.js';
-import type { OutgoingMessage, QueueSender } from './ports.js';
+import { backoffMs, sleep } from '../util/backoff.js';
+import { packBatches } from '../model/messages.js';
+import type { OutgoingMessage, QueueSender } from '../model/ports.js';
 
 /**
  * One message submit sends: a direct job to its tenant queue, or the table-path jobs of a

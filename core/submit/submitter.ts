@@ -1,16 +1,16 @@
-import type { SchedulerSettings } from './config.js';
-import { CONTROLS_TTL_MS, type ControlsCache } from './controls.js';
-import { ApiError, IdempotencyKeyReusedError, ValidationError } from './errors.js';
+import type { SchedulerSettings } from '../model/config.js';
+import { CONTROLS_TTL_MS, type ControlsCache } from '../tenants/controls.js';
+import { ApiError, IdempotencyKeyReusedError, ValidationError } from '../model/errors.js';
 import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
-import { type JobIdCodec, type JobPath } from './jobId.js';
-import { limiter } from './limit.js';
-import { deliveryMessage, inboundMessageBody, isoMs, packInbound, type InboundJob } from './messages.js';
-import type { Clock, QueueSender, TenantRecord } from './ports.js';
-import type { SubmitRateLimiter } from './submitRate.js';
-import { sendParcels, type Parcel, type SendOptions } from './submitSend.js';
-import type { TenantRegistry } from './tenants.js';
-import { assertNoDuplicateFields, BATCH_PAYLOADS, JOB_PAYLOAD, parseJsonBody, validateJob, type JobRequest } from './validate.js';
-import { shortText } from './text.js';
+import { type JobIdCodec, type JobPath } from '../model/jobId.js';
+import { limiter } from '../util/concurrencyLimit.js';
+import { deliveryMessage, inboundMessageBody, isoMs, packInbound, type InboundJob } from '../model/messages.js';
+import type { Clock, QueueSender, TenantRecord } from '../model/ports.js';
+import type { SubmitRateLimiter } from './submitRateLimit.js';
+import { sendParcels, type Parcel, type SendOptions } from './sendParcels.js';
+import type { TenantRegistry } from '../tenants/registry.js';
+import { assertNoDuplicateFields, BATCH_PAYLOADS, JOB_PAYLOAD, parseJsonBody, validateJob, type JobRequest } from '../model/validate.js';
+import { shortText } from '../util/text.js';
 
 export interface JobReply {
   readonly jobId: string;

@@ -1,13 +1,13 @@
-import { ApiError, InvalidJobIdError, ValidationError } from './errors.js';
-import type { JobIdCodec } from './jobId.js';
-import { RawJson, type JsonPath } from './jsonText.js';
-import { isoMs } from './messages.js';
+import { ApiError, InvalidJobIdError, ValidationError } from '../model/errors.js';
+import type { JobIdCodec } from '../model/jobId.js';
+import { RawJson, type JsonPath } from '../util/jsonText.js';
+import { isoMs } from '../model/messages.js';
 import type { ListableState, ListedItem } from './listing.js';
-import { limiter } from './limit.js';
-import type { Clock, JobStore, RowKey, StoredRow } from './ports.js';
-import type { TenantRegistry } from './tenants.js';
-import { parseJsonBody } from './validate.js';
-import { cutText } from './text.js';
+import { limiter } from '../util/concurrencyLimit.js';
+import type { Clock, JobStore, RowKey, StoredRow } from '../model/ports.js';
+import type { TenantRegistry } from '../tenants/registry.js';
+import { parseJsonBody } from '../model/validate.js';
+import { cutText } from '../util/text.js';
 
 /**
  * Job history (docs/history.md): for a tenant with history on, the worker reports each
@@ -199,7 +199,7 @@ function outcomeState(o: Outcome): ListableState {
 }
 
 /**
- * The history states a listing accepts (core/listing.ts), for tenants with history on.
+ * The history states a listing accepts (core/jobs/listing.ts), for tenants with history on.
  * `SUCCEEDED`, `FAILED` and `DEAD` are read from the outcome records (`h#<shard>`, the latest
  * outcome of each job); `DELIVERED` from the shards' delivered markers whose job has no outcome
  * record. A listing without `state` shows a marker as `DELIVERED`, or as its job's outcome.

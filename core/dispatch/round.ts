@@ -1,15 +1,15 @@
 import { Acquirer } from './acquirer.js';
-import { backoffMs, settleAll, sleep } from './backoff.js';
-import { ThrottledError } from './errors.js';
-import { dueMsOf, positionThrough, readAheadMs, ShardLane } from './lanes.js';
+import { backoffMs, settleAll, sleep } from '../util/backoff.js';
+import { ThrottledError } from '../model/errors.js';
+import { dueMsOf, positionThrough, readAheadMs, ShardLane } from '../model/lanes.js';
 import { ParkedTenants } from './parked.js';
-import { Releaser, rowKeyString, type ReleaseStats } from './release.js';
+import { Releaser, rowKeyString, type ReleaseStats } from './releaser.js';
 import { TenantTally } from './tenantTally.js';
-import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from './ports.js';
-import { dispatchFlow, type DispatchDeps } from './dispatchDeps.js';
-import { cellOfGroup } from './config.js';
+import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from '../model/ports.js';
+import { dispatchFlow, type DispatchDeps } from './deps.js';
+import { cellOfGroup } from '../model/config.js';
 
-export type { DispatchDeps } from './dispatchDeps.js';
+export type { DispatchDeps } from './deps.js';
 
 export interface RoundOptions {
   /** Shards this round dispatches. */
@@ -73,7 +73,7 @@ export interface RoundReport extends ReleaseStats {
   abandoned: number;
   /** Where the next reader of each shard may start (kept in the group lease item). */
   marks: ShardMarks;
-  /** Most rows of unregistered tenants the round held back, parked (core/parked.ts). */
+  /** Most rows of unregistered tenants the round held back, parked (core/dispatch/parked.ts). */
   parked: number;
   /** Those rows' tenants. */
   parkedTenants: string[];

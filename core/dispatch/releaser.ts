@@ -1,10 +1,10 @@
 import type { AdaptiveLimit } from './adaptiveLimit.js';
-import { backoffMs } from './backoff.js';
-import type { DispatchDeps } from './dispatchDeps.js';
-import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from './messages.js';
-import { DEFAULT_PRIORITY, type AcquiredRow, type RowKey } from './ports.js';
-import { Heap } from './heap.js';
-import { TokenBucket } from './rateLimit.js';
+import { backoffMs } from '../util/backoff.js';
+import type { DispatchDeps } from './deps.js';
+import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from '../model/messages.js';
+import { DEFAULT_PRIORITY, type AcquiredRow, type RowKey } from '../model/ports.js';
+import { Heap } from '../util/heap.js';
+import { TokenBucket } from './tokenBucket.js';
 import { TenantTally } from './tenantTally.js';
 
 export interface ReleaseStats {
@@ -121,7 +121,7 @@ export class Releaser {
     private readonly signal?: AbortSignal,
     private readonly hooks: ReleaseHooks = {},
     private readonly deliveryShare = 1,
-    /** Sends in flight across the process's rounds, learnt from their latency (core/adaptiveLimit.ts). */
+    /** Sends in flight across the process's rounds, learnt from their latency (core/dispatch/adaptiveLimit.ts). */
     private readonly sendLimit?: AdaptiveLimit,
   ) {
     this.#safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));

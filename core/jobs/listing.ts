@@ -1,15 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { SchedulerSettings } from './config.js';
-import { DEAD_LETTERED_MESSAGE, type StatusReply } from './cancel.js';
-import { ValidationError } from './errors.js';
-import { type JobIdCodec, parseSortKey } from './jobId.js';
-import { limiter } from './limit.js';
-import { isoMs } from './messages.js';
-import type { Clock, TenantRecord } from './ports.js';
-import { SCHEDULE_NAME_PATTERN } from './recurring/model.js';
-import type { TenantRegistry } from './tenants.js';
-import { parseRunAt } from './validate.js';
-import { cutText } from './text.js';
+import type { SchedulerSettings } from '../model/config.js';
+import { DEAD_LETTERED_MESSAGE, type StatusReply } from './jobsService.js';
+import { ValidationError } from '../model/errors.js';
+import { type JobIdCodec, parseSortKey } from '../model/jobId.js';
+import { limiter } from '../util/concurrencyLimit.js';
+import { isoMs } from '../model/messages.js';
+import type { Clock, TenantRecord } from '../model/ports.js';
+import { SCHEDULE_NAME_PATTERN } from '../recurring/model.js';
+import type { TenantRegistry } from '../tenants/registry.js';
+import { parseRunAt } from '../model/validate.js';
+import { cutText } from '../util/text.js';
 
 /**
  * `GET /v1/tenants/{tenant}/jobs`: a tenant's jobs, read from the shards themselves (no index,

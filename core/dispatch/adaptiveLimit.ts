@@ -1,8 +1,8 @@
 /**
  * How many calls of one kind a dispatcher keeps in flight, learnt from their latency.
  *
- * Fair share between tenants is decided in the dispatcher's own queues (core/acquirer.ts,
- * core/release.ts): the next acquire or send goes to the tenant with the least virtual time.
+ * Fair share between tenants is decided in the dispatcher's own queues (core/dispatch/acquirer.ts,
+ * core/dispatch/releaser.ts): the next acquire or send goes to the tenant with the least virtual time.
  * That only holds while the rows wait there. Calls already sent wait in whatever queue the other
  * side keeps, in arrival order: the table's and the queue service's request queues, the
  * process's event loop (its responses), a connection pool. With 32 acquires and 8 sends in flight
@@ -24,7 +24,7 @@
  * outside drains, and the calls that come back show the base again (TCP BBR's ProbeRTT does the
  * same). A lasting change of the network is the new base within two windows.
  *
- * The callers (core/acquirer.ts, core/release.ts) let a tenant with no call in flight start one
+ * The callers (core/dispatch/acquirer.ts, core/dispatch/releaser.ts) let a tenant with no call in flight start one
  * whatever the limit (`start`): the limit holds back a tenant that already has calls out, never
  * the first call of one within its share. They name the tenant of each call: while a single
  * tenant calls, nobody waits behind it, and its calls go at `max` (the table serves a burst

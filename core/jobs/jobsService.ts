@@ -1,12 +1,12 @@
-import type { SchedulerSettings } from './config.js';
-import type { ControlsCache } from './controls.js';
-import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from './errors.js';
-import { type JobIdCodec, type ParsedJobId } from './jobId.js';
-import { isoMs } from './messages.js';
+import type { SchedulerSettings } from '../model/config.js';
+import type { ControlsCache } from '../tenants/controls.js';
+import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from '../model/errors.js';
+import { type JobIdCodec, type ParsedJobId } from '../model/jobId.js';
+import { isoMs } from '../model/messages.js';
 import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryState, type HistoryStore, type TimelineEvent } from './history.js';
-import type { Clock, JobStore, StoredRow } from './ports.js';
-import { QUEUE_SETTINGS } from './schema.js';
-import type { TenantRegistry } from './tenants.js';
+import type { Clock, JobStore, StoredRow } from '../model/ports.js';
+import { QUEUE_SETTINGS } from '../model/schema.js';
+import type { TenantRegistry } from '../tenants/registry.js';
 
 /**
  * How long after it was sent an inbound message can still reach ingest: the inbound queue keeps

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_PRIORITY } from './ports.js';
-import type { JobRequest } from './validate.js';
+import { DEFAULT_PRIORITY } from '../model/ports.js';
+import type { JobRequest } from '../model/validate.js';
 
 /**
  * Idempotency keys. A job submitted with an `idempotencyKey` gets an idempotency record under

@@ -1,9 +1,9 @@
-import { ValidationError } from './errors.js';
-import type { JobIdCodec } from './jobId.js';
-import { MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, packGreedy } from './messages.js';
-import type { Clock } from './ports.js';
-import { assertTenantName, type TenantRegistry } from './tenants.js';
-import { parseJsonBody } from './validate.js';
+import { ValidationError } from '../model/errors.js';
+import type { JobIdCodec } from '../model/jobId.js';
+import { MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, packGreedy } from '../model/messages.js';
+import type { Clock } from '../model/ports.js';
+import { assertTenantName, type TenantRegistry } from '../tenants/registry.js';
+import { parseJsonBody } from '../model/validate.js';
 
 /**
  * A tenant's dead-letter queue through the API: peek, redrive all or some, delete some.

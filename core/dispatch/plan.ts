@@ -1,5 +1,5 @@
-import { groupsOfCell, shardsOfGroup, type SchedulerSettings } from './config.js';
-import type { JobStore } from './ports.js';
+import { groupsOfCell, shardsOfGroup, type SchedulerSettings } from '../model/config.js';
+import type { JobStore } from '../model/ports.js';
 
 /**
  * How a tick execution splits the shard groups among its dispatchers (Map iterations).
