@@ -7,7 +7,8 @@ import {
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import { sleep } from '../core/util/backoff.js';
-import { OUTCOMES, type HistoryStore, type Outcome, type OutcomeRecord } from '../core/jobs/history.js';
+import { OUTCOMES, type HistoryStore, type OutcomeRecord } from '../core/jobs/history.js';
+import type { Outcome } from '../core/jobs/replies.js';
 import { parseSortKey, sortKey } from '../core/model/jobId.js';
 import type { RowKey } from '../core/model/ports.js';
 import { rethrow } from './dynamoJobStore.js';

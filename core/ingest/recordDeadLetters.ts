@@ -1,4 +1,4 @@
-import { tombstoneExpiresAtMs } from '../jobs/jobsService.js';
+import { tombstoneExpiresAtMs } from '../model/tombstones.js';
 import type { IngestDeps } from './ingest.js';
 import { parseInboundBody } from '../model/messages.js';
 

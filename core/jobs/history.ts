@@ -3,6 +3,7 @@ import type { JobIdCodec } from '../model/jobId.js';
 import { RawJson, type JsonPath } from '../util/jsonText.js';
 import { isoMs } from '../model/messages.js';
 import type { ListableState, ListedItem } from './listing.js';
+import type { HistoryState, Outcome, TimelineEvent } from './replies.js';
 import { limiter } from '../util/concurrencyLimit.js';
 import type { Clock, JobStore, RowKey, StoredRow } from '../model/ports.js';
 import type { TenantRegistry } from '../tenants/registry.js';
@@ -22,12 +23,6 @@ import { cutText } from '../util/text.js';
  *   outcome: a retry's report lands after the failure's (the worker reports within a second and
  *   the retry waits for its backoff, 10 s by default), so the record ends with the last attempt.
  */
-
-/** What a worker reports for a delivery. */
-export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD';
-
-/** The states of a history tenant's delivered job: `DELIVERED` until an outcome is reported. */
-export type HistoryState = 'DELIVERED' | Outcome;
 
 export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
 
@@ -106,17 +101,6 @@ export class NotDeliveredError extends ApiError {
     super(`the job has not been delivered (it is ${state}): an outcome is kept only for a delivered job; nothing was stored`);
     this.name = 'NotDeliveredError';
   }
-}
-
-/** One event of a job's timeline, as `GET` of one job shows it. */
-export interface TimelineEvent {
-  readonly at: string;
-  readonly event: 'SCHEDULED' | 'DELIVERED' | Outcome;
-  readonly attempt?: number;
-  readonly error?: string;
-  readonly durationMs?: number;
-  /** The reported result, as JSON (a raw JSON text when serialised by the handlers). */
-  readonly result?: unknown;
 }
 
 /**

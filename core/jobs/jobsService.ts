@@ -3,78 +3,12 @@ import type { ControlsCache } from '../tenants/controls.js';
 import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from '../model/errors.js';
 import { type JobIdCodec, type ParsedJobId } from '../model/jobId.js';
 import { isoMs } from '../model/messages.js';
-import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryState, type HistoryStore, type TimelineEvent } from './history.js';
+import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
+import { DEAD_LETTERED_MESSAGE, type CancelReply, type StatusReply } from './replies.js';
+import { tombstoneExpiresAtMs } from '../model/tombstones.js';
 import type { Clock, JobStore, StoredRow } from '../model/ports.js';
 import { QUEUE_SETTINGS } from '../model/schema.js';
 import type { TenantRegistry } from '../tenants/registry.js';
-
-/**
- * How long after it was sent an inbound message can still reach ingest: the inbound queue keeps
- * it its retention, then its dead-letter queue keeps it the DLQ's retention, from where a redrive
- * sends it back. The deployment's own queue settings (lib/ builds the queues from the same
- * {@link QUEUE_SETTINGS}).
- */
-export const INBOUND_MESSAGE_LIFETIME_MS = (QUEUE_SETTINGS.inbound.retentionSeconds + QUEUE_SETTINGS.dlqRetentionSeconds) * 1000;
-
-/**
- * When a cancelled job's tombstone (or a dead-lettered job's record) may expire: not before its
- * message can no longer come back (the later of runAt and now, plus {@link INBOUND_MESSAGE_LIFETIME_MS}:
- * a job redriven from the inbound DLQ on its last day still meets the tombstone), and not before
- * status has shown it for `cancelRecordRetentionMs` after runAt (and after now).
- *
- * @example tombstoneExpiresAtMs(dueMs, clock.now(), settings) // ≥ max(dueMs, now) + 21 days by default
- */
-export function tombstoneExpiresAtMs(
-  dueMs: number,
-  nowMs: number,
-  settings: Pick<SchedulerSettings, 'tombstoneGraceMs' | 'cancelRecordRetentionMs'>,
-): number {
-  return Math.max(
-    Math.max(dueMs, nowMs) + INBOUND_MESSAGE_LIFETIME_MS,
-    Math.max(dueMs + settings.tombstoneGraceMs, nowMs) + settings.cancelRecordRetentionMs,
-  );
-}
-
-/**
- * What status answers. Every state but the direct path's `QUEUED` is read from the table:
- *
- * - `SCHEDULED`: the job's row waits for its time; `ACQUIRED`: a dispatcher is sending it now.
- * - `QUEUED`: handed to the tenant queue. For a job through the table, the dispatcher's delivered
- *   marker says so (`deliveredAt`); for a job sent straight to its queue at submit, the job id
- *   says so (its MAC proves this deployment issued it on that path, and submit issues such an id
- *   only once SQS has taken the message).
- * - `CANCELLED`: a tombstone (or a cancel record of an earlier release) says so.
- * - `DEAD_LETTERED`: ingest gave the job up to the inbound dead-letter queue (after the inbound
- *   queue's maxReceiveCount failed attempts); redriving that queue schedules it again.
- * - `UNKNOWN`: nothing about the job is in the table: not yet stored (it waits in the inbound
- *   queue for a second or two after submit, longer if ingest is failing), or its record expired
- *   (records are kept `cancelRecordRetentionMs`, 7 days, after runAt). Never a guess.
- */
-export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN' | HistoryState;
-
-/** What `DEAD_LETTERED` means and what to do about it (status and listing say it). */
-export const DEAD_LETTERED_MESSAGE =
-  'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it';
-
-export interface StatusReply {
-  readonly jobId: string;
-  readonly tenant: string;
-  readonly runAt: string;
-  readonly state: JobState;
-  /** `SCHEDULED` or `ACQUIRED`: the job's priority, when it is not the default 5. */
-  readonly priority?: number;
-  /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
-  readonly deliveredAt?: string;
-  /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */
-  readonly message?: string;
-  /** Tenants with history on: what happened to the job, oldest first (docs/history.md). */
-  readonly timeline?: TimelineEvent[];
-}
-
-export interface CancelReply {
-  readonly jobId: string;
-  readonly state: 'CANCELLED';
-}
 
 export interface JobsDeps {
   readonly store: JobStore;

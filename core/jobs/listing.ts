@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { SchedulerSettings } from '../model/config.js';
-import { DEAD_LETTERED_MESSAGE, type StatusReply } from './jobsService.js';
+import { DEAD_LETTERED_MESSAGE, type JobPageReply, type ListedJob, type StatusReply } from './replies.js';
 import { ValidationError } from '../model/errors.js';
 import { type JobIdCodec, parseSortKey } from '../model/jobId.js';
 import { limiter } from '../util/concurrencyLimit.js';
@@ -110,15 +110,6 @@ export const LIVE_STATES: Readonly<Record<string, ListableState>> = {
   CANCELLED: { partition: shardPartition, stored: ['CANCELLED'] },
   DEAD_LETTERED: { partition: shardPartition, stored: ['DEAD'] },
 };
-
-/** A listed job: the fields of GET of one job, and the schedule of an occurrence. */
-export type ListedJob = StatusReply & { readonly schedule?: string };
-
-export interface JobPageReply {
-  readonly jobs: ListedJob[];
-  /** Absent on the last page. */
-  readonly nextCursor?: string;
-}
 
 export interface ListerDeps {
   readonly store: ListingStore;

@@ -8,7 +8,7 @@
  * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
  * once each.
  */
-import { tombstoneExpiresAtMs } from '../jobs/jobsService.js';
+import { tombstoneExpiresAtMs } from '../model/tombstones.js';
 import { ingestJob, type IngestDeps } from '../ingest/ingest.js';
 import { limiter } from '../util/concurrencyLimit.js';
 import { END_OF_TIME } from './expression/index.js';

@@ -2,7 +2,7 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { INBOUND_MESSAGE_LIFETIME_MS } from '../../core/jobs/jobsService.js';
+import { INBOUND_MESSAGE_LIFETIME_MS } from '../../core/model/tombstones.js';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
 import { fastApp, getAtt, idOf, render, type Json } from './support.js';
 

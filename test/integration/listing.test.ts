@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sortKey } from '../../core/model/jobId.js';
-import { JobLister, type ListedJob } from '../../core/jobs/listing.js';
+import { JobLister } from '../../core/jobs/listing.js';
+import type { ListedJob } from '../../core/jobs/replies.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { isoMs } from '../../core/model/messages.js';
 import type { JobRow } from '../../core/model/ports.js';

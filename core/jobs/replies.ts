@@ -1,0 +1,71 @@
+/**
+ * What the jobs API answers (status, cancel, listing, history's timeline) and the states it
+ * names: the types the SDK's replies (client/apiTypes.ts) are tied to.
+ */
+
+/** What a worker reports for a delivery. */
+export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD';
+
+/** The states of a history tenant's delivered job: `DELIVERED` until an outcome is reported. */
+export type HistoryState = 'DELIVERED' | Outcome;
+
+/** One event of a job's timeline, as `GET` of one job shows it. */
+export interface TimelineEvent {
+  readonly at: string;
+  readonly event: 'SCHEDULED' | 'DELIVERED' | Outcome;
+  readonly attempt?: number;
+  readonly error?: string;
+  readonly durationMs?: number;
+  /** The reported result, as JSON (a raw JSON text when serialised by the handlers). */
+  readonly result?: unknown;
+}
+
+/**
+ * What status answers. Every state but the direct path's `QUEUED` is read from the table:
+ *
+ * - `SCHEDULED`: the job's row waits for its time; `ACQUIRED`: a dispatcher is sending it now.
+ * - `QUEUED`: handed to the tenant queue. For a job through the table, the dispatcher's delivered
+ *   marker says so (`deliveredAt`); for a job sent straight to its queue at submit, the job id
+ *   says so (its MAC proves this deployment issued it on that path, and submit issues such an id
+ *   only once SQS has taken the message).
+ * - `CANCELLED`: a tombstone (or a cancel record of an earlier release) says so.
+ * - `DEAD_LETTERED`: ingest gave the job up to the inbound dead-letter queue (after the inbound
+ *   queue's maxReceiveCount failed attempts); redriving that queue schedules it again.
+ * - `UNKNOWN`: nothing about the job is in the table: not yet stored (it waits in the inbound
+ *   queue for a second or two after submit, longer if ingest is failing), or its record expired
+ *   (records are kept `cancelRecordRetentionMs`, 7 days, after runAt). Never a guess.
+ */
+export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN' | HistoryState;
+
+/** What `DEAD_LETTERED` means and what to do about it (status and listing say it). */
+export const DEAD_LETTERED_MESSAGE =
+  'ingest could not store this job and gave its message up to the inbound dead-letter queue: fix the cause (see the ingest logs), then redrive that queue to schedule it again, or cancel it';
+
+export interface StatusReply {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly runAt: string;
+  readonly state: JobState;
+  /** `SCHEDULED` or `ACQUIRED`: the job's priority, when it is not the default 5. */
+  readonly priority?: number;
+  /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
+  readonly deliveredAt?: string;
+  /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */
+  readonly message?: string;
+  /** Tenants with history on: what happened to the job, oldest first (docs/history.md). */
+  readonly timeline?: TimelineEvent[];
+}
+
+export interface CancelReply {
+  readonly jobId: string;
+  readonly state: 'CANCELLED';
+}
+
+/** A listed job: the fields of GET of one job, and the schedule of an occurrence. */
+export type ListedJob = StatusReply & { readonly schedule?: string };
+
+export interface JobPageReply {
+  readonly jobs: ListedJob[];
+  /** Absent on the last page. */
+  readonly nextCursor?: string;
+}
