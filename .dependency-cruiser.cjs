@@ -1,7 +1,8 @@
 /**
- * Architecture rules checked in CI (`npm run lint:deps`): no import cycles, and the layering of
- * the README's code layout (core is pure, constructs never load runtime code, the client never
- * loads the CDK).
+ * Architecture rules checked in CI (`npm run lint:deps`): no import cycles (type-only edges
+ * included), core's folders entered through their index.ts, util and model as leaves, and the
+ * layering of docs/architecture.md (core is pure, constructs never load runtime code, the client
+ * never loads the CDK).
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {
@@ -9,9 +10,39 @@ module.exports = {
     {
       name: 'no-circular',
       severity: 'error',
-      comment: 'No import cycles, type-only edges included: a cycle makes load order fragile, and two modules that need each other are one module or want a third.',
+      comment:
+        'No import cycles, type-only edges included: a cycle makes load order fragile, and two modules that need each other are one module or want a third.',
       from: {},
       to: { circular: true },
+    },
+    {
+      name: 'core-feature-through-index',
+      severity: 'error',
+      comment:
+        'A core folder (feature, model, util) is entered through its index.ts: what else it holds is its own business. Inside a folder, files import each other directly.',
+      from: { path: '^core/([^/]+)/' },
+      to: { path: '^core/', pathNot: ['^core/$1/', '^core/[^/]+/index\\.ts$'] },
+    },
+    {
+      name: 'layers-reach-core-through-index',
+      severity: 'error',
+      comment: 'Adapters, handlers, the local stack, constructs and the client reach a core folder only through its index.ts.',
+      from: { path: '^(adapters|lambdas|local|lib|client|bin)/' },
+      to: { path: '^core/', pathNot: '^core/[^/]+/index\\.ts$' },
+    },
+    {
+      name: 'util-is-a-leaf',
+      severity: 'error',
+      comment: 'core/util holds small utilities that know nothing of the scheduler: they import no other core folder.',
+      from: { path: '^core/util/' },
+      to: { path: '^core/', pathNot: '^core/util/' },
+    },
+    {
+      name: 'model-is-the-vocabulary',
+      severity: 'error',
+      comment: 'core/model is what every feature shares: it imports only core/util, never a feature.',
+      from: { path: '^core/model/' },
+      to: { path: '^core/', pathNot: '^core/(model|util)/' },
     },
     {
       name: 'core-is-pure',

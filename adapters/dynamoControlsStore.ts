@@ -1,6 +1,5 @@
 import { DynamoDBClient, GetItemCommand, PutItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { ControlChange, ControlsStore, TenantControls } from '../core/tenants/controls.js';
-import { DEFAULT_WEIGHT } from '../core/tenants/controls.js';
+import { type ControlChange, type ControlsStore, DEFAULT_WEIGHT, type TenantControls } from '../core/tenants/index.js';
 import { isConditionFailure, rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;

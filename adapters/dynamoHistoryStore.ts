@@ -6,11 +6,9 @@ import {
   type AttributeValue,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { sleep } from '../core/util/backoff.js';
-import { OUTCOMES, type HistoryStore, type OutcomeRecord } from '../core/jobs/history.js';
-import type { Outcome } from '../core/jobs/replies.js';
-import { parseSortKey, sortKey } from '../core/model/jobId.js';
-import type { RowKey } from '../core/model/ports.js';
+import { sleep } from '../core/util/index.js';
+import { type HistoryStore, type Outcome, type OutcomeRecord, OUTCOMES } from '../core/jobs/index.js';
+import { parseSortKey, type RowKey, sortKey } from '../core/model/index.js';
 import { rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;

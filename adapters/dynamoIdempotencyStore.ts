@@ -8,8 +8,8 @@ import {
   type AttributeValue,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { ThrottledError } from '../core/model/errors.js';
-import type { IdempotencyEntry, IdempotencyRecord, IdempotencyStore } from '../core/submit/idempotency.js';
+import { ThrottledError } from '../core/model/index.js';
+import type { IdempotencyEntry, IdempotencyRecord, IdempotencyStore } from '../core/submit/index.js';
 
 type Item = Record<string, AttributeValue>;
 

@@ -11,28 +11,31 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { ThrottledError } from '../core/model/errors.js';
-import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/jobs/listing.js';
-import { parseSortKey, sortKey } from '../core/model/jobId.js';
-import { positionBefore, positionThrough } from '../core/model/lanes.js';
-import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/model/schema.js';
-import { DEFAULT_PRIORITY } from '../core/model/ports.js';
-import type {
-  AcquiredRow,
-  CancelRecord,
-  DueKey,
-  DuePage,
-  HeldPage,
-  HeldPointer,
-  JobRow,
-  JobStore,
-  RowKey,
-  RowState,
-  ShardMarks,
-  StoredRow,
-  TenantRecord,
-  TenantStore,
-} from '../core/model/ports.js';
+import {
+  type AcquiredRow,
+  type CancelRecord,
+  DEFAULT_PRIORITY,
+  type DueKey,
+  type DuePage,
+  type HeldPage,
+  type HeldPointer,
+  type JobRow,
+  type JobStore,
+  parseSortKey,
+  positionBefore,
+  positionThrough,
+  type RowKey,
+  type RowState,
+  type ShardMarks,
+  sortKey,
+  type StoredRow,
+  TENANT_ATTRIBUTES,
+  tenantItemKey,
+  type TenantRecord,
+  type TenantStore,
+  ThrottledError,
+} from '../core/model/index.js';
+import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/jobs/index.js';
 
 type Item = Record<string, AttributeValue>;
 

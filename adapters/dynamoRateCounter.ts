@@ -1,5 +1,5 @@
 import { DynamoDBClient, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { RateCounterKey, RateCounterStore } from '../core/submit/submitRateLimit.js';
+import type { RateCounterKey, RateCounterStore } from '../core/submit/index.js';
 import { isConditionFailure, rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;

@@ -7,8 +7,7 @@ import {
   UpdateItemCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
-import type { PendingCancel, ScheduleRecord } from '../core/recurring/model.js';
-import type { ScheduleStore } from '../core/recurring/ports.js';
+import type { PendingCancel, ScheduleRecord, ScheduleStore } from '../core/recurring/index.js';
 import { isConditionFailure, payloadAttribute, payloadOf, rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;

@@ -8,10 +8,9 @@ import {
   UpdateScheduleCommand,
   type CreateScheduleCommandInput,
 } from '@aws-sdk/client-scheduler';
-import type { Timing } from '../core/recurring/model.js';
-import { firingBody, type ScheduleRef, type ScheduleTrigger } from '../core/recurring/ports.js';
-import { ThrottledError } from '../core/model/errors.js';
-import { cutText } from '../core/util/text.js';
+import { firingBody, type ScheduleRef, type ScheduleTrigger, type Timing } from '../core/recurring/index.js';
+import { ThrottledError } from '../core/model/index.js';
+import { cutText } from '../core/util/index.js';
 
 export interface EventBridgeTriggerConfig {
   /** The deployment's schedule group. */

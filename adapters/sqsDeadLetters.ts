@@ -16,7 +16,7 @@ import {
   type DlqCopy,
   type DlqMessage,
   type MoveTask,
-} from '../core/deadLetters/deadLetterService.js';
+} from '../core/deadLetters/index.js';
 
 /** Errors SQS (or a stand-in) answers for an action it does not implement. */
 const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImplemented/;

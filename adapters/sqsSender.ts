@@ -1,6 +1,5 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ThrottledError } from '../core/model/errors.js';
-import type { OutgoingMessage, QueueSender, SendFailure } from '../core/model/ports.js';
+import { type OutgoingMessage, type QueueSender, type SendFailure, ThrottledError } from '../core/model/index.js';
 
 /** The {@link QueueSender} on SQS: one `SendMessageBatch` per call. */
 export class SqsSender implements QueueSender {

@@ -1,5 +1,5 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
-import { TABLE_KEY } from '../core/model/schema.js';
+import { TABLE_KEY } from '../core/model/index.js';
 
 /** The scheduler table's key schema: defined in core/model/schema.ts (shared with the CDK construct). */
 export { TABLE_KEY };

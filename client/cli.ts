@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { isJson } from '../core/util/jsonText.js';
+import { cutText, isJson } from '../core/util/index.js';
 import {
   DyneinClient,
   scheduleNameProblem,
@@ -29,7 +29,6 @@ import {
 import { startUiServer } from './ui/server.js';
 import { DyneinApiError } from './errors.js';
 import { Worker } from './worker.js';
-import { cutText } from '../core/util/text.js';
 
 /** One command-line flag: its parseArgs type and the line `--help` prints for it. */
 interface Flag {

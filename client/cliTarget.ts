@@ -12,8 +12,8 @@ import {
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { sleep } from '../core/util/backoff.js';
-import { packDeadLetters } from '../core/deadLetters/deadLetterService.js';
+import { sleep } from '../core/util/index.js';
+import { packDeadLetters } from '../core/deadLetters/index.js';
 import type { Credentials } from './client.js';
 
 /** `$DYNEIN_DATA_DIR/local.json`, as `npm start` writes it. */

@@ -3,12 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { backoffMs, forEachLimit, sleep } from '../core/util/backoff.js';
-import { isJson } from '../core/util/jsonText.js';
-import { packGreedy } from '../core/model/messages.js';
-import { describeSqsUnsafeChar, findSqsUnsafeChar } from '../core/util/sqsChars.js';
+import { backoffMs, cutText, describeSqsUnsafeChar, findSqsUnsafeChar, forEachLimit, isJson, sleep } from '../core/util/index.js';
+import { packGreedy } from '../core/model/index.js';
 import { type DyneinError, DyneinApiError, NetworkError, ValidationError, errorFromCode, errorFromResponse } from './errors.js';
-import { cutText } from '../core/util/text.js';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
 export type Credentials = ConstructorParameters<typeof SignatureV4>[0]['credentials'];

@@ -1,5 +1,4 @@
-import { backoffMs } from '../core/util/backoff.js';
-import { parseJson, RawJson, type JsonPath } from '../core/util/jsonText.js';
+import { backoffMs, type JsonPath, parseJson, RawJson } from '../core/util/index.js';
 
 /** A job as delivered to a tenant queue (docs/api.md, "The delivered message"). */
 export interface DeliveredJob<P = unknown> {

@@ -13,7 +13,7 @@
  * }
  */
 
-import { cutText } from '../core/util/text.js';
+import { cutText } from '../core/util/index.js';
 
 /** Where an API error came from: a Dynein handler, the gateway in front of it, or the client itself (a request that cannot be valid, never sent). */
 export type ErrorSource = 'api' | 'gateway' | 'client';

@@ -1,7 +1,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { limiter } from '../core/util/concurrencyLimit.js';
+import { cutText, limiter } from '../core/util/index.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   UnrecoverableError,
@@ -15,7 +15,6 @@ import {
   type RetryBackoff,
 } from './delivery.js';
 import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
-import { cutText } from '../core/util/text.js';
 
 export interface LambdaConsumerOptions {
   /** Records handled at once within one invocation. @default 10 */

@@ -4,7 +4,7 @@
  * batches (`POST /v1/tenants/{tenant}/jobs/outcomes`, up to 100 per request).
  */
 
-import { cutText } from '../core/util/text.js';
+import { cutText } from '../core/util/index.js';
 
 /** The message attribute that asks for a report (the dispatcher sets it for history tenants). */
 export const HISTORY_ATTRIBUTE = 'dynein-history';

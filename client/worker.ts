@@ -7,7 +7,7 @@ import {
   type Message,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import { backoffMs, sleep } from '../core/util/backoff.js';
+import { backoffMs, cutText, sleep } from '../core/util/index.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   MAX_VISIBILITY_SECONDS,
@@ -21,7 +21,6 @@ import {
   type RetryBackoff,
 } from './delivery.js';
 import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
-import { cutText } from '../core/util/text.js';
 
 export interface WorkerOptions<P = unknown> {
   /** The tenant queue (`local.json`'s `queueUrl`, or the DyneinTenant's `queue.queueUrl`). */

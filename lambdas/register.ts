@@ -28,9 +28,9 @@ import {
   tenantQueueUrlProblems,
   type RegistrationProperties,
   type TenantQueueUrls,
-} from '../core/tenants/registration.js';
-import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/model/schema.js';
-import { cutText } from '../core/util/text.js';
+} from '../core/tenants/index.js';
+import { TENANT_ATTRIBUTES, tenantItemKey } from '../core/model/index.js';
+import { cutText } from '../core/util/index.js';
 
 type Event = CloudFormationCustomResourceEvent<RegistrationProperties>;
 

@@ -1,6 +1,6 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import { TENANT_PATTERN } from '../core/model/jobId.js';
+import { TENANT_PATTERN } from '../core/model/index.js';
 import type { DyneinLogLevel, DyneinSchedulerProps, DyneinTableCapacity } from './dyneinScheduler.js';
 
 /**

@@ -17,18 +17,20 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { DEFAULTS, resolveSettings, type SchedulerSettings } from '../core/model/config.js';
 import {
+  DEFAULTS,
   INGEST_BATCHING_WINDOW_MS,
   INGEST_TIMEOUT_SECONDS,
   METRICS_NAMESPACE,
   metricService,
   QUEUE_SETTINGS,
+  resolveSettings,
+  type SchedulerSettings,
   TABLE_KEY,
-} from '../core/model/schema.js';
+} from '../core/model/index.js';
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring, type SchedulerFiringMetric } from './monitoring.js';
-import { TENANT_PLACEHOLDER } from '../core/tenants/registration.js';
+import { TENANT_PLACEHOLDER } from '../core/tenants/index.js';
 import {
   deadLetterQueueName,
   deadLetterQueuePattern,

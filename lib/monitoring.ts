@@ -6,7 +6,7 @@ import { Construct } from 'constructs';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
-import { METRICS_NAMESPACE, metricService } from '../core/model/schema.js';
+import { METRICS_NAMESPACE, metricService } from '../core/model/index.js';
 import type { DyneinTenant } from './tenant.js';
 
 /**

@@ -6,9 +6,8 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { TENANT_PATTERN } from '../core/model/jobId.js';
-import { METRICS_NAMESPACE, metricService, TENANT_METRICS } from '../core/model/schema.js';
-import type { RegistrationProperties } from '../core/tenants/registration.js';
+import { METRICS_NAMESPACE, metricService, TENANT_METRICS, TENANT_PATTERN } from '../core/model/index.js';
+import type { RegistrationProperties } from '../core/tenants/index.js';
 import { DLQ_REDRIVE_ACTIONS, secureQueue } from './queues.js';
 import { deadLetterQueueName, senderTagKey, tenantQueueName, validatePrefix } from './naming.js';
 

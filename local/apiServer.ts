@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { LAMBDA_SYNC_PAYLOAD_BYTES } from '../core/model/schema.js';
+import { LAMBDA_SYNC_PAYLOAD_BYTES } from '../core/model/index.js';
 import type { HttpResult } from '../lambdas/runtime/http.js';
 import { DASHBOARD_HTML } from './dashboard.js';
 import type { TenantKeys } from './settings.js';

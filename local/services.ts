@@ -14,7 +14,7 @@ import { CreateScheduleGroupCommand, SchedulerClient } from '@aws-sdk/client-sch
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
-import { TENANT_PLACEHOLDER, tenantQueueUrls, type TenantQueueUrls } from '../core/tenants/registration.js';
+import { TENANT_PLACEHOLDER, tenantQueueUrls, type TenantQueueUrls } from '../core/tenants/index.js';
 import { QUEUE_SETTINGS } from '../adapters/resources.js';
 import { createTableInput } from '../adapters/tableSchema.js';
 import { alignFauxqsCharset } from './fauxqsCharset.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { TENANT_PATTERN } from '../core/model/jobId.js';
+import { TENANT_PATTERN } from '../core/model/index.js';
 import { StartupError } from './dataDir.js';
 import { parseFaults, type FaultSettings } from './faults.js';
 

@@ -1,7 +1,7 @@
 import { StateMachine } from 'aws-local-stepfunctions';
 
 type JSONValue = Parameters<StateMachine['run']>[0];
-import type { DispatchStepInput } from '../core/dispatch/loop.js';
+import type { DispatchStepInput } from '../core/dispatch/index.js';
 import { dispatchTimeoutSeconds, renderTickDefinition, tickDefinition } from '../lib/tickDefinition.js';
 import type { TickInput } from '../lambdas/runtime/handlers.js';
 

@@ -1,9 +1,13 @@
-import { ValidationError } from '../model/errors.js';
-import type { JobIdCodec } from '../model/jobId.js';
-import { MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, packGreedy } from '../model/messages.js';
-import type { Clock } from '../model/ports.js';
-import { assertTenantName, type TenantRegistry } from '../tenants/registry.js';
-import { parseJsonBody } from '../model/validate.js';
+import {
+  type Clock,
+  type JobIdCodec,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_ENTRIES,
+  packGreedy,
+  parseJsonBody,
+  ValidationError,
+} from '../model/index.js';
+import { assertTenantName, type TenantRegistry } from '../tenants/index.js';
 
 /**
  * A tenant's dead-letter queue through the API: peek, redrive all or some, delete some.

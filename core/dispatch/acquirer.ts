@@ -17,8 +17,8 @@
  *   thus goes ahead of every backlog row of its tenant.
  */
 import type { AdaptiveLimit } from './adaptiveLimit.js';
-import { Heap } from '../util/heap.js';
-import { DEFAULT_PRIORITY } from '../model/ports.js';
+import { Heap } from '../util/index.js';
+import { DEFAULT_PRIORITY } from '../model/index.js';
 
 export interface AcquireItem {
   readonly key: { readonly shard: number; readonly dueMs: number };

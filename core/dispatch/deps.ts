@@ -1,9 +1,7 @@
 import { AdaptiveLimit } from './adaptiveLimit.js';
-import type { SchedulerSettings } from '../model/config.js';
-import type { ControlsCache } from '../tenants/controls.js';
+import type { Clock, JobStore, QueueSender, SchedulerSettings } from '../model/index.js';
+import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import type { ParkedTenants } from './parked.js';
-import type { Clock, JobStore, QueueSender } from '../model/ports.js';
-import type { TenantRegistry } from '../tenants/registry.js';
 
 /** What a dispatch round and its release timer run on (kept apart so that the two do not import each other). */
 export interface DispatchDeps {

@@ -1,7 +1,6 @@
-import { sleep } from '../util/backoff.js';
-import { shardsOfGroup } from '../model/config.js';
+import { sleep } from '../util/index.js';
+import { type ShardMarks, shardsOfGroup } from '../model/index.js';
 import { dispatchRound, emptyRoundReport, type DispatchDeps, type RoundOptions, type RoundReport } from './round.js';
-import type { ShardMarks } from '../model/ports.js';
 import type { TenantDispatch } from './tenantTally.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */

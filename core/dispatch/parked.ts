@@ -1,5 +1,5 @@
-import type { DueKey } from '../model/ports.js';
-import type { TenantRegistry } from '../tenants/registry.js';
+import type { DueKey } from '../model/index.js';
+import type { TenantRegistry } from '../tenants/index.js';
 
 /**
  * Rows of tenants that are not registered are parked: dispatch leaves them in the table as they

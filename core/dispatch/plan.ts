@@ -1,5 +1,4 @@
-import { groupsOfCell, shardsOfGroup, type SchedulerSettings } from '../model/config.js';
-import type { JobStore } from '../model/ports.js';
+import { groupsOfCell, type JobStore, type SchedulerSettings, shardsOfGroup } from '../model/index.js';
 
 /**
  * How a tick execution splits the shard groups among its dispatchers (Map iterations).

@@ -1,9 +1,7 @@
 import type { AdaptiveLimit } from './adaptiveLimit.js';
-import { backoffMs } from '../util/backoff.js';
+import { backoffMs, Heap } from '../util/index.js';
 import type { DispatchDeps } from './deps.js';
-import { deliveryMessage, MAX_BATCH_ENTRIES, packBatches } from '../model/messages.js';
-import { DEFAULT_PRIORITY, type AcquiredRow, type RowKey } from '../model/ports.js';
-import { Heap } from '../util/heap.js';
+import { type AcquiredRow, DEFAULT_PRIORITY, deliveryMessage, MAX_BATCH_ENTRIES, packBatches, type RowKey } from '../model/index.js';
 import { TokenBucket } from './tokenBucket.js';
 import { TenantTally } from './tenantTally.js';
 

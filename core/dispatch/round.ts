@@ -1,13 +1,23 @@
 import { Acquirer } from './acquirer.js';
-import { backoffMs, settleAll, sleep } from '../util/backoff.js';
-import { ThrottledError } from '../model/errors.js';
-import { dueMsOf, positionThrough, readAheadMs, ShardLane } from '../model/lanes.js';
+import { backoffMs, settleAll, sleep } from '../util/index.js';
+import {
+  type AcquiredRow,
+  cellOfGroup,
+  DEFAULT_PRIORITY,
+  type DueKey,
+  dueMsOf,
+  type HeldPointer,
+  positionThrough,
+  readAheadMs,
+  type RowKey,
+  ShardLane,
+  type ShardMarks,
+  ThrottledError,
+} from '../model/index.js';
 import { ParkedTenants } from './parked.js';
 import { Releaser, rowKeyString, type ReleaseStats } from './releaser.js';
 import { TenantTally } from './tenantTally.js';
-import { DEFAULT_PRIORITY, type AcquiredRow, type DueKey, type HeldPointer, type RowKey, type ShardMarks } from '../model/ports.js';
 import { dispatchFlow, type DispatchDeps } from './deps.js';
-import { cellOfGroup } from '../model/config.js';
 
 export type { DispatchDeps } from './deps.js';
 

@@ -1,9 +1,13 @@
-import type { SchedulerSettings } from '../model/config.js';
-import { type JobIdCodec } from '../model/jobId.js';
-import { isLateRow } from '../model/lanes.js';
-import { unlimited, type Limit } from '../util/concurrencyLimit.js';
-import { parseInboundJobs, type InboundJob } from '../model/messages.js';
-import type { Clock, JobStore } from '../model/ports.js';
+import {
+  type Clock,
+  type InboundJob,
+  isLateRow,
+  type JobIdCodec,
+  type JobStore,
+  parseInboundJobs,
+  type SchedulerSettings,
+} from '../model/index.js';
+import { unlimited, type Limit } from '../util/index.js';
 
 export type IngestOutcome = 'created' | 'duplicate' | 'cancelled';
 

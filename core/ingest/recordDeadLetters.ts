@@ -1,6 +1,5 @@
-import { tombstoneExpiresAtMs } from '../model/tombstones.js';
+import { parseInboundBody, tombstoneExpiresAtMs } from '../model/index.js';
 import type { IngestDeps } from './ingest.js';
-import { parseInboundBody } from '../model/messages.js';
 
 /**
  * Ingest's last attempt at an inbound message failed: the queue will move the message to its

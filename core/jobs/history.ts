@@ -1,14 +1,19 @@
-import { ApiError, InvalidJobIdError, ValidationError } from '../model/errors.js';
-import type { JobIdCodec } from '../model/jobId.js';
-import { RawJson, type JsonPath } from '../util/jsonText.js';
-import { isoMs } from '../model/messages.js';
+import {
+  ApiError,
+  type Clock,
+  InvalidJobIdError,
+  isoMs,
+  type JobIdCodec,
+  type JobStore,
+  parseJsonBody,
+  type RowKey,
+  type StoredRow,
+  ValidationError,
+} from '../model/index.js';
+import { cutText, type JsonPath, limiter, RawJson } from '../util/index.js';
 import type { ListableState, ListedItem } from './listing.js';
 import type { HistoryState, Outcome, TimelineEvent } from './replies.js';
-import { limiter } from '../util/concurrencyLimit.js';
-import type { Clock, JobStore, RowKey, StoredRow } from '../model/ports.js';
-import type { TenantRegistry } from '../tenants/registry.js';
-import { parseJsonBody } from '../model/validate.js';
-import { cutText } from '../util/text.js';
+import type { TenantRegistry } from '../tenants/index.js';
 
 /**
  * Job history (docs/history.md): for a tenant with history on, the worker reports each

@@ -1,14 +1,19 @@
-import type { SchedulerSettings } from '../model/config.js';
-import type { ControlsCache } from '../tenants/controls.js';
-import { AlreadyQueuedError, JobNotFoundError, NotCancellableError } from '../model/errors.js';
-import { type JobIdCodec, type ParsedJobId } from '../model/jobId.js';
-import { isoMs } from '../model/messages.js';
+import {
+  AlreadyQueuedError,
+  type Clock,
+  isoMs,
+  type JobIdCodec,
+  JobNotFoundError,
+  type JobStore,
+  NotCancellableError,
+  type ParsedJobId,
+  type SchedulerSettings,
+  type StoredRow,
+  tombstoneExpiresAtMs,
+} from '../model/index.js';
+import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type StatusReply } from './replies.js';
-import { tombstoneExpiresAtMs } from '../model/tombstones.js';
-import type { Clock, JobStore, StoredRow } from '../model/ports.js';
-import { QUEUE_SETTINGS } from '../model/schema.js';
-import type { TenantRegistry } from '../tenants/registry.js';
 
 export interface JobsDeps {
   readonly store: JobStore;

@@ -1,15 +1,18 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { SchedulerSettings } from '../model/config.js';
+import {
+  type Clock,
+  isoMs,
+  type JobIdCodec,
+  parseRunAt,
+  parseSortKey,
+  type SchedulerSettings,
+  type TenantRecord,
+  ValidationError,
+} from '../model/index.js';
 import { DEAD_LETTERED_MESSAGE, type JobPageReply, type ListedJob, type StatusReply } from './replies.js';
-import { ValidationError } from '../model/errors.js';
-import { type JobIdCodec, parseSortKey } from '../model/jobId.js';
-import { limiter } from '../util/concurrencyLimit.js';
-import { isoMs } from '../model/messages.js';
-import type { Clock, TenantRecord } from '../model/ports.js';
-import { SCHEDULE_NAME_PATTERN } from '../recurring/model.js';
-import type { TenantRegistry } from '../tenants/registry.js';
-import { parseRunAt } from '../model/validate.js';
-import { cutText } from '../util/text.js';
+import { cutText, limiter } from '../util/index.js';
+import { SCHEDULE_NAME_PATTERN } from '../recurring/index.js';
+import type { TenantRegistry } from '../tenants/index.js';
 
 /**
  * `GET /v1/tenants/{tenant}/jobs`: a tenant's jobs, read from the shards themselves (no index,

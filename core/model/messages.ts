@@ -1,5 +1,5 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { parseJson, RawJson, type JsonPath } from '../util/jsonText.js';
+import { parseJson, RawJson, type JsonPath } from '../util/index.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, type OutgoingMessage } from './ports.js';
 
 /** Largest total size of one SendMessageBatch call we build (SQS's classic 256 KiB limit). */

@@ -1,8 +1,17 @@
 import type { SchedulerSettings } from './config.js';
 import { PayloadTooLargeError, ValidationError } from './errors.js';
-import { duplicateKeysOf, JsonSyntaxError, JsonTooDeepError, parseJson, pathText, RawJson, type JsonPath } from '../util/jsonText.js';
+import {
+  describeSqsUnsafeChar,
+  duplicateKeysOf,
+  findSqsUnsafeChar,
+  type JsonPath,
+  JsonSyntaxError,
+  JsonTooDeepError,
+  parseJson,
+  pathText,
+  RawJson,
+} from '../util/index.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY } from './ports.js';
-import { describeSqsUnsafeChar, findSqsUnsafeChar } from '../util/sqsChars.js';
 
 /** A job request after validation. */
 export interface JobRequest {

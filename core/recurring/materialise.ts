@@ -8,9 +8,9 @@
  * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
  * once each.
  */
-import { tombstoneExpiresAtMs } from '../model/tombstones.js';
-import { ingestJob, type IngestDeps } from '../ingest/ingest.js';
-import { limiter } from '../util/concurrencyLimit.js';
+import { tombstoneExpiresAtMs } from '../model/index.js';
+import { ingestJob, type IngestDeps } from '../ingest/index.js';
+import { limiter } from '../util/index.js';
 import { END_OF_TIME } from './expression/index.js';
 import { occurrencesOf, type PendingCancel, type ScheduleRecord, type Timing } from './model.js';
 import type { ScheduleStore } from './ports.js';

@@ -3,13 +3,17 @@
  * the record the table keeps, and the reply. Grammar and semantics of the expressions:
  * docs/schedules.md; the API: docs/api.md.
  */
-import type { SchedulerSettings } from '../model/config.js';
-import { ValidationError } from '../model/errors.js';
-import { RawJson } from '../util/jsonText.js';
-import { isoMs } from '../model/messages.js';
+import {
+  assertNoDuplicateFields,
+  isoMs,
+  parseJsonBody,
+  parseRunAt,
+  payloadTextOf,
+  type SchedulerSettings,
+  ValidationError,
+} from '../model/index.js';
+import { RawJson, shortText } from '../util/index.js';
 import { nextRuns, parseSchedule, type Schedule } from './expression/index.js';
-import { assertNoDuplicateFields, parseJsonBody, parseRunAt, payloadTextOf } from '../model/validate.js';
-import { shortText } from '../util/text.js';
 
 /** Schedule names: what EventBridge Scheduler allows, 1 to 64 characters. */
 export const SCHEDULE_NAME_PATTERN = /^[0-9A-Za-z_.-]{1,64}$/;

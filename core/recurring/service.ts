@@ -6,13 +6,19 @@
  * dies part way leaves the item saying what is left, and the next call or firing finishes it.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { SchedulerSettings } from '../model/config.js';
-import { ConcurrentModificationError, ScheduleCatchingUpError, ScheduleNotFoundError, ValidationError } from '../model/errors.js';
-import type { JobIdCodec } from '../model/jobId.js';
-import { isoMs } from '../model/messages.js';
-import type { Clock, JobStore } from '../model/ports.js';
+import {
+  type Clock,
+  ConcurrentModificationError,
+  isoMs,
+  type JobIdCodec,
+  type JobStore,
+  ScheduleCatchingUpError,
+  ScheduleNotFoundError,
+  type SchedulerSettings,
+  ValidationError,
+} from '../model/index.js';
 import { MAX_RUNS_PER_CALL, parseSchedule } from './expression/index.js';
-import type { TenantRegistry } from '../tenants/registry.js';
+import type { TenantRegistry } from '../tenants/index.js';
 import { catchUp, clockPeriodOf, clockTimingOf, materialise, retire, settlePending, type RecurringDeps } from './materialise.js';
 import {
   assertScheduleName,

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_PRIORITY } from '../model/ports.js';
-import type { JobRequest } from '../model/validate.js';
+import { DEFAULT_PRIORITY, type JobRequest } from '../model/index.js';
 
 /**
  * Idempotency keys. A job submitted with an `idempotencyKey` gets an idempotency record under

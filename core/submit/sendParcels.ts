@@ -1,6 +1,5 @@
-import { backoffMs, sleep } from '../util/backoff.js';
-import { packBatches } from '../model/messages.js';
-import type { OutgoingMessage, QueueSender } from '../model/ports.js';
+import { backoffMs, sleep } from '../util/index.js';
+import { type OutgoingMessage, packBatches, type QueueSender } from '../model/index.js';
 
 /**
  * One message submit sends: a direct job to its tenant queue, or the table-path jobs of a

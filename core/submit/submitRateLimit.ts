@@ -7,9 +7,8 @@
  * of them with a single conditional write that keeps the count within the slot's allowance. A
  * tenant without a limit costs nothing here beyond the cached controls read.
  */
-import type { ControlsCache } from '../tenants/controls.js';
-import { ApiError, ThrottledError, ValidationError } from '../model/errors.js';
-import type { Clock } from '../model/ports.js';
+import type { ControlsCache } from '../tenants/index.js';
+import { ApiError, type Clock, ThrottledError, ValidationError } from '../model/index.js';
 
 /**
  * Most accepted writes per second one counter item takes (DynamoDB allows 1,000 write units per

@@ -1,16 +1,30 @@
-import type { SchedulerSettings } from '../model/config.js';
-import { CONTROLS_TTL_MS, type ControlsCache } from '../tenants/controls.js';
-import { ApiError, IdempotencyKeyReusedError, ValidationError } from '../model/errors.js';
+import {
+  ApiError,
+  assertNoDuplicateFields,
+  BATCH_PAYLOADS,
+  type Clock,
+  deliveryMessage,
+  IdempotencyKeyReusedError,
+  type InboundJob,
+  inboundMessageBody,
+  isoMs,
+  JOB_PAYLOAD,
+  type JobIdCodec,
+  type JobPath,
+  type JobRequest,
+  packInbound,
+  parseJsonBody,
+  type QueueSender,
+  type SchedulerSettings,
+  type TenantRecord,
+  validateJob,
+  ValidationError,
+} from '../model/index.js';
+import { CONTROLS_TTL_MS, type ControlsCache, type TenantRegistry } from '../tenants/index.js';
 import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
-import { type JobIdCodec, type JobPath } from '../model/jobId.js';
-import { limiter } from '../util/concurrencyLimit.js';
-import { deliveryMessage, inboundMessageBody, isoMs, packInbound, type InboundJob } from '../model/messages.js';
-import type { Clock, QueueSender, TenantRecord } from '../model/ports.js';
+import { limiter, shortText } from '../util/index.js';
 import type { SubmitRateLimiter } from './submitRateLimit.js';
 import { sendParcels, type Parcel, type SendOptions } from './sendParcels.js';
-import type { TenantRegistry } from '../tenants/registry.js';
-import { assertNoDuplicateFields, BATCH_PAYLOADS, JOB_PAYLOAD, parseJsonBody, validateJob, type JobRequest } from '../model/validate.js';
-import { shortText } from '../util/text.js';
 
 export interface JobReply {
   readonly jobId: string;

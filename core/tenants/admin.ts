@@ -14,10 +14,8 @@ import {
   type TenantControls,
   type TenantSettings,
 } from './controls.js';
-import { ConcurrentModificationError, ValidationError } from '../model/errors.js';
-import { systemClock, type Clock } from '../model/ports.js';
+import { type Clock, ConcurrentModificationError, parseJsonBody, systemClock, ValidationError } from '../model/index.js';
 import type { TenantRegistry } from './registry.js';
-import { parseJsonBody } from '../model/validate.js';
 
 /** A change as the API shows it (`at` in RFC 3339). */
 export interface ControlChangeReply {

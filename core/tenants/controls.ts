@@ -6,7 +6,7 @@
  * Stored in the scheduler table at `pk = tenant#<name>`, `sk = controls`; read by dispatch, submit
  * and cancel through a {@link ControlsCache} whose staleness is bounded by its TTL (5 s).
  */
-import { systemClock, type Clock } from '../model/ports.js';
+import { systemClock, type Clock } from '../model/index.js';
 
 /** The limits and weight an operator sets (`PUT /v1/admin/tenants/{tenant}/settings`). */
 export interface TenantSettings {

@@ -1,4 +1,4 @@
-import { TENANT_PATTERN } from '../model/jobId.js';
+import { TENANT_PATTERN } from '../model/index.js';
 
 /**
  * The tenant registration custom resource's properties (DyneinTenant writes them, the `register`

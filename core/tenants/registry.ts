@@ -1,7 +1,13 @@
-import { TenantNotFoundError, ValidationError } from '../model/errors.js';
-import { TENANT_PATTERN } from '../model/jobId.js';
+import {
+  type Clock,
+  systemClock,
+  TENANT_PATTERN,
+  TenantNotFoundError,
+  type TenantRecord,
+  type TenantStore,
+  ValidationError,
+} from '../model/index.js';
 import { foreignQueues, type TenantQueueUrls } from './registration.js';
-import { systemClock, type Clock, type TenantRecord, type TenantStore } from '../model/ports.js';
 
 /**
  * The tenant registry read through a short cache: a Lambda reads each tenant at most once per

@@ -1,6 +1,5 @@
-import { ConfigError } from '../../core/model/errors.js';
-import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
-import { tenantQueueUrlProblems, type TenantQueueUrls } from '../../core/tenants/registration.js';
+import { ConfigError, resolveSettings, type SchedulerSettings } from '../../core/model/index.js';
+import { tenantQueueUrlProblems, type TenantQueueUrls } from '../../core/tenants/index.js';
 
 /** What every Lambda reads from its environment, validated once at cold start. */
 export interface LambdaConfig {

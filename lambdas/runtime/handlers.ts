@@ -1,18 +1,20 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { QUEUE_SETTINGS } from '../../adapters/resources.js';
-import { recordDeadLetters } from '../../core/ingest/recordDeadLetters.js';
-import { ingestMessage, MalformedInboundError, type IngestOutcome } from '../../core/ingest/ingest.js';
-import { materialiseFiring } from '../../core/recurring/materialise.js';
-import { parseFiring } from '../../core/recurring/ports.js';
-import { TenantAdmin } from '../../core/tenants/admin.js';
-import { limiter } from '../../core/util/concurrencyLimit.js';
-import { groupsOfCell, shardsOfGroup } from '../../core/model/config.js';
-import { planDispatchers, type DispatchPlan, type PlanDeps } from '../../core/dispatch/plan.js';
-import { systemClock, type Clock } from '../../core/model/ports.js';
-import { dispatchStep, idleWaitSeconds, type DispatchStepInput, type DispatchStepResult } from '../../core/dispatch/loop.js';
-import { TENANT_METRICS } from '../../core/model/schema.js';
-import type { JobReply } from '../../core/submit/submitter.js';
-import { SubmitThrottledError } from '../../core/submit/submitRateLimit.js';
+import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLetters } from '../../core/ingest/index.js';
+import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
+import { TenantAdmin } from '../../core/tenants/index.js';
+import { limiter } from '../../core/util/index.js';
+import { type Clock, groupsOfCell, shardsOfGroup, systemClock, TENANT_METRICS } from '../../core/model/index.js';
+import {
+  type DispatchPlan,
+  dispatchStep,
+  type DispatchStepInput,
+  type DispatchStepResult,
+  idleWaitSeconds,
+  type PlanDeps,
+  planDispatchers,
+} from '../../core/dispatch/index.js';
+import { type JobReply, SubmitThrottledError } from '../../core/submit/index.js';
 import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
 import type { Wiring } from './wiring.js';
 

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ApiError, ValidationError } from '../../core/model/errors.js';
-import { stringifyWithRaw } from '../../core/util/jsonText.js';
+import { ApiError, ValidationError } from '../../core/model/index.js';
+import { stringifyWithRaw } from '../../core/util/index.js';
 import { assertQuery } from './routes.js';
 
 export type HttpResult = APIGatewayProxyStructuredResultV2 & { statusCode: number; body: string };

@@ -4,7 +4,7 @@ import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { METRICS_NAMESPACE } from '../../core/model/schema.js';
+import { METRICS_NAMESPACE } from '../../core/model/index.js';
 import type { Telemetry } from './handlers.js';
 
 /** The CloudWatch namespace (core/model/schema.ts, shared with the CDK dashboard and alarms). */

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { ValidationError } from '../../core/model/errors.js';
+import { ValidationError } from '../../core/model/index.js';
 
 /** One route of the HTTP API and the query parameters it takes (names are case-sensitive). */
 export interface RouteSpec {

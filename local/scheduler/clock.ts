@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
-import { nextRuns } from '../../core/recurring/expression/index.js';
+import { nextRuns } from '../../core/recurring/index.js';
 import { scheduleOf, type StoredSchedule } from './model.js';
 import type { ScheduleStore } from './store.js';
 

@@ -4,7 +4,7 @@
  * service applies it (field constraints of the API reference; expressions and zones through
  * core/recurring/expression, the evaluator the product uses everywhere).
  */
-import { parseSchedule, ScheduleExpressionError, type Schedule } from '../../core/recurring/expression/index.js';
+import { parseSchedule, ScheduleExpressionError, type Schedule } from '../../core/recurring/index.js';
 
 /** An error the stand-in answers with: `x-amzn-errortype: <type>` and `{"Message": ...}`. */
 export class SchedulerApiError extends Error {

@@ -13,11 +13,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupsOfCell, resolveSettings, shardsOfGroup, type SchedulerSettings } from '../../core/model/config.js';
-import { dispatchHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers.js';
+import { dispatchHandler, ingestHandler, tickHandler, type TickInput, type TickPlan } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { startLocalTick } from '../../local/tick.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
-import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, percentile, submitJobs, type Delivery, type TestSystem } from '../support/system.js';
 

@@ -10,8 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { SQSEvent } from 'aws-lambda';
-import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import type { CloudFormationCustomResourceEvent, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveSettings } from '../../core/model/config.js';
 import {

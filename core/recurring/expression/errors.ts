@@ -1,4 +1,4 @@
-import { ValidationError } from '../../model/errors.js';
+import { ValidationError } from '../../model/index.js';
 
 /** The six fields of `cron(min hour day-of-month month day-of-week year)`, in order. */
 export type CronFieldName = 'minutes' | 'hours' | 'dayOfMonth' | 'month' | 'dayOfWeek' | 'year';

@@ -1,0 +1,2 @@
+/** A tenant's dead-letter queue through the API: peek, redrive, delete. */
+export * from './deadLetterService.js';

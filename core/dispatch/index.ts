@@ -1,0 +1,11 @@
+/** Dispatch: the tick's plan, the dispatch loop and its rounds (reading shards, acquiring, releasing on time), fair share and delivery limits. */
+export * from './acquirer.js';
+export * from './adaptiveLimit.js';
+export * from './deps.js';
+export * from './loop.js';
+export * from './parked.js';
+export * from './plan.js';
+export * from './releaser.js';
+export * from './round.js';
+export * from './tenantTally.js';
+export * from './tokenBucket.js';
