@@ -5,7 +5,7 @@ import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../cliTarget.js';
+import { packageRoot } from '../cli/target.js';
 import type { Credentials } from '../client.js';
 import { appScript, FROM_SOURCES } from './appScript.js';
 import type { UiConfig } from './uiConfig.js';

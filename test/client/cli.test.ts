@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
 import { sendDeliveries, waitUntil, runCli } from './support.js';
 

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 
 /**
  * `dynein completion bash|zsh|fish`: scripts generated from the command table that prints

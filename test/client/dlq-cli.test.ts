@@ -12,8 +12,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
-import { redrive } from '../../client/cliTarget.js';
+import { main } from '../../client/cli/index.js';
+import { redrive } from '../../client/cli/target.js';
 import { DyneinClient } from '../../client/client.js';
 import { DeadLetterService, type MoveTask } from '../../core/deadLetters/deadLetterService.js';
 import { systemClock } from '../../core/model/ports.js';

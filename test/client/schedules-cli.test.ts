@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 import { STUB_CREDENTIALS, STUB_REGION, startScheduleStub, type StubApi } from './scheduleStub.js';
 
 /**

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 import { DyneinClient } from '../../client/client.js';
 import { ForbiddenError, TenantNotFoundError, ValidationError } from '../../client/errors.js';
 import { adminHandler, statusHandler } from '../../lambdas/runtime/handlers.js';

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 import { STUB_CREDENTIALS, STUB_REGION } from './scheduleStub.js';
 import { startUiStub, stubJob, type UiStub } from './uiStub.js';
 

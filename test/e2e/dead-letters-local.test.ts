@@ -1,6 +1,6 @@
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
 
 /**

@@ -1,6 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
+import { main } from '../../client/cli/index.js';
 import { signedFetch, startLocalStack } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 

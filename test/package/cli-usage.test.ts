@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../client/cli.js';
-import { installCommand, missingPeers } from '../../client/cliLocal.js';
+import { main } from '../../client/cli/index.js';
+import { installCommand, missingPeers } from '../../client/cli/local.js';
 
 /**
  * The CLI's command line as a user meets it: --version, --help and `<command> --help`, one-line

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, progressLine, progressText } from '../../client/cliProgress.js';
+import { formatDuration, progressLine, progressText } from '../../client/cli/progress.js';
 
 describe('the CLI progress line', () => {
   it('says how many of how many, the rate, and the time left once a second has passed', () => {

@@ -1,7 +1,7 @@
 /**
  * The progress line of the CLI's long commands (`batch`, `jobs --all`, `redrive`): how many so far,
  * of how many when known, the rate and, with a total, the time left. Drawn only on a terminal
- * (the `Io.progress` of client/cli.ts), so piped output stays what the command prints.
+ * (the `Io.progress` of client/cli/output.ts), so piped output stays what the command prints.
  */
 export interface ProgressLine {
   /** Redraws the line: `done` so far, of `total` when known. */

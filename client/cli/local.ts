@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { UsageError } from './cliTarget.js';
+import { UsageError } from './errors.js';
 
 export interface LocalOptions {
   readonly port?: string;
@@ -45,11 +45,11 @@ export function installCommand(missing: Peers['packages']): string {
  */
 export async function startLocal(o: LocalOptions, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const fromSource = import.meta.url.endsWith('.ts');
-  const start = new URL(fromSource ? '../local/start.ts' : '../local/start.mjs', import.meta.url);
+  const start = new URL(fromSource ? '../../local/start.ts' : '../../local/start.mjs', import.meta.url);
   if (!existsSync(start))
     throw new Error(`the local stack is missing from this install (${fileURLToPath(start)}): reinstall dynein-serverless`);
   if (!fromSource) {
-    const missing = missingPeers(new URL('../local/peers.json', import.meta.url));
+    const missing = missingPeers(new URL('../../local/peers.json', import.meta.url));
     if (missing.length > 0)
       throw new UsageError(`the local stack needs ${missing.map((p) => p.name).join(', ')}, not installed: ${installCommand(missing)}`);
   }

@@ -10,11 +10,13 @@ import {
   SendMessageBatchCommand,
   SQSClient,
   StartMessageMoveTaskCommand,
+  type Message,
 } from '@aws-sdk/client-sqs';
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { sleep } from '../core/util/index.js';
-import { packDeadLetters } from '../core/deadLetters/index.js';
-import type { Credentials } from './client.js';
+import { sleep } from '../../core/util/index.js';
+import { packDeadLetters } from '../../core/deadLetters/index.js';
+import type { Credentials } from '../client.js';
+import { UsageError } from './errors.js';
 
 /** `$DYNEIN_DATA_DIR/local.json`, as `npm start` writes it. */
 export interface LocalJson {
@@ -38,14 +40,6 @@ export interface Target {
   sqs(): SQSClient;
   /** Destroys the SQS client, if one was made. */
   close(): void;
-}
-
-/** A mistake in the command line: exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
 }
 
 export interface TargetOptions {
@@ -162,7 +156,7 @@ export function readLocalJson(dataDir?: string, env: NodeJS.ProcessEnv = process
 
 /**
  * The package's own package.json (name, version, peerDependencies), found by walking up from this
- * file: `client/` in the repository, `dist/client/` in the installed package.
+ * file: `client/cli/` in the repository, `dist/client/cli/` in the installed package.
  */
 export function packageJson(from: string = fileURLToPath(import.meta.url)): {
   name: string;
@@ -192,6 +186,9 @@ export function packageRoot(from: string = fileURLToPath(import.meta.url)): stri
 /** Errors SQS (or a stand-in) answers for an action it does not implement. */
 const UNSUPPORTED = /InvalidAction|UnsupportedOperation|UnknownOperation|NotImplemented/;
 
+/** Hears the count moved so far and, when known, of how many. */
+type RedriveProgress = (moved: number, total?: number) => void;
+
 /**
  * Moves every message of the DLQ back to the queue: `StartMessageMoveTask` where SQS has it
  * (waiting for the task to finish), else a receive, send, delete loop (a message leaves the DLQ
@@ -203,27 +200,48 @@ export async function redrive(
   queueUrl: string,
   dlqUrl: string,
   log: (line: string) => void,
-  progress?: (moved: number, total?: number) => void,
+  progress?: RedriveProgress,
 ): Promise<{ moved: number; method: 'StartMessageMoveTask' | 'copy' }> {
   const arnOf = async (url: string) =>
     (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
   const [sourceArn, destinationArn] = await Promise.all([arnOf(dlqUrl), arnOf(queueUrl)]);
   try {
-    const { TaskHandle } = await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }));
-    log(`started message move task ${TaskHandle}`);
-    for (;;) {
-      const [task] = (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: 1 }))).Results ?? [];
-      if (task && task.Status !== 'RUNNING') {
-        if (task.Status !== 'COMPLETED')
-          throw new Error(`message move task ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ''}`);
-        return { moved: task.ApproximateNumberOfMessagesMoved ?? 0, method: 'StartMessageMoveTask' };
-      }
-      if (task) progress?.(task.ApproximateNumberOfMessagesMoved ?? 0, task.ApproximateNumberOfMessagesToMove);
-      await sleep(2_000);
-    }
+    return await moveTask(sqs, sourceArn, destinationArn, log, progress);
   } catch (err) {
     if (!UNSUPPORTED.test((err as Error).name ?? '')) throw err;
   }
+  return copyBack(sqs, queueUrl, dlqUrl, progress);
+}
+
+/** Starts a message move task from the DLQ to the queue and waits for it to end; throws when it did not complete. */
+async function moveTask(
+  sqs: SQSClient,
+  sourceArn: string | undefined,
+  destinationArn: string | undefined,
+  log: (line: string) => void,
+  progress?: RedriveProgress,
+): Promise<{ moved: number; method: 'StartMessageMoveTask' }> {
+  const { TaskHandle } = await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn }));
+  log(`started message move task ${TaskHandle}`);
+  for (;;) {
+    const [task] = (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: 1 }))).Results ?? [];
+    if (task && task.Status !== 'RUNNING') {
+      if (task.Status !== 'COMPLETED')
+        throw new Error(`message move task ${task.Status}${task.FailureReason ? `: ${task.FailureReason}` : ''}`);
+      return { moved: task.ApproximateNumberOfMessagesMoved ?? 0, method: 'StartMessageMoveTask' };
+    }
+    if (task) progress?.(task.ApproximateNumberOfMessagesMoved ?? 0, task.ApproximateNumberOfMessagesToMove);
+    await sleep(2_000);
+  }
+}
+
+/** The receive, send, delete loop of an SQS without `StartMessageMoveTask`, until the DLQ answers empty twice. */
+async function copyBack(
+  sqs: SQSClient,
+  queueUrl: string,
+  dlqUrl: string,
+  progress?: RedriveProgress,
+): Promise<{ moved: number; method: 'copy' }> {
   let moved = 0;
   const total = progress
     ? Number(
@@ -246,45 +264,9 @@ export async function redrive(
       continue;
     }
     empty = 0;
-    // SendMessageBatch calls of at most 10 entries and 256 KiB (bodies and attributes).
-    const copies = msgs.map((m, i) => {
-      const { dyneinError: _dropped, ...attributes } = m.MessageAttributes ?? {};
-      const sized = Object.fromEntries(
-        Object.entries(attributes).map(([k, a]) => [
-          k,
-          { dataType: a.DataType ?? 'String', value: a.StringValue ?? Buffer.from(a.BinaryValue ?? new Uint8Array()).toString('base64') },
-        ]),
-      );
-      return { id: String(i), body: m.Body ?? '', attributes: sized, sqsAttributes: attributes };
-    });
-    const ok: typeof msgs = [];
-    const refused: string[] = [];
-    for (const batch of packDeadLetters(copies)) {
-      const sent = await sqs.send(
-        new SendMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: batch.map((c) => ({ Id: c.id, MessageBody: c.body, MessageAttributes: c.sqsAttributes })),
-        }),
-      );
-      ok.push(...(sent.Successful ?? []).map((s) => msgs[Number(s.Id)]!));
-      refused.push(...(sent.Failed ?? []).map((f) => `${f.Code}: ${f.Message ?? ''}`));
-    }
+    const { ok, refused } = await sendCopies(sqs, queueUrl, msgs);
     // A message leaves the DLQ only after its copy was sent; one whose delete fails is in both.
-    const notDeleted: typeof msgs = [];
-    for (let i = 0; i < ok.length; i += 10) {
-      const chunk = ok.slice(i, i + 10);
-      try {
-        const res = await sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: dlqUrl,
-            Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
-          }),
-        );
-        notDeleted.push(...(res.Failed ?? []).map((f) => chunk[Number(f.Id)]!));
-      } catch {
-        notDeleted.push(...chunk);
-      }
-    }
+    const notDeleted = await deleteSent(sqs, dlqUrl, ok);
     moved += ok.length - notDeleted.length;
     progress?.(moved, Number.isFinite(total) ? total : undefined);
     if (notDeleted.length > 0) {
@@ -307,4 +289,52 @@ export async function redrive(
       throw new Error(`moved ${moved} message(s); could not send ${refused.length} to the queue: ${refused[0]} (they stay in the DLQ)`);
   }
   return { moved, method: 'copy' };
+}
+
+/** Sends copies of DLQ messages to the queue (without their `dyneinError`): those sent, and the errors of those refused. */
+async function sendCopies(sqs: SQSClient, queueUrl: string, msgs: readonly Message[]): Promise<{ ok: Message[]; refused: string[] }> {
+  // SendMessageBatch calls of at most 10 entries and 256 KiB (bodies and attributes).
+  const copies = msgs.map((m, i) => {
+    const { dyneinError: _dropped, ...attributes } = m.MessageAttributes ?? {};
+    const sized = Object.fromEntries(
+      Object.entries(attributes).map(([k, a]) => [
+        k,
+        { dataType: a.DataType ?? 'String', value: a.StringValue ?? Buffer.from(a.BinaryValue ?? new Uint8Array()).toString('base64') },
+      ]),
+    );
+    return { id: String(i), body: m.Body ?? '', attributes: sized, sqsAttributes: attributes };
+  });
+  const ok: Message[] = [];
+  const refused: string[] = [];
+  for (const batch of packDeadLetters(copies)) {
+    const sent = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: batch.map((c) => ({ Id: c.id, MessageBody: c.body, MessageAttributes: c.sqsAttributes })),
+      }),
+    );
+    ok.push(...(sent.Successful ?? []).map((s) => msgs[Number(s.Id)]!));
+    refused.push(...(sent.Failed ?? []).map((f) => `${f.Code}: ${f.Message ?? ''}`));
+  }
+  return { ok, refused };
+}
+
+/** Deletes from the DLQ the messages whose copies were sent; answers those not deleted. */
+async function deleteSent(sqs: SQSClient, dlqUrl: string, ok: readonly Message[]): Promise<Message[]> {
+  const notDeleted: Message[] = [];
+  for (let i = 0; i < ok.length; i += 10) {
+    const chunk = ok.slice(i, i + 10);
+    try {
+      const res = await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: dlqUrl,
+          Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
+      notDeleted.push(...(res.Failed ?? []).map((f) => chunk[Number(f.Id)]!));
+    } catch {
+      notDeleted.push(...chunk);
+    }
+  }
+  return notDeleted;
 }

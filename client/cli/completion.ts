@@ -1,6 +1,6 @@
 /**
  * Shell completion scripts for `dynein`, generated from the same command table that prints
- * `--help` (client/cli.ts): a command or flag added there completes without another edit.
+ * `--help` (client/cli/index.ts): a command or flag added there completes without another edit.
  *
  *   source <(dynein completion bash)                      # ~/.bashrc
  *   source <(dynein completion zsh)                       # ~/.zshrc (through bashcompinit)

@@ -1,0 +1,249 @@
+/**
+ * The commands on one-off jobs: `schedule`, `batch`, `get`, `show`, `cancel`, and `jobs` (the
+ * tenant's jobs listed by state and time).
+ */
+import { isJson } from '../../../core/util/index.js';
+import type { JobRequest, ListedJob } from '../../client.js';
+import { noPositionals, optional, parseDuration, readJsonl, readText } from '../args.js';
+import { client, type Command, type Ctx } from '../command.js';
+import { UsageError } from '../errors.js';
+import { HELP, JSON_OUT, TENANT, WHERE } from '../flags.js';
+import { progressLine } from '../progress.js';
+
+export const jobCommands: Readonly<Record<string, Command>> = {
+  schedule: {
+    brief: 'schedule a job, print its id',
+    usage: '--tenant <name> (--at <time> | --in <duration>) [--payload <JSON> | @file] [options]',
+    summary: 'Schedule a job; print its id.',
+    targeted: true,
+    flags: {
+      ...TENANT,
+      at: { type: 'string', arg: '<time>', help: 'when, as an RFC 3339 time: 2030-01-31T09:00:00Z' },
+      in: { type: 'string', arg: '<duration>', help: 'or in how long: 30s, 5m, 2h, 3d, 1h30m' },
+      payload: { type: 'string', arg: '<JSON>', help: 'the payload (default null); @file.json reads it from a file' },
+      'idempotency-key': { type: 'string', arg: '<key>', help: 'a retry with the same key and time stores one job' },
+      'not-cancellable': { type: 'boolean', help: 'may go straight to the queue when due within 900 s' },
+      ...JSON_OUT,
+      ...WHERE,
+      ...HELP,
+    },
+    run: runSchedule,
+  },
+
+  batch: {
+    brief: 'schedule one job per line of a JSON Lines file',
+    usage: '--tenant <name> <file.jsonl> [options]',
+    summary:
+      'Schedule one job per line of a JSON Lines file ({"payload": ..., "runAt" | "delaySeconds": ...});\nprint a summary (a progress bar on a terminal). Exit 1 if any job failed.',
+    targeted: true,
+    flags: { ...TENANT, json: { type: 'boolean', help: 'print one JSON line per job (its reply or its error)' }, ...WHERE, ...HELP },
+    run: runBatch,
+  },
+
+  get: {
+    brief: "print a job's state",
+    usage: '--tenant <name> <jobId> [options]',
+    summary: "Print a job's state and due time.",
+    targeted: true,
+    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    run: runGet,
+  },
+
+  show: {
+    brief: "print a job's state and timeline",
+    usage: '--tenant <name> <jobId> [options]',
+    summary:
+      "Print a job's state and, for a tenant with history on (docs/history.md), its timeline: scheduled, delivered,\n" +
+      'and the outcome the worker reported (attempt, duration, error, result).',
+    targeted: true,
+    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    run: runShow,
+  },
+
+  cancel: {
+    brief: 'cancel a job',
+    usage: '--tenant <name> <jobId> [options]',
+    summary: 'Cancel a job (exit 1 with AlreadyQueued or NotCancellable when it is too late).',
+    targeted: true,
+    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    run: runCancel,
+  },
+
+  jobs: {
+    brief: "list the tenant's jobs by state and time, one line each",
+    usage:
+      '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--order asc|desc] [--limit <n> | --all] [options]',
+    summary:
+      "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at): one page\n" +
+      'of --limit (default 100) and the command for the next one on stderr, or every page with --all.',
+    targeted: true,
+    flags: {
+      ...TENANT,
+      state: {
+        type: 'string',
+        arg: '<S>',
+        help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all); with history: DELIVERED, SUCCEEDED, FAILED, DEAD',
+      },
+      from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
+      to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
+      schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
+      order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
+      limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
+      cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor (same filters)' },
+      all: { type: 'boolean', help: 'every page, not just the first' },
+      json: { type: 'boolean', help: 'print {"jobs": [...], "nextCursor"?} as one JSON line' },
+      ...WHERE,
+      ...HELP,
+    },
+    run: runJobs,
+  },
+};
+
+async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Promise<number> {
+  noPositionals('schedule', rest);
+  const [at, inText, payloadText, key] = [str('at'), str('in'), str('payload'), str('idempotency-key')];
+  if ((at === undefined) === (inText === undefined))
+    throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
+  // The payload travels as the text given (payloadJson), byte for byte.
+  let payloadJson = 'null';
+  if (payloadText !== undefined) {
+    payloadJson = payloadText.startsWith('@') ? readText(payloadText.slice(1)) : payloadText;
+    if (!isJson(payloadJson))
+      throw new UsageError(`--payload is not JSON: quote it, e.g. --payload '{"a":1}', or give a file as --payload @file.json`);
+  }
+  const job: JobRequest = {
+    payloadJson,
+    ...(at !== undefined ? { runAt: at } : { delaySeconds: parseDuration(inText ?? '') }),
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
+    ...(values['not-cancellable'] ? { cancellable: false } : {}),
+  };
+  const reply = await client(target()).schedule(tenant, job);
+  io.out(values.json ? JSON.stringify(reply) : reply.jobId);
+  return 0;
+}
+
+async function runBatch({ values, rest, target, tenant, io }: Ctx): Promise<number> {
+  if (rest.length !== 1) throw new UsageError('batch needs one file: dynein batch --tenant T <file.jsonl>');
+  const jobs = readJsonl(rest[0]!);
+  const draw = (done: number) => {
+    const width = 30;
+    const filled = Math.round((done / jobs.length) * width);
+    io.progress?.(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${jobs.length} jobs`);
+  };
+  draw(0);
+  const results = await client(target()).scheduleBatch(
+    tenant,
+    jobs.map((j) => j.job),
+    { onProgress: draw },
+  );
+  if (io.progress) io.err('');
+  const failed = results.flatMap((r, i) => (r.ok ? [] : [{ line: jobs[i]!.line, error: r.error }]));
+  if (values.json)
+    for (const r of results) io.out(JSON.stringify(r.ok ? r.job : { error: { code: r.error.code, message: r.error.message } }));
+  for (const f of failed) io.err(`line ${f.line}: ${f.error.code}: ${f.error.message}`);
+  const summary = `scheduled ${results.length - failed.length} of ${results.length} jobs${failed.length ? `, ${failed.length} failed` : ''}`;
+  (values.json ? io.err : io.out)(summary);
+  return failed.length > 0 ? 1 : 0;
+}
+
+async function runGet({ values, rest, target, tenant, io }: Ctx): Promise<number> {
+  const jobId = jobIdOf('get', rest);
+  const reply = await client(target()).get(tenant, jobId);
+  io.out(values.json ? JSON.stringify(reply) : `${reply.state}  runAt ${reply.runAt}  ${reply.jobId}`);
+  return 0;
+}
+
+async function runShow({ values, rest, target, tenant, io }: Ctx): Promise<number> {
+  const jobId = jobIdOf('show', rest);
+  const reply = await client(target()).get(tenant, jobId);
+  if (values.json) {
+    io.out(JSON.stringify(reply));
+    return 0;
+  }
+  io.out(`${reply.jobId}\n  state  ${reply.state}\n  runAt  ${reply.runAt}`);
+  if (reply.message) io.out(`  ${reply.message}`);
+  if (!reply.timeline) {
+    if (reply.deliveredAt) io.out(`  deliveredAt  ${reply.deliveredAt}`);
+    io.out('  (no timeline: the tenant does not keep job history; see docs/history.md)');
+    return 0;
+  }
+  for (const e of reply.timeline) {
+    const details = [
+      e.attempt !== undefined ? `attempt ${e.attempt}` : '',
+      e.durationMs !== undefined ? `${e.durationMs} ms` : '',
+      e.error !== undefined ? `error: ${e.error}` : '',
+      e.result !== undefined ? `result: ${JSON.stringify(e.result)}` : '',
+    ].filter(Boolean);
+    io.out(`  ${e.at}  ${e.event.padEnd(9)}${details.length ? `  ${details.join('  ')}` : ''}`);
+  }
+  return 0;
+}
+
+async function runCancel({ values, rest, target, tenant, io }: Ctx): Promise<number> {
+  const jobId = jobIdOf('cancel', rest);
+  const reply = await client(target()).cancel(tenant, jobId);
+  io.out(values.json ? JSON.stringify(reply) : `${reply.state}  ${reply.jobId}`);
+  return 0;
+}
+
+async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<number> {
+  noPositionals('jobs', rest);
+  const [limitText, cursor, order] = [str('limit'), str('cursor'), str('order')];
+  if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000))
+    throw new UsageError(`--limit must be a whole number from 1 to 1000, got '${limitText}'`);
+  if (order !== undefined && order !== 'asc' && order !== 'desc') throw new UsageError(`--order must be asc or desc, got '${order}'`);
+  if (values.all && cursor !== undefined) throw new UsageError('--all starts at the first page: give --all or --cursor, not both');
+  const filter = {
+    ...optional('state', str('state')),
+    ...optional('from', str('from')),
+    ...optional('to', str('to')),
+    ...optional('schedule', str('schedule')),
+    ...(order !== undefined ? { order: order as 'asc' | 'desc' } : {}),
+    ...(limitText !== undefined ? { limit: Number(limitText) } : {}),
+  };
+  const api = client(target());
+  let jobs: readonly ListedJob[];
+  let nextCursor: string | undefined;
+  if (values.all) {
+    const all: ListedJob[] = [];
+    const line = progressLine(io.progress, () => io.err(''), 'read', 'jobs');
+    try {
+      for await (const j of api.jobs(tenant, { limit: 1000, ...filter })) {
+        all.push(j);
+        if (all.length % 1000 === 0) line.update(all.length);
+      }
+    } finally {
+      line.end();
+    }
+    jobs = all;
+  } else {
+    ({ jobs, nextCursor } = await api.listJobs(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) }));
+  }
+  if (values.json) {
+    io.out(JSON.stringify({ jobs, ...(nextCursor !== undefined ? { nextCursor } : {}) }));
+  } else {
+    const rows = jobs.map((j) => [j.runAt, j.state, j.jobId, j.schedule ?? '', j.deliveredAt ? `delivered ${j.deliveredAt}` : '']);
+    const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows)
+      io.out(
+        r
+          .map((c, i) => (i < 4 ? c.padEnd(widths[i]!) : c))
+          .join('  ')
+          .trimEnd(),
+      );
+    if (rows.length === 0) io.err(`no jobs of tenant ${tenant} match${cursor !== undefined ? ' after this cursor' : ''}`);
+  }
+  if (nextCursor !== undefined) io.err(`more: ${jobsCommandLine(tenant, filter)} --cursor '${nextCursor}'`);
+  return 0;
+}
+
+function jobIdOf(command: string, rest: readonly string[]): string {
+  if (rest.length !== 1) throw new UsageError(`${command} needs one job id: dynein ${command} --tenant T <jobId>`);
+  return rest[0]!;
+}
+
+/** The `dynein jobs` command line of these filters (for the next page's hint). */
+function jobsCommandLine(tenant: string, f: Readonly<Record<string, string | number>>): string {
+  const quote = (v: string | number) => (/^[\w.:+-]+$/.test(String(v)) ? String(v) : `'${String(v)}'`);
+  return [`dynein jobs --tenant ${tenant}`, ...Object.entries(f).map(([k, v]) => `--${k} ${quote(v)}`)].join(' ');
+}
