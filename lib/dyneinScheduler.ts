@@ -30,6 +30,15 @@ import {
 } from '../core/model/index.js';
 import { bundleCode } from './bundles.js';
 import { SchedulerMonitoring, type SchedulerFiringMetric } from './monitoring.js';
+import {
+  grantPermissions,
+  permissionStatements,
+  type FunctionName,
+  type PermissionHolder,
+  type PermissionResource,
+  type PermissionResources,
+  type PermissionTarget,
+} from './permissions.js';
 import { TENANT_PLACEHOLDER } from '../core/tenants/index.js';
 import {
   deadLetterQueueName,
@@ -202,8 +211,7 @@ export interface DyneinSchedulerProps {
   readonly heldAfterResumeAlarmThreshold?: Duration;
 }
 
-/** The scheduler's functions. */
-export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin';
+export type { FunctionName } from './permissions.js';
 
 interface FunctionOptions {
   readonly timeout: Duration;
@@ -214,7 +222,7 @@ interface FunctionOptions {
 
 /**
  * The whole scheduler of DESIGN.md: the scheduler table (on demand by default, or provisioned with auto scaling; PITR, TTL, retained), the
- * inbound queue with its DLQ, the seven functions with least-privilege roles, the job id key in
+ * inbound queue with its DLQ, the functions with least-privilege roles (lib/permissions.ts), the job id key in
  * Secrets Manager, the IAM-authorized HTTP API, the tick (EventBridge every minute → Step
  * Functions EXPRESS), the recurring schedules' EventBridge Scheduler group with its execution
  * role and firing DLQ, a dashboard and alarms. Tenants are added with {@link addTenant}, or from
@@ -288,17 +296,65 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   /** Imported roles given {@link grantInboundRedrive} (no tag possible): listed in the inbound queue policy by ARN. */
   readonly #inboundExtraSenders: string[] = [];
 
+  /** The resources the permission table's targets name, as the builders create them. */
+  readonly #permissionTargets = new Map<PermissionTarget, PermissionResource>();
+  /** The resource of a permission target, once its builder has run. */
+  readonly #permissionTarget: PermissionResources = (target) => {
+    const r = this.#permissionTargets.get(target);
+    if (!r) throw new Error(`DyneinScheduler: permission target ${target} is used before it is built`);
+    return r;
+  };
+
   constructor(scope: Construct, id: string, props: DyneinSchedulerProps = {}) {
     super(scope, id);
     this.tenantQueuePrefix = props.tenantQueuePrefix ?? defaultPrefix(Stack.of(this).stackName, id);
     this.settings = validateProps(id, props, this.tenantQueuePrefix);
     this.inboundSenderTagKey = inboundSenderTagKey(this.tenantQueuePrefix);
-    const s = this.settings;
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     const logLevel = props.logLevel ?? 'WARN';
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    this.#addTenantQueueTargets();
 
-    this.table = new dynamodb.TableV2(this, 'Table', {
+    this.table = this.#buildTable(props, removalPolicy);
+    ({ queue: this.inboundQueue, deadLetterQueue: this.inboundDeadLetterQueue } = this.#buildInbound());
+    const clock = this.#buildRecurringClock();
+    this.scheduleGroupName = clock.groupName;
+    this.scheduleGroup = clock.group;
+    this.scheduleGroupArn = clock.groupArn;
+    this.schedulerDeadLetterQueue = clock.deadLetterQueue;
+    this.schedulerRole = clock.role;
+    this.idKey = this.#buildIdKey(removalPolicy);
+    ({ functions: this.functions, registrationFunction: this.registrationFunction } = this.#buildFunctions(
+      props,
+      retention,
+      logLevel,
+      clock.firingPolicy,
+    ));
+    this.#grantPermissions();
+    this.#connectInbound(props);
+    ({ httpApi: this.httpApi, stage: this.stage } = this.#buildApi(props, retention));
+    // One tick state machine and rule per cell; cell 0's keep the ids of a deployment before cells.
+    const cellTicks = this.#buildTicks(props, retention, logLevel);
+    this.stateMachines = cellTicks.map((c) => c.stateMachine);
+    this.tickRules = cellTicks.map((c) => c.rule);
+    ({ stateMachine: this.stateMachine, rule: this.tickRule } = cellTicks[0]!);
+
+    const { submit, dispatch, dlq } = this.functions;
+    this.attributes = {
+      tableName: this.table.tableName,
+      tableArn: this.table.tableArn,
+      httpApiId: this.httpApi.apiId,
+      senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn, dlq.role!.roleArn],
+      tenantQueuePrefix: this.tenantQueuePrefix,
+      registrationServiceToken: this.registrationFunction.functionArn,
+      alarmTopicArn: props.alarmTopic?.topicArn,
+    };
+    this.monitoring = this.#buildMonitoring(props);
+  }
+
+  /** The scheduler table (on demand or provisioned; PITR, TTL, retained by default). */
+  #buildTable(props: DyneinSchedulerProps, removalPolicy: RemovalPolicy): dynamodb.TableV2 {
+    const table = new dynamodb.TableV2(this, 'Table', {
       partitionKey: { name: TABLE_KEY.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: TABLE_KEY.sortKey, type: dynamodb.AttributeType.STRING },
       billing: tableBilling(props.tableCapacity),
@@ -307,62 +363,124 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       removalPolicy,
       ...(props.warmThroughput ? { warmThroughput: props.warmThroughput } : {}),
     });
+    this.#permissionTargets.set('table', { arn: table.tableArn });
+    return table;
+  }
+
+  /** The inbound queue (submit → ingest) with its DLQ. */
+  #buildInbound(): { queue: sqs.Queue; deadLetterQueue: sqs.Queue } {
     // Lambda's guidance for an SQS event source: visibility ≥ 6 × the function timeout + the batching window.
     const inbound = QUEUE_SETTINGS.inbound;
-    ({ queue: this.inboundQueue, deadLetterQueue: this.inboundDeadLetterQueue } = secureQueue(this, 'Inbound', {
+    const queues = secureQueue(this, 'Inbound', {
       visibilityTimeout: Duration.seconds(inbound.visibilityTimeoutSeconds),
       maxReceiveCount: inbound.maxReceiveCount,
       retentionPeriod: Duration.seconds(inbound.retentionSeconds),
-    }));
-    // Recurring schedules: EventBridge Scheduler is the clock of each cron()/rate() schedule, in one
-    // group per deployment; each firing goes to the inbound queue (ingest materialises the next
-    // occurrences), a firing that fails its retries to the firing DLQ.
+    });
+    this.#permissionTargets.set('inboundQueue', { arn: queues.queue.queueArn });
+    return queues;
+  }
+
+  /**
+   * Recurring schedules: EventBridge Scheduler is the clock of each cron()/rate() schedule, in one
+   * group per deployment; each firing goes to the inbound queue (ingest materialises the next
+   * occurrences), a firing that fails its retries to the firing DLQ.
+   */
+  #buildRecurringClock(): {
+    groupName: string;
+    group: CfnScheduleGroup;
+    groupArn: string;
+    deadLetterQueue: sqs.Queue;
+    role: iam.Role;
+    firingPolicy: iam.Policy;
+  } {
     const stack = Stack.of(this);
-    this.scheduleGroupName = `${this.tenantQueuePrefix}-schedules`;
-    this.scheduleGroup = new CfnScheduleGroup(this, 'ScheduleGroup', { name: this.scheduleGroupName });
+    const groupName = `${this.tenantQueuePrefix}-schedules`;
+    const group = new CfnScheduleGroup(this, 'ScheduleGroup', { name: groupName });
     // Its schedules only mirror the table's definitions; kept after the stack, they would fire into deleted queues.
-    this.scheduleGroup.applyRemovalPolicy(RemovalPolicy.DESTROY);
-    this.scheduleGroupArn = stack.formatArn({
+    group.applyRemovalPolicy(RemovalPolicy.DESTROY);
+    const groupArn = stack.formatArn({
       service: 'scheduler',
       resource: 'schedule-group',
-      resourceName: this.scheduleGroupName,
+      resourceName: groupName,
       arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
     });
-    this.schedulerDeadLetterQueue = secureDeadLetterQueue(this, 'SchedulerDlq');
-    Validations.of(this.schedulerDeadLetterQueue).acknowledge({
+    const deadLetterQueue = secureDeadLetterQueue(this, 'SchedulerDlq');
+    Validations.of(deadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
       reason:
         'This queue is itself a dead-letter queue: EventBridge Scheduler sends the firings it could not deliver here (DeadLetterConfig of each schedule), so no SQS queue names it in a redrive policy.',
     });
-    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+    const role = new iam.Role(this, 'SchedulerRole', {
       // Confused-deputy guard (EventBridge Scheduler user guide): only this account's schedules of this group.
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
-        conditions: { StringEquals: { 'aws:SourceAccount': stack.account, 'aws:SourceArn': this.scheduleGroupArn } },
+        conditions: { StringEquals: { 'aws:SourceAccount': stack.account, 'aws:SourceArn': groupArn } },
       }),
       description: 'Dynein: EventBridge Scheduler execution role of the recurring schedules (sends firings to the inbound queue)',
     });
-    const firingPolicy = new iam.Policy(this, 'SchedulerRolePolicy', {
-      roles: [this.schedulerRole],
-      statements: [
-        new iam.PolicyStatement({
-          actions: ['sqs:SendMessage'],
-          resources: [this.inboundQueue.queueArn, this.schedulerDeadLetterQueue.queueArn],
-        }),
-      ],
+    // The clocks: the schedules of this deployment's group only (EventBridge Scheduler names them `d-<hash>` at run time).
+    const groupSchedules = `${groupName}/*`;
+    this.#permissionTargets.set('groupSchedules', {
+      arn: stack.formatArn({
+        service: 'scheduler',
+        resource: 'schedule',
+        resourceName: groupSchedules,
+        arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+      }),
+      nagName: `arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${groupSchedules}`,
     });
+    this.#permissionTargets.set('schedulerRole', { arn: role.roleArn });
+    this.#permissionTargets.set('schedulerDeadLetterQueue', { arn: deadLetterQueue.queueArn });
+    const firingPolicy = new iam.Policy(this, 'SchedulerRolePolicy', {
+      roles: [role],
+      statements: permissionStatements('firing', this.#permissionTarget),
+    });
+    return { groupName, group, groupArn, deadLetterQueue, role, firingPolicy };
+  }
 
-    this.idKey = new secrets.Secret(this, 'JobIdKey', {
+  /** The HMAC key that signs job ids, in Secrets Manager. */
+  #buildIdKey(removalPolicy: RemovalPolicy): secrets.Secret {
+    const idKey = new secrets.Secret(this, 'JobIdKey', {
       description: 'Dynein Serverless: HMAC key that signs job ids (rotating it invalidates outstanding ids)',
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
       // Kept as long as the table: deleting it would orphan every stored job id.
       removalPolicy,
     });
-    Validations.of(this.idKey).acknowledge({
+    Validations.of(idKey).acknowledge({
       id: 'AwsSolutions-SMG4',
       reason:
         'The job id key signs ids that live as long as their jobs (up to 10 years); rotation would invalidate them until key versions are supported.',
     });
+    this.#permissionTargets.set('jobIdKey', { arn: idKey.secretArn });
+    return idKey;
+  }
 
+  /**
+   * Tenant queues and DLQs (created later, possibly in other stacks) are named `<prefix>-t-<tenant>`
+   * and `<prefix>-d-<tenant>`: the scheduler's functions may use them by their own IAM policy,
+   * whatever queue policy a team adds.
+   */
+  #addTenantQueueTargets(): void {
+    const patterns: [PermissionTarget, string][] = [
+      ['tenantQueues', tenantQueuePattern(this.tenantQueuePrefix)],
+      ['tenantDeadLetterQueues', deadLetterQueuePattern(this.tenantQueuePrefix)],
+    ];
+    for (const [target, pattern] of patterns) {
+      this.#permissionTargets.set(target, {
+        arn: Stack.of(this).formatArn({ service: 'sqs', resource: pattern, arnFormat: ArnFormat.NO_RESOURCE_NAME }),
+        nagName: `arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${pattern}`,
+      });
+    }
+  }
+
+  /** The functions, each with its log group and role (logs only: {@link #grantPermissions} adds the rest). */
+  #buildFunctions(
+    props: DyneinSchedulerProps,
+    retention: logs.RetentionDays,
+    logLevel: DyneinLogLevel,
+    firingPolicy: iam.Policy,
+  ): { functions: Record<FunctionName, lambda.Function>; registrationFunction: lambda.Function } {
+    const s = this.settings;
+    const stack = Stack.of(this);
     const fn = (name: FunctionName, opts: FunctionOptions) => this.#function(name, retention, logLevel, opts);
     const env = {
       DYNEIN_TABLE: this.table.tableName,
@@ -411,125 +529,28 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     // Tenant registrations (Custom::DyneinTenantRegistration of DyneinTenant, in any stack of the
     // account): the tenant stacks hold no principal that may write the table.
-    this.registrationFunction = this.#function('register', retention, logLevel, {
-      timeout: Duration.seconds(60),
-      environment: env,
-    });
+    const registrationFunction = this.#function('register', retention, logLevel, { timeout: Duration.seconds(60), environment: env });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
-    this.functions = { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin };
+    return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin }, registrationFunction };
+  }
 
-    // Least privilege, one statement per need (no wildcard actions).
-    const tableAccess = (f: lambda.IFunction, ...actions: string[]) =>
-      f.addToRolePolicy(new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources: [this.table.tableArn] }));
-    // Reads of keys under known prefixes only: DynamoDB can scope them (dynamodb:LeadingKeys).
-    // Job rows (pk = the bare shard number) share no prefix a pattern could name, so functions
-    // that read them (status, cancel, dispatch, schedules) keep GetItem on the table.
-    const scopedReads = (f: lambda.IFunction, sid: string, prefixes: string[]) =>
-      f.addToRolePolicy(
-        new iam.PolicyStatement({
-          sid,
-          actions: ['dynamodb:GetItem'],
-          resources: [this.table.tableArn],
-          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': prefixes.map((p) => `${p}*`) } },
-        }),
-      );
-    // The registry and controls (tenant#<name>) and idempotency records (idem#<keyId>).
-    scopedReads(submit, 'ReadsTenantsAndIdempotency', ['tenant#', 'idem#']);
-    // Idempotency records (pk `idem#<keyId>`): submit writes, marks and releases them, and only them.
-    submit.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem'],
-        resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['idem#*'] } },
-      }),
-    );
-    // Submit-rate counters (pk `rate#<tenant>#<slot>`, docs/tenant-controls.md): one conditional
-    // UpdateItem per request of a tenant with maxSubmitsPerSecond, and only these items.
-    submit.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['dynamodb:UpdateItem'],
-        resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['rate#*'] } },
-      }),
-    );
-    // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
-    tableAccess(ingest, 'PutItem', 'UpdateItem');
-    // Cancel records (c#<shard>) and schedule definitions (sched#<tenant>).
-    scopedReads(ingest, 'ReadsCancelRecordsAndSchedules', ['c#', 'sched#']);
-    // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
-    // history tenant's failed attempts (h#a#<shard>) for the timeline.
-    tableAccess(status, 'GetItem', 'Query');
-    // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
-    status.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['dynamodb:BatchWriteItem'],
-        resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['h#*'] } },
-      }),
-    );
-    // The tenant registry item (its queue and DLQ URLs).
-    scopedReads(dlq, 'ReadsTenants', ['tenant#']);
-    tableAccess(cancel, 'GetItem', 'UpdateItem');
-    // The tick samples the rows coming due to size its plan (keys only, read-only).
-    tableAccess(tick, 'Query');
-    // Reads due rows, pointers and group marks (Query), rows, tenants and controls (GetItem);
-    // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem).
-    tableAccess(dispatch, 'Query', 'GetItem', 'UpdateItem', 'BatchWriteItem');
-    // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
-    tableAccess(schedules, 'GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query');
-    // Tenant controls (pk tenant#<name>, sk controls) and the registration it checks: read and
-    // conditional put on the tenants' items only, nothing else of the table.
-    admin.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'TenantItemsOnly',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
-        resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tenant#*'] } },
-      }),
-    );
-    // Registry items only (pk tenant#<name>): its code writes and removes the sort key `tenant`
-    // alone (never a tenant's controls, which it cannot name), and only URLs of the tenant's own queues.
-    this.registrationFunction.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'TenantRegistryItemsOnly',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
-        resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['tenant#*'] } },
-      }),
-    );
-    for (const f of [submit, ingest, status, cancel, schedules, dlq]) {
-      f.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.idKey.secretArn] }));
-    }
-    submit.addToRolePolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.inboundQueue.queueArn] }));
-    // The clocks: the schedules of this deployment's group only (EventBridge Scheduler names them `d-<hash>` at run time).
-    const groupSchedules = stack.formatArn({
-      service: 'scheduler',
-      resource: 'schedule',
-      resourceName: `${this.scheduleGroupName}/*`,
-      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-    });
-    schedules.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'ClocksOfTheGroup',
-        actions: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule', 'scheduler:DeleteSchedule', 'scheduler:GetSchedule'],
-        resources: [groupSchedules],
-      }),
-    );
-    // CreateSchedule/UpdateSchedule pass the execution role, to EventBridge Scheduler and nothing else.
-    schedules.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'PassSchedulerRole',
-        actions: ['iam:PassRole'],
-        resources: [this.schedulerRole.roleArn],
-        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-      }),
-    );
-    Validations.of(schedules.role!).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${this.scheduleGroupName}/*]`,
-      reason:
-        "EventBridge Scheduler schedules are created at run time, one per recurring schedule (named d-<hash of tenant and name>); the grant covers only the schedules of this deployment's schedule group, with four named actions.",
-    });
+  /** Every function's role policy, from its row of the permission table (lib/permissions.ts). */
+  #grantPermissions(): void {
+    const holders: [PermissionHolder, lambda.Function][] = [
+      ...(Object.entries(this.functions) as [FunctionName, lambda.Function][]),
+      ['register', this.registrationFunction],
+    ];
+    for (const [holder, f] of holders) grantPermissions(holder, f.role!, this.#permissionTarget);
+  }
+
+  /**
+   * Ingest reads the inbound queue (its SQS event source); only submit and EventBridge Scheduler's
+   * execution role (firings) write it (ingest trusts what it reads there, beyond the id's MAC), and
+   * principals tagged by grantInboundRedrive (both conditions must hold for the deny).
+   */
+  #connectInbound(props: DyneinSchedulerProps): void {
+    const { submit, ingest } = this.functions;
     ingest.addEventSource(
       new SqsEventSource(this.inboundQueue, {
         batchSize: 10,
@@ -538,9 +559,6 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         ...(props.ingestMaxConcurrency !== undefined ? { maxConcurrency: props.ingestMaxConcurrency } : {}),
       }),
     );
-    // Only submit and EventBridge Scheduler's execution role (firings) write the inbound queue
-    // (ingest trusts what it reads there, beyond the id's MAC), and principals tagged by
-    // grantInboundRedrive (both conditions must hold for the deny).
     this.inboundQueue.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'OnlySubmitSends',
@@ -558,79 +576,11 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         },
       }),
     );
-    // Tenant queues (created later, possibly in other stacks) are named <prefix>-t-<tenant>: submit
-    // and dispatch may send to them by their own IAM policy, whatever queue policy a team adds.
-    const tenantQueues = Stack.of(this).formatArn({
-      service: 'sqs',
-      resource: tenantQueuePattern(this.tenantQueuePrefix),
-      arnFormat: ArnFormat.NO_RESOURCE_NAME,
-    });
-    for (const f of [submit, dispatch]) {
-      f.addToRolePolicy(new iam.PolicyStatement({ sid: 'SendToTenantQueues', actions: ['sqs:SendMessage'], resources: [tenantQueues] }));
-      Validations.of(f.role!).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${tenantQueuePattern(this.tenantQueuePrefix)}]`,
-        reason:
-          "Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler's prefix, so the send grant names exactly its tenant queues (one action, sqs:SendMessage) without the scheduler referring to those stacks.",
-      });
-    }
+  }
 
-    // The dlq function peeks, redrives and deletes in the tenant DLQs (<prefix>-d-*) and sends
-    // redriven messages to the tenant queues (<prefix>-t-*); the tenant queue policy admits it as
-    // one of the scheduler's senders (attributes.senderRoleArns).
-    const tenantDlqs = Stack.of(this).formatArn({
-      service: 'sqs',
-      resource: deadLetterQueuePattern(this.tenantQueuePrefix),
-      arnFormat: ArnFormat.NO_RESOURCE_NAME,
-    });
-    dlq.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'TenantDeadLetterQueues',
-        actions: [
-          'sqs:ReceiveMessage',
-          'sqs:ChangeMessageVisibility',
-          'sqs:DeleteMessage',
-          'sqs:GetQueueAttributes',
-          'sqs:StartMessageMoveTask',
-          'sqs:ListMessageMoveTasks',
-        ],
-        resources: [tenantDlqs],
-      }),
-    );
-    dlq.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'RedriveToTenantQueues',
-        actions: ['sqs:SendMessage', 'sqs:GetQueueAttributes'],
-        resources: [tenantQueues],
-      }),
-    );
-    Validations.of(dlq.role!).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${deadLetterQueuePattern(this.tenantQueuePrefix)}]`,
-      reason:
-        "Tenant DLQs are created after the scheduler, often in other stacks; their names share this scheduler's prefix (<prefix>-d-<tenant>), so the grant names exactly the tenant DLQs, with six named actions. The function acts on the DLQ of the tenant the IAM-authorized route names only.",
-    });
-    Validations.of(dlq.role!).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${tenantQueuePattern(this.tenantQueuePrefix)}]`,
-      reason:
-        "Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler's prefix, so the grant names exactly its tenant queues (sqs:SendMessage, sqs:GetQueueAttributes) for redriven messages.",
-    });
-
-    ({ httpApi: this.httpApi, stage: this.stage } = this.#api(props, retention));
-    // One tick state machine and rule per cell; cell 0's keep the ids of a deployment before cells.
-    const cellTicks = Array.from({ length: s.cells }, (_, cell) => this.#tick(cell, tick, dispatch, props, retention, logLevel));
-    this.stateMachines = cellTicks.map((c) => c.stateMachine);
-    this.tickRules = cellTicks.map((c) => c.rule);
-    ({ stateMachine: this.stateMachine, rule: this.tickRule } = cellTicks[0]!);
-
-    this.attributes = {
-      tableName: this.table.tableName,
-      tableArn: this.table.tableArn,
-      httpApiId: this.httpApi.apiId,
-      senderRoleArns: [submit.role!.roleArn, dispatch.role!.roleArn, dlq.role!.roleArn],
-      tenantQueuePrefix: this.tenantQueuePrefix,
-      registrationServiceToken: this.registrationFunction.functionArn,
-      alarmTopicArn: props.alarmTopic?.topicArn,
-    };
-    this.monitoring = new SchedulerMonitoring(this, 'Monitoring', {
+  /** The alarms and dashboard (lib/monitoring.ts). */
+  #buildMonitoring(props: DyneinSchedulerProps): SchedulerMonitoring {
+    return new SchedulerMonitoring(this, 'Monitoring', {
       scheduler: this,
       alarmTopic: props.alarmTopic,
       latenessAlarmThreshold: props.latenessAlarmThreshold ?? Duration.seconds(2),
@@ -808,7 +758,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return f;
   }
 
-  #api(props: DyneinSchedulerProps, retention: logs.RetentionDays): { httpApi: apigw.HttpApi; stage: apigw.HttpStage } {
+  /** The IAM-authorized HTTP API: its stage, access logs and routes. */
+  #buildApi(props: DyneinSchedulerProps, retention: logs.RetentionDays): { httpApi: apigw.HttpApi; stage: apigw.HttpStage } {
     const httpApi = new apigw.HttpApi(this, 'Api', {
       apiName: props.apiName ?? `${Stack.of(this).stackName}-dynein-api`,
       description: 'Dynein Serverless API (v1): every route is IAM-authorized',
@@ -868,7 +819,17 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     return { httpApi, stage };
   }
 
-  #tick(
+  /** The tick of each cell (EventBridge every minute → Step Functions EXPRESS), by cell. */
+  #buildTicks(
+    props: DyneinSchedulerProps,
+    retention: logs.RetentionDays,
+    logLevel: DyneinLogLevel,
+  ): { stateMachine: sfn.StateMachine; rule: events.Rule }[] {
+    const { tick, dispatch } = this.functions;
+    return Array.from({ length: this.settings.cells }, (_, cell) => this.#buildTick(cell, tick, dispatch, props, retention, logLevel));
+  }
+
+  #buildTick(
     cell: number,
     tick: lambda.IFunction,
     dispatch: lambda.IFunction,

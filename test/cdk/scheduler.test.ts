@@ -378,7 +378,7 @@ describe('functions', () => {
   };
 
   // Every action each role holds, exactly: an action no code path calls fails here (each one is
-  // traced to the adapter call that needs it, in the comments of lib/dyneinScheduler.ts).
+  // traced to the adapter call that needs it, in the comments of the permission table, lib/permissions.ts).
   const EXACT: Record<FunctionName | 'register', string[]> = {
     submit: [
       'dynamodb:BatchWriteItem',

@@ -1,0 +1,235 @@
+import { Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+
+/**
+ * What each of the scheduler's principals may do, as one table ({@link PERMISSIONS}): a row per
+ * function (and one for the role EventBridge Scheduler fires with), each entry an IAM statement
+ * with its actions spelled out (no wildcard actions), the resource it is granted on and the
+ * condition that narrows it. {@link DyneinScheduler} generates every statement of these roles
+ * from this table and nothing else, so "what may the status function do?" is answered by
+ * `PERMISSIONS.status` (test/cdk/permissions.test.ts holds the synthesized roles to it).
+ *
+ * Not here: each function's right to write its own log group (`logs:CreateLogStream`,
+ * `logs:PutLogEvents`, given with the role), and the tick state machines' role (invoke the tick
+ * and dispatch functions, plus the log delivery and X-Ray statements CDK writes for Step Functions).
+ */
+
+/** The scheduler's functions. */
+export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin';
+
+/**
+ * A principal of the table: a function (`register`: the tenant registration function) or `firing`,
+ * EventBridge Scheduler's execution role for the recurring schedules' firings.
+ */
+export type PermissionHolder = FunctionName | 'register' | 'firing';
+
+/** What a statement is granted on. */
+export type PermissionTarget =
+  /** The scheduler table. */
+  | 'table'
+  /** The inbound queue (submit → ingest). */
+  | 'inboundQueue'
+  /** Every tenant queue, `<prefix>-t-*` (created later, possibly in other stacks). */
+  | 'tenantQueues'
+  /** Every tenant DLQ, `<prefix>-d-*`. */
+  | 'tenantDeadLetterQueues'
+  /** The job id key (Secrets Manager). */
+  | 'jobIdKey'
+  /** The EventBridge Scheduler schedules of the deployment's schedule group, `schedule/<group>/*`. */
+  | 'groupSchedules'
+  /** EventBridge Scheduler's execution role (the `firing` holder's role). */
+  | 'schedulerRole'
+  /** Where EventBridge Scheduler puts firings it could not deliver. */
+  | 'schedulerDeadLetterQueue';
+
+/** One statement of a holder's policy. */
+export interface Permission {
+  /** The statement's Sid. @default - none */
+  readonly sid?: string;
+  /** The actions, each named (`service:Action`). */
+  readonly actions: readonly string[];
+  /** The resources, in this order. */
+  readonly on: PermissionTarget | readonly PermissionTarget[];
+  /** Only items whose partition key starts with one of these (`ForAllValues:StringLike` on `dynamodb:LeadingKeys`). @default - any item */
+  readonly leadingKeys?: readonly string[];
+  /** `iam:PassRole` only to this service (`StringEquals` on `iam:PassedToService`). @default - no condition */
+  readonly passedToService?: string;
+  /**
+   * Why the holder may act on a resource pattern (the target is a wildcard): the acknowledgment of
+   * cdk-nag's `AwsSolutions-IAM5` for it. Required for wildcard targets, refused for others.
+   */
+  readonly wildcardReason?: string;
+}
+
+const ID_KEY: Permission = { on: 'jobIdKey', actions: ['secretsmanager:GetSecretValue'] };
+const SEND_TO_TENANT_QUEUES: Permission = {
+  sid: 'SendToTenantQueues',
+  on: 'tenantQueues',
+  actions: ['sqs:SendMessage'],
+  wildcardReason:
+    "Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler's prefix, so the send grant names exactly its tenant queues (one action, sqs:SendMessage) without the scheduler referring to those stacks.",
+};
+
+/**
+ * Least privilege, one statement per need, in the order each role's policy lists them. Reads of
+ * keys under known prefixes are limited to them (`leadingKeys`); job rows (pk = the bare shard
+ * number) share no prefix a pattern could name, so the functions that read them (status, cancel,
+ * dispatch, schedules) keep GetItem on the table.
+ */
+export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[]>> = {
+  submit: [
+    // The registry and controls (tenant#<name>) and idempotency records (idem#<keyId>).
+    { sid: 'ReadsTenantsAndIdempotency', on: 'table', actions: ['dynamodb:GetItem'], leadingKeys: ['tenant#', 'idem#'] },
+    // Idempotency records (pk `idem#<keyId>`): submit writes, marks and releases them, and only them.
+    { on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem'], leadingKeys: ['idem#'] },
+    // Submit-rate counters (pk `rate#<tenant>#<slot>`, docs/tenant-controls.md): one conditional
+    // UpdateItem per request of a tenant with maxSubmitsPerSecond, and only these items.
+    { on: 'table', actions: ['dynamodb:UpdateItem'], leadingKeys: ['rate#'] },
+    ID_KEY,
+    // Jobs due beyond the lookahead go to ingest through the inbound queue.
+    { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
+    // Jobs due within the lookahead go straight to the tenant's queue.
+    SEND_TO_TENANT_QUEUES,
+  ],
+  ingest: [
+    // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
+    { on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
+    // Cancel records (c#<shard>) and schedule definitions (sched#<tenant>).
+    { sid: 'ReadsCancelRecordsAndSchedules', on: 'table', actions: ['dynamodb:GetItem'], leadingKeys: ['c#', 'sched#'] },
+    ID_KEY,
+    // The inbound queue's SQS event source (Lambda polls with the function's role). The event
+    // source grants the same statement itself (grantConsumeMessages); the policy lists it once.
+    {
+      on: 'inboundQueue',
+      actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
+    },
+  ],
+  status: [
+    // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
+    // history tenant's failed attempts (h#a#<shard>) for the timeline.
+    { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:Query'] },
+    // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
+    { on: 'table', actions: ['dynamodb:BatchWriteItem'], leadingKeys: ['h#'] },
+    ID_KEY,
+  ],
+  dlq: [
+    // The tenant registry item (its queue and DLQ URLs).
+    { sid: 'ReadsTenants', on: 'table', actions: ['dynamodb:GetItem'], leadingKeys: ['tenant#'] },
+    ID_KEY,
+    // Peeks, redrives and deletes in the tenant DLQs (<prefix>-d-*) and sends redriven messages to
+    // the tenant queues (<prefix>-t-*); the tenant queue policy admits it as one of the scheduler's
+    // senders (attributes.senderRoleArns).
+    {
+      sid: 'TenantDeadLetterQueues',
+      on: 'tenantDeadLetterQueues',
+      actions: [
+        'sqs:ReceiveMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:StartMessageMoveTask',
+        'sqs:ListMessageMoveTasks',
+      ],
+      wildcardReason:
+        "Tenant DLQs are created after the scheduler, often in other stacks; their names share this scheduler's prefix (<prefix>-d-<tenant>), so the grant names exactly the tenant DLQs, with six named actions. The function acts on the DLQ of the tenant the IAM-authorized route names only.",
+    },
+    {
+      sid: 'RedriveToTenantQueues',
+      on: 'tenantQueues',
+      actions: ['sqs:SendMessage', 'sqs:GetQueueAttributes'],
+      wildcardReason:
+        "Tenant queues are created after the scheduler, often in other stacks; their names share this scheduler's prefix, so the grant names exactly its tenant queues (sqs:SendMessage, sqs:GetQueueAttributes) for redriven messages.",
+    },
+  ],
+  cancel: [
+    // The job row, then a conditional update to CANCELLED or a tombstone.
+    { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    ID_KEY,
+  ],
+  // The tick samples the rows coming due to size its plan (keys only, read-only).
+  tick: [{ on: 'table', actions: ['dynamodb:Query'] }],
+  dispatch: [
+    // Reads due rows, pointers and group marks (Query), rows, tenants and controls (GetItem);
+    // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem).
+    { on: 'table', actions: ['dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'] },
+    SEND_TO_TENANT_QUEUES,
+  ],
+  schedules: [
+    // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
+    { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query'] },
+    ID_KEY,
+    // The clocks: the schedules of this deployment's group only (EventBridge Scheduler names them `d-<hash>` at run time).
+    {
+      sid: 'ClocksOfTheGroup',
+      on: 'groupSchedules',
+      actions: ['scheduler:CreateSchedule', 'scheduler:UpdateSchedule', 'scheduler:DeleteSchedule', 'scheduler:GetSchedule'],
+      wildcardReason:
+        "EventBridge Scheduler schedules are created at run time, one per recurring schedule (named d-<hash of tenant and name>); the grant covers only the schedules of this deployment's schedule group, with four named actions.",
+    },
+    // CreateSchedule/UpdateSchedule pass the execution role, to EventBridge Scheduler and nothing else.
+    { sid: 'PassSchedulerRole', on: 'schedulerRole', actions: ['iam:PassRole'], passedToService: 'scheduler.amazonaws.com' },
+  ],
+  admin: [
+    // Tenant controls (pk tenant#<name>, sk controls) and the registration it checks: read and
+    // conditional put on the tenants' items only, nothing else of the table.
+    { sid: 'TenantItemsOnly', on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], leadingKeys: ['tenant#'] },
+  ],
+  register: [
+    // Registry items only (pk tenant#<name>): its code writes and removes the sort key `tenant`
+    // alone (never a tenant's controls, which it cannot name), and only URLs of the tenant's own queues.
+    {
+      sid: 'TenantRegistryItemsOnly',
+      on: 'table',
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+      leadingKeys: ['tenant#'],
+    },
+  ],
+  // Each firing of a recurring schedule goes to the inbound queue; one that fails its retries to the firing DLQ.
+  firing: [{ on: ['inboundQueue', 'schedulerDeadLetterQueue'], actions: ['sqs:SendMessage'] }],
+};
+
+/** A target's ARN, and for a pattern, how cdk-nag names it (`AwsSolutions-IAM5[Resource::<nagName>]`). */
+export interface PermissionResource {
+  readonly arn: string;
+  /** Set on wildcard resources only. */
+  readonly nagName?: string;
+}
+
+/** The targets' resources of one scheduler; asked only for the targets a holder's row names. */
+export type PermissionResources = (target: PermissionTarget) => PermissionResource;
+
+const targetsOf = (p: Permission): readonly PermissionTarget[] => (typeof p.on === 'string' ? [p.on as PermissionTarget] : p.on);
+
+/** The IAM statements of `holder`'s row, in order. */
+export function permissionStatements(holder: PermissionHolder, resources: PermissionResources): iam.PolicyStatement[] {
+  return PERMISSIONS[holder].map(
+    (p) =>
+      new iam.PolicyStatement({
+        sid: p.sid,
+        actions: [...p.actions],
+        resources: targetsOf(p).map((t) => resources(t).arn),
+        conditions: {
+          ...(p.leadingKeys ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': p.leadingKeys.map((k) => `${k}*`) } } : {}),
+          ...(p.passedToService ? { StringEquals: { 'iam:PassedToService': p.passedToService } } : {}),
+        },
+      }),
+  );
+}
+
+/**
+ * Adds `holder`'s row to `role`'s policy, and acknowledges cdk-nag's `AwsSolutions-IAM5` on the
+ * role for each wildcard resource with the row's reason (throws when a reason is missing or not needed).
+ */
+export function grantPermissions(holder: PermissionHolder, role: iam.IRole, resources: PermissionResources): void {
+  const statements = permissionStatements(holder, resources);
+  PERMISSIONS[holder].forEach((p, i) => {
+    role.addToPrincipalPolicy(statements[i]!);
+    const wildcards = targetsOf(p).flatMap((t) => resources(t).nagName ?? []);
+    if (wildcards.length > 0 !== (p.wildcardReason !== undefined))
+      throw new Error(
+        `PERMISSIONS.${holder}: a wildcardReason is given for wildcard targets only, and always (${targetsOf(p).join(', ')})`,
+      );
+    for (const name of wildcards)
+      Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${name}]`, reason: p.wildcardReason! });
+  });
+}
