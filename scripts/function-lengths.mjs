@@ -24,7 +24,13 @@ export function functionLengths(dir) {
         const end = source.getLineAndCharacterOfPosition(node.end).line;
         const comments = ts.getLeadingCommentRanges(text, node.getFullStart()) ?? [];
         const doc = comments.map((c) => text.slice(c.pos, c.end)).join('\n');
-        out.push({ file: path, name: nameOf(node), line: start + 1, lines: end - start + 1, explained: /longer than 100 lines because/i.test(doc) });
+        out.push({
+          file: path,
+          name: nameOf(node),
+          line: start + 1,
+          lines: end - start + 1,
+          explained: /longer than 100 lines because/i.test(doc),
+        });
       }
       ts.forEachChild(node, visit);
     };

@@ -19,6 +19,7 @@
 import type { AdaptiveLimit } from './adaptiveLimit.js';
 import { Heap } from '../util/index.js';
 import { DEFAULT_PRIORITY } from '../model/index.js';
+import { FairShare, type FairLane } from './fairShare.js';
 
 export interface AcquireItem {
   readonly key: { readonly shard: number; readonly dueMs: number };
@@ -65,7 +66,7 @@ const byDue = (a: Entry<AcquireItem>, b: Entry<AcquireItem>) =>
   a.item.key.dueMs !== b.item.key.dueMs ? a.item.key.dueMs < b.item.key.dueMs : a.seq < b.seq;
 
 /** One tenant's rows waiting for an acquire. */
-class TenantQueue<T extends AcquireItem> {
+class TenantQueue<T extends AcquireItem> implements FairLane {
   /** Fresh rows already due (moved from `future` as they fall due). */
   readonly due = new Heap<Entry<T>>(byPriority);
   /** Fresh rows not yet due. */
@@ -94,8 +95,8 @@ export class Acquirer<T extends AcquireItem> {
   #queued = 0;
   #backlogSize = 0;
   #seq = 0;
-  /** The virtual time of the last tenant served: where a tenant becoming active starts. */
-  #vtime = 0;
+  /** Which tenant's row goes next (core/dispatch/fairShare.ts, shared with the releaser's send slots). */
+  readonly #fair = new FairShare<TenantQueue<T>>();
   #inflight = 0;
   /** Acquires in flight per tenant. */
   readonly #inflightBy = new Map<string, number>();
@@ -248,8 +249,7 @@ export class Acquirer<T extends AcquireItem> {
       this.#tenants.set(tenant, q);
     }
     if (!this.#active.has(q)) {
-      // Back from idle: no credit for the time it had nothing queued.
-      q.pass = Math.max(q.pass, this.#vtime);
+      this.#fair.enter(q);
       this.#active.add(q);
     }
     this.#queued++;
@@ -258,13 +258,8 @@ export class Acquirer<T extends AcquireItem> {
 
   /** The tenant with the least virtual time among those that may start. */
   #pick(): TenantQueue<T> | undefined {
-    let best: TenantQueue<T> | undefined;
-    for (const q of this.#active) {
-      if (best && q.pass >= best.pass) continue;
-      if (this.opts.mayStart && !this.opts.mayStart(q.tenant)) continue;
-      best = q;
-    }
-    return best;
+    const { mayStart } = this.opts;
+    return this.#fair.pick(this.#active, mayStart && ((q) => mayStart(q.tenant)));
   }
 
   /** Takes `best`'s next row and advances its virtual time. */
@@ -273,8 +268,7 @@ export class Acquirer<T extends AcquireItem> {
     const e = best.next(now)!;
     this.#queued--;
     if (fromBacklog) this.#backlogSize--;
-    this.#vtime = best.pass;
-    best.pass += 1 / Math.max(1, this.opts.weightOf?.(best.tenant) ?? 1);
+    this.#fair.served(best, this.opts.weightOf?.(best.tenant) ?? 1);
     if (best.size === 0) this.#active.delete(best);
     return e.item;
   }

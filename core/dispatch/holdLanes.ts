@@ -8,7 +8,7 @@ import { DEFAULT_PRIORITY, type HeldPointer, type ShardLane } from '../model/ind
 import { sleep } from '../util/index.js';
 import type { DispatchDeps } from './deps.js';
 import type { ParkedTenants } from './parked.js';
-import { rowKeyString } from './releaser.js';
+import { rowKeyString } from './releaseStats.js';
 import type { RoundReport } from './roundReport.js';
 import { newTrack, type RowTracker, type Track } from './rowTracker.js';
 import { TenantTally } from './tenantTally.js';

@@ -6,6 +6,8 @@ export * from './loop.js';
 export * from './parked.js';
 export * from './plan.js';
 export * from './releaser.js';
+export * from './releaseStats.js';
+export * from './roundReport.js';
 export * from './round.js';
 export * from './tenantTally.js';
 export * from './tokenBucket.js';

@@ -1,5 +1,5 @@
 import type { RowKey } from '../model/index.js';
-import { rowKeyString } from './releaser.js';
+import { rowKeyString } from './releaseStats.js';
 
 /** A deleted pointer may still show in the late lane's (eventually consistent) reads this long. */
 const POINTER_ECHO_MS = 10_000;

@@ -3,7 +3,7 @@
  * ({@link RoundReport}): shared by the round and its parts (core/dispatch/round.ts).
  */
 import type { ShardMarks } from '../model/index.js';
-import type { ReleaseStats } from './releaser.js';
+import type { ReleaseStats } from './releaseStats.js';
 
 export interface RoundOptions {
   /** Shards this round dispatches. */

@@ -8,7 +8,7 @@ import { type DueKey, dueMsOf, positionThrough, type SchedulerSettings, type Sha
 import type { DispatchDeps } from './deps.js';
 import type { HoldLanes, RoundRows } from './holdLanes.js';
 import { ParkedTenants } from './parked.js';
-import { rowKeyString } from './releaser.js';
+import { rowKeyString } from './releaseStats.js';
 import { newTrack } from './rowTracker.js';
 
 /** A fresh read whose page ends this far behind now has met an outage's backlog. */

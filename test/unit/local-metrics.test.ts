@@ -3,7 +3,8 @@ import { RequestCounter } from '../../adapters/requestCounter.js';
 import { resolveSettings } from '../../core/model/config.js';
 import type { DispatchDeps } from '../../core/dispatch/round.js';
 import type { AcquiredRow, JobStore, QueueSender } from '../../core/model/ports.js';
-import { Releaser, type ReleaseStats } from '../../core/dispatch/releaser.js';
+import { Releaser } from '../../core/dispatch/releaser.js';
+import type { ReleaseStats } from '../../core/dispatch/releaseStats.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { LocalMetrics, REQUESTS_PER_JOB_COUNTS } from '../../local/metrics.js';
 

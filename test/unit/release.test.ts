@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { resolveSettings } from '../../core/model/config.js';
 import type { DispatchDeps } from '../../core/dispatch/round.js';
 import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/model/ports.js';
-import { Releaser, type ReleaseStats } from '../../core/dispatch/releaser.js';
+import { Releaser } from '../../core/dispatch/releaser.js';
+import type { ReleaseStats } from '../../core/dispatch/releaseStats.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { gate } from '../support/faults.js';
 

@@ -1,0 +1,80 @@
+/**
+ * Keeps the leases of the rows a releaser holds: a row is never sent with less than `safetyMs` of
+ * its lease left (renewed first, with a conditional write), and rows waiting for their time are
+ * renewed once they have used half of their lease. A row whose renewal fails belongs to another
+ * round now: the releaser lets it go.
+ */
+import type { AcquiredRow } from '../model/index.js';
+import type { DispatchDeps } from './deps.js';
+import type { ReleaseStats } from './releaseStats.js';
+
+/** A held row's lease, as the releaser keeps it. */
+export interface Leased {
+  readonly key: string;
+  readonly row: AcquiredRow;
+  leaseUntil: number;
+  /** Being sent: its renewal is the send's business. */
+  busy: boolean;
+  /** A renewal in flight, shared by whoever asks for one meanwhile. */
+  renewing?: Promise<boolean>;
+}
+
+export class LeaseKeeper<H extends Leased> {
+  /** A row is sent only with at least this much of its lease left. */
+  readonly safetyMs: number;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deps: Pick<DispatchDeps, 'store' | 'clock' | 'settings'>,
+    private readonly stats: Pick<ReleaseStats, 'renewed'>,
+  ) {
+    this.safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
+  }
+
+  /** Extends `h`'s lease to `newLeaseUntil`; false when it is lost (or, after an error, too short to send under). */
+  renew(h: H, newLeaseUntil: number): Promise<boolean> {
+    h.renewing ??= this.#renewOnce(h, newLeaseUntil).finally(() => (h.renewing = undefined));
+    return h.renewing;
+  }
+
+  async #renewOnce(h: H, newLeaseUntil: number): Promise<boolean> {
+    try {
+      if (!(await this.deps.store.renew(h.row, h.leaseUntil, newLeaseUntil))) return false;
+    } catch {
+      return h.leaseUntil - this.deps.clock.now() >= this.safetyMs;
+    }
+    h.leaseUntil = newLeaseUntil;
+    this.stats.renewed++;
+    return true;
+  }
+
+  /**
+   * Starts renewing (once): every quarter of a lease, the leases of the `held` rows not being
+   * sent that have used half of theirs; `lost` for each that could not be renewed. Stops by
+   * itself when nothing is held.
+   */
+  keep(held: () => ReadonlyMap<string, H>, lost: (h: H) => void, track: (p: Promise<void>) => void): void {
+    const everyMs = Math.max(250, Math.floor(this.deps.settings.leaseMs / 4));
+    this.#timer ??= setInterval(() => track(this.#renewWaiting(held(), lost)), everyMs);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async #renewWaiting(held: ReadonlyMap<string, H>, lost: (h: H) => void): Promise<void> {
+    if (held.size === 0) {
+      this.stop();
+      return;
+    }
+    const { clock, settings } = this.deps;
+    const now = clock.now();
+    const due = [...held.values()].filter((h) => !h.busy && h.leaseUntil - now < settings.leaseMs / 2);
+    await Promise.all(
+      due.map(async (h) => {
+        if (!(await this.renew(h, now + settings.leaseMs))) lost(h);
+      }),
+    );
+  }
+}
