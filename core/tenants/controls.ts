@@ -1,5 +1,5 @@
 /**
- * Tenant controls (issue #15, docs/tenant-controls.md): what an operator sets on a tenant through
+ * Tenant controls (docs/tenant-controls.md): what an operator sets on a tenant through
  * the admin API, apart from the tenant's registration (which its stack owns and rewrites on
  * deploy): paused or not, delivery and submit rate limits, and its weight in fair share.
  *

@@ -1,5 +1,5 @@
 /**
- * Recurring schedules (#13): EventBridge Scheduler's `cron()`, `rate()` and `at()` expressions in
+ * The expressions of recurring schedules: EventBridge Scheduler's `cron()`, `rate()` and `at()` expressions in
  * any IANA time zone, validated and evaluated by pure functions (no AWS SDK, no I/O, no clock:
  * callers pass `after`). One evaluator serves the API preview, the materialiser and the local
  * Scheduler stand-in. Grammar and semantics for users: docs/schedules.md.
