@@ -1,11 +1,12 @@
 import { AdaptiveLimit } from './adaptiveLimit.js';
-import type { Clock, JobStore, QueueSender, SchedulerSettings } from '../model/index.js';
+import type { Clock, GroupLeases, LanePointers, QueueSender, RowLeases, SchedulerSettings, ShardReads } from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import type { ParkedTenants } from './parked.js';
 
 /** What a dispatch round and its release timer run on (kept apart so that the two do not import each other). */
 export interface DispatchDeps {
-  readonly store: JobStore;
+  /** The table, in the roles dispatch plays: reading shards, keeping lane pointers and leases, holding groups. */
+  readonly store: ShardReads & LanePointers & RowLeases & GroupLeases;
   readonly sender: QueueSender;
   readonly tenants: TenantRegistry;
   readonly clock: Clock;

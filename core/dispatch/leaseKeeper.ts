@@ -4,7 +4,7 @@
  * renewed once they have used half of their lease. A row whose renewal fails belongs to another
  * round now: the releaser lets it go.
  */
-import type { AcquiredRow } from '../model/index.js';
+import type { AcquiredRow, RowLeases } from '../model/index.js';
 import type { DispatchDeps } from './deps.js';
 import type { ReleaseStats } from './releaseStats.js';
 
@@ -25,7 +25,7 @@ export class LeaseKeeper<H extends Leased> {
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly deps: Pick<DispatchDeps, 'store' | 'clock' | 'settings'>,
+    private readonly deps: Pick<DispatchDeps, 'clock' | 'settings'> & { readonly store: Pick<RowLeases, 'renew'> },
     private readonly stats: Pick<ReleaseStats, 'renewed'>,
   ) {
     this.safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));

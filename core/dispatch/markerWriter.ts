@@ -4,7 +4,7 @@
  * are sent one by one. A row whose marker is not written is sent again once its lease expires: a
  * duplicate, never a loss.
  */
-import type { AcquiredRow, RowKey } from '../model/index.js';
+import type { AcquiredRow, RowKey, RowLeases } from '../model/index.js';
 import { backoffMs } from '../util/index.js';
 import type { DispatchDeps } from './deps.js';
 import { rowKeyString, type ReleaseHooks, type ReleaseStats } from './releaseStats.js';
@@ -27,7 +27,7 @@ export class MarkerWriter {
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly deps: Pick<DispatchDeps, 'store' | 'clock' | 'settings' | 'log'>,
+    private readonly deps: Pick<DispatchDeps, 'clock' | 'settings' | 'log'> & { readonly store: Pick<RowLeases, 'markDelivered'> },
     private readonly stats: Pick<ReleaseStats, 'recorded'>,
     private readonly hooks: Pick<ReleaseHooks, 'onRecorded' | 'onDropped'>,
     /** Runs a write in the background (the releaser awaits them when it settles). */

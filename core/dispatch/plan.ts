@@ -1,4 +1,4 @@
-import { groupsOfCell, type JobStore, type SchedulerSettings, shardsOfGroup } from '../model/index.js';
+import { type GroupLeases, groupsOfCell, type SchedulerSettings, shardsOfGroup } from '../model/index.js';
 
 /**
  * How a tick execution splits the shard groups among its dispatchers (Map iterations).
@@ -38,7 +38,7 @@ export const PLAN_BUCKET_MS = 5_000;
 
 export interface PlanDeps {
   /** `groupMarks` (when given) says where each sampled shard's unfinished rows start. */
-  readonly store: Pick<JobStore, 'dueTimes'> & Partial<Pick<JobStore, 'groupMarks'>>;
+  readonly store: Pick<GroupLeases, 'dueTimes'> & Partial<Pick<GroupLeases, 'groupMarks'>>;
   readonly settings: SchedulerSettings;
   readonly log?: (message: string, fields?: Record<string, unknown>) => void;
 }

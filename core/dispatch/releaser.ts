@@ -1,13 +1,26 @@
 import type { AdaptiveLimit } from './adaptiveLimit.js';
 import { backoffMs, Heap } from '../util/index.js';
 import type { DispatchDeps } from './deps.js';
-import { type AcquiredRow, DEFAULT_PRIORITY, deliveryMessage, MAX_BATCH_ENTRIES, packBatches, type RowKey } from '../model/index.js';
+import {
+  type AcquiredRow,
+  DEFAULT_PRIORITY,
+  deliveryMessage,
+  MAX_BATCH_ENTRIES,
+  packBatches,
+  type RowKey,
+  type RowLeases,
+} from '../model/index.js';
 import { TenantTally } from './tenantTally.js';
 import { rowKeyString, type ReleaseHooks, type ReleaseStats } from './releaseStats.js';
 import { DeliveryLimits } from './deliveryLimits.js';
 import { FairShare, type FairLane } from './fairShare.js';
 import { LeaseKeeper, type Leased } from './leaseKeeper.js';
 import { MarkerWriter, type Sent } from './markerWriter.js';
+
+/** What a releaser runs on: of the table, only a row's lease (renew, give back, mark delivered). */
+export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls'> & {
+  readonly store: Pick<RowLeases, 'renew' | 'unacquire' | 'markDelivered'>;
+};
 
 interface Held extends Leased {
   readonly bytes: number;
@@ -67,7 +80,7 @@ export class Releaser {
    *   over all shards: rows are spread evenly over shards, so the shares add up to the limit)
    */
   constructor(
-    private readonly deps: DispatchDeps,
+    private readonly deps: ReleaserDeps,
     private readonly stats: ReleaseStats,
     private readonly signal?: AbortSignal,
     private readonly hooks: ReleaseHooks = {},

@@ -3,7 +3,7 @@
  * (to look at again later), what is parked, and the lane pointers of rows that became final,
  * deleted in the background.
  */
-import type { HeldPointer, JobStore, RowKey, ShardMarks } from '../model/index.js';
+import type { HeldPointer, LanePointers, RowKey, ShardMarks } from '../model/index.js';
 import { PointerSweep } from './pointerSweep.js';
 import type { RoundReport } from './roundReport.js';
 
@@ -63,7 +63,7 @@ export class RowTracker {
   readonly #background = new Set<Promise<void>>();
 
   constructor(
-    store: Pick<JobStore, 'deleteLatePointers' | 'deleteHeldPointers'>,
+    store: Pick<LanePointers, 'deleteLatePointers' | 'deleteHeldPointers'>,
     private readonly report: Pick<RoundReport, 'maxTracked'>,
   ) {
     this.latePointers = new PointerSweep<RowKey>((keys) => store.deleteLatePointers(keys));

@@ -3,7 +3,7 @@ import {
   type InboundJob,
   isLateRow,
   type JobIdCodec,
-  type JobStore,
+  type JobWrites,
   parseInboundJobs,
   type SchedulerSettings,
 } from '../model/index.js';
@@ -20,7 +20,7 @@ export class MalformedInboundError extends Error {
 }
 
 export interface IngestDeps {
-  readonly store: JobStore;
+  readonly store: JobWrites;
   readonly codec: JobIdCodec;
   readonly clock: Clock;
   readonly settings: SchedulerSettings;

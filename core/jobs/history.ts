@@ -4,7 +4,7 @@ import {
   InvalidJobIdError,
   isoMs,
   type JobIdCodec,
-  type JobStore,
+  type JobLookups,
   parseJsonBody,
   type RowKey,
   type StoredRow,
@@ -220,7 +220,7 @@ export type OutcomeResult =
 export interface HistoryDeps {
   readonly history: HistoryStore;
   /** The job rows: an outcome is kept only for a job the table shows delivered (or has no row of). */
-  readonly rows: Pick<JobStore, 'getRow'>;
+  readonly rows: Pick<JobLookups, 'getRow'>;
   readonly codec: JobIdCodec;
   readonly tenants: TenantRegistry;
   readonly clock: Clock;

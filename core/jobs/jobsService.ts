@@ -4,7 +4,7 @@ import {
   isoMs,
   type JobIdCodec,
   JobNotFoundError,
-  type JobStore,
+  type JobLookups,
   NotCancellableError,
   type ParsedJobId,
   type SchedulerSettings,
@@ -16,7 +16,7 @@ import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type StatusReply } from './replies.js';
 
 export interface JobsDeps {
-  readonly store: JobStore;
+  readonly store: JobLookups;
   readonly codec: JobIdCodec;
   readonly tenants: TenantRegistry;
   readonly clock: Clock;

@@ -110,68 +110,15 @@ export interface TenantRecord {
   readonly historyTtlMs?: number;
 }
 
-/** The scheduler table, in the operations the lifecycle needs (one conditional write each). */
-export interface JobStore {
+/** Ingest's writes: a job's row and its late-lane pointer, the cancel records it claims or meets, and `DEAD` records. */
+export interface JobWrites {
   /**
    * Put a new row unless something is at its key (row, tombstone, delivered marker); a `DEAD`
    * record is replaced (the job came back from the inbound dead-letter queue).
    */
   putJob(row: JobRow): Promise<'created' | 'exists'>;
-  /**
-   * One page of `shard`'s items with `after < sk <= through` (sort-key strings; no `after`: from
-   * the shard's start), in sort-key order, at most `limit` of them, read strongly consistent: a
-   * row written before the read began is in it. Final records (markers, tombstones) are
-   * returned too: they count as read.
-   */
-  readDue(shard: number, range: { readonly after?: string; readonly through: string }, limit: number): Promise<DuePage>;
-  /**
-   * Due times of the live rows in `shard` due from `fromMs` (the shard's start when omitted) up
-   * to `untilMs`, reading at most `limit` items (`more` when there are others): what the tick
-   * samples to size its plan.
-   */
-  dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): Promise<{ dueMs: number[]; more: boolean }>;
   /** Notes a row that may sit behind a dispatcher's read position (the late lane; see docs/design-dispatch.md). */
   putLatePointer(key: RowKey): Promise<void>;
-  /** Late-lane pointers of `shard` due up to `untilMs` (eventually consistent: read every round whole). */
-  readLate(shard: number, untilMs: number, limit: number): Promise<RowKey[]>;
-  /** Deletes late-lane pointers (once their row is final); returns those that could not be deleted. */
-  deleteLatePointers(keys: readonly RowKey[]): Promise<RowKey[]>;
-  /**
-   * Notes rows held back for their tenant (paused) in the shard's hold lane (docs/tenant-controls.md),
-   * so that a read position may pass them; returns those that could not be written.
-   */
-  putHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]>;
-  /**
-   * Hold-lane pointers of `shard` after `after` (a pointer's `sk`; none: from the start), in sk
-   * order (tenant, then higher priority, then due time), at most `limit`; `tenant` keeps the read
-   * to one tenant's pointers. Eventually consistent.
-   */
-  readHeld(shard: number, range: { readonly tenant?: string; readonly after?: string }, limit: number): Promise<HeldPage>;
-  /** Deletes hold-lane pointers (once their row is final); returns those that could not be deleted. */
-  deleteHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]>;
-  /** Gives back a row this round acquired and did not send (its tenant was paused): ACQUIRED with `heldLeaseUntil` becomes SCHEDULED. */
-  unacquire(key: RowKey, heldLeaseUntil: number): Promise<boolean>;
-  /** SCHEDULED, or ACQUIRED with a lease that ended before `nowMs`, becomes ACQUIRED until `leaseUntil`. */
-  acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined>;
-  /** Extends a lease this round still holds (its `leaseUntil` is unchanged since). */
-  renew(key: RowKey, heldLeaseUntil: number, newLeaseUntil: number): Promise<boolean>;
-  /**
-   * Replaces sent rows by their delivered marker (`QUEUED`, no payload, TTL `expiresAtMs` of
-   * each, the occurrence's `schedule` kept for listings): the same write units a delete costs. Returns the keys that could not be written.
-   */
-  markDelivered(
-    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number; readonly schedule?: string })[],
-    deliveredAtMs: number,
-  ): Promise<RowKey[]>;
-  /**
-   * SCHEDULED row, DEAD record or no row becomes a tombstone; answers what was there when it could
-   * not. `occurrence`: a recurring schedule's occurrence retired by a change; the tombstone also
-   * records what was at the key before (`priorState`, `NONE` when the occurrence was never
-   * materialised: a blocker, not a job, which listings leave out).
-   */
-  cancel(key: RowKey, tenant: string, expiresAtMs: number, opts?: { readonly occurrence?: boolean }): Promise<'cancelled' | 'acquired'>;
-  /** The item at a job's key, strongly consistent. */
-  getRow(key: RowKey): Promise<StoredRow | undefined>;
   /** Writes a `DEAD` record at the job's key unless something is there; true when written. */
   putDead(key: RowKey, tenant: string, atMs: number, expiresAtMs: number): Promise<boolean>;
   /**
@@ -181,6 +128,82 @@ export interface JobStore {
    */
   putCancelRecord(key: RowKey, record: CancelRecord, expiresAtMs: number): Promise<boolean>;
   getCancelRecord(key: RowKey): Promise<CancelRecord | undefined>;
+}
+
+/** Dispatch's reads of a shard: its due range, its late lane and its hold lane. */
+export interface ShardReads {
+  /**
+   * One page of `shard`'s items with `after < sk <= through` (sort-key strings; no `after`: from
+   * the shard's start), in sort-key order, at most `limit` of them, read strongly consistent: a
+   * row written before the read began is in it. Final records (markers, tombstones) are
+   * returned too: they count as read.
+   */
+  readDue(shard: number, range: { readonly after?: string; readonly through: string }, limit: number): Promise<DuePage>;
+  /** Late-lane pointers of `shard` due up to `untilMs` (eventually consistent: read every round whole). */
+  readLate(shard: number, untilMs: number, limit: number): Promise<RowKey[]>;
+  /**
+   * Hold-lane pointers of `shard` after `after` (a pointer's `sk`; none: from the start), in sk
+   * order (tenant, then higher priority, then due time), at most `limit`; `tenant` keeps the read
+   * to one tenant's pointers. Eventually consistent.
+   */
+  readHeld(shard: number, range: { readonly tenant?: string; readonly after?: string }, limit: number): Promise<HeldPage>;
+}
+
+/** The pointers dispatch keeps in the late and hold lanes. */
+export interface LanePointers {
+  /**
+   * Notes rows held back for their tenant (paused) in the shard's hold lane (docs/tenant-controls.md),
+   * so that a read position may pass them; returns those that could not be written.
+   */
+  putHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]>;
+  /** Deletes late-lane pointers (once their row is final); returns those that could not be deleted. */
+  deleteLatePointers(keys: readonly RowKey[]): Promise<RowKey[]>;
+  /** Deletes hold-lane pointers (once their row is final); returns those that could not be deleted. */
+  deleteHeldPointers(pointers: readonly HeldPointer[]): Promise<HeldPointer[]>;
+}
+
+/** A row's lease while dispatch holds it: acquire, renew, give back, replace by its delivered marker; and the lookup after a failed acquire. */
+export interface RowLeases {
+  /** SCHEDULED, or ACQUIRED with a lease that ended before `nowMs`, becomes ACQUIRED until `leaseUntil`. */
+  acquire(key: RowKey, nowMs: number, leaseUntil: number): Promise<AcquiredRow | undefined>;
+  /** Extends a lease this round still holds (its `leaseUntil` is unchanged since). */
+  renew(key: RowKey, heldLeaseUntil: number, newLeaseUntil: number): Promise<boolean>;
+  /** Gives back a row this round acquired and did not send (its tenant was paused): ACQUIRED with `heldLeaseUntil` becomes SCHEDULED. */
+  unacquire(key: RowKey, heldLeaseUntil: number): Promise<boolean>;
+  /**
+   * Replaces sent rows by their delivered marker (`QUEUED`, no payload, TTL `expiresAtMs` of
+   * each, the occurrence's `schedule` kept for listings): the same write units a delete costs. Returns the keys that could not be written.
+   */
+  markDelivered(
+    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number; readonly schedule?: string })[],
+    deliveredAtMs: number,
+  ): Promise<RowKey[]>;
+  /** The item at a job's key, strongly consistent. */
+  getRow(key: RowKey): Promise<StoredRow | undefined>;
+}
+
+/** Status and cancel: what is at a job's key, its cancel record, and the cancel itself. */
+export interface JobLookups {
+  /** The item at a job's key, strongly consistent. */
+  getRow(key: RowKey): Promise<StoredRow | undefined>;
+  getCancelRecord(key: RowKey): Promise<CancelRecord | undefined>;
+  /**
+   * SCHEDULED row, DEAD record or no row becomes a tombstone; answers what was there when it could
+   * not. `occurrence`: a recurring schedule's occurrence retired by a change; the tombstone also
+   * records what was at the key before (`priorState`, `NONE` when the occurrence was never
+   * materialised: a blocker, not a job, which listings leave out).
+   */
+  cancel(key: RowKey, tenant: string, expiresAtMs: number, opts?: { readonly occurrence?: boolean }): Promise<'cancelled' | 'acquired'>;
+}
+
+/** The tick's plan and the dispatch loop: samples of due times, shard groups' leases and their marks. */
+export interface GroupLeases {
+  /**
+   * Due times of the live rows in `shard` due from `fromMs` (the shard's start when omitted) up
+   * to `untilMs`, reading at most `limit` items (`more` when there are others): what the tick
+   * samples to size its plan.
+   */
+  dueTimes(shard: number, untilMs: number, limit: number, fromMs?: number): Promise<{ dueMs: number[]; more: boolean }>;
   /**
    * Takes or renews the lease of a shard group for `owner`, an execution started at `ownerStartMs`:
    * granted when free, expired, already ours, or held by an older execution. `marks` (when
@@ -197,6 +220,12 @@ export interface JobStore {
   /** The marks in a group's lease item (empty when none), read with a query. */
   groupMarks(group: number): Promise<ShardMarks>;
 }
+
+/**
+ * The scheduler table, in the operations the lifecycle needs (one conditional write each): every
+ * role above, which one adapter class implements. A consumer depends on the roles it uses.
+ */
+export interface JobStore extends JobWrites, ShardReads, LanePointers, RowLeases, JobLookups, GroupLeases {}
 
 export interface TenantStore {
   getTenant(name: string): Promise<TenantRecord | undefined>;

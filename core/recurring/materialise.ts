@@ -8,7 +8,7 @@
  * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
  * once each.
  */
-import { tombstoneExpiresAtMs } from '../model/index.js';
+import { type JobLookups, tombstoneExpiresAtMs } from '../model/index.js';
 import { ingestJob, type IngestDeps } from '../ingest/index.js';
 import { limiter } from '../util/index.js';
 import { END_OF_TIME } from './expression/index.js';
@@ -24,7 +24,9 @@ export const MAX_OCCURRENCES_PER_PASS = 1_000;
 /** Table writes one pass keeps in flight. */
 const WRITE_CONCURRENCY = 16;
 
-export interface RecurringDeps extends IngestDeps {
+export interface RecurringDeps extends Omit<IngestDeps, 'store'> {
+  /** Ingest's writes for the occurrences, and cancels for those a change retires. */
+  readonly store: IngestDeps['store'] & Pick<JobLookups, 'cancel'>;
   readonly schedules: ScheduleStore;
 }
 

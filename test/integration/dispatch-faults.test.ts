@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/model/config.js';
 import { dispatchRound, type DispatchDeps } from '../../core/dispatch/round.js';
 import { ThrottledError } from '../../core/model/errors.js';
-import type { JobStore, OutgoingMessage, QueueSender } from '../../core/model/ports.js';
+import type { OutgoingMessage, QueueSender } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, submitJobs, waitForEmptyQueue, type TestSystem } from '../support/system.js';
@@ -73,7 +73,7 @@ describe('dispatch round under faults', () => {
     const jobs = await dueJobs(sys, 20);
     let queries = 0;
     let acquires = 0;
-    const store = inProcess<JobStore>(sys.w.dispatch.store, new SimProcess(), {
+    const store = inProcess<DispatchDeps['store']>(sys.w.dispatch.store, new SimProcess(), {
       readDue: async (orig, ...args) => {
         if (queries++ < 2) throw new ThrottledError('ProvisionedThroughputExceededException (injected)');
         return orig(...args);
@@ -99,7 +99,7 @@ describe('dispatch round under faults', () => {
     const jobs = await dueJobs(sys, 40, 1_300, 600);
     let held = 0;
     let maxHeld = 0;
-    const store = inProcess<JobStore>(sys.w.dispatch.store, new SimProcess(), {
+    const store = inProcess<DispatchDeps['store']>(sys.w.dispatch.store, new SimProcess(), {
       acquire: async (orig, ...args) => {
         const row = await orig(...args);
         if (row) maxHeld = Math.max(maxHeld, ++held);

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../adapters/dynamoJobStore.js';
 import { forEachLimit } from '../../core/util/backoff.js';
 import { dispatchLoop, dispatchStep, type DispatchStepResult } from '../../core/dispatch/loop.js';
-import type { JobStore, QueueSender } from '../../core/model/ports.js';
+import type { DispatchDeps } from '../../core/dispatch/deps.js';
+import type { QueueSender } from '../../core/model/ports.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
 import { consume, createSystem, submitJobs, type Delivery } from '../support/system.js';
@@ -70,7 +71,7 @@ describe('outage drain', () => {
     let maxHeldBytes = 0;
     const bytesOf = new Map<string, number>();
     const sentAt = new Map<string, number>();
-    const store = inProcess<JobStore>(sys.w.dispatch.store, new SimProcess(), {
+    const store = inProcess<DispatchDeps['store']>(sys.w.dispatch.store, new SimProcess(), {
       acquire: async (orig, ...args) => {
         const row = await orig(...args);
         if (row) {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RequestCounter } from '../../adapters/requestCounter.js';
 import { resolveSettings } from '../../core/model/config.js';
-import type { DispatchDeps } from '../../core/dispatch/round.js';
-import type { AcquiredRow, JobStore, QueueSender } from '../../core/model/ports.js';
-import { Releaser } from '../../core/dispatch/releaser.js';
+import type { AcquiredRow, QueueSender } from '../../core/model/ports.js';
+import { Releaser, type ReleaserDeps } from '../../core/dispatch/releaser.js';
 import type { ReleaseStats } from '../../core/dispatch/releaseStats.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { LocalMetrics, REQUESTS_PER_JOB_COUNTS } from '../../local/metrics.js';
@@ -34,12 +33,12 @@ describe('the local dashboard counters', () => {
 
   it('gets dispatch counts as rows are sent, not when a long dispatch round ends', async () => {
     const sender: QueueSender = { sendBatch: async () => [] };
-    const store = { renew: async () => true, markDelivered: async () => [] } as unknown as JobStore;
+    const store: ReleaserDeps['store'] = { renew: async () => true, unacquire: async () => true, markDelivered: async () => [] };
     const tenants = new TenantRegistry({
       getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }),
       putTenant: async () => {},
     });
-    const deps: DispatchDeps = {
+    const deps: ReleaserDeps = {
       store,
       sender,
       tenants,

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveSettings } from '../../core/model/config.js';
-import type { DispatchDeps } from '../../core/dispatch/round.js';
-import type { AcquiredRow, JobStore, OutgoingMessage, QueueSender } from '../../core/model/ports.js';
-import { Releaser } from '../../core/dispatch/releaser.js';
+import type { AcquiredRow, OutgoingMessage, QueueSender } from '../../core/model/ports.js';
+import { Releaser, type ReleaserDeps } from '../../core/dispatch/releaser.js';
 import type { ReleaseStats } from '../../core/dispatch/releaseStats.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { gate } from '../support/faults.js';
@@ -10,7 +9,7 @@ import { gate } from '../support/faults.js';
 /** The release timer over in-memory ports (no AWS): what it sends, when, and in which batches. */
 function harness(
   releaseWindowMs: number,
-  markDelivered: JobStore['markDelivered'] = async () => [],
+  markDelivered: ReleaserDeps['store']['markDelivered'] = async () => [],
   opts: { signal?: AbortSignal; beforeSend?: (n: number) => Promise<void> } = {},
 ) {
   const batches: { at: number; queue: string; jobIds: string[] }[] = [];
@@ -21,12 +20,12 @@ function harness(
       return [];
     },
   };
-  const store = { renew: async () => true, markDelivered } as unknown as JobStore;
+  const store: ReleaserDeps['store'] = { renew: async () => true, unacquire: async () => true, markDelivered };
   const tenants = new TenantRegistry({
     getTenant: async (name) => ({ name, queueUrl: `q/${name}`, dlqUrl: `q/${name}-dlq` }),
     putTenant: async () => {},
   });
-  const deps: DispatchDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
+  const deps: ReleaserDeps = { store, sender, tenants, clock: { now: () => Date.now() }, settings: resolveSettings({ releaseWindowMs }) };
   const stats: ReleaseStats = { sent: 0, recorded: 0, leaseLost: 0, renewed: 0, sendRetries: 0, latenessMs: [], deferred: 0, givenBack: 0 };
   const releaser = new Releaser(deps, stats, opts.signal);
   const row = (jobId: string, dueMs: number, tenant = 'demo'): AcquiredRow => ({
