@@ -24,7 +24,7 @@ import { CONTROLS_TTL_MS, type ControlsCache, type TenantRegistry } from '../ten
 import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type IdempotencyStore } from './idempotency.js';
 import { limiter, shortText } from '../util/index.js';
 import type { SubmitRateLimiter } from './submitRateLimit.js';
-import { sendParcels, type Parcel, type SendOptions } from './sendParcels.js';
+import { sendParcels, type Parcel, type SendOptions, type SendProblem } from './sendParcels.js';
 
 export interface JobReply {
   readonly jobId: string;
@@ -198,34 +198,60 @@ export class Submitter {
    * see {@link sendParcels}) and answers an outcome per job.
    */
   async #accept(tenant: TenantRecord, jobs: readonly JobRequest[]): Promise<Outcome[]> {
-    const { settings, codec, clock } = this.deps;
-    const now = clock.now();
+    const now = this.deps.clock.now();
     const held = await this.#held(tenant.name, jobs, now);
     const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
-    const planned: (Planned | undefined)[] = jobs.map((job) => {
-      const { path } = place(job, now, settings.lookaheadMs, held);
-      const { shard, random } = codec.placement(tenant.name, settings.shardCount);
-      const jobId = codec.encode({ tenant: tenant.name, shard, dueMs: job.dueMs, path, random });
-      return {
-        jobId,
-        shard,
-        dueMs: job.dueMs,
-        path,
-        payload: job.payloadText,
-        priority: job.priority,
-        claimed: false,
-        replayed: false,
-        send: true,
-      };
+    const planned: (Planned | undefined)[] = jobs.map((job) => this.#plan(tenant.name, job, now, held));
+    const { leaders, followers } = this.#matchKeys(tenant.name, jobs, planned, outcomes, now);
+    await this.#claimKeys(leaders, jobs, planned, outcomes, now);
+    const problems = await sendParcels(this.deps.sender, this.#parcels(tenant, planned, held), this.deps.send);
+    await this.#settleRecords(planned, problems);
+    planned.forEach((p, i) => {
+      if (p) outcomes[i] = outcomeOf(tenant.name, p, problems.get(i));
     });
+    for (const [i, leader] of followers) {
+      const o = outcomes[leader]!;
+      outcomes[i] = o instanceof ApiError ? o : { reply: o.reply, replayed: true };
+    }
+    return outcomes.map((o) => o ?? new SubmitFailedError('no result'));
+  }
 
-    // Keys: the first job of the request with a key claims it; a later one with the same key is
-    // the same job when it is the same request, and refused otherwise.
+  /** Where a job goes (straight to its queue, or through the table) and its id. */
+  #plan(tenant: string, job: JobRequest, now: number, held: boolean): Planned {
+    const { settings, codec } = this.deps;
+    const { path } = place(job, now, settings.lookaheadMs, held);
+    const { shard, random } = codec.placement(tenant, settings.shardCount);
+    const jobId = codec.encode({ tenant, shard, dueMs: job.dueMs, path, random });
+    return {
+      jobId,
+      shard,
+      dueMs: job.dueMs,
+      path,
+      payload: job.payloadText,
+      priority: job.priority,
+      claimed: false,
+      replayed: false,
+      send: true,
+    };
+  }
+
+  /**
+   * Keys: the first job of the request with a key claims it (a leader); a later one with the same
+   * key is the same job when it is the same request (a follower, answered as its leader), and
+   * refused otherwise.
+   */
+  #matchKeys(
+    tenant: string,
+    jobs: readonly JobRequest[],
+    planned: (Planned | undefined)[],
+    outcomes: (Outcome | undefined)[],
+    now: number,
+  ): { leaders: Map<string, number>; followers: [number, number][] } {
     const leaders = new Map<string, number>();
     const followers: [number, number][] = [];
     jobs.forEach((job, i) => {
       if (job.idempotencyKey === undefined) return;
-      const keyId = codec.keyId(tenant.name, job.idempotencyKey);
+      const keyId = this.deps.codec.keyId(tenant, job.idempotencyKey);
       const entry: IdempotencyEntry = {
         keyId,
         jobId: planned[i]!.jobId,
@@ -244,6 +270,17 @@ export class Submitter {
         planned[i] = undefined;
       }
     });
+    return { leaders, followers };
+  }
+
+  /** Claims the leaders' keys: a job whose key names another job, or whose claim failed, is answered with that. */
+  async #claimKeys(
+    leaders: ReadonlyMap<string, number>,
+    jobs: readonly JobRequest[],
+    planned: (Planned | undefined)[],
+    outcomes: (Outcome | undefined)[],
+    now: number,
+  ): Promise<void> {
     const limit = limiter(CLAIM_CONCURRENCY);
     await Promise.all(
       [...leaders.values()].map((i) =>
@@ -261,9 +298,11 @@ export class Submitter {
         }),
       ),
     );
+  }
 
-    // Hand the jobs to SQS: direct jobs to the tenant queue, the table-path jobs of the request
-    // packed into shared inbound messages.
+  /** What to send: direct jobs to the tenant queue, the table-path jobs of the request packed into shared inbound messages. */
+  #parcels(tenant: TenantRecord, planned: readonly (Planned | undefined)[], held: boolean): Parcel[] {
+    const { clock } = this.deps;
     const parcels: Parcel[] = [];
     const inbound: InboundJob[] = [];
     const inboundIndex: number[] = [];
@@ -299,11 +338,15 @@ export class Submitter {
         }),
       });
     }
-    const problems = await sendParcels(this.deps.sender, parcels, this.deps.send);
+    return parcels;
+  }
 
-    // Records: sent ones are marked (a retry then sends nothing); a refused job's record is
-    // released (it was never accepted). A job whose send may or may not have happened keeps its
-    // unsent record: a retry sends it again, under the same job id.
+  /**
+   * Records: sent ones are marked (a retry then sends nothing); a refused job's record is
+   * released (it was never accepted). A job whose send may or may not have happened keeps its
+   * unsent record: a retry sends it again, under the same job id.
+   */
+  async #settleRecords(planned: readonly (Planned | undefined)[], problems: ReadonlyMap<number, SendProblem>): Promise<void> {
     const sent: IdempotencyEntry[] = [];
     const released: Promise<void>[] = [];
     planned.forEach((p, i) => {
@@ -313,26 +356,6 @@ export class Submitter {
       else if (problem.refused && p.claimed) released.push(this.deps.idempotency.release(p.entry.keyId, p.jobId).catch(() => {}));
     });
     await Promise.all([this.deps.idempotency.markSent(sent).catch(() => {}), ...released]);
-
-    planned.forEach((p, i) => {
-      if (!p) return;
-      const problem = problems.get(i);
-      if (problem?.refused)
-        outcomes[i] = new ValidationError(
-          `SQS refused the job (${problem.message}): it was not accepted, and sending it unchanged will not help`,
-        );
-      else if (problem) outcomes[i] = new SubmitFailedError(problem.message);
-      else
-        outcomes[i] = {
-          reply: { jobId: p.jobId, tenant: tenant.name, runAt: isoMs(p.dueMs), state: p.path === 'd' ? 'QUEUED' : 'SCHEDULED' },
-          replayed: p.replayed,
-        };
-    });
-    for (const [i, leader] of followers) {
-      const o = outcomes[leader]!;
-      outcomes[i] = o instanceof ApiError ? o : { reply: o.reply, replayed: true };
-    }
-    return outcomes.map((o) => o ?? new SubmitFailedError('no result'));
   }
 
   /**
@@ -400,4 +423,12 @@ export class SubmitFailedError extends ApiError {
     super(`the job was not accepted (${detail}): retry the request`);
     this.name = 'SubmitFailedError';
   }
+}
+
+/** A planned job's answer: its reply, or why SQS did not take it. */
+function outcomeOf(tenant: string, p: Planned, problem: SendProblem | undefined): Outcome {
+  if (problem?.refused)
+    return new ValidationError(`SQS refused the job (${problem.message}): it was not accepted, and sending it unchanged will not help`);
+  if (problem) return new SubmitFailedError(problem.message);
+  return { reply: { jobId: p.jobId, tenant, runAt: isoMs(p.dueMs), state: p.path === 'd' ? 'QUEUED' : 'SCHEDULED' }, replayed: p.replayed };
 }
