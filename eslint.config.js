@@ -39,6 +39,18 @@ export default tseslint.config(
     },
   },
   {
+    // Promises in the runtime code (type-aware): one left floating loses its error and its
+    // ordering (a write not awaited may land after what should follow it), and a promise where a
+    // boolean or a void callback is expected is always truthy or never awaited. Where a
+    // background promise is meant, `void` says so.
+    files: ['core/**/*.ts', 'adapters/**/*.ts', 'lambdas/**/*.ts', 'local/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
     // The job browser's script runs in the browser (type-checked against the DOM by tsconfig.browser.json).
     files: ['client/ui/browser/**/*.ts'],
     languageOptions: {

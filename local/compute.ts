@@ -167,6 +167,12 @@ const stop = async () => {
   await new Promise((r) => setTimeout(r, 1_500));
   process.exit(0);
 };
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+const stopOnSignal = () => {
+  stop().catch((err: unknown) => {
+    console.error(`dynein compute: stopping failed: ${(err as Error).message}`);
+    process.exit(1);
+  });
+};
+process.on('SIGTERM', stopOnSignal);
+process.on('SIGINT', stopOnSignal);
 if (process.send && !process.connected) process.exit(0);
