@@ -74,6 +74,24 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // No fake cast past the type checker (`x as unknown as T`): build it whole
+    // (test/support/lambdaEvents.ts), type it against the narrow port the code uses, or check
+    // untyped JSON with a parse function. test/client is still being converted: drop the
+    // ignore once it is.
+    files: ['test/**/*.ts'],
+    ignores: ['test/client/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "TSAsExpression > TSAsExpression[typeAnnotation.type='TSUnknownKeyword']",
+          message:
+            '`as unknown as` hides a fake that does not fit its type: build it whole (test/support/lambdaEvents.ts: lambdaContext, httpApiEvent, sqsRecordFor), type it as the narrow port the code under test uses, or check untyped JSON with a parse function.',
+        },
+      ],
+    },
+  },
+  {
     // The consumer projects CI builds (.ci/consumer-check.sh), written as their users write them:
     // CommonJS with require(), and the value imports of the cdk init template.
     files: ['.ci/consumers/**'],

@@ -1,5 +1,5 @@
 import type { DueKey } from '../model/index.js';
-import type { TenantRegistry } from '../tenants/index.js';
+import type { TenantLookup } from '../tenants/index.js';
 
 /**
  * Rows of tenants that are not registered are parked: dispatch leaves them in the table as they
@@ -39,12 +39,12 @@ export class ParkedTenants {
   }
 
   /** Whether the row of `jobId` stays parked (its tenant is not registered). */
-  async parks(jobId: string, registry: TenantRegistry, nowMs: number): Promise<boolean> {
+  async parks(jobId: string, registry: TenantLookup, nowMs: number): Promise<boolean> {
     return (await this.split([{ jobId }], registry, nowMs)).parked.length > 0;
   }
 
   /** Whether `tenant`'s rows stay parked: the remembered answer, or the registry's. */
-  async parksTenant(tenant: string, registry: TenantRegistry, nowMs: number): Promise<boolean> {
+  async parksTenant(tenant: string, registry: TenantLookup, nowMs: number): Promise<boolean> {
     return this.parks(`j1.${tenant}.0`, registry, nowMs);
   }
 
@@ -65,7 +65,7 @@ export class ParkedTenants {
    */
   async split<K extends Pick<DueKey, 'jobId'>>(
     keys: readonly K[],
-    registry: TenantRegistry,
+    registry: TenantLookup,
     nowMs: number,
   ): Promise<{ acquire: K[]; parked: K[] }> {
     const verdict = new Map<string, boolean>();

@@ -10,6 +10,14 @@ import {
 import { foreignQueues, type TenantQueueUrls } from './registration.js';
 
 /**
+ * The registry's read (a role port): a tenant's record, or undefined while it is not registered.
+ * What dispatch's parking asks ({@link TenantRegistry} is one).
+ */
+export interface TenantLookup {
+  lookup(name: string): Promise<TenantRecord | undefined>;
+}
+
+/**
  * The tenant registry read through a short cache: a Lambda reads each tenant at most once per
  * `ttlMs` (unknown tenants are cached for a shorter time, so a new tenant appears quickly).
  *
@@ -18,7 +26,7 @@ import { foreignQueues, type TenantQueueUrls } from './registration.js';
  * not used: the tenant counts as not registered (its rows stay parked, its requests answer
  * 404), and `onRefused` says why each time the item is read.
  */
-export class TenantRegistry {
+export class TenantRegistry implements TenantLookup {
   /** Tenants whose registration was last refused (cached as long as a record, so not logged at every look). */
   readonly #refused = new Set<string>();
   readonly #cache = new Map<string, { record: TenantRecord | undefined; until: number; pending?: Promise<TenantRecord | undefined> }>();

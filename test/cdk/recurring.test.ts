@@ -52,7 +52,6 @@ beforeAll(() => {
   t = Template.fromStack(stack);
 });
 
-const roleIdOf = (r: iam.IRole) => idOf(r.node.defaultChild ?? (r as unknown as iam.Role));
 const functionRoleId = (name: keyof DyneinScheduler['functions']) =>
   /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(t, idOf(scheduler.functions[name])).Properties.Role))![1]!;
 
@@ -85,7 +84,7 @@ describe('schedule group', () => {
 
 describe('execution role', () => {
   it('is trusted by scheduler.amazonaws.com only, for this account and this schedule group', () => {
-    const role = resource(t, roleIdOf(scheduler.schedulerRole));
+    const role = resource(t, idOf(scheduler.schedulerRole));
     const trust = role.Properties.AssumeRolePolicyDocument as { Statement: Record<string, Json>[] };
     expect(trust.Statement).toHaveLength(1);
     const [st] = trust.Statement;
@@ -101,7 +100,7 @@ describe('execution role', () => {
   });
 
   it('may send to the inbound queue and the firing DLQ, and do nothing else', () => {
-    const statements = roleStatements(t, roleIdOf(scheduler.schedulerRole));
+    const statements = roleStatements(t, idOf(scheduler.schedulerRole));
     for (const s of statements) expect(s.Effect).toBe('Allow');
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['sqs:SendMessage']);
@@ -196,7 +195,7 @@ describe('schedules function', () => {
     const dependsOn = resource(t, idOf(scheduler.functions.schedules)).DependsOn ?? [];
     expect(dependsOn).toContain(idOf(scheduler.scheduleGroup));
     const rolePolicies = resourcesOf(t, 'AWS::IAM::Policy').filter(([, p]) =>
-      JSON.stringify(p.Properties.Roles).includes(roleIdOf(scheduler.schedulerRole)),
+      JSON.stringify(p.Properties.Roles).includes(idOf(scheduler.schedulerRole)),
     );
     expect(rolePolicies).toHaveLength(1);
     expect(dependsOn).toContain(rolePolicies[0]![0]);
@@ -273,7 +272,7 @@ describe('firing DLQ', () => {
         s.Resource.includes(getAtt(scheduler.schedulerDeadLetterQueue, 'Arn')),
     );
     expect(new Set(senders.map((s) => s.source)).size).toBe(1);
-    expect(roleStatements(t, roleIdOf(scheduler.schedulerRole)).map((s) => s.source)).toContain(senders[0]!.source);
+    expect(roleStatements(t, idOf(scheduler.schedulerRole)).map((s) => s.source)).toContain(senders[0]!.source);
   });
 });
 
@@ -375,7 +374,7 @@ describe('tenant grant', () => {
     ).test(arn);
   const request = (method: string, path: string) =>
     `arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${ref(scheduler.httpApi)}/$default/${method}${path}`;
-  const patterns = () => [...(allowed(roleStatements(t, roleIdOf(apiRole))).get('execute-api:Invoke') ?? [])];
+  const patterns = () => [...(allowed(roleStatements(t, idOf(apiRole))).get('execute-api:Invoke') ?? [])];
   const can = (method: string, path: string) => patterns().some((p) => arnMatches(p, request(method, path)));
 
   it('covers every schedule route of its tenant', () => {

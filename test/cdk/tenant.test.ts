@@ -57,7 +57,12 @@ const requests = (tenant: string): [string, string][] => [
   ['POST', `/v1/tenants/${tenant}/schedules/nightly-report/resume`],
 ];
 
-const roleArn = (r: iam.IRole | undefined) => getAtt(r as unknown as IConstruct, 'Arn');
+/** A function's role (an `IRole` is a construct): the function must have one. */
+const roleOf = (r: iam.IRole | undefined): iam.IRole => {
+  if (!r) throw new Error('the function has no role');
+  return r;
+};
+const roleArn = (r: iam.IRole | undefined) => getAtt(roleOf(r), 'Arn');
 const PRINCIPAL = 'aws:PrincipalArn';
 
 describe('tenant in the scheduler stack', () => {
@@ -128,7 +133,7 @@ describe('tenant in the scheduler stack', () => {
     const queueArn = (q: IConstruct) =>
       `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${String(resource(t, idOf(q)).Properties.QueueName)}`;
     for (const f of [scheduler.functions.submit, scheduler.functions.dispatch]) {
-      const sends = [...(allowed(roleStatements(t, idOf(f.role as unknown as IConstruct))).get('sqs:SendMessage') ?? [])];
+      const sends = [...(allowed(roleStatements(t, idOf(roleOf(f.role)))).get('sqs:SendMessage') ?? [])];
       const tenantGrants = sends.filter((r) => r !== getAtt(scheduler.inboundQueue, 'Arn'));
       expect(tenantGrants).toEqual([pattern]);
       for (const tenant of [alpha, beta]) {

@@ -1,19 +1,22 @@
-import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminHandler, silentTelemetry } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
+import { httpApiEventWithIam, lambdaContext } from '../support/lambdaEvents.js';
+import { createSystem, type TestSystem } from '../support/system.js';
 
 /** lambdas/admin.ts as Lambda loads it (no job id key configured), and its log line per change. */
 let em: Emulators;
 let sys: TestSystem;
-const context = { functionName: 'admin', awsRequestId: 'req-1', getRemainingTimeInMillis: () => 10_000 } as unknown as Context;
+const context = lambdaContext({ functionName: 'admin', getRemainingTimeInMillis: () => 10_000 });
 
-const event = (method: string, suffix: string, body?: string) => {
-  const e = httpEvent(method, `/v1/admin/tenants/demo${suffix}`, { body, pathParameters: { tenant: 'demo' } });
-  (e.requestContext as unknown as Record<string, unknown>).authorizer = { iam: { userArn: 'arn:aws:iam::1:role/ops', accessKey: 'AKID' } };
-  return e;
-};
+const event = (method: string, suffix: string, body?: string) =>
+  httpApiEventWithIam({
+    method,
+    path: `/v1/admin/tenants/demo${suffix}`,
+    body,
+    pathParameters: { tenant: 'demo' },
+    iam: { userArn: 'arn:aws:iam::1:role/ops', accessKey: 'AKID' },
+  });
 
 beforeAll(async () => {
   em = await startEmulators();

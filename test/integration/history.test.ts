@@ -1,11 +1,13 @@
 import { DeleteItemCommand, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/model/config.js';
 import { dispatchRound } from '../../core/dispatch/round.js';
 import { sortKey } from '../../core/model/jobId.js';
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
+import type { RegistrationProperties } from '../../core/tenants/registration.js';
 import { registerHandler } from '../../lambdas/register.js';
 import { outcomesHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -367,25 +369,28 @@ describe('job history', () => {
     const table = await em.createTable();
     const store = new DynamoJobStore(table, em.dynamo);
     const handler = registerHandler({ dynamo: em.dynamo, respond: async () => {} });
-    const event = (type: 'Create' | 'Update', history?: string) =>
-      ({
-        RequestType: type,
+    const props = (history?: string) => ({
+      ServiceToken: 'arn:fn',
+      TableName: table,
+      TenantName: 'pay',
+      QueueUrl: 'https://sqs/q',
+      DlqUrl: 'https://sqs/dlq',
+      ...(history !== undefined ? { HistoryTtlMs: history } : {}),
+    });
+    const event = (type: 'Create' | 'Update', history?: string): CloudFormationCustomResourceEvent<RegistrationProperties> => {
+      const common = {
         StackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/Team/1',
         LogicalResourceId: 'Reg',
         RequestId: `r-${type}`,
         ResponseURL: 'https://example.invalid',
         ResourceType: 'Custom::DyneinTenantRegistration',
-        PhysicalResourceId: 'dynein-tenant-pay',
         ServiceToken: 'arn:fn',
-        ResourceProperties: {
-          ServiceToken: 'arn:fn',
-          TableName: table,
-          TenantName: 'pay',
-          QueueUrl: 'https://sqs/q',
-          DlqUrl: 'https://sqs/dlq',
-          ...(history !== undefined ? { HistoryTtlMs: history } : {}),
-        },
-      }) as unknown as Parameters<ReturnType<typeof registerHandler>>[0];
+        ResourceProperties: props(history),
+      };
+      return type === 'Create'
+        ? { ...common, RequestType: 'Create' }
+        : { ...common, RequestType: 'Update', PhysicalResourceId: 'dynein-tenant-pay', OldResourceProperties: props(String(TTL_MS)) };
+    };
     expect((await handler(event('Create', String(TTL_MS)))).Status).toBe('SUCCESS');
     expect((await store.getTenant('pay'))?.historyTtlMs).toBe(TTL_MS);
     expect((await handler(event('Update'))).Status).toBe('SUCCESS');

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readConfig } from '../../lambdas/runtime/config.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { lambdaContext } from '../support/lambdaEvents.js';
 import { consume, createSystem, httpEvent, type TestSystem } from '../support/system.js';
 
 /**
@@ -11,15 +11,7 @@ import { consume, createSystem, httpEvent, type TestSystem } from '../support/sy
  */
 let em: Emulators;
 let sys: TestSystem;
-const context = (ms = 60_000) =>
-  ({
-    functionName: 'test',
-    awsRequestId: 'req-1',
-    getRemainingTimeInMillis: () => ms,
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:test',
-    functionVersion: '1',
-    memoryLimitInMB: '256',
-  }) as unknown as Context;
+const context = (ms = 60_000) => lambdaContext({ functionVersion: '1', getRemainingTimeInMillis: () => ms });
 
 beforeAll(async () => {
   em = await startEmulators();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tenantItemKey } from '../../core/model/schema.js';
 import { ParkedTenants } from '../../core/dispatch/parked.js';
 import type { DispatchStepResult } from '../../core/dispatch/loop.js';
-import { TenantRegistry } from '../../core/tenants/registry.js';
+import { TenantRegistry, type TenantLookup } from '../../core/tenants/registry.js';
 import { dispatchHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, submitJobs, type TestSystem } from '../support/system.js';
@@ -126,9 +126,9 @@ describe('jobs of a removed tenant', () => {
   });
 
   it('are recognised by the job id alone, with a bounded memory of unknown tenants', async () => {
-    const registry = {
-      lookup: async (name: string) => (name === 'known' ? { name, queueUrl: 'q', dlqUrl: 'd' } : undefined),
-    } as unknown as TenantRegistry;
+    const registry: TenantLookup = {
+      lookup: async (name) => (name === 'known' ? { name, queueUrl: 'q', dlqUrl: 'd' } : undefined),
+    };
     const parked = new ParkedTenants({ maxTenants: 3, recheckMs: 60_000 });
     const key = (tenant: string, i = 0) => ({
       shard: 0,
@@ -147,11 +147,11 @@ describe('jobs of a removed tenant', () => {
     for (let i = 3; i <= 6; i++) await parked.split([key(`gone-${i}`)], registry, 1_000);
     expect(parked.tenants).toEqual(['gone-4', 'gone-5', 'gone-6']);
     // A registry that cannot answer parks nothing (the row is acquired; release keeps it if still unknown).
-    const failing = {
+    const failing: TenantLookup = {
       lookup: async () => {
         throw new Error('throttled');
       },
-    } as unknown as TenantRegistry;
+    };
     expect((await new ParkedTenants().split([key('x')], failing, 0)).acquire).toHaveLength(1);
   });
 });

@@ -25,6 +25,7 @@ import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { sqsQueueUrlResolver, startLocalScheduler, type LocalScheduler } from '../../local/scheduler/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { httpApiEvent } from '../support/lambdaEvents.js';
 
 const GROUP = 'dynein-test';
 const T0 = Date.parse('2027-01-04T10:00:30.000Z');
@@ -113,18 +114,13 @@ beforeEach(async () => {
 
 function event(method: string, path: string, body?: string, query: Record<string, string> = {}): APIGatewayProxyEventV2 {
   const m = /^\/v1\/tenants\/([^/]+)\/schedules(?:\/([^/]+))?/.exec(path)!;
-  return {
-    version: '2.0',
-    routeKey: `${method} ${path}`,
-    rawPath: path,
-    rawQueryString: new URLSearchParams(query).toString(),
-    headers: { 'content-type': 'application/json' },
+  return httpApiEvent({
+    method,
+    path,
+    body,
     ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
-    requestContext: { requestId: 'req', http: { method, path } },
     pathParameters: { tenant: m[1]!, ...(m[2] !== undefined ? { name: m[2] } : {}) },
-    ...(body !== undefined ? { body } : {}),
-    isBase64Encoded: false,
-  } as unknown as APIGatewayProxyEventV2;
+  });
 }
 
 async function call(method: string, path: string, body?: unknown, query?: Record<string, string>, wiring: Wiring = w) {

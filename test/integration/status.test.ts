@@ -1,5 +1,5 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/model/config.js';
 import { JobsService } from '../../core/jobs/jobsService.js';
@@ -8,6 +8,7 @@ import type { JobStore } from '../../core/model/ports.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { inProcess, SimProcess, sleepMs } from '../support/faults.js';
+import { sqsRecordFor } from '../support/lambdaEvents.js';
 import { consume, createSystem, submitJobs, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
@@ -39,14 +40,13 @@ async function takeInbound(sys: TestSystem): Promise<Message> {
 
 /** The message as the event source hands it to ingest, on its `receiveCount`th receive. */
 function eventOf(m: Message, receiveCount: number): SQSEvent {
-  const record = {
+  const record = sqsRecordFor({
     messageId: m.MessageId!,
     receiptHandle: m.ReceiptHandle!,
     body: m.Body!,
     attributes: { ApproximateReceiveCount: String(receiveCount) },
-    messageAttributes: {},
-  };
-  return { Records: [record as unknown as SQSRecord] };
+  });
+  return { Records: [record] };
 }
 
 const round = (sys: TestSystem) => dispatchRound(sys.w.dispatch, { shards: shardsOfGroup(0, settings), deadlineMs: Date.now() + 4_000 });

@@ -5,7 +5,8 @@ import { TenantAdmin } from '../../core/tenants/admin.js';
 import { ControlsCache } from '../../core/tenants/controls.js';
 import { adminHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
+import { httpApiEventWithIam } from '../support/lambdaEvents.js';
+import { createSystem, type TestSystem } from '../support/system.js';
 
 /**
  * The operator API on dynalite with the real SDK client: the controls item (its own key beside the
@@ -22,9 +23,8 @@ afterAll(async () => em?.stop());
 
 const adminEvent = (method: string, tenant: string, suffix = '', body?: string, userArn = 'arn:aws:iam::123456789012:role/ops') => {
   const path = `/v1/admin/tenants/${tenant}${suffix}`;
-  const e = httpEvent(method, path, { body, pathParameters: { tenant }, routeKey: `${method} /v1/admin/tenants/{tenant}${suffix}` });
-  (e.requestContext as unknown as Record<string, unknown>).authorizer = { iam: { userArn, accessKey: 'AKIDOPS' } };
-  return e;
+  const routeKey = `${method} /v1/admin/tenants/{tenant}${suffix}`;
+  return httpApiEventWithIam({ method, path, body, pathParameters: { tenant }, routeKey, iam: { userArn, accessKey: 'AKIDOPS' } });
 };
 
 describe('DynamoControlsStore', () => {

@@ -27,6 +27,81 @@ const ARNS = {
 };
 const SETTINGS = { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 8, groupCount: 4 };
 
+/**
+ * The local runner hands each task its input as untyped JSON (and the execution's output too):
+ * each is checked for the fields its reader uses, and a wrong shape fails the step, named.
+ */
+function jsonObject(x: unknown, what: string): Record<string, unknown> {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new TypeError(`${what} is not an object: ${JSON.stringify(x)}`);
+  return Object.fromEntries(Object.entries(x));
+}
+
+function numberAt(o: Record<string, unknown>, key: string, what: string): number {
+  const v = o[key];
+  if (typeof v !== 'number') throw new TypeError(`${what}.${key} is not a number: ${JSON.stringify(v)}`);
+  return v;
+}
+
+function stringAt(o: Record<string, unknown>, key: string, what: string): string {
+  const v = o[key];
+  if (typeof v !== 'string') throw new TypeError(`${what}.${key} is not a string: ${JSON.stringify(v)}`);
+  return v;
+}
+
+const isNumbers = (v: unknown): v is number[] => Array.isArray(v) && v.every((n) => typeof n === 'number');
+
+function numbersAt(o: Record<string, unknown>, key: string, what: string): number[] {
+  const v = o[key];
+  if (!isNumbers(v)) throw new TypeError(`${what}.${key} is not an array of numbers: ${JSON.stringify(v)}`);
+  return v;
+}
+
+/** The Plan task's input (the definition's Parameters: execution name and start, runMs, cell). */
+function asTickInput(x: unknown): TickInput {
+  const o = jsonObject(x, 'tick input');
+  const cell = o.cell;
+  if (cell !== undefined && typeof cell !== 'number' && typeof cell !== 'string')
+    throw new TypeError(`tick input.cell is neither a number nor a string: ${JSON.stringify(cell)}`);
+  return {
+    executionName: stringAt(o, 'executionName', 'tick input'),
+    executionStartTime: stringAt(o, 'executionStartTime', 'tick input'),
+    ...(o.runMs !== undefined ? { runMs: numberAt(o, 'runMs', 'tick input') } : {}),
+    ...(cell !== undefined ? { cell } : {}),
+  };
+}
+
+/** The Dispatch task's input (a Map item's fields, then each step's result). */
+function asDispatchStepInput(x: unknown): DispatchStepInput {
+  const what = 'dispatch step input';
+  const o = jsonObject(x, what);
+  return {
+    ...(o.groups !== undefined ? { groups: numbersAt(o, 'groups', what) } : {}),
+    ...(o.group !== undefined ? { group: numberAt(o, 'group', what) } : {}),
+    owner: stringAt(o, 'owner', what),
+    ownerStartMs: numberAt(o, 'ownerStartMs', what),
+    untilMs: numberAt(o, 'untilMs', what),
+    ...(o.idleWaitSeconds !== undefined ? { idleWaitSeconds: numberAt(o, 'idleWaitSeconds', what) } : {}),
+  };
+}
+
+/** The plan's items in an execution's output (the Map keeps the Plan task's result: ResultPath null). */
+function planItemsOf(output: unknown): TickPlan['items'] {
+  const items = jsonObject(output, 'execution output').items;
+  if (!Array.isArray(items)) throw new TypeError(`execution output.items is not an array: ${JSON.stringify(items)}`);
+  return items.map((item, i) => {
+    const what = `plan item ${i}`;
+    const o = jsonObject(item, what);
+    return {
+      groups: numbersAt(o, 'groups', what),
+      owner: stringAt(o, 'owner', what),
+      ownerStartMs: numberAt(o, 'ownerStartMs', what),
+      untilMs: numberAt(o, 'untilMs', what),
+      idleWaitSeconds: numberAt(o, 'idleWaitSeconds', what),
+      shards: numberAt(o, 'shards', what),
+    };
+  });
+}
+
 interface Step {
   readonly exec: string;
   readonly endedAt: number;
@@ -52,10 +127,11 @@ function startTick(sys: TestSystem, w: Wiring, name: string, runMs: number, step
       context: { Execution: { Name: name } },
       overrides: {
         taskResourceLocalHandlers: {
-          Plan: async (input) => (plan = await tick(input as unknown as TickInput)) as never,
+          Plan: async (input) => (plan = await tick(asTickInput(input))) as never,
           Dispatch: async (input) => {
-            const result = await dispatch(input as unknown as DispatchStepInput, lambdaContext);
-            steps.push({ exec: name, endedAt: Date.now(), input: input as unknown as DispatchStepInput, result });
+            const stepInput = asDispatchStepInput(input);
+            const result = await dispatch(stepInput, lambdaContext);
+            steps.push({ exec: name, endedAt: Date.now(), input: stepInput, result });
             return result as never;
           },
         },
@@ -80,7 +156,7 @@ function checkDeliveries(deliveries: readonly Delivery[], expected: Map<string, 
 }
 
 /** Each planned dispatcher's last step (a step belongs to the item whose groups hold its first group). */
-function lastSteps(steps: readonly Step[], exec: string, plan: TickPlan): (Step | undefined)[] {
+function lastSteps(steps: readonly Step[], exec: string, plan: Pick<TickPlan, 'items'>): (Step | undefined)[] {
   return plan.items.map((item) => steps.filter((s) => s.exec === exec && item.groups.includes(s.input.groups![0]!)).at(-1));
 }
 
@@ -209,7 +285,7 @@ describe('tick state machine definition', () => {
     const exec = startTick(sys, sys.w, name, 10_000, steps, rowsPerSecond);
     const expected = await submitDue(sys, 150, started + 3_000, started + 8_000);
 
-    const output = (await exec.result) as unknown as TickPlan;
+    const output = { items: planItemsOf(await exec.result) };
     const ended = Date.now();
     const lateness = await finish(sys, consumer, ingest, expected);
     expect(Math.max(...lateness)).toBeLessThan(3_000);
@@ -293,7 +369,7 @@ describe('the dispatcher error path', () => {
                 })),
               } as never;
             },
-            Dispatch: async (input) => (await dispatch(input as unknown as DispatchStepInput)) as never,
+            Dispatch: async (input) => (await dispatch(asDispatchStepInput(input))) as never,
           },
           // Waits and retry intervals shortened (the definition's own seconds are checked above).
           waitTimeOverrides: { AfterError: 10, Idle: 10 },

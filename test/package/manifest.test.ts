@@ -41,8 +41,9 @@ function runtimeImports(entries: string[]): { packages: Set<string>; files: Set<
     if (files.has(file)) continue;
     files.add(file);
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?'([^']+)'/gm)) {
-      const [, typeOnly, spec] = m as unknown as [string, string | undefined, string];
+    for (const m of text.matchAll(/^(?:import|export)\s+(?<typeOnly>type\s+)?(?:[^'";]*?\s+from\s+)?'(?<spec>[^']+)'/gm)) {
+      const { typeOnly, spec } = m.groups ?? {};
+      if (spec === undefined) throw new Error(`${file}: an import without a specifier: ${m[0]}`);
       if (typeOnly) continue;
       if (spec.startsWith('.')) {
         const target = join(dirname(file), spec.replace(/\.js$/, '.ts'));

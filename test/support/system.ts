@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ReceiveMessageCommand, DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSEvent } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
 import { dispatchLoop } from '../../core/dispatch/loop.js';
 import type { Clock } from '../../core/model/ports.js';
@@ -9,6 +9,7 @@ import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import type { Emulators } from './emulators.js';
+import { httpApiEvent } from './lambdaEvents.js';
 
 export interface TestSystem {
   readonly w: Wiring;
@@ -139,23 +140,13 @@ export function percentile(values: readonly number[], p: number): number {
   return s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 }
 
-/** An API Gateway HTTP API v2 event, as the routes deliver it. */
+/** An API Gateway HTTP API v2 event, as the routes deliver it ({@link httpApiEvent}). */
 export function httpEvent(
   method: string,
   path: string,
   opts: { body?: string; pathParameters?: Record<string, string>; routeKey?: string } = {},
-) {
-  return {
-    version: '2.0',
-    routeKey: opts.routeKey ?? `${method} ${path}`,
-    rawPath: path,
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json' },
-    requestContext: { requestId: `req-${Math.random().toString(36).slice(2)}`, http: { method, path } },
-    pathParameters: opts.pathParameters,
-    body: opts.body,
-    isBase64Encoded: false,
-  } as unknown as import('aws-lambda').APIGatewayProxyEventV2;
+): APIGatewayProxyEventV2 {
+  return httpApiEvent({ method, path, ...opts });
 }
 
 /** Submits job bodies through the batch API (chunks of 100); returns the replies in order. */
