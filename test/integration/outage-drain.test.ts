@@ -16,7 +16,7 @@ beforeAll(async () => {
 afterAll(async () => em?.stop());
 
 const settings = { shardCount: 8, groupCount: 2, lookaheadMs: 2_000, leaseMs: 10_000 };
-const BACKLOG = 20_000;
+const BACKLOG = 10_000;
 const LIMITS = { maxHeldRows: 300, maxHeldBytes: 64 * 1024, pageRows: 100 };
 
 /** Spearman's rank correlation of two equally long lists. */
@@ -35,10 +35,10 @@ function rankCorrelation(a: readonly number[], b: readonly number[]): number {
 }
 
 describe('outage drain', () => {
-  it('drains 20,000 overdue rows oldest first in bounded pages, within its caps, while jobs falling due meanwhile go out on time', async () => {
+  it('drains 10,000 overdue rows oldest first in bounded pages, within its caps, while jobs falling due meanwhile go out on time', async () => {
     const sys = await createSystem(em, { settings });
     const now = Date.now();
-    // The outage: 20,000 rows overdue by 1 s to 1 h, every shard, written as ingest would have.
+    // The outage: 10,000 rows overdue by 1 s to 1 h, every shard, written as ingest would have.
     const dueOf = (i: number) => now - 1_000 - Math.floor(((BACKLOG - i) / BACKLOG) * 3_600_000);
     const backlogIds = new Map<string, number>();
     const chunks = Array.from({ length: BACKLOG / 25 }, (_, c) => c);
@@ -186,7 +186,7 @@ describe('outage drain', () => {
     );
 
     // A new execution takes the groups over: it starts from the marks in the lease items and
-    // reads a few items, not the 20,200 delivered markers.
+    // reads a few items, not the 10,200 delivered markers.
     const later = Date.now();
     const takeover = await Promise.all(
       [0, 1].map((g) =>
