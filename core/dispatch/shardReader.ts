@@ -24,7 +24,7 @@ export class ShardReader {
   constructor(
     private readonly deps: Pick<DispatchDeps, 'store' | 'controls'> & { readonly settings: Pick<SchedulerSettings, 'lookaheadMs'> },
     private readonly rows: RoundRows,
-    private readonly holds: HoldLanes,
+    private readonly holds: Pick<HoldLanes, 'read'>,
     private readonly pageRows: number,
   ) {}
 
