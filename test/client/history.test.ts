@@ -5,6 +5,7 @@ import { UnrecoverableError, Worker, type OutcomeReport, type OutcomeSink } from
 import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { OutcomeReporter } from '../../client/outcomes.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { sqsRecordFor } from '../support/lambdaEvents.js';
 import { deliveryBody, waitUntil } from './support.js';
 
 /**
@@ -178,7 +179,7 @@ describe('Worker outcome reporting', () => {
 describe('dyneinLambdaHandler outcome reporting', () => {
   const record = (jobId: string, history: boolean, receiveCount = 1): SQSRecord => {
     const { body, runAt } = deliveryBody(jobId, null);
-    return {
+    return sqsRecordFor({
       messageId: `m-${jobId}`,
       receiptHandle: `r-${jobId}`,
       body,
@@ -188,7 +189,7 @@ describe('dyneinLambdaHandler outcome reporting', () => {
         ...(history ? { 'dynein-history': { stringValue: '1', dataType: 'String' } } : {}),
       },
       eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:q',
-    } as unknown as SQSRecord;
+    });
   };
 
   it('sends one request per invocation (batches of 10: 0.1 per job) and none without the attribute', async () => {

@@ -1,25 +1,24 @@
-import { EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { SQSEvent } from 'aws-lambda';
 import type { Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { UnrecoverableError, type JobContext } from '../../client/index.js';
 import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { sqsRecordFor } from '../support/lambdaEvents.js';
 import { waitForEmptyQueue } from '../support/system.js';
 import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support.js';
 
 /** The event Lambda's SQS event source would pass for these received messages. */
-const sqsEventOf = (msgs: readonly Message[]): SQSEvent => ({
-  Records: msgs.map(
-    (m) =>
-      ({
-        messageId: m.MessageId!,
-        receiptHandle: m.ReceiptHandle!,
-        body: m.Body!,
-        attributes: m.Attributes ?? {},
-        messageAttributes: {},
-      }) as unknown as SQSRecord,
+const sqsEventOf = (msgs: readonly Message[], withAttributes = true): SQSEvent => ({
+  Records: msgs.map((m) =>
+    sqsRecordFor({
+      messageId: m.MessageId!,
+      receiptHandle: m.ReceiptHandle!,
+      body: m.Body!,
+      ...(withAttributes ? { attributes: m.Attributes ?? {} } : {}),
+    }),
   ),
 });
 
@@ -125,15 +124,7 @@ describe('dyneinLambdaHandler', () => {
       { timeoutMarginMs: 900 },
     )(
       {
-        Records: [
-          {
-            messageId: m!.MessageId!,
-            receiptHandle: m!.ReceiptHandle!,
-            body: m!.Body!,
-            attributes: {},
-            messageAttributes: {},
-          } as unknown as SQSRecord,
-        ],
+        Records: [sqsRecordFor({ messageId: m!.MessageId!, receiptHandle: m!.ReceiptHandle!, body: m!.Body! })],
       },
       { getRemainingTimeInMillis: () => 1_000 },
     );
@@ -167,7 +158,8 @@ describe('dyneinLambdaHandler', () => {
     expect(spy).toHaveBeenCalledTimes(1);
     const [passedEvent, , processor, options] = spy.mock.calls[0]!;
     expect(passedEvent).toBe(event);
-    expect((processor as unknown as { eventType: string }).eventType).toBe(EventType.SQS);
+    expect(processor).toBeInstanceOf(BatchProcessor);
+    expect(processor.eventType).toBe(EventType.SQS);
     expect(options).toMatchObject({ throwOnFullBatchFailure: false });
     expect(res).toEqual({ batchItemFailures: [{ itemIdentifier: msgs.find((m) => m.Body!.includes('"p-3"'))!.MessageId! }] });
     expect(most).toBe(2);
@@ -177,18 +169,7 @@ describe('dyneinLambdaHandler', () => {
     const q = await em.createQueue('l-all-fail');
     await sendDeliveries(em.sqs, q.url, [{ jobId: 'f-1' }, { jobId: 'f-2' }]);
     const msgs = await receiveAll(em.sqs, q.url);
-    const event: SQSEvent = {
-      Records: msgs.map(
-        (m) =>
-          ({
-            messageId: m.MessageId!,
-            receiptHandle: m.ReceiptHandle!,
-            body: m.Body!,
-            attributes: {},
-            messageAttributes: {},
-          }) as unknown as SQSRecord,
-      ),
-    };
+    const event = sqsEventOf(msgs, false);
     const res = await dyneinLambdaHandler(() => {
       throw new Error('down');
     })(event);

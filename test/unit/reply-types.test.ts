@@ -3,15 +3,7 @@ import type * as Sdk from '../../client/index.js';
 import type { OutcomeResult as SdkOutcomeResult } from '../../client/outcomes.js';
 import type { BatchReply as SdkBatchReply } from '../../client/resources/jobs.js';
 import type { DeadLetter, DeadLetterService, MoveTask, RedriveReply } from '../../core/deadLetters/index.js';
-import type {
-  CancelReply,
-  JobPageReply,
-  JobState,
-  ListedJob,
-  OutcomeResult,
-  StatusReply,
-  TimelineEvent,
-} from '../../core/jobs/index.js';
+import type { CancelReply, JobPageReply, JobState, ListedJob, OutcomeResult, StatusReply, TimelineEvent } from '../../core/jobs/index.js';
 import type { PutResult, ScheduleReply, SchedulesService, ScheduleState } from '../../core/recurring/index.js';
 import type { JobReply, Submitter } from '../../core/submit/index.js';
 import type { ControlChangeReply, ControlsReply, SettingsChange, TenantSettings } from '../../core/tenants/index.js';

@@ -1,0 +1,279 @@
+/**
+ * What the SDK sends and what the API answers: the request and reply types of `DyneinClient`,
+ * restated from core's (the package's declarations must not pull core modules in).
+ * test/unit/reply-types.test.ts ties each reply to core's, so `npm run typecheck` fails when one drifts.
+ */
+import type { DyneinApiError } from './errors.js';
+
+/** One job as the API takes it. Exactly one of `runAt` and `delaySeconds`; at most one of `payload` and `payloadJson`. */
+export interface JobRequest<P = unknown> {
+  /** Any JSON value, serialized with `JSON.stringify` (the worker gets an equal value). Omitted: `null`. */
+  readonly payload?: P;
+  /**
+   * The payload as JSON text, delivered byte for byte (64-bit integers, `1.0`, key order,
+   * duplicate keys, whitespace inside the value): what a worker's `payloadText` will be. Checked
+   * before sending: one JSON value, and no raw U+FFFE / U+FFFF (write them as `\uFFFF`).
+   */
+  readonly payloadJson?: string;
+  /** When it is due: a Date or an RFC 3339 time with an offset. */
+  readonly runAt?: Date | string;
+  /** Seconds from now (fractions allowed); the client turns it into an absolute `runAt` first. */
+  readonly delaySeconds?: number;
+  /**
+   * Names the job for 24 hours: the same key with the same request answers the same job (also
+   * when retried); with another payload, time or `cancellable` the API answers
+   * `IdempotencyKeyReusedError`. @default a random UUID per call (so retries of this call are safe)
+   */
+  readonly idempotencyKey?: string;
+  /** @default true */
+  readonly cancellable?: boolean;
+  /**
+   * 1 (lowest) to 9 (highest): among the tenant's due jobs, higher goes first; it never makes a
+   * job early, and a job due within the lookahead (sent straight to the queue) ignores it. @default 5
+   */
+  readonly priority?: number;
+}
+
+/**
+ * `DEAD_LETTERED`: ingest gave the job up to the inbound dead-letter queue (redrive it, or
+ * cancel). `UNKNOWN`: the scheduler has no record of the job (not stored yet, a second or two
+ * after submit; or its record expired, 7 days after runAt); `message` says which applies.
+ */
+export type JobState =
+  | 'SCHEDULED'
+  | 'ACQUIRED'
+  | 'QUEUED'
+  | 'CANCELLED'
+  | 'DEAD_LETTERED'
+  | 'UNKNOWN'
+  // Tenants with history on (docs/history.md): delivered, and the latest reported outcome.
+  | 'DELIVERED'
+  | 'SUCCEEDED'
+  | 'FAILED'
+  | 'DEAD';
+
+/** One event of a history tenant's job (docs/history.md). */
+export interface TimelineEvent {
+  readonly at: string;
+  readonly event: 'SCHEDULED' | 'DELIVERED' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
+  readonly attempt?: number;
+  readonly error?: string;
+  readonly durationMs?: number;
+  readonly result?: unknown;
+}
+
+/** Reply of `schedule`: `QUEUED` when the job went straight to its queue. */
+export interface ScheduledJob {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly runAt: string;
+  readonly state: 'SCHEDULED' | 'QUEUED';
+}
+
+/** Reply of `get`. */
+export interface JobStatus {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly runAt: string;
+  readonly state: JobState;
+  /** `SCHEDULED` and `ACQUIRED`: the priority (1 to 9) of a job submitted with one other than 5. */
+  readonly priority?: number;
+  /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
+  readonly deliveredAt?: string;
+  /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */
+  readonly message?: string;
+  /** Tenants with history on: what happened to the job, oldest first. */
+  readonly timeline?: TimelineEvent[];
+}
+
+/** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
+export interface ListedJob extends Omit<JobStatus, 'state'> {
+  /** `SCHEDULED`, `ACQUIRED`, `QUEUED`, `CANCELLED`, `DEAD_LETTERED`, or a history state where history is on. */
+  readonly state: JobState | (string & {});
+  readonly schedule?: string;
+}
+
+/** One page of `listJobs`, in runAt order (then job id), descending with `order: 'desc'`. */
+export interface JobPage {
+  readonly jobs: readonly ListedJob[];
+  /** Pass it as `cursor` (with the same filters) for the next page; absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+/** A message of a tenant's dead-letter queue, as `peekDeadLetters` shows it. */
+export interface DeadLetter {
+  /** Names the message in `redriveDeadLetters` and `deleteDeadLetters` (this tenant only). */
+  readonly handle: string;
+  readonly messageId: string;
+  readonly body: string;
+  /** Message attributes: `runAt`, `schedule`, `dyneinError` (a worker's UnrecoverableError), others as sent. */
+  readonly attributes: Readonly<Record<string, string>>;
+  /** Receives in the tenant queue and in the DLQ (peeks included). */
+  readonly receiveCount: number;
+  /** When the message was first sent to the tenant queue (RFC 3339). */
+  readonly sentAt?: string;
+  /** Its first delivery to a worker: the first attempt that failed (RFC 3339). */
+  readonly firstReceivedAt?: string;
+  /** From the body, when it is a Dynein delivery. */
+  readonly jobId?: string;
+  readonly runAt?: string;
+  readonly schedule?: string;
+}
+
+/** Reply of `peekDeadLetters`. */
+export interface DeadLetterPage {
+  readonly messages: readonly DeadLetter[];
+  /** Messages in the DLQ (SQS's approximate count). */
+  readonly approximateDepth: number;
+}
+
+/** A move of the DLQ back to the queue (`redriveDeadLetters({ all: true })` on AWS), as SQS reports it; counts are approximate. */
+export interface DeadLetterMoveTask {
+  /** While `RUNNING` only. */
+  readonly taskHandle?: string;
+  readonly status: 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
+  readonly moved: number;
+  /** The messages it found to move when it started. */
+  readonly toMove?: number;
+  readonly startedAt: string;
+  readonly failureReason?: string;
+}
+
+/**
+ * Reply of `redriveDeadLetters`: for `all`, the move task started (AWS) or the messages copied
+ * (the local stack; `moved` counts messages sent and deleted from the DLQ; `complete: false` when
+ * the time ran out or a message could not be moved: call again, after deleting any
+ * `sentNotDeleted`); for `handles`, those moved, those no longer in the DLQ, those not sent
+ * (`failed`: left in the DLQ, redrive them again), and those sent whose delete from the DLQ failed
+ * (`sentNotDeleted`: in the queue and still in the DLQ; delete them with `deleteDeadLetters` and
+ * these handles, never redrive them again: they would be delivered twice).
+ */
+export type DeadLetterRedrive =
+  | { readonly method: 'StartMessageMoveTask'; readonly taskHandle: string }
+  | { readonly method: 'copy'; readonly moved: number; readonly complete: boolean; readonly sentNotDeleted?: readonly string[] }
+  | {
+      readonly redriven: readonly string[];
+      readonly notFound: readonly string[];
+      readonly failed?: readonly string[];
+      readonly sentNotDeleted?: readonly string[];
+    };
+
+/** Reply of `deleteDeadLetters`. */
+export interface DeadLettersDeleted {
+  readonly deleted: readonly string[];
+  readonly notFound: readonly string[];
+  readonly failed?: readonly string[];
+}
+
+/** A tenant's limits and weight (tenant controls, docs/tenant-controls.md). */
+export interface TenantSettings {
+  /** Most deliveries per second to the tenant's queue; absent: no limit. */
+  readonly maxDeliveriesPerSecond?: number;
+  /** Most jobs submitted per second (excess: 429 Throttled); absent: no limit. */
+  readonly maxSubmitsPerSecond?: number;
+  /** Share of dispatch relative to other tenants' (default 1). */
+  readonly weight: number;
+}
+
+/**
+ * Reply of the operator methods (`getTenantControls`, `pauseTenant`, `resumeTenant`,
+ * `setTenantSettings`): the tenant's controls after the call, with the last 20 changes (oldest first).
+ */
+export interface TenantControls {
+  readonly tenant: string;
+  readonly paused: boolean;
+  /** When the current pause began (RFC 3339); only while paused. */
+  readonly pausedAt?: string;
+  readonly settings: TenantSettings;
+  /** Bumped by every change (0: never changed). */
+  readonly rev: number;
+  readonly changes: readonly {
+    readonly at: string;
+    /** The caller: an IAM principal ARN on AWS, the operator's access key id locally. */
+    readonly by: string;
+    readonly action: 'pause' | 'resume' | 'settings';
+    readonly settings?: TenantSettings;
+  }[];
+}
+
+/** What `setTenantSettings` changes: only the fields given; `null` clears a limit. */
+export interface TenantSettingsUpdate {
+  /** 1 to 100,000 jobs per second, or null for no limit. */
+  readonly maxDeliveriesPerSecond?: number | null;
+  /** 1 to 100,000 jobs per second, or null for no limit. */
+  readonly maxSubmitsPerSecond?: number | null;
+  /** 1 to 1,000 (default 1). */
+  readonly weight?: number;
+}
+
+/** Reply of `cancel` (repeatable). */
+export interface CancelledJob {
+  readonly jobId: string;
+  readonly state: 'CANCELLED';
+}
+
+/** One job's outcome in `scheduleBatch`, in request order. */
+export type BatchItemResult = { readonly ok: true; readonly job: ScheduledJob } | { readonly ok: false; readonly error: DyneinApiError };
+
+/** A recurring schedule's state: `DISABLED` runs nothing until resumed. */
+export type ScheduleState = 'ENABLED' | 'DISABLED';
+
+/**
+ * A recurring schedule as `putSchedule` takes it (docs/schedules.md has the expression grammar).
+ * At most one of `payload` and `payloadJson`.
+ */
+export interface ScheduleDefinition<P = unknown> {
+  /** `cron(min hour day-of-month month day-of-week year)`, `rate(n minute|minutes|hour|hours|day|days)` or `at(yyyy-mm-ddThh:mm:ss)`. */
+  readonly expression: string;
+  /** IANA time zone the expression reads in. @default 'UTC' */
+  readonly timezone?: string;
+  /** No occurrence before this (a Date or an RFC 3339 time); a `rate()` counts from it. */
+  readonly startAt?: Date | string;
+  /** No occurrence at or after this (exclusive). */
+  readonly endAt?: Date | string;
+  /** Any JSON value, delivered with every occurrence (`JSON.stringify`). Omitted: `null`. */
+  readonly payload?: P;
+  /** The payload as JSON text, delivered byte for byte (as {@link JobRequest.payloadJson}). */
+  readonly payloadJson?: string;
+  /** @default 'ENABLED' */
+  readonly state?: ScheduleState;
+}
+
+/** A stored schedule: the reply of `getSchedule`, `putSchedule`, `pauseSchedule`, `resumeSchedule`, and the items of `listSchedules`. */
+export interface Schedule<P = unknown> {
+  readonly tenant: string;
+  readonly name: string;
+  readonly expression: string;
+  readonly timezone: string;
+  readonly startAt?: string;
+  readonly endAt?: string;
+  /** The payload as defined; `null` when none. */
+  readonly payload: P | null;
+  readonly state: ScheduleState;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** The next occurrences (5; up to `count` in a dry run), RFC 3339 UTC with milliseconds; `[]` while `DISABLED` or past `endAt`. */
+  readonly nextRuns: readonly string[];
+}
+
+/** Reply of `putSchedule`. */
+export interface PutScheduleResult<P = unknown> extends Schedule<P> {
+  /** `true` when the call created the schedule (201), `false` when it replaced one (200) or was a dry run. */
+  readonly created: boolean;
+  /** Set on a dry run: nothing was stored. */
+  readonly dryRun?: true;
+}
+
+/** One page of `listSchedules`, in name order. */
+export interface SchedulePage<P = unknown> {
+  readonly schedules: readonly Schedule<P>[];
+  /** Pass it as `cursor` for the next page; absent on the last page. */
+  readonly nextCursor?: string;
+}
+
+/** Reply of `deleteSchedule`. */
+export interface DeletedSchedule {
+  readonly tenant: string;
+  readonly name: string;
+  readonly deleted: true;
+}

@@ -1,0 +1,50 @@
+/** The options of `DyneinClient`'s calls: cancellation, batches, and the filters and pages of its listings. */
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+}
+
+export interface BatchOptions extends CallOptions {
+  /** Called after each request with jobs done so far (succeeded or failed) and the total. */
+  readonly onProgress?: (done: number, total: number) => void;
+  /** Batch requests in flight at once. @default 4 */
+  readonly concurrency?: number;
+}
+
+/** What `listJobs` and `jobs` list (docs/listing.md). */
+export interface JobFilter {
+  /**
+   * `SCHEDULED` (includes `ACQUIRED`), `QUEUED`, `CANCELLED`, `DEAD_LETTERED`; all of them when
+   * omitted. Tenants with history on (docs/history.md): also `DELIVERED`, `SUCCEEDED`, `FAILED`, `DEAD`.
+   */
+  readonly state?: string;
+  /** Jobs with runAt at or after this time (RFC 3339 or a Date). */
+  readonly from?: string | Date;
+  /** Jobs with runAt at or before this time (RFC 3339 or a Date). */
+  readonly to?: string | Date;
+  /** Occurrences of this recurring schedule only. */
+  readonly schedule?: string;
+  /** @default 'asc' */
+  readonly order?: 'asc' | 'desc';
+}
+
+export interface ListJobsOptions extends JobFilter, CallOptions {
+  /** Jobs per page, 1 to 1000. @default 100 */
+  readonly limit?: number;
+  /** The previous page's `nextCursor`. */
+  readonly cursor?: string;
+}
+
+export interface PutScheduleOptions extends CallOptions {
+  /** Validate and answer the next runs without storing anything. */
+  readonly dryRun?: boolean;
+  /** With `dryRun`: how many next runs to answer, 1 to 100. @default 100 */
+  readonly count?: number;
+}
+
+export interface ListSchedulesOptions extends CallOptions {
+  /** Schedules per page, 1 to 100. @default 50 */
+  readonly limit?: number;
+  /** The previous page's `nextCursor`. */
+  readonly cursor?: string;
+}
