@@ -1,9 +1,9 @@
 /**
  * The shapes of the replies the page reads, as docs/api.md gives them: the fields it shows, no more.
  *
- * They mirror client/client.ts (`JobStatus`, `ListedJob`, `JobPage`, `Schedule`, `SchedulePage`,
+ * They mirror the SDK's, client/apiTypes.ts (`JobStatus`, `ListedJob`, `JobPage`, `Schedule`, `SchedulePage`,
  * `DeadLetter`, `DeadLetterPage`, `DeadLetterRedrive`, `DeadLettersDeleted`) rather than import
- * them: client.ts loads Node modules (node:crypto, the SigV4 signer), which tsconfig.browser.json,
+ * them: the SDK's entry loads Node modules (node:crypto, the SigV4 signer), which tsconfig.browser.json,
  * with the DOM library and no Node types, cannot check. test/client/ui-browser.test.ts asserts at
  * compile time that each client type fits its mirror here, so the two cannot drift apart.
  */
