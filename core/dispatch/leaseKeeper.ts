@@ -24,9 +24,17 @@ export class LeaseKeeper<H extends Leased> {
   readonly safetyMs: number;
   #timer: NodeJS.Timeout | undefined;
 
+  /**
+   * @param held the rows held (read at each renewal pass)
+   * @param lost called for each waiting row whose lease could not be renewed
+   * @param track runs a renewal pass in the background (the releaser awaits them when it settles)
+   */
   constructor(
     private readonly deps: Pick<DispatchDeps, 'clock' | 'settings'> & { readonly store: Pick<RowLeases, 'renew'> },
     private readonly stats: Pick<ReleaseStats, 'renewed'>,
+    private readonly held: () => ReadonlyMap<string, H>,
+    private readonly lost: (h: H) => void,
+    private readonly track: (p: Promise<void>) => void,
   ) {
     this.safetyMs = Math.min(5_000, Math.floor(deps.settings.leaseMs / 3));
   }
@@ -49,14 +57,14 @@ export class LeaseKeeper<H extends Leased> {
   }
 
   /**
-   * Starts renewing (once): every quarter of a lease, the leases of the `held` rows not being
-   * sent that have used half of theirs; `lost` for each that could not be renewed. Stops by
-   * itself when nothing is held.
+   * Starts renewing, unless it is already: every quarter of a lease, the leases of the held rows
+   * not being sent that have used half of theirs. Stops by itself when nothing is held.
    */
-  keep(held: () => ReadonlyMap<string, H>, lost: (h: H) => void, track: (p: Promise<void>) => void): void {
-    const everyMs = Math.max(250, Math.floor(this.deps.settings.leaseMs / 4));
-    this.#timer ??= setInterval(() => track(this.#renewWaiting(held(), lost)), everyMs);
+  keep(): void {
+    this.#timer ??= setInterval(this.#pass, Math.max(250, Math.floor(this.deps.settings.leaseMs / 4)));
   }
+
+  readonly #pass = () => this.track(this.#renewWaiting(this.held(), this.lost));
 
   stop(): void {
     clearInterval(this.#timer);

@@ -88,7 +88,13 @@ export class Releaser {
     /** Sends in flight across the process's rounds, learnt from their latency (core/dispatch/adaptiveLimit.ts). */
     private readonly sendLimit?: AdaptiveLimit,
   ) {
-    this.#leases = new LeaseKeeper<Held>(deps, stats);
+    this.#leases = new LeaseKeeper<Held>(
+      deps,
+      stats,
+      () => this.#held,
+      (lost) => this.#leaseLost(lost),
+      (p) => this.#track(p),
+    );
     this.#markers = new MarkerWriter(deps, stats, hooks, (p) => this.#track(p), signal);
     this.#limits = new DeliveryLimits(deps.controls, deliveryShare);
     signal?.addEventListener('abort', this.#onAbort, { once: true });
@@ -141,11 +147,7 @@ export class Releaser {
     this.#heldBy.set(row.tenant, (this.#heldBy.get(row.tenant) ?? 0) + 1);
     this.#bytes += h.bytes;
     this.#enqueue(h);
-    this.#leases.keep(
-      () => this.#held,
-      (lost) => this.#leaseLost(lost),
-      (p) => this.#track(p),
-    );
+    this.#leases.keep();
   }
 
   /** Sent rows whose marker is not written yet. */

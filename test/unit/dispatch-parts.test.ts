@@ -190,7 +190,13 @@ describe('LeaseKeeper', () => {
       },
     };
     const stats = { renewed: 0 };
-    const keeper = new LeaseKeeper<Leased>({ store, clock: { now: () => now }, settings: resolveSettings({ leaseMs: 30_000 }) }, stats);
+    const keeper = new LeaseKeeper<Leased>(
+      { store, clock: { now: () => now }, settings: resolveSettings({ leaseMs: 30_000 }) },
+      stats,
+      () => new Map(),
+      () => {},
+      () => {},
+    );
     const h: Leased = { key: 'k', row: row(1), leaseUntil: T0 + 30_000, busy: false };
     const [a, b] = await Promise.all([keeper.renew(h, T0 + 60_000), keeper.renew(h, T0 + 60_000)]);
     expect([a, b, renews, stats.renewed, h.leaseUntil]).toEqual([true, true, 1, 1, T0 + 60_000]);
