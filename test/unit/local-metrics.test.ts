@@ -4,6 +4,7 @@ import { resolveSettings } from '../../core/model/config.js';
 import type { AcquiredRow, QueueSender } from '../../core/model/ports.js';
 import { Releaser, type ReleaserDeps } from '../../core/dispatch/releaser.js';
 import type { ReleaseStats } from '../../core/dispatch/releaseStats.js';
+import { emptyRoundReport } from '../../core/dispatch/roundReport.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { LocalMetrics, REQUESTS_PER_JOB_COUNTS } from '../../local/metrics.js';
 
@@ -45,16 +46,7 @@ describe('the local dashboard counters', () => {
       clock: { now: () => Date.now() },
       settings: resolveSettings({ releaseWindowMs: 0 }),
     };
-    const stats: ReleaseStats = {
-      sent: 0,
-      recorded: 0,
-      leaseLost: 0,
-      renewed: 0,
-      sendRetries: 0,
-      latenessMs: [],
-      deferred: 0,
-      givenBack: 0,
-    };
+    const stats: ReleaseStats = emptyRoundReport(); // a round's report is what a releaser counts into
     const metrics = new LocalMetrics(new RequestCounter());
     const t = metrics.telemetry();
     // What the dispatch handler does with the hook (lambdas/runtime/handlers.ts).
