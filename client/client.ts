@@ -1,8 +1,9 @@
 /**
  * `DyneinClient`: the Dynein HTTP API's calls, one method per call. Each goes through the
  * transport (transport.ts: signing, timeouts, retries, typed errors) by way of its resource's
- * module (resources/jobs.ts, schedules.ts, deadLetters.ts, tenants.ts); the request and reply
- * types are in apiTypes.ts and callOptions.ts, re-exported here with the transport's options.
+ * module (resources/jobs.ts, schedules.ts, deadLetters.ts, tenants.ts). The request and reply
+ * types are in apiTypes.ts and callOptions.ts, the transport's options in transport.ts; index.ts
+ * lists what the package exports.
  */
 import type {
   BatchItemResult,
@@ -31,42 +32,6 @@ import * as jobCalls from './resources/jobs.js';
 import * as scheduleCalls from './resources/schedules.js';
 import * as tenantCalls from './resources/tenants.js';
 import { ApiTransport, type DyneinClientOptions } from './transport.js';
-
-export {
-  type BatchItemResult,
-  type CancelledJob,
-  type DeadLetter,
-  type DeadLetterMoveTask,
-  type DeadLetterPage,
-  type DeadLetterRedrive,
-  type DeadLettersDeleted,
-  type DeletedSchedule,
-  type JobPage,
-  type JobRequest,
-  type JobState,
-  type JobStatus,
-  type ListedJob,
-  type PutScheduleResult,
-  type Schedule,
-  type ScheduleDefinition,
-  type SchedulePage,
-  type ScheduleState,
-  type ScheduledJob,
-  type TenantControls,
-  type TenantSettings,
-  type TenantSettingsUpdate,
-  type TimelineEvent,
-} from './apiTypes.js';
-export {
-  type BatchOptions,
-  type CallOptions,
-  type JobFilter,
-  type ListJobsOptions,
-  type ListSchedulesOptions,
-  type PutScheduleOptions,
-} from './callOptions.js';
-export { scheduleNameProblem } from './resources/schedules.js';
-export { parseRetryAfter, type Credentials, type DyneinClientOptions, type RetryOptions } from './transport.js';
 
 /**
  * The Dynein HTTP API, signed with SigV4 (service `execute-api`), with typed replies and errors.

@@ -3,42 +3,41 @@
  * and the typed errors. The Lambda wrapper for functions consuming a tenant queue is `dynein-serverless/lambda` (client/lambda.ts),
  * so that importing the client loads no Powertools. See docs/client.md.
  */
+export { DyneinClient } from './client.js';
 export {
-  DyneinClient,
-  parseRetryAfter,
   type BatchItemResult,
-  type BatchOptions,
-  type CallOptions,
   type CancelledJob,
-  type Credentials,
   type DeadLetter,
   type DeadLetterMoveTask,
   type DeadLetterPage,
   type DeadLetterRedrive,
   type DeadLettersDeleted,
   type DeletedSchedule,
-  type DyneinClientOptions,
-  type JobFilter,
   type JobPage,
   type JobRequest,
   type JobState,
   type JobStatus,
   type ListedJob,
-  type ListJobsOptions,
-  type ListSchedulesOptions,
-  type PutScheduleOptions,
   type PutScheduleResult,
-  type RetryOptions,
   type Schedule,
   type ScheduleDefinition,
   type SchedulePage,
   type ScheduleState,
   type ScheduledJob,
-  type TimelineEvent,
   type TenantControls,
   type TenantSettings,
   type TenantSettingsUpdate,
-} from './client.js';
+  type TimelineEvent,
+} from './apiTypes.js';
+export {
+  type BatchOptions,
+  type CallOptions,
+  type JobFilter,
+  type ListJobsOptions,
+  type ListSchedulesOptions,
+  type PutScheduleOptions,
+} from './callOptions.js';
+export { parseRetryAfter, type Credentials, type DyneinClientOptions, type RetryOptions } from './transport.js';
 export { OutcomeReporter, type OutcomeReport, type OutcomeReporterOptions, type OutcomeResult, type OutcomeSink } from './outcomes.js';
 export {
   AlreadyQueuedError,

@@ -1,7 +1,7 @@
 /** Reading the command line: flags, positional arguments, durations and the files arguments name. */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { JobRequest } from '../client.js';
+import type { JobRequest } from '../apiTypes.js';
 import type { Flags, Values } from './command.js';
 import { UsageError } from './errors.js';
 

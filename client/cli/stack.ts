@@ -9,7 +9,7 @@
  */
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { Credentials } from '../client.js';
+import type { Credentials } from '../transport.js';
 
 /** Where the commands go, from the stack's outputs. */
 export interface StackTarget {

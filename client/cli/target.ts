@@ -15,7 +15,7 @@ import {
 import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { sleep } from '../../core/util/index.js';
 import { packDeadLetters } from '../../core/deadLetters/index.js';
-import type { Credentials } from '../client.js';
+import type { Credentials } from '../transport.js';
 import { UsageError } from './errors.js';
 
 /** `$DYNEIN_DATA_DIR/local.json`, as `npm start` writes it. */

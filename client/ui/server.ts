@@ -6,7 +6,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../cli/target.js';
-import type { Credentials } from '../client.js';
+import type { Credentials } from '../transport.js';
 import { appScript, FROM_SOURCES } from './appScript.js';
 import type { UiConfig } from './uiConfig.js';
 import { PAGE_HTML } from './page.js';

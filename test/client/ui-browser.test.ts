@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import type * as Client from '../../client/client.js';
+import type * as Client from '../../client/index.js';
 import type * as PageTypes from '../../client/ui/browser/apiTypes.js';
 import { startUiServer, type UiServer } from '../../client/ui/server.js';
 import { STUB_CREDENTIALS, STUB_REGION } from './scheduleStub.js';

@@ -1,6 +1,7 @@
 /** `dynein dlq ...`: the tenant's dead-letter queue through the API (peek, redrive, delete). */
 import { cutText } from '../../../core/util/index.js';
-import type { DeadLetterMoveTask, DyneinClient } from '../../client.js';
+import type { DeadLetterMoveTask } from '../../apiTypes.js';
+import type { DyneinClient } from '../../client.js';
 import { noPositionals } from '../args.js';
 import { client, type Ctx, type Group } from '../command.js';
 import { UsageError } from '../errors.js';

@@ -3,7 +3,7 @@
  * tenant's jobs listed by state and time).
  */
 import { isJson } from '../../../core/util/index.js';
-import type { JobRequest, ListedJob } from '../../client.js';
+import type { JobRequest, ListedJob } from '../../apiTypes.js';
 import { noPositionals, optional, parseDuration, readJsonl, readText } from '../args.js';
 import { client, type Command, type Ctx } from '../command.js';
 import { UsageError } from '../errors.js';

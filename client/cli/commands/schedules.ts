@@ -1,6 +1,7 @@
 /** `dynein schedules ...`: the tenant's recurring schedules (put, get, list, delete, pause, resume). */
 import { isJson } from '../../../core/util/index.js';
-import { scheduleNameProblem, type Schedule, type ScheduleDefinition } from '../../client.js';
+import type { Schedule, ScheduleDefinition } from '../../apiTypes.js';
+import { scheduleNameProblem } from '../../resources/schedules.js';
 import { noPositionals, optional, readText } from '../args.js';
 import { client, type Ctx, type Group } from '../command.js';
 import { UsageError } from '../errors.js';

@@ -1,5 +1,6 @@
 /** `dynein tenant ...`: the operator's controls of a tenant (show, pause, resume, set). */
-import { DyneinClient, type TenantControls, type TenantSettingsUpdate } from '../../client.js';
+import type { TenantControls, TenantSettingsUpdate } from '../../apiTypes.js';
+import { DyneinClient } from '../../client.js';
 import type { Command, Ctx, Flags, Group, Values } from '../command.js';
 import { UsageError } from '../errors.js';
 import { HELP, JSON_OUT, WHERE } from '../flags.js';
