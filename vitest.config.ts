@@ -1,8 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Files that only compute (no emulators, no local stack, no child processes, no timers they wait
+ * on): one worker runs many of them in turn without a fresh process each (`isolate: false`), so
+ * aws-cdk-lib, fast-check and the sources load once per worker, not once per file (the CDK tests
+ * take a third of the CPU time they took isolated). A file here must leave no state behind: no
+ * global it sets, no environment variable, no module-level cache a later file could read wrong.
+ */
+const PURE = ['test/unit/**/*.test.ts', 'test/cdk/**/*.test.ts', 'test/package/**/*.test.ts', 'test/contract/openapi-document.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
@@ -10,7 +18,18 @@ export default defineConfig({
     // some files are CPU-bound (thousands of rows in dynalite), and a third file at once starved
     // the event loops of the files that wait on due times.
     maxWorkers: 2,
-    // Every reply the local stack's API gives the e2e and client tests must match docs/openapi.yaml.
-    setupFiles: ['test/contract/replies.setup.ts'],
+    projects: [
+      { extends: true, test: { name: 'pure', include: PURE, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: 'system',
+          include: ['test/**/*.test.ts'],
+          exclude: PURE,
+          // Every reply the local stack's API gives the e2e and client tests must match docs/openapi.yaml.
+          setupFiles: ['test/contract/replies.setup.ts'],
+        },
+      },
+    ],
   },
 });

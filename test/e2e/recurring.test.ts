@@ -1,18 +1,17 @@
 /**
  * Recurring schedules on `npm start`: the local EventBridge Scheduler stand-in is the clock, ingest
  * materialises the occurrences, the tick delivers them. An every-minute schedule delivers each
- * occurrence once, on the minute, never early, keeps going across a restart of the stack, and
- * stops after pause.
+ * occurrence once, at its time, never early, keeps going across a restart of the stack, and
+ * stops after pause. (Cron expressions' times are the evaluator's tests: test/unit/schedule-*.)
+ *
+ * The two tests run at once, each on its own stack: the second waits a minute on the clock, and
+ * the first needs none of it.
  */
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, it, type TestContext } from 'vitest';
 import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
 
 type Stack = Awaited<ReturnType<typeof startLocalStack>>;
-const stacks: Stack[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.stop();
-});
 
 interface Received {
   readonly body: string;
@@ -69,15 +68,17 @@ async function until(pred: () => boolean, timeoutMs: number): Promise<void> {
   while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
 }
 
-async function start(dataDir?: string): Promise<{ stack: Stack; local: LocalJson }> {
+/** A stack of the test's own, stopped when the test ends (stop() is idempotent). */
+async function start(test: TestContext, dataDir?: string): Promise<{ stack: Stack; local: LocalJson }> {
   const stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha' }, dataDir ? { dataDir } : {});
-  stacks.push(stack);
+  test.onTestFinished(() => stack.stop());
   return { stack, local: await stack.waitForLocalJson() };
 }
 
-describe('recurring schedules on npm start', () => {
-  it('delivers an occurrence with its schedule name, the payload byte for byte, at its runAt and never before', async () => {
-    const { local } = await start();
+describe.concurrent('recurring schedules on npm start', () => {
+  it('delivers an occurrence with its schedule name, the payload byte for byte, at its runAt and never before', async (test) => {
+    const { expect } = test;
+    const { local } = await start(test);
     const keys = local.tenants.alpha!;
     const rx = receiveAll(local, keys.queueUrl);
     const startAt = new Date(Math.ceil((Date.now() + 6_000) / 1000) * 1000 + 250).toISOString();
@@ -108,12 +109,12 @@ describe('recurring schedules on npm start', () => {
     expect((await signedFetch(local.endpoint, keys, 'GET', '/v1/tenants/alpha/schedules/report')).status).toBe(404);
   });
 
-  it('an every-minute schedule: each occurrence once, on the minute, never early, across a restart; nothing after pause', async () => {
-    let { stack, local } = await start();
+  it('an every-minute schedule: each occurrence once, at its time, never early, across a restart; nothing after pause', async (test) => {
+    const { expect } = test;
+    let { stack, local } = await start(test);
     let rx = receiveAll(local, local.tenants.alpha!.queueUrl);
-    // Not too close to a minute boundary, so the first counted occurrence is the next one.
-    while (60_000 - (Date.now() % 60_000) < 8_000) await new Promise((r) => setTimeout(r, 500));
-    const b1 = Math.ceil(Date.now() / 60_000) * 60_000;
+    // The first occurrence a few seconds ahead, on a whole second; the next one a minute later.
+    const b1 = Math.ceil((Date.now() + 6_000) / 1000) * 1000;
     expect(
       (
         await signedFetch(
@@ -121,7 +122,7 @@ describe('recurring schedules on npm start', () => {
           local.tenants.alpha!,
           'PUT',
           '/v1/tenants/alpha/schedules/tick',
-          JSON.stringify({ expression: 'cron(* * * * ? *)', payload: 'tick' }),
+          JSON.stringify({ expression: 'rate(1 minute)', startAt: new Date(b1).toISOString(), payload: 'tick' }),
         )
       ).status,
     ).toBe(201);
@@ -130,8 +131,7 @@ describe('recurring schedules on npm start', () => {
     await rx.stop();
     const dataDir = stack.dataDir;
     await stack.stop();
-    stacks.splice(0);
-    ({ stack, local } = await start(dataDir));
+    ({ stack, local } = await start(test, dataDir));
     const first = rx.got;
     rx = receiveAll(local, local.tenants.alpha!.queueUrl);
     const b2 = b1 + 60_000;
