@@ -43,7 +43,7 @@ async function stored(table: string, i: number): Promise<boolean> {
   return r.Item !== undefined;
 }
 
-describe('DYNEIN_FAULTS on DynamoDB at 30 %', () => {
+describe.concurrent('DYNEIN_FAULTS on DynamoDB at 30 %', () => {
   it('fails calls as AWS does: each kind, retryable, and some after the write was applied', async () => {
     const table = await em.createTable('faults');
     const faults: Fault[] = [];
@@ -101,7 +101,7 @@ describe('DYNEIN_FAULTS on DynamoDB at 30 %', () => {
   });
 });
 
-describe('DYNEIN_FAULTS on SQS at 30 %', () => {
+describe.concurrent('DYNEIN_FAULTS on SQS at 30 %', () => {
   it('retried sends deliver every message, some twice (a fault after the send was applied)', async () => {
     const { url } = await em.createQueue('faults');
     const faults: Fault[] = [];

@@ -60,7 +60,7 @@ async function crashScenario(
   return { duplicates, delivered: received.size };
 }
 
-describe('crash safety', () => {
+describe.concurrent('crash safety', () => {
   it('loses nothing when the dispatcher dies between acquire and send', async () => {
     const { duplicates, delivered } = await crashScenario((proc) => ({
       sender: {

@@ -33,7 +33,7 @@ async function dueJobs(sys: TestSystem, n: number, inMs = 1_300, spreadMs = 300)
 const roundOf = (deps: DispatchDeps, extra: Partial<Parameters<typeof dispatchRound>[1]> = {}) =>
   dispatchRound(deps, { shards: shardsOfGroup(0, settings), deadlineMs: Date.now() + 6_000, ...extra });
 
-describe('dispatch round under faults', () => {
+describe.concurrent('dispatch round under faults', () => {
   it('retries only the batch entries that failed', async () => {
     const sys = await createSystem(em, { settings });
     const consumer = consume(em.sqs, sys.tenants.demo!.url);

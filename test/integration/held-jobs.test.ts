@@ -108,7 +108,7 @@ async function drain(url: string): Promise<string[]> {
   }
 }
 
-describe('held jobs of many tenants', () => {
+describe.concurrent('held jobs of many tenants', () => {
   it('with 60 tenants still paused ahead of them in the hold lane, the held rows of 200 resumed tenants are all read back: each once, none early, none before the resume', async () => {
     // Tenants sort in the hold lane by name: the 60 that stay paused come first, ahead of the 200 resumed.
     const names = Array.from({ length: 260 }, (_, i) => `t${String(i).padStart(3, '0')}`);
@@ -167,7 +167,7 @@ describe('held jobs of many tenants', () => {
   }, 300_000);
 });
 
-describe('parked rows', () => {
+describe.concurrent('parked rows', () => {
   it("a deregistered tenant's backlog, ten times the cap, stays within it while other tenants' rows go out; registered again, each is delivered once", async () => {
     const sys = await createSystem(em, { tenants: ['demo', 'gone'], settings: SETTINGS });
     const { sender, sends } = recordingSender(sys.w.dispatch.sender);
@@ -207,7 +207,7 @@ describe('parked rows', () => {
           onStep: (r) => steps.push(r),
         });
       };
-      await run(25_000);
+      await run(15_000);
       expect(sends.map((s) => s.jobId).sort()).toEqual(demoJobs.map((j) => j.jobId).sort());
       for (const s of sends) expect(s.at).toBeGreaterThanOrEqual(Date.parse(s.runAt));
       // The round's tracked rows, parked ones included, stayed within its cap (plus a page read
@@ -240,7 +240,7 @@ describe('parked rows', () => {
   }, 300_000);
 });
 
-describe('HeldAfterResume', () => {
+describe.concurrent('HeldAfterResume', () => {
   it('reports a held row not read back although its tenant may send, and neither a paused tenant nor one that drains', async () => {
     const sys = await createSystem(em, { tenants: ['stuck', 'paused', 'resumed'], settings: SETTINGS });
     const controls = controlsOf({ paused: { paused: true } });

@@ -94,7 +94,7 @@ async function receiveBodies(sqs: SQSClient, url: string, n: number, timeoutMs: 
 const expectedBody = (reply: { jobId: string; runAt: string }, payload: string) =>
   `{"jobId":${JSON.stringify(reply.jobId)},"tenant":"demo","runAt":"${reply.runAt}","payload":${payload}}`;
 
-describe('deflated inbound messages (version 4)', () => {
+describe.concurrent('deflated inbound messages (version 4)', () => {
   it('carry a batch of 100 1 KB jobs in one billed chunk on the send and on the receive, payloads byte for byte', async () => {
     const sys = await createSystem(em, { settings });
     const clients = em.newClients();

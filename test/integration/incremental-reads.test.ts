@@ -15,7 +15,7 @@ afterAll(async () => em?.stop());
 
 const settings = { shardCount: 8, groupCount: 2, lookaheadMs: 2_000, leaseMs: 6_000 };
 
-describe('incremental reads', () => {
+describe.concurrent('incremental reads', () => {
   it('reads each row about once at steady load, and the next execution starts where the last one stopped', async () => {
     const sys = await createSystem(em, { settings });
     const consumer = consume(em.sqs, sys.tenants.demo!.url);

@@ -49,7 +49,7 @@ async function cancelledPastGrace() {
 
 const round = (deps: DispatchDeps) => dispatchRound(deps, { shards: shardsOfGroup(0, settings), deadlineMs: Date.now() + 5_000 });
 
-describe('ingest', () => {
+describe.concurrent('ingest', () => {
   it('is idempotent: a redelivered message never creates a second row nor resets an acquired one', async () => {
     const sys = await createSystem(em, { settings });
     const [job] = await submitJobs(sys, 'demo', [{ payload: { a: 1 }, delaySeconds: 60 }]);

@@ -49,7 +49,7 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number): Promise<v
   }
 }
 
-describe('jobs of a removed tenant', () => {
+describe.concurrent('jobs of a removed tenant', () => {
   it('stay parked, untouched, while the tenant is unregistered, and are delivered once it is registered again', async () => {
     const sys = await createSystem(em, { tenants: ['demo', 'gone'], settings: SETTINGS });
     const ingest = sys.startIngest();

@@ -58,7 +58,7 @@ function expectOnceNeverEarly(deliveries: readonly Delivery[], jobIds: readonly 
   }
 }
 
-describe('a pause holds every path', () => {
+describe.concurrent('a pause holds every path', () => {
   it('jobs that would go straight to the queue (due in 1 s; cancellable: false due in 15 s) are held while paused, SCHEDULED, and delivered once after resume', async () => {
     const sys = await createSystem(em, { tenants: ['paused', 'other'], settings: SETTINGS });
     const adminInstance = await sys.another();
@@ -109,7 +109,7 @@ describe('a pause holds every path', () => {
   }, 120_000);
 });
 
-describe('cancel of a held job', () => {
+describe.concurrent('cancel of a held job', () => {
   it('cancels a paused tenant job due in 1 s before it is stored; it is never stored nor delivered, also after resume', async () => {
     const sys = await createSystem(em, { tenants: ['paused'], settings: SETTINGS });
     const ingest = sys.startIngest();
@@ -144,7 +144,7 @@ async function until(pred: () => Promise<boolean>, timeoutMs: number): Promise<v
   while (!(await pred()) && Date.now() < end) await sleep(200);
 }
 
-describe('controls that cannot be read fail closed', () => {
+describe.concurrent('controls that cannot be read fail closed', () => {
   it('a process that never read them holds the tenant in submit (table path) and dispatch, counts the failures, and delivers once they can be read', async () => {
     const sys = await createSystem(em, { tenants: ['dark'], settings: SETTINGS });
     // The controls store fails (an injected failure: every read throws, as DynamoDB's

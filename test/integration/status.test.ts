@@ -51,7 +51,7 @@ function eventOf(m: Message, receiveCount: number): SQSEvent {
 
 const round = (sys: TestSystem) => dispatchRound(sys.w.dispatch, { shards: shardsOfGroup(0, settings), deadlineMs: Date.now() + 4_000 });
 
-describe('status tells only what the table records', () => {
+describe.concurrent('status tells only what the table records', () => {
   it('answers UNKNOWN, not SCHEDULED or QUEUED, for a job the system cannot find (its inbound message lost)', async () => {
     const sys = await createSystem(em, { settings });
     const [job] = await submitJobs(sys, 'demo', [{ payload: { lost: true }, runAt: new Date(Date.now() + 1_500).toISOString() }]);

@@ -68,7 +68,7 @@ async function until(pred: () => Promise<boolean> | boolean, timeoutMs: number, 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('pause', () => {
+describe.concurrent('pause', () => {
   it('holds every job of a paused tenant, overdue ones too, across a crash; held jobs cancel; resume delivers each once, never early', async () => {
     const sys = await createSystem(em, { tenants: ['paused', 'other'], settings: SETTINGS });
     const controls = controlsOf({ paused: { paused: true } });
@@ -181,7 +181,7 @@ describe('pause', () => {
   }, 40_000);
 });
 
-describe('delivery rate limit', () => {
+describe.concurrent('delivery rate limit', () => {
   it('never sends more than the limit (plus one per dispatcher) in any second, over two dispatchers, and loses nothing', async () => {
     const sys = await createSystem(em, { tenants: ['limited', 'free'], settings: SETTINGS });
     const controls = controlsOf({ limited: { maxDeliveriesPerSecond: 10 } });
@@ -223,7 +223,7 @@ describe('delivery rate limit', () => {
   }, 40_000);
 });
 
-describe('priority', () => {
+describe.concurrent('priority', () => {
   it("among a tenant's due jobs held back by its delivery limit, higher priority goes first; none early, none lost", async () => {
     // One group: one dispatcher orders every row (with two, how the shards split the high and the
     // low rows between them would decide what leaves first).
@@ -264,7 +264,7 @@ describe('priority', () => {
   }, 40_000);
 });
 
-describe('a flood', () => {
+describe.concurrent('a flood', () => {
   it("past the round cap, the largest tenant's excess goes to the hold lane and comes back: the reads go on, nothing lost or doubled", async () => {
     const sys = await createSystem(em, { tenants: ['flood', 'quiet'], settings: SETTINGS });
     const controls = controlsOf({});
