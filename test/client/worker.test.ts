@@ -20,7 +20,7 @@ afterAll(async () => em?.stop());
 
 const ids = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ jobId: `${prefix}-${i}`, payload: { i } }));
 
-describe('Worker', () => {
+describe.concurrent('Worker', () => {
   it('hands each job to the handler with its context and deletes it on success', async () => {
     const q = await em.createQueue('w-basic', { dlq: true });
     const runAtMs = Date.now() - 1_500;

@@ -21,7 +21,7 @@ import {
   type CreateScheduleCommandInput,
 } from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   sqsQueueUrlResolver,
   startLocalScheduler,
@@ -43,13 +43,12 @@ const dirs: string[] = [];
 beforeAll(async () => {
   emu = await startEmulators();
 });
-afterEach(async () => {
+// The tests run at once (each waits seconds on its schedules' times): the schedulers stop when all are done.
+afterAll(async () => {
   for (const r of running.splice(0)) {
     r.client.destroy();
     await r.scheduler.stop();
   }
-});
-afterAll(async () => {
   await emu.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -127,7 +126,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   throw new Error('expected the call to fail');
 }
 
-describe('local EventBridge Scheduler stand-in', () => {
+describe.concurrent('local EventBridge Scheduler stand-in', () => {
   beforeAll(async () => {
     ({ arn: queueArn } = await newQueue());
   });
