@@ -92,7 +92,7 @@ async function submitDue(sys: TestSystem, w: Wiring, n: number, from: number, to
 const shardOf = (jobId: string) => Number(jobId.split('.')[2]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('cells', () => {
+describe.concurrent('cells', () => {
   it("each cell's tick plans only its own groups", async () => {
     const settings = { ...BASE, shardCount: 16, groupCount: 8, cells: 2 };
     const sys = await createSystem(em, { settings });
