@@ -192,7 +192,7 @@ describe.concurrent('delivery rate limit', () => {
     const free = consume(em.sqs, sys.tenants.free!.url);
     const rounds = runAllGroups(deps);
     try {
-      const due = Date.now() + 3_000;
+      const due = Date.now() + SETTINGS.lookaheadMs + 3_000; // through the table, however slow the submits
       const all = (n: number) => Array.from({ length: n }, (_, i) => ({ payload: i, runAt: new Date(due).toISOString() }));
       const submitted = await submitJobs(sys, 'limited', all(40));
       await submitJobs(sys, 'free', all(40));
@@ -234,7 +234,7 @@ describe.concurrent('priority', () => {
     const ingest = sys.startIngest();
     const consumer = consume(em.sqs, sys.tenants.ranked!.url);
     try {
-      const due = Date.now() + 3_000;
+      const due = Date.now() + SETTINGS.lookaheadMs + 3_000; // through the table, however slow the submits
       // Low priority first in due order and in submit order: only priority can put the others ahead.
       const jobs = [
         ...Array.from({ length: 16 }, (_, i) => ({ payload: { p: 1, i }, runAt: new Date(due + i).toISOString(), priority: 1 })),
