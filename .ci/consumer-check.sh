@@ -16,8 +16,11 @@
 #   (f) publint and @arethetypeswrong/cli on the tarball.
 # Runs from .ci/run after the tests, or alone: `npm run check:package`. KEEP_SCRATCH=1 keeps the
 # scratch directory for a look afterwards; TARBALL=<file> checks that tarball instead of building
-# and packing one; CONSUMER_SCOPE=node skips what does not depend on the Node version running it
-# ((c) and (f): .ci/run runs everything on Node 24, then this scope on Node 22).
+# and packing one; ALSO_NODE=<bin directory of another Node> runs every step that depends on the
+# Node version (imports, the CLI, `dynein local` with the quickstart, the synths, the CommonJS and
+# ESM checks, the cdk init project's Jest and synth) on that Node too, at the same time, in the
+# same scratch projects (.ci/run: Node 24, and Node 22 as ALSO_NODE). Installs, type checks and
+# the package linters do not depend on it and run once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -31,6 +34,30 @@ fail() {
   exit 1
 }
 install() { npm install --prefer-offline --no-audit --no-fund "$@" >/dev/null; }
+# Runs a command (or a function) on this Node and, with ALSO_NODE, at the same time on that Node
+# (its bin directory first on PATH, so `node`, npm's scripts and shebangs all take it); fails if
+# either fails, with the other Node's output. The command must not write where its twin does, and
+# must check each of its steps itself (set -e does not reach into a command that `||` tests).
+on_each_node() {
+  if [[ -z ${ALSO_NODE:-} ]]; then
+    "$@"
+    return
+  fi
+  local log rc=0 other=0 pid
+  log=$(mktemp)
+  (PATH=$ALSO_NODE:$PATH "$@") >"$log" 2>&1 &
+  pid=$!
+  ("$@") || rc=$?
+  wait "$pid" || other=$?
+  if ((other == 0)); then
+    echo "   (and on Node $("$ALSO_NODE/node" -v): passed)"
+  else
+    echo "   on Node $("$ALSO_NODE/node" -v) it FAILED (exit $other):"
+    sed 's/^/   /' "$log"
+  fi
+  rm -f "$log"
+  ((rc == 0 && other == 0)) || fail "$* failed on Node $( ((rc == 0)) || node -v)$( ((other == 0)) || "$ALSO_NODE/node" -v)"
+}
 # The npm packages the given examples import (but dynein-serverless itself and aws-cdk-lib and
 # constructs, installed explicitly), at the ranges the repository's package.json uses.
 example_deps() {
@@ -55,13 +82,7 @@ example_deps() {
 }
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dynein-consumer.XXXXXX")
-local_pid=
 cleanup() {
-  if [[ -n $local_pid ]] && kill -0 "$local_pid" 2>/dev/null; then
-    kill -INT "$local_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$local_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$local_pid" 2>/dev/null || true
-  fi
   if [[ ${KEEP_SCRATCH:-} == 1 ]]; then echo "scratch kept: $scratch"; else rm -rf "$scratch"; fi
 }
 trap cleanup EXIT
@@ -104,7 +125,8 @@ npm init -y >/dev/null && npm pkg set type=module
 install "$tarball"
 for p in aws-cdk-lib constructs esbuild; do [[ ! -e node_modules/$p ]] || fail "a client-only install holds node_modules/$p"; done
 echo "client-only install: $(du -sh node_modules | cut -f1) in node_modules, $(npm ls --all --parseable 2>/dev/null | tail -n +2 | sort -u | wc -l) packages"
-node -e "
+imports() {
+  node -e "
 import('dynein-serverless').then((m) => {
   for (const name of ['DyneinClient', 'Worker', 'UnrecoverableError', 'DyneinApiError']) {
     if (typeof m[name] !== 'function') throw new Error('dynein-serverless does not export ' + name);
@@ -115,21 +137,28 @@ import('dynein-serverless').then((m) => {
   return import('dynein-serverless/package.json', { with: { type: 'json' } });
 }).then((p) => { if (p.default.version !== '$version') throw new Error('dynein-serverless/package.json: version ' + p.default.version); });
 "
+}
+on_each_node imports
 
 step "client-only project: the dynein CLI"
-[[ $(npx --no-install dynein --version) == "$version" ]] || fail "dynein --version does not print $version"
-npx --no-install dynein --help | grep -q '^Usage: dynein <command>' || fail "dynein --help prints no usage"
-for c in schedule batch get cancel worker redrive local; do
-  npx --no-install dynein "$c" --help | grep -q "^Usage: dynein $c " || fail "dynein $c --help prints no usage"
-done
+# node_modules/.bin/dynein: the command npm links, run by the node on PATH (its shebang).
+dynein=$client/node_modules/.bin/dynein
 expect_usage_error() {
   local err code=0
-  err=$(npx --no-install dynein "$@" 2>&1 >/dev/null) || code=$?
+  err=$("$dynein" "$@" 2>&1 >/dev/null) || code=$?
   [[ $code == 2 && -n $err && $(wc -l <<<"$err") == 1 ]] || fail "dynein $* should exit 2 with one line, got $code: $err"
   printf '%s\n' "$err"
 }
-expect_usage_error frobnicate >/dev/null
-expect_usage_error get --tenant demo --colour blue >/dev/null
+cli() {
+  [[ $("$dynein" --version) == "$version" ]] || fail "dynein --version does not print $version"
+  "$dynein" --help | grep -q '^Usage: dynein <command>' || fail "dynein --help prints no usage"
+  for c in schedule batch get cancel worker redrive local; do
+    "$dynein" "$c" --help | grep -q "^Usage: dynein $c " || fail "dynein $c --help prints no usage"
+  done
+  expect_usage_error frobnicate >/dev/null
+  expect_usage_error get --tenant demo --colour blue >/dev/null
+}
+on_each_node cli
 missing=$(expect_usage_error local)
 install_cmd=$(sed -n 's/.*: \(npm install -D .*\)$/\1/p' <<<"$missing")
 [[ -n $install_cmd ]] || fail "dynein local without its peers should print the npm install -D command, got: $missing"
@@ -151,32 +180,37 @@ npx --no-install tsc -p .
 
 step "client-only project: $install_cmd; dynein local; the quickstart example against it"
 eval "$install_cmd" --prefer-offline --no-audit --no-fund >/dev/null
-port=$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")
-export DYNEIN_DATA_DIR=$client/.dynein
-node_modules/.bin/dynein local --port "$port" --tenants demo >"$client/local.log" 2>&1 &
-local_pid=$!
-for _ in $(seq 150); do
-  [[ -f $DYNEIN_DATA_DIR/local.json ]] && break
-  kill -0 "$local_pid" 2>/dev/null || fail "dynein local exited: $(cat "$client/local.log")"
-  sleep 0.2
-done
-[[ -f $DYNEIN_DATA_DIR/local.json ]] || fail "dynein local not ready after 30 s: $(cat "$client/local.log")"
-out=$(node dist/client-quickstart.js) || fail "the quickstart example failed: $out"
-for line in 'status: ' 'cancelled: CANCELLED' 'hello from the quickstart'; do grep -qF "$line" <<<"$out" || fail "the quickstart example printed no '$line': $out"; done
-job=$(npx --no-install dynein schedule --tenant demo --in 1h)
-# Status answers UNKNOWN until ingest stored the job (a second or two): wait for SCHEDULED.
-got=
-for _ in $(seq 50); do
-  got=$(npx --no-install dynein get --tenant demo "$job") || fail "dynein get failed: $got"
-  [[ $got == SCHEDULED\ * ]] && break
-  sleep 0.2
-done
-[[ $got == SCHEDULED\ * ]] || fail "dynein get: $job is not SCHEDULED: $got"
-npx --no-install dynein cancel --tenant demo "$job" | grep -q '^CANCELLED ' || fail "dynein cancel: $job is not CANCELLED"
-kill -INT "$local_pid"
-wait "$local_pid" || true
-local_pid=
-unset DYNEIN_DATA_DIR
+# `dynein local` on a free port with a data directory of its own (the twin on the other Node has
+# its own), the quickstart example against it, then the CLI's schedule, get and cancel. A subshell:
+# its EXIT trap stops that stack whatever fails.
+quickstart() (
+  local_pid=
+  data=$(mktemp -d "$client/.dynein.XXXXXX")
+  trap '[[ -z $local_pid ]] || { kill -INT "$local_pid" 2>/dev/null; for _ in $(seq 50); do kill -0 "$local_pid" 2>/dev/null || break; sleep 0.2; done; kill -KILL "$local_pid" 2>/dev/null; } || true' EXIT
+  port=$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")
+  export DYNEIN_DATA_DIR=$data
+  "$dynein" local --port "$port" --tenants demo >"$data/local.log" 2>&1 &
+  local_pid=$!
+  for _ in $(seq 150); do
+    [[ -f $data/local.json ]] && break
+    kill -0 "$local_pid" 2>/dev/null || fail "dynein local exited: $(cat "$data/local.log")"
+    sleep 0.2
+  done
+  [[ -f $data/local.json ]] || fail "dynein local not ready after 30 s: $(cat "$data/local.log")"
+  out=$(node dist/client-quickstart.js) || fail "the quickstart example failed: $out"
+  for line in 'status: ' 'cancelled: CANCELLED' 'hello from the quickstart'; do grep -qF "$line" <<<"$out" || fail "the quickstart example printed no '$line': $out"; done
+  job=$("$dynein" schedule --tenant demo --in 1h)
+  # Status answers UNKNOWN until ingest stored the job (a second or two): wait for SCHEDULED.
+  got=
+  for _ in $(seq 50); do
+    got=$("$dynein" get --tenant demo "$job") || fail "dynein get failed: $got"
+    [[ $got == SCHEDULED\ * ]] && break
+    sleep 0.2
+  done
+  [[ $got == SCHEDULED\ * ]] || fail "dynein get: $job is not SCHEDULED: $got"
+  "$dynein" cancel --tenant demo "$job" | grep -q '^CANCELLED ' || fail "dynein cancel: $job is not CANCELLED"
+)
+on_each_node quickstart
 
 # (b) CDK ---------------------------------------------------------------------------------------
 step "CDK project: npm install the tarball, $CDK_LIB, $CONSTRUCTS, $TYPESCRIPT and what the examples import"
@@ -202,19 +236,23 @@ npx --no-install tsc -p .
 shopt -s nullglob
 apps=(dist/cdk-*.js)
 [[ ${#apps[@]} -gt 0 ]] || fail "no examples/cdk-*.ts to synthesize"
-for app in "${apps[@]}"; do
+# Each Node synthesizes into a directory of its own.
+synth() {
+  local app=$1 name out templates
   name=$(basename "$app" .js)
-  step "CDK project: node $app (synth)"
-  out=$cdk/cdk.out/$name
-  CDK_OUTDIR=$out node "$app"
+  out=$cdk/cdk.out/$name-$(node -v)
+  CDK_OUTDIR=$out node "$app" || return 1
   templates=("$out"/*.template.json)
   [[ ${#templates[@]} -gt 0 ]] || fail "$name synthesized no template in $out"
   echo "$name: ${#templates[@]} template(s): $(basename -a "${templates[@]}" | tr '\n' ' ')"
+}
+for app in "${apps[@]}"; do
+  step "CDK project: node $app (synth)"
+  on_each_node synth "$app"
 done
 
 # (c) bundler resolution -------------------------------------------------------------------------
-if [[ ${CONSUMER_SCOPE:-all} == all ]]; then
-  step "CDK project: tsc --noEmit with moduleResolution bundler (strict, skipLibCheck false)"
+step "CDK project: tsc --noEmit with moduleResolution bundler (strict, skipLibCheck false)"
   cat >tsconfig.bundler.json <<'EOF'
 {
   "compilerOptions": {
@@ -224,8 +262,7 @@ if [[ ${CONSUMER_SCOPE:-all} == all ]]; then
   "include": ["src"]
 }
 EOF
-  npx --no-install tsc -p tsconfig.bundler.json
-fi
+npx --no-install tsc -p tsconfig.bundler.json
 
 # (d) CommonJS and ESM ---------------------------------------------------------------------------
 step "CommonJS project: require() of every entry point; the client loads neither Powertools nor the CDK"
@@ -234,8 +271,8 @@ mkdir -p "$cjs" && cd "$cjs"
 npm init -y >/dev/null && npm pkg set type=commonjs
 install "$tarball" "$CDK_LIB" "$CONSTRUCTS"
 cp "$repo"/.ci/consumers/check.cjs "$repo"/.ci/consumers/check.mjs .
-node check.cjs
-node check.mjs
+cjs_and_esm() { node check.cjs && node check.mjs; }
+on_each_node cjs_and_esm
 
 # (e) the project `cdk init app --language typescript` generates ---------------------------------
 step "cdk init project: cdk init app --language typescript (the aws-cdk CLI of package.json), npm install, then the tarball"
@@ -251,18 +288,22 @@ cp "$repo"/.ci/consumers/hello.test.ts test/hello.test.ts
 [[ $(cat jest.config.js tsconfig.json | sha256sum) == "$generated" && $(node -p 'require("./package.json").type') == undefined ]] ||
   fail "the cdk init project's configuration changed"
 step "cdk init project: npm test (Jest 30, CommonJS, @swc/jest)"
-npm test --silent
+on_each_node npm test --silent
 step "cdk init project: npx cdk synth (tsc, then tsx bin/hello.ts)"
-npx --no-install cdk synth --quiet
-[[ -f cdk.out/HelloStack.template.json ]] || fail "cdk synth wrote no cdk.out/HelloStack.template.json"
+# Each Node into an output directory of its own (cdk.out on the first).
+init_synth() {
+  local out=cdk.out
+  [[ $(command -v node) != "${ALSO_NODE:-/nowhere}/node" ]] || out=cdk.out.also
+  npx --no-install cdk synth --quiet --output "$out" || return 1
+  [[ -f $out/HelloStack.template.json ]] || fail "cdk synth wrote no $out/HelloStack.template.json"
+}
+on_each_node init_synth
 
 # (f) package linters ----------------------------------------------------------------------------
-if [[ ${CONSUMER_SCOPE:-all} == all ]]; then
-  step "publint --strict and @arethetypeswrong/cli on the tarball"
-  cd "$scratch"
-  "$repo"/node_modules/.bin/publint --strict "$tarball"
-  # ./openapi.yaml is a document, not a module: there are no types to resolve for it.
-  "$repo"/node_modules/.bin/attw "$tarball" --profile node16 --exclude-entrypoints ./openapi.yaml
-fi
+step "publint --strict and @arethetypeswrong/cli on the tarball"
+cd "$scratch"
+"$repo"/node_modules/.bin/publint --strict "$tarball"
+# ./openapi.yaml is a document, not a module: there are no types to resolve for it.
+"$repo"/node_modules/.bin/attw "$tarball" --profile node16 --exclude-entrypoints ./openapi.yaml
 
 step "passed"
