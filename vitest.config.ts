@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/support/sequencer.js';
 
 /**
  * Files that only compute (no emulators, no local stack, no child processes, no timers they wait
@@ -18,6 +19,8 @@ export default defineConfig({
     // some files are CPU-bound (thousands of rows in dynalite), and a third file at once starved
     // the event loops of the files that wait on due times.
     maxWorkers: 2,
+    // The longest files start first, with or without a record of the last run (a fresh clone).
+    sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'pure', include: PURE, isolate: false } },
       {
