@@ -56,7 +56,10 @@ on_each_node() {
     sed 's/^/   /' "$log"
   fi
   rm -f "$log"
-  ((rc == 0 && other == 0)) || fail "$* failed on Node $( ((rc == 0)) || node -v)$( ((other == 0)) || "$ALSO_NODE/node" -v)"
+  local failed=()
+  ((rc == 0)) || failed+=("$(node -v)")
+  ((other == 0)) || failed+=("$("$ALSO_NODE/node" -v)")
+  ((${#failed[@]} == 0)) || fail "$* failed on Node ${failed[*]}"
 }
 # The npm packages the given examples import (but dynein-serverless itself and aws-cdk-lib and
 # constructs, installed explicitly), at the ranges the repository's package.json uses.
@@ -253,7 +256,7 @@ done
 
 # (c) bundler resolution -------------------------------------------------------------------------
 step "CDK project: tsc --noEmit with moduleResolution bundler (strict, skipLibCheck false)"
-  cat >tsconfig.bundler.json <<'EOF'
+cat >tsconfig.bundler.json <<'EOF'
 {
   "compilerOptions": {
     "target": "ES2022", "module": "esnext", "moduleResolution": "bundler", "strict": true,
