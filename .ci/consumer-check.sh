@@ -10,7 +10,7 @@
 #       (nodenext, strict, skipLibCheck false); each examples/cdk-*.ts app run with plain node
 #       must synthesize templates, without esbuild in node_modules.
 #   (c) the examples type-checked once more with moduleResolution bundler.
-#   (d) CommonJS and ESM projects: require() and import of every entry point.
+#   (d) CommonJS and ESM: require() and import of every entry point (in the project of (e)).
 #   (e) the project `cdk init app --language typescript` generates, with the constructs added:
 #       its own `npm test` (Jest, CommonJS) and `npx cdk synth`, its configuration unchanged.
 #   (f) publint and @arethetypeswrong/cli on the tarball.
@@ -267,16 +267,6 @@ cat >tsconfig.bundler.json <<'EOF'
 EOF
 npx --no-install tsc -p tsconfig.bundler.json
 
-# (d) CommonJS and ESM ---------------------------------------------------------------------------
-step "CommonJS project: require() of every entry point; the client loads neither Powertools nor the CDK"
-cjs=$scratch/cjs
-mkdir -p "$cjs" && cd "$cjs"
-npm init -y >/dev/null && npm pkg set type=commonjs
-install "$tarball" "$CDK_LIB" "$CONSTRUCTS"
-cp "$repo"/.ci/consumers/check.cjs "$repo"/.ci/consumers/check.mjs .
-cjs_and_esm() { node check.cjs && node check.mjs; }
-on_each_node cjs_and_esm
-
 # (e) the project `cdk init app --language typescript` generates ---------------------------------
 step "cdk init project: cdk init app --language typescript (the aws-cdk CLI of package.json), npm install, then the tarball"
 init=$scratch/init/hello
@@ -290,6 +280,13 @@ cp "$repo"/.ci/consumers/hello-stack.ts lib/hello-stack.ts
 cp "$repo"/.ci/consumers/hello.test.ts test/hello.test.ts
 [[ $(cat jest.config.js tsconfig.json | sha256sum) == "$generated" && $(node -p 'require("./package.json").type') == undefined ]] ||
   fail "the cdk init project's configuration changed"
+
+# (d) CommonJS and ESM: in the cdk init project, a CommonJS one (no "type") with the tarball and
+# aws-cdk-lib installed as a team installs them.
+step "CommonJS and ESM (in the cdk init project): require() and import of every entry point; the client loads neither Powertools nor the CDK"
+cp "$repo"/.ci/consumers/check.cjs "$repo"/.ci/consumers/check.mjs .
+cjs_and_esm() { node check.cjs && node check.mjs; }
+on_each_node cjs_and_esm
 step "cdk init project: npm test (Jest 30, CommonJS, @swc/jest)"
 on_each_node npm test --silent
 step "cdk init project: npx cdk synth (tsc, then tsx bin/hello.ts)"

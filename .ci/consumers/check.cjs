@@ -1,4 +1,4 @@
-// A CommonJS consumer of the packed package (.ci/consumer-check.sh, project (d)).
+// A CommonJS consumer of the packed package (.ci/consumer-check.sh, (d): run in the cdk init project of (e)).
 const assert = require('node:assert');
 const { execFileSync } = require('node:child_process');
 

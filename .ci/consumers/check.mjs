@@ -1,4 +1,4 @@
-// An ESM consumer of the packed package (.ci/consumer-check.sh, project (d)).
+// An ESM consumer of the packed package (.ci/consumer-check.sh, (d): run in the cdk init project of (e)).
 import assert from 'node:assert';
 import { DyneinClient, UnrecoverableError, Worker } from 'dynein-serverless';
 import { DyneinScheduler, DyneinTenant } from 'dynein-serverless/cdk';
