@@ -208,8 +208,8 @@ export function targets(r: BenchResult): Target[] {
   if (v)
     t.push({
       name: 'Simulation validated against the local stack (dispatch jobs/s, lateness p95)',
-      target: `within ${v.withinPct} % of both`,
-      value: `${v.dispatchJobsPerSec.simulated} vs ${v.dispatchJobsPerSec.measured} jobs/s (${v.dispatchJobsPerSec.errorPct} %), ${v.latenessP95Ms.simulated} vs ${v.latenessP95Ms.measured} ms (${v.latenessP95Ms.errorPct} %)`,
+      target: `within ${v.withinPct} % of both, nothing lost`,
+      value: `${v.dispatchJobsPerSec.simulated} vs ${v.dispatchJobsPerSec.measured} jobs/s (${v.dispatchJobsPerSec.errorPct} %), ${v.latenessP95Ms.simulated} vs ${v.latenessP95Ms.measured} ms (${v.latenessP95Ms.errorPct} %)${v.lost ? `; the simulation lost ${v.lost.burst} (burst) and ${v.lost.steady} (steady)` : ''}`,
       met: v.pass,
     });
   const sc = r.scaleSimulation;

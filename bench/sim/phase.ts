@@ -56,7 +56,7 @@ export async function runScaleSimulation(
   const started = performance.now();
   const v = await validate(m, { latenessWindowMs: shape.validationWindowMs });
   log(
-    `  validation at the local stack's settings: dispatch ${v.dispatchJobsPerSec.simulated} jobs/s simulated vs ${v.dispatchJobsPerSec.measured} measured (${v.dispatchJobsPerSec.errorPct} %), lateness p95 ${v.latenessP95Ms.simulated} vs ${v.latenessP95Ms.measured} ms (${v.latenessP95Ms.errorPct} %): ${v.pass ? 'within' : 'NOT within'} ${v.withinPct} %`,
+    `  validation at the local stack's settings: dispatch ${v.dispatchJobsPerSec.simulated} jobs/s simulated vs ${v.dispatchJobsPerSec.measured} measured (${v.dispatchJobsPerSec.errorPct} %), lateness p95 ${v.latenessP95Ms.simulated} vs ${v.latenessP95Ms.measured} ms (${v.latenessP95Ms.errorPct} %), lost ${v.lost.burst} (burst) and ${v.lost.steady} (steady) in the simulation: ${v.pass ? 'passes' : 'FAILS'} (within ${v.withinPct} % of both, nothing lost)`,
   );
   const rows: ScaleRow[] = [];
   for (const cells of shape.cells) {
