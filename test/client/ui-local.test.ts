@@ -17,6 +17,11 @@ import { waitUntil } from './support.js';
  */
 const CHROMIUM = process.env.DYNEIN_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOT = 'docs/img/job-browser.png';
+/**
+ * How long a wait for the page may take: the local stack answers in milliseconds, but beside the
+ * rest of the suite on two cores a peek or a live refresh has taken over 10 s (CI, 2026-11-27).
+ */
+const LOADED = 30_000;
 
 // The callbacks below run in Chromium; the project compiles without the DOM library.
 interface DomElement {
@@ -186,7 +191,7 @@ describe('dynein ui against the local stack', () => {
       // The listing shows the job once ingest has stored it (live refresh every 2 s).
       await page.waitForFunction(
         (id) => Array.from(document.querySelectorAll('#jobs tbody tr')).some((tr) => (tr.textContent ?? '').includes(id)),
-        { timeout: 15_000 },
+        { timeout: LOADED },
         jobId,
       );
       await page.type('#open input[name=jobId]', jobId);
@@ -199,7 +204,7 @@ describe('dynein ui against the local stack', () => {
             if (dt.textContent === 'state') return dt.nextElementSibling?.textContent === 'SCHEDULED';
           return false;
         },
-        { timeout: 10_000 },
+        { timeout: LOADED },
       );
       expect(await field(page, 'runAt')).toBe(runAt);
       await page.click('#cancel');
@@ -247,7 +252,7 @@ describe('dynein ui against the local stack', () => {
       await page.goto(uiUrl);
       await page.waitForSelector('#tenant');
       await page.click('nav button[data-tab=dlq]');
-      await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 2, { timeout: 10_000 });
+      await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 2, { timeout: LOADED });
       const ids = await page.$$eval('#dlq tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent).sort());
       expect(ids).toEqual(['dead-1', 'dead-2']);
       const first = await page.$eval('#dlq tbody tr td:nth-child(2)', (td) => td.textContent);
@@ -295,7 +300,7 @@ describe('dynein ui against the local stack', () => {
             if ((c.textContent ?? '').startsWith('dispatched')) return Number((c.textContent ?? '').replace(/[^\d]/g, '')) >= n;
           return false;
         },
-        { timeout: 20_000, polling: 100 },
+        { timeout: LOADED, polling: 100 },
         before + 10,
       );
       // Within a few seconds of the due time, while the step is still sending the stream.
@@ -325,9 +330,9 @@ describe('dynein ui against the local stack', () => {
       await page.goto(uiUrl);
       await page.waitForSelector('#tenant');
       await page.select('#tenant', 'billing');
-      await page.waitForSelector(`tr[data-job-id="${retried}"]`, { timeout: 10_000 });
+      await page.waitForSelector(`tr[data-job-id="${retried}"]`, { timeout: LOADED });
       await page.click(`tr[data-job-id="${retried}"]`);
-      await page.waitForFunction(() => document.querySelectorAll('#detail-timeline li').length === 4, { timeout: 10_000 });
+      await page.waitForFunction(() => document.querySelectorAll('#detail-timeline li').length === 4, { timeout: LOADED });
       await page.mouse.move(0, 0); // no row under the pointer (hover colour)
 
       const states = await page.$$eval('#jobs tbody tr td:nth-child(3)', (tds) => tds.map((td) => td.textContent));
