@@ -31,6 +31,8 @@ export default defineConfig({
           exclude: PURE,
           // Every reply the local stack's API gives the e2e and client tests must match docs/openapi.yaml.
           setupFiles: ['test/contract/replies.setup.ts'],
+          // The local stack and the CLI bundled once from the sources, run on plain node.
+          globalSetup: ['test/support/testBuild.ts'],
         },
       },
     ],

@@ -5,12 +5,17 @@
 // stay imports, resolved from the consumer's node_modules (optional peer dependencies, installed
 // with `npm install -D` only by those who run the local stack). The bare packages the bundles
 // import are written to dist/local/peers.json, which `dynein local` checks before it starts.
+// `--outdir=DIR` (inside the repository, so that the bundles resolve its node_modules) writes them
+// there instead: the system tests run the local stack from such a copy (test/support/testBuild.ts).
 import { builtinModules } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const outdirArg = process.argv.find((a) => a.startsWith('--outdir='));
+const outdir = outdirArg ? outdirArg.slice('--outdir='.length) : 'dist/local';
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 const EXTERNAL = ['dynalite', 'fauxqs', 'aws-local-stepfunctions', '@aws-sdk/*'];
 /** Never inside a local-stack bundle: the CDK side and the build tools. */
@@ -24,7 +29,7 @@ const result = await build({
     tableService: 'local/tableService.ts',
     compute: 'local/compute.ts',
   },
-  outdir: 'dist/local',
+  outdir,
   outExtension: { '.js': '.mjs' },
   bundle: true,
   platform: 'node',
@@ -65,7 +70,7 @@ if (undeclared.length > 0)
     `build-local: the local stack imports ${undeclared.join(', ')}: declare each in package.json peerDependencies (optional) or dependencies`,
   );
 writeFileSync(
-  new URL('../dist/local/peers.json', import.meta.url),
+  resolve(root, outdir, 'peers.json'),
   `${JSON.stringify({ packages: peers.map((name) => ({ name, range: pkg.peerDependencies[name] })) }, null, 2)}\n`,
 );
-console.log(`build-local: dist/local/{start,services,compute}.mjs; the local stack needs ${peers.join(', ')}`);
+console.log(`build-local: ${outdir}/{start,services,tableService,compute}.mjs; the local stack needs ${peers.join(', ')}`);

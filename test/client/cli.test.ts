@@ -9,11 +9,12 @@ import { GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from '@aws-sd
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli/index.js';
 import { startLocalStack, type LocalJson } from '../support/localStack.js';
-import { sendDeliveries, waitUntil, runCli } from './support.js';
+import { cliEntry, sendDeliveries, waitUntil, runCli } from './support.js';
 
 /**
- * The `dynein` CLI end to end, as a user runs it (`bin/dynein.js`), against `npm start`: every
- * command, its output, and its errors (one line on stderr, a non-zero exit code).
+ * The `dynein` CLI end to end, as a user runs it (its own process: the CLI's sources bundled for the
+ * run, runCli in ./support.ts; test/package runs `bin/dynein.js` itself), against the local stack:
+ * every command, its output, and its errors (one line on stderr, a non-zero exit code).
  */
 let stack: Awaited<ReturnType<typeof startLocalStack>>;
 let local: LocalJson;
@@ -363,7 +364,7 @@ describe('dynein CLI', () => {
         (await dynein(['schedule', '--tenant', 'beta', '--in', d, '--payload', String(i)])).stdout.trim(),
       ),
     );
-    const child = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--json', '--wait-time', '1'], {
+    const child = spawn(process.execPath, [cliEntry(['worker']), 'worker', '--tenant', 'beta', '--json', '--wait-time', '1'], {
       env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -386,7 +387,7 @@ describe('dynein CLI', () => {
     // It deleted what it printed.
     expect(await depth(local.tenants.beta!.queueUrl)).toBe(0);
 
-    const human = spawn(process.execPath, ['bin/dynein.js', 'worker', '--tenant', 'beta', '--wait-time', '1'], {
+    const human = spawn(process.execPath, [cliEntry(['worker']), 'worker', '--tenant', 'beta', '--wait-time', '1'], {
       env: { ...process.env, DYNEIN_DATA_DIR: stack.dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -15,7 +15,7 @@ import { startLocalStack, type LocalJson } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 
 /**
- * DyneinClient against `npm start` (the local API gateway checks SigV4 and answers as API
+ * DyneinClient against the local stack (the local API gateway checks SigV4 and answers as API
  * Gateway does), including a proxy that loses the first reply: one job, not two.
  */
 let stack: Awaited<ReturnType<typeof startLocalStack>>;

@@ -5,7 +5,7 @@ import { startLocalStack, type LocalJson } from '../support/localStack.js';
 import { waitUntil, runCli } from './support.js';
 
 /**
- * History end to end on `npm start` (DYNEIN_HISTORY): a Worker with a client reports outcomes
+ * History end to end on the local stack (DYNEIN_HISTORY): a Worker with a client reports outcomes
  * through the local API, `GET` shows the timeline and `dynein show` prints it; a tenant without
  * history gets no timeline and its worker reports nothing.
  */

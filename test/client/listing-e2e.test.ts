@@ -4,7 +4,7 @@ import { startLocalStack, type LocalJson } from '../support/localStack.js';
 import { runCli } from './support.js';
 
 /**
- * Listing jobs through the client end to end, against `npm start` (the real route on the status
+ * Listing jobs through the client end to end, against the local stack (the real route on the status
  * function, signed requests, the gateway's tenant rule): `listJobs` and the `jobs` iterator with
  * filters and paging, typed errors, and `dynein jobs` as a user runs it.
  */

@@ -8,7 +8,7 @@ import { STUB_CREDENTIALS, STUB_REGION, startScheduleStub, type StubApi } from '
 /**
  * `dynein schedules ...` in process (the same main() as bin/dynein.js), against the in-memory
  * schedules stand-in through a local.json that points at it: output, exit codes, one-line errors,
- * and the command lines refused before anything is sent. End to end on `npm start`:
+ * and the command lines refused before anything is sent. End to end on the local stack:
  * schedules-e2e.test.ts.
  */
 let api: StubApi;

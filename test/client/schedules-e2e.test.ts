@@ -15,7 +15,7 @@ import { startLocalStack, type LocalJson } from '../support/localStack.js';
 import { receiveAll, waitUntil, runCli } from './support.js';
 
 /**
- * Recurring schedules through the client end to end, against `npm start` (the real routes, the
+ * Recurring schedules through the client end to end, against the local stack (the real routes, the
  * local EventBridge Scheduler stand-in, the materialiser, the dispatcher): the SDK's calls and
  * typed errors, list paging, dry runs, pause/resume/delete, an occurrence delivered to a Worker
  * with its `schedule` field, and the `dynein schedules` commands as a user runs them.

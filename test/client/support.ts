@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { inject } from 'vitest';
 
 /** One SDK call as the client made it (command name and input), captured by a middleware: the real call still goes out. */
 export interface SentCall {
@@ -106,10 +107,20 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `bin/dynein.js` as a user does (its own process), with `env` over this process's environment. */
+/**
+ * The CLI the system tests' global setup bundled from this checkout's sources (test/support/testBuild.ts),
+ * for a command that finds nothing beside its own file; otherwise `bin/dynein.js`. `dynein ui` serves
+ * the page built beside the CLI and `dynein local` starts the stack beside it: those run as installed.
+ */
+export function cliEntry(args: readonly string[]): string {
+  if (args[0] === 'ui' || args[0] === 'local') return 'bin/dynein.js';
+  return inject('testBuild')?.cli ?? 'bin/dynein.js';
+}
+
+/** Runs the `dynein` CLI as a user does (its own process), with `env` over this process's environment. */
 export function runCli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/dynein.js', ...args], {
+    const child = spawn(process.execPath, [cliEntry(args), ...args], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

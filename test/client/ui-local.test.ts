@@ -10,7 +10,7 @@ import { signedFetch, startLocalStack, type LocalJson } from '../support/localSt
 import { waitUntil } from './support.js';
 
 /**
- * `dynein ui` and the local dashboard against the real local stack (`npm start`), in headless
+ * `dynein ui` and the local dashboard against the real local stack (the local stack), in headless
  * Chromium: the CLI finds the stack's keys in local.json and signs for the page; the dashboard's
  * counters are current while a dispatch step is still running. The README's picture of the job
  * browser is taken here, of real jobs: `DYNEIN_SCREENSHOT=1` writes it to docs/img/job-browser.png.

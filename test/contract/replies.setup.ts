@@ -10,7 +10,7 @@ import { afterAll, afterEach, expect } from 'vitest';
 import { checkReplies, formatViolations, isLocalStackReply } from './replyCheck.js';
 
 /**
- * The test files whose API calls reach the real stack (`npm start`): the e2e and client tests.
+ * The test files whose API calls reach the real stack (the local stack): the e2e and client tests.
  * Elsewhere the local gateway runs with stub handlers whose replies are not the API's
  * (test/integration/api-body-limit.test.ts answers `{}` on every route), so those are left alone.
  */

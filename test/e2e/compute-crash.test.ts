@@ -5,7 +5,7 @@ import { consume } from '../support/system.js';
 
 /**
  * The compute process (API, event source, tick: the Lambdas) is SIGKILLed twice while a burst is
- * being dispatched; `npm start` restarts it, as Lambda starts a new instance, and every job
+ * being dispatched; the local stack restarts it, as Lambda starts a new instance, and every job
  * still arrives, none early.
  */
 let stack: Awaited<ReturnType<typeof startLocalStack>> | undefined;

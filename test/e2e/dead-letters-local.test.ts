@@ -4,7 +4,7 @@ import { main } from '../../client/cli/index.js';
 import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
 
 /**
- * The dead-letter routes on `npm start` (the compute process's dlq handler behind the local API
+ * The dead-letter routes on the local stack (the compute process's dlq handler behind the local API
  * Gateway): signed requests, the per-tenant key rule, and `dynein dlq` against the running stack.
  */
 let stack: Awaited<ReturnType<typeof startLocalStack>>;
@@ -28,7 +28,7 @@ const depth = async (url: string) =>
       .ApproximateNumberOfMessages,
   );
 
-describe('dead letters on npm start', () => {
+describe('dead letters on the local stack', () => {
   it('peeks, redrives by handle and refuses another tenant’s key; dynein dlq works against it', async () => {
     const alpha = local.tenants.alpha!;
     const runAt = '2030-01-01T00:00:00.000Z';

@@ -5,7 +5,7 @@ import { signedRetrying, submitKeyed, type KeyedJob } from '../support/retrying.
 import { consume } from '../support/system.js';
 
 /**
- * `npm start` with DYNEIN_FAULTS: 10 % of every DynamoDB and SQS call of the stack fails as AWS's
+ * The local stack with DYNEIN_FAULTS: 10 % of every DynamoDB and SQS call of the stack fails as AWS's
  * do (throttles, 500s, timeouts and resets, some after the request was applied). A client that
  * retries with idempotency keys gets every job accepted; every accepted job is delivered at least
  * once, none early, and none whose cancel answered CANCELLED. Seeded: which attempts of each

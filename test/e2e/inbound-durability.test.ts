@@ -8,7 +8,7 @@ import { consume } from '../support/system.js';
 /**
  * The inbound queue keeps what it accepted through a SIGKILL of every process of the stack, as
  * SQS would: jobs accepted (201 SCHEDULED) but not yet ingested into the table are ingested and
- * delivered after the next `npm start` on the same data directory.
+ * delivered after the next start on the same data directory.
  */
 type Stack = Awaited<ReturnType<typeof startLocalStack>>;
 const stacks: Stack[] = [];

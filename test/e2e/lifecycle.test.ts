@@ -14,7 +14,7 @@ afterAll(async () => {
   for (const s of stacks) await s.stop();
 });
 const start = async (env: Record<string, string>, dataDir?: string) => {
-  const s = await startLocalStack(env, { dataDir });
+  const s = await startLocalStack(env, { dataDir, npmStart: true });
   stacks.push(s);
   return s;
 };

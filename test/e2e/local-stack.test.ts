@@ -18,7 +18,7 @@ let local: LocalJson;
 let sqs: SQSClient;
 
 beforeAll(async () => {
-  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta' });
+  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta' }, { npmStart: true });
   local = await stack.waitForLocalJson();
   sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
 }, 60_000);

@@ -1,5 +1,5 @@
 /**
- * Recurring schedules on `npm start`: the local EventBridge Scheduler stand-in is the clock, ingest
+ * Recurring schedules on the local stack: the local EventBridge Scheduler stand-in is the clock, ingest
  * materialises the occurrences, the tick delivers them. An every-minute schedule delivers each
  * occurrence once, at its time, never early, keeps going across a restart of the stack, and
  * stops after pause. (Cron expressions' times are the evaluator's tests: test/unit/schedule-*.)
@@ -75,7 +75,7 @@ async function start(test: TestContext, dataDir?: string): Promise<{ stack: Stac
   return { stack, local: await stack.waitForLocalJson() };
 }
 
-describe.concurrent('recurring schedules on npm start', () => {
+describe.concurrent('recurring schedules on the local stack', () => {
   it('delivers an occurrence with its schedule name, the payload byte for byte, at its runAt and never before', async (test) => {
     const { expect } = test;
     const { local } = await start(test);

@@ -5,7 +5,7 @@ import { signedFetch, startLocalStack } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 
 /**
- * `npm start` as a user runs it: local.json's operator key ("admin") calls the admin routes, a
+ * The local stack as a user runs it: local.json's operator key ("admin") calls the admin routes, a
  * tenant key gets 403 there; the key and a pause survive a restart of the whole stack.
  */
 type Stack = Awaited<ReturnType<typeof startLocalStack>>;
@@ -21,7 +21,7 @@ async function cli(dataDir: string, ...args: string[]) {
   return { code, out, err };
 }
 
-describe('the operator key of npm start', () => {
+describe('the operator key of the local stack', () => {
   it('calls the admin routes (tenant keys get 403), and stays the same, with the pause, across a restart', async () => {
     const first = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta' });
     running.push(first);
@@ -63,7 +63,7 @@ describe('the operator key of npm start', () => {
   }, 150_000);
 });
 
-describe('a paused tenant on npm start', () => {
+describe('a paused tenant on the local stack', () => {
   it('holds its jobs through a SIGKILL of compute while the other tenant is served; resume delivers each once, never early', async () => {
     const stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
     running.push(stack);

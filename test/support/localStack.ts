@@ -28,10 +28,25 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** `npm start` as a user runs it, in its own process group, with a fresh data directory. */
+/**
+ * The start file the system tests' global setup bundled from this checkout's sources
+ * (test/support/testBuild.ts), when this runs in one of them; otherwise none.
+ */
+async function testBuildStart(): Promise<string | undefined> {
+  if (!process.env.VITEST) return undefined;
+  const { inject } = await import('vitest');
+  return inject('testBuild')?.localStart;
+}
+
+/**
+ * The local stack in its own process group, with a fresh data directory: in the system tests, the
+ * bundles of this checkout's sources on plain node (as `dynein local` runs them: the same start,
+ * services and compute processes, without tsx's cost); with `npmStart`, and everywhere else (the
+ * benchmark), `npm start` as a user runs it.
+ */
 export async function startLocalStack(
   env: Record<string, string>,
-  opts: { dataDir?: string } = {},
+  opts: { dataDir?: string; npmStart?: boolean } = {},
 ): Promise<{
   proc: ChildProcess;
   dataDir: string;
@@ -44,7 +59,9 @@ export async function startLocalStack(
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
   const port = await freePort();
   let out = '';
-  const proc = spawn('npm', ['start'], {
+  const built = opts.npmStart ? undefined : await testBuildStart();
+  const [command, args] = built ? [process.execPath, ['--enable-source-maps', built]] : ['npm', ['start']];
+  const proc = spawn(command, args, {
     cwd: process.cwd(),
     env: { ...process.env, DYNEIN_DATA_DIR: dataDir, DYNEIN_PORT: String(port), ...env },
     detached: true,
@@ -52,7 +69,7 @@ export async function startLocalStack(
   });
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
-  // Resolves with the exit code once npm has exited and its output pipes are drained.
+  // Resolves with the exit code once the start process has exited and its output pipes are drained.
   const exited = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)));
   const file = join(dataDir, 'local.json');
   const read = () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as LocalJson) : undefined);
@@ -73,7 +90,7 @@ export async function startLocalStack(
         }
         if (l && pred(l)) return l;
         if (Date.now() > until) throw new Error(`local.json not ready after ${timeoutMs} ms; output:\n${out}`);
-        if (proc.exitCode !== null) throw new Error(`npm start exited (${proc.exitCode}); output:\n${out}`);
+        if (proc.exitCode !== null) throw new Error(`the local stack exited (${proc.exitCode}); output:\n${out}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },
