@@ -121,7 +121,7 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
         : 'give exactly one of runAt (RFC 3339 time) or delaySeconds (number of seconds from now)',
     );
   }
-  const dueMs = hasRunAt ? parseRunAt(job.runAt) : nowMs + parseDelay(job.delaySeconds);
+  const dueMs = hasRunAt ? parseRunAt(job.runAt) : nowMs + parseDelaySeconds(job.delaySeconds);
   if (!(dueMs - nowMs <= settings.horizonMs)) {
     const when = Number.isFinite(dueMs) && dueMs < 8.64e15 ? new Date(dueMs).toISOString() : 'too far ahead';
     throw new ValidationError(
@@ -129,18 +129,7 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
     );
   }
 
-  let idempotencyKey: string | undefined;
-  if (job.idempotencyKey !== undefined) {
-    if (
-      typeof job.idempotencyKey !== 'string' ||
-      job.idempotencyKey.length < 1 ||
-      job.idempotencyKey.length > 128 ||
-      !isWellFormed(job.idempotencyKey)
-    ) {
-      throw new ValidationError('idempotencyKey must be a string of 1 to 128 characters (no unpaired surrogate escapes)');
-    }
-    idempotencyKey = job.idempotencyKey;
-  }
+  const idempotencyKey = parseIdempotencyKey(job.idempotencyKey);
   if (job.cancellable !== undefined && typeof job.cancellable !== 'boolean') {
     throw new ValidationError('cancellable must be true or false');
   }
@@ -252,7 +241,17 @@ export function parsePriority(value: unknown): number {
   return value;
 }
 
-function parseDelay(value: unknown): number {
+/** An `idempotencyKey`: a string of 1 to 128 characters with a UTF-8 form; omitted is none. */
+export function parseIdempotencyKey(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length < 1 || value.length > 128 || !isWellFormed(value)) {
+    throw new ValidationError('idempotencyKey must be a string of 1 to 128 characters (no unpaired surrogate escapes)');
+  }
+  return value;
+}
+
+/** `delaySeconds`: a number of seconds ≥ 0, as milliseconds (a fraction of one rounds up: never early). */
+export function parseDelaySeconds(value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new ValidationError(`delaySeconds must be a number of seconds ≥ 0, got ${JSON.stringify(value)}`);
   }
