@@ -1,0 +1,162 @@
+import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type RowKey, sortKey } from '../core/model/index.js';
+import { limiter } from '../core/util/index.js';
+import type {
+  NewWaitingChild,
+  ParentFailurePolicy,
+  WaitingChildren,
+  WaitingRecord,
+  WaitingState,
+  WorkflowTiming,
+} from '../core/workflows/index.js';
+import { isConditionFailure, rethrow } from './dynamoJobStore.js';
+
+type Item = Record<string, AttributeValue>;
+
+/** The partition of shard `shard`'s waiting children (IAM: `dynamodb:LeadingKeys` `w#*`). */
+export const waitingPartition = (shard: number): string => `w#${shard}`;
+
+/** Puts in flight at once when a workflow's children are written. */
+const PUTS_IN_FLIGHT = 16;
+const STATES = new Set<WaitingState>(['WAITING', 'RELEASING', 'QUEUING', 'QUEUED', 'CANCELLED']);
+
+const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
+
+/**
+ * Waiting children in the scheduler table (`pk = w#<shard>`, `sk = <createdMs 13>#<jobId>`):
+ * `state`, `n` (parents), `e` (a map from a parent's index to its end: `+atMs` succeeded, `-atMs`
+ * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, and `due` once released.
+ * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
+ * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
+ * updates rewrites the whole item, a few bytes a parent).
+ */
+export class DynamoWaitingChildren implements WaitingChildren {
+  readonly #puts = limiter(PUTS_IN_FLIGHT);
+
+  constructor(
+    private readonly ddb: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  async create(children: readonly NewWaitingChild[]): Promise<number> {
+    const written = await Promise.all(children.map((c) => this.#puts(() => this.#put(c))));
+    return written.filter(Boolean).length;
+  }
+
+  async #put(child: NewWaitingChild): Promise<boolean> {
+    try {
+      await this.ddb.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...keyOf(child.key),
+            tenant: { S: child.tenant },
+            state: { S: 'WAITING' },
+            n: { N: String(child.parents) },
+            e: { M: {} },
+            ...timingItem(child.timing),
+            pol: { S: child.onParentFailure },
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      return rethrow(err);
+    }
+  }
+
+  async recordParentEnd(key: RowKey, parent: number, ok: boolean, atMs: number): Promise<WaitingRecord | undefined> {
+    if (!Number.isInteger(parent) || parent < 0) throw new RangeError(`a parent's index is a whole number ≥ 0, got ${parent}`);
+    if (!Number.isSafeInteger(atMs) || atMs <= 0) throw new RangeError(`a parent's end is an epoch ms > 0, got ${atMs}`);
+    try {
+      const out = await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET e.#i = :end',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(e.#i)',
+          ExpressionAttributeNames: { '#i': String(parent) },
+          ExpressionAttributeValues: { ':end': { N: String(ok ? atMs : -atMs) } },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return recordOf(key, out.Attributes);
+    } catch (err) {
+      if (isConditionFailure(err)) return this.get(key);
+      return rethrow(err);
+    }
+  }
+
+  async get(key: RowKey): Promise<WaitingRecord | undefined> {
+    try {
+      const out = await this.ddb.send(new GetItemCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }));
+      return recordOf(key, out.Item);
+    } catch (err) {
+      return rethrow(err);
+    }
+  }
+
+  async transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number): Promise<boolean> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: dueMs === undefined ? 'SET #s = :to' : 'SET #s = :to, #due = :due',
+          ConditionExpression: '#s = :from',
+          ExpressionAttributeNames: { '#s': 'state', ...(dueMs === undefined ? {} : { '#due': 'due' }) },
+          ExpressionAttributeValues: {
+            ':from': { S: from },
+            ':to': { S: to },
+            ...(dueMs === undefined ? {} : { ':due': { N: String(dueMs) } }),
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      return rethrow(err);
+    }
+  }
+}
+
+function timingItem(timing: WorkflowTiming): Item {
+  if (timing.kind === 'at') return { tk: { S: 'at' }, tv: { N: String(timing.atMs) } };
+  if (timing.kind === 'delay') return { tk: { S: 'delay' }, tv: { N: String(timing.delayMs) } };
+  return { tk: { S: 'now' } };
+}
+
+function timingOf(item: Item): WorkflowTiming {
+  const value = Number(item.tv?.N ?? 0);
+  if (item.tk?.S === 'at') return { kind: 'at', atMs: value };
+  if (item.tk?.S === 'delay') return { kind: 'delay', delayMs: value };
+  return { kind: 'now' };
+}
+
+/** The record of an item; undefined for none (or for an item that is not a waiting child). */
+function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefined {
+  const state = item?.state?.S as WaitingState | undefined;
+  if (!item || !state || !STATES.has(state) || !item.tenant?.S) return undefined;
+  const succeeded = new Set<number>();
+  const failed = new Set<number>();
+  let lastEndMs = 0;
+  for (const [index, end] of Object.entries(item.e?.M ?? {})) {
+    const value = Number(end.N);
+    (value > 0 ? succeeded : failed).add(Number(index));
+    lastEndMs = Math.max(lastEndMs, Math.abs(value));
+  }
+  return {
+    key,
+    tenant: item.tenant.S,
+    state,
+    parents: Number(item.n?.N ?? 0),
+    succeeded,
+    failed,
+    lastEndMs,
+    timing: timingOf(item),
+    onParentFailure: (item.pol?.S === 'run' ? 'run' : 'cancel') satisfies ParentFailurePolicy,
+    ...(item.due?.N !== undefined ? { dueMs: Number(item.due.N) } : {}),
+  };
+}
