@@ -39,10 +39,18 @@ async function testBuildStart(): Promise<string | undefined> {
 }
 
 /**
+ * The size the system tests' stacks run at unless a test's `env` says otherwise: 8 shards in 2
+ * groups rather than 64 in 8. An idle stack's dispatch reads every shard each step: at the
+ * default size it costs about 0.16 of a core doing nothing, at this one 0.04, and the suite runs
+ * two dozen stacks on two cores. The default size runs in the `npmStart` tests and the benchmark.
+ */
+const TEST_SIZE = { DYNEIN_SHARDS: '8', DYNEIN_GROUPS: '2' };
+
+/**
  * The local stack in its own process group, with a fresh data directory: in the system tests, the
  * bundles of this checkout's sources on plain node (as `dynein local` runs them: the same start,
- * services and compute processes, without tsx's cost); with `npmStart`, and everywhere else (the
- * benchmark), `npm start` as a user runs it.
+ * services and compute processes, without tsx's cost), at {@link TEST_SIZE}; with `npmStart`, and
+ * everywhere else (the benchmark), `npm start` as a user runs it, at the default size.
  */
 export async function startLocalStack(
   env: Record<string, string>,
@@ -63,7 +71,7 @@ export async function startLocalStack(
   const [command, args] = built ? [process.execPath, ['--enable-source-maps', built]] : ['npm', ['start']];
   const proc = spawn(command, args, {
     cwd: process.cwd(),
-    env: { ...process.env, DYNEIN_DATA_DIR: dataDir, DYNEIN_PORT: String(port), ...env },
+    env: { ...process.env, ...(built ? TEST_SIZE : {}), DYNEIN_DATA_DIR: dataDir, DYNEIN_PORT: String(port), ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
