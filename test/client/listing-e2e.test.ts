@@ -41,9 +41,9 @@ describe('listing jobs through DyneinClient and dynein jobs, on the local stack'
     });
     await beta.schedule('beta', { payload: null, runAt: iso(base) });
     await alpha.cancel('alpha', submitted[3]!.jobId);
-    // Stored a second or two after submit (ingest).
-    for (let until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
-      if ((await alpha.listJobs('alpha', { limit: 1000 })).jobs.length === 25) break;
+    // Stored a second or two after submit (ingest), each tenant's in its own inbound message.
+    for (let until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+      if ((await alpha.listJobs('alpha', { limit: 1000 })).jobs.length === 25 && (await beta.listJobs('beta')).jobs.length === 1) break;
 
     const page = await alpha.listJobs('alpha', { limit: 10 });
     expect(page.jobs.map((j) => j.jobId)).toEqual(submitted.slice(0, 10).map((j) => j.jobId));

@@ -39,7 +39,11 @@ const keyOf = (jobId: string, sys: TestSystem) => {
 /** A job cancelled while still inbound (a tombstone), its inbound body in hand, now due + grace. */
 async function cancelledPastGrace() {
   const sys = await createSystem(em, { settings });
-  const [job] = await submitJobs(sys, 'demo', [{ payload: { late: true }, runAt: new Date(Date.now() + 1_200).toISOString() }]);
+  // Due 3 s beyond the lookahead: the submit, the take and the cancel all fit before the cut-off
+  // on a loaded machine (at 0.2 s beyond it, a CI run's cancel came too late).
+  const [job] = await submitJobs(sys, 'demo', [
+    { payload: { late: true }, runAt: new Date(Date.now() + settings.lookaheadMs + 3_000).toISOString() },
+  ]);
   const [body] = await takeInbound(sys, 1);
   const key = keyOf(job!.jobId, sys);
   await sys.w.jobs.cancel('demo', job!.jobId);
@@ -72,7 +76,9 @@ describe.concurrent('ingest', () => {
   it('an early cancel leaves a tombstone that stays at its key: it fails the ingest, status reads it, a late ingest never revives it', async () => {
     const sys = await createSystem(em, { settings });
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
-    const [job] = await submitJobs(sys, 'demo', [{ payload: { b: 1 }, runAt: new Date(Date.now() + 1_500).toISOString() }]);
+    const [job] = await submitJobs(sys, 'demo', [
+      { payload: { b: 1 }, runAt: new Date(Date.now() + settings.lookaheadMs + 3_000).toISOString() },
+    ]);
     const [body] = await takeInbound(sys, 1);
     const key = keyOf(job!.jobId, sys);
 
@@ -117,7 +123,9 @@ describe.concurrent('ingest', () => {
   it('a delivered job keeps a marker at its key: a redelivered inbound message does not deliver it again', async () => {
     const sys = await createSystem(em, { settings });
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
-    const [job] = await submitJobs(sys, 'demo', [{ payload: { c: 1 }, runAt: new Date(Date.now() + 1_200).toISOString() }]);
+    const [job] = await submitJobs(sys, 'demo', [
+      { payload: { c: 1 }, runAt: new Date(Date.now() + settings.lookaheadMs + 3_000).toISOString() },
+    ]);
     const [body] = await takeInbound(sys, 1);
     expect(await ingest(sys.w.ingest, body!)).toEqual(['created']);
     const key = keyOf(job!.jobId, sys);

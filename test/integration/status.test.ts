@@ -54,7 +54,9 @@ const round = (sys: TestSystem) => dispatchRound(sys.w.dispatch, { shards: shard
 describe.concurrent('status tells only what the table records', () => {
   it('answers UNKNOWN, not SCHEDULED or QUEUED, for a job the system cannot find (its inbound message lost)', async () => {
     const sys = await createSystem(em, { settings });
-    const [job] = await submitJobs(sys, 'demo', [{ payload: { lost: true }, runAt: new Date(Date.now() + 1_500).toISOString() }]);
+    const [job] = await submitJobs(sys, 'demo', [
+      { payload: { lost: true }, runAt: new Date(Date.now() + settings.lookaheadMs + 3_000).toISOString() },
+    ]);
     await takeInbound(sys); // gone, as if the buffer had lost it: nothing will ever store the job
 
     const before = await sys.w.jobs.status('demo', job!.jobId);
