@@ -32,6 +32,15 @@ export const TENANT_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const ID_PATTERN =
   /^j1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,14})\.([tud])\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 const MAX_ID_LENGTH = 120;
+const WORKFLOW_ID_PATTERN = /^wf1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,14})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
+
+/** A workflow id this deployment issued (issue #25): `wf1.<tenant>.<createdMs>.<random>.<mac>`. */
+export interface ParsedWorkflowId {
+  readonly workflowId: string;
+  readonly tenant: string;
+  /** When the workflow was submitted, epoch ms. */
+  readonly createdMs: number;
+}
 
 /** Signs and parses job ids with one per-deployment key (at least 32 bytes). */
 export class JobIdCodec {
@@ -63,6 +72,29 @@ export class JobIdCodec {
     const due = Number(dueMs);
     if (!Number.isSafeInteger(due)) throw new InvalidJobIdError();
     return { jobId, tenant, shard: Number(shard), dueMs: due, path, random };
+  }
+
+  /**
+   * A new workflow's id: `wf1.<tenant>.<createdMs>.<random 12 bytes>.<mac>`, signed as job ids are
+   * (the `wf1.` prefix keeps the two apart), so that a tenant's workflow is found, and another
+   * tenant's or a forged one told apart, without a read.
+   */
+  workflowId(tenant: string, createdMs: number): string {
+    const body = `wf1.${tenant}.${createdMs}.${randomBytes(12).toString('base64url')}`;
+    return `${body}.${this.#mac(body)}`;
+  }
+
+  /** The parts of a workflow id this deployment issued; undefined for anything else (malformed, altered, another key's). */
+  parseWorkflowId(workflowId: string): ParsedWorkflowId | undefined {
+    if (typeof workflowId !== 'string' || workflowId.length > MAX_ID_LENGTH) return undefined;
+    const m = WORKFLOW_ID_PATTERN.exec(workflowId);
+    if (!m) return undefined;
+    const [, tenant, createdMs, , mac] = m as unknown as [string, string, string, string, string];
+    const expected = Buffer.from(this.#mac(workflowId.slice(0, workflowId.length - mac.length - 1)));
+    const given = Buffer.from(mac);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    const created = Number(createdMs);
+    return Number.isSafeInteger(created) ? { workflowId, tenant, createdMs: created } : undefined;
   }
 
   /** Shard and random part for a new job: uniformly random. */

@@ -352,3 +352,38 @@ describe('sortKey / parseSortKey', () => {
     }
   });
 });
+
+describe('workflow ids', () => {
+  const SHAPE = /^wf1\.([a-z0-9][a-z0-9-]{0,39})\.(\d+)\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
+
+  it('round-trips the tenant and creation time of any id it issues, in the documented shape, each id new', () => {
+    fc.assert(
+      fc.property(tenantArb, dueArb, (tenant, createdMs) => {
+        const id = codec.workflowId(tenant, createdMs);
+        expect(id).toMatch(SHAPE);
+        expect(codec.parseWorkflowId(id)).toEqual({ workflowId: id, tenant, createdMs });
+        expect(codec.workflowId(tenant, createdMs)).not.toBe(id);
+      }),
+    );
+  });
+
+  it('knows nothing of an id altered in any character, signed with another key, or a job id', () => {
+    fc.assert(
+      fc.property(tenantArb, dueArb, fc.nat(), fc.constantFrom(...ALPHABET), (tenant, createdMs, at, ch) => {
+        const id = codec.workflowId(tenant, createdMs);
+        const i = at % id.length;
+        if (id[i] === ch) return;
+        expect(codec.parseWorkflowId(id.slice(0, i) + ch + id.slice(i + 1))).toBeUndefined();
+        expect(otherCodec.parseWorkflowId(id)).toBeUndefined();
+      }),
+    );
+    // Another tenant's id, rewritten to name this tenant: the mac no longer matches.
+    expect(codec.parseWorkflowId(replaceField(codec.workflowId('alpha', NOW), 1, 'beta'))).toBeUndefined();
+    // A job id's body and mac, with the workflow prefix: the prefix is signed too.
+    const job = codec.encode({ tenant: 'alpha', shard: 1, dueMs: NOW, path: 't', random: codec.placement('alpha', 8).random });
+    expect(codec.parseWorkflowId(job)).toBeUndefined();
+    expect(() => codec.parse(codec.workflowId('alpha', NOW))).toThrow(InvalidJobIdError);
+    for (const bad of ['', 'wf1', 'wf1.alpha.1.x.y', `${codec.workflowId('alpha', NOW)}x`, 42, null, 'wf1.' + 'a'.repeat(200)])
+      expect(codec.parseWorkflowId(bad as string)).toBeUndefined();
+  });
+});
