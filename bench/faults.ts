@@ -21,10 +21,10 @@
  * not accepted by then (SentTimestamp), or `CANCELLED` for one that was delivered.
  */
 import { randomUUID } from 'node:crypto';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { type SQSClient } from '@aws-sdk/client-sqs';
 import { CONTROLS_TTL_MS } from '../core/tenants/controls.js';
 import { QUEUE_SETTINGS } from '../core/model/schema.js';
-import { startLocalStack, type LocalJson } from '../test/support/localStack.js';
+import { startLocalStack, type LocalJson, localSqs } from '../test/support/localStack.js';
 import { signedRetrying, submitKeyed, type KeyedJob } from '../test/support/retrying.js';
 import { consumeQueue, load, progress, realisticPayload, sleep, summarize, type Received, type Summary } from './support.js';
 
@@ -126,11 +126,7 @@ export async function runFaults(shape: FaultsShape): Promise<FaultsResult> {
   const stack = await startLocalStack({ DYNEIN_TENANTS: `${MAIN},${PAUSED}`, DYNEIN_FAULTS: faults });
   try {
     const local = await stack.waitForLocalJson((l) => l.admin !== undefined && !!l.tenants[MAIN] && !!l.tenants[PAUSED], 90_000);
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const sqs = localSqs(local);
     try {
       await sleep(2_000); // the first tick execution has started with compute
       return await run(local, sqs, shape);

@@ -8,10 +8,9 @@
  * ApproximateFirstReceiveTimestamp, each minus the job's runAt. A job is early when either is
  * negative.
  */
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { startLocalStack } from '../test/support/localStack.js';
+import { startLocalStack, localSqs } from '../test/support/localStack.js';
 import {
   consumeQueue,
   load,
@@ -112,11 +111,7 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
   try {
     const local = await stack.waitForLocalJson(undefined, 90_000);
     const tenant = local.tenants.demo!;
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const sqs = localSqs(local);
     const consumer = consumeQueue(sqs, tenant.queueUrl, { pollers: 3 });
     const signer = new SignatureV4({
       service: 'execute-api',

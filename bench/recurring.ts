@@ -17,8 +17,7 @@
  * (`GET /local/metrics`) over the window, less what the same stack did idle before the schedules
  * existed (polling) — see {@link perOccurrenceUsage}.
  */
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { signedFetch, startLocalStack, type LocalJson } from '../test/support/localStack.js';
+import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../test/support/localStack.js';
 import { clocks, cronMatches, expectedRuns, type OracleCron } from '../test/support/cronOracle.js';
 import { costPerMillion, type PerJobUsage } from './cost.js';
 import { consumeQueue, load, progress, sleep, summarize, type Received, type Summary } from './support.js';
@@ -238,11 +237,7 @@ export async function runRecurring(shape: RecurringShape): Promise<RecurringResu
   const stack = await startLocalStack({ DYNEIN_TENANTS: TENANTS.join(',') });
   try {
     const local: LocalJson = await stack.waitForLocalJson((l) => TENANTS.every((t) => l.tenants[t]), 90_000);
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const sqs = localSqs(local);
     // A worker per tenant queue with enough pollers for a minute's burst (up to ~40 occurrences of a tenant due at once): the consumer must not be what is measured.
     const consumers = Object.fromEntries(TENANTS.map((t) => [t, consumeQueue(sqs, local.tenants[t]!.queueUrl, { pollers: 5 })]));
 

@@ -27,10 +27,10 @@
  * reported beside it. A job is early when either the receive time or the first-receive timestamp
  * is before its runAt.
  */
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { type SQSClient } from '@aws-sdk/client-sqs';
 import { CONTROLS_TTL_MS } from '../core/tenants/controls.js';
 import { consumeQueueInProcess } from './consumerProcess.js';
-import { signedFetch, startLocalStack, type LocalJson } from '../test/support/localStack.js';
+import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../test/support/localStack.js';
 import {
   consumeQueue,
   load,
@@ -207,11 +207,7 @@ async function withStack<T>(tenants: readonly string[], label: string, fn: (ctx:
   const stack = await startLocalStack({ DYNEIN_TENANTS: tenants.join(',') });
   try {
     const local = await stack.waitForLocalJson((l) => l.admin !== undefined && tenants.every((t) => l.tenants[t]), 90_000);
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
+    const sqs = localSqs(local);
     try {
       await sleep(2_000); // the first tick execution has started with compute
       return await fn({ local, sqs });

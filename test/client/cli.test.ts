@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
-import { GetQueueAttributesCommand, PurgeQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, PurgeQueueCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli/index.js';
-import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 import { cliEntry, sendDeliveries, waitUntil, runCli } from './support.js';
 
 /**
@@ -24,7 +24,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'dynein-cli-'));
 beforeAll(async () => {
   stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta,gamma', DYNEIN_LOOKAHEAD_MS: '2000' });
   local = await stack.waitForLocalJson();
-  sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  sqs = localSqs(local);
 }, 60_000);
 afterAll(async () => {
   sqs?.destroy();

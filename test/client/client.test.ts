@@ -1,6 +1,5 @@
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DyneinClient,
@@ -11,7 +10,7 @@ import {
   PayloadTooLargeError,
   ValidationError,
 } from '../../client/index.js';
-import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 
 /**
@@ -158,11 +157,7 @@ describe('DyneinClient against the local stack', () => {
       retry: { baseMs: 10, capMs: 50 },
     });
 
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-    });
+    const sqs = localSqs(local);
     const consumer = consume(sqs, local.tenants.alpha!.queueUrl);
     try {
       // Due after the lookahead: through the inbound queue and the table, where the id dedupes.

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient, Worker } from '../../client/index.js';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 import { waitUntil, runCli } from './support.js';
 
 /**
@@ -40,7 +39,7 @@ async function runWorker(tenant: string, client: DyneinClient, handler: (jobId: 
       return client.reportOutcomes(t, o);
     },
   };
-  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const sqs = localSqs(local);
   const worker = new Worker({
     queueUrl: local.tenants[tenant]!.queueUrl,
     sqs,

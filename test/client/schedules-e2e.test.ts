@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DyneinClient,
@@ -11,7 +11,7 @@ import {
   type DeliveredJob,
   type JobContext,
 } from '../../client/index.js';
-import { startLocalStack, type LocalJson } from '../support/localStack.js';
+import { startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 import { receiveAll, waitUntil, runCli } from './support.js';
 
 /**
@@ -31,7 +31,7 @@ beforeAll(async () => {
   local = await stack.waitForLocalJson();
   alpha = new DyneinClient({ endpoint: local.endpoint, region: local.region, credentials: local.tenants.alpha! });
   beta = new DyneinClient({ endpoint: local.endpoint, region: local.region, credentials: local.tenants.beta! });
-  sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  sqs = localSqs(local);
 }, 60_000);
 afterAll(async () => {
   sqs?.destroy();

@@ -2,11 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient, UnrecoverableError, Worker } from '../../client/index.js';
-import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 import { waitUntil } from './support.js';
 
 /**
@@ -130,7 +130,7 @@ async function billingMorning(): Promise<string> {
   await billing.cancel('billing', dropped.jobId);
   await billing.putSchedule('billing', 'nightly-invoices', { expression: 'cron(0 2 * * ? *)', timezone: 'Europe/Paris' });
 
-  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const sqs = localSqs(local);
   const attempts = new Map<string, number>();
   const worker = new Worker({
     queueUrl: local.tenants.billing!.queueUrl,
@@ -233,11 +233,7 @@ describe('dynein ui against the local stack', () => {
 
   it('shows the tenant’s dead letters and redrives one to its queue through the dlq routes', async () => {
     const alpha = local.tenants.alpha!;
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-    });
+    const sqs = localSqs(local);
     const runAt = '2030-01-01T00:00:00.000Z';
     const page = await browser.newPage();
     try {

@@ -1,6 +1,5 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { signedFetch, startLocalStack } from '../support/localStack.js';
+import { signedFetch, startLocalStack, localSqs } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 
 /**
@@ -15,11 +14,7 @@ describe('compute killed mid-dispatch', () => {
   it('loses nothing when compute is SIGKILLed twice during a burst', async () => {
     stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
     const local = await stack.waitForLocalJson();
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-    });
+    const sqs = localSqs(local);
     const consumer = consume(sqs, local.tenants.alpha!.queueUrl);
 
     // A burst of 300 jobs due over 4 s, starting 3 s from now, through the table.

@@ -1,7 +1,7 @@
-import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli/index.js';
-import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 
 /**
  * The dead-letter routes on the local stack (the compute process's dlq handler behind the local API
@@ -14,7 +14,7 @@ let sqs: SQSClient;
 beforeAll(async () => {
   stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta' });
   local = await stack.waitForLocalJson();
-  sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  sqs = localSqs(local);
 }, 60_000);
 
 afterAll(async () => {

@@ -1,7 +1,6 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { QUEUE_SETTINGS } from '../../core/model/index.js';
-import { startLocalStack } from '../support/localStack.js';
+import { startLocalStack, localSqs } from '../support/localStack.js';
 import { signedRetrying, submitKeyed, type KeyedJob } from '../support/retrying.js';
 import { consume } from '../support/system.js';
 
@@ -34,11 +33,7 @@ describe('the local stack under AWS faults', () => {
       });
       running.push(stack);
       const local = await stack.waitForLocalJson(undefined, 60_000);
-      const sqs = new SQSClient({
-        endpoint: local.sqsEndpoint,
-        region: local.region,
-        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-      });
+      const sqs = localSqs(local);
       const consumer = consume(sqs, local.tenants.alpha!.queueUrl);
       try {
         // 300 jobs in batches of 100, each made as it is sent: one in ten due within the lookahead

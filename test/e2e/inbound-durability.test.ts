@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { signedFetch, startLocalStack } from '../support/localStack.js';
+import { signedFetch, startLocalStack, localSqs } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 
 /**
@@ -62,11 +62,7 @@ describe('the inbound queue across a SIGKILL of the whole stack', () => {
         ids.push(r.jobId);
       }
     }
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-    });
+    const sqs = localSqs(local);
     const inboundUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'dynein-inbound' }))).QueueUrl!;
     const waiting = (
       await sqs.send(new GetQueueAttributesCommand({ QueueUrl: inboundUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))

@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { type SQSClient } from '@aws-sdk/client-sqs';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consume } from '../support/system.js';
-import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 import { specSign } from '../support/specSigner.js';
 
 /**
@@ -20,7 +20,7 @@ let sqs: SQSClient;
 beforeAll(async () => {
   stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta' }, { npmStart: true });
   local = await stack.waitForLocalJson();
-  sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  sqs = localSqs(local);
 }, 60_000);
 
 afterAll(async () => {

@@ -7,9 +7,9 @@
  * The two tests run at once, each on its own stack: the second waits a minute on the clock, and
  * the first needs none of it.
  */
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, it, type TestContext } from 'vitest';
-import { signedFetch, startLocalStack, type LocalJson } from '../support/localStack.js';
+import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 
 type Stack = Awaited<ReturnType<typeof startLocalStack>>;
 
@@ -22,7 +22,7 @@ interface Received {
 
 /** Receives every message of a queue (raw bodies and attributes) until stopped. */
 function receiveAll(local: LocalJson, queueUrl: string): { got: Received[]; stop(): Promise<void> } {
-  const sqs = new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const sqs = localSqs(local);
   const got: Received[] = [];
   const abort = new AbortController();
   const loop = (async () => {

@@ -1,7 +1,6 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli/index.js';
-import { signedFetch, startLocalStack } from '../support/localStack.js';
+import { signedFetch, startLocalStack, localSqs } from '../support/localStack.js';
 import { consume } from '../support/system.js';
 
 /**
@@ -68,11 +67,7 @@ describe('a paused tenant on the local stack', () => {
     const stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
     running.push(stack);
     const local = await stack.waitForLocalJson(undefined, 60_000);
-    const sqs = new SQSClient({
-      endpoint: local.sqsEndpoint,
-      region: local.region,
-      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-    });
+    const sqs = localSqs(local);
     const alpha = consume(sqs, local.tenants.alpha!.queueUrl);
     const beta = consume(sqs, local.tenants.beta!.queueUrl);
     try {

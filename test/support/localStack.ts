@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { SQSClient } from '@aws-sdk/client-sqs';
 
 export interface LocalJson {
   endpoint: string;
@@ -118,6 +119,11 @@ export async function startLocalStack(
       if (running()) signal('SIGKILL');
     },
   };
+}
+
+/** An SQS client of the stack's queue service (fauxqs), as local.json names it: any credentials do. */
+export function localSqs(local: Pick<LocalJson, 'sqsEndpoint' | 'region'>): SQSClient {
+  return new SQSClient({ endpoint: local.sqsEndpoint, region: local.region, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
 }
 
 /** A SigV4-signed request to the API (service execute-api), as the SDK and curl sign it. */
