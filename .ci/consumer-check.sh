@@ -190,9 +190,9 @@ quickstart() (
   local_pid=
   data=$(mktemp -d "$client/.dynein.XXXXXX")
   trap '[[ -z $local_pid ]] || { kill -INT "$local_pid" 2>/dev/null; for _ in $(seq 50); do kill -0 "$local_pid" 2>/dev/null || break; sleep 0.2; done; kill -KILL "$local_pid" 2>/dev/null; } || true' EXIT
-  port=$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")
   export DYNEIN_DATA_DIR=$data
-  "$dynein" local --port "$port" --tenants demo >"$data/local.log" 2>&1 &
+  # --port 0: any free port, named in local.json (a port picked beforehand could be taken first).
+  "$dynein" local --port 0 --tenants demo >"$data/local.log" 2>&1 &
   local_pid=$!
   for _ in $(seq 150); do
     [[ -f $data/local.json ]] && break

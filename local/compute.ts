@@ -8,6 +8,7 @@
  * plus the services' endpoints, set by `local/start.ts`.
  */
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -154,7 +155,9 @@ const ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
   }),
 );
 
-if (process.send) process.send({ type: 'ready', pid: process.pid });
+// The port taken (DYNEIN_PORT=0 takes any free one): local.json names it.
+const apiPort = (api.address() as AddressInfo).port;
+if (process.send) process.send({ type: 'ready', pid: process.pid, port: apiPort });
 console.log(`dynein compute: ready (pid ${process.pid})`);
 
 const stop = async () => {

@@ -66,7 +66,8 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     problems.push(`${name} must be true or false, got '${env[name]}'`);
     return fallback;
   };
-  const port = int('DYNEIN_PORT', 8080, 1, 65_535)!;
+  // 0: any free port (local.json and the banner give the one taken).
+  const port = int('DYNEIN_PORT', 8080, 0, 65_535)!;
   const tenants = (env.DYNEIN_TENANTS?.trim() || 'demo')
     .split(',')
     .map((t) => t.trim())

@@ -71,7 +71,7 @@ services.on('exit', (code, signal) => {
   void shutdown(1);
 });
 
-const computeEnv = {
+const computeEnv: Record<string, string | undefined> = {
   DYNEIN_TABLE: svc.tableName,
   DYNEIN_INBOUND_QUEUE_URL: svc.inboundQueueUrl,
   DYNEIN_ID_KEY: secrets.idKey,
@@ -85,6 +85,8 @@ const computeEnv = {
   DYNEIN_TENANT_QUEUE_URL: svc.tenantQueues.queueUrl,
   DYNEIN_TENANT_DLQ_URL: svc.tenantQueues.dlqUrl,
 };
+/** The API's port: DYNEIN_PORT, or the one the first compute took when it is 0. */
+let apiPort = settings.port;
 const recentDeaths: number[] = [];
 
 async function startCompute(): Promise<void> {
@@ -109,12 +111,17 @@ async function startCompute(): Promise<void> {
     console.log(`dynein: compute died (${signal ?? `code ${code}`}); starting a new one, as Lambda would`);
     void startCompute().catch((err) => console.error(`dynein: ${(err as Error).message}`));
   });
-  await ready(child, 'compute');
+  const { port } = await ready<{ port: number }>(child, 'compute');
+  // With DYNEIN_PORT=0 the first compute takes any free port; a restarted one takes the same.
+  if (apiPort === 0) {
+    apiPort = port;
+    computeEnv.DYNEIN_PORT = String(port);
+  }
   if (!stopping) writeLocalJson();
 }
 
 function writeLocalJson(): void {
-  const endpoint = `http://127.0.0.1:${settings.port}`;
+  const endpoint = `http://127.0.0.1:${apiPort}`;
   const tenants = Object.fromEntries(
     settings.tenants.map((t) => [t, { ...secrets.tenants[t]!, queueUrl: svc.tenants[t]!.queueUrl, dlqUrl: svc.tenants[t]!.dlqUrl }]),
   );
@@ -144,7 +151,7 @@ await startCompute().catch((err: Error) => {
   return shutdown(1);
 });
 
-const endpoint = `http://127.0.0.1:${settings.port}`;
+const endpoint = `http://127.0.0.1:${apiPort}`;
 console.log(
   [
     '',

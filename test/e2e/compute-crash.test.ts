@@ -58,6 +58,9 @@ describe('compute killed mid-dispatch', () => {
       process.kill(victim, 'SIGKILL');
       const next = await stack.waitForLocalJson((l) => l.pids.compute !== victim, 30_000);
       pids.push(next.pids.compute);
+      // Started with DYNEIN_PORT=0, the restarted compute serves on the port the first one took.
+      expect(next.endpoint).toBe(local.endpoint);
+      expect((await signedFetch(next.endpoint, local.tenants.alpha!, 'GET', `/v1/tenants/alpha/jobs/${ids[0]}`)).status).toBe(200);
     }
     expect(new Set(pids).size).toBe(3);
     await vi.waitFor(() => expect(stack!.output()).toMatch(/compute died \(SIGKILL\); starting a new one/), {

@@ -48,7 +48,8 @@ async function testBuildStart(): Promise<string | undefined> {
 const TEST_SIZE = { DYNEIN_SHARDS: '8', DYNEIN_GROUPS: '2' };
 
 /**
- * The local stack in its own process group, with a fresh data directory: in the system tests, the
+ * The local stack in its own process group, with a fresh data directory, on any free port
+ * (local.json names it: no port picked here that another process could take first): in the system tests, the
  * bundles of this checkout's sources on plain node (as `dynein local` runs them: the same start,
  * services and compute processes, without tsx's cost), at {@link TEST_SIZE}; with `npmStart`, and
  * everywhere else (the benchmark), `npm start` as a user runs it, at the default size.
@@ -66,13 +67,12 @@ export async function startLocalStack(
   stop(): Promise<void>;
 }> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'dynein-e2e-'));
-  const port = await freePort();
   let out = '';
   const built = opts.npmStart ? undefined : await testBuildStart();
   const [command, args] = built ? [process.execPath, ['--enable-source-maps', built]] : ['npm', ['start']];
   const proc = spawn(command, args, {
     cwd: process.cwd(),
-    env: { ...process.env, ...(built ? TEST_SIZE : {}), DYNEIN_DATA_DIR: dataDir, DYNEIN_PORT: String(port), ...env },
+    env: { ...process.env, ...(built ? TEST_SIZE : {}), DYNEIN_DATA_DIR: dataDir, DYNEIN_PORT: '0', ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -15,7 +15,7 @@ export const localCommand: Command = {
     'environment: DYNEIN_LOOKAHEAD_MS, DYNEIN_LEASE_MS, DYNEIN_TICK_RUN_MS, DYNEIN_TICK_EVERY_MS, AWS_REGION.',
   targeted: false,
   flags: {
-    port: { type: 'string', arg: '<n>', help: 'the API port (default $DYNEIN_PORT, else 8080)' },
+    port: { type: 'string', arg: '<n>', help: 'the API port (default $DYNEIN_PORT, else 8080; 0: any free port, named in local.json)' },
     tenants: { type: 'string', arg: '<a,b>', help: 'the tenants, comma-separated (default $DYNEIN_TENANTS, else demo)' },
     'data-dir': {
       type: 'string',
