@@ -373,7 +373,8 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
       r.dispatch = await phase('dispatch', () =>
         runDispatch(em, sys, {
           burst: sizes.burst,
-          warmup: Math.max(500, sizes.burst / 10),
+          // Smoke mode proves the phase runs: a token warm-up.
+          warmup: smoke ? 50 : Math.max(500, sizes.burst / 10),
           repeats: sizes.repeats,
           ceilingRows: Math.min(sizes.burst, 5_000),
         }),

@@ -10,7 +10,9 @@ test('the stack holds the scheduler and the billing tenant, and the service may 
   template.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
     Replicas: Match.arrayWith([Match.objectLike({ PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true } })]),
   });
-  template.hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs24.x' });
+  const runtimes = Object.values(template.findResources('AWS::Lambda::Function')).map((f) => f.Properties.Runtime);
+  expect(runtimes.length).toBeGreaterThan(0);
+  expect(runtimes.filter((r) => r !== 'nodejs24.x')).toEqual([]);
   template.hasResourceProperties('AWS::IAM::Policy', {
     PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'execute-api:Invoke' })]) },
   });

@@ -54,8 +54,9 @@ describe('npm start', () => {
       await Promise.all(
         Array.from({ length: 20 }, async (_, k) => {
           const tenant = tenants[(i + k) % 2]!;
-          // Due 10 to 22 s after its request: past the 5 s lookahead (through the table) and cancellable for a while.
-          const runAt = new Date(Date.now() + 10_000 + Math.floor(Math.random() * 12_000)).toISOString();
+          // Due 15 to 27 s after its request: past the 5 s lookahead (through the table), and still
+          // cancellable once all 200 are in, however loaded the machine (10 s of submits were seen).
+          const runAt = new Date(Date.now() + 15_000 + Math.floor(Math.random() * 12_000)).toISOString();
           const res = await signedFetch(
             local.endpoint,
             local.tenants[tenant]!,
