@@ -101,6 +101,23 @@ export function prioAttribute(priority: number | undefined): Item {
   return priority === undefined || priority === DEFAULT_PRIORITY ? {} : { prio: { N: String(priority) } };
 }
 
+/**
+ * A workflow job's row attributes: `wf` (the workflow's id) and `wpar` (its parents' summary, JSON
+ * text, deflated when that saves space: it holds up to 1,000 parents and their results).
+ */
+function workflowAttributes(row: Pick<JobRow, 'workflow' | 'parents'>): Item {
+  if (row.workflow === undefined) return {};
+  if (row.parents === undefined) return { wf: { S: row.workflow } };
+  const raw = Buffer.from(row.parents, 'utf8');
+  const z = raw.length > COMPRESS_ABOVE_BYTES ? deflateRawSync(raw) : undefined;
+  return { wf: { S: row.workflow }, wpar: z && z.length < raw.length ? { B: z } : { S: row.parents } };
+}
+
+/** The text of an attribute {@link workflowAttributes} wrote: plain, or deflated. */
+function textOf(value: AttributeValue): string {
+  return value.B ? inflateRawSync(value.B).toString('utf8') : (value.S ?? '');
+}
+
 /** `{priority}` of an item with a `prio` attribute; nothing for a default row. */
 function priorityOf(item: Item): { priority?: number } {
   const n = Number(item.prio?.N);
@@ -162,6 +179,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...(row.schedule !== undefined ? { sched: { S: row.schedule } } : {}),
             // Priority only when not the default: a default row is the bytes (and write units) it was.
             ...prioAttribute(row.priority),
+            ...workflowAttributes(row),
           },
           // Only into an empty key: a redelivered message finds its row, a cancelled job its
           // tombstone, a delivered one its marker. A DEAD record gives way: the job was redriven
@@ -458,6 +476,8 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         leaseUntil,
         ...(a.sched?.S !== undefined ? { schedule: a.sched.S } : {}),
         ...priorityOf(a),
+        ...(a.wf?.S !== undefined ? { workflow: a.wf.S } : {}),
+        ...(a.wpar !== undefined ? { parents: textOf(a.wpar) } : {}),
       };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;

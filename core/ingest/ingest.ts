@@ -1,6 +1,7 @@
 import {
   type Clock,
   type InboundJob,
+  inboundMatchesId,
   isLateRow,
   type JobIdCodec,
   type JobWrites,
@@ -81,7 +82,7 @@ export async function ingestJob(deps: IngestDeps, job: InboundJob): Promise<Inge
   } catch {
     throw new MalformedInboundError(`inbound message carries an invalid job id`);
   }
-  if (id.tenant !== job.tenant || id.shard !== job.shard || id.dueMs !== job.dueMs || id.path === 'd') {
+  if (!inboundMatchesId(id, job)) {
     throw new MalformedInboundError(`inbound message for ${job.jobId} does not match its job id`);
   }
   const key = { shard: job.shard, dueMs: job.dueMs, jobId: job.jobId };

@@ -1,4 +1,4 @@
-import { parseInboundBody, tombstoneExpiresAtMs } from '../model/index.js';
+import { inboundMatchesId, parseInboundBody, tombstoneExpiresAtMs } from '../model/index.js';
 import type { IngestDeps } from './ingest.js';
 
 /**
@@ -23,7 +23,7 @@ export async function recordDeadLetters(deps: IngestDeps, body: string): Promise
       } catch {
         return false;
       }
-      if (id.tenant !== job.tenant || id.shard !== job.shard || id.dueMs !== job.dueMs || id.path === 'd') return false;
+      if (!inboundMatchesId(id, job)) return false;
       // Kept while the message can sit in the DLQ and come back: status answers DEAD_LETTERED
       // (not UNKNOWN) and a cancel still finds it until then.
       const expiresAt = tombstoneExpiresAtMs(job.dueMs, now, deps.settings);

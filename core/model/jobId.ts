@@ -6,15 +6,17 @@ import { InvalidJobIdError } from './errors.js';
  *
  *   j1.<tenant>.<shard>.<dueMs>.<path>.<random>.<mac>
  *
- * - `path` is `t` (table, cancellable), `u` (table, not cancellable) or `d` (sent straight to
- *   the tenant queue);
+ * - `path` is `t` (table, cancellable), `u` (table, not cancellable), `d` (sent straight to
+ *   the tenant queue) or `w` (a job of a workflow: the time field is the workflow's creation,
+ *   since its due time is not known until its parents end; its waiting record, `w#<shard>` at
+ *   that sort key, says where it went);
  * - `random` is 12 random bytes in base64url;
  * - `mac` is the first 16 bytes of HMAC-SHA256(key, everything before it), base64url.
  *
  * Status and cancel therefore find the row with one key lookup (`pk = shard`,
  * `sk = dueMs#jobId`) and tell a forged or altered id apart from a real one without reading.
  */
-export type JobPath = 't' | 'u' | 'd';
+export type JobPath = 't' | 'u' | 'd' | 'w';
 
 export interface JobIdParts {
   readonly tenant: string;
@@ -30,7 +32,7 @@ export interface ParsedJobId extends JobIdParts {
 
 export const TENANT_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const ID_PATTERN =
-  /^j1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,14})\.([tud])\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
+  /^j1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,14})\.([tudw])\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 const MAX_ID_LENGTH = 120;
 const WORKFLOW_ID_PATTERN = /^wf1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,14})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 
@@ -95,6 +97,22 @@ export class JobIdCodec {
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
     const created = Number(createdMs);
     return Number.isSafeInteger(created) ? { workflowId, tenant, createdMs: created } : undefined;
+  }
+
+  /**
+   * The id of job `jobKey` of workflow `workflowId` (created at `createdMs`): path `w`, shard and
+   * random part derived (HMAC) from the two, so that a retried submit names the same jobs.
+   */
+  workflowJobId(workflow: ParsedWorkflowId, jobKey: string, shardCount: number): string {
+    const h = createHmac('sha256', this.#key).update(`wfjob\n${workflow.workflowId}\n${jobKey}`).digest();
+    const shard = h.readUInt32BE(12) % shardCount;
+    return this.encode({
+      tenant: workflow.tenant,
+      shard,
+      dueMs: workflow.createdMs,
+      path: 'w',
+      random: h.subarray(0, 12).toString('base64url'),
+    });
   }
 
   /** Shard and random part for a new job: uniformly random. */

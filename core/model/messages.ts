@@ -1,5 +1,6 @@
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { parseJson, RawJson, type JsonPath } from '../util/index.js';
+import type { ParsedJobId } from './jobId.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, type OutgoingMessage } from './ports.js';
 
 /** Largest total size of one SendMessageBatch call we build (SQS's classic 256 KiB limit). */
@@ -14,24 +15,29 @@ export function isoMs(ms: number): string {
 /**
  * The body delivered to a tenant queue: `{"jobId", "tenant", "runAt", "payload"}`, and for an
  * occurrence of a recurring schedule `"schedule"` before the payload (and a `schedule` message
- * attribute). The payload is spliced in as the JSON text it was stored as, never parsed again.
+ * attribute); for a job of a workflow `"workflow"` (and a `workflow` attribute), and for one with
+ * parents `"parents"` (the summary, spliced in as the text it was stored as), before the payload. The payload is spliced in as the JSON text it was stored as, never parsed again.
  * For a tenant with history on (`history`), the attribute `dynein-history` = `1` asks the worker
  * to report the outcome (docs/history.md).
  */
 export function deliveryMessage(
   id: string,
-  job: { jobId: string; tenant: string; dueMs: number; payload: string; schedule?: string },
+  job: { jobId: string; tenant: string; dueMs: number; payload: string; schedule?: string; workflow?: string; parents?: string },
   delaySeconds?: number,
   opts: { history?: boolean } = {},
 ): OutgoingMessage {
   const runAt = isoMs(job.dueMs);
   const schedule = job.schedule === undefined ? '' : `"schedule":${JSON.stringify(job.schedule)},`;
+  const workflow =
+    (job.workflow === undefined ? '' : `"workflow":${JSON.stringify(job.workflow)},`) +
+    (job.parents === undefined ? '' : `"parents":${job.parents},`);
   return {
     id,
-    body: `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"runAt":"${runAt}",${schedule}"payload":${job.payload}}`,
+    body: `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"runAt":"${runAt}",${schedule}${workflow}"payload":${job.payload}}`,
     attributes: {
       runAt,
       ...(job.schedule === undefined ? {} : { schedule: job.schedule }),
+      ...(job.workflow === undefined ? {} : { workflow: job.workflow }),
       ...(opts.history ? { 'dynein-history': '1' } : {}),
     },
     ...(delaySeconds !== undefined ? { delaySeconds } : {}),
@@ -49,6 +55,20 @@ export interface InboundJob {
   readonly schedule?: string;
   /** 1..9; carried (`"priority"`) only when not the default 5. */
   readonly priority?: number;
+  /** A job of a workflow: the workflow's id (`"workflow"`). */
+  readonly workflow?: string;
+  /** Its parents' summary, a JSON array's text (`"parents"`, spliced in and read back as text). */
+  readonly parents?: string;
+}
+
+/**
+ * Whether an inbound job is the one its id names: the id's tenant and shard, and its due time
+ * (a workflow job's id, path `w`, carries the workflow's creation time instead: its due time is
+ * the release's, and it is a workflow's job). Never a job sent straight to its queue (path `d`).
+ */
+export function inboundMatchesId(id: ParsedJobId, job: InboundJob): boolean {
+  if (id.tenant !== job.tenant || id.shard !== job.shard || id.path === 'd') return false;
+  return id.path === 'w' ? job.workflow !== undefined : id.dueMs === job.dueMs;
 }
 
 /**
@@ -61,7 +81,10 @@ export const MAX_INBOUND_MESSAGE_BYTES = 256 * 1024 - 1024;
 function inboundJobJson(job: InboundJob): string {
   // The default priority is left out: a default job's entry (and its row) is byte for byte what it was before priorities.
   const prio = job.priority === undefined || job.priority === DEFAULT_PRIORITY ? '' : `"priority":${job.priority},`;
-  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}"payload":${job.payload}}`;
+  const workflow =
+    (job.workflow === undefined ? '' : `"workflow":${JSON.stringify(job.workflow)},`) +
+    (job.parents === undefined ? '' : `"parents":${job.parents},`);
+  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${workflow}"payload":${job.payload}}`;
 }
 
 /** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
@@ -148,7 +171,9 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     typeof o.tenant !== 'string' ||
     !Number.isSafeInteger(o.shard) ||
     !Number.isSafeInteger(o.dueMs) ||
-    !(o.payload instanceof RawJson)
+    !(o.payload instanceof RawJson) ||
+    (o.workflow !== undefined && typeof o.workflow !== 'string') ||
+    (o.parents !== undefined && !(o.parents instanceof RawJson && o.parents.text.startsWith('[')))
   ) {
     return undefined;
   }
@@ -166,12 +191,18 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     dueMs: o.dueMs as number,
     payload: o.payload.text,
     ...(priority !== undefined && priority !== DEFAULT_PRIORITY ? { priority: priority as number } : {}),
+    ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
+    ...(o.parents instanceof RawJson ? { parents: o.parents.text } : {}),
   };
 }
 
-/** The payloads of an inbound body, kept as the text submit wrote (version 1: `payload`; 2: `jobs[i].payload`). */
+/**
+ * The payloads of an inbound body, kept as the text submit wrote (version 1: `payload`; 2:
+ * `jobs[i].payload`), and a workflow job's `jobs[i].parents`.
+ */
 const INBOUND_PAYLOADS = (path: JsonPath) =>
-  (path.length === 1 && path[0] === 'payload') || (path.length === 3 && path[0] === 'jobs' && path[2] === 'payload');
+  (path.length === 1 && path[0] === 'payload') ||
+  (path.length === 3 && path[0] === 'jobs' && (path[2] === 'payload' || path[2] === 'parents'));
 
 /**
  * Parses an inbound message body into its jobs, each on its own: a job entry that is not one

@@ -18,6 +18,10 @@ export interface JobRow {
    * ({@link DEFAULT_PRIORITY}), which is never stored (attribute `prio` only when ≠ 5).
    */
   readonly priority?: number;
+  /** A job of a workflow: the workflow's id (delivered in the body and as the `workflow` attribute). */
+  readonly workflow?: string;
+  /** A workflow job with parents: their summary, the JSON array text delivered as `parents`. */
+  readonly parents?: string;
 }
 
 /** Priority of a job that names none: the middle of 1..9. */

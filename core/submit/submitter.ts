@@ -109,6 +109,24 @@ export function needsFreshControls(job: Pick<JobRequest, 'dueMs' | 'cancellable'
   return place(job, nowMs, lookaheadMs).path === 'd' || job.dueMs - nowMs <= CONTROLS_TTL_MS + CLOCK_MARGIN_MS;
 }
 
+/**
+ * Whether jobs handed over now are held (docs/tenant-controls.md#every-path-is-held): read only
+ * when a job {@link needsFreshControls} (one strongly consistent `GetItem`, begun after the
+ * request arrived, so a pause acknowledged before it is seen); true when the tenant is paused or
+ * the read failed (fail closed). Jobs due later need no read: every dispatcher's copy of the
+ * controls is read after the request by the time they are due. No `controls`: never held.
+ */
+export async function heldNow(
+  controls: ControlsCache | undefined,
+  tenant: string,
+  jobs: readonly Pick<JobRequest, 'dueMs' | 'cancellable'>[],
+  nowMs: number,
+  lookaheadMs: number,
+): Promise<boolean> {
+  if (!controls || !jobs.some((job) => needsFreshControls(job, nowMs, lookaheadMs))) return false;
+  return (await controls.fresh(tenant)).paused;
+}
+
 /** Idempotency records written at once by one request. */
 const CLAIM_CONCURRENCY = 32;
 
@@ -358,17 +376,8 @@ export class Submitter {
     await Promise.all([this.deps.idempotency.markSent(sent).catch(() => {}), ...released]);
   }
 
-  /**
-   * Whether the request's jobs are held (docs/tenant-controls.md#every-path-is-held): read only for a request
-   * with a job {@link needsFreshControls} (one strongly consistent `GetItem`, begun after the
-   * request arrived, so a pause acknowledged before it is seen); true when the tenant is paused
-   * or the read failed (fail closed). Jobs due later need no read: every dispatcher's copy of the
-   * controls is read after the request by the time they are due.
-   */
   async #held(tenant: string, jobs: readonly JobRequest[], now: number): Promise<boolean> {
-    const controls = this.deps.controls;
-    if (!controls || !jobs.some((job) => needsFreshControls(job, now, this.deps.settings.lookaheadMs))) return false;
-    return (await controls.fresh(tenant)).paused;
+    return heldNow(this.deps.controls, tenant, jobs, now, this.deps.settings.lookaheadMs);
   }
 
   /**

@@ -48,3 +48,65 @@ export interface WaitingChildren {
   /** Moves the record from state `from` to `to` (with the row's `dueMs` when given); false when it was not in `from`. */
   transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number): Promise<boolean>;
 }
+
+/**
+ * What a workflow job is, written once at submit and never changed (`wp#<shard>`, the sort key of
+ * its waiting record): its payload and delivery fields, its parents in `after`'s order (a parent's
+ * index there is the one its end is recorded under) and its children with the index this job has
+ * in each child's `after` (whom to tell when it ends), all by key (at most 64 characters: a job
+ * of 1,000 parents and 1,000 children with the largest payload stays within an item's 400 KB).
+ * Kept apart from the waiting record, which is rewritten once per parent that ends: a write costs
+ * the size of the item it rewrites.
+ */
+export interface WorkflowJobSpec {
+  readonly key: RowKey;
+  readonly tenant: string;
+  readonly workflowId: string;
+  readonly jobKey: string;
+  /** The payload's JSON text, byte for byte as submitted. */
+  readonly payload: string;
+  readonly priority: number;
+  readonly cancellable: boolean;
+  /** The parents' keys, in `after`'s order (their ids are the workflow's: {@link WorkflowRecord}). */
+  readonly parents: readonly string[];
+  readonly children: readonly WorkflowChildLink[];
+}
+
+/** A child of a workflow job: its key, and the index the parent has in the child's `after`. */
+export interface WorkflowChildLink {
+  readonly jobKey: string;
+  readonly index: number;
+}
+
+/** A workflow as stored (`wf#<tenant>`, sort key its id): its jobs by key. */
+export interface WorkflowRecord {
+  readonly workflowId: string;
+  readonly tenant: string;
+  readonly createdMs: number;
+  /** Each job's id by its key, in the request's order. */
+  readonly jobs: ReadonlyMap<string, string>;
+}
+
+/** What an idempotency key of a workflow stands for: the first request's fingerprint and ids. */
+export interface WorkflowClaim {
+  readonly workflowId: string;
+  readonly createdMs: number;
+  /** A hash of the request's body: a retry with another body is refused. */
+  readonly fingerprint: string;
+}
+
+export interface WorkflowStore {
+  /**
+   * Claims `idempotencyKey` of `tenant` for `claim` unless it is claimed; returns the claim that
+   * stands (`claim` itself when this call made it).
+   */
+  claim(tenant: string, idempotencyKey: string, claim: WorkflowClaim): Promise<WorkflowClaim>;
+  /** Writes the specs (a spec at the same key is overwritten with the same content: retries are safe). */
+  putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void>;
+  /** A job's spec, strongly consistent; undefined when none is at `key`. */
+  getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined>;
+  /** Writes the workflow (the last write of a submit: a workflow that reads back is whole). */
+  putWorkflow(record: WorkflowRecord): Promise<void>;
+  /** The workflow, strongly consistent; undefined when `tenant` has none of that id. */
+  getWorkflow(tenant: string, workflowId: string): Promise<WorkflowRecord | undefined>;
+}

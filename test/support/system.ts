@@ -75,6 +75,10 @@ export interface Delivery {
   /** SQS's own first-receive timestamp. */
   readonly firstReceiveAt: number;
   readonly attributeRunAt: string | undefined;
+  /** The message body as SQS delivered it. */
+  readonly body: string;
+  /** The message attributes' string values. */
+  readonly attributes: Readonly<Record<string, string | undefined>>;
 }
 
 /** Drains a queue until stopped, recording every delivery (duplicates included). */
@@ -106,6 +110,8 @@ export function consume(
             receivedAt,
             firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0),
             attributeRunAt: m.MessageAttributes?.runAt?.StringValue,
+            body: m.Body ?? '',
+            attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue])),
           });
         }
         if (msgs.length > 0) {

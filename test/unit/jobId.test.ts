@@ -386,4 +386,26 @@ describe('workflow ids', () => {
     for (const bad of ['', 'wf1', 'wf1.alpha.1.x.y', `${codec.workflowId('alpha', NOW)}x`, 42, null, 'wf1.' + 'a'.repeat(200)])
       expect(codec.parseWorkflowId(bad as string)).toBeUndefined();
   });
+
+  it("names each job of a workflow by the workflow and its key: path w, the workflow's creation time, the same on a retry", () => {
+    fc.assert(
+      fc.property(
+        tenantArb,
+        dueArb,
+        fc.string({ minLength: 1, maxLength: 64 }),
+        fc.integer({ min: 1, max: 10_000 }),
+        (tenant, createdMs, key, shards) => {
+          const wf = codec.parseWorkflowId(codec.workflowId(tenant, createdMs))!;
+          const id = codec.workflowJobId(wf, key, shards);
+          const parsed = codec.parse(id);
+          expect(parsed).toMatchObject({ tenant, dueMs: createdMs, path: 'w' });
+          expect(parsed.shard).toBeLessThan(shards);
+          expect(codec.workflowJobId(wf, key, shards)).toBe(id);
+          expect(codec.workflowJobId(wf, `${key}x`, shards)).not.toBe(id);
+          // Another workflow of the same tenant and time names other jobs.
+          expect(codec.workflowJobId(codec.parseWorkflowId(codec.workflowId(tenant, createdMs))!, key, shards)).not.toBe(id);
+        },
+      ),
+    );
+  });
 });

@@ -7,6 +7,7 @@ import {
   compactInbound,
   deliveryMessage,
   inboundBody,
+  inboundMatchesId,
   inboundMessageBody,
   MAX_INBOUND_MESSAGE_BYTES,
   packBatches,
@@ -219,6 +220,60 @@ describe('deliveryMessage', () => {
     });
     expect(m.attributes).toEqual({ runAt: '2030-01-01T00:00:00.250Z' });
   });
+
+  it("carries a workflow job's workflow id and its parents' summary, as text, between runAt and the payload", () => {
+    const parents = '[{"key":"extract","jobId":"j1.x","outcome":"SUCCEEDED","result": {"rows" : 1.50}}]';
+    const m = deliveryMessage('0', {
+      jobId: 'j1.demo.3.1893456000000.w.abc.def',
+      tenant: 'demo',
+      dueMs: Date.UTC(2030, 0, 1),
+      workflow: 'wf1.demo.1.abc.def',
+      parents,
+      payload: '{"b" : 2}',
+    });
+    expect(m.body).toBe(
+      `{"jobId":"j1.demo.3.1893456000000.w.abc.def","tenant":"demo","runAt":"2030-01-01T00:00:00.000Z","workflow":"wf1.demo.1.abc.def","parents":${parents},"payload":{"b" : 2}}`,
+    );
+    expect(m.attributes).toEqual({ runAt: '2030-01-01T00:00:00.000Z', workflow: 'wf1.demo.1.abc.def' });
+    // A root job of a workflow: the id and the attribute, no parents.
+    const root = deliveryMessage('0', { jobId: 'j', tenant: 'demo', dueMs: 0, workflow: 'wf1.x', payload: 'null' });
+    expect(JSON.parse(root.body)).toEqual({
+      jobId: 'j',
+      tenant: 'demo',
+      runAt: '1970-01-01T00:00:00.000Z',
+      workflow: 'wf1.x',
+      payload: null,
+    });
+  });
+});
+
+describe('inboundMatchesId', () => {
+  const codec = new JobIdCodec(randomBytes(32));
+  const random = 'AAAAAAAAAAAAAAAA';
+  const job = (extra: Partial<InboundJob> = {}): InboundJob => ({
+    jobId: '',
+    tenant: 'demo',
+    shard: 2,
+    dueMs: 5_000,
+    payload: 'null',
+    ...extra,
+  });
+  const id = (path: 't' | 'u' | 'd' | 'w', dueMs = 5_000) => codec.parse(codec.encode({ tenant: 'demo', shard: 2, dueMs, path, random }));
+
+  it("takes a job at its id's tenant, shard and due time; never one sent straight to its queue", () => {
+    expect(inboundMatchesId(id('t'), job())).toBe(true);
+    expect(inboundMatchesId(id('u'), job())).toBe(true);
+    expect(inboundMatchesId(id('t'), job({ dueMs: 5_001 }))).toBe(false);
+    expect(inboundMatchesId(id('t'), job({ shard: 3 }))).toBe(false);
+    expect(inboundMatchesId(id('t'), job({ tenant: 'other' }))).toBe(false);
+    expect(inboundMatchesId(id('d'), job())).toBe(false);
+  });
+
+  it("takes a workflow job (path w) at any due time, but only as a workflow's job", () => {
+    expect(inboundMatchesId(id('w', 1_000), job({ dueMs: 99_000, workflow: 'wf1.demo' }))).toBe(true);
+    expect(inboundMatchesId(id('w', 1_000), job({ dueMs: 99_000 }))).toBe(false);
+    expect(inboundMatchesId(id('w', 1_000), job({ shard: 3, workflow: 'wf1.demo' }))).toBe(false);
+  });
 });
 
 describe('inbound messages', () => {
@@ -237,6 +292,26 @@ describe('inbound messages', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("round-trip a workflow job's id and parents' summary as text, also deflated (version 4)", () => {
+    const parents = `[{"key":"a","jobId":"j1.x","outcome":"SUCCEEDED","result": ${JSON.stringify('r'.repeat(70_000))} }]`;
+    const jobs: InboundJob[] = [
+      { jobId: 'j1', tenant: 'demo', shard: 1, dueMs: 5, payload: '{"x" : 1}', workflow: 'wf1.demo.1.a.b', parents },
+      { jobId: 'j2', tenant: 'demo', shard: 2, dueMs: 6, payload: 'null', workflow: 'wf1.demo.1.a.b' },
+      { jobId: 'j3', tenant: 'demo', shard: 3, dueMs: 7, payload: '[]' },
+    ];
+    expect(parseInboundBody(inboundBody(jobs))).toEqual(jobs);
+    const deflated = inboundMessageBody(jobs);
+    expect(deflated.startsWith('{"v":4,')).toBe(true);
+    expect(parseInboundBody(deflated)).toEqual(jobs);
+    // parents that are not an array's text, or a workflow that is not a string: not one submit wrote.
+    expect(parseInboundJobs('{"v":2,"jobs":[{"jobId":"j","tenant":"t","shard":0,"dueMs":1,"parents":{},"payload":1}]}')).toEqual([
+      undefined,
+    ]);
+    expect(parseInboundJobs('{"v":2,"jobs":[{"jobId":"j","tenant":"t","shard":0,"dueMs":1,"workflow":7,"payload":1}]}')).toEqual([
+      undefined,
+    ]);
   });
 
   it('keep a null payload', () => {

@@ -1,0 +1,162 @@
+import {
+  type AttributeValue,
+  BatchWriteItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { DEFAULT_PRIORITY, type RowKey, sortKey } from '../core/model/index.js';
+import { backoffMs, sleep } from '../core/util/index.js';
+import type { WorkflowClaim, WorkflowJobSpec, WorkflowRecord, WorkflowStore } from '../core/workflows/index.js';
+import { isConditionFailure, payloadAttribute, payloadOf, prioAttribute, rethrow } from './dynamoJobStore.js';
+
+type Item = Record<string, AttributeValue>;
+
+/** The partition of shard `shard`'s workflow job specs (IAM: `dynamodb:LeadingKeys` `wp#*`). */
+export const specPartition = (shard: number): string => `wp#${shard}`;
+/** The partition of a tenant's workflows and their idempotency claims (IAM: `wf#*`). */
+export const workflowPartition = (tenant: string): string => `wf#${tenant}`;
+
+/** Rounds of BatchWriteItem for the items it leaves unprocessed (throttling) before giving up. */
+const BATCH_ROUNDS = 8;
+
+const specKey = (k: RowKey): Item => ({ pk: { S: specPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
+const workflowKey = (tenant: string, workflowId: string): Item => ({ pk: { S: workflowPartition(tenant) }, sk: { S: workflowId } });
+const claimKey = (tenant: string, idempotencyKey: string): Item => ({
+  pk: { S: workflowPartition(tenant) },
+  sk: { S: `k#${idempotencyKey}` },
+});
+
+/**
+ * Workflows in the scheduler table:
+ *
+ * - a job's spec (`pk = wp#<shard>`, `sk` that of its waiting record): `tenant`, `wf`, `key`,
+ *   the payload (`payload` or deflated `payloadZ`, as rows keep it), `prio` (when not 5), `nc`
+ *   (not cancellable) and `links`, the deflated JSON `{"p": [parent keys], "c": [[child key,
+ *   index], ...]}`;
+ * - a workflow (`pk = wf#<tenant>`, `sk = <workflowId>`): `created` and `jobs`, the deflated JSON
+ *   `[[key, jobId], ...]` in the request's order;
+ * - an idempotency claim (`pk = wf#<tenant>`, `sk = k#<idempotencyKey>`): `wf`, `created`, `fp`.
+ *
+ * Each is written whole by one put; the claim's is conditional (the first claim stands).
+ */
+export class DynamoWorkflowStore implements WorkflowStore {
+  constructor(
+    private readonly ddb: DynamoDBClient,
+    private readonly tableName: string,
+  ) {}
+
+  async claim(tenant: string, idempotencyKey: string, claim: WorkflowClaim): Promise<WorkflowClaim> {
+    try {
+      await this.ddb.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...claimKey(tenant, idempotencyKey),
+            wf: { S: claim.workflowId },
+            created: { N: String(claim.createdMs) },
+            fp: { S: claim.fingerprint },
+          },
+          // The first request with this key claims it; a retry (or another body) finds its claim.
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return claim;
+    } catch (err) {
+      if (!isConditionFailure(err)) return rethrow(err);
+    }
+    const out = await this.#get(claimKey(tenant, idempotencyKey));
+    if (!out?.wf?.S || !out.fp?.S) throw new Error(`the claim of idempotency key '${idempotencyKey}' vanished`);
+    return { workflowId: out.wf.S, createdMs: Number(out.created?.N ?? 0), fingerprint: out.fp.S };
+  }
+
+  async putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void> {
+    const requests: WriteRequest[] = specs.map((s) => ({ PutRequest: { Item: specItem(s) } }));
+    for (let i = 0; i < requests.length; i += 25) await this.#batchWrite(requests.slice(i, i + 25));
+  }
+
+  async getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined> {
+    const item = await this.#get(specKey(key));
+    return item && specOf(key, item);
+  }
+
+  async putWorkflow(record: WorkflowRecord): Promise<void> {
+    try {
+      await this.ddb.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: {
+            ...workflowKey(record.tenant, record.workflowId),
+            created: { N: String(record.createdMs) },
+            jobs: { B: deflateRawSync(JSON.stringify([...record.jobs])) },
+          },
+        }),
+      );
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
+  async getWorkflow(tenant: string, workflowId: string): Promise<WorkflowRecord | undefined> {
+    const item = await this.#get(workflowKey(tenant, workflowId));
+    if (!item?.jobs?.B) return undefined;
+    const jobs = JSON.parse(inflateRawSync(item.jobs.B).toString('utf8')) as [string, string][];
+    return { workflowId, tenant, createdMs: Number(item.created?.N ?? 0), jobs: new Map(jobs) };
+  }
+
+  async #get(key: Item): Promise<Item | undefined> {
+    try {
+      const out = await this.ddb.send(new GetItemCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
+      return out.Item;
+    } catch (err) {
+      return rethrow(err);
+    }
+  }
+
+  /** One BatchWriteItem of at most 25 puts, its unprocessed items written again with backoff. */
+  async #batchWrite(requests: WriteRequest[]): Promise<void> {
+    let left = requests;
+    for (let round = 0; left.length > 0; round++) {
+      if (round === BATCH_ROUNDS) throw new Error(`${left.length} workflow items were not written after ${BATCH_ROUNDS} rounds`);
+      if (round > 0) await sleep(backoffMs(round - 1, { baseMs: 50, capMs: 1_000 }));
+      try {
+        const out = await this.ddb.send(new BatchWriteItemCommand({ RequestItems: { [this.tableName]: left } }));
+        left = out.UnprocessedItems?.[this.tableName] ?? [];
+      } catch (err) {
+        rethrow(err);
+      }
+    }
+  }
+}
+
+function specItem(s: WorkflowJobSpec): Item {
+  const links = { p: s.parents, c: s.children.map((c) => [c.jobKey, c.index]) };
+  return {
+    ...specKey(s.key),
+    tenant: { S: s.tenant },
+    wf: { S: s.workflowId },
+    key: { S: s.jobKey },
+    ...payloadAttribute(s.payload),
+    ...prioAttribute(s.priority),
+    ...(s.cancellable ? {} : { nc: { BOOL: true } }),
+    links: { B: deflateRawSync(JSON.stringify(links)) },
+  };
+}
+
+function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
+  if (!item.tenant?.S || !item.wf?.S || !item.key?.S || !item.links?.B) return undefined;
+  const links = JSON.parse(inflateRawSync(item.links.B).toString('utf8')) as { p: string[]; c: [string, number][] };
+  return {
+    key,
+    tenant: item.tenant.S,
+    workflowId: item.wf.S,
+    jobKey: item.key.S,
+    payload: payloadOf(item),
+    priority: item.prio?.N !== undefined ? Number(item.prio.N) : DEFAULT_PRIORITY,
+    cancellable: item.nc?.BOOL !== true,
+    parents: links.p,
+    children: links.c.map(([jobKey, index]) => ({ jobKey, index })),
+  };
+}
