@@ -38,7 +38,8 @@ const claimKey = (tenant: string, idempotencyKey: string): Item => ({
  *   index], ...]}`;
  * - a workflow (`pk = wf#<tenant>`, `sk = <workflowId>`): `created` and `jobs`, the deflated JSON
  *   `[[key, jobId], ...]` in the request's order;
- * - an idempotency claim (`pk = wf#<tenant>`, `sk = k#<idempotencyKey>`): `wf`, `created`, `fp`.
+ * - an idempotency claim (`pk = wf#<tenant>`, `sk = k#<idempotencyKey>`): `wf`, `created`, `fp`,
+ *   `shards`.
  *
  * Each is written whole by one put; the claim's is conditional (the first claim stands).
  */
@@ -58,6 +59,7 @@ export class DynamoWorkflowStore implements WorkflowStore {
             wf: { S: claim.workflowId },
             created: { N: String(claim.createdMs) },
             fp: { S: claim.fingerprint },
+            shards: { N: String(claim.shardCount) },
           },
           // The first request with this key claims it; a retry (or another body) finds its claim.
           ConditionExpression: 'attribute_not_exists(pk)',
@@ -69,7 +71,7 @@ export class DynamoWorkflowStore implements WorkflowStore {
     }
     const out = await this.#get(claimKey(tenant, idempotencyKey));
     if (!out?.wf?.S || !out.fp?.S) throw new Error(`the claim of idempotency key '${idempotencyKey}' vanished`);
-    return { workflowId: out.wf.S, createdMs: Number(out.created?.N ?? 0), fingerprint: out.fp.S };
+    return { workflowId: out.wf.S, createdMs: Number(out.created?.N ?? 0), fingerprint: out.fp.S, shardCount: Number(out.shards?.N ?? 1) };
   }
 
   async putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void> {

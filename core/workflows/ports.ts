@@ -93,6 +93,8 @@ export interface WorkflowClaim {
   readonly createdMs: number;
   /** A hash of the request's body: a retry with another body is refused. */
   readonly fingerprint: string;
+  /** The shard count the jobs' ids were derived with (it may grow between a request and its retry). */
+  readonly shardCount: number;
 }
 
 export interface WorkflowStore {

@@ -44,6 +44,11 @@ export interface WorkflowJob {
   /** The parents' keys, as given (distinct, each a key of the request, never the job's own). */
   readonly after: readonly string[];
   readonly timing: WorkflowTiming;
+  /**
+   * How the time was given, for telling a retry of the request from another request: `r<ms>`
+   * (`runAt`, the instant it names), `d<ms>` (`delaySeconds`, not the moment it moves with), `-`.
+   */
+  readonly timingGiven: string;
   /** The payload's JSON text as the client sent it (`null` when omitted). */
   readonly payloadText: string;
   readonly priority: number;
@@ -55,6 +60,8 @@ export interface WorkflowJob {
 export interface WorkflowRequest {
   readonly idempotencyKey?: string;
   readonly jobs: readonly WorkflowJob[];
+  /** Each job's index in the request as sent, by key. */
+  readonly sentOrder: ReadonlyMap<string, number>;
 }
 
 const TOP_FIELDS = new Set(['idempotencyKey', 'jobs']);
@@ -90,7 +97,7 @@ export function validateWorkflow(body: unknown, settings: SchedulerSettings, now
           `${jobName(i, job.key)}: after names '${parent}', which is no job of this workflow: name keys of the same request`,
         );
   });
-  return { ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), jobs: parentsFirst(jobs) };
+  return { ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), jobs: parentsFirst(jobs), sentOrder: index };
 }
 
 /** One job's fields; the cross-job rules (keys unique, parents known, no cycle) come after. */
@@ -105,6 +112,12 @@ function validateWorkflowJob(job: unknown, settings: SchedulerSettings, nowMs: n
     key,
     after: parseAfter(job.after, key),
     timing: parseTiming(job, settings, nowMs),
+    timingGiven:
+      job.runAt !== undefined
+        ? `r${parseRunAt(job.runAt)}`
+        : job.delaySeconds !== undefined
+          ? `d${parseDelaySeconds(job.delaySeconds)}`
+          : '-',
     payloadText: payloadTextOf(job.payload, settings, source),
     priority: parsePriority(job.priority),
     cancellable: parseCancellable(job.cancellable),

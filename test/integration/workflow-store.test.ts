@@ -79,7 +79,12 @@ describe('workflow specs, records and claims in the table', () => {
   });
 
   it('the first claim of an idempotency key stands, for any number of claims at once', async () => {
-    const claims = Array.from({ length: 20 }, (_, i) => ({ workflowId: `wf1.wf.${i}`, createdMs: T0 + i, fingerprint: `fp${i % 2}` }));
+    const claims = Array.from({ length: 20 }, (_, i) => ({
+      workflowId: `wf1.wf.${i}`,
+      createdMs: T0 + i,
+      fingerprint: `fp${i % 2}`,
+      shardCount: 8 + i,
+    }));
     const answers = await Promise.all(claims.map((c) => store.claim('wf', 'nightly-2030-01-31', c)));
     const winner = answers[0]!;
     expect(claims).toContainEqual(winner);

@@ -1,0 +1,163 @@
+import { createHash } from 'node:crypto';
+import {
+  type Clock,
+  IdempotencyKeyReusedError,
+  type JobIdCodec,
+  parseJsonBody,
+  type ParsedWorkflowId,
+  type RowKey,
+  type SchedulerSettings,
+} from '../model/index.js';
+import type { TenantRegistry } from '../tenants/index.js';
+import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
+import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
+import { dueAfter } from './release.js';
+import { validateWorkflow, WORKFLOW_PAYLOADS, type WorkflowJob, type WorkflowRequest } from './request.js';
+
+/**
+ * `POST /v1/tenants/{tenant}/workflows` (issue #25): a workflow's jobs stored, and those that wait
+ * for nothing handed over. Single-item writes only (the same code runs on DynamoDB and on the
+ * local stack's emulator, which has no transactions), ordered so that a request that dies at any
+ * point leaves nothing that runs by itself and a retry with its idempotency key completes it:
+ *
+ * 1. the idempotency claim (the first request's id, creation time, fingerprint and shard count:
+ *    a retry derives the same job ids);
+ * 2. every job's spec (payload, links), then every job's waiting record (`WAITING`, conditional:
+ *    a retry never resets a record a parent's end or a hand-over has moved);
+ * 3. the workflow record, last: a workflow that reads back is whole;
+ * 4. the jobs without parents handed over (core/workflows/handOff.ts).
+ *
+ * A job that waits for parents is handed over when its last parent ends (the outcomes route).
+ */
+
+/** The reply to a workflow's submit. */
+export interface WorkflowSubmitReply {
+  readonly workflowId: string;
+  readonly tenant: string;
+  readonly state: 'RUNNING';
+  /** Each job's id by its key, in the request's order. */
+  readonly jobs: Readonly<Record<string, string>>;
+}
+
+export interface WorkflowServiceDeps {
+  readonly store: WorkflowStore;
+  readonly waiting: WaitingChildren;
+  readonly codec: JobIdCodec;
+  readonly tenants: Pick<TenantRegistry, 'require'>;
+  readonly settings: SchedulerSettings;
+  readonly clock: Clock;
+  readonly handOff: Omit<HandOffDeps, 'waiting' | 'clock' | 'settings'>;
+}
+
+export class WorkflowService {
+  constructor(private readonly deps: WorkflowServiceDeps) {}
+
+  /**
+   * Stores and starts a workflow. **201** for a new one; **200** with the same ids for a retry with
+   * the same idempotency key and body (which completes what the first request left undone).
+   *
+   * @throws ValidationError, PayloadTooLargeError (nothing stored), TenantNotFoundError,
+   *   IdempotencyKeyReusedError, HandOffError (stored; a retry with the key completes it)
+   */
+  async submit(tenant: string, body: string | undefined): Promise<{ status: 200 | 201; reply: WorkflowSubmitReply }> {
+    const { codec, settings, clock } = this.deps;
+    const record = await this.deps.tenants.require(tenant);
+    const now = clock.now();
+    const request = validateWorkflow(parseJsonBody(body, settings.maxBatchBytes, WORKFLOW_PAYLOADS), settings, now, body);
+    const { workflow, shardCount, replayed } = await this.#claim(tenant, request, now);
+    const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
+    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOf(codec, jobId));
+    await this.deps.store.putSpecs(specs);
+    await this.deps.waiting.create(request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key)));
+    const inOrder = new Map([...ids].sort(([a], [b]) => order(request, a) - order(request, b)));
+    await this.deps.store.putWorkflow({ workflowId: workflow.workflowId, tenant, createdMs: workflow.createdMs, jobs: inOrder });
+    const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
+      job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
+    );
+    await handOff({ ...this.deps.handOff, waiting: this.deps.waiting, clock, settings }, record, roots);
+    return {
+      status: replayed ? 200 : 201,
+      reply: { workflowId: workflow.workflowId, tenant, state: 'RUNNING', jobs: Object.fromEntries(inOrder) },
+    };
+  }
+
+  /** The workflow this request names: a new one, or (same key, same body) the one its key claimed first. */
+  async #claim(
+    tenant: string,
+    request: WorkflowRequest,
+    now: number,
+  ): Promise<{ workflow: ParsedWorkflowId; shardCount: number; replayed: boolean }> {
+    const { codec, settings } = this.deps;
+    const fresh = codec.parseWorkflowId(codec.workflowId(tenant, now))!;
+    if (request.idempotencyKey === undefined) return { workflow: fresh, shardCount: settings.shardCount, replayed: false };
+    const fp = workflowFingerprint(request);
+    const claim = await this.deps.store.claim(tenant, request.idempotencyKey, {
+      workflowId: fresh.workflowId,
+      createdMs: fresh.createdMs,
+      fingerprint: fp,
+      shardCount: settings.shardCount,
+    });
+    if (claim.fingerprint !== fp)
+      throw new IdempotencyKeyReusedError(
+        `idempotency key '${request.idempotencyKey}' named another workflow request (${claim.workflowId}): use a new key for a different request`,
+      );
+    const workflow = codec.parseWorkflowId(claim.workflowId);
+    if (!workflow) throw new Error(`the claim of idempotency key '${request.idempotencyKey}' names no workflow id of this deployment`);
+    return { workflow, shardCount: claim.shardCount, replayed: claim.workflowId !== fresh.workflowId };
+  }
+}
+
+/** A job's key in the table (its waiting record's and spec's): its id's shard and time field. */
+function keyOf(codec: JobIdCodec, jobId: string): RowKey {
+  const id = codec.parse(jobId);
+  return { shard: id.shard, dueMs: id.dueMs, jobId };
+}
+
+/** The jobs' specs in the request's (parents-first) order, each with its children and the index it has in theirs. */
+function specsOf(
+  tenant: string,
+  workflowId: string,
+  jobs: readonly WorkflowJob[],
+  ids: ReadonlyMap<string, string>,
+  key: (jobId: string) => RowKey,
+): WorkflowJobSpec[] {
+  const children = new Map<string, { jobKey: string; index: number }[]>(jobs.map((j) => [j.key, []]));
+  for (const job of jobs) job.after.forEach((parent, index) => children.get(parent)!.push({ jobKey: job.key, index }));
+  return jobs.map((job) => ({
+    key: key(ids.get(job.key)!),
+    tenant,
+    workflowId,
+    jobKey: job.key,
+    payload: job.payloadText,
+    priority: job.priority,
+    cancellable: job.cancellable,
+    parents: job.after,
+    children: children.get(job.key)!,
+  }));
+}
+
+function waitingOf(tenant: string, job: WorkflowJob, key: RowKey): NewWaitingChild {
+  return { key, tenant, parents: job.after.length, timing: job.timing, onParentFailure: job.onParentFailure };
+}
+
+/** A job's place in the request as sent (its jobs are checked and kept parents first). */
+function order(request: WorkflowRequest, key: string): number {
+  return request.sentOrder.get(key) ?? 0;
+}
+
+/**
+ * What makes two workflow requests "the same" for an idempotency key: every job's key, parents,
+ * time as given (an instant, or a delay, not the moment it moves with), priority, cancellable,
+ * failure policy and payload text byte for byte, in the order sent. SHA-256, base64url.
+ */
+export function workflowFingerprint(request: WorkflowRequest): string {
+  const h = createHash('sha256').update('dynein-workflow-v1\n');
+  const jobs = [...request.jobs].sort((a, b) => order(request, a.key) - order(request, b.key));
+  for (const j of jobs) {
+    const head = [j.key, j.after.join(','), j.timingGiven, j.priority, j.cancellable ? 'c' : 'n', j.onParentFailure].join('\u0000');
+    h.update(`${head.length}:${head}\n${Buffer.byteLength(j.payloadText)}:`)
+      .update(j.payloadText, 'utf8')
+      .update('\n');
+  }
+  return h.digest('base64url');
+}

@@ -1,0 +1,132 @@
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
+import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
+import { SqsSender } from '../../adapters/sqsSender.js';
+import { IdempotencyKeyReusedError, JobIdCodec, ValidationError } from '../../core/model/index.js';
+import { WorkflowService, type WorkflowServiceDeps, type WorkflowStore } from '../../core/workflows/index.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, type TestSystem } from '../support/system.js';
+
+/**
+ * A workflow's submit (issue #25) on the emulators through the real SDK: its jobs stored with ids
+ * by key, the jobs without parents handed over (and delivered, never early), the others waiting;
+ * a retry with the same key and body answers 200 with the same ids and completes what a request
+ * that died left undone; another body with that key is a 409; a bad request stores nothing.
+ */
+let em: Emulators;
+let sys: TestSystem;
+let deps: WorkflowServiceDeps;
+let service: WorkflowService;
+let waiting: DynamoWaitingChildren;
+let store: DynamoWorkflowStore;
+
+beforeAll(async () => {
+  em = await startEmulators();
+  sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
+  waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
+  store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
+  deps = {
+    store,
+    waiting,
+    codec: new JobIdCodec(sys.idKey),
+    tenants: sys.w.tenants,
+    settings: sys.w.config.settings,
+    clock: { now: () => Date.now() },
+    handOff: { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl },
+  };
+  service = new WorkflowService(deps);
+});
+afterAll(async () => em?.stop());
+
+const itemCount = async () => ((await em.dynamo.send(new ScanCommand({ TableName: sys.tableName }))).Items ?? []).length;
+
+const nightly = (runAt: string) =>
+  JSON.stringify({
+    idempotencyKey: `nightly-${runAt}`,
+    jobs: [
+      { key: 'extract', payload: { day: '2030-01-31' }, runAt },
+      { key: 'transform', payload: {}, after: ['extract'] },
+      { key: 'load-eu', payload: {}, after: ['transform'], delaySeconds: 60 },
+      { key: 'load-us', payload: {}, after: ['transform'] },
+      { key: 'report', payload: {}, after: ['load-eu', 'load-us'], onParentFailure: 'run' },
+      { key: 'ping', payload: { at: 'once' }, delaySeconds: 1 },
+    ],
+  }).replace('{"at":"once"}', '{ "at" : "once" }');
+
+describe('submitting a workflow', () => {
+  it('stores its jobs by key, hands over those without parents (delivered, never early) and leaves the rest waiting', async () => {
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    const before = Date.now();
+    const { status, reply } = await service.submit('demo', nightly(runAt));
+    expect(status).toBe(201);
+    expect(reply).toMatchObject({ tenant: 'demo', state: 'RUNNING' });
+    expect(Object.keys(reply.jobs)).toEqual(['extract', 'transform', 'load-eu', 'load-us', 'report', 'ping']);
+    const key = (k: string) => {
+      const id = deps.codec.parse(reply.jobs[k]!);
+      expect(id).toMatchObject({ tenant: 'demo', path: 'w' });
+      return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    };
+    expect(await waiting.get(key('extract'))).toMatchObject({ state: 'RELEASING', dueMs: Date.parse(runAt) });
+    expect(await waiting.get(key('ping'))).toMatchObject({ state: 'QUEUED' });
+    for (const k of ['transform', 'load-eu', 'load-us', 'report']) expect(await waiting.get(key(k))).toMatchObject({ state: 'WAITING' });
+    expect(await waiting.get(key('report'))).toMatchObject({ parents: 2, onParentFailure: 'run' });
+    expect((await store.getSpec(key('transform')))?.children).toEqual([
+      { jobKey: 'load-eu', index: 0 },
+      { jobKey: 'load-us', index: 0 },
+    ]);
+    expect([...(await store.getWorkflow('demo', reply.workflowId))!.jobs]).toEqual(Object.entries(reply.jobs));
+    await consumer.waitFor((d) => d.length >= 1, 10_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    await consumer.stop();
+    expect(consumer.deliveries.map((d) => d.jobId)).toEqual([reply.jobs.ping]);
+    expect(consumer.deliveries[0]!.body).toContain(`"workflow":"${reply.workflowId}","payload":{ "at" : "once" }}`);
+    expect(consumer.deliveries[0]!.receivedAt).toBeGreaterThanOrEqual(before + 1_000);
+  });
+
+  it('answers a retry with the same key and body 200 with the same ids; another body with the key is a 409', async () => {
+    const runAt = new Date(Date.now() + 7_200_000).toISOString();
+    const first = await service.submit('demo', nightly(runAt));
+    const again = await service.submit('demo', nightly(runAt));
+    expect(again).toEqual({ status: 200, reply: first.reply });
+    const other = nightly(runAt).replace('"day":"2030-01-31"', '"day":"2030-02-01"');
+    await expect(service.submit('demo', other)).rejects.toThrow(IdempotencyKeyReusedError);
+  });
+
+  it('completes on retry what a request that died before its last write left undone', async () => {
+    let die = true;
+    const dying: WorkflowStore = {
+      claim: (...a) => store.claim(...a),
+      putSpecs: (...a) => store.putSpecs(...a),
+      getSpec: (...a) => store.getSpec(...a),
+      getWorkflow: (...a) => store.getWorkflow(...a),
+      putWorkflow: async (r) => {
+        if (die) throw new Error('the function timed out');
+        return store.putWorkflow(r);
+      },
+    };
+    const flaky = new WorkflowService({ ...deps, store: dying });
+    const runAt = new Date(Date.now() + 10_800_000).toISOString();
+    await expect(flaky.submit('demo', nightly(runAt))).rejects.toThrow('timed out');
+    die = false;
+    const { status, reply } = await flaky.submit('demo', nightly(runAt));
+    expect(status).toBe(200);
+    expect(await store.getWorkflow('demo', reply.workflowId)).toBeDefined();
+    const extract = deps.codec.parse(reply.jobs.extract!);
+    expect(await waiting.get({ shard: extract.shard, dueMs: extract.dueMs, jobId: extract.jobId })).toMatchObject({ state: 'RELEASING' });
+  });
+
+  it('stores nothing for a request it refuses', async () => {
+    const items = await itemCount();
+    const bad = [
+      '{"jobs": [{"key": "a", "payload": 1, "runAt": "2030-01-01T00:00:00Z"}, {"key": "b", "after": ["c"]}]}',
+      '{"jobs": [{"key": "a", "after": ["b"]}, {"key": "b", "after": ["a"]}]}',
+      '{"idempotencyKey": "x", "jobs": [{"key": "a", "delaySeconds": 1, "colour": "blue"}]}',
+      '{"jobs": []}',
+      'not json',
+    ];
+    for (const body of bad) await expect(service.submit('demo', body)).rejects.toThrow(ValidationError);
+    expect(await itemCount()).toBe(items);
+  });
+});
