@@ -53,6 +53,9 @@ type Item = Record<string, AttributeValue>;
  * | tenant                                | `tenant#<name>` | `tenant`             |
  * | idempotency record (dynamoIdempotencyStore.ts) | `idem#<keyId>` | `idem`     |
  * | recurring schedule (dynamoScheduleStore.ts)    | `sched#<tenant>` | `<name>` |
+ * | workflow job's waiting record (dynamoWaitingChildren.ts) | `w#<shard>` | `<createdMs 13>#<jobId>` |
+ * | workflow job's spec (dynamoWorkflowStore.ts)    | `wp#<shard>`   | `<createdMs 13>#<jobId>` |
+ * | workflow, idempotency claim (dynamoWorkflowStore.ts) | `wf#<tenant>` | `<workflowId>`, `k#<key>` |
  */
 export const keys = {
   row: (k: RowKey): Item => ({ pk: { S: String(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } }),

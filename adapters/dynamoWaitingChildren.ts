@@ -1,7 +1,15 @@
-import { type AttributeValue, type DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  BatchGetItemCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { type RowKey, sortKey } from '../core/model/index.js';
-import { limiter } from '../core/util/index.js';
+import { backoffMs, limiter, sleep } from '../core/util/index.js';
 import type {
+  JobEnd,
   NewWaitingChild,
   ParentFailurePolicy,
   WaitingChildren,
@@ -19,13 +27,15 @@ export const waitingPartition = (shard: number): string => `w#${shard}`;
 /** Puts in flight at once when a workflow's children are written. */
 const PUTS_IN_FLIGHT = 16;
 const STATES = new Set<WaitingState>(['WAITING', 'RELEASING', 'QUEUING', 'QUEUED', 'CANCELLED']);
+const ENDS = new Set<JobEnd['outcome']>(['SUCCEEDED', 'DEAD', 'CANCELLED']);
 
 const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
 
 /**
  * Waiting children in the scheduler table (`pk = w#<shard>`, `sk = <createdMs 13>#<jobId>`):
  * `state`, `n` (parents), `e` (a map from a parent's index to its end: `+atMs` succeeded, `-atMs`
- * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, and `due` once released.
+ * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, `due` once released, and
+ * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled).
  * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
  * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
  * updates rewrites the whole item, a few bytes a parent).
@@ -98,6 +108,78 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 
+  async cancelWaiting(key: RowKey, message: string, atMs: number): Promise<boolean> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          // Only a job still waiting: one handed over is in its queue's or the table's hands.
+          UpdateExpression: 'SET #s = :cancelled, msg = :msg, o = if_not_exists(o, :o), oat = if_not_exists(oat, :at)',
+          ConditionExpression: '#s = :waiting',
+          ExpressionAttributeNames: { '#s': 'state' },
+          ExpressionAttributeValues: {
+            ':cancelled': { S: 'CANCELLED' },
+            ':waiting': { S: 'WAITING' },
+            ':msg': { S: message },
+            ':o': { S: 'CANCELLED' },
+            ':at': { N: String(atMs) },
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      return rethrow(err);
+    }
+  }
+
+  async recordEnd(key: RowKey, end: JobEnd): Promise<JobEnd | undefined> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET o = :o, oat = :at',
+          // The first end stands: a repeated or retried report finds it and goes on with it.
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(o)',
+          ExpressionAttributeValues: { ':o': { S: end.outcome }, ':at': { N: String(end.atMs) } },
+        }),
+      );
+      return end;
+    } catch (err) {
+      if (!isConditionFailure(err)) return rethrow(err);
+    }
+    return (await this.get(key))?.end;
+  }
+
+  async getMany(keys: readonly RowKey[]): Promise<Map<string, WaitingRecord>> {
+    const out = new Map<string, WaitingRecord>();
+    const byId = new Map(keys.map((k) => [k.jobId, k]));
+    for (let i = 0; i < keys.length; i += BATCH_GET_KEYS) {
+      let left: Item[] = keys.slice(i, i + BATCH_GET_KEYS).map(keyOf);
+      for (let round = 0; left.length > 0; round++) {
+        if (round === BATCH_GET_ROUNDS) throw new Error(`${left.length} waiting records were not read after ${BATCH_GET_ROUNDS} rounds`);
+        if (round > 0) await sleep(backoffMs(round - 1, { baseMs: 50, capMs: 1_000 }));
+        try {
+          const res = await this.ddb.send(
+            new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: left, ConsistentRead: true } } }),
+          );
+          for (const item of res.Responses?.[this.tableName] ?? []) {
+            const jobId = item.sk?.S?.slice(14);
+            const key = jobId === undefined ? undefined : byId.get(jobId);
+            const record = key && recordOf(key, item);
+            if (record) out.set(record.key.jobId, record);
+          }
+          left = res.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
+        } catch (err) {
+          rethrow(err);
+        }
+      }
+    }
+    return out;
+  }
+
   async transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number): Promise<boolean> {
     try {
       await this.ddb.send(
@@ -121,6 +203,10 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 }
+
+/** Keys read by one BatchGetItem (DynamoDB's limit), and rounds for the keys it leaves unprocessed. */
+const BATCH_GET_KEYS = 100;
+const BATCH_GET_ROUNDS = 8;
 
 function timingItem(timing: WorkflowTiming): Item {
   if (timing.kind === 'at') return { tk: { S: 'at' }, tv: { N: String(timing.atMs) } };
@@ -158,5 +244,9 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
     timing: timingOf(item),
     onParentFailure: (item.pol?.S === 'run' ? 'run' : 'cancel') satisfies ParentFailurePolicy,
     ...(item.due?.N !== undefined ? { dueMs: Number(item.due.N) } : {}),
+    ...(item.o?.S !== undefined && ENDS.has(item.o.S as JobEnd['outcome'])
+      ? { end: { outcome: item.o.S as JobEnd['outcome'], atMs: Number(item.oat?.N ?? 0) } }
+      : {}),
+    ...(item.msg?.S !== undefined ? { message: item.msg.S } : {}),
   };
 }

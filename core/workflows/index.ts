@@ -1,10 +1,13 @@
 /**
- * Workflows (issue #25): jobs that wait for other jobs. So far: the submit request read and
- * checked, when a waiting job becomes due, the stores of waiting jobs, specs and workflows, and
- * the hand-over of a job whose due time is known, and the submit (not yet on a route).
+ * Workflows: jobs that wait for other jobs, not yet on a route (the API, SDK and CLI come next).
+ * The submit request read and checked, the submit (specs, waiting records, the workflow record,
+ * then the jobs without parents handed over), a job's end carried to its descendants (release, or
+ * cancel on a failed parent), when a waiting job becomes due, and the hand-over of a job whose due
+ * time is known.
  */
 export * from './handOff.js';
 export * from './ports.js';
+export * from './progress.js';
 export * from './release.js';
 export * from './request.js';
 export * from './service.js';

@@ -31,6 +31,16 @@ export interface WaitingRecord extends WaitingChild {
   readonly state: WaitingState;
   /** Its row's due time, once released. */
   readonly dueMs?: number;
+  /** How the job itself ended, once it did: its outcome reported, or its cancel. */
+  readonly end?: JobEnd;
+  /** Why it was cancelled (a failed parent, or a cancel). */
+  readonly message?: string;
+}
+
+/** How a workflow job ended: `SUCCEEDED` or `DEAD` reported by its worker, or `CANCELLED`; when (epoch ms). */
+export interface JobEnd {
+  readonly outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED';
+  readonly atMs: number;
 }
 
 export interface WaitingChildren {
@@ -47,6 +57,15 @@ export interface WaitingChildren {
   get(key: RowKey): Promise<WaitingRecord | undefined>;
   /** Moves the record from state `from` to `to` (with the row's `dueMs` when given); false when it was not in `from`. */
   transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number): Promise<boolean>;
+  /** Cancels a `WAITING` record, saying why, and records its end; false when it was not `WAITING`. */
+  cancelWaiting(key: RowKey, message: string, atMs: number): Promise<boolean>;
+  /**
+   * Records how the job itself ended unless an end is recorded already (the first one stands);
+   * returns the end that stands, undefined when no record is at `key`.
+   */
+  recordEnd(key: RowKey, end: JobEnd): Promise<JobEnd | undefined>;
+  /** The records at `keys` (strongly consistent), by job id; keys with none are left out. */
+  getMany(keys: readonly RowKey[]): Promise<Map<string, WaitingRecord>>;
 }
 
 /**

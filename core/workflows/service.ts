@@ -11,6 +11,7 @@ import {
 import type { TenantRegistry } from '../tenants/index.js';
 import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
 import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
+import { keyOfId } from './progress.js';
 import { dueAfter } from './release.js';
 import { validateWorkflow, WORKFLOW_PAYLOADS, type WorkflowJob, type WorkflowRequest } from './request.js';
 
@@ -66,7 +67,7 @@ export class WorkflowService {
     const request = validateWorkflow(parseJsonBody(body, settings.maxBatchBytes, WORKFLOW_PAYLOADS), settings, now, body);
     const { workflow, shardCount, replayed } = await this.#claim(tenant, request, now);
     const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
-    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOf(codec, jobId));
+    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId));
     await this.deps.store.putSpecs(specs);
     await this.deps.waiting.create(request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key)));
     const inOrder = new Map([...ids].sort(([a], [b]) => order(request, a) - order(request, b)));
@@ -105,12 +106,6 @@ export class WorkflowService {
     if (!workflow) throw new Error(`the claim of idempotency key '${request.idempotencyKey}' names no workflow id of this deployment`);
     return { workflow, shardCount: claim.shardCount, replayed: claim.workflowId !== fresh.workflowId };
   }
-}
-
-/** A job's key in the table (its waiting record's and spec's): its id's shard and time field. */
-function keyOf(codec: JobIdCodec, jobId: string): RowKey {
-  const id = codec.parse(jobId);
-  return { shard: id.shard, dueMs: id.dueMs, jobId };
 }
 
 /** The jobs' specs in the request's (parents-first) order, each with its children and the index it has in theirs. */

@@ -1,0 +1,112 @@
+import { type Clock, type JobIdCodec, type RowKey, type SchedulerSettings, type TenantRecord } from '../model/index.js';
+import { limiter } from '../util/index.js';
+import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
+import type { JobEnd, WaitingChildren, WaitingRecord, WorkflowJobSpec, WorkflowStore } from './ports.js';
+import { decideChild } from './release.js';
+
+/**
+ * A workflow job ended (issue #25): its outcome `SUCCEEDED` or `DEAD` reported, or its cancel.
+ * Its children learn of it, and each child whose parents have all ended as its policy needs is
+ * handed over (or, a parent failed under `onParentFailure: "cancel"`, cancelled, and its own
+ * children learn of that in turn, level by level).
+ *
+ * Every step is a conditional write whose first success stands (the job's own end, each parent's
+ * end on each child, each child's move), so that running this again for the same report, after a
+ * crash at any instruction or concurrently, reaches the same state and completes what was left:
+ * the caller answers the report only once this returned, and the reporter retries until it does.
+ */
+
+export interface ProgressDeps {
+  readonly store: Pick<WorkflowStore, 'getSpec' | 'getWorkflow'>;
+  readonly waiting: WaitingChildren;
+  readonly codec: JobIdCodec;
+  readonly settings: Pick<SchedulerSettings, 'lookaheadMs'>;
+  readonly clock: Clock;
+  readonly handOff: Omit<HandOffDeps, 'waiting' | 'clock' | 'settings'>;
+}
+
+/** Children told at once of a parent's end (a parent of 1,000 children). */
+const CHILDREN_IN_FLIGHT = 32;
+
+/**
+ * Records that job `jobId` of `tenant` ended as `reported` (unless an end is recorded already:
+ * the first stands) and carries it to its descendants. Does nothing for a job that is not a
+ * workflow's.
+ *
+ * @throws when a write or a hand-over failed: run it again (the same report) to complete it.
+ */
+export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: string, reported: JobEnd): Promise<void> {
+  const key = keyOfId(deps.codec, jobId);
+  const end = await deps.waiting.recordEnd(key, reported);
+  if (!end) return;
+  let level: { key: RowKey; end: JobEnd }[] = [{ key, end }];
+  let ids: ReadonlyMap<string, string> | undefined;
+  while (level.length > 0) {
+    const next: { key: RowKey; end: JobEnd }[] = [];
+    const ready: ReadyJob[] = [];
+    for (const ended of level) {
+      const spec = await deps.store.getSpec(ended.key);
+      if (!spec || spec.children.length === 0) continue;
+      ids ??= await jobIds(deps, tenant.name, spec);
+      const limit = limiter(CHILDREN_IN_FLIGHT);
+      await Promise.all(spec.children.map((c) => limit(() => tellChild(deps, ids!, spec, c, ended.end, ready, next))));
+    }
+    await handOff({ ...deps.handOff, waiting: deps.waiting, clock: deps.clock, settings: deps.settings }, tenant, ready);
+    level = next;
+  }
+}
+
+/**
+ * One child learns that its parent `parent` ended: waits on, is cancelled (and joins `next`, the
+ * jobs whose end goes on down), or is ready (joins `ready`) with its parents' summary.
+ */
+async function tellChild(
+  deps: ProgressDeps,
+  ids: ReadonlyMap<string, string>,
+  parent: WorkflowJobSpec,
+  child: { readonly jobKey: string; readonly index: number },
+  end: JobEnd,
+  ready: ReadyJob[],
+  next: { key: RowKey; end: JobEnd }[],
+): Promise<void> {
+  const key = keyOfId(deps.codec, ids.get(child.jobKey)!);
+  const record = await deps.waiting.recordParentEnd(key, child.index, end.outcome === 'SUCCEEDED', end.atMs);
+  if (!record) return;
+  const decision = decideChild(record);
+  if (decision.kind === 'wait') return;
+  const spec = await deps.store.getSpec(key);
+  if (!spec) throw new Error(`workflow job ${key.jobId} has a waiting record but no spec`);
+  const parents = await deps.waiting.getMany(spec.parents.map((p) => keyOfId(deps.codec, ids.get(p)!)));
+  if (decision.kind === 'cancel') {
+    const failed = spec.parents[decision.failedParent]!;
+    const how = parents.get(ids.get(failed)!)?.end?.outcome === 'CANCELLED' ? 'was cancelled' : 'failed (DEAD)';
+    const message = `cancelled: its parent '${failed}' ${how} (onParentFailure "cancel")`;
+    const cancelled = (await deps.waiting.cancelWaiting(key, message, end.atMs)) || record.state === 'CANCELLED';
+    // A retry finds it cancelled already and carries the end on again (its children may not have learnt it).
+    if (cancelled) next.push({ key, end: (await deps.waiting.get(key))?.end ?? { outcome: 'CANCELLED', atMs: end.atMs } });
+    return;
+  }
+  ready.push({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents) });
+}
+
+/** The `parents` a child's delivery carries: each parent's key, id and outcome, in `after`'s order. */
+function summary(spec: WorkflowJobSpec, ids: ReadonlyMap<string, string>, parents: ReadonlyMap<string, WaitingRecord>): string {
+  const entries = spec.parents.map((key) => {
+    const jobId = ids.get(key)!;
+    const outcome = parents.get(jobId)?.end?.outcome ?? 'DEAD';
+    return `{"key":${JSON.stringify(key)},"jobId":${JSON.stringify(jobId)},"outcome":"${outcome}"}`;
+  });
+  return `[${entries.join(',')}]`;
+}
+
+async function jobIds(deps: ProgressDeps, tenant: string, spec: WorkflowJobSpec): Promise<ReadonlyMap<string, string>> {
+  const workflow = await deps.store.getWorkflow(tenant, spec.workflowId);
+  if (!workflow) throw new Error(`workflow ${spec.workflowId} of job ${spec.key.jobId} has no record`);
+  return workflow.jobs;
+}
+
+/** A workflow job's key in the table (its waiting record's and spec's): its id's shard and time field. */
+export function keyOfId(codec: JobIdCodec, jobId: string): RowKey {
+  const id = codec.parse(jobId);
+  return { shard: id.shard, dueMs: id.dueMs, jobId };
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
+import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
+import { SqsSender } from '../../adapters/sqsSender.js';
+import { JobIdCodec, type TenantRecord } from '../../core/model/index.js';
+import { limiter } from '../../core/util/index.js';
+import { jobEnded, keyOfId, type ProgressDeps, WorkflowService } from '../../core/workflows/index.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { consume, createSystem, runAllGroups, type TestSystem } from '../support/system.js';
+
+/**
+ * A workflow job's end carried to its descendants (issue #25), on the emulators through the real
+ * SDK with ingest and dispatch running: a fan-out releases every child once, never before the
+ * parent ended; a fan-in of parents reported concurrently, some twice, releases its child once at
+ * its delay after the last end; a failed parent cancels the children that cancel on failure, and
+ * those cancel theirs, while a child that runs on failure runs, told which parent failed.
+ */
+let em: Emulators;
+let sys: TestSystem;
+let deps: ProgressDeps;
+let service: WorkflowService;
+let waiting: DynamoWaitingChildren;
+let tenant: TenantRecord;
+let consumer: ReturnType<typeof consume>;
+let stopAll: () => Promise<void>;
+const HOUR = 3_600_000;
+
+beforeAll(async () => {
+  em = await startEmulators();
+  sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
+  waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
+  const store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
+  const codec = new JobIdCodec(sys.idKey);
+  const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
+  const clock = { now: () => Date.now() };
+  deps = { store, waiting, codec, settings: sys.w.config.settings, clock, handOff };
+  service = new WorkflowService({ store, waiting, codec, tenants: sys.w.tenants, settings: sys.w.config.settings, clock, handOff });
+  tenant = await sys.w.tenants.require('demo');
+  consumer = consume(em.sqs, tenant.queueUrl);
+  const ingest = sys.startIngest();
+  const dispatch = runAllGroups(sys.w.dispatch);
+  stopAll = async () => {
+    await dispatch.stop();
+    await ingest.stop();
+    await consumer.stop();
+  };
+});
+afterAll(async () => {
+  await stopAll?.();
+  await em?.stop();
+});
+
+/** Submits a workflow whose roots are due in an hour (so only the reports below move it). */
+async function submit(jobs: object[]): Promise<Record<string, string>> {
+  const { reply } = await service.submit('demo', JSON.stringify({ jobs }));
+  return reply.jobs;
+}
+
+const deliveriesOf = (ids: Iterable<string>) => {
+  const want = new Set(ids);
+  return consumer.deliveries.filter((d) => want.has(d.jobId));
+};
+
+describe("a workflow job's end", () => {
+  it('a fan-out of 250 children: each delivered once, none before its parent ended, with the parent in its summary', async () => {
+    const runAt = new Date(Date.now() + HOUR).toISOString();
+    const children = Array.from({ length: 250 }, (_, i) => ({ key: `c${i}`, payload: { i }, after: ['root'] }));
+    const ids = await submit([{ key: 'root', payload: null, runAt }, ...children]);
+    const childIds = children.map((c) => ids[c.key]!);
+    const endedAt = Date.now();
+    await jobEnded(deps, tenant, ids.root!, { outcome: 'SUCCEEDED', atMs: endedAt });
+    await jobEnded(deps, tenant, ids.root!, { outcome: 'SUCCEEDED', atMs: endedAt + 5_000 }); // a repeated report
+    await consumer.waitFor(() => new Set(deliveriesOf(childIds).map((d) => d.jobId)).size === 250, 20_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const got = deliveriesOf(childIds);
+    expect(got.length).toBe(250);
+    expect(new Set(got.map((d) => d.jobId)).size).toBe(250);
+    for (const d of got) {
+      expect(d.receivedAt).toBeGreaterThanOrEqual(endedAt);
+      expect(JSON.parse(d.body).parents).toEqual([{ key: 'root', jobId: ids.root, outcome: 'SUCCEEDED' }]);
+      expect(d.attributes.workflow).toBeDefined();
+    }
+  }, 60_000);
+
+  it('a fan-in of 100 parents reported 16 at a time, 30 of them twice, in random order: its child once, 3 s after the last end', async () => {
+    const runAt = new Date(Date.now() + HOUR).toISOString();
+    const parents = Array.from({ length: 100 }, (_, i) => ({ key: `p${i}`, payload: null, runAt }));
+    const ids = await submit([...parents, { key: 'sink', payload: { all: true }, after: parents.map((p) => p.key), delaySeconds: 3 }]);
+    const reports = [...parents.keys(), ...[...parents.keys()].filter((i) => i % 10 < 3)];
+    for (let i = reports.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [reports[i], reports[j]] = [reports[j]!, reports[i]!];
+    }
+    const limit = limiter(16);
+    let lastEnd = 0;
+    await Promise.all(
+      reports.map((p) =>
+        limit(async () => {
+          const at = Date.now();
+          lastEnd = Math.max(lastEnd, at);
+          await jobEnded(deps, tenant, ids[`p${p}`]!, { outcome: 'SUCCEEDED', atMs: at });
+        }),
+      ),
+    );
+    const sink = keyOfId(deps.codec, ids.sink!);
+    const record = await waiting.get(sink);
+    expect(record?.state).toBe('RELEASING'); // 3 s ahead: through the table
+    // Due 3 s after the last parent's end as recorded (each parent's first report stands).
+    const ends = await waiting.getMany(parents.map((p) => keyOfId(deps.codec, ids[p.key]!)));
+    expect(ends.size).toBe(100);
+    const recordedLast = Math.max(...[...ends.values()].map((r) => r.end!.atMs));
+    expect(recordedLast).toBeLessThanOrEqual(lastEnd);
+    expect(record!.dueMs).toBe(recordedLast + 3_000);
+    await consumer.waitFor(() => deliveriesOf([ids.sink!]).length > 0, 20_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const got = deliveriesOf([ids.sink!]);
+    expect(got.length).toBe(1);
+    expect(got[0]!.firstReceiveAt).toBeGreaterThanOrEqual(record!.dueMs!);
+    expect(JSON.parse(got[0]!.body).parents).toHaveLength(100);
+  }, 60_000);
+
+  it('a failed parent cancels the children that cancel on failure, and theirs; a child that runs on failure runs', async () => {
+    const runAt = new Date(Date.now() + HOUR).toISOString();
+    const ids = await submit([
+      { key: 'a', payload: null, runAt },
+      { key: 'b', payload: null, after: ['a'] },
+      { key: 'c', payload: null, after: ['b'] },
+      { key: 'd', payload: { cleanup: true }, after: ['b'], onParentFailure: 'run' },
+      { key: 'e', payload: null, after: ['c', 'd'], onParentFailure: 'run' },
+    ]);
+    await jobEnded(deps, tenant, ids.a!, { outcome: 'DEAD', atMs: Date.now() });
+    const rec = async (k: string) => waiting.get(keyOfId(deps.codec, ids[k]!));
+    expect(await rec('b')).toMatchObject({ state: 'CANCELLED', message: expect.stringContaining("parent 'a' failed (DEAD)") });
+    expect(await rec('c')).toMatchObject({ state: 'CANCELLED', message: expect.stringContaining("parent 'b' was cancelled") });
+    expect((await rec('d'))?.state).toBe('QUEUED');
+    // e waits for d, which has not ended; c's cancel is recorded as one of its two parents' ends.
+    expect(await rec('e')).toMatchObject({ state: 'WAITING', failed: new Set([0]) });
+    await consumer.waitFor(() => deliveriesOf([ids.d!]).length > 0, 10_000);
+    expect(JSON.parse(deliveriesOf([ids.d!])[0]!.body).parents).toEqual([{ key: 'b', jobId: ids.b, outcome: 'CANCELLED' }]);
+    // A retried report of a's failure changes nothing and sends nothing again.
+    await jobEnded(deps, tenant, ids.a!, { outcome: 'DEAD', atMs: Date.now() });
+    await jobEnded(deps, tenant, ids.d!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    await consumer.waitFor(() => deliveriesOf([ids.e!]).length > 0, 10_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(deliveriesOf([ids.d!, ids.e!]).map((d) => d.jobId)).toEqual([ids.d, ids.e]);
+    expect(deliveriesOf([ids.b!, ids.c!])).toEqual([]);
+  }, 60_000);
+});
