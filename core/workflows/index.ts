@@ -3,7 +3,7 @@
  * The submit request read and checked, the submit (specs, waiting records, the workflow record,
  * then the jobs without parents handed over), a job's end carried to its descendants (release, or
  * cancel on a failed parent), when a waiting job becomes due, and the hand-over of a job whose due
- * time is known.
+ * time is known, and what GET of a workflow shows.
  */
 export * from './handOff.js';
 export * from './ports.js';
@@ -11,3 +11,4 @@ export * from './progress.js';
 export * from './release.js';
 export * from './request.js';
 export * from './service.js';
+export * from './view.js';

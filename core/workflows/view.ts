@@ -1,0 +1,80 @@
+import { isoMs } from '../model/index.js';
+import type { WaitingRecord, WorkflowRecord } from './ports.js';
+
+/**
+ * What `GET /v1/tenants/{tenant}/workflows/{workflowId}` shows (issue #25): each job's state from
+ * its waiting record, and the workflow's from its jobs'. A pure function over what was read.
+ */
+
+/** A workflow job's state as shown. */
+export type WorkflowJobState = 'WAITING' | 'SCHEDULED' | 'QUEUED' | 'SUCCEEDED' | 'DEAD' | 'CANCELLED';
+
+/** A workflow's state: `RUNNING` while a job may still run or report. */
+export type WorkflowState = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+
+export interface WorkflowJobView {
+  readonly key: string;
+  readonly jobId: string;
+  readonly state: WorkflowJobState;
+  /** Its due time, once known (RFC 3339). */
+  readonly runAt?: string;
+  /** Why it was cancelled. */
+  readonly message?: string;
+}
+
+export interface WorkflowView {
+  readonly workflowId: string;
+  readonly tenant: string;
+  readonly state: WorkflowState;
+  readonly createdAt: string;
+  readonly jobs: readonly WorkflowJobView[];
+}
+
+/**
+ * The workflow as shown, its jobs in the request's order. A job's state: its own end once it
+ * ended (`SUCCEEDED`, `DEAD`, `CANCELLED`); else `WAITING` for parents, `SCHEDULED` once handed to
+ * the table, `QUEUED` once handed straight to its queue. `delivered` names the jobs handed to the
+ * table whose row the caller found delivered: they show `QUEUED` too.
+ *
+ * The workflow: `SUCCEEDED` when every job succeeded; `CANCELLED` when a job was cancelled by a
+ * cancel of the workflow or of the job and none failed; `FAILED` when a job ended `DEAD` (or was
+ * cancelled because a parent failed); each only once no job is left to run or report, `RUNNING`
+ * until then.
+ */
+export function workflowView(
+  workflow: WorkflowRecord,
+  records: ReadonlyMap<string, WaitingRecord>,
+  delivered: ReadonlySet<string> = new Set(),
+): WorkflowView {
+  const jobs = [...workflow.jobs].map(([key, jobId]) => jobView(key, jobId, records.get(jobId), delivered.has(jobId)));
+  // Cancelled because a parent failed (its policy "cancel", a parent's failure recorded), not by a cancel.
+  const byFailure = [...records.values()].some(
+    (r) => r.end?.outcome === 'CANCELLED' && r.onParentFailure === 'cancel' && r.failed.size > 0,
+  );
+  return {
+    workflowId: workflow.workflowId,
+    tenant: workflow.tenant,
+    state: stateOf(jobs, byFailure),
+    createdAt: isoMs(workflow.createdMs),
+    jobs,
+  };
+}
+
+function jobView(key: string, jobId: string, record: WaitingRecord | undefined, delivered: boolean): WorkflowJobView {
+  const runAt = record?.dueMs !== undefined ? { runAt: isoMs(record.dueMs) } : {};
+  // A job the submit had not yet recorded when it died (a retry writes it): waiting.
+  if (!record) return { key, jobId, state: 'WAITING' };
+  const message = record.message !== undefined ? { message: record.message } : {};
+  if (record.end) return { key, jobId, state: record.end.outcome, ...runAt, ...message };
+  if (record.state === 'CANCELLED') return { key, jobId, state: 'CANCELLED', ...message };
+  if (record.state === 'WAITING') return { key, jobId, state: 'WAITING' };
+  if (record.state === 'RELEASING' && !delivered) return { key, jobId, state: 'SCHEDULED', ...runAt };
+  return { key, jobId, state: 'QUEUED', ...runAt };
+}
+
+function stateOf(jobs: readonly WorkflowJobView[], cancelledByFailure: boolean): WorkflowState {
+  const ended = jobs.every((j) => j.state === 'SUCCEEDED' || j.state === 'DEAD' || j.state === 'CANCELLED');
+  if (!ended) return 'RUNNING';
+  if (jobs.every((j) => j.state === 'SUCCEEDED')) return 'SUCCEEDED';
+  return jobs.some((j) => j.state === 'DEAD') || cancelledByFailure ? 'FAILED' : 'CANCELLED';
+}
