@@ -3,17 +3,24 @@ import {
   type Clock,
   IdempotencyKeyReusedError,
   type JobIdCodec,
+  type JobLookups,
   parseJsonBody,
   type ParsedWorkflowId,
   type RowKey,
   type SchedulerSettings,
+  WorkflowNotFoundError,
 } from '../model/index.js';
+import { limiter } from '../util/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
 import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
 import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
 import { keyOfId } from './progress.js';
 import { dueAfter } from './release.js';
 import { validateWorkflow, WORKFLOW_PAYLOADS, type WorkflowJob, type WorkflowRequest } from './request.js';
+import { workflowView, type WorkflowView } from './view.js';
+
+/** Row reads in flight at once for GET of a workflow. */
+const ROW_READS_IN_FLIGHT = 16;
 
 /**
  * `POST /v1/tenants/{tenant}/workflows` (issue #25): a workflow's jobs stored, and those that wait
@@ -41,6 +48,8 @@ export interface WorkflowSubmitReply {
 }
 
 export interface WorkflowServiceDeps {
+  /** The job rows: GET tells a job handed to the table that was delivered from one still scheduled. */
+  readonly rows: Pick<JobLookups, 'getRow'>;
   readonly store: WorkflowStore;
   readonly waiting: WaitingChildren;
   readonly codec: JobIdCodec;
@@ -80,6 +89,35 @@ export class WorkflowService {
       status: replayed ? 200 : 201,
       reply: { workflowId: workflow.workflowId, tenant, state: 'RUNNING', jobs: Object.fromEntries(inOrder) },
     };
+  }
+
+  /**
+   * `GET /v1/tenants/{tenant}/workflows/{workflowId}`: the workflow and its jobs' states
+   * ({@link workflowView}). Another tenant's id, a forged one or an unknown one: 404, the first
+   * two without a read.
+   *
+   * @throws WorkflowNotFoundError, TenantNotFoundError
+   */
+  async get(tenant: string, workflowId: string): Promise<WorkflowView> {
+    await this.deps.tenants.require(tenant);
+    const id = this.deps.codec.parseWorkflowId(workflowId);
+    if (!id || id.tenant !== tenant) throw new WorkflowNotFoundError(tenant);
+    const workflow = await this.deps.store.getWorkflow(tenant, workflowId);
+    if (!workflow) throw new WorkflowNotFoundError(tenant);
+    const records = await this.deps.waiting.getMany([...workflow.jobs.values()].map((jobId) => keyOfId(this.deps.codec, jobId)));
+    const now = this.deps.clock.now();
+    const inTable = [...records.values()].filter((r) => r.state === 'RELEASING' && !r.end && r.dueMs !== undefined && r.dueMs <= now);
+    const delivered = new Set<string>();
+    const limit = limiter(ROW_READS_IN_FLIGHT);
+    await Promise.all(
+      inTable.map((r) =>
+        limit(async () => {
+          const row = await this.deps.rows.getRow({ shard: r.key.shard, dueMs: r.dueMs!, jobId: r.key.jobId });
+          if (row?.state === 'QUEUED') delivered.add(r.key.jobId);
+        }),
+      ),
+    );
+    return workflowView(workflow, records, delivered);
   }
 
   /** The workflow this request names: a new one, or (same key, same body) the one its key claimed first. */

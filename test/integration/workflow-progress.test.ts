@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
 import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
-import { JobIdCodec, type TenantRecord } from '../../core/model/index.js';
+import { JobIdCodec, type TenantRecord, WorkflowNotFoundError } from '../../core/model/index.js';
 import { limiter } from '../../core/util/index.js';
 import { jobEnded, keyOfId, type ProgressDeps, WorkflowService } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -34,7 +34,16 @@ beforeAll(async () => {
   const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
   const clock = { now: () => Date.now() };
   deps = { store, waiting, codec, settings: sys.w.config.settings, clock, handOff };
-  service = new WorkflowService({ store, waiting, codec, tenants: sys.w.tenants, settings: sys.w.config.settings, clock, handOff });
+  service = new WorkflowService({
+    rows: sys.w.store,
+    store,
+    waiting,
+    codec,
+    tenants: sys.w.tenants,
+    settings: sys.w.config.settings,
+    clock,
+    handOff,
+  });
   tenant = await sys.w.tenants.require('demo');
   consumer = consume(em.sqs, tenant.queueUrl);
   const ingest = sys.startIngest();
@@ -117,6 +126,14 @@ describe("a workflow job's end", () => {
     expect(got.length).toBe(1);
     expect(got[0]!.firstReceiveAt).toBeGreaterThanOrEqual(record!.dueMs!);
     expect(JSON.parse(got[0]!.body).parents).toHaveLength(100);
+    // GET: the parents ended, the child handed to the table and delivered from its row.
+    const workflowId = JSON.parse(got[0]!.body).workflow as string;
+    const view = await service.get('demo', workflowId);
+    expect(view.state).toBe('RUNNING');
+    expect(view.jobs.filter((j) => j.state === 'SUCCEEDED')).toHaveLength(100);
+    expect(view.jobs.at(-1)).toMatchObject({ key: 'sink', state: 'QUEUED', runAt: new Date(record!.dueMs!).toISOString() });
+    await jobEnded(deps, tenant, ids.sink!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    expect((await service.get('demo', workflowId)).state).toBe('SUCCEEDED');
   }, 60_000);
 
   it('a failed parent cancels the children that cancel on failure, and theirs; a child that runs on failure runs', async () => {
@@ -144,5 +161,24 @@ describe("a workflow job's end", () => {
     await new Promise((r) => setTimeout(r, 1_000));
     expect(deliveriesOf([ids.d!, ids.e!]).map((d) => d.jobId)).toEqual([ids.d, ids.e]);
     expect(deliveriesOf([ids.b!, ids.c!])).toEqual([]);
+    const workflowId = JSON.parse(deliveriesOf([ids.e!])[0]!.body).workflow as string;
+    const view = await service.get('demo', workflowId);
+    expect(view.jobs.map((j) => [j.key, j.state])).toEqual([
+      ['a', 'DEAD'],
+      ['b', 'CANCELLED'],
+      ['c', 'CANCELLED'],
+      ['d', 'SUCCEEDED'],
+      ['e', 'QUEUED'],
+    ]);
+    expect(view.state).toBe('RUNNING');
+    await jobEnded(deps, tenant, ids.e!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    expect((await service.get('demo', workflowId)).state).toBe('FAILED');
   }, 60_000);
+
+  it("answers 404 for another tenant's workflow id, a forged one and an unknown one", async () => {
+    const other = deps.codec.workflowId('beta', Date.now());
+    const unknown = deps.codec.workflowId('demo', Date.now());
+    for (const id of [other, `${unknown.slice(0, -2)}AA`, unknown, 'wf1.demo'])
+      await expect(service.get('demo', id)).rejects.toThrow(WorkflowNotFoundError);
+  });
 });

@@ -27,6 +27,7 @@ beforeAll(async () => {
   waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
   store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
   deps = {
+    rows: sys.w.store,
     store,
     waiting,
     codec: new JobIdCodec(sys.idKey),
