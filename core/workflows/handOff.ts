@@ -15,8 +15,8 @@ import type { WaitingChildren, WaitingState, WorkflowJobSpec } from './ports.js'
 /**
  * Handing workflow jobs over once their due time is known (issue #25): the jobs of a submit that
  * wait for nothing, and a child whose last parent ended. The same two paths a one-off job takes
- * (core/submit's `place`): a job due within the lookahead (or held back by nothing and not
- * cancellable within SQS's 900 s) straight to the tenant queue with a delay, never early; the
+ * (core/submit's `place`): a job due within the lookahead (or a job not cancellable due within
+ * SQS's 900 s), its tenant not paused, straight to the tenant queue with a delay, never early; the
  * rest through the inbound queue to the table, where ingest writes its row at its due time.
  *
  * Each hand-over is a state change of the job's waiting record first, one conditional write:
@@ -60,7 +60,8 @@ type Route = { readonly job: ReadyJob; readonly direct: boolean; readonly dueMs:
 
 /**
  * Hands `jobs` (all of `tenant`) over: moves each record, sends, and marks the direct ones
- * `QUEUED`. Returns the ids of the jobs that were cancelled before their record moved (not sent).
+ * `QUEUED`. Returns the ids of the jobs it did not send: cancelled before their record moved, or
+ * handed straight to their queue already (`QUEUED`).
  *
  * @throws HandOffError when a job could not be handed to SQS (its record stays in its moved state).
  */
