@@ -21,6 +21,14 @@ import { type JsonPath, RawJson } from '../util/index.js';
 /** Most jobs in one workflow, and most parents of one job. */
 export const MAX_WORKFLOW_JOBS = 1_000;
 export const MAX_PARENTS = 1_000;
+/**
+ * Most parent links (`after` entries) in one workflow. Each is a write when its parent ends and
+ * about 70 bytes of stored links; without a bound, a dense graph of 1,000 jobs (half a million
+ * links, within the body limit when keys are short) would cost that many writes and a report of a
+ * parent would have to reach hundreds of children. A fan-in of 1,000 and a fan-out of 1,000 in one
+ * workflow take 2,000.
+ */
+export const MAX_WORKFLOW_LINKS = 20_000;
 /** A job's key: 1 to 64 of these characters. */
 export const WORKFLOW_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -90,6 +98,11 @@ export function validateWorkflow(body: unknown, settings: SchedulerSettings, now
       throw new ValidationError(`jobs[${i}] has the key '${job.key}' of jobs[${first}]: give each job of a workflow its own key`);
     index.set(job.key, i);
   });
+  const links = jobs.reduce((n, job) => n + job.after.length, 0);
+  if (links > MAX_WORKFLOW_LINKS)
+    throw new ValidationError(
+      `the jobs' after lists name ${links} parents in all, above the ${MAX_WORKFLOW_LINKS} a workflow may have: split it into workflows, or let a job wait for one that waits for many`,
+    );
   jobs.forEach((job, i) => {
     for (const parent of job.after)
       if (!index.has(parent))

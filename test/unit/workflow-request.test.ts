@@ -134,6 +134,16 @@ describe('a workflow request', () => {
     );
   });
 
+  it('takes a fan-in of 1,000 and a fan-out of 1,000 in one workflow, and refuses more than 20,000 parent links in all', () => {
+    const roots = Array.from({ length: 500 }, (_, i) => root(`r${i}`));
+    const fanIn = { key: 'sink', after: roots.map((r) => r.key) };
+    const fanOut = Array.from({ length: 499 }, (_, i) => ({ key: `c${i}`, after: ['sink'] }));
+    expect(validateWorkflow({ jobs: [...roots, fanIn, ...fanOut] }, settings, NOW).jobs).toHaveLength(1_000);
+    // 500 roots and 500 jobs each after 41 of them: 20,500 links.
+    const dense = Array.from({ length: 500 }, (_, i) => ({ key: `d${i}`, after: roots.slice(0, 41).map((r) => r.key) }));
+    expect(refused({ jobs: [...roots, ...dense] })).toMatch(/name 20500 parents in all, above the 20000 a workflow may have/);
+  });
+
   it('refuses a cycle, naming the keys that wait for each other', () => {
     const msg = refused({
       jobs: [
