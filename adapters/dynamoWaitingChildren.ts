@@ -35,7 +35,8 @@ const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: 
  * Waiting children in the scheduler table (`pk = w#<shard>`, `sk = <createdMs 13>#<jobId>`):
  * `state`, `n` (parents), `e` (a map from a parent's index to its end: `+atMs` succeeded, `-atMs`
  * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, `due` once released, and
- * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled).
+ * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled),
+ * and `hat`, when its hand-over straight to its queue began.
  * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
  * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
  * updates rewrites the whole item, a few bytes a parent).
@@ -180,19 +181,24 @@ export class DynamoWaitingChildren implements WaitingChildren {
     return out;
   }
 
-  async transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number): Promise<boolean> {
+  async transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number): Promise<boolean> {
+    const sets: Record<string, AttributeValue> = {
+      ...(dueMs === undefined ? {} : { due: { N: String(dueMs) } }),
+      ...(handedAtMs === undefined ? {} : { hat: { N: String(handedAtMs) } }),
+    };
+    const names = Object.keys(sets);
     try {
       await this.ddb.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keyOf(key),
-          UpdateExpression: dueMs === undefined ? 'SET #s = :to' : 'SET #s = :to, #due = :due',
+          UpdateExpression: `SET ${['#s = :to', ...names.map((n) => `#${n} = :${n}`)].join(', ')}`,
           ConditionExpression: '#s = :from',
-          ExpressionAttributeNames: { '#s': 'state', ...(dueMs === undefined ? {} : { '#due': 'due' }) },
+          ExpressionAttributeNames: { '#s': 'state', ...Object.fromEntries(names.map((n) => [`#${n}`, n])) },
           ExpressionAttributeValues: {
             ':from': { S: from },
             ':to': { S: to },
-            ...(dueMs === undefined ? {} : { ':due': { N: String(dueMs) } }),
+            ...Object.fromEntries(names.map((n) => [`:${n}`, sets[n]!])),
           },
         }),
       );
@@ -244,6 +250,7 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
     timing: timingOf(item),
     onParentFailure: (item.pol?.S === 'run' ? 'run' : 'cancel') satisfies ParentFailurePolicy,
     ...(item.due?.N !== undefined ? { dueMs: Number(item.due.N) } : {}),
+    ...(item.hat?.N !== undefined ? { handedAtMs: Number(item.hat.N) } : {}),
     ...(item.o?.S !== undefined && ENDS.has(item.o.S as JobEnd['outcome'])
       ? { end: { outcome: item.o.S as JobEnd['outcome'], atMs: Number(item.oat?.N ?? 0) } }
       : {}),

@@ -9,6 +9,7 @@ import {
   type TenantRecord,
 } from '../model/index.js';
 import { HELD_INBOUND_DELAY_SECONDS, heldNow, type Parcel, place, sendParcels } from '../submit/index.js';
+import { sleep } from '../util/index.js';
 import type { ControlsCache } from '../tenants/index.js';
 import type { WaitingChildren, WaitingState, WorkflowJobSpec } from './ports.js';
 
@@ -24,9 +25,10 @@ import type { WaitingChildren, WaitingState, WorkflowJobSpec } from './ports.js'
  * races that write, never the send: a job cancelled first is never sent; a job in `RELEASING` is
  * cancelled by the ordinary tombstone at its row's key, which ingest's conditional put meets; a
  * job `QUEUING` or `QUEUED` is already in its queue's hands (409 `AlreadyQueued`). A hand-over that
- * finds the record already `QUEUING` or `RELEASING` (a retried report or submit after a crash)
- * sends again: at least once, and ingest's put into an empty key makes the table path's repeat a
- * no-op.
+ * finds the record already `RELEASING` (a retried report or submit, or a concurrent one) sends
+ * again: ingest's put into an empty key makes the repeat a no-op. One that finds it `QUEUING` sends
+ * again only when that hand-over is stale (its process died): at least once after a crash, once
+ * otherwise.
  */
 
 /** A workflow job whose due time is decided. */
@@ -54,6 +56,15 @@ export class HandOffError extends Error {
     this.name = 'HandOffError';
   }
 }
+
+/**
+ * How old a hand-over straight to a queue (`QUEUING`) must be before another request sends its job
+ * again: longer than any request lives (API Gateway ends one at 29 s), so it is one whose process
+ * died between its record's move and its send.
+ */
+export const STALE_HANDOFF_MS = 60_000;
+/** How long a hand-over that meets another one under way waits for it to end, in steps. */
+const IN_FLIGHT_WAITS_MS = [50, 100, 200, 400, 800];
 
 /** What one job's hand-over comes to once its record moved: the path it goes, or nothing to send. */
 type Route = { readonly job: ReadyJob; readonly direct: boolean; readonly dueMs: number } | undefined;
@@ -91,14 +102,28 @@ export async function handOff(deps: HandOffDeps, tenant: TenantRecord, jobs: rea
  * The record's move for one job: `WAITING` to `QUEUING` or `RELEASING`; a record found moved
  * already by an earlier attempt keeps its path and due time (sent again); a `QUEUED` or
  * `CANCELLED` one sends nothing.
+ *
+ * A record found `QUEUING` is another hand-over's, under way (two reports that each completed the
+ * child's parents, at once) or dead with its process. Sent again at once, the first case would
+ * deliver the job twice without any crash, so it is sent again only once that hand-over is older
+ * than any request lives ({@link STALE_HANDOFF_MS}); meanwhile this one waits a little for it to
+ * end (`QUEUED`), and else fails, for its caller to retry later.
  */
 async function moveRecord(deps: HandOffDeps, job: ReadyJob, now: number, held: boolean): Promise<Route> {
   const direct = place({ dueMs: job.dueMs, cancellable: job.spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
   const to: WaitingState = direct ? 'QUEUING' : 'RELEASING';
-  if (await deps.waiting.transition(job.spec.key, 'WAITING', to, job.dueMs)) return { job, direct, dueMs: job.dueMs };
-  const record = await deps.waiting.get(job.spec.key);
-  if (record?.dueMs === undefined || (record.state !== 'QUEUING' && record.state !== 'RELEASING')) return undefined;
-  return { job, direct: record.state === 'QUEUING', dueMs: record.dueMs };
+  if (await deps.waiting.transition(job.spec.key, 'WAITING', to, job.dueMs, direct ? now : undefined))
+    return { job, direct, dueMs: job.dueMs };
+  for (const waitMs of [0, ...IN_FLIGHT_WAITS_MS]) {
+    if (waitMs > 0) await sleep(waitMs);
+    const record = await deps.waiting.get(job.spec.key);
+    if (record?.dueMs === undefined) return undefined;
+    // The table path: sent again, ingest's put into an empty key stores it once.
+    if (record.state === 'RELEASING') return { job, direct: false, dueMs: record.dueMs };
+    if (record.state !== 'QUEUING') return undefined;
+    if (deps.clock.now() - (record.handedAtMs ?? 0) > STALE_HANDOFF_MS) return { job, direct: true, dueMs: record.dueMs };
+  }
+  throw new HandOffError(`workflow job ${job.spec.key.jobId} is being handed to its queue by another request: report again shortly`);
 }
 
 /** Direct jobs to the tenant queue (each with its delay); table-path jobs packed into inbound messages. */

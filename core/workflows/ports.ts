@@ -31,6 +31,8 @@ export interface WaitingRecord extends WaitingChild {
   readonly state: WaitingState;
   /** Its row's due time, once released. */
   readonly dueMs?: number;
+  /** When its hand-over straight to its queue began (`QUEUING`), epoch ms. */
+  readonly handedAtMs?: number;
   /** How the job itself ended, once it did: its outcome reported, or its cancel. */
   readonly end?: JobEnd;
   /** Why it was cancelled (a failed parent, or a cancel). */
@@ -55,8 +57,11 @@ export interface WaitingChildren {
   recordParentEnd(key: RowKey, parent: number, ok: boolean, atMs: number): Promise<WaitingRecord | undefined>;
   /** The record, strongly consistent. */
   get(key: RowKey): Promise<WaitingRecord | undefined>;
-  /** Moves the record from state `from` to `to` (with the row's `dueMs` when given); false when it was not in `from`. */
-  transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number): Promise<boolean>;
+  /**
+   * Moves the record from state `from` to `to`, with the row's `dueMs` and the time its hand-over
+   * began when given; false when it was not in `from`.
+   */
+  transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number): Promise<boolean>;
   /** Cancels a `WAITING` record, saying why, and records its end; false when it was not `WAITING`. */
   cancelWaiting(key: RowKey, message: string, atMs: number): Promise<boolean>;
   /**

@@ -3,7 +3,14 @@ import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobIdCodec, type QueueSender } from '../../core/model/index.js';
 import { ControlsCache, DEFAULT_CONTROLS } from '../../core/tenants/index.js';
-import { handOff, HandOffError, type HandOffDeps, type ReadyJob, type WorkflowJobSpec } from '../../core/workflows/index.js';
+import {
+  handOff,
+  HandOffError,
+  type HandOffDeps,
+  type ReadyJob,
+  STALE_HANDOFF_MS,
+  type WorkflowJobSpec,
+} from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, createSystem, runAllGroups, type TestSystem, waitForEmptyQueue } from '../support/system.js';
 
@@ -117,6 +124,36 @@ describe('handing workflow jobs over', () => {
     await handOff({ ...deps, controls, sender }, tenant, [{ spec, dueMs: Date.now() + 500 }]);
     expect(sent).toEqual([sys.inboundUrl]);
     expect(await waiting.get(spec.key)).toMatchObject({ state: 'RELEASING' });
+  });
+
+  it('sends a job two hand-overs at once found ready once; a hand-over left QUEUING by a dead process is sent again once stale', async () => {
+    const tenant = await sys.w.tenants.require('demo');
+    const sent: string[] = [];
+    const sender: QueueSender = {
+      sendBatch: async (url, batch) => {
+        await new Promise((r) => setTimeout(r, 100)); // a send takes a while: the other hand-over meets QUEUING
+        sent.push(...batch.map((m) => JSON.parse(m.body).jobId as string));
+        return deps.sender.sendBatch(url, batch);
+      },
+    };
+    const both = await job('both', 'null');
+    const ready = [{ spec: both, dueMs: Date.now() + 60_000 }];
+    const direct = { ...deps, sender, settings: { lookaheadMs: 120_000 } };
+    await Promise.all([handOff(direct, tenant, ready), handOff(direct, tenant, ready), handOff(direct, tenant, ready)]);
+    expect(sent).toEqual([both.key.jobId]);
+    expect(await waiting.get(both.key)).toMatchObject({ state: 'QUEUED' });
+
+    // A process that moved its record and died before its send: a hand-over within the minute waits,
+    // then fails (its caller retries); one after it sends the job.
+    const orphan = await job('orphan', 'null');
+    expect(await waiting.transition(orphan.key, 'WAITING', 'QUEUING', Date.now() + 60_000, Date.now())).toBe(true);
+    sent.length = 0;
+    await expect(handOff(direct, tenant, [{ spec: orphan, dueMs: Date.now() + 60_000 }])).rejects.toThrow(HandOffError);
+    expect(sent).toEqual([]);
+    const later = { ...direct, clock: { now: () => Date.now() + STALE_HANDOFF_MS + 1_000 } };
+    await handOff(later, tenant, [{ spec: orphan, dueMs: Date.now() + 60_000 }]);
+    expect(sent).toEqual([orphan.key.jobId]);
+    expect(await waiting.get(orphan.key)).toMatchObject({ state: 'QUEUED' });
   });
 
   it('fails when SQS refuses a job, leaving its record moved for a retry to send', async () => {
