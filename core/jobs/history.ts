@@ -8,6 +8,7 @@ import {
   parseJsonBody,
   type RowKey,
   type StoredRow,
+  type TenantRecord,
   ValidationError,
 } from '../model/index.js';
 import { cutText, type JsonPath, limiter, RawJson } from '../util/index.js';
@@ -217,8 +218,23 @@ export const HISTORY_STATES: Readonly<Record<HistoryState, ListableState>> = {
 export type OutcomeResult =
   { readonly jobId: string; readonly state: Outcome } | { readonly jobId?: string; readonly error: { code: string; message: string } };
 
+/**
+ * Workflow jobs' outcomes (core/workflows): accepted whatever the tenant's history setting, and
+ * carried on to the job's children before the report is answered.
+ */
+export interface WorkflowOutcomes {
+  /** How long a workflow job's outcome record is kept at least (its children's summaries read it). */
+  readonly retentionMs: number;
+  /** Why the workflow job at `key` has not been delivered (its state), or undefined when it has. */
+  undelivered(key: RowKey, nowMs: number): Promise<string | undefined>;
+  /** The job ended: carried on to its children. Throws when that did not complete (reported again, it does). */
+  ended(tenant: TenantRecord, jobId: string, outcome: 'SUCCEEDED' | 'DEAD', atMs: number): Promise<void>;
+}
+
 export interface HistoryDeps {
   readonly history: HistoryStore;
+  /** Workflow jobs' outcomes. Absent: a report is taken for a history tenant only. */
+  readonly workflows?: WorkflowOutcomes;
   /** The job rows: an outcome is kept only for a job the table shows delivered (or has no row of). */
   readonly rows: Pick<JobLookups, 'getRow'>;
   readonly codec: JobIdCodec;
@@ -237,15 +253,18 @@ export class OutcomesService {
    */
   async report(tenant: string, body: string | undefined): Promise<{ results: OutcomeResult[] }> {
     const record = await this.deps.tenants.require(tenant);
-    if (record.historyTtlMs === undefined) throw new HistoryOffError(tenant);
-    const entries = parseBody(body);
+    const entries = this.#entries(record, body);
     const now = this.deps.clock.now();
     const results: OutcomeResult[] = [];
     const byKey = new Map<string, { record: OutcomeRecord; indexes: number[] }>();
     const allRecords: OutcomeRecord[] = [];
     entries.forEach((entry, i) => {
       try {
-        const r = this.#record(tenant, entry, now, now + record.historyTtlMs!);
+        const workflow = this.#isWorkflowJob(entry);
+        // A tenant without history: only workflow jobs' outcomes are taken.
+        if (record.historyTtlMs === undefined && !workflow) throw new HistoryOffError(tenant);
+        const keepMs = workflow ? Math.max(record.historyTtlMs ?? 0, this.deps.workflows!.retentionMs) : record.historyTtlMs!;
+        const r = this.#record(tenant, entry, now, now + keepMs);
         allRecords.push(r);
         results.push({ jobId: r.jobId, state: r.outcome });
         const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
@@ -288,7 +307,60 @@ export class OutcomesService {
           error: { code: 'Throttled', message: 'the outcome was not stored: report it again' },
         };
     }
+    await this.#carryOn(
+      record,
+      groups.filter((_, g) => !failed.includes(g)),
+      results,
+    );
     return { results };
+  }
+
+  /**
+   * The report's entries. A tenant without history may report only workflow jobs' outcomes:
+   * a report with none (or a body that is not a report) is refused whole, as before workflows.
+   */
+  #entries(record: TenantRecord, body: string | undefined): unknown[] {
+    if (record.historyTtlMs !== undefined) return parseBody(body);
+    if (!this.deps.workflows) throw new HistoryOffError(record.name);
+    let entries: unknown[];
+    try {
+      entries = parseBody(body);
+    } catch {
+      throw new HistoryOffError(record.name);
+    }
+    if (!entries.some((e) => this.#isWorkflowJob(e))) throw new HistoryOffError(record.name);
+    return entries;
+  }
+
+  /** Whether an entry names a workflow's job (its id's path `w`), with workflows wired. */
+  #isWorkflowJob(entry: unknown): boolean {
+    const jobId = (entry as { jobId?: unknown } | null)?.jobId;
+    if (!this.deps.workflows || typeof jobId !== 'string') return false;
+    try {
+      return this.deps.codec.parse(jobId).path === 'w';
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Workflow jobs that ended (`SUCCEEDED` or `DEAD`, stored): their children learn of it before the
+   * report is answered. One that could not be carried on answers `Unavailable` (report it again:
+   * the stored outcome stands, and the repeat completes what was left).
+   */
+  async #carryOn(tenant: TenantRecord, stored: readonly { record: OutcomeRecord; indexes: number[] }[], results: OutcomeResult[]) {
+    const workflows = this.deps.workflows;
+    if (!workflows) return;
+    for (const g of stored) {
+      const r = g.record;
+      if ((r.outcome !== 'SUCCEEDED' && r.outcome !== 'DEAD') || this.deps.codec.parse(r.jobId).path !== 'w') continue;
+      try {
+        await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs);
+      } catch (err) {
+        const message = `the outcome was stored, but the workflow did not move on (${(err as Error)?.message ?? err}): report it again`;
+        for (const i of g.indexes) results[i] = { jobId: r.jobId, error: { code: 'Unavailable', message } };
+      }
+    }
   }
 
   /**
@@ -311,8 +383,14 @@ export class OutcomesService {
     await Promise.all(
       records.map((r) =>
         limit(async () => {
+          const path = this.deps.codec.parse(r.jobId).path;
+          if (path === 'w') {
+            const why = await this.deps.workflows?.undelivered(r, now);
+            if (why !== undefined) out.set(r.jobId, why);
+            return;
+          }
           // A job sent straight from submit never has a row: it is not read, only its due time refuses it.
-          const direct = this.deps.codec.parse(r.jobId).path === 'd';
+          const direct = path === 'd';
           const row = direct ? undefined : await this.deps.rows.getRow(r);
           const live = row && (row.expiresAtMs === undefined || row.expiresAtMs > now) ? row : undefined;
           if (live?.state === 'QUEUED' || live?.state === 'ACQUIRED') return;

@@ -1,0 +1,40 @@
+import type { WorkflowOutcomes } from '../jobs/index.js';
+import { isoMs, type JobLookups, type RowKey } from '../model/index.js';
+import { jobEnded, type ProgressDeps } from './progress.js';
+
+/**
+ * The outcomes route's side of workflows (core/jobs' {@link WorkflowOutcomes}): whether a
+ * workflow job was delivered, read from its waiting record (and, for a job handed to the table,
+ * its row), and its end carried on to its children ({@link jobEnded}).
+ */
+
+/** How far this function's clock may lag the one that timed a direct job's delivery (SQS's). */
+const CLOCK_SKEW_MS = 1_000;
+
+export interface WorkflowOutcomesDeps extends ProgressDeps {
+  readonly rows: Pick<JobLookups, 'getRow'>;
+  /** How long a workflow job's outcome record is kept at least. */
+  readonly retentionMs: number;
+}
+
+export function workflowOutcomes(deps: WorkflowOutcomesDeps): WorkflowOutcomes {
+  return {
+    retentionMs: deps.retentionMs,
+    async undelivered(key: RowKey, nowMs: number): Promise<string | undefined> {
+      const record = await deps.waiting.get(key);
+      if (!record) return 'not a job of any stored workflow';
+      if (record.state === 'WAITING' || record.state === 'CANCELLED' || record.dueMs === undefined) return record.state;
+      if (record.state === 'RELEASING') {
+        const row = await deps.rows.getRow({ shard: key.shard, dueMs: record.dueMs, jobId: key.jobId });
+        if (row?.state === 'QUEUED' || row?.state === 'ACQUIRED') return undefined;
+        if (row) return row.state === 'DEAD' ? 'DEAD_LETTERED' : row.state;
+        return nowMs < record.dueMs ? `not due until ${isoMs(record.dueMs)}` : undefined;
+      }
+      // Handed straight to its queue: delivered by SQS at its due time.
+      return nowMs < record.dueMs - CLOCK_SKEW_MS ? `not due until ${isoMs(record.dueMs)}` : undefined;
+    },
+    async ended(tenant, jobId, outcome, atMs): Promise<void> {
+      await jobEnded(deps, tenant, jobId, { outcome, atMs });
+    },
+  };
+}
