@@ -42,6 +42,8 @@ const ROW_READS_IN_FLIGHT = 16;
 export const MAX_OUTCOMES_PER_REPORT = 100;
 /** Largest `result` (its JSON text, UTF-8 bytes) and `error` (characters) a record keeps. */
 export const MAX_RESULT_BYTES = 1024;
+/** A workflow job's `result`: its children's deliveries carry it (while their message stays within SQS's limit). */
+export const MAX_WORKFLOW_RESULT_BYTES = 64 * 1024;
 export const MAX_ERROR_CHARS = 1024;
 /** The history retention when a tenant turns history on without one: 7 days. */
 export const DEFAULT_HISTORY_TTL_MS = 7 * 86_400_000;
@@ -264,7 +266,7 @@ export class OutcomesService {
         // A tenant without history: only workflow jobs' outcomes are taken.
         if (record.historyTtlMs === undefined && !workflow) throw new HistoryOffError(tenant);
         const keepMs = workflow ? Math.max(record.historyTtlMs ?? 0, this.deps.workflows!.retentionMs) : record.historyTtlMs!;
-        const r = this.#record(tenant, entry, now, now + keepMs);
+        const r = this.#record(tenant, entry, now, now + keepMs, workflow ? MAX_WORKFLOW_RESULT_BYTES : MAX_RESULT_BYTES);
         allRecords.push(r);
         results.push({ jobId: r.jobId, state: r.outcome });
         const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
@@ -403,7 +405,7 @@ export class OutcomesService {
     return out;
   }
 
-  #record(tenant: string, entry: unknown, now: number, expiresAtMs: number): OutcomeRecord {
+  #record(tenant: string, entry: unknown, now: number, expiresAtMs: number, maxResultBytes: number): OutcomeRecord {
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
       throw new ValidationError('each outcome must be a JSON object');
     const e = entry as Record<string, unknown>;
@@ -428,8 +430,7 @@ export class OutcomesService {
     if (e.result !== undefined) {
       // The result's JSON text as the worker sent it (a RawJson, never re-serialised).
       result = e.result instanceof RawJson ? e.result.text : JSON.stringify(e.result);
-      if (Buffer.byteLength(result) > MAX_RESULT_BYTES)
-        throw new ValidationError(`result must be at most ${MAX_RESULT_BYTES} bytes of JSON`);
+      if (Buffer.byteLength(result) > maxResultBytes) throw new ValidationError(`result must be at most ${maxResultBytes} bytes of JSON`);
     }
     return {
       shard: id.shard,

@@ -1,3 +1,4 @@
+import type { HistoryStore } from '../jobs/index.js';
 import { type Clock, type JobIdCodec, type RowKey, type SchedulerSettings, type TenantRecord } from '../model/index.js';
 import { limiter } from '../util/index.js';
 import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
@@ -23,7 +24,17 @@ export interface ProgressDeps {
   readonly settings: Pick<SchedulerSettings, 'lookaheadMs'>;
   readonly clock: Clock;
   readonly handOff: Omit<HandOffDeps, 'waiting' | 'clock' | 'settings'>;
+  /** The parents' outcome records, for their `result`s in a child's summary. Absent: no results. */
+  readonly outcomes?: Pick<HistoryStore, 'getOutcome'>;
 }
+
+/**
+ * Room in a delivered message for the parents' results: SQS's 256 KiB, less the child's payload
+ * and what the rest of the body and its attributes take (ids, keys, outcomes: under 120 bytes a
+ * parent, counted apart).
+ */
+const MESSAGE_BYTES = 256 * 1024;
+const ENVELOPE_BYTES = 2 * 1024;
 
 /** Children told at once of a parent's end (a parent of 1,000 children). */
 const CHILDREN_IN_FLIGHT = 32;
@@ -86,15 +97,59 @@ async function tellChild(
     if (cancelled) next.push({ key, end: (await deps.waiting.get(key))?.end ?? { outcome: 'CANCELLED', atMs: end.atMs } });
     return;
   }
-  ready.push({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents) });
+  const results = await resultsOf(deps, spec, ids, parents);
+  ready.push({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results) });
 }
 
-/** The `parents` a child's delivery carries: each parent's key, id and outcome, in `after`'s order. */
-function summary(spec: WorkflowJobSpec, ids: ReadonlyMap<string, string>, parents: ReadonlyMap<string, WaitingRecord>): string {
-  const entries = spec.parents.map((key) => {
+/** The parents' results (their outcome records' JSON text), by job id; none without an outcome store. */
+async function resultsOf(
+  deps: ProgressDeps,
+  spec: WorkflowJobSpec,
+  ids: ReadonlyMap<string, string>,
+  parents: ReadonlyMap<string, WaitingRecord>,
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const outcomes = deps.outcomes;
+  if (!outcomes) return out;
+  const limit = limiter(CHILDREN_IN_FLIGHT);
+  await Promise.all(
+    spec.parents.map((key) =>
+      limit(async () => {
+        const jobId = ids.get(key)!;
+        if (parents.get(jobId)?.end?.outcome === 'CANCELLED') return;
+        const result = (await outcomes.getOutcome(keyOfId(deps.codec, jobId)))?.result;
+        if (result !== undefined) out.set(jobId, result);
+      }),
+    ),
+  );
+  return out;
+}
+
+/**
+ * The `parents` a child's delivery carries: each parent's key, id, outcome and `result` (its JSON
+ * text, spliced in), in `after`'s order. Results are taken in that order while the message stays
+ * within SQS's limit; a result that does not fit is `"resultOmitted": true` (GET of the parent
+ * shows it).
+ */
+function summary(
+  spec: WorkflowJobSpec,
+  ids: ReadonlyMap<string, string>,
+  parents: ReadonlyMap<string, WaitingRecord>,
+  results: ReadonlyMap<string, string>,
+): string {
+  const heads = spec.parents.map((key) => {
     const jobId = ids.get(key)!;
     const outcome = parents.get(jobId)?.end?.outcome ?? 'DEAD';
-    return `{"key":${JSON.stringify(key)},"jobId":${JSON.stringify(jobId)},"outcome":"${outcome}"}`;
+    return { jobId, head: `{"key":${JSON.stringify(key)},"jobId":${JSON.stringify(jobId)},"outcome":"${outcome}"` };
+  });
+  let room = MESSAGE_BYTES - ENVELOPE_BYTES - Buffer.byteLength(spec.payload) - heads.reduce((n, h) => n + h.head.length + 24, 0);
+  const entries = heads.map(({ jobId, head }) => {
+    const result = results.get(jobId);
+    if (result === undefined) return `${head}}`;
+    const bytes = Buffer.byteLength(result) + 10;
+    if (bytes > room) return `${head},"resultOmitted":true}`;
+    room -= bytes;
+    return `${head},"result":${result}}`;
   });
   return `[${entries.join(',')}]`;
 }

@@ -31,24 +31,39 @@ beforeAll(async () => {
   const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
   const settings = sys.w.config.settings;
   service = new WorkflowService({ rows: sys.w.store, store, waiting, codec, tenants: sys.w.tenants, settings, clock, handOff });
+  const history = new DynamoHistoryStore(sys.tableName, em.dynamo);
   outcomes = new OutcomesService({
-    history: new DynamoHistoryStore(sys.tableName, em.dynamo),
+    history,
     rows: sys.w.store,
     codec,
     tenants: sys.w.tenants,
     clock,
-    workflows: workflowOutcomes({ rows: sys.w.store, store, waiting, codec, settings, clock, handOff, retentionMs: 86_400_000 }),
+    workflows: workflowOutcomes({
+      rows: sys.w.store,
+      store,
+      waiting,
+      codec,
+      settings,
+      clock,
+      handOff,
+      outcomes: history,
+      retentionMs: 86_400_000,
+    }),
   });
 });
 afterAll(async () => em?.stop());
 
-const report = (jobId: string, outcome: string) => ({
+const report = (jobId: string, outcome: string, extra: object = {}) => ({
   jobId,
   outcome,
   attempts: 1,
   receivedAt: new Date().toISOString(),
   durationMs: 5,
+  ...extra,
 });
+/** A report body with `result` texts spliced in as given (spacing kept). */
+const reportBody = (entries: object[], results: Record<number, string> = {}) =>
+  JSON.stringify({ outcomes: entries }).replace(/"result":"@(\d+)"/g, (_, i: string) => `"result":${results[Number(i)]}`);
 
 describe('outcomes of workflow jobs', () => {
   it("takes a workflow job's outcome from a tenant without history once it was delivered, and hands its child over before it answers", async () => {
@@ -69,7 +84,10 @@ describe('outcomes of workflow jobs', () => {
     expect('error' in early.results[1]! && early.results[1].error.message).toContain('WAITING');
 
     await consumer.waitFor((d) => d.some((x) => x.jobId === a), 10_000);
-    const ok = await outcomes.report('demo', JSON.stringify({ outcomes: [report(a, 'FAILED'), report(a, 'SUCCEEDED')] }));
+    const ok = await outcomes.report(
+      'demo',
+      reportBody([report(a, 'FAILED'), report(a, 'SUCCEEDED', { result: '@0' })], { 0: '{"rows" : 3}' }),
+    );
     expect(ok.results).toEqual([
       { jobId: a, state: 'FAILED' },
       { jobId: a, state: 'SUCCEEDED' },
@@ -79,7 +97,7 @@ describe('outcomes of workflow jobs', () => {
     await consumer.waitFor((d) => d.some((x) => x.jobId === b), 10_000);
     await consumer.stop();
     const delivered = consumer.deliveries.find((d) => d.jobId === b)!;
-    expect(JSON.parse(delivered.body).parents).toEqual([{ key: 'a', jobId: a, outcome: 'SUCCEEDED' }]);
+    expect(delivered.body).toContain(`"parents":[{"key":"a","jobId":"${a}","outcome":"SUCCEEDED","result":{"rows" : 3}}]`);
   });
 
   it("refuses an ordinary job's outcome from a tenant without history: the report whole when it has no workflow job, else that entry", async () => {
@@ -98,5 +116,40 @@ describe('outcomes of workflow jobs', () => {
     expect(mixed.results[0]).toMatchObject({ jobId: plain!.jobId, error: { code: 'HistoryOff' } });
     expect(mixed.results[1]).toEqual({ jobId: reply.jobs.x, state: 'DEAD' });
     expect(await waiting.get(keyOfId(codec, reply.jobs.x!))).toMatchObject({ end: { outcome: 'DEAD' } });
+  });
+
+  it("carries parents' results up to 64 KiB each while the child's message stays within SQS's limit; past it, resultOmitted", async () => {
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const parents = ['p1', 'p2', 'p3'].map((key) => ({ key, payload: null, delaySeconds: 2 }));
+    const payload = JSON.stringify({ blob: 'x'.repeat(100 * 1024) });
+    const { reply } = await service.submit(
+      'demo',
+      JSON.stringify({ jobs: [...parents, { key: 'sink', payload: 0, after: ['p1', 'p2', 'p3'] }] }).replace(
+        '"payload":0',
+        `"payload":${payload}`,
+      ),
+    );
+    await consumer.waitFor((d) => parents.every((p) => d.some((x) => x.jobId === reply.jobs[p.key])), 10_000);
+    const big = JSON.stringify('r'.repeat(64 * 1024 - 2));
+    const entries = parents.map((p, i) => report(reply.jobs[p.key]!, 'SUCCEEDED', { result: `@${i}` }));
+    const res = await outcomes.report('demo', reportBody(entries, { 0: big, 1: big, 2: big }));
+    expect(res.results.every((r) => 'state' in r)).toBe(true);
+    // One byte more than 64 KiB: refused, as any result past its limit.
+    const tooBig = await outcomes.report(
+      'demo',
+      reportBody([report(reply.jobs.p1!, 'SUCCEEDED', { result: '@0' })], { 0: JSON.stringify('r'.repeat(64 * 1024 - 1)) }),
+    );
+    expect('error' in tooBig.results[0]! && tooBig.results[0].error.code).toBe('ValidationError');
+    await consumer.waitFor((d) => d.some((x) => x.jobId === reply.jobs.sink), 10_000);
+    await consumer.stop();
+    const sink = consumer.deliveries.find((d) => d.jobId === reply.jobs.sink)!;
+    expect(Buffer.byteLength(sink.body)).toBeLessThanOrEqual(256 * 1024);
+    const summary = JSON.parse(sink.body).parents as { key: string; result?: string; resultOmitted?: boolean }[];
+    expect(summary.map((p) => [p.key, p.result === undefined ? 'omitted' : p.result.length, p.resultOmitted])).toEqual([
+      ['p1', 64 * 1024 - 2, undefined],
+      ['p2', 64 * 1024 - 2, undefined],
+      ['p3', 'omitted', true],
+    ]);
+    expect(JSON.parse(sink.body).payload).toEqual(JSON.parse(payload));
   });
 });
