@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
-import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
-import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
-import { SqsSender } from '../../adapters/sqsSender.js';
+import type { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
 import { HistoryOffError, OutcomesService } from '../../core/jobs/index.js';
-import { JobIdCodec } from '../../core/model/index.js';
-import { keyOfId, workflowOutcomes, WorkflowService } from '../../core/workflows/index.js';
+import type { JobIdCodec } from '../../core/model/index.js';
+import { keyOfId, workflowOutcomes, type WorkflowService } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, createSystem, submitJobs, type TestSystem } from '../support/system.js';
+import { consume, submitJobs, type TestSystem } from '../support/system.js';
+import { createWorkflowSystem } from '../support/workflows.js';
 
 /**
  * The outcomes route's side of workflows (issue #25), on the emulators through the real SDK, for a
@@ -23,32 +21,15 @@ let waiting: DynamoWaitingChildren;
 
 beforeAll(async () => {
   em = await startEmulators();
-  sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
-  waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
-  const store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
-  codec = new JobIdCodec(sys.idKey);
-  const clock = { now: () => Date.now() };
-  const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
-  const settings = sys.w.config.settings;
-  service = new WorkflowService({ rows: sys.w.store, store, waiting, codec, tenants: sys.w.tenants, settings, clock, handOff });
-  const history = new DynamoHistoryStore(sys.tableName, em.dynamo);
+  const w = await createWorkflowSystem(em);
+  ({ sys, service, codec, waiting } = w);
   outcomes = new OutcomesService({
-    history,
+    history: w.history,
     rows: sys.w.store,
     codec,
     tenants: sys.w.tenants,
-    clock,
-    workflows: workflowOutcomes({
-      rows: sys.w.store,
-      store,
-      waiting,
-      codec,
-      settings,
-      clock,
-      handOff,
-      outcomes: history,
-      retentionMs: 86_400_000,
-    }),
+    clock: w.deps.clock,
+    workflows: workflowOutcomes({ ...w.progress, rows: sys.w.store, retentionMs: 86_400_000 }),
   });
 });
 afterAll(async () => em?.stop());

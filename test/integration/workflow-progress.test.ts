@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
-import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
-import { SqsSender } from '../../adapters/sqsSender.js';
-import { JobIdCodec, type TenantRecord, WorkflowNotFoundError } from '../../core/model/index.js';
+import type { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
+import { type TenantRecord, WorkflowNotFoundError } from '../../core/model/index.js';
 import { limiter } from '../../core/util/index.js';
-import { jobEnded, keyOfId, type ProgressDeps, WorkflowService } from '../../core/workflows/index.js';
+import { jobEnded, keyOfId, type ProgressDeps, type WorkflowService } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, createSystem, runAllGroups, type TestSystem } from '../support/system.js';
+import { consume, runAllGroups, type TestSystem } from '../support/system.js';
+import { createWorkflowSystem } from '../support/workflows.js';
 
 /**
  * A workflow job's end carried to its descendants (issue #25), on the emulators through the real
@@ -27,23 +26,7 @@ const HOUR = 3_600_000;
 
 beforeAll(async () => {
   em = await startEmulators();
-  sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
-  waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
-  const store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
-  const codec = new JobIdCodec(sys.idKey);
-  const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
-  const clock = { now: () => Date.now() };
-  deps = { store, waiting, codec, settings: sys.w.config.settings, clock, handOff };
-  service = new WorkflowService({
-    rows: sys.w.store,
-    store,
-    waiting,
-    codec,
-    tenants: sys.w.tenants,
-    settings: sys.w.config.settings,
-    clock,
-    handOff,
-  });
+  ({ sys, progress: deps, service, waiting } = await createWorkflowSystem(em));
   tenant = await sys.w.tenants.require('demo');
   consumer = consume(em.sqs, tenant.queueUrl);
   const ingest = sys.startIngest();

@@ -1,12 +1,12 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
-import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
-import { SqsSender } from '../../adapters/sqsSender.js';
-import { IdempotencyKeyReusedError, JobIdCodec, ValidationError } from '../../core/model/index.js';
+import type { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
+import type { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
+import { IdempotencyKeyReusedError, ValidationError } from '../../core/model/index.js';
 import { WorkflowService, type WorkflowServiceDeps, type WorkflowStore } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, createSystem, type TestSystem } from '../support/system.js';
+import { consume, type TestSystem } from '../support/system.js';
+import { createWorkflowSystem } from '../support/workflows.js';
 
 /**
  * A workflow's submit (issue #25) on the emulators through the real SDK: its jobs stored with ids
@@ -23,20 +23,7 @@ let store: DynamoWorkflowStore;
 
 beforeAll(async () => {
   em = await startEmulators();
-  sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
-  waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
-  store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
-  deps = {
-    rows: sys.w.store,
-    store,
-    waiting,
-    codec: new JobIdCodec(sys.idKey),
-    tenants: sys.w.tenants,
-    settings: sys.w.config.settings,
-    clock: { now: () => Date.now() },
-    handOff: { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl },
-  };
-  service = new WorkflowService(deps);
+  ({ sys, deps, service, waiting, store } = await createWorkflowSystem(em));
 });
 afterAll(async () => em?.stop());
 

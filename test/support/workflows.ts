@@ -1,0 +1,37 @@
+import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
+import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
+import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
+import { SqsSender } from '../../adapters/sqsSender.js';
+import { JobIdCodec } from '../../core/model/index.js';
+import { type ProgressDeps, WorkflowService, type WorkflowServiceDeps } from '../../core/workflows/index.js';
+import type { Emulators } from './emulators.js';
+import { createSystem, type TestSystem } from './system.js';
+
+/** A test system with workflows wired over its table and queues (the real adapters, the emulators). */
+export interface WorkflowSystem {
+  readonly sys: TestSystem;
+  readonly waiting: DynamoWaitingChildren;
+  readonly store: DynamoWorkflowStore;
+  readonly history: DynamoHistoryStore;
+  readonly codec: JobIdCodec;
+  /** What the submit and GET take. */
+  readonly deps: WorkflowServiceDeps;
+  /** What carrying a job's end on takes (with the outcome store: parents' results in summaries). */
+  readonly progress: ProgressDeps;
+  readonly service: WorkflowService;
+}
+
+/** A lookahead of 2 s, 4 shards in one group, tenant `demo`: the settings the workflow tests share. */
+export async function createWorkflowSystem(em: Emulators): Promise<WorkflowSystem> {
+  const sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
+  const waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
+  const store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
+  const history = new DynamoHistoryStore(sys.tableName, em.dynamo);
+  const codec = new JobIdCodec(sys.idKey);
+  const clock = { now: () => Date.now() };
+  const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
+  const settings = sys.w.config.settings;
+  const deps: WorkflowServiceDeps = { rows: sys.w.store, store, waiting, codec, tenants: sys.w.tenants, settings, clock, handOff };
+  const progress: ProgressDeps = { store, waiting, codec, settings, clock, handOff, outcomes: history };
+  return { sys, waiting, store, history, codec, deps, progress, service: new WorkflowService(deps) };
+}
