@@ -347,8 +347,8 @@ export class OutcomesService {
 
   /**
    * Workflow jobs that ended (`SUCCEEDED` or `DEAD`, stored): their children learn of it before the
-   * report is answered. One that could not be carried on answers `Unavailable` (report it again:
-   * the stored outcome stands, and the repeat completes what was left).
+   * report is answered. One that could not be carried on answers `Throttled`, as an outcome not
+   * stored does: report it again (the stored outcome stands, and the repeat completes what was left).
    */
   async #carryOn(tenant: TenantRecord, stored: readonly { record: OutcomeRecord; indexes: number[] }[], results: OutcomeResult[]) {
     const workflows = this.deps.workflows;
@@ -360,7 +360,7 @@ export class OutcomesService {
         await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs);
       } catch (err) {
         const message = `the outcome was stored, but the workflow did not move on (${(err as Error)?.message ?? err}): report it again`;
-        for (const i of g.indexes) results[i] = { jobId: r.jobId, error: { code: 'Unavailable', message } };
+        for (const i of g.indexes) results[i] = { jobId: r.jobId, error: { code: 'Throttled', message } };
       }
     }
   }

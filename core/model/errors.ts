@@ -60,16 +60,6 @@ export class JobNotFoundError extends ApiError {
   }
 }
 
-/** 404: no workflow of that id for the tenant (an unknown id, or another tenant's: never says which). */
-export class WorkflowNotFoundError extends ApiError {
-  readonly status = 404;
-  readonly code = 'WorkflowNotFound';
-  constructor(tenant: string) {
-    super(`no such workflow for tenant '${tenant}': workflow ids are only valid under the tenant that created them`);
-    this.name = 'WorkflowNotFoundError';
-  }
-}
-
 /** 409: the job was handed (or is being handed) to its tenant queue; nothing was written. */
 export class AlreadyQueuedError extends ApiError {
   readonly status = 409;

@@ -8,7 +8,6 @@ import {
   type ParsedWorkflowId,
   type RowKey,
   type SchedulerSettings,
-  WorkflowNotFoundError,
 } from '../model/index.js';
 import { limiter } from '../util/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
@@ -93,17 +92,17 @@ export class WorkflowService {
 
   /**
    * `GET /v1/tenants/{tenant}/workflows/{workflowId}`: the workflow and its jobs' states
-   * ({@link workflowView}). Another tenant's id, a forged one or an unknown one: 404, the first
-   * two without a read.
+   * ({@link workflowView}); undefined for another tenant's id, a forged one (both without a read)
+   * or an unknown one, which the route answers alike (404).
    *
-   * @throws WorkflowNotFoundError, TenantNotFoundError
+   * @throws TenantNotFoundError
    */
-  async get(tenant: string, workflowId: string): Promise<WorkflowView> {
+  async get(tenant: string, workflowId: string): Promise<WorkflowView | undefined> {
     await this.deps.tenants.require(tenant);
     const id = this.deps.codec.parseWorkflowId(workflowId);
-    if (!id || id.tenant !== tenant) throw new WorkflowNotFoundError(tenant);
+    if (!id || id.tenant !== tenant) return undefined;
     const workflow = await this.deps.store.getWorkflow(tenant, workflowId);
-    if (!workflow) throw new WorkflowNotFoundError(tenant);
+    if (!workflow) return undefined;
     const records = await this.deps.waiting.getMany([...workflow.jobs.values()].map((jobId) => keyOfId(this.deps.codec, jobId)));
     const now = this.deps.clock.now();
     const inTable = [...records.values()].filter((r) => r.state === 'RELEASING' && !r.end && r.dueMs !== undefined && r.dueMs <= now);
