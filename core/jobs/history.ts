@@ -32,8 +32,11 @@ import type { TenantRegistry } from '../tenants/index.js';
 
 export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
 
-/** How far this function's clock may lag the one that timed a direct job's delivery (SQS's). */
-const CLOCK_SKEW_MS = 1_000;
+/**
+ * How far this function's clock may lag the one that timed a direct job's delivery (SQS's): a job
+ * sent straight to its queue counts as delivered from this long before its due time.
+ */
+export const DIRECT_DELIVERY_SKEW_MS = 1_000;
 
 /** Job rows read at once to check a report's jobs were delivered (one report: at most 100). */
 const ROW_READS_IN_FLIGHT = 16;
@@ -398,7 +401,7 @@ export class OutcomesService {
           if (live?.state === 'QUEUED' || live?.state === 'ACQUIRED') return;
           if (live) out.set(r.jobId, live.state === 'DEAD' ? 'DEAD_LETTERED' : live.state);
           // SQS delivered a direct job at its due time by SQS's clock: allow this function's clock to lag.
-          else if (now < r.dueMs - (direct ? CLOCK_SKEW_MS : 0)) out.set(r.jobId, `not due until ${isoMs(r.dueMs)}`);
+          else if (now < r.dueMs - (direct ? DIRECT_DELIVERY_SKEW_MS : 0)) out.set(r.jobId, `not due until ${isoMs(r.dueMs)}`);
         }),
       ),
     );

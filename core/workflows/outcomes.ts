@@ -1,4 +1,4 @@
-import type { WorkflowOutcomes } from '../jobs/index.js';
+import { DIRECT_DELIVERY_SKEW_MS, type WorkflowOutcomes } from '../jobs/index.js';
 import { isoMs, type JobLookups, type RowKey } from '../model/index.js';
 import { jobEnded, type ProgressDeps } from './progress.js';
 
@@ -7,9 +7,6 @@ import { jobEnded, type ProgressDeps } from './progress.js';
  * workflow job was delivered, read from its waiting record (and, for a job handed to the table,
  * its row), and its end carried on to its children ({@link jobEnded}).
  */
-
-/** How far this function's clock may lag the one that timed a direct job's delivery (SQS's). */
-const CLOCK_SKEW_MS = 1_000;
 
 export interface WorkflowOutcomesDeps extends ProgressDeps {
   readonly rows: Pick<JobLookups, 'getRow'>;
@@ -31,7 +28,7 @@ export function workflowOutcomes(deps: WorkflowOutcomesDeps): WorkflowOutcomes {
         return nowMs < record.dueMs ? `not due until ${isoMs(record.dueMs)}` : undefined;
       }
       // Handed straight to its queue: delivered by SQS at its due time.
-      return nowMs < record.dueMs - CLOCK_SKEW_MS ? `not due until ${isoMs(record.dueMs)}` : undefined;
+      return nowMs < record.dueMs - DIRECT_DELIVERY_SKEW_MS ? `not due until ${isoMs(record.dueMs)}` : undefined;
     },
     async ended(tenant, jobId, outcome, atMs): Promise<void> {
       await jobEnded(deps, tenant, jobId, { outcome, atMs });
