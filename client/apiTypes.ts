@@ -40,6 +40,8 @@ export interface JobRequest<P = unknown> {
  * after submit; or its record expired, 7 days after runAt); `message` says which applies.
  */
 export type JobState =
+  // A workflow job waiting for its parents (docs/workflows.md): no runAt yet.
+  | 'WAITING'
   | 'SCHEDULED'
   | 'ACQUIRED'
   | 'QUEUED'
@@ -74,7 +76,8 @@ export interface ScheduledJob {
 export interface JobStatus {
   readonly jobId: string;
   readonly tenant: string;
-  readonly runAt: string;
+  /** When it is due; absent only for a workflow job still `WAITING` for its parents. */
+  readonly runAt?: string;
   readonly state: JobState;
   /** `SCHEDULED` and `ACQUIRED`: the priority (1 to 9) of a job submitted with one other than 5. */
   readonly priority?: number;
@@ -82,12 +85,15 @@ export interface JobStatus {
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */
   readonly message?: string;
+  /** A workflow job that ended: the result its worker reported. */
+  readonly result?: unknown;
   /** Tenants with history on: what happened to the job, oldest first. */
   readonly timeline?: TimelineEvent[];
 }
 
 /** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
-export interface ListedJob extends Omit<JobStatus, 'state'> {
+export interface ListedJob extends Omit<JobStatus, 'state' | 'runAt'> {
+  readonly runAt: string;
   /** `SCHEDULED`, `ACQUIRED`, `QUEUED`, `CANCELLED`, `DEAD_LETTERED`, or a history state where history is on. */
   readonly state: JobState | (string & {});
   readonly schedule?: string;

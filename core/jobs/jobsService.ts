@@ -7,13 +7,46 @@ import {
   type JobLookups,
   NotCancellableError,
   type ParsedJobId,
+  type RowKey,
   type SchedulerSettings,
   type StoredRow,
+  type TenantRecord,
   tombstoneExpiresAtMs,
 } from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
+import { RawJson } from '../util/index.js';
 import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type StatusReply } from './replies.js';
+
+/**
+ * Where a workflow job is (core/workflows answers, from its waiting record): handed to the table,
+ * its row at `dueMs` tells the rest; or a state of its own.
+ */
+export type WorkflowJobPlace =
+  | { readonly kind: 'row'; readonly dueMs: number }
+  | {
+      readonly kind: 'own';
+      readonly state: 'WAITING' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'SUCCEEDED' | 'DEAD';
+      /** Its due time, once known. */
+      readonly dueMs?: number;
+      /** Why it was cancelled. */
+      readonly message?: string;
+    };
+
+/** Workflow jobs (job id path `w`) as status and cancel see them (core/workflows implements it). */
+export interface WorkflowJobs {
+  /** Where the job is; undefined when no stored workflow holds it (a submit that has not completed). */
+  locate(key: RowKey): Promise<WorkflowJobPlace | undefined>;
+  /** Whether the job was submitted cancellable (undefined as for {@link locate}). */
+  cancellable(key: RowKey): Promise<boolean | undefined>;
+  /**
+   * Cancels the job while it waits for parents, and carries the cancel on to its children: true;
+   * false when it was not waiting (it was handed over meanwhile: {@link locate} again).
+   */
+  cancelWaiting(tenant: TenantRecord, key: RowKey, message: string): Promise<boolean>;
+  /** The job's row was cancelled (a tombstone stands at its key): its end recorded and carried on. */
+  rowCancelled(tenant: TenantRecord, key: RowKey): Promise<void>;
+}
 
 export interface JobsDeps {
   readonly store: JobLookups;
@@ -25,6 +58,8 @@ export interface JobsDeps {
   readonly history?: HistoryStore;
   /** Tenant controls: a paused tenant's held jobs stay cancellable past the cut-off. */
   readonly controls?: ControlsCache;
+  /** Workflow jobs (ids of path `w`). Absent: such an id is answered as a job the table has no record of. */
+  readonly workflows?: WorkflowJobs;
 }
 
 /** Status and cancel: `GET` and `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
@@ -37,18 +72,43 @@ export class JobsService {
    */
   async status(tenant: string, jobId: string): Promise<StatusReply> {
     const record = await this.deps.tenants.require(tenant);
-    if (record.historyTtlMs !== undefined && this.deps.history) return this.#withHistory(tenant, jobId, this.deps.history);
-    return this.#status(tenant, jobId);
+    const id = await this.#resolve(tenant, jobId);
+    if (id.path === 'w') return this.#workflowJobStatus(id);
+    if (record.historyTtlMs !== undefined && this.deps.history) return this.#withHistory(id, this.deps.history);
+    return this.#status(id);
+  }
+
+  /**
+   * A workflow job's state: its waiting record (one lookup), and once it was handed to the table
+   * its row (a second), as for any job. An ended job shows its outcome and `result`.
+   */
+  async #workflowJobStatus(id: ParsedJobId): Promise<StatusReply> {
+    const key = { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    const place = await this.deps.workflows?.locate(key);
+    const base = { jobId: id.jobId, tenant: id.tenant };
+    if (!place)
+      return {
+        ...base,
+        state: 'UNKNOWN',
+        message:
+          'no stored workflow holds this job: its workflow submit did not complete (send it again with the same idempotencyKey), or its records expired',
+      };
+    if (place.kind === 'row') return this.#status({ ...id, dueMs: place.dueMs, path: 't' });
+    const runAt = place.dueMs !== undefined ? { runAt: isoMs(place.dueMs) } : {};
+    const message = place.message !== undefined ? { message: place.message } : {};
+    if (place.state !== 'SUCCEEDED' && place.state !== 'DEAD') return { ...base, ...runAt, state: place.state, ...message };
+    const outcome = await this.deps.history?.getOutcome(key);
+    const result = outcome?.result !== undefined ? { result: new RawJson(outcome.result, 0, 0) } : {};
+    return { ...base, ...runAt, state: place.state, ...result };
   }
 
   /**
    * A history tenant's job: the row (or marker) and the outcome record, read at once. The latest
    * reported outcome is the state; a delivered marker without one is `DELIVERED`.
    */
-  async #withHistory(tenant: string, jobId: string, history: HistoryStore): Promise<StatusReply> {
-    const id = await this.#resolve(tenant, jobId);
+  async #withHistory(id: ParsedJobId, history: HistoryStore): Promise<StatusReply> {
     let row: StoredRow | undefined;
-    const [reply, outcome] = await Promise.all([this.#status(tenant, jobId, (r) => (row = r)), history.getOutcome(id)]);
+    const [reply, outcome] = await Promise.all([this.#status(id, (r) => (row = r)), history.getOutcome(id)]);
     // An outcome shows only over a delivered job (a marker, or no row: sent straight from submit,
     // or its marker expired): never over a row still SCHEDULED, ACQUIRED, CANCELLED or DEAD.
     const delivered = reply.state === 'QUEUED' || reply.state === 'UNKNOWN';
@@ -66,8 +126,7 @@ export class JobsService {
   }
 
   /** The table's answer; `seen` receives the item at the job's key. */
-  async #status(tenant: string, jobId: string, seen?: (row: StoredRow | undefined) => void): Promise<StatusReply> {
-    const id = await this.#resolve(tenant, jobId);
+  async #status(id: ParsedJobId, seen?: (row: StoredRow | undefined) => void): Promise<StatusReply> {
     const base = { jobId: id.jobId, tenant: id.tenant, runAt: isoMs(id.dueMs) };
     if (id.path === 'd') return { ...base, state: 'QUEUED' };
     const row = await this.#row(id);
@@ -107,6 +166,44 @@ export class JobsService {
    */
   async cancel(tenant: string, jobId: string): Promise<CancelReply> {
     const id = await this.#resolve(tenant, jobId);
+    if (id.path === 'w') return this.#cancelWorkflowJob(id);
+    return this.#cancel(id);
+  }
+
+  /**
+   * A workflow job: while it waits for parents, its waiting record is cancelled (one conditional
+   * write a release races: the first stands) and its children learn of it; once handed to the
+   * table, its row is cancelled as any job's, with the same cut-off; handed to its queue or
+   * ended, 409. Cancelling a job cancels (or, `onParentFailure: "run"`, releases) its children.
+   */
+  async #cancelWorkflowJob(id: ParsedJobId): Promise<CancelReply> {
+    const workflows = this.deps.workflows;
+    const key = { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    const done: CancelReply = { jobId: id.jobId, state: 'CANCELLED' };
+    const [record, cancellable] = await Promise.all([this.deps.tenants.require(id.tenant), workflows?.cancellable(key)]);
+    if (!workflows || cancellable === undefined) throw new JobNotFoundError(id.tenant);
+    if (!cancellable) throw new NotCancellableError('the job was submitted with cancellable: false');
+    for (;;) {
+      const place = await workflows.locate(key);
+      if (!place) throw new JobNotFoundError(id.tenant);
+      if (place.kind === 'row') {
+        const reply = await this.#cancel({ ...id, dueMs: place.dueMs, path: 't' });
+        await workflows.rowCancelled(record, key);
+        return reply;
+      }
+      if (place.state === 'CANCELLED') return done;
+      if (place.state !== 'WAITING')
+        throw new AlreadyQueuedError(
+          place.state === 'SUCCEEDED' || place.state === 'DEAD'
+            ? `the job was delivered and ended ${place.state}: it can no longer be cancelled`
+            : 'the job was handed to its queue: it can no longer be cancelled',
+        );
+      if (await workflows.cancelWaiting(record, key, 'cancelled (DELETE of the job)')) return done;
+      // Released by its last parent meanwhile: cancel where it went.
+    }
+  }
+
+  async #cancel(id: ParsedJobId): Promise<CancelReply> {
     const done: CancelReply = { jobId: id.jobId, state: 'CANCELLED' };
     if (id.path === 'd') {
       throw new NotCancellableError(

@@ -31,11 +31,12 @@ export interface TimelineEvent {
  * - `CANCELLED`: a tombstone (or a cancel record of an earlier release) says so.
  * - `DEAD_LETTERED`: ingest gave the job up to the inbound dead-letter queue (after the inbound
  *   queue's maxReceiveCount failed attempts); redriving that queue schedules it again.
+ * - `WAITING`: a workflow job waiting for its parents (docs/workflows.md); its `runAt` is not known yet.
  * - `UNKNOWN`: nothing about the job is in the table: not yet stored (it waits in the inbound
  *   queue for a second or two after submit, longer if ingest is failing), or its record expired
  *   (records are kept `cancelRecordRetentionMs`, 7 days, after runAt). Never a guess.
  */
-export type JobState = 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN' | HistoryState;
+export type JobState = 'WAITING' | 'SCHEDULED' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'DEAD_LETTERED' | 'UNKNOWN' | HistoryState;
 
 /** What `DEAD_LETTERED` means and what to do about it (status and listing say it). */
 export const DEAD_LETTERED_MESSAGE =
@@ -44,7 +45,8 @@ export const DEAD_LETTERED_MESSAGE =
 export interface StatusReply {
   readonly jobId: string;
   readonly tenant: string;
-  readonly runAt: string;
+  /** When it is due (RFC 3339, ms); absent only for a workflow job still `WAITING` for parents. */
+  readonly runAt?: string;
   readonly state: JobState;
   /** `SCHEDULED` or `ACQUIRED`: the job's priority, when it is not the default 5. */
   readonly priority?: number;
@@ -52,6 +54,8 @@ export interface StatusReply {
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */
   readonly message?: string;
+  /** A workflow job that ended: the `result` its worker reported (docs/workflows.md). */
+  readonly result?: unknown;
   /** Tenants with history on: what happened to the job, oldest first (docs/history.md). */
   readonly timeline?: TimelineEvent[];
 }
@@ -62,7 +66,7 @@ export interface CancelReply {
 }
 
 /** A listed job: the fields of GET of one job, and the schedule of an occurrence. */
-export type ListedJob = StatusReply & { readonly schedule?: string };
+export type ListedJob = StatusReply & { readonly runAt: string; readonly schedule?: string };
 
 export interface JobPageReply {
   readonly jobs: ListedJob[];

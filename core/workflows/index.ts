@@ -7,6 +7,7 @@
  * GET of a workflow shows.
  */
 export * from './handOff.js';
+export * from './jobs.js';
 export * from './outcomes.js';
 export * from './ports.js';
 export * from './progress.js';

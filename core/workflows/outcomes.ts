@@ -14,6 +14,12 @@ export interface WorkflowOutcomesDeps extends ProgressDeps {
   readonly retentionMs: number;
 }
 
+/**
+ * How long a workflow job's outcome record is kept at least (its children's deliveries carry its
+ * `result`, read when their last parent ends): 30 days.
+ */
+export const WORKFLOW_OUTCOME_RETENTION_MS = 30 * 86_400_000;
+
 export function workflowOutcomes(deps: WorkflowOutcomesDeps): WorkflowOutcomes {
   return {
     retentionMs: deps.retentionMs,

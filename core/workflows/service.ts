@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
+import type { JobsService } from '../jobs/index.js';
 import {
+  AlreadyQueuedError,
   type Clock,
   IdempotencyKeyReusedError,
   type JobIdCodec,
   type JobLookups,
+  NotCancellableError,
   parseJsonBody,
   type ParsedWorkflowId,
   type RowKey,
@@ -13,7 +16,7 @@ import { limiter } from '../util/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
 import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
 import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
-import { keyOfId } from './progress.js';
+import { jobEnded, keyOfId, type ProgressDeps } from './progress.js';
 import { dueAfter } from './release.js';
 import { validateWorkflow, WORKFLOW_PAYLOADS, type WorkflowJob, type WorkflowRequest } from './request.js';
 import { workflowView, type WorkflowView } from './view.js';
@@ -46,6 +49,16 @@ export interface WorkflowSubmitReply {
   readonly jobs: Readonly<Record<string, string>>;
 }
 
+/** The reply to a workflow's cancel. */
+export interface WorkflowCancelReply {
+  readonly workflowId: string;
+  readonly state: 'CANCELLED';
+  /** Jobs cancelled (by this request or an earlier one). */
+  readonly cancelled: number;
+  /** Jobs already handed to their queue (delivered, running or ended): not cancelled. */
+  readonly alreadyQueued: number;
+}
+
 export interface WorkflowServiceDeps {
   /** The job rows: GET tells a job handed to the table that was delivered from one still scheduled. */
   readonly rows: Pick<JobLookups, 'getRow'>;
@@ -56,6 +69,10 @@ export interface WorkflowServiceDeps {
   readonly settings: SchedulerSettings;
   readonly clock: Clock;
   readonly handOff: Omit<HandOffDeps, 'waiting' | 'clock' | 'settings'>;
+  /** The parents' outcome records (their results in a child's summary, should a cancel release one). */
+  readonly outcomes?: ProgressDeps['outcomes'];
+  /** The cancel of one job (a workflow's cancel cancels its jobs handed to the table as any job). */
+  readonly jobs: Pick<JobsService, 'cancel'>;
 }
 
 export class WorkflowService {
@@ -117,6 +134,68 @@ export class WorkflowService {
       ),
     );
     return workflowView(workflow, records, delivered);
+  }
+
+  /**
+   * `DELETE /v1/tenants/{tenant}/workflows/{workflowId}`: cancels every job not yet handed to its
+   * queue, in two passes. First every job still waiting for parents is cancelled where it waits
+   * (no cancel carried on yet, so that no child of policy "run" is released by its parent's
+   * cancel); then every other job not ended through the ordinary cancel of a job (its row, with
+   * the same cut-off). `alreadyQueued` counts the jobs past that: handed to their queue, running or
+   * ended. Repeatable: a job cancelled before counts as cancelled. Undefined as for {@link get}.
+   *
+   * @throws TenantNotFoundError
+   */
+  async cancel(tenant: string, workflowId: string): Promise<WorkflowCancelReply | undefined> {
+    const { codec, waiting, clock } = this.deps;
+    const record = await this.deps.tenants.require(tenant);
+    const id = codec.parseWorkflowId(workflowId);
+    if (!id || id.tenant !== tenant) return undefined;
+    const workflow = await this.deps.store.getWorkflow(tenant, workflowId);
+    if (!workflow) return undefined;
+    const keys = [...workflow.jobs.values()].map((jobId) => keyOfId(codec, jobId));
+    const limit = limiter(ROW_READS_IN_FLIGHT);
+    const before = await waiting.getMany(keys);
+    const message = 'cancelled with its workflow (DELETE of the workflow)';
+    const held = await Promise.all(
+      keys.map((key) =>
+        limit(async () => before.get(key.jobId)?.state === 'WAITING' && (await waiting.cancelWaiting(key, message, clock.now()))),
+      ),
+    );
+    let cancelled = 0;
+    let alreadyQueued = 0;
+    await Promise.all(
+      keys.map((key, i) =>
+        limit(async () => {
+          if (held[i]) return void cancelled++;
+          const now = await waiting.get(key);
+          if (now?.end?.outcome === 'SUCCEEDED' || now?.end?.outcome === 'DEAD') return void alreadyQueued++;
+          if (now?.state === 'CANCELLED' || now?.end?.outcome === 'CANCELLED') return void cancelled++;
+          try {
+            await this.deps.jobs.cancel(tenant, key.jobId);
+            cancelled++;
+          } catch (err) {
+            if (!(err instanceof AlreadyQueuedError || err instanceof NotCancellableError)) throw err;
+            alreadyQueued++;
+          }
+        }),
+      ),
+    );
+    // The jobs cancelled where they waited: their ends told to their children (all cancelled, or
+    // handed over meanwhile and counted above), so that no record waits on a parent that ended.
+    await Promise.all(
+      keys.map((key, i) =>
+        limit(
+          async () => void (held[i] && (await jobEnded(this.#progress(), record, key.jobId, { outcome: 'CANCELLED', atMs: clock.now() }))),
+        ),
+      ),
+    );
+    return { workflowId, state: 'CANCELLED', cancelled, alreadyQueued };
+  }
+
+  #progress(): ProgressDeps {
+    const { store, waiting, codec, settings, clock, handOff, outcomes } = this.deps;
+    return { store, waiting, codec, settings, clock, handOff, ...(outcomes ? { outcomes } : {}) };
   }
 
   /** The workflow this request names: a new one, or (same key, same body) the one its key claimed first. */

@@ -20,6 +20,15 @@ import { SqsSender } from '../../adapters/sqsSender.js';
 import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispatch/index.js';
 import { type Clock, ConfigError, JobIdCodec, systemClock } from '../../core/model/index.js';
 import type { IngestDeps } from '../../core/ingest/index.js';
+import {
+  type ProgressDeps,
+  WORKFLOW_OUTCOME_RETENTION_MS,
+  workflowJobs,
+  workflowOutcomes,
+  WorkflowService,
+} from '../../core/workflows/index.js';
+import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
+import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
 import type { LambdaConfig } from './config.js';
 
 /** Everything a handler needs, built once per Lambda instance (clients at module load). */
@@ -47,6 +56,8 @@ export interface Wiring {
   readonly controlsStore: ControlsStore;
   /** The controls cache submit, cancel and dispatch share (its failed reads are the `ControlReadFailures` metric). */
   readonly controls: ControlsCache;
+  /** Workflows: submit, GET and cancel (the workflows function). */
+  readonly workflows: WorkflowService;
 }
 
 export interface WiringOptions {
@@ -96,10 +107,29 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         settings,
       })
     : undefined;
+  // Workflows (docs/workflows.md): their jobs' status, cancel and outcomes go through the same
+  // services as every job's, which hand a workflow job (id path w) to these.
+  const waiting = new DynamoWaitingChildren(dynamo, config.tableName);
+  const workflowStore = new DynamoWorkflowStore(dynamo, config.tableName);
+  const handOff = { sender, inboundQueueUrl: config.inboundQueueUrl, controls };
+  const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
+  const jobs = new JobsService({ store, codec, tenants, clock, settings, history, controls, workflows: workflowJobs(progress) });
   return {
     config,
     store,
     codec,
+    workflows: new WorkflowService({
+      rows: store,
+      store: workflowStore,
+      waiting,
+      codec,
+      tenants,
+      settings,
+      clock,
+      handOff,
+      outcomes: history,
+      jobs,
+    }),
     submitter: new Submitter({
       settings,
       codec,
@@ -117,8 +147,15 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         clock,
       }),
     }),
-    jobs: new JobsService({ store, codec, tenants, clock, settings, history, controls }),
-    outcomes: new OutcomesService({ history, rows: store, codec, tenants, clock }),
+    jobs,
+    outcomes: new OutcomesService({
+      history,
+      rows: store,
+      codec,
+      tenants,
+      clock,
+      workflows: workflowOutcomes({ ...progress, rows: store, retentionMs: WORKFLOW_OUTCOME_RETENTION_MS }),
+    }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
     ingest: { store, codec, clock, settings },

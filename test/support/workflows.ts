@@ -3,6 +3,7 @@ import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
 import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { JobIdCodec } from '../../core/model/index.js';
+import type { JobsService } from '../../core/jobs/index.js';
 import { type ProgressDeps, WorkflowService, type WorkflowServiceDeps } from '../../core/workflows/index.js';
 import type { Emulators } from './emulators.js';
 import { createSystem, type TestSystem } from './system.js';
@@ -19,11 +20,13 @@ export interface WorkflowSystem {
   /** What carrying a job's end on takes (with the outcome store: parents' results in summaries). */
   readonly progress: ProgressDeps;
   readonly service: WorkflowService;
+  /** Status and cancel, workflow jobs included (the wiring's). */
+  readonly jobs: JobsService;
 }
 
-/** A lookahead of 2 s, 4 shards in one group, tenant `demo`: the settings the workflow tests share. */
-export async function createWorkflowSystem(em: Emulators): Promise<WorkflowSystem> {
-  const sys = await createSystem(em, { settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
+/** A lookahead of 2 s, 4 shards in one group, tenant `demo` (or those named): the settings the workflow tests share. */
+export async function createWorkflowSystem(em: Emulators, tenants: string[] = ['demo']): Promise<WorkflowSystem> {
+  const sys = await createSystem(em, { tenants, settings: { lookaheadMs: 2_000, leaseMs: 4_000, shardCount: 4, groupCount: 1 } });
   const waiting = new DynamoWaitingChildren(em.dynamo, sys.tableName);
   const store = new DynamoWorkflowStore(em.dynamo, sys.tableName);
   const history = new DynamoHistoryStore(sys.tableName, em.dynamo);
@@ -31,7 +34,19 @@ export async function createWorkflowSystem(em: Emulators): Promise<WorkflowSyste
   const clock = { now: () => Date.now() };
   const handOff = { sender: new SqsSender(em.sqs), inboundQueueUrl: sys.inboundUrl };
   const settings = sys.w.config.settings;
-  const deps: WorkflowServiceDeps = { rows: sys.w.store, store, waiting, codec, tenants: sys.w.tenants, settings, clock, handOff };
   const progress: ProgressDeps = { store, waiting, codec, settings, clock, handOff, outcomes: history };
-  return { sys, waiting, store, history, codec, deps, progress, service: new WorkflowService(deps) };
+  const jobs = sys.w.jobs;
+  const deps: WorkflowServiceDeps = {
+    rows: sys.w.store,
+    store,
+    waiting,
+    codec,
+    tenants: sys.w.tenants,
+    settings,
+    clock,
+    handOff,
+    outcomes: history,
+    jobs,
+  };
+  return { sys, waiting, store, history, codec, deps, progress, jobs, service: new WorkflowService(deps) };
 }

@@ -27,7 +27,8 @@ export interface TimelineEvent {
 /** `GET .../jobs/{jobId}`: the page shows every field, the timeline apart. */
 export interface JobStatus {
   readonly jobId: string;
-  readonly runAt: string;
+  /** Absent for a workflow job still waiting for its parents. */
+  readonly runAt?: string;
   readonly state: string;
   readonly deliveredAt?: string;
   readonly timeline?: readonly TimelineEvent[];
