@@ -18,6 +18,35 @@ export interface DeliveredJob<P = unknown> {
    * `schedule` message attribute); absent for a one-off job. `runAt` is the occurrence's time.
    */
   readonly schedule?: string;
+  /**
+   * The workflow this job belongs to (the body's `"workflow"`, also the `workflow` message
+   * attribute); absent for a job outside a workflow. A workflow job's outcome is reported before
+   * its message is deleted, and what its handler returns is its `result` (docs/workflows.md).
+   */
+  readonly workflow?: string;
+  /**
+   * A workflow job's parents, in the order its `after` lists them, as they ended: absent for a job
+   * without parents (a workflow's root, or a job outside a workflow).
+   */
+  readonly parents?: readonly ParentOutcome[];
+}
+
+/**
+ * How one parent of a workflow job ended (the body's `"parents"`). `result` is what the parent's
+ * handler returned (JSON, parsed); when the results of all parents did not fit in SQS's 256 KiB,
+ * the ones left out are `resultOmitted: true` (`GET` of the parent's `jobId` shows them).
+ *
+ * @example
+ * const charged = job.parents?.find((p) => p.key === 'charge');
+ * if (charged?.outcome === 'SUCCEEDED') await ship(charged.result as { invoice: string });
+ */
+export interface ParentOutcome {
+  /** The parent's key in the workflow request. */
+  readonly key: string;
+  readonly jobId: string;
+  readonly outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED';
+  readonly result?: unknown;
+  readonly resultOmitted?: true;
 }
 
 /** What a handler gets besides the job. */
@@ -34,8 +63,10 @@ export interface JobContext {
 }
 
 /**
- * A job's handler. For a tenant with history on, what it returns (JSON of at most 1 KB) is kept
- * as the job's `result` (docs/history.md); anything else is ignored.
+ * A job's handler. What it returns is the job's `result`: for a workflow job, JSON of at most
+ * 64 KiB, which its children receive in `parents`; for a tenant with history on, JSON of at most
+ * 1 KB (docs/history.md). Anything else is left out of the report (the Worker emits an `error`
+ * event for a workflow job's); the job still succeeded.
  */
 export type JobHandler<P = unknown> = (job: DeliveredJob<P>, ctx: JobContext) => unknown;
 
@@ -83,9 +114,46 @@ export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
     throw new MalformedMessageError('jobId, tenant or runAt is missing');
   }
   if (o.schedule !== undefined && typeof o.schedule !== 'string') throw new MalformedMessageError('schedule is not a string');
+  if (o.workflow !== undefined && typeof o.workflow !== 'string') throw new MalformedMessageError('workflow is not a string');
+  const parents = o.parents === undefined ? undefined : parentsOf(o.parents);
   const payloadText = o.payload instanceof RawJson ? o.payload.text : 'null';
-  const job = { jobId: o.jobId, tenant: o.tenant, runAt: o.runAt, payload: JSON.parse(payloadText) as P, payloadText };
-  return typeof o.schedule === 'string' ? { ...job, schedule: o.schedule } : job;
+  return {
+    jobId: o.jobId,
+    tenant: o.tenant,
+    runAt: o.runAt,
+    payload: JSON.parse(payloadText) as P,
+    payloadText,
+    ...(typeof o.schedule === 'string' ? { schedule: o.schedule } : {}),
+    ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
+    ...(parents !== undefined ? { parents } : {}),
+  };
+}
+
+const PARENT_OUTCOMES: ReadonlySet<unknown> = new Set(['SUCCEEDED', 'DEAD', 'CANCELLED']);
+
+/** The body's `"parents"` (core/workflows/progress.ts writes it); throws {@link MalformedMessageError}. */
+function parentsOf(value: unknown): ParentOutcome[] {
+  if (!Array.isArray(value)) throw new MalformedMessageError('parents is not an array');
+  return value.map((p: unknown, i) => {
+    const e = p as Record<string, unknown> | null;
+    if (
+      typeof e !== 'object' ||
+      e === null ||
+      typeof e.key !== 'string' ||
+      typeof e.jobId !== 'string' ||
+      !PARENT_OUTCOMES.has(e.outcome) ||
+      (e.resultOmitted !== undefined && e.resultOmitted !== true)
+    ) {
+      throw new MalformedMessageError(`parents[${i}] is not {"key", "jobId", "outcome"}`);
+    }
+    return {
+      key: e.key,
+      jobId: e.jobId,
+      outcome: e.outcome as ParentOutcome['outcome'],
+      ...('result' in e ? { result: e.result } : {}),
+      ...(e.resultOmitted === true ? { resultOmitted: true as const } : {}),
+    };
+  });
 }
 
 /** Receive time minus `runAt` (the message attribute when present, else the body's). */

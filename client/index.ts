@@ -38,7 +38,16 @@ export {
   type PutScheduleOptions,
 } from './callOptions.js';
 export { parseRetryAfter, type Credentials, type DyneinClientOptions, type RetryOptions } from './transport.js';
-export { OutcomeReporter, type OutcomeReport, type OutcomeReporterOptions, type OutcomeResult, type OutcomeSink } from './outcomes.js';
+export {
+  OutcomeNotReportedError,
+  OutcomeReporter,
+  type OutcomeReport,
+  type OutcomeReporterOptions,
+  type OutcomeResult,
+  type OutcomeSink,
+  type ReportAnswer,
+  type ReportNowOptions,
+} from './outcomes.js';
 export {
   AlreadyQueuedError,
   ConcurrentModificationError,
@@ -70,6 +79,7 @@ export {
   type DeliveredJob,
   type JobContext,
   type JobHandler,
+  type ParentOutcome,
   type RetryBackoff,
 } from './delivery.js';
 export { Worker, type WorkerEvent, type WorkerOptions } from './worker.js';

@@ -14,7 +14,21 @@ import {
   type JobHandler,
   type RetryBackoff,
 } from './delivery.js';
-import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
+import {
+  errorText,
+  HISTORY_ATTRIBUTE,
+  MAX_WORKFLOW_RESULT_BYTES,
+  OutcomeReporter,
+  outcomeReport,
+  resultOf,
+  WORKFLOW_ATTRIBUTE,
+  type OutcomeNotReportedError,
+  type OutcomeReport,
+  type OutcomeSink,
+} from './outcomes.js';
+
+/** Tries of a workflow job's report before its record fails (waits of full jitter, 200 ms doubling, in between). */
+const WORKFLOW_REPORT_ATTEMPTS = 5;
 
 export interface LambdaConsumerOptions {
   /** Records handled at once within one invocation. @default 10 */
@@ -34,10 +48,17 @@ export interface LambdaConsumerOptions {
   /** Handlers' signals abort this long before the function's timeout. @default 2_000 */
   readonly timeoutMarginMs?: number;
   /**
-   * Reports outcomes for tenants with history on (records with the `dynein-history` attribute;
-   * docs/history.md): a {@link DyneinClient} (or an {@link OutcomeReporter}). An invocation's
-   * outcomes go in one request (up to 100), sent before it returns. Without it, such records are
-   * still handled, with a warning once.
+   * Reports outcomes: a {@link DyneinClient} (or an {@link OutcomeReporter}).
+   *
+   * For tenants with history on (records with the `dynein-history` attribute; docs/history.md),
+   * an invocation's outcomes go in one request (up to 100), sent before it returns. Without a
+   * client, such records are still handled, with a warning once.
+   *
+   * A workflow job (a record with the `workflow` attribute) is reported at once, alone, and
+   * retried (5 tries, while the function has time): the record succeeds only once the report was
+   * answered, and a report given up on fails the record (`batchItemFailures`: it comes back and
+   * runs again). Its handler's return value is its `result` (JSON of at most 64 KiB, else left out
+   * with a warning). Without a client, such records are not run and fail, with a warning once.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /** The queue's maxReceiveCount, when known: a failure on that receive is reported `DEAD`. @default unknown */
@@ -72,29 +93,7 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       : opts.client
         ? new OutcomeReporter(opts.client, { onError: (error) => console.error('dynein: outcomes not reported', error) })
         : undefined;
-  let warned = false;
-  /** For a record asking for outcome reports (history on): reports one; undefined otherwise. */
-  const reportFor = (record: SQSRecord, job: DeliveredJob<P>, attempts: number, receivedAt: number) => {
-    if (record.messageAttributes?.[HISTORY_ATTRIBUTE]?.stringValue !== '1') return undefined;
-    if (!reporter) {
-      if (!warned)
-        console.warn(
-          `dynein: tenant '${job.tenant}' keeps job history, but dyneinLambdaHandler has no client to report outcomes with: pass { client: new DyneinClient(...) } (docs/history.md)`,
-        );
-      warned = true;
-      return undefined;
-    }
-    return (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) =>
-      reporter.report(job.tenant, {
-        jobId: job.jobId,
-        outcome,
-        attempts,
-        receivedAt: new Date(receivedAt).toISOString(),
-        durationMs: Math.max(0, now() - receivedAt),
-        ...(extra.error !== undefined ? { error: extra.error } : {}),
-        ...(extra.result !== undefined ? { result: extra.result } : {}),
-      });
-  };
+  const reports = new RecordReports<P>(reporter, now, random);
   return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
@@ -107,33 +106,48 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
           );
     const slot = limiter(opts.concurrency ?? 10);
 
-    /** One record: resolves when it succeeded (or went to the DLQ), throws to report it as a failure. */
+    /**
+     * One record: resolves when it succeeded (or went to the DLQ), throws to report it as a
+     * failure. A workflow job succeeds only once its report was answered; a report given up on
+     * fails the record, which comes back (after the backoff, with `sqs`) and runs again.
+     */
     const processRecord = async (record: SQSRecord): Promise<void> => {
       const receivedAt = now();
       const receiveCount = receiveCountOf(record.attributes as unknown as Record<string, string>);
       let job: DeliveredJob<P> | undefined;
-      let report: ReturnType<typeof reportFor>;
+      let report: RecordReport | undefined;
+      let value: unknown;
       try {
         job = parseDelivery<P>(record.body);
-        report = reportFor(record, job, receiveCount, receivedAt);
+        report = reports.for(record, job, receiveCount, receivedAt, abort.signal);
         const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
-        const value: unknown = await handler(job, {
+        value = await handler(job, {
           signal: abort.signal,
           receiveCount,
           latenessMs: latenessMs(runAt, receivedAt),
           receivedAt,
           messageId: record.messageId,
         });
-        void report?.('SUCCEEDED', { result: resultOf(value) });
       } catch (error) {
         opts.onError?.(error, record, job);
         const dead = error instanceof UnrecoverableError || (opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount);
         // Reported before the record can come back, so a retry's report lands after it.
-        await report?.(dead ? 'DEAD' : 'FAILED', { error: errorText(error) });
-        if (error instanceof UnrecoverableError && (await toDeadLetterQueue(opts, record, error))) return;
+        const unreported = await report?.send(dead ? 'DEAD' : 'FAILED', { error: errorText(error) });
+        if (unreported) opts.onError?.(unreported, record, job);
+        // A workflow job's DEAD not reported stays out of the DLQ: it comes back and reports again.
+        if (error instanceof UnrecoverableError && !unreported && (await toDeadLetterQueue(opts, record, error))) return;
         if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
         throw error;
       }
+      if (!report?.workflow) return void report?.send('SUCCEEDED', { result: resultOf(value) });
+      const result = resultOf(value, MAX_WORKFLOW_RESULT_BYTES);
+      if (result === undefined && value !== undefined)
+        console.warn(`dynein: the result of workflow job ${job.jobId} is not JSON of at most 64 KiB: it is reported without one`);
+      const unreported = await report.send('SUCCEEDED', { result });
+      if (!unreported) return;
+      opts.onError?.(unreported, record, job);
+      if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
+      throw unreported;
     };
 
     // A processor per invocation: invocations running at once in one process (Lambda's
@@ -151,6 +165,70 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       await reporter?.flush();
     }
   };
+}
+
+/** How one record's outcome is reported. */
+interface RecordReport {
+  /** A workflow job's: sent at once and retried; else batched, sent before the invocation ends. */
+  readonly workflow: boolean;
+  /** Resolves once sent; for a workflow job, to the error it gave up on (undefined: answered). */
+  send(outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }): Promise<OutcomeNotReportedError | undefined>;
+}
+
+/** The reports of records: a workflow job's or a history tenant's; none for other records. */
+class RecordReports<P> {
+  #warnedHistory = false;
+  #warnedWorkflow = false;
+
+  constructor(
+    private readonly reporter: OutcomeReporter | undefined,
+    private readonly now: () => number,
+    private readonly random: () => number,
+  ) {}
+
+  /**
+   * The report of `record`, or undefined when it needs none (or, history on, there is no client:
+   * warned once). A workflow job's is retried up to {@link WORKFLOW_REPORT_ATTEMPTS} tries, no
+   * retry after `signal` aborts (the function is about to time out).
+   *
+   * @throws for a workflow job when there is no client: the record is not run, and fails
+   */
+  for(record: SQSRecord, job: DeliveredJob<P>, attempts: number, receivedAt: number, signal: AbortSignal): RecordReport | undefined {
+    const workflow = record.messageAttributes?.[WORKFLOW_ATTRIBUTE]?.stringValue ?? job.workflow;
+    if (workflow === undefined && record.messageAttributes?.[HISTORY_ATTRIBUTE]?.stringValue !== '1') return undefined;
+    const reporter = this.reporter;
+    if (!reporter) return this.#noClient(job, workflow);
+    const { now, random } = this;
+    const report = (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) =>
+      outcomeReport(job.jobId, outcome, { attempts, receivedAt, endedAt: now() }, extra);
+    if (workflow === undefined)
+      return { workflow: false, send: async (outcome, extra) => void (await reporter.report(job.tenant, report(outcome, extra))) };
+    return {
+      workflow: true,
+      async send(outcome, extra) {
+        const opts = { signal, maxAttempts: WORKFLOW_REPORT_ATTEMPTS, now, random };
+        const answer = await reporter.reportNow(job.tenant, report(outcome, extra), opts);
+        return answer.answered ? undefined : answer.error;
+      },
+    };
+  }
+
+  #noClient(job: DeliveredJob<P>, workflow: string | undefined): undefined {
+    if (workflow !== undefined) {
+      if (!this.#warnedWorkflow)
+        console.warn(
+          `dynein: job '${job.jobId}' belongs to workflow '${workflow}', whose outcomes must be reported, but dyneinLambdaHandler has no client: such records are not run and fail. Pass { client: new DyneinClient(...) }`,
+        );
+      this.#warnedWorkflow = true;
+      throw new Error(`workflow job ${job.jobId} was not run: dyneinLambdaHandler has no client to report its outcome with`);
+    }
+    if (!this.#warnedHistory)
+      console.warn(
+        `dynein: tenant '${job.tenant}' keeps job history, but dyneinLambdaHandler has no client to report outcomes with: pass { client: new DyneinClient(...) } (docs/history.md)`,
+      );
+    this.#warnedHistory = true;
+    return undefined;
+  }
 }
 
 async function toDeadLetterQueue(opts: LambdaConsumerOptions, record: SQSRecord, error: Error): Promise<boolean> {

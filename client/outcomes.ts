@@ -1,13 +1,27 @@
 /**
- * Outcome reporting for tenants with history on (docs/history.md): the Worker and the Lambda
- * wrapper hand each delivery's outcome to an {@link OutcomeReporter}, which sends them in
- * batches (`POST /v1/tenants/{tenant}/jobs/outcomes`, up to 100 per request).
+ * Outcome reporting (`POST /v1/tenants/{tenant}/jobs/outcomes`). For tenants with history on
+ * (docs/history.md) the Worker and the Lambda wrapper hand each delivery's outcome to an
+ * {@link OutcomeReporter}, which sends them in batches of up to 100, fire and forget. A workflow
+ * job's outcome is what moves its workflow on, so it is sent at once instead, alone, and retried
+ * until answered ({@link reportOutcomeNow}); its message is deleted only then.
  */
 
-import { cutText } from '../core/util/index.js';
+import { backoffMs, cutText, sleep } from '../core/util/index.js';
+import { DyneinError } from './errors.js';
 
 /** The message attribute that asks for a report (the dispatcher sets it for history tenants). */
 export const HISTORY_ATTRIBUTE = 'dynein-history';
+
+/**
+ * The message attribute naming a workflow job's workflow (core/model/messages.ts): its outcome is
+ * reported whatever the tenant's history setting, before the message is deleted.
+ */
+export const WORKFLOW_ATTRIBUTE = 'workflow';
+
+/** Largest `result` the route keeps for a job (its JSON text, UTF-8 bytes; core/jobs/history.ts). */
+export const MAX_RESULT_BYTES = 1024;
+/** Largest `result` the route keeps for a workflow job, which its children receive (core/jobs/history.ts). */
+export const MAX_WORKFLOW_RESULT_BYTES = 64 * 1024;
 
 /** One delivery's outcome, as the API takes it. */
 export interface OutcomeReport {
@@ -19,8 +33,29 @@ export interface OutcomeReport {
   readonly receivedAt: string;
   readonly durationMs: number;
   readonly error?: string;
-  /** The handler's return value, when it is JSON of at most 1 KB. */
+  /** The handler's return value, when it is JSON of at most 1 KB (64 KiB for a workflow job). */
   readonly result?: unknown;
+}
+
+/**
+ * The report of one delivery of job `jobId`: received at `receivedAt` (epoch ms) on its
+ * `attempts`-th receive, ended at `endedAt`; `extra`'s undefined fields are left out.
+ */
+export function outcomeReport(
+  jobId: string,
+  outcome: OutcomeReport['outcome'],
+  delivery: { readonly attempts: number; readonly receivedAt: number; readonly endedAt: number },
+  extra: { readonly error?: string; readonly result?: unknown } = {},
+): OutcomeReport {
+  return {
+    jobId,
+    outcome,
+    attempts: delivery.attempts,
+    receivedAt: new Date(delivery.receivedAt).toISOString(),
+    durationMs: Math.max(0, delivery.endedAt - delivery.receivedAt),
+    ...(extra.error !== undefined ? { error: extra.error } : {}),
+    ...(extra.result !== undefined ? { result: extra.result } : {}),
+  };
 }
 
 /** Per-entry answer of the outcomes route. */
@@ -89,6 +124,14 @@ export class OutcomeReporter {
     });
   }
 
+  /**
+   * Sends one outcome at once, alone (not in a batch), retrying until it is answered:
+   * {@link reportOutcomeNow} through this reporter's sink. Used for workflow jobs.
+   */
+  reportNow(tenant: string, report: OutcomeReport, opts: ReportNowOptions = {}): Promise<ReportAnswer> {
+    return reportOutcomeNow(this.sink, tenant, report, opts);
+  }
+
   /** Sends everything buffered and waits for every request under way. */
   async flush(): Promise<void> {
     for (const tenant of [...this.#buffers.keys()]) this.#send(tenant);
@@ -146,12 +189,15 @@ export class OutcomeReporter {
   }
 }
 
-/** A handler's return value as a report's `result`: JSON of at most 1 KB, else left out. */
-export function resultOf(value: unknown): unknown {
+/**
+ * A handler's return value as a report's `result`: JSON of at most `maxBytes` (1 KB; a workflow
+ * job's {@link MAX_WORKFLOW_RESULT_BYTES}), else left out (undefined).
+ */
+export function resultOf(value: unknown, maxBytes = MAX_RESULT_BYTES): unknown {
   if (value === undefined) return undefined;
   try {
     const text = JSON.stringify(value);
-    return text !== undefined && Buffer.byteLength(text) <= 1024 ? value : undefined;
+    return text !== undefined && Buffer.byteLength(text) <= maxBytes ? value : undefined;
   } catch {
     return undefined;
   }
@@ -160,4 +206,106 @@ export function resultOf(value: unknown): unknown {
 /** The error text a report carries. */
 export function errorText(error: unknown): string {
   return cutText(String((error as Error)?.message ?? error), 1024);
+}
+
+/**
+ * An outcome that {@link reportOutcomeNow} gave up on: refused for good (`code`: the entry's error
+ * code, such as `NotDelivered` or `ValidationError`, or the whole request's), or still unanswered
+ * when its retries ran out or its signal aborted. `cause` is the last error.
+ */
+export class OutcomeNotReportedError extends Error {
+  readonly jobId: string;
+  readonly outcome: OutcomeReport['outcome'];
+  /** The route's error code, when it answered one. */
+  readonly code: string | undefined;
+  readonly attempts: number;
+
+  constructor(report: OutcomeReport, why: string, opts: { code?: string; attempts: number; cause?: unknown }) {
+    super(`the outcome ${report.outcome} of job ${report.jobId} was not reported after ${opts.attempts} attempt(s): ${why}`, {
+      cause: opts.cause,
+    });
+    this.name = 'OutcomeNotReportedError';
+    this.jobId = report.jobId;
+    this.outcome = report.outcome;
+    this.code = opts.code;
+    this.attempts = opts.attempts;
+  }
+}
+
+/** How {@link reportOutcomeNow} ended: the state the route kept, or the report given up on. */
+export type ReportAnswer =
+  { readonly answered: true; readonly state: string } | { readonly answered: false; readonly error: OutcomeNotReportedError };
+
+export interface ReportNowOptions {
+  /** No retry starts once it aborts (the message was released or lost); the attempt under way finishes. */
+  readonly signal?: AbortSignal;
+  /** Attempts at most. @default unlimited */
+  readonly maxAttempts?: number;
+  /** No retry starts this long after the first attempt. @default unlimited */
+  readonly budgetMs?: number;
+  /** The wait before retry n: full jitter over `baseMs · 2^n`, capped. @default { baseMs: 200, capMs: 5_000 } */
+  readonly backoff?: { readonly baseMs: number; readonly capMs: number };
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/** Per-entry codes that mean "report it again" (`Throttled`: not stored, or stored but the workflow did not move on). */
+const RETRYABLE_CODES: ReadonlySet<string> = new Set(['Throttled', 'Unavailable', 'InternalError']);
+
+/**
+ * Sends one outcome alone and retries, with backoff, while the answer is "report it again": a call
+ * that threw a retryable error (network, 429, 5xx: the client's own retries spent; any error that
+ * is not a {@link DyneinError}), or the entry answered `Throttled` (or `Unavailable`). It gives up
+ * at once on an error that repeating cannot fix (a 4xx for the whole request, or the entry refused:
+ * `NotDelivered`, `ValidationError`, `InvalidJobId`...), and once `signal` aborts, `maxAttempts`
+ * are spent or `budgetMs` has passed. Never throws.
+ *
+ * @example
+ * const answer = await reportOutcomeNow(client, 'billing', report, { maxAttempts: 5 });
+ * if (answer.answered) await deleteMessage();
+ * else console.error(answer.error); // leave the message to come back
+ */
+export async function reportOutcomeNow(
+  sink: OutcomeSink,
+  tenant: string,
+  report: OutcomeReport,
+  opts: ReportNowOptions = {},
+): Promise<ReportAnswer> {
+  const now = opts.now ?? Date.now;
+  const started = now();
+  const maxAttempts = opts.maxAttempts ?? Number.POSITIVE_INFINITY;
+  const budgetMs = opts.budgetMs ?? Number.POSITIVE_INFINITY;
+  for (let attempt = 1; ; attempt++) {
+    const tried = await tryReport(sink, tenant, report);
+    if ('state' in tried) return { answered: true, state: tried.state };
+    const giveUp = (why: string): ReportAnswer => ({
+      answered: false,
+      error: new OutcomeNotReportedError(report, why, { code: tried.code, attempts: attempt, cause: tried.cause }),
+    });
+    const stopped = () => `${tried.why}; stopped retrying: ${String(opts.signal?.reason?.message ?? 'aborted')}`;
+    if (!tried.retryable) return giveUp(tried.why);
+    if (opts.signal?.aborted) return giveUp(stopped());
+    if (attempt >= maxAttempts || now() - started >= budgetMs) return giveUp(`${tried.why}; retries spent`);
+    await sleep(backoffMs(attempt - 1, opts.backoff ?? { baseMs: 200, capMs: 5_000 }, opts.random), opts.signal);
+    if (opts.signal?.aborted) return giveUp(stopped());
+  }
+}
+
+type Tried =
+  { readonly state: string } | { readonly retryable: boolean; readonly why: string; readonly code?: string; readonly cause?: unknown };
+
+/** One attempt: the state kept, or why not and whether another attempt may help. */
+async function tryReport(sink: OutcomeSink, tenant: string, report: OutcomeReport): Promise<Tried> {
+  let results: OutcomeResult[];
+  try {
+    ({ results } = await sink.reportOutcomes(tenant, [report]));
+  } catch (error) {
+    const retryable = error instanceof DyneinError ? error.retryable : true;
+    const code = (error as { code?: unknown } | null)?.code;
+    return { retryable, why: String((error as Error)?.message ?? error), cause: error, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  const r = results[0];
+  if (r === undefined) return { retryable: true, why: 'the route answered no result for the entry' };
+  if ('state' in r) return { state: r.state };
+  return { retryable: RETRYABLE_CODES.has(r.error.code), why: `${r.error.code}: ${r.error.message}`, code: r.error.code };
 }

@@ -17,10 +17,22 @@ import {
   receiveCountOf,
   retryDelaySeconds,
   type DeliveredJob,
+  type JobContext,
   type JobHandler,
   type RetryBackoff,
 } from './delivery.js';
-import { errorText, HISTORY_ATTRIBUTE, OutcomeReporter, resultOf, type OutcomeReport, type OutcomeSink } from './outcomes.js';
+import {
+  errorText,
+  HISTORY_ATTRIBUTE,
+  MAX_WORKFLOW_RESULT_BYTES,
+  OutcomeReporter,
+  outcomeReport,
+  resultOf,
+  WORKFLOW_ATTRIBUTE,
+  type OutcomeReport,
+  type OutcomeSink,
+  type ReportAnswer,
+} from './outcomes.js';
 
 export interface WorkerOptions<P = unknown> {
   /** The tenant queue (`local.json`'s `queueUrl`, or the DyneinTenant's `queue.queueUrl`). */
@@ -55,10 +67,18 @@ export interface WorkerOptions<P = unknown> {
   /** Stop gracefully on SIGTERM and SIGINT. @default true */
   readonly handleSignals?: boolean;
   /**
-   * Reports outcomes for tenants with history on (messages with the `dynein-history` attribute;
-   * docs/history.md): a {@link DyneinClient} (or an {@link OutcomeReporter} to share). Outcomes are
-   * sent in batches of up to 100, at least every second, and on stop (within 1 s more than the
-   * grace period and releases). Without it, such messages are still handled, with a warning once.
+   * Reports outcomes: a {@link DyneinClient} (or an {@link OutcomeReporter} to share).
+   *
+   * For tenants with history on (messages with the `dynein-history` attribute; docs/history.md),
+   * outcomes are sent in batches of up to 100, at least every second, and on stop (within 1 s
+   * more than the grace period and releases), after the message was deleted. Without a client,
+   * such messages are still handled, with a warning once.
+   *
+   * A workflow job (a message with the `workflow` attribute; docs/workflows.md) is reported
+   * whatever the history setting, at once and alone, retried until answered, and its message is
+   * deleted only then; a report given up on leaves the message to come back (its handler runs
+   * again: at least once). Without a client, such messages are not run (a `failed` event, the
+   * message backed off) and the worker warns once.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /**
@@ -88,6 +108,8 @@ export type WorkerEvent<P = unknown> =
   | { type: 'lost'; job: DeliveredJob<P>; messageId: string; error: unknown }
   | { type: 'error'; operation: string; error: unknown };
 
+type HandlerOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+
 interface InFlight {
   readonly msg: Message;
   readonly abort: AbortController;
@@ -103,6 +125,12 @@ const RELEASE_BUDGET_MS = 400;
 /** On stop, how long the last outcome reports (history on) may take after the releases. */
 const FLUSH_BUDGET_MS = 1_000;
 
+/**
+ * How long a workflow job's report is retried (the message held by the heartbeat) before it is
+ * given up on and the message left to come back: 5 minutes.
+ */
+const WORKFLOW_REPORT_BUDGET_MS = 300_000;
+
 /** Message ids remembered as unrecoverable when no DLQ URL is known (bounded). */
 const MAX_DOOMED = 10_000;
 
@@ -113,7 +141,8 @@ const MAX_DOOMED = 10_000;
  * after `maxReceiveCount`. A heartbeat extends the visibility while a handler runs. `stop()` (or
  * SIGTERM) stops receiving, lets in-flight handlers finish within the grace period (1.5 s by
  * default: the worker stops within 2 s), then aborts the rest and releases their messages
- * (ChangeMessageVisibility 0): nothing is lost. One bad message never affects others.
+ * (ChangeMessageVisibility 0): nothing is lost. One bad message never affects others. A
+ * workflow job's outcome is reported (and answered) before its message is deleted: see `client`.
  *
  * @example
  * const worker = new Worker({ queueUrl, concurrency: 5, handler: async (job, { signal }) => { await charge(job.payload, signal); } });
@@ -124,6 +153,7 @@ export class Worker<P = unknown> {
     Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent' | 'maxReceiveCount'> & { heartbeatMs: number };
   readonly #reporter: OutcomeReporter | undefined;
   #warnedNoClient = false;
+  #warnedNoWorkflowClient = false;
   readonly #sqs: SQSClient;
   readonly #ownsClient: boolean;
   readonly #inFlight = new Map<string, InFlight>();
@@ -316,23 +346,12 @@ export class Worker<P = unknown> {
       return this.#dead(msg, undefined, receiveCount, error);
     }
     const runAt = msg.MessageAttributes?.runAt?.StringValue ?? job.runAt;
+    const ctx: JobContext = { signal: abort.signal, receiveCount, latenessMs: latenessMs(runAt, receivedAt), receivedAt, messageId };
+    if (msg.MessageAttributes?.[WORKFLOW_ATTRIBUTE]?.StringValue !== undefined || job.workflow !== undefined)
+      return this.#processWorkflowJob(entry, job, ctx);
     const report = this.#reportFor(msg, job, receiveCount, receivedAt);
     const heartbeat = this.#heartbeat(entry, job, receivedAt);
-    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
-    try {
-      const value: unknown = await this.#o.handler(job, {
-        signal: abort.signal,
-        receiveCount,
-        latenessMs: latenessMs(runAt, receivedAt),
-        receivedAt,
-        messageId,
-      });
-      outcome = { ok: true, value };
-    } catch (error) {
-      outcome = { ok: false, error };
-    } finally {
-      heartbeat.stop();
-    }
+    const outcome = await this.#run(job, ctx).finally(() => heartbeat.stop());
     if (outcome.ok) {
       // Even after a release (shutdown) the job did complete: deleting avoids a duplicate.
       if (await this.#delete(msg)) this.#emit({ type: 'completed', job, messageId, receiveCount, durationMs: this.#o.now() - receivedAt });
@@ -348,9 +367,108 @@ export class Worker<P = unknown> {
     // The failure is reported before the message becomes visible again, so the retry's report
     // always lands after it (the record keeps the latest outcome; docs/history.md).
     await report?.(max !== undefined && receiveCount >= max ? 'DEAD' : 'FAILED', { error: errorText(outcome.error) });
+    await this.#backOff(msg, job, receiveCount, outcome.error);
+  }
+
+  /** Runs the handler: what it returned, or what it threw. */
+  async #run(job: DeliveredJob<P>, ctx: JobContext): Promise<HandlerOutcome> {
+    try {
+      return { ok: true, value: await this.#o.handler(job, ctx) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+
+  /**
+   * A workflow job (issue #25): its outcome is what moves its workflow on, so it is reported
+   * before its message is deleted, at once and alone (not in the 1 s batch), and the report is
+   * retried (full jitter from 200 ms up to 5 s between tries) while the heartbeat keeps the
+   * message held: until the route answers with a state, refuses it for good (`NotDelivered`,
+   * `ValidationError`, a 4xx), the message is released (`stop()`) or lost, or
+   * {@link WORKFLOW_REPORT_BUDGET_MS} has passed. Answered, the message goes on as an ordinary
+   * job's: deleted, dead-lettered or backed off. Given up on, it emits an `error` event
+   * (an `OutcomeNotReportedError`) and leaves the message to come back (backed off like a
+   * failure, unless released): its handler runs again (at least once) and reports again.
+   */
+  async #processWorkflowJob(entry: InFlight, job: DeliveredJob<P>, ctx: JobContext): Promise<void> {
+    const reporter = this.#reporter;
+    if (!reporter) return this.#refuseWithoutClient(entry.msg, job, ctx.receiveCount);
+    const heartbeat = this.#heartbeat(entry, job, ctx.receivedAt);
+    let outcome: HandlerOutcome;
+    let answer: ReportAnswer;
+    try {
+      outcome = await this.#run(job, ctx);
+      if (!outcome.ok && entry.released) return; // already handed back; its next delivery retries it
+      const report = this.#workflowReport(job, ctx, outcome);
+      const opts = { signal: entry.abort.signal, budgetMs: WORKFLOW_REPORT_BUDGET_MS, now: this.#o.now, random: this.#o.random };
+      answer = await reporter.reportNow(job.tenant, report, opts);
+    } finally {
+      heartbeat.stop();
+    }
+    const { msg } = entry;
+    if (!answer.answered) {
+      this.#emit({ type: 'error', operation: 'report outcome (workflow job)', error: answer.error });
+      if (entry.released) return; // released or lost: it comes back as it is
+      if (!outcome.ok) return this.#backOff(msg, job, ctx.receiveCount, outcome.error);
+      await this.#setVisibility(msg, retryDelaySeconds(ctx.receiveCount, this.#o.backoff, this.#o.random), 'backoff');
+      return;
+    }
+    if (outcome.ok) {
+      if (await this.#delete(msg))
+        this.#emit({
+          type: 'completed',
+          job,
+          messageId: ctx.messageId,
+          receiveCount: ctx.receiveCount,
+          durationMs: this.#o.now() - ctx.receivedAt,
+        });
+      return;
+    }
+    if (outcome.error instanceof UnrecoverableError) return this.#dead(msg, job, ctx.receiveCount, outcome.error);
+    await this.#backOff(msg, job, ctx.receiveCount, outcome.error);
+  }
+
+  /**
+   * A workflow job's report: `SUCCEEDED` with the handler's return value as `result` (JSON of at
+   * most 64 KiB; anything else is left out, with an `error` event, and the job still succeeds:
+   * running it again would return the same), `DEAD` for an {@link UnrecoverableError} or a failure
+   * on receive `maxReceiveCount`, `FAILED` otherwise.
+   */
+  #workflowReport(job: DeliveredJob<P>, ctx: JobContext, outcome: HandlerOutcome): OutcomeReport {
+    if (!outcome.ok) {
+      const max = this.#o.maxReceiveCount;
+      const dead = outcome.error instanceof UnrecoverableError || (max !== undefined && ctx.receiveCount >= max);
+      return this.#outcomeReport(job, ctx.receiveCount, ctx.receivedAt, dead ? 'DEAD' : 'FAILED', { error: errorText(outcome.error) });
+    }
+    const result = resultOf(outcome.value, MAX_WORKFLOW_RESULT_BYTES);
+    if (result === undefined && outcome.value !== undefined) {
+      const error = new Error(`the result of workflow job ${job.jobId} is not JSON of at most 64 KiB: it is reported without one`);
+      this.#emit({ type: 'error', operation: 'report outcome (result left out)', error });
+    }
+    return this.#outcomeReport(job, ctx.receiveCount, ctx.receivedAt, 'SUCCEEDED', { result });
+  }
+
+  /**
+   * A workflow job reaching a Worker without a client is not run: its outcome could not be
+   * reported, and a job whose end is never recorded holds its workflow back for good. Its message
+   * is backed off like a failure (another worker, or this one once given a client, takes it).
+   */
+  async #refuseWithoutClient(msg: Message, job: DeliveredJob<P>, receiveCount: number): Promise<void> {
+    if (!this.#warnedNoWorkflowClient) {
+      this.#warnedNoWorkflowClient = true;
+      console.warn(
+        `dynein worker: job '${job.jobId}' belongs to workflow '${job.workflow ?? msg.MessageAttributes?.[WORKFLOW_ATTRIBUTE]?.StringValue}', whose outcomes must be reported, but this Worker has no client: such jobs are not run. Pass { client: new DyneinClient(...) }`,
+      );
+    }
+    const error = new Error(`workflow job ${job.jobId} was not run: this Worker has no client to report its outcome with`);
+    await this.#backOff(msg, job, receiveCount, error);
+  }
+
+  /** A failure: the message comes back after the backoff of its receive count. */
+  async #backOff(msg: Message, job: DeliveredJob<P>, receiveCount: number, error: unknown): Promise<void> {
     const retryInSeconds = retryDelaySeconds(receiveCount, this.#o.backoff, this.#o.random);
     await this.#setVisibility(msg, retryInSeconds, 'backoff');
-    this.#emit({ type: 'failed', job, messageId, receiveCount, error: outcome.error, retryInSeconds });
+    this.#emit({ type: 'failed', job, messageId: msg.MessageId!, receiveCount, error, retryInSeconds });
   }
 
   /** For a message asking for outcome reports (history on): reports one; undefined otherwise. */
@@ -371,16 +489,17 @@ export class Worker<P = unknown> {
       }
       return undefined;
     }
-    return (outcome, extra) =>
-      reporter.report(job.tenant, {
-        jobId: job.jobId,
-        outcome,
-        attempts,
-        receivedAt: new Date(receivedAt).toISOString(),
-        durationMs: Math.max(0, this.#o.now() - receivedAt),
-        ...(extra.error !== undefined ? { error: extra.error } : {}),
-        ...(extra.result !== undefined ? { result: extra.result } : {}),
-      });
+    return (outcome, extra) => reporter.report(job.tenant, this.#outcomeReport(job, attempts, receivedAt, outcome, extra));
+  }
+
+  #outcomeReport(
+    job: DeliveredJob<P>,
+    attempts: number,
+    receivedAt: number,
+    outcome: OutcomeReport['outcome'],
+    extra: { error?: string; result?: unknown },
+  ): OutcomeReport {
+    return outcomeReport(job.jobId, outcome, { attempts, receivedAt, endedAt: this.#o.now() }, extra);
   }
 
   /** Renews the visibility every `heartbeatMs` while the handler runs; aborts the handler if the message is lost. */
