@@ -74,8 +74,9 @@ export class PaymentsStack extends Stack {
     const ops = new iam.Role(this, 'OpsRole', { assumedBy: new iam.AccountRootPrincipal() });
     this.tenant.grantRedrive(ops);
 
-    // cdk-nag: grantSchedule's only wildcards are the job id (GET and DELETE .../jobs/*) and the
-    // schedule name (PUT, GET, DELETE .../schedules/*, POST .../schedules/<name>/pause and /resume).
+    // cdk-nag: grantSchedule's only wildcards are the job id (GET and DELETE .../jobs/*), the
+    // schedule name (PUT, GET, DELETE .../schedules/*, POST .../schedules/<name>/pause and /resume)
+    // and the workflow id (GET and DELETE .../workflows/*).
     for (const route of [
       'GET/v1/tenants/payments/jobs/*',
       'DELETE/v1/tenants/payments/jobs/*',
@@ -84,11 +85,13 @@ export class PaymentsStack extends Stack {
       'DELETE/v1/tenants/payments/schedules/*',
       'POST/v1/tenants/payments/schedules/*/pause',
       'POST/v1/tenants/payments/schedules/*/resume',
+      'GET/v1/tenants/payments/workflows/*',
+      'DELETE/v1/tenants/payments/workflows/*',
     ]) {
       Validations.of(service).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${props.apiExportName}/$default/${route}]`,
         reason:
-          'The job id and the schedule name are the only wildcards: the service may manage any job and recurring schedule of its own tenant, nothing else.',
+          'The job id, the schedule name and the workflow id are the only wildcards: the service may manage any job, recurring schedule and workflow of its own tenant, nothing else.',
       });
     }
   }

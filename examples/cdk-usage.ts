@@ -17,8 +17,9 @@ import { DyneinScheduler, DyneinTenant } from 'dynein-serverless/cdk';
 const role = (scope: Construct, id: string) => new iam.Role(scope, id, { assumedBy: new iam.AccountRootPrincipal() });
 
 /**
- * cdk-nag: grantSchedule's only wildcards are the job id (`GET` and `DELETE .../jobs/*`) and the
- * schedule name (`PUT`, `GET`, `DELETE .../schedules/*`, `POST .../schedules/<name>/pause|resume`);
+ * cdk-nag: grantSchedule's only wildcards are the job id (`GET` and `DELETE .../jobs/*`), the
+ * schedule name (`PUT`, `GET`, `DELETE .../schedules/*`, `POST .../schedules/<name>/pause|resume`)
+ * and the workflow id (`GET` and `DELETE .../workflows/*`);
  * `api` as cdk-nag prints it.
  */
 function acknowledgeJobIdWildcard(grantee: iam.IRole, api: string, tenant: string): void {
@@ -30,12 +31,14 @@ function acknowledgeJobIdWildcard(grantee: iam.IRole, api: string, tenant: strin
     'DELETE/v1/tenants/TENANT/schedules/*',
     'POST/v1/tenants/TENANT/schedules/*/pause',
     'POST/v1/tenants/TENANT/schedules/*/resume',
+    'GET/v1/tenants/TENANT/workflows/*',
+    'DELETE/v1/tenants/TENANT/workflows/*',
   ];
   for (const route of routes) {
     Validations.of(grantee).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${api}/$default/${route.replace('TENANT', tenant)}]`,
       reason:
-        'The job id and the schedule name are the only wildcards: the role may manage any job and recurring schedule of its own tenant, nothing else.',
+        'The job id, the schedule name and the workflow id are the only wildcards: the role may manage any job, recurring schedule and workflow of its own tenant, nothing else.',
     });
   }
 }

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 
 /** The functions the constructs deploy, each pre-bundled in `dist/lambdas/<name>/index.mjs`. */
-export type BundleName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'register' | 'dlq' | 'admin';
+export type BundleName =
+  'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'register' | 'dlq' | 'admin' | 'workflows';
 
 const PACKAGE_NAME = 'dynein-serverless';
 let cached: string | undefined;

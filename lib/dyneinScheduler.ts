@@ -497,13 +497,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       DYNEIN_TENANT_DLQ_URL: tenantQueueUrlTemplate(stack, deadLetterQueueName(this.tenantQueuePrefix, TENANT_PLACEHOLDER)),
     };
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
-    const submit = fn('submit', {
-      timeout: Duration.seconds(10),
-      environment: { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl },
-    });
+    const withInbound = { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl };
+    const submit = fn('submit', { timeout: Duration.seconds(10), environment: withInbound });
     const ingest = fn('ingest', { timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS), environment: withKey });
     const status = fn('status', { timeout: Duration.seconds(10), environment: withKey });
-    const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withKey });
+    const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withInbound });
+    // A fan-out of 1,000 children or a workflow of 1,000 jobs takes a few seconds; within the API's 30 s.
+    const workflows = fn('workflows', { timeout: Duration.seconds(28), environment: withInbound });
     // Within the HTTP API's 30 s integration timeout: Scheduler API calls (retried when throttled) and occurrence cancels.
     const schedules = fn('schedules', {
       timeout: Duration.seconds(20),
@@ -532,7 +532,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const registrationFunction = this.#function('register', retention, logLevel, { timeout: Duration.seconds(60), environment: env });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
-    return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin }, registrationFunction };
+    return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin, workflows }, registrationFunction };
   }
 
   /** Every function's role policy, from its row of the permission table (lib/permissions.ts). */
@@ -793,12 +793,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     });
     const route = (path: string, method: apigw.HttpMethod, f: lambda.IFunction, name: string) =>
       httpApi.addRoutes({ path, methods: [method], integration: new HttpLambdaIntegration(`${name}Integration`, f) });
-    const { submit, status, cancel, schedules, dlq, admin } = this.functions;
+    const { submit, status, cancel, schedules, dlq, admin, workflows } = this.functions;
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.POST, submit, 'Submit');
     route('/v1/tenants/{tenant}/jobs/batch', apigw.HttpMethod.POST, submit, 'SubmitBatch');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.GET, status, 'Status');
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.GET, status, 'ListJobs');
-    route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, status, 'Outcomes');
+    // A workflow job's outcome moves its children on: served by the function that may.
+    route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, workflows, 'Outcomes');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
     // Recurring schedules: every route to the one schedules function (one integration).
     const integration = new HttpLambdaIntegration('SchedulesIntegration', schedules);
@@ -813,6 +814,10 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq', methods: [GET], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/redrive', methods: [POST, GET], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/delete', methods: [POST], integration: dlqIntegration });
+    // Workflows (docs/workflows.md): one integration.
+    const workflowsIntegration = new HttpLambdaIntegration('WorkflowsIntegration', workflows);
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/workflows', methods: [POST], integration: workflowsIntegration });
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/workflows/{workflowId}', methods: [GET, DELETE], integration: workflowsIntegration });
     // The operator API (tenant controls): its own prefix, so no tenant grant ever covers it (grantAdmin).
     const adminIntegration = new HttpLambdaIntegration('AdminIntegration', admin);
     for (const [path, method] of ADMIN_ROUTES) httpApi.addRoutes({ path, methods: [method], integration: adminIntegration });

@@ -34,7 +34,7 @@ export type SchedulerFiringMetric =
 /** The parts of a scheduler its monitoring reads; `DyneinScheduler` implements it. */
 export interface MonitoredScheduler {
   readonly functions: Readonly<
-    Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin', lambda.IFunction>
+    Record<'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin' | 'workflows', lambda.IFunction>
   >;
   readonly inboundQueue: sqs.IQueue;
   readonly inboundDeadLetterQueue: sqs.IQueue;

@@ -15,7 +15,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
  */
 
 /** The scheduler's functions. */
-export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin';
+export type FunctionName = 'submit' | 'ingest' | 'tick' | 'dispatch' | 'cancel' | 'status' | 'schedules' | 'dlq' | 'admin' | 'workflows';
 
 /**
  * A principal of the table: a function (`register`: the tenant registration function) or `firing`,
@@ -108,9 +108,26 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
     // history tenant's failed attempts (h#a#<shard>) for the timeline.
     { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:Query'] },
-    // Outcome records (pk `h#<shard>`, docs/history.md): the outcomes route writes them, and only them.
-    { on: 'table', actions: ['dynamodb:BatchWriteItem'], leadingKeys: ['h#'] },
     ID_KEY,
+  ],
+  workflows: [
+    // Rows, tenants, controls, outcome records and workflow items (GetItem); a workflow's cancel
+    // cancels its jobs handed to the table through their rows (UpdateItem), whose partition (the
+    // bare shard number) shares no prefix a pattern could name.
+    { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    // Workflow items (pk w#<shard> waiting records, wp#<shard> specs, wf#<tenant> workflows and
+    // claims) and outcome records (pk h#<shard>, docs/history.md: the outcomes route writes them).
+    {
+      sid: 'WorkflowItemsAndOutcomes',
+      on: 'table',
+      actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:BatchGetItem'],
+      leadingKeys: ['w', 'h#'],
+    },
+    ID_KEY,
+    // Jobs whose due time is known (a workflow's first jobs, a child whose last parent ended) are
+    // handed over as submit hands a job: through the inbound queue, or straight to the tenant queue.
+    { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
+    SEND_TO_TENANT_QUEUES,
   ],
   dlq: [
     // The tenant registry item (its queue and DLQ URLs).
@@ -142,9 +159,15 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     },
   ],
   cancel: [
-    // The job row, then a conditional update to CANCELLED or a tombstone.
+    // The job row, then a conditional update to CANCELLED or a tombstone; a workflow job's waiting
+    // record (w#<shard>) and its children's.
     { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    // A workflow job's cancel reads its children's parents (pk w#<shard>) to tell them.
+    { sid: 'ReadsWaitingRecords', on: 'table', actions: ['dynamodb:BatchGetItem'], leadingKeys: ['w#'] },
     ID_KEY,
+    // A child that runs on a parent's failure is handed over when a cancel ends its last parent.
+    { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
+    SEND_TO_TENANT_QUEUES,
   ],
   // The tick samples the rows coming due to size its plan (keys only, read-only).
   tick: [{ on: 'table', actions: ['dynamodb:Query'] }],

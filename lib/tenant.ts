@@ -370,13 +370,15 @@ export class DyneinTenant extends Construct {
    * `POST /v1/tenants/<name>/jobs`, `GET .../jobs` (list), `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
    * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md).
    * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
-   * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard). The only
-   * wildcards are the job id and the schedule name; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
+   * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard).
+   * Workflows: `POST .../workflows`, `GET` and `DELETE .../workflows/*` (docs/workflows.md). The only
+   * wildcards are the job id, the schedule name and the workflow id; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
    */
   grantSchedule(grantee: iam.IGrantable): iam.Grant {
     const stack = Stack.of(this);
     const jobs = `/v1/tenants/${this.tenantName}/jobs`;
     const schedules = `/v1/tenants/${this.tenantName}/schedules`;
+    const workflows = `/v1/tenants/${this.tenantName}/workflows`;
     const arn = (method: string, path: string) =>
       stack.formatArn({
         service: 'execute-api',
@@ -400,6 +402,9 @@ export class DyneinTenant extends Construct {
         arn('DELETE', `${schedules}/*`),
         arn('POST', `${schedules}/*/pause`),
         arn('POST', `${schedules}/*/resume`),
+        arn('POST', workflows),
+        arn('GET', `${workflows}/*`),
+        arn('DELETE', `${workflows}/*`),
       ],
     });
   }

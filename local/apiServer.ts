@@ -28,6 +28,8 @@ export interface ApiServerOptions {
     readonly dlq?: Handler;
     /** The operator API, `/v1/admin/tenants/{tenant}...` (docs/tenant-controls.md). */
     readonly admin?: Handler;
+    /** `POST .../workflows`, `GET` and `DELETE .../workflows/{workflowId}` (docs/workflows.md). */
+    readonly workflows?: Handler;
   };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
@@ -95,6 +97,20 @@ const ROUTES: readonly Route[] = [
     handler: 'cancel',
     params: ['tenant', 'jobId'],
   },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/workflows$/,
+    routeKey: 'POST /v1/tenants/{tenant}/workflows',
+    handler: 'workflows',
+    params: ['tenant'],
+  },
+  ...(['GET', 'DELETE'] as const).map((method) => ({
+    method,
+    pattern: /^\/v1\/tenants\/([^/]+)\/workflows\/([^/]+)$/,
+    routeKey: `${method} /v1/tenants/{tenant}/workflows/{workflowId}`,
+    handler: 'workflows' as const,
+    params: ['tenant', 'workflowId'],
+  })),
   ...(['PUT', 'GET', 'DELETE'] as const).map((method) => ({
     method,
     pattern: /^\/v1\/tenants\/([^/]+)\/schedules\/([^/]+)$/,

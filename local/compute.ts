@@ -22,6 +22,7 @@ import {
   dlqHandler,
   ingestHandler,
   schedulesHandler,
+  workflowsHandler,
   statusHandler,
   outcomesHandler,
   submitHandler,
@@ -121,6 +122,7 @@ const api = await startApiServer({
     outcomes: outcomesHandler(w, t),
     dlq: dlqHandler(w, t),
     admin: adminHandler(w, t),
+    workflows: workflowsHandler(w, t),
   },
   metrics: () => ({ ...metrics.snapshot(), reads: reads(), ...(faults ? { faults: faults.snapshot() } : {}) }),
 }).catch((err: NodeJS.ErrnoException) => {

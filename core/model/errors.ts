@@ -95,6 +95,16 @@ export class IdempotencyKeyReusedError extends ApiError {
   }
 }
 
+/** 404: no workflow of that id for the tenant (another tenant's id answers the same). */
+export class WorkflowNotFoundError extends ApiError {
+  readonly status = 404;
+  readonly code = 'WorkflowNotFound';
+  constructor(tenant: string) {
+    super(`tenant '${tenant}' has no such workflow: workflow ids are only valid under the tenant that created them`);
+    this.name = 'WorkflowNotFoundError';
+  }
+}
+
 /** 404: no recurring schedule of that name for the tenant. */
 export class ScheduleNotFoundError extends ApiError {
   readonly status = 404;

@@ -4,7 +4,7 @@ import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLet
 import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
 import { TenantAdmin } from '../../core/tenants/index.js';
 import { limiter } from '../../core/util/index.js';
-import { type Clock, groupsOfCell, shardsOfGroup, systemClock, TENANT_METRICS } from '../../core/model/index.js';
+import { type Clock, groupsOfCell, shardsOfGroup, systemClock, TENANT_METRICS, WorkflowNotFoundError } from '../../core/model/index.js';
 import {
   type DispatchPlan,
   dispatchStep,
@@ -148,6 +148,39 @@ export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       },
       (err) => t.error('outcomes failed', err),
     );
+}
+
+/**
+ * The workflow routes (docs/workflows.md): `POST /v1/tenants/{tenant}/workflows` (201; 200 for a
+ * retry with the same idempotency key and body), `GET` and `DELETE
+ * /v1/tenants/{tenant}/workflows/{workflowId}` (404 `WorkflowNotFound` for an id the tenant has
+ * none of).
+ */
+export function workflowsHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const method = event.requestContext?.http?.method ?? event.routeKey?.split(' ')[0];
+    const failed = (err: unknown) => t.error('workflows failed', err);
+    if (method === 'POST')
+      return respond(
+        event,
+        201,
+        async () => {
+          const { status, reply } = await w.workflows.submit(tenant, bodyOf(event));
+          t.count('WorkflowsSubmitted', status === 201 ? 1 : 0);
+          t.count('WorkflowJobsSubmitted', status === 201 ? Object.keys(reply.jobs).length : 0);
+          return new WithStatus(status, reply);
+        },
+        failed,
+      );
+    const workflowId = pathParam(event, 'workflowId');
+    const found = <T>(reply: T | undefined): T => {
+      if (reply === undefined) throw new WorkflowNotFoundError(tenant);
+      return reply;
+    };
+    if (method === 'DELETE') return respond(event, 200, async () => found(await w.workflows.cancel(tenant, workflowId)), failed);
+    return respond(event, 200, async () => found(await w.workflows.get(tenant, workflowId)), failed);
+  };
 }
 
 /** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */

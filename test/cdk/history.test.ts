@@ -47,14 +47,16 @@ describe('history in the constructs', () => {
     );
   });
 
-  it('the status function writes outcome records only: BatchWriteItem limited to leading keys h#*', () => {
-    const statements = roleStatements(t, idOf(scheduler.functions.status.role as iam.Role));
-    const writes = statements.filter(
-      (s) => s.Effect === 'Allow' && s.Action.some((a) => /^dynamodb:(Put|BatchWrite|Update|Delete)/.test(a)),
-    );
+  it('the status function writes nothing; the outcomes route’s function batch-writes outcome and workflow items only (leading keys h#*, w*)', () => {
+    const writesOf = (fn: 'status' | 'workflows') =>
+      roleStatements(t, idOf(scheduler.functions[fn].role as iam.Role)).filter(
+        (s) => s.Effect === 'Allow' && s.Action.some((a) => /^dynamodb:(Put|BatchWrite|Delete)/.test(a)),
+      );
+    expect(writesOf('status')).toEqual([]);
+    const writes = writesOf('workflows');
     expect(writes).toHaveLength(1);
-    expect(writes[0]!.Action).toEqual(['dynamodb:BatchWriteItem']);
-    expect(writes[0]!.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['h#*'] } });
+    expect(writes[0]!.Action).toEqual(['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:BatchGetItem']);
+    expect(writes[0]!.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['w*', 'h#*'] } });
   });
 
   it('grantReportOutcomes: execute-api:Invoke on POST .../jobs/outcomes of the tenant only', () => {

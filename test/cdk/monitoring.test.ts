@@ -136,10 +136,10 @@ describe('dashboard', () => {
     }
   });
 
-  it('shows errors, throttles and duration of all nine functions, tick failures and the dispatchers planned', () => {
+  it('shows errors, throttles and duration of all ten functions, tick failures and the dispatchers planned', () => {
     const { lines } = dashboardLines(t);
     const fns = Object.entries(scheduler.functions);
-    expect(fns).toHaveLength(9);
+    expect(fns).toHaveLength(10);
     for (const [n, f] of fns) {
       for (const metric of ['Errors', 'Throttles', 'Duration']) {
         expect(has(lines, 'AWS/Lambda', metric, ['FunctionName', ref(f)]), `${n} ${metric}`).toBe(true);

@@ -99,7 +99,7 @@ const triples = (statements: readonly { actions: string[]; resources: string[]; 
 describe('the permission table', () => {
   it('lists every function and the firing role, each action named (no wildcard actions)', () => {
     expect([...HOLDERS].sort()).toEqual(
-      ['admin', 'cancel', 'dispatch', 'dlq', 'firing', 'ingest', 'register', 'schedules', 'status', 'submit', 'tick'].sort(),
+      ['admin', 'cancel', 'dispatch', 'dlq', 'firing', 'ingest', 'register', 'schedules', 'status', 'submit', 'tick', 'workflows'].sort(),
     );
     expect(Object.keys(plain.scheduler.functions).every((f) => f in PERMISSIONS)).toBe(true);
     for (const h of HOLDERS) for (const p of PERMISSIONS[h]) for (const a of p.actions) expect(a, h).toMatch(/^[a-z0-9-]+:[A-Za-z]+$/);
@@ -121,11 +121,14 @@ describe('the permission table', () => {
   });
 
   // What a reader of the table learns, spelled out for three functions.
-  it('status: reads jobs, lists, writes outcome records (h#) only, and reads the id key', () => {
+  it('status: reads jobs and lists, writes nothing, and reads the id key', () => {
     const actions = (holder: PermissionHolder) => [...new Set(statementsOf(plain, holder).flatMap((st) => st.Action))].sort();
-    expect(actions('status')).toEqual(['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue']);
-    const writes = statementsOf(plain, 'status').filter((st) => st.Action.includes('dynamodb:BatchWriteItem'));
-    expect(writes.map((st) => conditionValues(st, 'ForAllValues:StringLike', 'dynamodb:LeadingKeys'))).toEqual([['h#*']]);
+    expect(actions('status')).toEqual(['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue']);
+  });
+
+  it('workflows: puts and batch-writes workflow items (w*) and outcome records (h#*) only', () => {
+    const writes = statementsOf(plain, 'workflows').filter((st) => st.Action.some((a) => /^dynamodb:(Put|BatchWrite)/.test(a)));
+    expect(writes.map((st) => conditionValues(st, 'ForAllValues:StringLike', 'dynamodb:LeadingKeys'))).toEqual([['h#*', 'w*']]);
   });
 
   it('dispatch: the table and the tenant queues only, never the id key', () => {

@@ -29,7 +29,18 @@ import {
 } from './support.js';
 
 type FunctionName = keyof DyneinScheduler['functions'];
-const FUNCTIONS: readonly FunctionName[] = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'schedules', 'dlq', 'admin'];
+const FUNCTIONS: readonly FunctionName[] = [
+  'submit',
+  'ingest',
+  'tick',
+  'dispatch',
+  'cancel',
+  'status',
+  'schedules',
+  'dlq',
+  'admin',
+  'workflows',
+];
 
 // Non-default props of the second stack.
 const CUSTOM_GROUPS = 12;
@@ -82,6 +93,9 @@ describe('HTTP API', () => {
     'POST /v1/admin/tenants/{tenant}/pause',
     'POST /v1/admin/tenants/{tenant}/resume',
     'PUT /v1/admin/tenants/{tenant}/settings',
+    'POST /v1/tenants/{tenant}/workflows',
+    'GET /v1/tenants/{tenant}/workflows/{workflowId}',
+    'DELETE /v1/tenants/{tenant}/workflows/{workflowId}',
   ];
 
   it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the four dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
@@ -96,8 +110,9 @@ describe('HTTP API', () => {
       [ROUTES[4]!]: 'status',
       ...Object.fromEntries(ROUTES.slice(5, 11).map((r) => [r, 'schedules'])),
       ...Object.fromEntries(ROUTES.slice(11, 15).map((r) => [r, 'dlq'])),
-      [ROUTES[15]!]: 'status', // outcome reports (docs/history.md)
+      [ROUTES[15]!]: 'workflows', // outcome reports (docs/history.md): a workflow job's moves its children on
       ...Object.fromEntries(ROUTES.slice(16, 20).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
+      ...Object.fromEntries(ROUTES.slice(20, 23).map((r) => [r, 'workflows'])), // docs/workflows.md
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -255,10 +270,10 @@ describe('IAM', () => {
 });
 
 describe('functions', () => {
-  it('the nine Dynein functions and the tenant registration function use nodejs24.x on arm64 with a log group of their own with retention', () => {
+  it('the ten Dynein functions and the tenant registration function use nodejs24.x on arm64 with a log group of their own with retention', () => {
     const s = main.scheduler;
     const ids = FUNCTIONS.map((n) => idOf(s.functions[n]));
-    expect(new Set(ids).size).toBe(9);
+    expect(new Set(ids).size).toBe(10);
     const others = resourcesOf(mainT, 'AWS::Lambda::Function')
       .map(([id]) => id)
       .filter((id) => !ids.includes(id));
@@ -278,7 +293,7 @@ describe('functions', () => {
       expect(group.Type).toBe('AWS::Logs::LogGroup');
       expect(group.Properties.RetentionInDays, `${n} retention`).toBeGreaterThan(0);
     }
-    expect(groups.size).toBe(10);
+    expect(groups.size).toBe(11);
   });
 
   // What each function's role may do (DESIGN.md flows). `required` must be granted; nothing
@@ -313,11 +328,27 @@ describe('functions', () => {
       // The SQS event source's grant (Lambda polls with the function's role).
       allowed: ['sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
     },
-    // One key lookup; the listing's Queries over the shards (and a history tenant's failed attempts);
-    // outcome reports: BatchWriteItem of outcome records, limited to `h#` keys (test/cdk/history.test.ts).
-    status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem', 'secretsmanager:GetSecretValue'], allowed: [] },
-    // Conditional update to CANCELLED, or a tombstone.
-    cancel: { required: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'], allowed: [] },
+    // One key lookup; the listing's Queries over the shards (and a history tenant's failed attempts).
+    status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'], allowed: [] },
+    // Conditional update to CANCELLED, or a tombstone; a workflow job's children told, and handed over when they run on failure.
+    cancel: {
+      required: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'],
+      allowed: [],
+    },
+    // Workflows and outcome reports: workflow items and outcome records (limited to w and h# keys),
+    // rows (a workflow's cancel), the ids of its jobs, and their hand-over (inbound or tenant queue).
+    workflows: {
+      required: [
+        'dynamodb:GetItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:PutItem',
+        'dynamodb:BatchWriteItem',
+        'dynamodb:BatchGetItem',
+        'secretsmanager:GetSecretValue',
+        'sqs:SendMessage',
+      ],
+      allowed: [],
+    },
     // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
     tick: { required: ['dynamodb:Query'], allowed: [] },
     // Query the due range and pointers, CAS acquire and lease renewals, delivered markers and
@@ -400,8 +431,17 @@ describe('functions', () => {
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
     ],
-    status: ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'],
-    cancel: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue'],
+    status: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'],
+    cancel: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'],
+    workflows: [
+      'dynamodb:BatchGetItem',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'secretsmanager:GetSecretValue',
+      'sqs:SendMessage',
+    ],
     tick: ['dynamodb:Query'],
     dispatch: ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 'sqs:SendMessage'],
     schedules: [
@@ -449,7 +489,7 @@ describe('functions', () => {
     expect(getItem(s.functions.admin)).toEqual(['tenant#*']);
     expect(getItem(s.registrationFunction)).toEqual(['tenant#*']);
     // Job rows (pk: the bare shard number) have no prefix to name.
-    for (const n of ['status', 'cancel', 'dispatch', 'schedules'] as const) expect(getItem(s.functions[n]), n).toEqual(['*']);
+    for (const n of ['status', 'cancel', 'dispatch', 'schedules', 'workflows'] as const) expect(getItem(s.functions[n]), n).toEqual(['*']);
     // The registration function's writes too: tenant items only.
     for (const a of ['dynamodb:PutItem', 'dynamodb:DeleteItem']) expect(roleActions(s.registrationFunction).get(a)).toEqual(['tenant#*']);
   });
@@ -490,8 +530,10 @@ describe('functions', () => {
     const expectedResources = (a: string): string[] => {
       if (a.startsWith('dynamodb:')) return [getAtt(s.table, 'Arn')];
       if (a.startsWith('secretsmanager:')) return [ref(s.idKey)];
-      // submit sends to the inbound queue and (due soon) to tenant queues; dispatch to tenant queues; ingest consumes inbound.
-      if (a === 'sqs:SendMessage') return n === 'submit' ? [getAtt(s.inboundQueue, 'Arn'), tenantQueues].sort() : [tenantQueues];
+      // submit (and workflows, cancel: a workflow job handed over) sends to the inbound queue and
+      // (due soon) to tenant queues; dispatch to tenant queues; ingest consumes inbound.
+      if (a === 'sqs:SendMessage')
+        return ['submit', 'workflows', 'cancel'].includes(n) ? [getAtt(s.inboundQueue, 'Arn'), tenantQueues].sort() : [tenantQueues];
       // dlq: in the tenant DLQs (<prefix>-d-*); it sends redriven messages (and reads the ARN) of the tenant queues.
       const tenantDlqs = `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${s.tenantQueuePrefix}-d-*`;
       if (n === 'dlq' && a === 'sqs:GetQueueAttributes') return [tenantDlqs, tenantQueues].sort();
@@ -506,17 +548,13 @@ describe('functions', () => {
     for (const [a, resources] of granted) expect([...resources].sort(), `${n}: ${a}`).toEqual(expectedResources(a));
   });
 
-  it('the DESIGN.md examples hold: status reads only (jobs; it writes outcome records), tick only queries the table, dispatch has no key, submit sends to inbound', () => {
+  it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
     const s = main.scheduler;
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
     const status = grantsOf('status');
-    // Reads jobs only (one key lookup, the listing's Queries); writes outcome records (h#*).
-    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
-      'dynamodb:BatchWriteItem',
-      'dynamodb:GetItem',
-      'dynamodb:Query',
-    ]);
+    // Reads jobs only (one key lookup, the listing's Queries).
+    expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...status.get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);

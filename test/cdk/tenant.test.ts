@@ -148,25 +148,28 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(12);
+    expect(patterns).toHaveLength(15);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
       expect(p.startsWith(`arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/`), p).toBe(true);
     }
-    // Exactly the four job routes, the listing and the six schedule routes, on the $default stage, each with its own method.
+    // Exactly the job routes, the listing, the six schedule routes and the three workflow routes, on the $default stage, each with its own method.
     expect(patterns.map((p) => p.slice(p.indexOf('/$default/'))).sort()).toEqual([
       '/$default/DELETE/v1/tenants/alpha/jobs/*',
       '/$default/DELETE/v1/tenants/alpha/schedules/*',
+      '/$default/DELETE/v1/tenants/alpha/workflows/*',
       '/$default/GET/v1/tenants/alpha/jobs',
       '/$default/GET/v1/tenants/alpha/jobs/*',
       '/$default/GET/v1/tenants/alpha/schedules',
       '/$default/GET/v1/tenants/alpha/schedules/*',
+      '/$default/GET/v1/tenants/alpha/workflows/*',
       '/$default/POST/v1/tenants/alpha/jobs',
       '/$default/POST/v1/tenants/alpha/jobs/batch',
       '/$default/POST/v1/tenants/alpha/jobs/outcomes',
       '/$default/POST/v1/tenants/alpha/schedules/*/pause',
       '/$default/POST/v1/tenants/alpha/schedules/*/resume',
+      '/$default/POST/v1/tenants/alpha/workflows',
       '/$default/PUT/v1/tenants/alpha/schedules/*',
     ]);
     for (const [method, path] of [
@@ -358,7 +361,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(12);
+    expect(invoke).toHaveLength(15);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),
