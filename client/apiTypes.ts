@@ -92,8 +92,7 @@ export interface JobStatus {
 }
 
 /** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
-export interface ListedJob extends Omit<JobStatus, 'state' | 'runAt'> {
-  readonly runAt: string;
+export interface ListedJob extends Omit<JobStatus, 'state'> {
   /** `SCHEDULED`, `ACQUIRED`, `QUEUED`, `CANCELLED`, `DEAD_LETTERED`, or a history state where history is on. */
   readonly state: JobState | (string & {});
   readonly schedule?: string;
@@ -282,4 +281,76 @@ export interface DeletedSchedule {
   readonly tenant: string;
   readonly name: string;
   readonly deleted: true;
+}
+
+/**
+ * One job of a workflow as the API takes it (docs/workflows.md): a one-off job's fields (no
+ * `idempotencyKey`: it names the workflow), its `key` in the workflow and the keys it waits for.
+ */
+export interface WorkflowJobRequest<P = unknown> {
+  /** 1 to 64 characters of `A-Z a-z 0-9 _ . -`, unique in the workflow. */
+  readonly key: string;
+  /** Any JSON value (see {@link JobRequest.payload}). Omitted: `null`. */
+  readonly payload?: P;
+  /** The payload as JSON text, delivered byte for byte (see {@link JobRequest.payloadJson}). */
+  readonly payloadJson?: string;
+  /** Never before this time. A job without `after` needs it or `delaySeconds`. */
+  readonly runAt?: Date | string;
+  /** Seconds after the job's last parent succeeded (from now for a job without `after`). */
+  readonly delaySeconds?: number;
+  /** Keys of the jobs it waits for (at most 1,000). */
+  readonly after?: readonly string[];
+  /** When a parent fails or is cancelled: `cancel` this job and what waits for it, or `run` it once every parent ended. @default 'cancel' */
+  readonly onParentFailure?: 'cancel' | 'run';
+  /** 1 to 9. @default 5 */
+  readonly priority?: number;
+  /** @default true */
+  readonly cancellable?: boolean;
+}
+
+/** A workflow as `submitWorkflow` sends it: 1 to 1,000 jobs. */
+export interface WorkflowRequest<P = unknown> {
+  /**
+   * Names the workflow: the same key with the same jobs answers the same workflow (also when
+   * retried); with other jobs, `IdempotencyKeyReusedError`. @default a random UUID per call (retries of this call are safe)
+   */
+  readonly idempotencyKey?: string;
+  readonly jobs: readonly WorkflowJobRequest<P>[];
+}
+
+/** Reply of `submitWorkflow`: each job's id by its key; `created` false for a repeat of an earlier request. */
+export interface SubmittedWorkflow {
+  readonly workflowId: string;
+  readonly tenant: string;
+  readonly state: 'RUNNING';
+  readonly jobs: Readonly<Record<string, string>>;
+  readonly created: boolean;
+}
+
+/** A workflow job's state as `getWorkflow` shows it. */
+export type WorkflowJobState = 'WAITING' | 'SCHEDULED' | 'QUEUED' | 'SUCCEEDED' | 'DEAD' | 'CANCELLED';
+
+/** Reply of `getWorkflow`. `RUNNING` while a job may still run or report. */
+export interface Workflow {
+  readonly workflowId: string;
+  readonly tenant: string;
+  readonly state: 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
+  readonly createdAt: string;
+  readonly jobs: readonly {
+    readonly key: string;
+    readonly jobId: string;
+    readonly state: WorkflowJobState;
+    /** Its due time, once known. */
+    readonly runAt?: string;
+    /** Why it was cancelled. */
+    readonly message?: string;
+  }[];
+}
+
+/** Reply of `cancelWorkflow`: jobs cancelled (now or before), and those already handed to their queue. */
+export interface CancelledWorkflow {
+  readonly workflowId: string;
+  readonly state: 'CANCELLED';
+  readonly cancelled: number;
+  readonly alreadyQueued: number;
 }

@@ -22,8 +22,12 @@ import type {
   ScheduleDefinition,
   SchedulePage,
   ScheduledJob,
+  CancelledWorkflow,
+  SubmittedWorkflow,
   TenantControls,
   TenantSettingsUpdate,
+  Workflow,
+  WorkflowRequest,
 } from './apiTypes.js';
 import type { BatchOptions, CallOptions, ListJobsOptions, ListSchedulesOptions, PutScheduleOptions } from './callOptions.js';
 import type { OutcomeReport, OutcomeResult } from './outcomes.js';
@@ -31,6 +35,7 @@ import * as dlqCalls from './resources/deadLetters.js';
 import * as jobCalls from './resources/jobs.js';
 import * as scheduleCalls from './resources/schedules.js';
 import * as tenantCalls from './resources/tenants.js';
+import * as workflowCalls from './resources/workflows.js';
 import { ApiTransport, type DyneinClientOptions } from './transport.js';
 
 /**
@@ -118,6 +123,36 @@ export class DyneinClient {
       yield* page.jobs;
       cursor = page.nextCursor;
     } while (cursor !== undefined);
+  }
+
+  /**
+   * Submits a workflow: jobs that wait for other jobs (docs/workflows.md). Safe to retry: the
+   * idempotency key (the caller's, or one the client makes) answers the same workflow.
+   * @example
+   * const { jobs } = await client.submitWorkflow('billing', { jobs: [
+   *   { key: 'extract', payload: { day }, delaySeconds: 0 },
+   *   { key: 'load', payload: {}, after: ['extract'] },
+   * ] });
+   * @throws ValidationError (the message names the job and field), PayloadTooLargeError, IdempotencyKeyReusedError, TenantNotFoundError
+   */
+  submitWorkflow<P>(tenant: string, workflow: WorkflowRequest<P>, opts: CallOptions = {}): Promise<SubmittedWorkflow> {
+    return workflowCalls.submitWorkflow(this.#api, tenant, workflow, opts);
+  }
+
+  /**
+   * A workflow and each job's state.
+   * @throws WorkflowNotFoundError (an unknown id, or another tenant's)
+   */
+  getWorkflow(tenant: string, workflowId: string, opts: CallOptions = {}): Promise<Workflow> {
+    return workflowCalls.getWorkflow(this.#api, tenant, workflowId, opts);
+  }
+
+  /**
+   * Cancels every job of the workflow not yet handed to its queue; repeatable.
+   * @throws WorkflowNotFoundError
+   */
+  cancelWorkflow(tenant: string, workflowId: string, opts: CallOptions = {}): Promise<CancelledWorkflow> {
+    return workflowCalls.cancelWorkflow(this.#api, tenant, workflowId, opts);
   }
 
   /**

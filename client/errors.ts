@@ -77,6 +77,8 @@ export class TenantNotFoundError extends kind('TenantNotFoundError', 404, 'Tenan
 export class JobNotFoundError extends kind('JobNotFoundError', 404, 'JobNotFound') {}
 /** 404 `ScheduleNotFound`: the tenant has no schedule of that name (never created, or deleted). */
 export class ScheduleNotFoundError extends kind('ScheduleNotFoundError', 404, 'ScheduleNotFound') {}
+/** 404 `WorkflowNotFound`: the tenant has no workflow of that id (an unknown id, or another tenant's). */
+export class WorkflowNotFoundError extends kind('WorkflowNotFoundError', 404, 'WorkflowNotFound') {}
 /** 409 `AlreadyQueued`: the job is (being) handed to its queue and can no longer be cancelled. */
 export class AlreadyQueuedError extends kind('AlreadyQueuedError', 409, 'AlreadyQueued') {}
 /** 409 `NotCancellable`: the job was submitted with `cancellable: false` or went straight to its queue. */
@@ -119,6 +121,7 @@ const BY_CODE: Record<string, new (init: SubInit) => DyneinApiError> = {
   IdempotencyKeyReused: IdempotencyKeyReusedError,
   TenantPaused: TenantPausedError,
   ScheduleNotFound: ScheduleNotFoundError,
+  WorkflowNotFound: WorkflowNotFoundError,
   ConcurrentModification: ConcurrentModificationError,
   Throttled: ThrottledError,
 };

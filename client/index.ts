@@ -28,6 +28,12 @@ export {
   type TenantSettings,
   type TenantSettingsUpdate,
   type TimelineEvent,
+  type CancelledWorkflow,
+  type SubmittedWorkflow,
+  type Workflow,
+  type WorkflowJobRequest,
+  type WorkflowJobState,
+  type WorkflowRequest,
 } from './apiTypes.js';
 export {
   type BatchOptions,
@@ -62,6 +68,7 @@ export {
   PayloadTooLargeError,
   RouteNotFoundError,
   ScheduleNotFoundError,
+  WorkflowNotFoundError,
   ServerError,
   TenantNotFoundError,
   TenantPausedError,

@@ -87,7 +87,7 @@ export interface ListableState {
   /** Stored `state` values listed under this state. */
   readonly stored: readonly string[];
   /** The status object of an item (defaults to {@link renderLive}). */
-  render?(base: Pick<ListedJob, 'jobId' | 'tenant' | 'runAt'>, item: ListedItem): ListedJob;
+  render?(base: { readonly jobId: string; readonly tenant: string; readonly runAt: string }, item: ListedItem): ListedJob;
   /** Whether `tenant` may list this state (history states: tenants with history on); why not otherwise. */
   unavailable?(tenant: TenantRecord): string | undefined;
   /**
@@ -374,7 +374,7 @@ export class JobLister {
 }
 
 /** The status object of a row, marker, tombstone or DEAD record, as GET of one job answers it. */
-export function renderLive(base: Pick<ListedJob, 'jobId' | 'tenant' | 'runAt'>, item: ListedItem): ListedJob {
+export function renderLive(base: { readonly jobId: string; readonly tenant: string; readonly runAt: string }, item: ListedItem): ListedJob {
   const sched = item.schedule !== undefined ? { schedule: item.schedule } : {};
   switch (item.state) {
     case 'QUEUED':

@@ -66,7 +66,7 @@ export interface CancelReply {
 }
 
 /** A listed job: the fields of GET of one job, and the schedule of an occurrence. */
-export type ListedJob = StatusReply & { readonly runAt: string; readonly schedule?: string };
+export type ListedJob = StatusReply & { readonly schedule?: string };
 
 export interface JobPageReply {
   readonly jobs: ListedJob[];

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { JobsService } from '../jobs/index.js';
+import { type JobPageReply, type JobsService, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, type ListedJob } from '../jobs/index.js';
 import {
   AlreadyQueuedError,
   type Clock,
@@ -11,6 +11,7 @@ import {
   type ParsedWorkflowId,
   type RowKey,
   type SchedulerSettings,
+  ValidationError,
 } from '../model/index.js';
 import { limiter } from '../util/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
@@ -71,8 +72,11 @@ export interface WorkflowServiceDeps {
   readonly handOff: Omit<HandOffDeps, 'waiting' | 'clock' | 'settings'>;
   /** The parents' outcome records (their results in a child's summary, should a cancel release one). */
   readonly outcomes?: ProgressDeps['outcomes'];
-  /** The cancel of one job (a workflow's cancel cancels its jobs handed to the table as any job). */
-  readonly jobs: Pick<JobsService, 'cancel'>;
+  /**
+   * Status and cancel of one job: a workflow's cancel cancels its jobs handed to the table as any
+   * job's, and its listing shows each job as GET of it does.
+   */
+  readonly jobs: Pick<JobsService, 'cancel' | 'status'>;
 }
 
 export class WorkflowService {
@@ -193,6 +197,48 @@ export class WorkflowService {
     return { workflowId, state: 'CANCELLED', cancelled, alreadyQueued };
   }
 
+  /**
+   * `GET /v1/tenants/{tenant}/jobs?workflow={workflowId}`: one page of the workflow's jobs in its
+   * order (the request's), each as `GET` of it answers; `limit` (1 to 1,000, default 100) and
+   * `cursor` only. Undefined as for {@link get}.
+   *
+   * @throws ValidationError (another parameter, a bad limit or cursor), TenantNotFoundError
+   */
+  async listJobs(tenant: string, query: Readonly<Record<string, string | undefined>>): Promise<JobPageReply | undefined> {
+    const workflowId = query.workflow ?? '';
+    const other = Object.keys(query).find((k) => k !== 'workflow' && k !== 'limit' && k !== 'cursor' && query[k] !== undefined);
+    if (other !== undefined)
+      throw new ValidationError(
+        `${other} does not go with workflow: a workflow's jobs are listed in its order, with limit and cursor only`,
+      );
+    const limit = listLimit(query.limit);
+    const from = query.cursor === undefined ? 0 : this.#readCursor(tenant, workflowId, query.cursor);
+    await this.deps.tenants.require(tenant);
+    const id = this.deps.codec.parseWorkflowId(workflowId);
+    if (!id || id.tenant !== tenant) return undefined;
+    const workflow = await this.deps.store.getWorkflow(tenant, workflowId);
+    if (!workflow) return undefined;
+    const ids = [...workflow.jobs.values()];
+    const page = ids.slice(from, from + limit);
+    const reads = limiter(ROW_READS_IN_FLIGHT);
+    const jobs: ListedJob[] = await Promise.all(page.map((jobId) => reads(() => this.deps.jobs.status(tenant, jobId))));
+    const next = from + page.length;
+    return { jobs, ...(next < ids.length ? { nextCursor: this.#cursor(tenant, workflowId, next) } : {}) };
+  }
+
+  #cursor(tenant: string, workflowId: string, index: number): string {
+    return `${index}.${this.deps.codec.tag(`workflow-jobs\n${tenant}\n${workflowId}`, String(index))}`;
+  }
+
+  #readCursor(tenant: string, workflowId: string, cursor: string): number {
+    const m = /^(\d{1,5})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
+    if (!m || this.#cursor(tenant, workflowId, Number(m[1])) !== cursor)
+      throw new ValidationError(
+        'cursor is not one this API issued for this workflow: pass nextCursor from the previous page unchanged, with the same workflow',
+      );
+    return Number(m[1]);
+  }
+
   #progress(): ProgressDeps {
     const { store, waiting, codec, settings, clock, handOff, outcomes } = this.deps;
     return { store, waiting, codec, settings, clock, handOff, ...(outcomes ? { outcomes } : {}) };
@@ -249,6 +295,14 @@ function specsOf(
 
 function waitingOf(tenant: string, job: WorkflowJob, key: RowKey): NewWaitingChild {
   return { key, tenant, parents: job.after.length, timing: job.timing, onParentFailure: job.onParentFailure };
+}
+
+/** A listing's `limit`: 1 to 1,000, default 100 (as the tenant's listing). */
+function listLimit(text: string | undefined): number {
+  if (text === undefined) return LIST_DEFAULT_LIMIT;
+  const n = /^[1-9]\d{0,3}$/.test(text) ? Number(text) : NaN;
+  if (!(n <= LIST_MAX_LIMIT)) throw new ValidationError(`limit ${JSON.stringify(text)} must be a whole number from 1 to ${LIST_MAX_LIMIT}`);
+  return n;
 }
 
 /** A job's place in the request as sent (its jobs are checked and kept parents first). */

@@ -126,7 +126,15 @@ export function listHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     respond(
       event,
       200,
-      () => w.lister.list(pathParam(event, 'tenant'), event.queryStringParameters ?? {}),
+      async () => {
+        const tenant = pathParam(event, 'tenant');
+        const query = event.queryStringParameters ?? {};
+        // ?workflow=: that workflow's jobs in its order (docs/workflows.md).
+        if (query.workflow === undefined) return w.lister.list(tenant, query);
+        const page = await w.workflows.listJobs(tenant, query);
+        if (!page) throw new WorkflowNotFoundError(tenant);
+        return page;
+      },
       (err) => t.error('listing failed', err),
     );
 }

@@ -114,6 +114,28 @@ describe('a workflow job', () => {
   });
 });
 
+describe('a workflow’s jobs listed (?workflow=)', () => {
+  it('in the request’s order, each as GET of it answers, page by page with a cursor; other parameters and forged cursors refused', async () => {
+    const runAt = new Date(Date.now() + HOUR).toISOString();
+    const { workflowId, ids } = await submit([
+      { key: 'a', payload: null, runAt },
+      { key: 'b', payload: null, after: ['a'] },
+      { key: 'c', payload: null, after: ['a'] },
+    ]);
+    const first = await service.listJobs('demo', { workflow: workflowId, limit: '2' });
+    expect(first?.jobs.map((j) => j.jobId)).toEqual([ids.a, ids.b]);
+    expect(first?.jobs[1]).toEqual({ jobId: ids.b, tenant: 'demo', state: 'WAITING' });
+    const second = await service.listJobs('demo', { workflow: workflowId, limit: '2', cursor: first!.nextCursor! });
+    expect(second).toEqual({ jobs: [{ jobId: ids.c, tenant: 'demo', state: 'WAITING' }] });
+    await expect(service.listJobs('demo', { workflow: workflowId, state: 'SCHEDULED' })).rejects.toThrow(/state does not go with workflow/);
+    await expect(service.listJobs('demo', { workflow: workflowId, cursor: '1.AAAAAAAAAAAAAAAAAAAAAA' })).rejects.toThrow(
+      /cursor is not one/,
+    );
+    await expect(service.listJobs('demo', { workflow: workflowId, limit: '0' })).rejects.toThrow(/limit/);
+    expect(await service.listJobs('other', { workflow: workflowId })).toBeUndefined();
+  });
+});
+
 describe('a workflow’s cancel', () => {
   it('cancels every job not in its queue, counts those that are, never delivers a cancelled one, and repeats', async () => {
     const runAt = new Date(Date.now() + HOUR).toISOString();

@@ -62,7 +62,7 @@ async function follow(l: JobLister, tenant: string, query: Record<string, string
   let pages = 0;
   do {
     const page = await l.list(tenant, { ...query, ...(cursor ? { cursor } : {}) });
-    out.push(...page.jobs.map((j) => sortKey(Date.parse(j.runAt), j.jobId)));
+    out.push(...page.jobs.map((j) => sortKey(Date.parse(j.runAt!), j.jobId)));
     cursor = page.nextCursor;
     if (++pages > 10_000) throw new Error('no progress');
   } while (cursor);
@@ -152,7 +152,7 @@ describe('JobLister merge', () => {
     expect(first.jobs.length).toBeLessThan(1000);
     expect(capped.lastPage.items).toBeLessThanOrEqual(150 + 64);
     const second = await capped.list('a', { limit: '1000', cursor: first.nextCursor! });
-    expect(Date.parse(second.jobs[0]!.runAt)).toBe(Date.parse(first.jobs.at(-1)?.runAt ?? '1970-01-01T00:00:01.000Z') + 1);
+    expect(Date.parse(second.jobs[0]!.runAt!)).toBe(Date.parse(first.jobs.at(-1)?.runAt ?? '1970-01-01T00:00:01.000Z') + 1);
   });
 });
 
@@ -230,7 +230,7 @@ describe('JobLister with history states', () => {
               ...(desc ? { order: 'desc' } : {}),
               ...(cursor ? { cursor } : {}),
             });
-            got.push(...page.jobs.map((j) => `${sortKey(Date.parse(j.runAt), j.jobId)} ${j.state}`));
+            got.push(...page.jobs.map((j) => `${sortKey(Date.parse(j.runAt!), j.jobId)} ${j.state}`));
             cursor = page.nextCursor;
             if (++pages > 10_000) throw new Error('no progress');
           } while (cursor);

@@ -7,6 +7,7 @@ import type { CancelReply, JobPageReply, JobState, ListedJob, OutcomeResult, Sta
 import type { PutResult, ScheduleReply, SchedulesService, ScheduleState } from '../../core/recurring/index.js';
 import type { JobReply, Submitter } from '../../core/submit/index.js';
 import type { ControlChangeReply, ControlsReply, SettingsChange, TenantSettings } from '../../core/tenants/index.js';
+import type { WorkflowCancelReply, WorkflowJobState, WorkflowSubmitReply, WorkflowView } from '../../core/workflows/index.js';
 
 /**
  * The SDK restates the API's request and reply types (client/apiTypes.ts) rather than importing
@@ -70,6 +71,13 @@ describe('the SDK reply types are tied to core’s', () => {
     expectTypeOf<Sdkish<Sdk.DeadLetterRedrive>>().toEqualTypeOf<Sdkish<RedriveReply>>();
     expectTypeOf<Sdk.DeadLettersDeleted>().toEqualTypeOf<Sdkish<Answer<DeadLetterService['delete']>>>();
     expectTypeOf<Sdkish<Answer<Sdk.DyneinClient['deadLetterMoves']>>>().toEqualTypeOf<Sdkish<Answer<DeadLetterService['redriveStatus']>>>();
+  });
+
+  it('workflows (core/workflows/service.ts, view.ts): `created` of submitWorkflow is the SDK’s, from the status (201)', () => {
+    expectTypeOf<Omit<Sdk.SubmittedWorkflow, 'created'>>().toEqualTypeOf<WorkflowSubmitReply>();
+    expectTypeOf<Sdk.Workflow>().toEqualTypeOf<WorkflowView>();
+    expectTypeOf<Sdk.WorkflowJobState>().toEqualTypeOf<WorkflowJobState>();
+    expectTypeOf<Sdk.CancelledWorkflow>().toEqualTypeOf<WorkflowCancelReply>();
   });
 
   it('schedules (core/recurring/model.ts, service.ts)', () => {

@@ -37,7 +37,8 @@ export interface JobStatus {
 /** One row of `GET .../jobs`. */
 export interface ListedJob {
   readonly jobId: string;
-  readonly runAt: string;
+  /** Absent for a workflow job still waiting for its parents. */
+  readonly runAt?: string;
   readonly state: string;
   readonly deliveredAt?: string;
   readonly schedule?: string;
