@@ -94,6 +94,22 @@ export function targets(r: BenchResult): Target[] {
       met: h.costPerMillionIncrementUsd <= 1,
     });
   }
+  const wf = r.workflows;
+  if (wf) {
+    t.push({
+      name: `Workflow child latency (fan-out 1 → ${wf.shapes.fanOut - 1}, fan-in ${wf.shapes.fanIn - 1} → 1, chain of ${wf.shapes.chain})`,
+      target: 'p95 ≤ 100 ms, early 0, lost 0, duplicates 0',
+      value: `p50 ${wf.childLatencyP50Ms} ms, p95 ${wf.childLatencyP95Ms} ms; early ${wf.early}, lost ${wf.lost}, duplicates ${wf.duplicates}`,
+      met: wf.childLatencyP95Ms <= 100 && wf.early === 0 && wf.lost === 0 && wf.duplicates === 0,
+    });
+    const workflowJob = r.costPerMillionUsd?.workflowJob;
+    t.push({
+      name: 'Cost per million jobs run inside workflows',
+      target: ours !== undefined ? `≤ ours + $1.50 ($${(ours + 1.5).toFixed(2)})` : '≤ ours + $1.50',
+      value: workflowJob !== undefined ? `$${workflowJob.toFixed(2)}` : `+$${wf.costPerMillionIncrementUsd.toFixed(2)} over ours`,
+      met: wf.costPerMillionIncrementUsd <= 1.5,
+    });
+  }
   if (r.backlog)
     t.push({
       name: 'Backlog ratio',
@@ -432,6 +448,17 @@ export function markdown(r: BenchResult): string {
       `## Job history (phase 10: ${h.jobs.toLocaleString('en-US')} jobs at ${h.ratePerSec} jobs/s, the Worker reporting each outcome)`,
       '',
       `Per job: ${h.reportRequestsPerJob} outcome reports (API requests and status-function invocations, ${h.handlerMsPerReport} ms each here), ${h.batchWriteRequestsPerJob} BatchWriteItem requests, ${h.recordWritesPerJob} outcome records of ${h.recordBytes} bytes (${h.recordWru} WRU each); ${h.reported} of ${h.jobs} outcomes stored. On AWS that adds ${u.dynamodbWru} WRU, ${u.apiRequests} API requests, ${u.lambdaInvocations} invocations (${u.lambdaGbSeconds} GB-s): +${usd(h.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.withHistory !== undefined ? `, ${usd(r.costPerMillionUsd.withHistory)} with ours` : ''}.`,
+      '',
+    );
+  }
+
+  if (r.workflows) {
+    const w = r.workflows;
+    const u = w.usagePerJob;
+    lines.push(
+      `## Workflows (phase 16: a fan-out of 1 → ${w.shapes.fanOut - 1}, a fan-in of ${w.shapes.fanIn - 1} → 1, a chain of ${w.shapes.chain}; ${w.jobs.toLocaleString('en-US')} jobs, the Worker reporting each outcome)`,
+      '',
+      `Child latency (the child's receive minus its last parent's report reaching the handler), ${w.children.toLocaleString('en-US')} children: p50 ${w.childLatencyP50Ms} ms, p95 ${w.childLatencyP95Ms} ms, p99 ${w.childLatencyP99Ms} ms, max ${w.childLatencyMaxMs} ms; early ${w.early}, lost ${w.lost}, duplicates ${w.duplicates}. Per job the workflow adds ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.sqsRequests} SQS requests, ${u.apiRequests} API requests and invocations (${u.lambdaGbSeconds} GB-s): +${usd(w.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.workflowJob !== undefined ? `, ${usd(r.costPerMillionUsd.workflowJob)} with ours` : ''}.`,
       '',
     );
   }

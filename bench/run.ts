@@ -19,9 +19,11 @@
  *      cancels, a pause and resume and a recurring schedule; every delivery checked (bench/faults.ts)
  *  14. scale simulation: the real dispatch code on a simulated AWS deployment in virtual time,
  *      validated against the local figures of bench/results/full.json (bench/sim)
+ *  16. workflows: a fan-out, a fan-in and a chain with the Worker reporting outcomes: child
+ *      latency after the last parent's report, and what a workflow job adds (bench/workflows.ts)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation` for a subset
+ * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -30,6 +32,7 @@ import { payloadAttribute } from '../adapters/dynamoJobStore.js';
 import { runBacklog, type BacklogResult } from './backlog.js';
 import { runStageCpu, type StageCpu } from './stageCpu.js';
 import { runHistory, type HistoryResult } from './history.js';
+import { runWorkflows, type WorkflowsResult, type WorkflowsShape } from './workflows.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
 import { runFaults, type FaultsResult, type FaultsShape } from './faults.js';
@@ -92,6 +95,7 @@ const PHASES = [
   'rateLimit',
   'faults',
   'scaleSimulation',
+  'workflows',
 ] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -115,6 +119,8 @@ export interface BenchResult {
     bundleRuns: number;
     recurring: RecurringShape;
     history: { jobs: number; ratePerSec: number };
+    /** Phase 16: a fan-out and a fan-in of `fan` jobs, a chain of `depth`. */
+    workflows: WorkflowsShape;
     tenantControls: TenantControlsShape;
     /** Phase 15: the local stack under AWS faults. */
     faults: FaultsShape;
@@ -154,10 +160,19 @@ export interface BenchResult {
     recurring?: number;
     /** ours with job history on (phase 10: the outcome report's share of a request, invocation and BatchWriteItem, the record's write units). */
     withHistory?: number;
+    /** A job run inside a workflow (phase 16: ours plus its edges, waiting record, spec and outcome report). */
+    workflowJob?: number;
     byService: Record<string, Cost['byServiceUsd']>;
     usage: Partial<
       Record<
-        'ours' | 'oursSinglePost' | 'dyneinPattern' | 'eventBridgeScheduler' | 'whatIfCompressedPayload' | 'recurring' | 'withHistory',
+        | 'ours'
+        | 'oursSinglePost'
+        | 'dyneinPattern'
+        | 'eventBridgeScheduler'
+        | 'whatIfCompressedPayload'
+        | 'recurring'
+        | 'withHistory'
+        | 'workflowJob',
         PerJobUsage
       >
     >;
@@ -182,6 +197,8 @@ export interface BenchResult {
   recurring?: RecurringResult;
   /** Phase 10: job history's outcome reports and records, per job. */
   history?: HistoryResult;
+  /** Phase 16: workflows (child latency after the last parent's report; what a workflow job adds). */
+  workflows?: WorkflowsResult;
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
   listing?: ListingResult;
@@ -233,6 +250,7 @@ const smokeSizes: BenchResult['sizes'] = {
   bundleRuns: 1,
   recurring: { schedules: 10, windowMs: 8_000, alignToMinute: false, startSpreadMs: 8_000, graceMs: 4_000, baselineMs: 2_000 },
   history: { jobs: 200, ratePerSec: 100 },
+  workflows: { fan: 20, depth: 5 },
   tenantControls: {
     noisyNeighbour: {
       quiet: { rate: 10, durationMs: 3_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
@@ -266,6 +284,7 @@ const sizes: BenchResult['sizes'] = smoke
         bundleRuns: 2,
         recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
         history: { jobs: 1_000, ratePerSec: 100 },
+        workflows: { fan: 200, depth: 20 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -295,6 +314,7 @@ const sizes: BenchResult['sizes'] = smoke
         bundleRuns: 7,
         recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
         history: { jobs: 3_000, ratePerSec: 100 },
+        workflows: { fan: 1_000, depth: 50 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -364,7 +384,14 @@ if (only.has('bullmq')) {
 }
 
 // 2, 4, 7 and 3: the core over dynalite and fauxqs, each in a process of its own.
-if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only.has('listing') || only.has('history')) {
+if (
+  only.has('dispatch') ||
+  only.has('requests') ||
+  only.has('recovery') ||
+  only.has('listing') ||
+  only.has('history') ||
+  only.has('workflows')
+) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
   try {
@@ -392,6 +419,7 @@ if (only.has('dispatch') || only.has('requests') || only.has('recovery') || only
       runListing(em, { rows: smoke ? 2_000 : quick ? 12_000 : 40_000, indexJobs: smoke ? 100 : quick ? 500 : 5_000 }),
     );
     r.history = await phase('history', () => runHistory(em, sizes.history));
+    r.workflows = await phase('workflows', () => runWorkflows(em, sizes.workflows));
   } finally {
     await em.stop();
   }
@@ -535,6 +563,27 @@ if (r.history) {
     c.withHistory = cost.totalUsd;
     c.byService.withHistory = cost.byServiceUsd;
     c.usage.withHistory = usage;
+  }
+}
+
+if (r.workflows) {
+  // A job run inside a workflow: ours plus what its edges and outcome report add (phase 16).
+  const c = (r.costPerMillionUsd ??= { byService: {}, usage: {} });
+  const base = c.usage.ours;
+  const add = r.workflows.usagePerJob;
+  if (base) {
+    const usage: PerJobUsage = {
+      dynamodbWru: +(base.dynamodbWru + add.dynamodbWru).toFixed(4),
+      dynamodbRru: +(base.dynamodbRru + add.dynamodbRru).toFixed(4),
+      sqsRequests: +(base.sqsRequests + add.sqsRequests).toFixed(4),
+      lambdaInvocations: +(base.lambdaInvocations + add.lambdaInvocations).toFixed(4),
+      lambdaGbSeconds: +(base.lambdaGbSeconds + add.lambdaGbSeconds).toFixed(7),
+      apiRequests: +(base.apiRequests + add.apiRequests).toFixed(4),
+    };
+    const cost = costPerMillion(usage);
+    c.workflowJob = cost.totalUsd;
+    c.byService.workflowJob = cost.byServiceUsd;
+    c.usage.workflowJob = usage;
   }
 }
 

@@ -1,0 +1,202 @@
+/**
+ * Phase 16: workflows (docs/workflows.md). Three shapes run one after the other on the emulators,
+ * with ingest and dispatch running and the client library's Worker consuming and reporting each
+ * outcome through the outcomes handler (in-process, as the workflows function runs it): a fan-out
+ * of one job to `fan` children, a fan-in of `fan` parents to one child, and a chain of `depth`
+ * jobs. Every job is due at once once its parents succeeded, so a child goes straight to its
+ * queue from the report that ends its last parent.
+ *
+ * Child latency: the child's receive by the Worker minus the moment its last parent's report
+ * reached the handler (an upper bound on "sent minus accepted": it adds SQS's receive). Early: a
+ * child received before that moment; lost: a job never received; duplicates: receives past one.
+ * Per job, the workflow's own requests (the handlers' DynamoDB and SQS calls, API requests and
+ * invocations of the submit and the reports) priced by the cost model: what a workflow job adds.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { RequestCounter } from '../adapters/requestCounter.js';
+import type { OutcomeReport } from '../client/outcomes.js';
+import { Worker } from '../client/worker.js';
+import { outcomesHandler, workflowsHandler } from '../lambdas/runtime/handlers.js';
+import type { Emulators } from '../test/support/emulators.js';
+import { createSystem, httpEvent, runAllGroups } from '../test/support/system.js';
+import { costPerMillion, type PerJobUsage } from './cost.js';
+import { progress, sleep, summarize } from './support.js';
+
+/** The workflows function's memory (lib/dyneinScheduler.ts's default). */
+const HANDLER_MEMORY_GB = 256 / 1024;
+
+export interface WorkflowsShape {
+  /** Children of the fan-out, parents of the fan-in. */
+  readonly fan: number;
+  /** Jobs of the chain. */
+  readonly depth: number;
+}
+
+export interface WorkflowsResult {
+  jobs: number;
+  shapes: { fanOut: number; fanIn: number; chain: number };
+  childLatencyP50Ms: number;
+  childLatencyP95Ms: number;
+  childLatencyP99Ms: number;
+  childLatencyMaxMs: number;
+  /** Children measured (every job with parents). */
+  children: number;
+  early: number;
+  lost: number;
+  duplicates: number;
+  /** Per job: what running it inside a workflow adds (edges and outcome reports included). */
+  usagePerJob: PerJobUsage;
+  requestsPerJob: Record<string, number>;
+  costPerMillionIncrementUsd: number;
+}
+
+interface Spec {
+  key: string;
+  payload: unknown;
+  delaySeconds?: number;
+  after?: string[];
+}
+
+export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promise<WorkflowsResult> {
+  const sys = await createSystem(em, { tenants: ['demo'], settings: { lookaheadMs: 2_000 } });
+  const counter = new RequestCounter();
+  const items = { written: 0, read: 0 };
+  const clients = em.newClients(counter);
+  countItems(clients.dynamo, items);
+  const handlerWiring = await sys.another({ dynamo: clients.dynamo, sqs: clients.sqs });
+  const submitHandle = workflowsHandler(handlerWiring);
+  const reportHandle = outcomesHandler(handlerWiring);
+  let handlerMs = 0;
+  let invocations = 0;
+  const reportedAt = new Map<string, number>();
+  const sink = {
+    async reportOutcomes(t: string, outcomes: readonly OutcomeReport[]) {
+      const at = Date.now();
+      for (const o of outcomes) if (o.outcome === 'SUCCEEDED' && !reportedAt.has(o.jobId)) reportedAt.set(o.jobId, at);
+      invocations++;
+      const t0 = performance.now();
+      const res = await reportHandle(
+        httpEvent('POST', `/v1/tenants/${t}/jobs/outcomes`, { body: JSON.stringify({ outcomes }), pathParameters: { tenant: t } }),
+      );
+      handlerMs += performance.now() - t0;
+      if (res.statusCode !== 200) throw new Error(`outcomes answered ${res.statusCode}: ${res.body}`);
+      return JSON.parse(res.body) as { results: never[] };
+    },
+  };
+  const received = new Map<string, number[]>();
+  const worker = new Worker({
+    queueUrl: sys.tenants.demo!.url,
+    sqs: em.newClients(new RequestCounter()).sqs,
+    concurrency: 50,
+    waitTimeSeconds: 1,
+    handleSignals: false,
+    client: sink,
+    handler: (job) => {
+      const at = Date.now();
+      received.set(job.jobId, [...(received.get(job.jobId) ?? []), at]);
+      return { done: job.jobId.slice(-6) };
+    },
+  });
+  const running = worker.run();
+  const ingest = sys.startIngest();
+  const dispatch = runAllGroups(sys.w.dispatch);
+  const root = (key: string): Spec => ({ key, payload: { key }, delaySeconds: 0 });
+  const shapes: Record<'fanOut' | 'fanIn' | 'chain', Spec[]> = {
+    fanOut: [root('root'), ...Array.from({ length: shape.fan }, (_, i) => ({ key: `c${i}`, payload: { i }, after: ['root'] }))],
+    fanIn: [
+      ...Array.from({ length: shape.fan }, (_, i) => root(`p${i}`)),
+      { key: 'sink', payload: null, after: Array.from({ length: shape.fan }, (_, i) => `p${i}`) },
+    ],
+    chain: Array.from({ length: shape.depth }, (_, i) => (i === 0 ? root('s0') : { key: `s${i}`, payload: { i }, after: [`s${i - 1}`] })),
+  };
+  const parentsOf = new Map<string, string[]>();
+  const all: string[] = [];
+  try {
+    for (const [name, jobs] of Object.entries(shapes)) {
+      const t0 = performance.now();
+      const res = await submitHandle(
+        httpEvent('POST', '/v1/tenants/demo/workflows', { body: JSON.stringify({ jobs }), pathParameters: { tenant: 'demo' } }),
+      );
+      handlerMs += performance.now() - t0;
+      invocations++;
+      if (res.statusCode !== 201) throw new Error(`workflow submit answered ${res.statusCode}: ${res.body}`);
+      const ids = (JSON.parse(res.body) as { jobs: Record<string, string> }).jobs;
+      for (const job of jobs) {
+        all.push(ids[job.key]!);
+        if (job.after)
+          parentsOf.set(
+            ids[job.key]!,
+            job.after.map((k) => ids[k]!),
+          );
+      }
+      const until = Date.now() + 120_000;
+      const mine = jobs.map((j) => ids[j.key]!);
+      while (mine.some((id) => !received.has(id) || !reportedAt.has(id)) && Date.now() < until) await sleep(50);
+      progress(`workflows: ${name} of ${jobs.length} jobs done`);
+    }
+    await sleep(1_500); // duplicates, if any, arrive
+  } finally {
+    await worker.stop();
+    await running;
+    await dispatch.stop();
+    await ingest.stop();
+  }
+  const latencies: number[] = [];
+  let early = 0;
+  for (const [child, parents] of parentsOf) {
+    const got = received.get(child)?.[0];
+    const last = Math.max(...parents.map((p) => reportedAt.get(p) ?? Infinity));
+    if (got === undefined || !Number.isFinite(last)) continue;
+    if (got < last) early++;
+    latencies.push(Math.max(0, got - last));
+  }
+  const s = summarize(latencies);
+  const jobs = all.length;
+  const per = (n: number) => +(n / jobs).toFixed(4);
+  const requests = counter.snapshot();
+  const usagePerJob: PerJobUsage = {
+    dynamodbWru: per(items.written),
+    dynamodbRru: per(items.read),
+    sqsRequests: per(counter.total('SQS')),
+    lambdaInvocations: per(invocations),
+    lambdaGbSeconds: +(((handlerMs / 1000) * HANDLER_MEMORY_GB) / jobs).toFixed(7),
+    apiRequests: per(invocations),
+  };
+  return {
+    jobs,
+    shapes: { fanOut: shapes.fanOut.length, fanIn: shapes.fanIn.length, chain: shapes.chain.length },
+    childLatencyP50Ms: s.p50Ms,
+    childLatencyP95Ms: s.p95Ms,
+    childLatencyP99Ms: s.p99Ms,
+    childLatencyMaxMs: s.maxMs,
+    children: latencies.length,
+    early,
+    lost: all.filter((id) => !received.has(id)).length,
+    duplicates: [...received.values()].reduce((n, at) => n + at.length - 1, 0),
+    usagePerJob,
+    requestsPerJob: Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, per(v)])),
+    costPerMillionIncrementUsd: costPerMillion(usagePerJob).totalUsd,
+  };
+}
+
+/**
+ * Counts the items a DynamoDB client writes and reads (each PutItem, UpdateItem, DeleteItem, and
+ * item of a BatchWriteItem one write unit; each GetItem and key of a BatchGetItem one read unit:
+ * workflow items are under 1 KB and 4 KB but a spec's payload, so this is the floor the cost
+ * model prices), one count per attempt.
+ */
+function countItems(client: DynamoDBClient, items: { written: number; read: number }): void {
+  const mw = (next: (args: { input: Record<string, unknown> }) => Promise<unknown>, context: { commandName?: string }) =>
+    (async (args: { input: Record<string, unknown> }) => {
+      const name = (context.commandName ?? '').replace(/Command$/, '');
+      if (name === 'PutItem' || name === 'UpdateItem' || name === 'DeleteItem') items.written++;
+      else if (name === 'GetItem') items.read++;
+      else if (name === 'BatchWriteItem')
+        for (const reqs of Object.values((args.input.RequestItems ?? {}) as Record<string, unknown[]>)) items.written += reqs.length;
+      else if (name === 'BatchGetItem')
+        for (const r of Object.values((args.input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>))
+          items.read += r.Keys?.length ?? 0;
+      return next(args);
+    }) as never;
+  (client.middlewareStack.add as (mw: unknown, opts: unknown) => void)(mw, { step: 'initialize', name: 'benchItemCounter' });
+}
