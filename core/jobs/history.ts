@@ -232,8 +232,11 @@ export interface WorkflowOutcomes {
   readonly retentionMs: number;
   /** Why the workflow job at `key` has not been delivered (its state), or undefined when it has. */
   undelivered(key: RowKey, nowMs: number): Promise<string | undefined>;
-  /** The job ended: carried on to its children. Throws when that did not complete (reported again, it does). */
-  ended(tenant: TenantRecord, jobId: string, outcome: 'SUCCEEDED' | 'DEAD', atMs: number): Promise<void>;
+  /**
+   * The job ended (its outcome record, with `result` as JSON text, stored): carried on to its
+   * children. Throws when that did not complete (reported again, it does).
+   */
+  ended(tenant: TenantRecord, jobId: string, outcome: 'SUCCEEDED' | 'DEAD', atMs: number, result?: string): Promise<void>;
 }
 
 export interface HistoryDeps {
@@ -360,7 +363,7 @@ export class OutcomesService {
       const r = g.record;
       if ((r.outcome !== 'SUCCEEDED' && r.outcome !== 'DEAD') || this.deps.codec.parse(r.jobId).path !== 'w') continue;
       try {
-        await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs);
+        await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs, r.result);
       } catch (err) {
         const message = `the outcome was stored, but the workflow did not move on (${(err as Error)?.message ?? err}): report it again`;
         for (const i of g.indexes) results[i] = { jobId: r.jobId, error: { code: 'Throttled', message } };

@@ -36,8 +36,8 @@ export function workflowOutcomes(deps: WorkflowOutcomesDeps): WorkflowOutcomes {
       // Handed straight to its queue: delivered by SQS at its due time.
       return nowMs < record.dueMs - DIRECT_DELIVERY_SKEW_MS ? `not due until ${isoMs(record.dueMs)}` : undefined;
     },
-    async ended(tenant, jobId, outcome, atMs): Promise<void> {
-      await jobEnded(deps, tenant, jobId, { outcome, atMs });
+    async ended(tenant, jobId, outcome, atMs, result): Promise<void> {
+      await jobEnded(deps, tenant, jobId, { outcome, atMs }, result);
     },
   };
 }

@@ -44,23 +44,26 @@ const CHILDREN_IN_FLIGHT = 32;
  * the first stands) and carries it to its descendants. Does nothing for a job that is not a
  * workflow's.
  *
+ * `result`: the job's result as just stored (JSON text; undefined: none), so that a child whose only
+ * parent it is needs no read of the parents' records for its summary.
+ *
  * @throws when a write or a hand-over failed: run it again (the same report) to complete it.
  */
-export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: string, reported: JobEnd): Promise<void> {
+export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: string, reported: JobEnd, result?: string): Promise<void> {
   const key = keyOfId(deps.codec, jobId);
   const end = await deps.waiting.recordEnd(key, reported);
   if (!end) return;
-  let level: { key: RowKey; end: JobEnd }[] = [{ key, end }];
+  let level: { key: RowKey; end: JobEnd; result?: string }[] = [{ key, end, ...(result !== undefined ? { result } : {}) }];
   let ids: ReadonlyMap<string, string> | undefined;
   while (level.length > 0) {
-    const next: { key: RowKey; end: JobEnd }[] = [];
+    const next: { key: RowKey; end: JobEnd; result?: string }[] = [];
     const ready: ReadyJob[] = [];
     for (const ended of level) {
       const spec = await deps.store.getSpec(ended.key);
       if (!spec || spec.children.length === 0) continue;
       ids ??= await jobIds(deps, tenant.name, spec);
       const limit = limiter(CHILDREN_IN_FLIGHT);
-      await Promise.all(spec.children.map((c) => limit(() => tellChild(deps, ids!, spec, c, ended.end, ready, next))));
+      await Promise.all(spec.children.map((c) => limit(() => tellChild(deps, ids!, spec, c, ended, ready, next))));
     }
     await handOff({ ...deps.handOff, waiting: deps.waiting, clock: deps.clock, settings: deps.settings }, tenant, ready);
     level = next;
@@ -76,10 +79,11 @@ async function tellChild(
   ids: ReadonlyMap<string, string>,
   parent: WorkflowJobSpec,
   child: { readonly jobKey: string; readonly index: number },
-  end: JobEnd,
+  ended: { readonly end: JobEnd; readonly result?: string },
   ready: ReadyJob[],
   next: { key: RowKey; end: JobEnd }[],
 ): Promise<void> {
+  const { end } = ended;
   const key = keyOfId(deps.codec, ids.get(child.jobKey)!);
   const record = await deps.waiting.recordParentEnd(key, child.index, end.outcome === 'SUCCEEDED', end.atMs);
   if (!record) return;
@@ -87,7 +91,11 @@ async function tellChild(
   if (decision.kind === 'wait') return;
   const spec = await deps.store.getSpec(key);
   if (!spec) throw new Error(`workflow job ${key.jobId} has a waiting record but no spec`);
-  const parents = await deps.waiting.getMany(spec.parents.map((p) => keyOfId(deps.codec, ids.get(p)!)));
+  // A child of one parent: that parent is the one that ended (its end and result are in hand).
+  const only = spec.parents.length === 1 ? ids.get(spec.parents[0]!)! : undefined;
+  const parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>> = only !== undefined
+    ? new Map([[only, { end }]])
+    : await deps.waiting.getMany(spec.parents.map((p) => keyOfId(deps.codec, ids.get(p)!)));
   if (decision.kind === 'cancel') {
     const failed = spec.parents[decision.failedParent]!;
     const how = parents.get(ids.get(failed)!)?.end?.outcome === 'CANCELLED' ? 'was cancelled' : 'failed (DEAD)';
@@ -97,7 +105,10 @@ async function tellChild(
     if (cancelled) next.push({ key, end: (await deps.waiting.get(key))?.end ?? { outcome: 'CANCELLED', atMs: end.atMs } });
     return;
   }
-  const results = await resultsOf(deps, spec, ids, parents);
+  const results =
+    only !== undefined
+      ? new Map(ended.result !== undefined && end.outcome !== 'CANCELLED' ? [[only, ended.result]] : [])
+      : await resultsOf(deps, spec, ids, parents);
   ready.push({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results) });
 }
 
@@ -106,7 +117,7 @@ async function resultsOf(
   deps: ProgressDeps,
   spec: WorkflowJobSpec,
   ids: ReadonlyMap<string, string>,
-  parents: ReadonlyMap<string, WaitingRecord>,
+  parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>>,
 ): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const outcomes = deps.outcomes;
@@ -134,7 +145,7 @@ async function resultsOf(
 function summary(
   spec: WorkflowJobSpec,
   ids: ReadonlyMap<string, string>,
-  parents: ReadonlyMap<string, WaitingRecord>,
+  parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>>,
   results: ReadonlyMap<string, string>,
 ): string {
   const heads = spec.parents.map((key) => {
