@@ -19,7 +19,19 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The functions the constructs deploy: `lambdas/<name>.ts` each. */
-export const LAMBDA_NAMES = ['submit', 'ingest', 'tick', 'dispatch', 'cancel', 'status', 'register', 'schedules', 'dlq', 'admin', 'workflows'];
+export const LAMBDA_NAMES = [
+  'submit',
+  'ingest',
+  'tick',
+  'dispatch',
+  'cancel',
+  'status',
+  'register',
+  'schedules',
+  'dlq',
+  'admin',
+  'workflows',
+];
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'dist', 'lambdas');

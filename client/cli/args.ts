@@ -44,8 +44,13 @@ export function parseDuration(text: string): number {
 }
 
 export function readText(file: string): string {
+  return readBytes(file).toString('utf8');
+}
+
+/** A file's bytes, or an error naming the file and why it could not be read. */
+export function readBytes(file: string): Buffer {
   try {
-    return readFileSync(file, 'utf8');
+    return readFileSync(file);
   } catch (err) {
     throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }

@@ -14,6 +14,7 @@ import { schedulesCommand } from './commands/schedules.js';
 import { tenantCommand } from './commands/tenant.js';
 import { uiCommand } from './commands/ui.js';
 import { workerCommand } from './commands/worker.js';
+import { workflowsCommand } from './commands/workflows.js';
 import { runCommand } from './context.js';
 import { UsageError, oneLine } from './errors.js';
 import { HELP, VERSION } from './flags.js';
@@ -26,6 +27,7 @@ export type { Io } from './output.js';
 const COMMANDS: CommandTable = {
   ...jobCommands,
   schedules: schedulesCommand,
+  workflows: workflowsCommand,
   worker: workerCommand,
   redrive: redriveCommand,
   ui: uiCommand,

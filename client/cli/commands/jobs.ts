@@ -222,7 +222,13 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
   if (values.json) {
     io.out(JSON.stringify({ jobs, ...(nextCursor !== undefined ? { nextCursor } : {}) }));
   } else {
-    const rows = jobs.map((j) => [j.runAt, j.state, j.jobId, j.schedule ?? '', j.deliveredAt ? `delivered ${j.deliveredAt}` : '']);
+    const rows = jobs.map((j) => [
+      j.runAt ?? 'waiting for parents',
+      j.state,
+      j.jobId,
+      j.schedule ?? '',
+      j.deliveredAt ? `delivered ${j.deliveredAt}` : '',
+    ]);
     const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
     for (const r of rows)
       io.out(
