@@ -150,7 +150,7 @@ describe('the routes of the document are the routes the API serves', () => {
         region: 'us-east-1',
         keys: { demo: tenantKey },
         admin: adminKey,
-        handlers: { submit: echo, status: echo, cancel: echo, schedules: echo, outcomes: echo, dlq: echo, admin: echo },
+        handlers: { submit: echo, status: echo, cancel: echo, schedules: echo, outcomes: echo, dlq: echo, admin: echo, workflows: echo },
         metrics: () => ({}),
       });
       port = (server.address() as AddressInfo).port;
