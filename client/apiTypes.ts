@@ -76,7 +76,7 @@ export interface ScheduledJob {
 export interface JobStatus {
   readonly jobId: string;
   readonly tenant: string;
-  /** When it is due; absent only for a workflow job still `WAITING` for its parents. */
+  /** When it is due; absent for a workflow job whose due time is not known: `WAITING` for its parents, cancelled while it waited, or `UNKNOWN`. */
   readonly runAt?: string;
   readonly state: JobState;
   /** `SCHEDULED` and `ACQUIRED`: the priority (1 to 9) of a job submitted with one other than 5. */

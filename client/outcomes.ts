@@ -250,12 +250,12 @@ export interface ReportNowOptions {
 }
 
 /** Per-entry codes that mean "report it again" (`Throttled`: not stored, or stored but the workflow did not move on). */
-const RETRYABLE_CODES: ReadonlySet<string> = new Set(['Throttled', 'Unavailable', 'InternalError']);
+const RETRYABLE_CODES: ReadonlySet<string> = new Set(['Throttled', 'InternalError']);
 
 /**
  * Sends one outcome alone and retries, with backoff, while the answer is "report it again": a call
  * that threw a retryable error (network, 429, 5xx: the client's own retries spent; any error that
- * is not a {@link DyneinError}), or the entry answered `Throttled` (or `Unavailable`). It gives up
+ * is not a {@link DyneinError}), or the entry answered `Throttled` (or `InternalError`). It gives up
  * at once on an error that repeating cannot fix (a 4xx for the whole request, or the entry refused:
  * `NotDelivered`, `ValidationError`, `InvalidJobId`...), and once `signal` aborts, `maxAttempts`
  * are spent or `budgetMs` has passed. Never throws.

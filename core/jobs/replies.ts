@@ -45,7 +45,7 @@ export const DEAD_LETTERED_MESSAGE =
 export interface StatusReply {
   readonly jobId: string;
   readonly tenant: string;
-  /** When it is due (RFC 3339, ms); absent only for a workflow job still `WAITING` for parents. */
+  /** When it is due (RFC 3339, ms); absent for a workflow job whose due time is not known: `WAITING` for its parents, cancelled while it waited, or `UNKNOWN`. */
   readonly runAt?: string;
   readonly state: JobState;
   /** `SCHEDULED` or `ACQUIRED`: the job's priority, when it is not the default 5. */

@@ -142,11 +142,14 @@ export class WorkflowService {
 
   /**
    * `DELETE /v1/tenants/{tenant}/workflows/{workflowId}`: cancels every job not yet handed to its
-   * queue, in two passes. First every job still waiting for parents is cancelled where it waits
-   * (no cancel carried on yet, so that no child of policy "run" is released by its parent's
-   * cancel); then every other job not ended through the ordinary cancel of a job (its row, with
-   * the same cut-off). `alreadyQueued` counts the jobs past that: handed to their queue, running or
-   * ended. Repeatable: a job cancelled before counts as cancelled. Undefined as for {@link get}.
+   * queue, as a cancel of each would (a job submitted `cancellable: false` is not cancelled), in
+   * three passes. First every cancellable job still waiting for parents is cancelled where it
+   * waits, nothing carried on yet, so that no child of policy "run" is released by its parent's
+   * cancel; then every other job not ended through the ordinary cancel of a job (its row, with the
+   * same cut-off); then the cancels are told to the children (a job left waiting, not cancellable,
+   * follows its policy). The counts are read last: `cancelled`, by this request or an earlier one;
+   * `alreadyQueued`, every other job (handed to its queue, running, ended, or not cancellable).
+   * Repeatable. Undefined as for {@link get}.
    *
    * @throws TenantNotFoundError
    */
@@ -163,38 +166,35 @@ export class WorkflowService {
     const message = 'cancelled with its workflow (DELETE of the workflow)';
     const held = await Promise.all(
       keys.map((key) =>
-        limit(async () => before.get(key.jobId)?.state === 'WAITING' && (await waiting.cancelWaiting(key, message, clock.now()))),
-      ),
-    );
-    let cancelled = 0;
-    let alreadyQueued = 0;
-    await Promise.all(
-      keys.map((key, i) =>
         limit(async () => {
-          if (held[i]) return void cancelled++;
-          const now = await waiting.get(key);
-          if (now?.end?.outcome === 'SUCCEEDED' || now?.end?.outcome === 'DEAD') return void alreadyQueued++;
-          if (now?.state === 'CANCELLED' || now?.end?.outcome === 'CANCELLED') return void cancelled++;
-          try {
-            await this.deps.jobs.cancel(tenant, key.jobId);
-            cancelled++;
-          } catch (err) {
-            if (!(err instanceof AlreadyQueuedError || err instanceof NotCancellableError)) throw err;
-            alreadyQueued++;
-          }
+          if (before.get(key.jobId)?.state !== 'WAITING' || !(await this.deps.store.getSpec(key))?.cancellable) return false;
+          return waiting.cancelWaiting(key, message, clock.now());
         }),
       ),
     );
-    // The jobs cancelled where they waited: their ends told to their children (all cancelled, or
-    // handed over meanwhile and counted above), so that no record waits on a parent that ended.
     await Promise.all(
       keys.map((key, i) =>
-        limit(
-          async () => void (held[i] && (await jobEnded(this.#progress(), record, key.jobId, { outcome: 'CANCELLED', atMs: clock.now() }))),
-        ),
+        limit(async () => {
+          const now = held[i] ? undefined : await waiting.get(key);
+          if (held[i] || !now || now.end || now.state === 'CANCELLED' || now.state === 'WAITING') return;
+          await this.deps.jobs.cancel(tenant, key.jobId).catch((err: unknown) => {
+            if (!(err instanceof AlreadyQueuedError || err instanceof NotCancellableError)) throw err;
+          });
+        }),
       ),
     );
-    return { workflowId, state: 'CANCELLED', cancelled, alreadyQueued };
+    const progress = this.#progress();
+    await Promise.all(
+      keys.map((key, i) =>
+        limit(async () => void (held[i] && (await jobEnded(progress, record, key.jobId, { outcome: 'CANCELLED', atMs: clock.now() })))),
+      ),
+    );
+    const after = await waiting.getMany(keys);
+    const cancelled = keys.filter((k) => {
+      const r = after.get(k.jobId);
+      return r?.state === 'CANCELLED' || r?.end?.outcome === 'CANCELLED';
+    }).length;
+    return { workflowId, state: 'CANCELLED', cancelled, alreadyQueued: keys.length - cancelled };
   }
 
   /**

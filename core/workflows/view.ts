@@ -36,10 +36,10 @@ export interface WorkflowView {
  * the table, `QUEUED` once handed straight to its queue. `delivered` names the jobs handed to the
  * table whose row the caller found delivered: they show `QUEUED` too.
  *
- * The workflow: `SUCCEEDED` when every job succeeded; `CANCELLED` when a job was cancelled by a
- * cancel of the workflow or of the job and none failed; `FAILED` when a job ended `DEAD` (or was
- * cancelled because a parent failed); each only once no job is left to run or report, `RUNNING`
- * until then.
+ * The workflow: `SUCCEEDED` when every job succeeded; `FAILED` when a job ended `DEAD` (its
+ * descendants cancelled or run as their policy says); `CANCELLED` when jobs were cancelled (by a
+ * cancel of the workflow or of a job, and what waited for them) and none failed; each only once
+ * no job is left to run or report, `RUNNING` until then.
  */
 export function workflowView(
   workflow: WorkflowRecord,
@@ -47,14 +47,10 @@ export function workflowView(
   delivered: ReadonlySet<string> = new Set(),
 ): WorkflowView {
   const jobs = [...workflow.jobs].map(([key, jobId]) => jobView(key, jobId, records.get(jobId), delivered.has(jobId)));
-  // Cancelled because a parent failed (its policy "cancel", a parent's failure recorded), not by a cancel.
-  const byFailure = [...records.values()].some(
-    (r) => r.end?.outcome === 'CANCELLED' && r.onParentFailure === 'cancel' && r.failed.size > 0,
-  );
   return {
     workflowId: workflow.workflowId,
     tenant: workflow.tenant,
-    state: stateOf(jobs, byFailure),
+    state: stateOf(jobs),
     createdAt: isoMs(workflow.createdMs),
     jobs,
   };
@@ -72,9 +68,9 @@ function jobView(key: string, jobId: string, record: WaitingRecord | undefined, 
   return { key, jobId, state: 'QUEUED', ...runAt };
 }
 
-function stateOf(jobs: readonly WorkflowJobView[], cancelledByFailure: boolean): WorkflowState {
+function stateOf(jobs: readonly WorkflowJobView[]): WorkflowState {
   const ended = jobs.every((j) => j.state === 'SUCCEEDED' || j.state === 'DEAD' || j.state === 'CANCELLED');
   if (!ended) return 'RUNNING';
   if (jobs.every((j) => j.state === 'SUCCEEDED')) return 'SUCCEEDED';
-  return jobs.some((j) => j.state === 'DEAD') || cancelledByFailure ? 'FAILED' : 'CANCELLED';
+  return jobs.some((j) => j.state === 'DEAD') ? 'FAILED' : 'CANCELLED';
 }

@@ -164,6 +164,24 @@ describe('a workflow’s cancel', () => {
     ]);
   }, 30_000);
 
+  it('of a chain: every job CANCELLED and the workflow too (a cancelled parent is no failure); a job not cancellable is left to its policy', async () => {
+    const runAt = new Date(Date.now() + HOUR).toISOString();
+    const { workflowId, ids } = await submit([
+      { key: 'a', payload: null, runAt },
+      { key: 'b', payload: null, after: ['a'] },
+      { key: 'c', payload: null, after: ['b'] },
+      { key: 'fixed', payload: 'runs', after: ['b'], cancellable: false, onParentFailure: 'run' },
+    ]);
+    await expect.poll(() => jobs.status('demo', ids.a!), { timeout: 10_000 }).toMatchObject({ state: 'SCHEDULED' });
+    expect(await service.cancel('demo', workflowId)).toEqual({ workflowId, state: 'CANCELLED', cancelled: 3, alreadyQueued: 1 });
+    await consumer.waitFor(() => delivered([ids.fixed!]).length === 1, 15_000);
+    expect(JSON.parse(delivered([ids.fixed!])[0]!.body).parents).toEqual([{ key: 'b', jobId: ids.b, outcome: 'CANCELLED' }]);
+    const view = await service.get('demo', workflowId);
+    expect(view?.jobs.map((j) => j.state)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED', 'QUEUED']);
+    await jobEnded(deps, tenant, ids.fixed!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    expect((await service.get('demo', workflowId))?.state).toBe('CANCELLED');
+  }, 30_000);
+
   it('of another tenant’s, a forged or an unknown workflow: undefined (the route answers 404), nothing cancelled', async () => {
     const { workflowId, ids } = await submit([{ key: 'a', payload: null, runAt: new Date(Date.now() + HOUR).toISOString() }]);
     expect(

@@ -134,11 +134,11 @@ describe('reportOutcomeNow', () => {
     expect(requests).toEqual([[report]]);
   });
 
-  it('reports again after Throttled (and Unavailable), and after a call that threw a retryable error', async () => {
+  it('reports again after Throttled (and InternalError), and after a call that threw a retryable error', async () => {
     const answers: Answer[] = [
       refused(report, 'Throttled'),
       new NetworkError('connection reset'),
-      refused(report, 'Unavailable'),
+      refused(report, 'InternalError'),
       new Error('socket hang up'),
       stored(report),
     ];

@@ -61,7 +61,7 @@ describe('workflowView', () => {
     expect(workflowView(workflow, records(done('j-e'), done('j-t'), record('j-l', { state: 'QUEUED' }))).state).toBe('RUNNING');
   });
 
-  it('is FAILED when a job died, or a parent failure cancelled one, once nothing is left; CANCELLED when a cancel ended it', () => {
+  it('is FAILED when a job died, once nothing is left; CANCELLED when cancels ended it, a cancelled parent’s end recorded on its children or not', () => {
     const dead = record('j-e', { state: 'QUEUED', end: { outcome: 'DEAD', atMs: T0 } });
     const cancelledByParent = (jobId: string) =>
       record(jobId, {
@@ -83,5 +83,8 @@ describe('workflowView', () => {
       record(jobId, { state: 'CANCELLED', end: { outcome: 'CANCELLED', atMs: T0 }, message: 'cancelled' });
     const ok = record('j-e', { state: 'QUEUED', end: { outcome: 'SUCCEEDED', atMs: T0 } });
     expect(workflowView(workflow, records(ok, cancelled('j-t'), cancelled('j-l'))).state).toBe('CANCELLED');
+    // A workflow's cancel: every job cancelled, each cancelled parent's end then told to its children.
+    const told = (jobId: string) => record(jobId, { state: 'CANCELLED', failed: new Set([0]), end: { outcome: 'CANCELLED', atMs: T0 } });
+    expect(workflowView(workflow, records(cancelled('j-e'), told('j-t'), told('j-l'))).state).toBe('CANCELLED');
   });
 });
