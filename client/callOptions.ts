@@ -26,6 +26,11 @@ export interface JobFilter {
   readonly schedule?: string;
   /** @default 'asc' */
   readonly order?: 'asc' | 'desc';
+  /**
+   * The jobs of this workflow, in its order (docs/workflows.md): goes with `limit` and `cursor`
+   * only (the API answers 400 with any other filter; 404 `WorkflowNotFoundError` for an unknown id).
+   */
+  readonly workflow?: string;
 }
 
 export interface ListJobsOptions extends JobFilter, CallOptions {

@@ -111,6 +111,7 @@ export function listJobs(api: ApiTransport, tenant: string, filter: ListJobsOpti
   if (filter.to !== undefined) query.push(`to=${enc(time(filter.to))}`);
   if (filter.schedule !== undefined) query.push(`schedule=${enc(filter.schedule)}`);
   if (filter.order !== undefined) query.push(`order=${enc(filter.order)}`);
+  if (filter.workflow !== undefined) query.push(`workflow=${enc(filter.workflow)}`);
   if (filter.limit !== undefined) query.push(`limit=${wholeNumber('limit', filter.limit, 1, 1000)}`);
   if (filter.cursor !== undefined) query.push(`cursor=${enc(filter.cursor)}`);
   return api.request<JobPage>('GET', withQuery(`${tenantPath(tenant)}/jobs`, query), undefined, filter.signal);
