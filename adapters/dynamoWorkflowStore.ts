@@ -24,6 +24,7 @@ const BATCH_ROUNDS = 8;
 
 const specKey = (k: RowKey): Item => ({ pk: { S: specPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
 const workflowKey = (tenant: string, workflowId: string): Item => ({ pk: { S: workflowPartition(tenant) }, sk: { S: workflowId } });
+const graphKey = (tenant: string, workflowId: string): Item => ({ pk: { S: workflowPartition(tenant) }, sk: { S: `g#${workflowId}` } });
 const claimKey = (tenant: string, idempotencyKey: string): Item => ({
   pk: { S: workflowPartition(tenant) },
   sk: { S: `k#${idempotencyKey}` },
@@ -38,6 +39,8 @@ const claimKey = (tenant: string, idempotencyKey: string): Item => ({
  *   index], ...]}`;
  * - a workflow (`pk = wf#<tenant>`, `sk = <workflowId>`): `created` and `jobs`, the deflated JSON
  *   `[[key, jobId], ...]` in the request's order;
+ * - its graph (`pk = wf#<tenant>`, `sk = g#<workflowId>`): `after`, the deflated JSON
+ *   `[[key, [parent keys]], ...]` of the jobs with parents (read by GET of the workflow only);
  * - an idempotency claim (`pk = wf#<tenant>`, `sk = k#<idempotencyKey>`): `wf`, `created`, `fp`,
  *   `shards`.
  *
@@ -99,6 +102,25 @@ export class DynamoWorkflowStore implements WorkflowStore {
     } catch (err) {
       rethrow(err);
     }
+  }
+
+  async putGraph(tenant: string, workflowId: string, after: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    try {
+      await this.ddb.send(
+        new PutItemCommand({
+          TableName: this.tableName,
+          Item: { ...graphKey(tenant, workflowId), after: { B: deflateRawSync(JSON.stringify([...after])) } },
+        }),
+      );
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
+  async getGraph(tenant: string, workflowId: string): Promise<ReadonlyMap<string, readonly string[]>> {
+    const item = await this.#get(graphKey(tenant, workflowId));
+    if (!item?.after?.B) return new Map();
+    return new Map(JSON.parse(inflateRawSync(item.after.B).toString('utf8')) as [string, string[]][]);
   }
 
   async getWorkflow(tenant: string, workflowId: string): Promise<WorkflowRecord | undefined> {

@@ -340,6 +340,8 @@ export interface Workflow {
     readonly key: string;
     readonly jobId: string;
     readonly state: WorkflowJobState;
+    /** The keys of the jobs it waits for; absent for a job without parents. */
+    readonly after?: readonly string[];
     /** Its due time, once known. */
     readonly runAt?: string;
     /** Why it was cancelled. */

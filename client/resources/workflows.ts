@@ -38,12 +38,14 @@ export function cancelWorkflow(api: ApiTransport, tenant: string, workflowId: st
 function workflowBody<P>(workflow: WorkflowRequest<P>): string {
   if (typeof workflow !== 'object' || workflow === null || !Array.isArray(workflow.jobs))
     throw new ValidationError({ source: 'client', message: 'a workflow is { idempotencyKey?, jobs: [...] }' });
+  refuseUnknown(workflow, WORKFLOW_FIELDS, 'the workflow');
   const jobs = workflow.jobs.map((job, i) => jobText(job, i));
   return `{"idempotencyKey":${JSON.stringify(workflow.idempotencyKey ?? `sdk-${randomUUID()}`)},"jobs":[${jobs.join(',')}]}`;
 }
 
 function jobText<P>(job: WorkflowJobRequest<P>, i: number): string {
   if (typeof job !== 'object' || job === null) throw new ValidationError({ source: 'client', message: `jobs[${i}] must be an object` });
+  refuseUnknown(job, JOB_FIELDS, `jobs[${i}]`);
   const runAt = job.runAt instanceof Date ? isoOf(job.runAt, i) : job.runAt;
   const fields = JSON.stringify({
     key: job.key,
@@ -55,6 +57,29 @@ function jobText<P>(job: WorkflowJobRequest<P>, i: number): string {
     ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
   });
   return `{"payload":${payloadText(job)},${fields.slice(1)}`;
+}
+
+const WORKFLOW_FIELDS = new Set(['idempotencyKey', 'jobs']);
+const JOB_FIELDS = new Set([
+  'key',
+  'payload',
+  'payloadJson',
+  'runAt',
+  'delaySeconds',
+  'after',
+  'onParentFailure',
+  'priority',
+  'cancellable',
+]);
+
+/** A field the API takes none of would be dropped here, silently: refused instead (a misspelt `afterr` is not a job without parents). */
+function refuseUnknown(value: object, known: ReadonlySet<string>, where: string): void {
+  const unknown = Object.keys(value).find((k) => !known.has(k));
+  if (unknown !== undefined)
+    throw new ValidationError({
+      source: 'client',
+      message: `${where} has an unknown field ${JSON.stringify(unknown)}: it takes ${[...known].join(', ')}`,
+    });
 }
 
 function isoOf(date: Date, i: number): string {

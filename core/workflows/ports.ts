@@ -131,6 +131,13 @@ export interface WorkflowStore {
   putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void>;
   /** A job's spec, strongly consistent; undefined when none is at `key`. */
   getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined>;
+  /**
+   * Writes the workflow's graph: each job's parents by key, for jobs with parents (what GET of
+   * the workflow shows; kept apart from the record, which every report reads).
+   */
+  putGraph(tenant: string, workflowId: string, after: ReadonlyMap<string, readonly string[]>): Promise<void>;
+  /** The workflow's graph, strongly consistent; an empty map when none was written. */
+  getGraph(tenant: string, workflowId: string): Promise<ReadonlyMap<string, readonly string[]>>;
   /** Writes the workflow (the last write of a submit: a workflow that reads back is whole). */
   putWorkflow(record: WorkflowRecord): Promise<void>;
   /** The workflow, strongly consistent; undefined when `tenant` has none of that id. */

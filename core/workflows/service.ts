@@ -35,7 +35,8 @@ const ROW_READS_IN_FLIGHT = 16;
  *    a retry derives the same job ids);
  * 2. every job's spec (payload, links), then every job's waiting record (`WAITING`, conditional:
  *    a retry never resets a record a parent's end or a hand-over has moved);
- * 3. the workflow record, last: a workflow that reads back is whole;
+ * 3. the workflow's graph (what GET shows), then the workflow record, last: a workflow that reads
+ *    back is whole;
  * 4. the jobs without parents handed over (core/workflows/handOff.ts).
  *
  * A job that waits for parents is handed over when its last parent ends (the outcomes route).
@@ -100,6 +101,8 @@ export class WorkflowService {
     await this.deps.store.putSpecs(specs);
     await this.deps.waiting.create(request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key)));
     const inOrder = new Map([...ids].sort(([a], [b]) => order(request, a) - order(request, b)));
+    const after = new Map(request.jobs.flatMap((j) => (j.after.length > 0 ? [[j.key, j.after] as const] : [])));
+    await this.deps.store.putGraph(tenant, workflow.workflowId, after);
     await this.deps.store.putWorkflow({ workflowId: workflow.workflowId, tenant, createdMs: workflow.createdMs, jobs: inOrder });
     const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
       job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
@@ -124,7 +127,10 @@ export class WorkflowService {
     if (!id || id.tenant !== tenant) return undefined;
     const workflow = await this.deps.store.getWorkflow(tenant, workflowId);
     if (!workflow) return undefined;
-    const records = await this.deps.waiting.getMany([...workflow.jobs.values()].map((jobId) => keyOfId(this.deps.codec, jobId)));
+    const [records, graph] = await Promise.all([
+      this.deps.waiting.getMany([...workflow.jobs.values()].map((jobId) => keyOfId(this.deps.codec, jobId))),
+      this.deps.store.getGraph(tenant, workflowId),
+    ]);
     const now = this.deps.clock.now();
     const inTable = [...records.values()].filter((r) => r.state === 'RELEASING' && !r.end && r.dueMs !== undefined && r.dueMs <= now);
     const delivered = new Set<string>();
@@ -137,7 +143,7 @@ export class WorkflowService {
         }),
       ),
     );
-    return workflowView(workflow, records, delivered);
+    return workflowView(workflow, records, delivered, graph);
   }
 
   /**

@@ -16,6 +16,8 @@ export interface WorkflowJobView {
   readonly key: string;
   readonly jobId: string;
   readonly state: WorkflowJobState;
+  /** The keys of the jobs it waits for, in its request's order; absent for a job without parents. */
+  readonly after?: readonly string[];
   /** Its due time, once known (RFC 3339). */
   readonly runAt?: string;
   /** Why it was cancelled. */
@@ -45,8 +47,9 @@ export function workflowView(
   workflow: WorkflowRecord,
   records: ReadonlyMap<string, WaitingRecord>,
   delivered: ReadonlySet<string> = new Set(),
+  graph: ReadonlyMap<string, readonly string[]> = new Map(),
 ): WorkflowView {
-  const jobs = [...workflow.jobs].map(([key, jobId]) => jobView(key, jobId, records.get(jobId), delivered.has(jobId)));
+  const jobs = [...workflow.jobs].map(([key, jobId]) => jobView(key, jobId, records.get(jobId), delivered.has(jobId), graph.get(key)));
   return {
     workflowId: workflow.workflowId,
     tenant: workflow.tenant,
@@ -56,16 +59,33 @@ export function workflowView(
   };
 }
 
-function jobView(key: string, jobId: string, record: WaitingRecord | undefined, delivered: boolean): WorkflowJobView {
-  const runAt = record?.dueMs !== undefined ? { runAt: isoMs(record.dueMs) } : {};
+function jobView(
+  key: string,
+  jobId: string,
+  record: WaitingRecord | undefined,
+  delivered: boolean,
+  after: readonly string[] | undefined,
+): WorkflowJobView {
+  const [state, due, why] = shown(record, delivered);
+  return {
+    key,
+    jobId,
+    state,
+    ...(after && after.length > 0 ? { after } : {}),
+    ...(due && record?.dueMs !== undefined ? { runAt: isoMs(record.dueMs) } : {}),
+    ...(why && record?.message !== undefined ? { message: record.message } : {}),
+  };
+}
+
+/** A job's state as shown, and whether its due time and its record's message show with it. */
+function shown(record: WaitingRecord | undefined, delivered: boolean): [WorkflowJobState, boolean, boolean] {
   // A job the submit had not yet recorded when it died (a retry writes it): waiting.
-  if (!record) return { key, jobId, state: 'WAITING' };
-  const message = record.message !== undefined ? { message: record.message } : {};
-  if (record.end) return { key, jobId, state: record.end.outcome, ...runAt, ...message };
-  if (record.state === 'CANCELLED') return { key, jobId, state: 'CANCELLED', ...message };
-  if (record.state === 'WAITING') return { key, jobId, state: 'WAITING' };
-  if (record.state === 'RELEASING' && !delivered) return { key, jobId, state: 'SCHEDULED', ...runAt };
-  return { key, jobId, state: 'QUEUED', ...runAt };
+  if (!record) return ['WAITING', false, false];
+  if (record.end) return [record.end.outcome, true, true];
+  if (record.state === 'CANCELLED') return ['CANCELLED', false, true];
+  if (record.state === 'WAITING') return ['WAITING', false, false];
+  if (record.state === 'RELEASING' && !delivered) return ['SCHEDULED', true, false];
+  return ['QUEUED', true, false];
 }
 
 function stateOf(jobs: readonly WorkflowJobView[]): WorkflowState {

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DyneinClient, type DeliveredJob, Worker, WorkflowNotFoundError } from '../../client/index.js';
+import {
+  DyneinClient,
+  type DeliveredJob,
+  Worker,
+  type WorkflowJobRequest,
+  WorkflowNotFoundError,
+  type WorkflowRequest,
+} from '../../client/index.js';
 import { signedFetch, startLocalStack, type LocalJson, localSqs } from '../support/localStack.js';
 
 /**
@@ -153,6 +160,14 @@ describe('workflows on the local stack', () => {
     expect(cycle.status).toBe(400);
     expect(cycle.json.error.code).toBe('ValidationError');
     expect(cycle.json.error.message).toMatch(/cycle/);
+    // The SDK refuses a field the API takes none of before it sends anything (it would drop it).
+    const typo = { key: 'b', payload: 1, afterr: ['a'] } as unknown as WorkflowJobRequest;
+    await expect(client.submitWorkflow('alpha', { jobs: [{ key: 'a', payload: 1, delaySeconds: 1 }, typo] })).rejects.toThrow(
+      /jobs\[1\] has an unknown field "afterr"/,
+    );
+    await expect(client.submitWorkflow('alpha', { jobs: [], idempotencyKye: 'x' } as unknown as WorkflowRequest)).rejects.toThrow(
+      /the workflow has an unknown field "idempotencyKye"/,
+    );
   }, 30_000);
 
   it('a fan-in of 40 parents reported while compute is SIGKILLed: its child once, after the last report', async () => {

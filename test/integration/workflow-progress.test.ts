@@ -146,12 +146,12 @@ describe("a workflow job's end", () => {
     expect(deliveriesOf([ids.b!, ids.c!])).toEqual([]);
     const workflowId = JSON.parse(deliveriesOf([ids.e!])[0]!.body).workflow as string;
     const view = (await service.get('demo', workflowId))!;
-    expect(view.jobs.map((j) => [j.key, j.state])).toEqual([
-      ['a', 'DEAD'],
-      ['b', 'CANCELLED'],
-      ['c', 'CANCELLED'],
-      ['d', 'SUCCEEDED'],
-      ['e', 'QUEUED'],
+    expect(view.jobs.map((j) => [j.key, j.state, j.after])).toEqual([
+      ['a', 'DEAD', undefined],
+      ['b', 'CANCELLED', ['a']],
+      ['c', 'CANCELLED', ['b']],
+      ['d', 'SUCCEEDED', ['b']],
+      ['e', 'QUEUED', ['c', 'd']],
     ]);
     expect(view.state).toBe('RUNNING');
     await jobEnded(deps, tenant, ids.e!, { outcome: 'SUCCEEDED', atMs: Date.now() });

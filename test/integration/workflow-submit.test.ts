@@ -89,6 +89,8 @@ describe('submitting a workflow', () => {
       putSpecs: (...a) => store.putSpecs(...a),
       getSpec: (...a) => store.getSpec(...a),
       getWorkflow: (...a) => store.getWorkflow(...a),
+      putGraph: (...a) => store.putGraph(...a),
+      getGraph: (...a) => store.getGraph(...a),
       putWorkflow: async (r) => {
         if (die) throw new Error('the function timed out');
         return store.putWorkflow(r);
