@@ -161,11 +161,12 @@ describe('workflows on the local stack', () => {
     expect(cycle.json.error.code).toBe('ValidationError');
     expect(cycle.json.error.message).toMatch(/cycle/);
     // The SDK refuses a field the API takes none of before it sends anything (it would drop it).
-    const typo = { key: 'b', payload: 1, afterr: ['a'] } as unknown as WorkflowJobRequest;
+    // As a caller without types would send them (JSON read from elsewhere).
+    const typo = JSON.parse('{"key": "b", "payload": 1, "afterr": ["a"]}') as WorkflowJobRequest;
     await expect(client.submitWorkflow('alpha', { jobs: [{ key: 'a', payload: 1, delaySeconds: 1 }, typo] })).rejects.toThrow(
       /jobs\[1\] has an unknown field "afterr"/,
     );
-    await expect(client.submitWorkflow('alpha', { jobs: [], idempotencyKye: 'x' } as unknown as WorkflowRequest)).rejects.toThrow(
+    await expect(client.submitWorkflow('alpha', JSON.parse('{"jobs": [], "idempotencyKye": "x"}') as WorkflowRequest)).rejects.toThrow(
       /the workflow has an unknown field "idempotencyKye"/,
     );
   }, 30_000);
