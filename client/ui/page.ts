@@ -41,6 +41,11 @@ export const PAGE_HTML = `<!doctype html>
  ol.timeline{list-style:none;padding:0;margin:.4rem 0;border-left:2px solid var(--b)} ol.timeline li{padding:.15rem 0 .35rem .7rem;position:relative}
  ol.timeline li::before{content:"";position:absolute;left:-6px;top:.5rem;width:10px;height:10px;border-radius:50%;background:var(--a)}
  pre{background:#f6f7f9;padding:.4rem;border-radius:4px;overflow:auto;max-height:12rem;margin:.3rem 0}
+ svg.workflow{margin-top:.6rem;font-size:12px} svg.workflow .edge{stroke:#9aa5b1;stroke-width:1.2} svg.workflow .arrow{fill:#9aa5b1}
+ svg.workflow g.job{cursor:pointer} svg.workflow rect{fill:#e8ebef;stroke:var(--b)} svg.workflow .key{font-weight:600;fill:#1d2329}
+ svg.workflow .state-label{fill:var(--m);font-size:11px} svg.workflow g.WAITING rect{fill:#fff;stroke-dasharray:4 3}
+ svg.workflow g.SCHEDULED rect{fill:#e3ecfa} svg.workflow g.QUEUED rect{fill:#e6f4ea} svg.workflow g.SUCCEEDED rect{fill:#d7f0dd}
+ svg.workflow g.CANCELLED rect{fill:#eee} svg.workflow g.DEAD rect{fill:#fbe4e2}
  #live.on::before{content:"● ";color:var(--ok)} #live.off::before{content:"❚❚ ";color:var(--m)}
 </style></head>
 <body>
@@ -55,6 +60,7 @@ export const PAGE_HTML = `<!doctype html>
  <button type="button" data-tab="jobs" class="on">Jobs</button>
  <button type="button" data-tab="schedules">Schedules</button>
  <button type="button" data-tab="dlq">Dead letters</button>
+ <button type="button" data-tab="workflows">Workflows</button>
 </nav>
 <main>
  <section id="tab-jobs">
@@ -85,6 +91,12 @@ export const PAGE_HTML = `<!doctype html>
   <div class="msg" id="dlq-msg"></div>
   <table id="dlq"><thead><tr><th><input type="checkbox" id="dlq-all" title="select all"></th><th>Job</th><th>Receives</th><th>First failure</th><th>Error</th><th>Body</th></tr></thead><tbody></tbody></table>
   <div class="bar"><button type="button" id="redrive-selected" disabled>Redrive selected</button><button type="button" class="primary" id="redrive-all">Redrive all</button><button type="button" class="danger" id="delete-selected" disabled>Delete selected</button><span class="muted small" id="dlq-depth"></span></div>
+ </section>
+ <section id="tab-workflows" hidden>
+  <form class="filters" id="open-workflow"><label>Open a workflow by id<input name="workflowId" size="44" placeholder="wf1.…" spellcheck="false"></label><button type="submit">Open</button></form>
+  <div class="msg" id="workflow-msg"></div>
+  <div class="mono small" id="workflow-head"></div>
+  <div id="workflow-graph"></div>
  </section>
  <aside id="detail" hidden><section>
   <div class="bar" style="margin:0;justify-content:space-between"><b>Job</b><button type="button" id="detail-close">Close</button></div>

@@ -419,6 +419,7 @@ describe('the job browser server', () => {
 
   it('reads the API’s replies as client.ts types them (checked by tsc: the page’s types mirror those of client.ts)', () => {
     expectTypeOf<Client.JobStatus>().toExtend<PageTypes.JobStatus>();
+    expectTypeOf<Client.Workflow>().toExtend<PageTypes.Workflow>();
     expectTypeOf<Client.TimelineEvent>().toExtend<PageTypes.TimelineEvent>();
     expectTypeOf<Client.ListedJob>().toExtend<PageTypes.ListedJob>();
     expectTypeOf<Client.JobPage>().toExtend<PageTypes.JobPage>();

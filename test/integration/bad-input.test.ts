@@ -21,6 +21,7 @@ import {
   schedulesHandler,
   statusHandler,
   submitHandler,
+  workflowsHandler,
 } from '../../lambdas/runtime/handlers.js';
 import type { HttpResult } from '../../lambdas/runtime/http.js';
 import { ROUTES, type RouteSpec } from '../../lambdas/runtime/routes.js';
@@ -1185,6 +1186,7 @@ describe('every route, every bad input', () => {
     if (r.path.includes('/schedules')) return schedulesHandler(w);
     if (r.path.includes('/dlq')) return dlqHandler(w);
     if (r.path.endsWith('/jobs/outcomes')) return outcomesHandler(w);
+    if (r.path.includes('/workflows')) return workflowsHandler(w);
     if (r.method === 'POST') return submitHandler(w);
     if (r.method === 'DELETE') return cancelHandler(w);
     return statusHandler(w);
@@ -1192,7 +1194,7 @@ describe('every route, every bad input', () => {
 
   /** A request on `r` exactly as API Gateway delivers it: route key, path parameters, query, body. */
   function call(r: RouteSpec, opts: { body?: string; query?: Record<string, string> } = {}): Promise<HttpResult> {
-    const params: Record<string, string> = { tenant: 'demo', jobId, name: 'nightly' };
+    const params: Record<string, string> = { tenant: 'demo', jobId, name: 'nightly', workflowId: 'wf1.demo.0.unknown' };
     const pathParameters = Object.fromEntries([...r.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, params[m[1]!]!]));
     const path = r.path.replace(/\{(\w+)\}/g, (_m, k: string) => encodeURIComponent(params[k]!));
     const event = httpEvent(r.method, path, {
@@ -1220,22 +1222,25 @@ describe('every route, every bad input', () => {
             ? j({ outcomes: [{ jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 1 }] })
             : r.path.includes('/schedules/')
               ? j({ expression: 'rate(1 hour)' })
-              : r.path.endsWith('/dlq/redrive')
-                ? j({ all: true })
-                : r.path.endsWith('/dlq/delete')
-                  ? j({ handles: ['h'] })
-                  : j({ weight: 2 });
+              : r.path.endsWith('/workflows')
+                ? j({ jobs: [{ key: 'a', payload: 1, delaySeconds: 3_600 }] })
+                : r.path.endsWith('/dlq/redrive')
+                  ? j({ all: true })
+                  : r.path.endsWith('/dlq/delete')
+                    ? j({ handles: ['h'] })
+                    : j({ weight: 2 });
 
   const bodyRoutes = ROUTES.filter((r) => goodBody(r) !== undefined);
 
-  it('declares the 20 routes of the API, 7 of them with a body', () => {
-    expect(ROUTES).toHaveLength(20);
+  it('declares the 23 routes of the API, 8 of them with a body', () => {
+    expect(ROUTES).toHaveLength(23);
     expect(bodyRoutes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
       'POST /v1/tenants/{tenant}/dlq/delete',
       'POST /v1/tenants/{tenant}/dlq/redrive',
       'POST /v1/tenants/{tenant}/jobs',
       'POST /v1/tenants/{tenant}/jobs/batch',
       'POST /v1/tenants/{tenant}/jobs/outcomes',
+      'POST /v1/tenants/{tenant}/workflows',
       'PUT /v1/admin/tenants/{tenant}/settings',
       'PUT /v1/tenants/{tenant}/schedules/{name}',
     ]);
@@ -1255,6 +1260,7 @@ describe('every route, every bad input', () => {
     ['POST /v1/tenants/{tenant}/dlq/redrive', 'all', () => `{"all": ${deepArrays()}}`],
     ['POST /v1/tenants/{tenant}/dlq/delete', 'handles[0]', () => `{"handles": [${deepArrays()}]}`],
     ['PUT /v1/admin/tenants/{tenant}/settings', 'weight', () => `{"weight": ${deepArrays()}}`],
+    ['POST /v1/tenants/{tenant}/workflows', 'jobs[0].after', () => `{"jobs": [{"key": "a", "payload": 1, "after": ${deepArrays()}}]}`],
   ];
   it.each(deepFields)('%s: %s nested 100,000 levels deep is a 400', async (key, _field, body) => {
     const r = ROUTES.find((x) => `${x.method} ${x.path}` === key)!;

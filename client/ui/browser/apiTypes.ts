@@ -103,3 +103,18 @@ export interface DeadLettersDeleted {
   readonly notFound: readonly string[];
   readonly failed?: readonly string[];
 }
+
+/** `GET .../workflows/{workflowId}`. */
+export interface Workflow {
+  readonly workflowId: string;
+  readonly state: string;
+  readonly createdAt: string;
+  readonly jobs: readonly {
+    readonly key: string;
+    readonly jobId: string;
+    readonly state: string;
+    readonly after?: readonly string[];
+    readonly runAt?: string;
+    readonly message?: string;
+  }[];
+}

@@ -5,6 +5,7 @@ import { loadJob } from './job.js';
 import { loadJobs, showFilteredJobs } from './jobs.js';
 import { showLiveLabel } from './liveLabel.js';
 import { loadSchedules } from './schedules.js';
+import { loadWorkflow } from './workflow.js';
 import { state, type Tab } from './state.js';
 
 /** Each peek at the DLQ counts as a receive of its messages (docs/dead-letters.md): every 10 s is enough. */
@@ -14,6 +15,7 @@ const DLQ_REFRESH_MS = 10_000;
 function refreshTab(): Promise<void> {
   if (state.tab === 'jobs') return loadJobs();
   if (state.tab === 'schedules') return loadSchedules(false);
+  if (state.tab === 'workflows') return loadWorkflow();
   return loadDeadLetters();
 }
 
@@ -41,7 +43,7 @@ export function tick(): void {
 export function showTab(tab: Tab): Promise<void> {
   state.tab = tab;
   for (const button of document.querySelectorAll('nav button')) button.classList.toggle('on', button.getAttribute('data-tab') === tab);
-  for (const other of ['jobs', 'schedules', 'dlq'] as const) $(`#tab-${other}`).hidden = other !== tab;
+  for (const other of ['jobs', 'schedules', 'dlq', 'workflows'] as const) $(`#tab-${other}`).hidden = other !== tab;
   $('#detail').hidden = tab !== 'jobs' || !state.selected;
   showLiveLabel();
   return refreshTab();
@@ -51,6 +53,7 @@ export function showTab(tab: Tab): Promise<void> {
 export function showTenant(tenant: string): void {
   state.tenant = tenant;
   state.selected = null;
+  state.workflow = null;
   state.dlqChecked = new Map();
   $('#detail').hidden = true;
   void showFilteredJobs();

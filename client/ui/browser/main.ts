@@ -13,6 +13,7 @@ import { showLiveLabel } from './liveLabel.js';
 import { showTab, showTenant, tick } from './live.js';
 import { loadSchedules } from './schedules.js';
 import { state, type Tab } from './state.js';
+import { openWorkflow } from './workflow.js';
 
 /**
  * The tenant picker: the local stack's tenants in a select; for a deployed API, whose tenants the
@@ -75,6 +76,19 @@ async function cancelAndReload(): Promise<void> {
   if (await cancelJob()) await Promise.all([loadJob(), loadJobs()]);
 }
 
+function wireWorkflows(): void {
+  on('#open-workflow', 'submit', (e) => {
+    e.preventDefault();
+    const workflowId = fieldValue($<HTMLFormElement>('#open-workflow'), 'workflowId').trim();
+    if (workflowId) void openWorkflow(workflowId);
+  });
+  // A job of the graph clicked: its detail in the Jobs tab.
+  window.addEventListener('dynein:open-job', (e) => {
+    const jobId = (e as CustomEvent<string>).detail;
+    void showTab('jobs').then(() => openJob(jobId));
+  });
+}
+
 function wireSchedulesAndDeadLetters(): void {
   on('#schedules-more', 'click', () => void loadSchedules(true));
   on('#redrive-all', 'click', () => void redrive(true));
@@ -89,6 +103,7 @@ async function start(): Promise<void> {
   wireHeader(config);
   wireJobs();
   wireSchedulesAndDeadLetters();
+  wireWorkflows();
   if (config.tenant) showTenant(config.tenant);
   else showMessage('#jobs-msg', 'info', 'Pick a tenant.');
   setInterval(tick, config.refreshMs);

@@ -1,7 +1,7 @@
 /** The page's state: which tenant, tab, page and job it shows. One object, read by every tab. */
 
 /** The page's tabs, as their `data-tab` names them. */
-export type Tab = 'jobs' | 'schedules' | 'dlq';
+export type Tab = 'jobs' | 'schedules' | 'dlq' | 'workflows';
 
 export interface PageState {
   tenant: string;
@@ -22,6 +22,8 @@ export interface PageState {
   nextCursor: string | null;
   /** The job open in the detail panel. */
   selected: string | null;
+  /** The workflow open in the Workflows tab. */
+  workflow: string | null;
   /** The cursor of the schedules after those shown. */
   scheduleCursor: string | null;
   /** The dead letters shown, by handle, in row order, and whether each is ticked. */
@@ -41,6 +43,7 @@ export const state: PageState = {
   page: 0,
   nextCursor: null,
   selected: null,
+  workflow: null,
   scheduleCursor: null,
   dlqChecked: new Map(),
   dlqAt: 0,
