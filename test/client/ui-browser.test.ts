@@ -240,6 +240,52 @@ describe('the job browser in Chromium', () => {
     await waitText('#page', /^Page 1$/);
   });
 
+  it('draws a workflow as a graph with each job’s state; a job clicked opens in the Jobs tab', async () => {
+    stub.workflows.set('wf1.alpha.1.demo', {
+      workflowId: 'wf1.alpha.1.demo',
+      tenant: 'alpha',
+      state: 'RUNNING',
+      createdAt: new Date(T0).toISOString(),
+      jobs: [
+        { key: 'extract', jobId: 'alpha-job-100', state: 'SUCCEEDED', runAt: new Date(T0).toISOString() },
+        { key: 'transform', jobId: 'alpha-job-101', state: 'QUEUED', after: ['extract'], runAt: new Date(T0).toISOString() },
+        { key: 'load-eu', jobId: 'alpha-job-003', state: 'WAITING', after: ['transform'] },
+        { key: 'load-us', jobId: 'alpha-job-004', state: 'CANCELLED', after: ['transform'], message: 'cancelled (DELETE of the job)' },
+        { key: 'report', jobId: 'alpha-job-005', state: 'WAITING', after: ['load-eu', 'load-us'] },
+      ],
+    });
+    await page.click('nav button[data-tab=workflows]');
+    await page.type('#open-workflow input[name=workflowId]', 'wf1.alpha.1.unknown');
+    await page.click('#open-workflow button[type=submit]');
+    await waitText('#workflow-msg', /WorkflowNotFound|no such workflow/);
+    await page.$eval('#open-workflow input[name=workflowId]', (e) => ((e as HTMLInputElement).value = ''));
+    await page.type('#open-workflow input[name=workflowId]', 'wf1.alpha.1.demo');
+    await page.click('#open-workflow button[type=submit]');
+    await page.waitForSelector('svg.workflow g.job');
+    await waitText('#workflow-head', /wf1\.alpha\.1\.demo\s+RUNNING/);
+    const boxes = await page.$$eval('svg.workflow g.job', (gs) =>
+      gs.map((g) => [g.getAttribute('data-key'), g.getAttribute('data-state'), g.getAttribute('transform')]),
+    );
+    // Columns by depth: extract, transform, the two loads, report.
+    const column = (t: string | null) => Number(/translate\(([\d.]+),/.exec(t ?? '')?.[1]);
+    expect(boxes.map(([k, s]) => [k, s])).toEqual([
+      ['extract', 'SUCCEEDED'],
+      ['transform', 'QUEUED'],
+      ['load-eu', 'WAITING'],
+      ['load-us', 'CANCELLED'],
+      ['report', 'WAITING'],
+    ]);
+    const [x0, x1, x2, x3, x4] = boxes.map(([, , t]) => column(t));
+    expect(x0! < x1! && x1! < x2! && x2 === x3 && x3! < x4!).toBe(true);
+    const edges = await page.$$eval('svg.workflow line.edge', (ls) =>
+      ls.map((l) => `${l.getAttribute('data-from')}→${l.getAttribute('data-to')}`),
+    );
+    expect(edges.sort()).toEqual(['extract→transform', 'load-eu→report', 'load-us→report', 'transform→load-eu', 'transform→load-us']);
+    await page.click('svg.workflow g.job[data-key=transform]');
+    await waitText('#detail-fields', /alpha-job-101/);
+    expect(await page.$eval('#tab-jobs', (e) => (e as HTMLElement).hidden)).toBe(false);
+  });
+
   it('lists recurring schedules with their next runs', async () => {
     await page.click('nav button[data-tab=schedules]');
     await page.waitForSelector('#schedules tbody tr');

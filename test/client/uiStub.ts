@@ -39,6 +39,8 @@ export interface UiStub {
   readonly requests: { method: string; url: string; body: string }[];
   /** Handles whose redrive sends the message but fails its delete: they stay in `dlq` and are answered `sentNotDeleted`. */
   readonly failDeletes: Set<string>;
+  /** Workflows as `GET .../workflows/{workflowId}` answers them, by id. */
+  readonly workflows: Map<string, object>;
   close(): Promise<void>;
 }
 
@@ -59,8 +61,9 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
   const dlq: StubDeadLetter[] = [];
   const redriven: StubDeadLetter[] = [];
   const failDeletes = new Set<string>();
+  const workflows = new Map<string, object>();
   const stub = await startSignedStub(async ({ method, path, params, raw, reply, error }) => {
-    const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq)(?:\/([^/]+))?$/.exec(path);
+    const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq|workflows)(?:\/([^/]+))?$/.exec(path);
     if (!m) return reply(404, { message: 'Not Found' });
     const [, tenantEnc, kind, rest] = m;
     const tenant = decodeURIComponent(tenantEnc!);
@@ -105,6 +108,10 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
         job.timeline?.push({ at: new Date().toISOString(), event: 'CANCELLED' });
         return reply(200, { jobId: job.jobId, state: 'CANCELLED' });
       }
+    }
+    if (kind === 'workflows' && rest !== undefined && method === 'GET') {
+      const wf = workflows.get(decodeURIComponent(rest));
+      return wf ? reply(200, wf) : error(404, 'WorkflowNotFound', `tenant '${tenant}' has no such workflow`);
     }
     if (kind === 'schedules' && rest === undefined && method === 'GET')
       return reply(200, {
@@ -167,5 +174,5 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
     }
     return reply(404, { message: 'Not Found' });
   });
-  return { endpoint: stub.endpoint, jobs, dlq, redriven, failDeletes, requests: stub.requests, close: stub.close };
+  return { endpoint: stub.endpoint, jobs, dlq, redriven, failDeletes, workflows, requests: stub.requests, close: stub.close };
 }
