@@ -34,10 +34,11 @@ beforeAll(async () => {
 afterAll(async () => em?.stop());
 
 describe('Lambda entry files', () => {
-  it('submit, ingest, dispatch, status and cancel work as deployed', async () => {
+  it('submit, ingest, dispatch, status, cancel and workflows work as deployed', async () => {
     const submit = (await import('../../lambdas/submit.js')).handler;
     const status = (await import('../../lambdas/status.js')).handler;
     const cancel = (await import('../../lambdas/cancel.js')).handler;
+    const workflows = (await import('../../lambdas/workflows.js')).handler;
     const ingest = (await import('../../lambdas/ingest.js')).handler;
     const dispatch = (await import('../../lambdas/dispatch.js')).handler;
     const tick = (await import('../../lambdas/tick.js')).handler;
@@ -89,8 +90,9 @@ describe('Lambda entry files', () => {
         (await status(httpEvent('GET', `/v1/tenants/demo/jobs/${jobId}`, { pathParameters: { tenant: 'demo', jobId } }), context())).body!,
       );
     expect((await get(job.jobId)).state).toBe('SCHEDULED');
-    // The status function also serves outcome reports (docs/history.md): demo keeps no history.
-    const outcomes = await status(
+    // The workflows function serves outcome reports (docs/history.md): demo keeps no history, and
+    // a report without a workflow job's outcome is refused whole.
+    const outcomes = await workflows(
       httpEvent('POST', '/v1/tenants/demo/jobs/outcomes', { body: '{"outcomes": []}', pathParameters: { tenant: 'demo' } }),
       context(),
     );
@@ -122,6 +124,30 @@ describe('Lambda entry files', () => {
     expect(consumer.deliveries[0]!.firstReceiveAt).toBeGreaterThanOrEqual(Date.parse(runAt));
     expect((await get(job.jobId)).state).toBe('QUEUED');
     expect((await get(other.jobId)).state).toBe('CANCELLED');
+    // ... and the workflow routes (docs/workflows.md).
+    const wf = await workflows(
+      httpEvent('POST', '/v1/tenants/demo/workflows', {
+        body: JSON.stringify({
+          jobs: [
+            { key: 'a', payload: 1, delaySeconds: 3_600 },
+            { key: 'b', payload: 2, after: ['a'] },
+          ],
+        }),
+        pathParameters: { tenant: 'demo' },
+      }),
+      context(),
+    );
+    expect(wf.statusCode).toBe(201);
+    const { workflowId } = JSON.parse(wf.body!) as { workflowId: string };
+    const view = await workflows(
+      httpEvent('GET', `/v1/tenants/demo/workflows/${workflowId}`, { pathParameters: { tenant: 'demo', workflowId } }),
+      context(),
+    );
+    expect(JSON.parse(view.body!)).toMatchObject({
+      workflowId,
+      state: 'RUNNING',
+      jobs: [{ key: 'a' }, { key: 'b', state: 'WAITING', after: ['a'] }],
+    });
 
     // The shape definitions before packing read, for an execution that starts mid-deploy.
     expect(plan.groups.map((g) => [g.group, g.shards, g.owner])).toEqual(Array.from({ length: 8 }, (_, i) => [i, 8, 'exec-1']));
