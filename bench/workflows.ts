@@ -41,6 +41,8 @@ export interface WorkflowsResult {
   childLatencyMaxMs: number;
   /** Children measured (every job with parents). */
   children: number;
+  /** Child latency of each shape (fanOut, fanIn, chain), ms. */
+  byShape: Record<string, { p50Ms: number; p95Ms: number }>;
   early: number;
   lost: number;
   duplicates: number;
@@ -110,6 +112,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     chain: Array.from({ length: shape.depth }, (_, i) => (i === 0 ? root('s0') : { key: `s${i}`, payload: { i }, after: [`s${i - 1}`] })),
   };
   const parentsOf = new Map<string, string[]>();
+  const shapeOf = new Map<string, string>();
   const all: string[] = [];
   try {
     for (const [name, jobs] of Object.entries(shapes)) {
@@ -128,6 +131,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
             ids[job.key]!,
             job.after.map((k) => ids[k]!),
           );
+        shapeOf.set(ids[job.key]!, name);
       }
       const until = Date.now() + 120_000;
       const mine = jobs.map((j) => ids[j.key]!);
@@ -142,6 +146,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     await ingest.stop();
   }
   const latencies: number[] = [];
+  const byShape: Record<string, number[]> = {};
   let early = 0;
   for (const [child, parents] of parentsOf) {
     const got = received.get(child)?.[0];
@@ -149,6 +154,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     if (got === undefined || !Number.isFinite(last)) continue;
     if (got < last) early++;
     latencies.push(Math.max(0, got - last));
+    (byShape[shapeOf.get(child)!] ??= []).push(Math.max(0, got - last));
   }
   const s = summarize(latencies);
   const jobs = all.length;
@@ -170,6 +176,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     childLatencyP99Ms: s.p99Ms,
     childLatencyMaxMs: s.maxMs,
     children: latencies.length,
+    byShape: Object.fromEntries(Object.entries(byShape).map(([k, xs]) => [k, { p50Ms: summarize(xs).p50Ms, p95Ms: summarize(xs).p95Ms }])),
     early,
     lost: all.filter((id) => !received.has(id)).length,
     duplicates: [...received.values()].reduce((n, at) => n + at.length - 1, 0),
