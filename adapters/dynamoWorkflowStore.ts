@@ -35,7 +35,7 @@ const claimKey = (tenant: string, idempotencyKey: string): Item => ({
  *
  * - a job's spec (`pk = wp#<shard>`, `sk` that of its waiting record): `tenant`, `wf`, `key`,
  *   the payload (`payload` or deflated `payloadZ`, as rows keep it), `prio` (when not 5), `nc`
- *   (not cancellable) and `links`, the deflated JSON `{"p": [parent keys], "c": [[child key,
+ *   (not cancellable), `shards` (the shard count its workflow's ids were derived with) and `links`, the deflated JSON `{"p": [parent keys], "c": [[child key,
  *   index], ...]}`;
  * - a workflow (`pk = wf#<tenant>`, `sk = <workflowId>`): `created` and `jobs`, the deflated JSON
  *   `[[key, jobId], ...]` in the request's order;
@@ -165,6 +165,7 @@ function specItem(s: WorkflowJobSpec): Item {
     ...payloadAttribute(s.payload),
     ...prioAttribute(s.priority),
     ...(s.cancellable ? {} : { nc: { BOOL: true } }),
+    ...(s.shardCount !== undefined ? { shards: { N: String(s.shardCount) } } : {}),
     links: { B: deflateRawSync(JSON.stringify(links)) },
   };
 }
@@ -182,5 +183,6 @@ function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
     cancellable: item.nc?.BOOL !== true,
     parents: links.p,
     children: links.c.map(([jobKey, index]) => ({ jobKey, index })),
+    ...(item.shards?.N !== undefined ? { shardCount: Number(item.shards.N) } : {}),
   };
 }

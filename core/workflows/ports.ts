@@ -94,6 +94,12 @@ export interface WorkflowJobSpec {
   /** The parents' keys, in `after`'s order (their ids are the workflow's: {@link WorkflowRecord}). */
   readonly parents: readonly string[];
   readonly children: readonly WorkflowChildLink[];
+  /**
+   * The shard count its workflow's job ids were derived with: any job's id follows from its key
+   * (JobIdCodec.workflowJobId), so carrying an end on reads no workflow record. Absent on specs
+   * written before it was kept (their ids are read from the workflow record).
+   */
+  readonly shardCount?: number;
 }
 
 /** A child of a workflow job: its key, and the index the parent has in the child's `after`. */

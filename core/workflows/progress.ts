@@ -54,7 +54,7 @@ export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: 
   const end = await deps.waiting.recordEnd(key, reported);
   if (!end) return;
   let level: { key: RowKey; end: JobEnd; result?: string }[] = [{ key, end, ...(result !== undefined ? { result } : {}) }];
-  let ids: ReadonlyMap<string, string> | undefined;
+  let ids: JobIds | undefined;
   while (level.length > 0) {
     const next: { key: RowKey; end: JobEnd; result?: string }[] = [];
     const ready: ReadyJob[] = [];
@@ -76,7 +76,7 @@ export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: 
  */
 async function tellChild(
   deps: ProgressDeps,
-  ids: ReadonlyMap<string, string>,
+  ids: JobIds,
   parent: WorkflowJobSpec,
   child: { readonly jobKey: string; readonly index: number },
   ended: { readonly end: JobEnd; readonly result?: string },
@@ -116,7 +116,7 @@ async function tellChild(
 async function resultsOf(
   deps: ProgressDeps,
   spec: WorkflowJobSpec,
-  ids: ReadonlyMap<string, string>,
+  ids: JobIds,
   parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>>,
 ): Promise<Map<string, string>> {
   const out = new Map<string, string>();
@@ -144,7 +144,7 @@ async function resultsOf(
  */
 function summary(
   spec: WorkflowJobSpec,
-  ids: ReadonlyMap<string, string>,
+  ids: JobIds,
   parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>>,
   results: ReadonlyMap<string, string>,
 ): string {
@@ -165,7 +165,21 @@ function summary(
   return `[${entries.join(',')}]`;
 }
 
-async function jobIds(deps: ProgressDeps, tenant: string, spec: WorkflowJobSpec): Promise<ReadonlyMap<string, string>> {
+/** A workflow's job ids by key. */
+interface JobIds {
+  get(key: string): string | undefined;
+}
+
+/**
+ * The ids of `spec`'s workflow's jobs: derived from their keys (no read), or, for a spec written
+ * before specs kept their shard count, read from the workflow record.
+ */
+async function jobIds(deps: ProgressDeps, tenant: string, spec: WorkflowJobSpec): Promise<JobIds> {
+  const parsed = spec.shardCount !== undefined ? deps.codec.parseWorkflowId(spec.workflowId) : undefined;
+  if (parsed && spec.shardCount !== undefined) {
+    const shardCount = spec.shardCount;
+    return { get: (key) => deps.codec.workflowJobId(parsed, key, shardCount) };
+  }
   const workflow = await deps.store.getWorkflow(tenant, spec.workflowId);
   if (!workflow) throw new Error(`workflow ${spec.workflowId} of job ${spec.key.jobId} has no record`);
   return workflow.jobs;

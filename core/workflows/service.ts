@@ -97,7 +97,7 @@ export class WorkflowService {
     const request = validateWorkflow(parseJsonBody(body, settings.maxBatchBytes, WORKFLOW_PAYLOADS), settings, now, body);
     const { workflow, shardCount, replayed } = await this.#claim(tenant, request, now);
     const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
-    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId));
+    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId), shardCount);
     await this.deps.store.putSpecs(specs);
     await this.deps.waiting.create(request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key)));
     const inOrder = new Map([...ids].sort(([a], [b]) => order(request, a) - order(request, b)));
@@ -283,6 +283,7 @@ function specsOf(
   jobs: readonly WorkflowJob[],
   ids: ReadonlyMap<string, string>,
   key: (jobId: string) => RowKey,
+  shardCount: number,
 ): WorkflowJobSpec[] {
   const children = new Map<string, { jobKey: string; index: number }[]>(jobs.map((j) => [j.key, []]));
   for (const job of jobs) job.after.forEach((parent, index) => children.get(parent)!.push({ jobKey: job.key, index }));
@@ -296,6 +297,7 @@ function specsOf(
     cancellable: job.cancellable,
     parents: job.after,
     children: children.get(job.key)!,
+    shardCount,
   }));
 }
 
