@@ -143,6 +143,17 @@ export interface JobFilter {
   readonly desc: boolean;
 }
 
+/**
+ * A listing's `limit` parameter: a whole number from 1 to {@link LIST_MAX_LIMIT}, {@link LIST_DEFAULT_LIMIT} when absent.
+ * @throws ValidationError naming it
+ */
+export function listLimit(text: string | undefined): number {
+  if (text === undefined) return LIST_DEFAULT_LIMIT;
+  const n = /^[1-9]\d{0,3}$/.test(text) ? Number(text) : NaN;
+  if (!(n <= LIST_MAX_LIMIT)) throw new ValidationError(`limit ${JSON.stringify(text)} must be a whole number from 1 to ${LIST_MAX_LIMIT}`);
+  return n;
+}
+
 /** How much a page read: the figures docs/listing.md reports. */
 export interface PageStats {
   items: number;
@@ -336,12 +347,7 @@ export class JobLister {
       );
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw new ValidationError(`order ${JSON.stringify(order)} must be asc or desc`);
-    let limit = LIST_DEFAULT_LIMIT;
-    if (query.limit !== undefined) {
-      limit = /^[1-9]\d{0,3}$/.test(query.limit) ? Number(query.limit) : NaN;
-      if (!(limit <= LIST_MAX_LIMIT))
-        throw new ValidationError(`limit ${JSON.stringify(query.limit)} must be a whole number from 1 to ${LIST_MAX_LIMIT}`);
-    }
+    const limit = listLimit(query.limit);
     return {
       filter: {
         fromMs,

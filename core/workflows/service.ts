@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type JobPageReply, type JobsService, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, type ListedJob } from '../jobs/index.js';
+import { type JobPageReply, type JobsService, listLimit, type ListedJob } from '../jobs/index.js';
 import {
   AlreadyQueuedError,
   type Clock,
@@ -303,14 +303,6 @@ function specsOf(
 
 function waitingOf(tenant: string, job: WorkflowJob, key: RowKey): NewWaitingChild {
   return { key, tenant, parents: job.after.length, timing: job.timing, onParentFailure: job.onParentFailure };
-}
-
-/** A listing's `limit`: 1 to 1,000, default 100 (as the tenant's listing). */
-function listLimit(text: string | undefined): number {
-  if (text === undefined) return LIST_DEFAULT_LIMIT;
-  const n = /^[1-9]\d{0,3}$/.test(text) ? Number(text) : NaN;
-  if (!(n <= LIST_MAX_LIMIT)) throw new ValidationError(`limit ${JSON.stringify(text)} must be a whole number from 1 to ${LIST_MAX_LIMIT}`);
-  return n;
 }
 
 /** A job's place in the request as sent (its jobs are checked and kept parents first). */
