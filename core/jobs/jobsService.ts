@@ -183,7 +183,9 @@ export class JobsService {
     const [record, cancellable] = await Promise.all([this.deps.tenants.require(id.tenant), workflows?.cancellable(key)]);
     if (!workflows || cancellable === undefined) throw new JobNotFoundError(id.tenant);
     if (!cancellable) throw new NotCancellableError('the job was submitted with cancellable: false');
-    for (;;) {
+    // A cancel that loses its race to the job's release (its last parent ended) cancels where the
+    // job went, once: a record leaves WAITING for good.
+    for (let attempt = 0; attempt < 2; attempt++) {
       const place = await workflows.locate(key);
       if (!place) throw new JobNotFoundError(id.tenant);
       if (place.kind === 'row') {
@@ -199,8 +201,8 @@ export class JobsService {
             : 'the job was handed to its queue: it can no longer be cancelled',
         );
       if (await workflows.cancelWaiting(record, key, 'cancelled (DELETE of the job)')) return done;
-      // Released by its last parent meanwhile: cancel where it went.
     }
+    throw new Error(`workflow job ${id.jobId}: its waiting record is neither WAITING nor moved on after a cancel lost its race`);
   }
 
   async #cancel(id: ParsedJobId): Promise<CancelReply> {
