@@ -281,6 +281,10 @@ describe('the job browser in Chromium', () => {
       ls.map((l) => `${l.getAttribute('data-from')}→${l.getAttribute('data-to')}`),
     );
     expect(edges.sort()).toEqual(['extract→transform', 'load-eu→report', 'load-us→report', 'transform→load-eu', 'transform→load-us']);
+    // The live refresh redraws only what changed: the box stays the one clicked.
+    const before = await page.$('svg.workflow g.job[data-key=transform]');
+    await new Promise((r) => setTimeout(r, 1_200)); // two refreshes
+    expect(await before!.evaluate((g) => g.isConnected)).toBe(true);
     await page.click('svg.workflow g.job[data-key=transform]');
     await waitText('#detail-fields', /alpha-job-101/);
     expect(await page.$eval('#tab-jobs', (e) => (e as HTMLElement).hidden)).toBe(false);

@@ -10,11 +10,14 @@ import { $, showMessage } from './dom.js';
 import { state } from './state.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
+/** The reply last drawn: the live refresh redraws only what changed (a box under the pointer stays put). */
+let drawn = '';
 const BOX = { width: 150, height: 38, columnGap: 70, rowGap: 14 };
 
 /** Opens `workflowId` in the tab (the form's submit) and loads it. */
 export function openWorkflow(workflowId: string): Promise<void> {
   state.workflow = workflowId;
+  drawn = '';
   showMessage('#workflow-msg', 'info');
   return loadWorkflow();
 }
@@ -26,12 +29,16 @@ export async function loadWorkflow(): Promise<void> {
   const reply = await callApi<Workflow>('GET', `/workflows/${encodeURIComponent(workflowId)}`);
   if (workflowId !== state.workflow) return;
   if (!reply.ok || !reply.data) {
+    drawn = '';
     $('#workflow-head').textContent = workflowId;
     $('#workflow-graph').replaceChildren();
     showMessage('#workflow-msg', 'err', reply.ok ? 'no workflow in the reply' : errorText(reply));
     return;
   }
   const wf = reply.data;
+  const text = JSON.stringify(wf);
+  if (text === drawn) return;
+  drawn = text;
   $('#workflow-head').textContent = `${wf.workflowId}  ${wf.state}  created ${wf.createdAt}  (${wf.jobs.length} jobs)`;
   $('#workflow-graph').replaceChildren(graph(wf));
 }
