@@ -209,6 +209,12 @@ export interface DyneinSchedulerProps {
    * @default Duration.minutes(5)
    */
   readonly heldAfterResumeAlarmThreshold?: Duration;
+  /**
+   * Alarm when, for this many consecutive minutes, reports of workflow jobs' ends were stored
+   * but not carried on to their children (the children wait until the report comes again).
+   * @default 5
+   */
+  readonly workflowChildrenWaitingAlarmMinutes?: number;
 }
 
 export type { FunctionName } from './permissions.js';
@@ -587,6 +593,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       inboundAgeAlarmThreshold: props.inboundAgeAlarmThreshold ?? Duration.minutes(1),
       parkedJobsAlarmMinutes: props.parkedJobsAlarmMinutes ?? 5,
       heldAfterResumeAlarmThreshold: props.heldAfterResumeAlarmThreshold ?? Duration.minutes(5),
+      workflowChildrenWaitingAlarmMinutes: props.workflowChildrenWaitingAlarmMinutes ?? 5,
     });
   }
 
@@ -992,6 +999,9 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
   const parked = props.parkedJobsAlarmMinutes;
   if (parked !== undefined && (!Number.isInteger(parked) || parked < 1 || parked > 1440))
     problems.push(`parkedJobsAlarmMinutes must be an integer from 1 to 1440, got ${parked}`);
+  const waitingMinutes = props.workflowChildrenWaitingAlarmMinutes;
+  if (waitingMinutes !== undefined && (!Number.isInteger(waitingMinutes) || waitingMinutes < 1 || waitingMinutes > 1440))
+    problems.push(`workflowChildrenWaitingAlarmMinutes must be an integer from 1 to 1440, got ${waitingMinutes}`);
   const heldAfter = props.heldAfterResumeAlarmThreshold?.toMilliseconds();
   if (heldAfter !== undefined && !(heldAfter >= 60_000 && heldAfter <= 86_400_000))
     problems.push(

@@ -64,6 +64,8 @@ export interface SchedulerMonitoringProps {
   readonly parkedJobsAlarmMinutes: number;
   /** A tenant that may send (not paused, registered) whose first held row waited this long in a hold lane raises the HeldAfterResume alarm. */
   readonly heldAfterResumeAlarmThreshold: Duration;
+  /** Minutes in a row with workflow jobs' ends not carried on to their children that raise the WorkflowChildrenWaiting alarm. */
+  readonly workflowChildrenWaitingAlarmMinutes: number;
 }
 
 const minute = Duration.minutes(1);
@@ -300,6 +302,18 @@ export class SchedulerMonitoring extends Construct {
       }),
       threshold: 0,
       evaluationPeriods: 3,
+    });
+    this.#alarm('WorkflowChildrenWaiting', {
+      alarmDescription: `Reports of workflow jobs' ends were stored but not carried on to their children in ${props.workflowChildrenWaitingAlarmMinutes} consecutive minutes: those children wait past their parents' end until the reports come again (the Worker and dyneinLambdaHandler retry them). See the workflows log group and the table's throttling (docs/operating.md, "Workflow children waiting").`,
+      metric: new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: 'WorkflowCarryOnFailures',
+        dimensionsMap: { service: metricService('workflows') },
+        period: minute,
+        statistic: 'Sum',
+      }),
+      threshold: 0,
+      evaluationPeriods: props.workflowChildrenWaitingAlarmMinutes,
     });
     this.#alarm('HeldAfterResume', {
       alarmDescription: `A tenant that may send (not paused, registered) has had the same first job in a hold lane for more than ${props.heldAfterResumeAlarmThreshold.toHumanString()}: its held jobs are not being read back. The dispatch log group names the tenants (docs/operating.md, "Held jobs not read back").`,

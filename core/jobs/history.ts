@@ -252,7 +252,20 @@ export interface HistoryDeps {
 
 /** `POST /v1/tenants/{tenant}/jobs/outcomes`: records a batch of outcomes, answering per entry. */
 export class OutcomesService {
+  #carryOnFailures = 0;
+
   constructor(private readonly deps: HistoryDeps) {}
+
+  /**
+   * Workflow jobs' ends stored but not carried on to their children since the last call (their
+   * entries answered `Throttled`; the children wait until the report comes again): the
+   * `WorkflowCarryOnFailures` metric.
+   */
+  takeCarryOnFailures(): number {
+    const n = this.#carryOnFailures;
+    this.#carryOnFailures = 0;
+    return n;
+  }
 
   /**
    * Checks each entry (a job id this deployment issued to `tenant`, a known outcome, sane
@@ -365,6 +378,7 @@ export class OutcomesService {
       try {
         await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs, r.result);
       } catch (err) {
+        this.#carryOnFailures++;
         const message = `the outcome was stored, but the workflow did not move on (${(err as Error)?.message ?? err}): report it again`;
         for (const i of g.indexes) results[i] = { jobId: r.jobId, error: { code: 'Throttled', message } };
       }

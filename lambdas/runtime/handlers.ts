@@ -147,7 +147,11 @@ export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       200,
       async () => {
         const tenant = pathParam(event, 'tenant');
-        const reply = await w.outcomes.report(tenant, bodyOf(event));
+        const reply = await w.outcomes.report(tenant, bodyOf(event)).finally(() => {
+          // Children left waiting until the report comes again (the WorkflowChildrenWaiting alarm).
+          const stuck = w.outcomes.takeCarryOnFailures();
+          if (stuck > 0) t.count('WorkflowCarryOnFailures', stuck);
+        });
         const states = reply.results.flatMap((r) => ('state' in r ? [r.state] : []));
         t.count('OutcomesReported', states.length);
         // The tenant's failed jobs (its dashboard and failed-jobs alarm: TENANT_METRICS.failed).

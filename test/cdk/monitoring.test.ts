@@ -222,6 +222,35 @@ describe('alarms', () => {
       );
   });
 
+  it('WorkflowChildrenWaiting: the workflows function’s WorkflowCarryOnFailures (Sum) above 0 for 5 minutes in a row; the minutes are a prop, checked', () => {
+    const waiting = alarms().filter(([id]) => id.includes('WorkflowChildrenWaiting'));
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0]![1].Properties).toMatchObject({
+      Namespace: scheduler.metricJobsSubmitted().namespace,
+      MetricName: 'WorkflowCarryOnFailures',
+      Statistic: 'Sum',
+      Threshold: 0,
+      EvaluationPeriods: 5,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+    expect(waiting[0]![1].Properties.Dimensions).toEqual([{ Name: 'service', Value: 'dynein-workflows' }]);
+    const app = fastApp();
+    const custom = new Stack(app, 'WaitingCustom');
+    new DyneinScheduler(custom, 'Dynein', { workflowChildrenWaitingAlarmMinutes: 15 });
+    const customAlarms = resourcesOf(Template.fromStack(custom), 'AWS::CloudWatch::Alarm').filter(([id]) =>
+      id.includes('WorkflowChildrenWaiting'),
+    );
+    expect(customAlarms.map(([, a]) => a.Properties.EvaluationPeriods)).toEqual([15]);
+    for (const bad of [0, 1.5, 1441])
+      expect(
+        () =>
+          new DyneinScheduler(new Stack(app, `BadWaiting${String(bad).replace('.', '_')}`), 'Dynein', {
+            workflowChildrenWaitingAlarmMinutes: bad,
+          }),
+      ).toThrow(/workflowChildrenWaitingAlarmMinutes must be an integer from 1 to 1440/);
+  });
+
   it('every alarm notifies the alarmTopic', () => {
     // The scheduler's alarms and one DLQ alarm per tenant at least.
     expect(alarms().length).toBeGreaterThanOrEqual(SCHEDULER_ALARMS + TENANTS.length);

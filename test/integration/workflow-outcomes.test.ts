@@ -5,7 +5,7 @@ import type { JobIdCodec } from '../../core/model/index.js';
 import { keyOfId, workflowOutcomes, type WorkflowService } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { consume, submitJobs, type TestSystem } from '../support/system.js';
-import { createWorkflowSystem } from '../support/workflows.js';
+import { createWorkflowSystem, type WorkflowSystem } from '../support/workflows.js';
 
 /**
  * The outcomes route's side of workflows (issue #25), on the emulators through the real SDK, for a
@@ -18,11 +18,13 @@ let service: WorkflowService;
 let outcomes: OutcomesService;
 let codec: JobIdCodec;
 let waiting: DynamoWaitingChildren;
+let ws: WorkflowSystem;
 
 beforeAll(async () => {
   em = await startEmulators();
   const w = await createWorkflowSystem(em);
   ({ sys, service, codec, waiting } = w);
+  ws = w;
   outcomes = new OutcomesService({
     history: w.history,
     rows: sys.w.store,
@@ -97,6 +99,51 @@ describe('outcomes of workflow jobs', () => {
     expect(mixed.results[0]).toMatchObject({ jobId: plain!.jobId, error: { code: 'HistoryOff' } });
     expect(mixed.results[1]).toEqual({ jobId: reply.jobs.x, state: 'DEAD' });
     expect(await waiting.get(keyOfId(codec, reply.jobs.x!))).toMatchObject({ end: { outcome: 'DEAD' } });
+  });
+
+  it('a job’s end stored but not carried on: Throttled, counted (the WorkflowChildrenWaiting alarm); the same report again hands the child over', async () => {
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const { reply } = await service.submit(
+      'demo',
+      JSON.stringify({
+        jobs: [
+          { key: 'a', payload: 1, delaySeconds: 0 },
+          { key: 'b', payload: 2, after: ['a'] },
+        ],
+      }),
+    );
+    await consumer.waitFor((d) => d.some((x) => x.jobId === reply.jobs.a), 10_000);
+    // The carry-on fails once, as a DynamoDB outage or a function killed mid-way would leave it
+    // (a port wrapper: the emulators cannot fail one call on demand).
+    const w = workflowOutcomes({ ...ws.progress, rows: sys.w.store, retentionMs: 86_400_000 });
+    let fail = true;
+    const flaky = new OutcomesService({
+      history: ws.history,
+      rows: sys.w.store,
+      codec,
+      tenants: sys.w.tenants,
+      clock: { now: () => Date.now() },
+      workflows: {
+        ...w,
+        ended: async (...args) => {
+          if (fail) throw new Error('ProvisionedThroughputExceededException');
+          return w.ended(...args);
+        },
+      },
+    });
+    const body = JSON.stringify({ outcomes: [report(reply.jobs.a!, 'SUCCEEDED')] });
+    const first = await flaky.report('demo', body);
+    expect(first.results).toEqual([
+      { jobId: reply.jobs.a, error: { code: 'Throttled', message: expect.stringContaining('report it again') } },
+    ]);
+    expect(flaky.takeCarryOnFailures()).toBe(1);
+    expect(flaky.takeCarryOnFailures()).toBe(0);
+    expect((await waiting.get(keyOfId(codec, reply.jobs.b!)))?.state).toBe('WAITING');
+    fail = false;
+    expect((await flaky.report('demo', body)).results).toEqual([{ jobId: reply.jobs.a, state: 'SUCCEEDED' }]);
+    expect(flaky.takeCarryOnFailures()).toBe(0);
+    await consumer.waitFor((d) => d.some((x) => x.jobId === reply.jobs.b), 10_000);
+    await consumer.stop();
   });
 
   it("carries parents' results up to 64 KiB each while the child's message stays within SQS's limit; past it, resultOmitted", async () => {
