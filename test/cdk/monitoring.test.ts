@@ -13,9 +13,10 @@ import { fastApp, getAtt, ref, render, resourcesOf, type Json, type Resource } f
 const TENANTS = ['alpha', 'beta'];
 /**
  * InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles,
- * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs, HeldAfterResume.
+ * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs, ControlReadFailures,
+ * HeldAfterResume, WorkflowChildrenWaiting.
  */
-const SCHEDULER_ALARMS = 12;
+const SCHEDULER_ALARMS = 13;
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -245,7 +246,7 @@ describe('alarms', () => {
     for (const bad of [0, 1.5, 1441])
       expect(
         () =>
-          new DyneinScheduler(new Stack(app, `BadWaiting${String(bad).replace('.', '_')}`), 'Dynein', {
+          new DyneinScheduler(new Stack(app, `BadWaiting${String(bad).replace('.', 'x')}`), 'Dynein', {
             workflowChildrenWaitingAlarmMinutes: bad,
           }),
       ).toThrow(/workflowChildrenWaitingAlarmMinutes must be an integer from 1 to 1440/);
