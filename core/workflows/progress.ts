@@ -57,22 +57,58 @@ export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: 
   let ids: JobIds | undefined;
   while (level.length > 0) {
     const next: { key: RowKey; end: JobEnd; result?: string }[] = [];
-    const ready: ReadyJob[] = [];
+    const ready = handOverStream(deps, tenant);
     for (const ended of level) {
       const spec = await deps.store.getSpec(ended.key);
       if (!spec || spec.children.length === 0) continue;
       ids ??= await jobIds(deps, tenant.name, spec);
       const limit = limiter(CHILDREN_IN_FLIGHT);
-      await Promise.all(spec.children.map((c) => limit(() => tellChild(deps, ids!, spec, c, ended, ready, next))));
+      await Promise.all(spec.children.map((c) => limit(() => tellChild(deps, ids!, spec, c, ended, ready.add, next))));
     }
-    await handOff({ ...deps.handOff, waiting: deps.waiting, clock: deps.clock, settings: deps.settings }, tenant, ready);
+    await ready.done();
     level = next;
   }
 }
 
+/** Children handed over together: one SendMessageBatch's worth. */
+const HAND_OVER_BATCH = 10;
+
+/**
+ * Hands children over as they become ready: those due within the lookahead (straight to their
+ * queue) ten at a time, while their siblings are still being told, so that the first children of
+ * a fan-out of 1,000 do not wait for the last; those due later all together at the end (packed
+ * into as few inbound messages as they fill). `done` hands over the rest and waits for every
+ * hand-over; it throws the first failure (the report is answered `Throttled`, and its repeat
+ * completes what was left).
+ */
+function handOverStream(deps: ProgressDeps, tenant: TenantRecord): { add: (job: ReadyJob) => void; done: () => Promise<void> } {
+  const handOffDeps = { ...deps.handOff, waiting: deps.waiting, clock: deps.clock, settings: deps.settings };
+  let soon: ReadyJob[] = [];
+  const later: ReadyJob[] = [];
+  const started: Promise<unknown>[] = [];
+  const flush = (jobs: ReadyJob[]) => {
+    if (jobs.length > 0) started.push(handOff(handOffDeps, tenant, jobs));
+  };
+  return {
+    add: (job) => {
+      if (job.dueMs > deps.clock.now() + deps.settings.lookaheadMs) return void later.push(job);
+      soon.push(job);
+      if (soon.length < HAND_OVER_BATCH) return;
+      flush(soon);
+      soon = [];
+    },
+    done: async () => {
+      flush(soon);
+      flush(later);
+      const failed = (await Promise.allSettled(started)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+  };
+}
+
 /**
  * One child learns that its parent `parent` ended: waits on, is cancelled (and joins `next`, the
- * jobs whose end goes on down), or is ready (joins `ready`) with its parents' summary.
+ * jobs whose end goes on down), or is ready (handed to `ready`) with its parents' summary.
  */
 async function tellChild(
   deps: ProgressDeps,
@@ -80,7 +116,7 @@ async function tellChild(
   parent: WorkflowJobSpec,
   child: { readonly jobKey: string; readonly index: number },
   ended: { readonly end: JobEnd; readonly result?: string },
-  ready: ReadyJob[],
+  ready: (job: ReadyJob) => void,
   next: { key: RowKey; end: JobEnd }[],
 ): Promise<void> {
   const { end } = ended;
@@ -109,7 +145,7 @@ async function tellChild(
     only !== undefined
       ? new Map(ended.result !== undefined && end.outcome !== 'CANCELLED' ? [[only, ended.result]] : [])
       : await resultsOf(deps, spec, ids, parents);
-  ready.push({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results) });
+  ready({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results) });
 }
 
 /** The parents' results (their outcome records' JSON text), by job id; none without an outcome store. */
