@@ -545,47 +545,32 @@ if (r.recurring) {
   c.usage.recurring = usage;
 }
 
-if (r.history) {
-  // With history on: ours plus what the outcome reports and records add per job (phase 10).
+/**
+ * What a job costs with `add` (per job) on top of ours: priced and kept as `costPerMillionUsd[name]`
+ * (with its services and usage), when ours was measured.
+ */
+function priceOnTopOfOurs(name: 'withHistory' | 'workflowJob', add: PerJobUsage): void {
   const c = (r.costPerMillionUsd ??= { byService: {}, usage: {} });
   const base = c.usage.ours;
-  const add = r.history.usagePerJob;
-  if (base) {
-    const usage: PerJobUsage = {
-      dynamodbWru: +(base.dynamodbWru + add.dynamodbWru).toFixed(4),
-      dynamodbRru: +(base.dynamodbRru + add.dynamodbRru).toFixed(4),
-      sqsRequests: +(base.sqsRequests + add.sqsRequests).toFixed(4),
-      lambdaInvocations: +(base.lambdaInvocations + add.lambdaInvocations).toFixed(4),
-      lambdaGbSeconds: +(base.lambdaGbSeconds + add.lambdaGbSeconds).toFixed(7),
-      apiRequests: +(base.apiRequests + add.apiRequests).toFixed(4),
-    };
-    const cost = costPerMillion(usage);
-    c.withHistory = cost.totalUsd;
-    c.byService.withHistory = cost.byServiceUsd;
-    c.usage.withHistory = usage;
-  }
+  if (!base) return;
+  const usage: PerJobUsage = {
+    dynamodbWru: +(base.dynamodbWru + add.dynamodbWru).toFixed(4),
+    dynamodbRru: +(base.dynamodbRru + add.dynamodbRru).toFixed(4),
+    sqsRequests: +(base.sqsRequests + add.sqsRequests).toFixed(4),
+    lambdaInvocations: +(base.lambdaInvocations + add.lambdaInvocations).toFixed(4),
+    lambdaGbSeconds: +(base.lambdaGbSeconds + add.lambdaGbSeconds).toFixed(7),
+    apiRequests: +(base.apiRequests + add.apiRequests).toFixed(4),
+  };
+  const cost = costPerMillion(usage);
+  c[name] = cost.totalUsd;
+  c.byService[name] = cost.byServiceUsd;
+  c.usage[name] = usage;
 }
 
-if (r.workflows) {
-  // A job run inside a workflow: ours plus what its edges and outcome report add (phase 16).
-  const c = (r.costPerMillionUsd ??= { byService: {}, usage: {} });
-  const base = c.usage.ours;
-  const add = r.workflows.usagePerJob;
-  if (base) {
-    const usage: PerJobUsage = {
-      dynamodbWru: +(base.dynamodbWru + add.dynamodbWru).toFixed(4),
-      dynamodbRru: +(base.dynamodbRru + add.dynamodbRru).toFixed(4),
-      sqsRequests: +(base.sqsRequests + add.sqsRequests).toFixed(4),
-      lambdaInvocations: +(base.lambdaInvocations + add.lambdaInvocations).toFixed(4),
-      lambdaGbSeconds: +(base.lambdaGbSeconds + add.lambdaGbSeconds).toFixed(7),
-      apiRequests: +(base.apiRequests + add.apiRequests).toFixed(4),
-    };
-    const cost = costPerMillion(usage);
-    c.workflowJob = cost.totalUsd;
-    c.byService.workflowJob = cost.byServiceUsd;
-    c.usage.workflowJob = usage;
-  }
-}
+// With history on: ours plus what the outcome reports and records add per job (phase 10).
+if (r.history) priceOnTopOfOurs('withHistory', r.history.usagePerJob);
+// A job run inside a workflow: ours plus what its edges and outcome report add (phase 16).
+if (r.workflows) priceOnTopOfOurs('workflowJob', r.workflows.usagePerJob);
 
 r.durationS = Math.round((Date.now() - started) / 100) / 10;
 r.machine.loadAvgAtEnd = load();

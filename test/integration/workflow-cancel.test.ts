@@ -4,8 +4,8 @@ import type { JobsService } from '../../core/jobs/index.js';
 import { stringifyWithRaw } from '../../core/util/index.js';
 import { jobEnded, type ProgressDeps, type WorkflowService } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, runAllGroups, type TestSystem } from '../support/system.js';
-import { createWorkflowSystem } from '../support/workflows.js';
+import type { consume, TestSystem } from '../support/system.js';
+import { runWorkflowSystem } from '../support/workflows.js';
 
 /**
  * Status and cancel of a workflow's jobs, and the cancel of a whole workflow (issue #25), on the
@@ -27,16 +27,7 @@ const HOUR = 3_600_000;
 
 beforeAll(async () => {
   em = await startEmulators();
-  ({ sys, progress: deps, service, jobs } = await createWorkflowSystem(em, ['demo', 'other']));
-  tenant = await sys.w.tenants.require('demo');
-  consumer = consume(em.sqs, tenant.queueUrl);
-  const ingest = sys.startIngest();
-  const dispatch = runAllGroups(sys.w.dispatch);
-  stopAll = async () => {
-    await dispatch.stop();
-    await ingest.stop();
-    await consumer.stop();
-  };
+  ({ sys, progress: deps, service, jobs, tenant, consumer, stop: stopAll } = await runWorkflowSystem(em, ['demo', 'other']));
 });
 afterAll(async () => {
   await stopAll?.();

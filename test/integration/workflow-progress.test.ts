@@ -4,8 +4,8 @@ import type { TenantRecord } from '../../core/model/index.js';
 import { limiter } from '../../core/util/index.js';
 import { jobEnded, keyOfId, type ProgressDeps, type WorkflowService } from '../../core/workflows/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, runAllGroups, type TestSystem } from '../support/system.js';
-import { createWorkflowSystem } from '../support/workflows.js';
+import type { consume } from '../support/system.js';
+import { runWorkflowSystem } from '../support/workflows.js';
 
 /**
  * A workflow job's end carried to its descendants (issue #25), on the emulators through the real
@@ -15,7 +15,6 @@ import { createWorkflowSystem } from '../support/workflows.js';
  * those cancel theirs, while a child that runs on failure runs, told which parent failed.
  */
 let em: Emulators;
-let sys: TestSystem;
 let deps: ProgressDeps;
 let service: WorkflowService;
 let waiting: DynamoWaitingChildren;
@@ -26,16 +25,7 @@ const HOUR = 3_600_000;
 
 beforeAll(async () => {
   em = await startEmulators();
-  ({ sys, progress: deps, service, waiting } = await createWorkflowSystem(em));
-  tenant = await sys.w.tenants.require('demo');
-  consumer = consume(em.sqs, tenant.queueUrl);
-  const ingest = sys.startIngest();
-  const dispatch = runAllGroups(sys.w.dispatch);
-  stopAll = async () => {
-    await dispatch.stop();
-    await ingest.stop();
-    await consumer.stop();
-  };
+  ({ progress: deps, service, waiting, tenant, consumer, stop: stopAll } = await runWorkflowSystem(em));
 });
 afterAll(async () => {
   await stopAll?.();

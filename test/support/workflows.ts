@@ -6,7 +6,8 @@ import { JobIdCodec } from '../../core/model/index.js';
 import type { JobsService } from '../../core/jobs/index.js';
 import { type ProgressDeps, WorkflowService, type WorkflowServiceDeps } from '../../core/workflows/index.js';
 import type { Emulators } from './emulators.js';
-import { createSystem, type TestSystem } from './system.js';
+import type { TenantRecord } from '../../core/model/index.js';
+import { consume, createSystem, runAllGroups, type TestSystem } from './system.js';
 
 /** A test system with workflows wired over its table and queues (the real adapters, the emulators). */
 export interface WorkflowSystem {
@@ -49,4 +50,25 @@ export async function createWorkflowSystem(em: Emulators, tenants: string[] = ['
     jobs,
   };
   return { sys, waiting, store, history, codec, deps, progress, jobs, service: new WorkflowService(deps) };
+}
+
+/**
+ * A workflow system running as deployed: ingest and dispatch on, a consumer on tenant `demo`'s
+ * queue. `stop` stops them (the emulators stay the caller's).
+ */
+export async function runWorkflowSystem(
+  em: Emulators,
+  tenants: string[] = ['demo'],
+): Promise<WorkflowSystem & { tenant: TenantRecord; consumer: ReturnType<typeof consume>; stop(): Promise<void> }> {
+  const ws = await createWorkflowSystem(em, tenants);
+  const tenant = await ws.sys.w.tenants.require('demo');
+  const consumer = consume(em.sqs, tenant.queueUrl);
+  const ingest = ws.sys.startIngest();
+  const dispatch = runAllGroups(ws.sys.w.dispatch);
+  const stop = async () => {
+    await dispatch.stop();
+    await ingest.stop();
+    await consumer.stop();
+  };
+  return { ...ws, tenant, consumer, stop };
 }
