@@ -10,13 +10,12 @@
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { outcomeItem } from '../adapters/dynamoHistoryStore.js';
 import { Worker } from '../client/worker.js';
-import type { OutcomeReport } from '../client/outcomes.js';
 import type { OutcomeRecord } from '../core/jobs/history.js';
 import { outcomesHandler } from '../lambdas/runtime/handlers.js';
 import type { Emulators } from '../test/support/emulators.js';
-import { createSystem, httpEvent } from '../test/support/system.js';
+import { createSystem } from '../test/support/system.js';
 import { costPerMillion, wruOf, type PerJobUsage } from './cost.js';
-import { progress, sleep, steadyLoad } from './support.js';
+import { inProcessOutcomes, progress, sleep, steadyLoad } from './support.js';
 
 /** The status function's memory (lib/dyneinScheduler.ts's default): it serves the outcomes route. */
 const HANDLER_MEMORY_GB = 256 / 1024;
@@ -59,23 +58,7 @@ export async function runHistory(em: Emulators, opts: { jobs: number; ratePerSec
   const counter = new RequestCounter();
   const handlerWiring = await sys.another({ dynamo: em.newClients(counter).dynamo });
   const handle = outcomesHandler(handlerWiring);
-  let reports = 0;
-  let handlerMs = 0;
-  let reported = 0;
-  const sink = {
-    async reportOutcomes(t: string, outcomes: readonly OutcomeReport[]) {
-      reports++;
-      const t0 = performance.now();
-      const res = await handle(
-        httpEvent('POST', `/v1/tenants/${t}/jobs/outcomes`, { body: JSON.stringify({ outcomes }), pathParameters: { tenant: t } }),
-      );
-      handlerMs += performance.now() - t0;
-      if (res.statusCode !== 200) throw new Error(`outcomes answered ${res.statusCode}: ${res.body}`);
-      const { results } = JSON.parse(res.body) as { results: ({ state: string } | { error: unknown })[] };
-      reported += results.filter((r) => 'state' in r).length;
-      return JSON.parse(res.body) as { results: never[] };
-    },
-  };
+  const { sink, calls } = inProcessOutcomes(handle);
   let handled = 0;
   const worker = new Worker({
     queueUrl: tenant.url,
@@ -105,6 +88,7 @@ export async function runHistory(em: Emulators, opts: { jobs: number; ratePerSec
   while (handled < opts.jobs && Date.now() < until) await sleep(100);
   await worker.stop();
   await running;
+  const { reports, handlerMs, stored: reported } = calls;
   if (reported < opts.jobs) progress(`history: only ${reported} of ${opts.jobs} outcomes were stored`);
 
   const sample: OutcomeRecord = {

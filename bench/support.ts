@@ -9,13 +9,16 @@ import { randomUUID } from 'node:crypto';
 import { cpus, freemem, loadavg, release, totalmem, type } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { OutcomeReport, OutcomeResult, OutcomeSink } from '../client/outcomes.js';
+import type { HttpResult } from '../lambdas/runtime/http.js';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DispatchDeps } from '../core/dispatch/round.js';
 import { dispatchLoop, type DispatchStepResult } from '../core/dispatch/loop.js';
 import { planDispatchers, type DispatchPlan } from '../core/dispatch/plan.js';
 import type { JobRow } from '../core/model/ports.js';
 import { emulatorsAt, type Emulators } from '../test/support/emulators.js';
-import type { TestSystem } from '../test/support/system.js';
+import { httpEvent, type TestSystem } from '../test/support/system.js';
 
 const benchStart = Date.now();
 
@@ -505,4 +508,40 @@ export async function writeListingRows(sys: TestSystem, tenants: readonly string
   });
   for (let i = 0; i < rows.length; i += 100) await Promise.all(rows.slice(i, i + 100).map((r) => sys.w.store.putJob(r)));
   return rows;
+}
+
+/** Reports the outcomes handler answered, and its time, counted by {@link inProcessOutcomes}. */
+export interface OutcomeCalls {
+  reports: number;
+  handlerMs: number;
+  /** Entries the handler kept (answered with a state). */
+  stored: number;
+}
+
+/**
+ * The outcomes route run in process as a Worker's client (`reportOutcomes`): each report one
+ * invocation of `handle`, timed; `before` sees each report as it is sent. A reply other than 200
+ * throws (the Worker reports the error).
+ */
+export function inProcessOutcomes(
+  handle: (event: APIGatewayProxyEventV2) => Promise<HttpResult>,
+  before?: (outcomes: readonly OutcomeReport[]) => void,
+): { sink: OutcomeSink; calls: OutcomeCalls } {
+  const calls: OutcomeCalls = { reports: 0, handlerMs: 0, stored: 0 };
+  const sink: OutcomeSink = {
+    async reportOutcomes(tenant, outcomes) {
+      before?.(outcomes);
+      calls.reports++;
+      const t0 = performance.now();
+      const res = await handle(
+        httpEvent('POST', `/v1/tenants/${tenant}/jobs/outcomes`, { body: JSON.stringify({ outcomes }), pathParameters: { tenant } }),
+      );
+      calls.handlerMs += performance.now() - t0;
+      if (res.statusCode !== 200) throw new Error(`outcomes answered ${res.statusCode}: ${res.body}`);
+      const reply = JSON.parse(res.body) as { results: OutcomeResult[] };
+      calls.stored += reply.results.filter((r) => 'state' in r).length;
+      return reply;
+    },
+  };
+  return { sink, calls };
 }

@@ -14,13 +14,12 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { RequestCounter } from '../adapters/requestCounter.js';
-import type { OutcomeReport } from '../client/outcomes.js';
 import { Worker } from '../client/worker.js';
 import { outcomesHandler, workflowsHandler } from '../lambdas/runtime/handlers.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, httpEvent, runAllGroups } from '../test/support/system.js';
 import { costPerMillion, type PerJobUsage } from './cost.js';
-import { progress, sleep, summarize } from './support.js';
+import { inProcessOutcomes, progress, sleep, summarize } from './support.js';
 
 /** The workflows function's memory (lib/dyneinScheduler.ts's default). */
 const HANDLER_MEMORY_GB = 256 / 1024;
@@ -68,23 +67,14 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
   const handlerWiring = await sys.another({ dynamo: clients.dynamo, sqs: clients.sqs });
   const submitHandle = workflowsHandler(handlerWiring);
   const reportHandle = outcomesHandler(handlerWiring);
-  let handlerMs = 0;
-  let invocations = 0;
+  // The submits' invocations and time; the reports' are counted by the sink.
+  let submitMs = 0;
+  let submits = 0;
   const reportedAt = new Map<string, number>();
-  const sink = {
-    async reportOutcomes(t: string, outcomes: readonly OutcomeReport[]) {
-      const at = Date.now();
-      for (const o of outcomes) if (o.outcome === 'SUCCEEDED' && !reportedAt.has(o.jobId)) reportedAt.set(o.jobId, at);
-      invocations++;
-      const t0 = performance.now();
-      const res = await reportHandle(
-        httpEvent('POST', `/v1/tenants/${t}/jobs/outcomes`, { body: JSON.stringify({ outcomes }), pathParameters: { tenant: t } }),
-      );
-      handlerMs += performance.now() - t0;
-      if (res.statusCode !== 200) throw new Error(`outcomes answered ${res.statusCode}: ${res.body}`);
-      return JSON.parse(res.body) as { results: never[] };
-    },
-  };
+  const { sink, calls } = inProcessOutcomes(reportHandle, (outcomes) => {
+    const at = Date.now();
+    for (const o of outcomes) if (o.outcome === 'SUCCEEDED' && !reportedAt.has(o.jobId)) reportedAt.set(o.jobId, at);
+  });
   const received = new Map<string, number[]>();
   const worker = new Worker({
     queueUrl: sys.tenants.demo!.url,
@@ -120,8 +110,8 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
       const res = await submitHandle(
         httpEvent('POST', '/v1/tenants/demo/workflows', { body: JSON.stringify({ jobs }), pathParameters: { tenant: 'demo' } }),
       );
-      handlerMs += performance.now() - t0;
-      invocations++;
+      submitMs += performance.now() - t0;
+      submits++;
       if (res.statusCode !== 201) throw new Error(`workflow submit answered ${res.statusCode}: ${res.body}`);
       const ids = (JSON.parse(res.body) as { jobs: Record<string, string> }).jobs;
       for (const job of jobs) {
@@ -160,6 +150,8 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
   const jobs = all.length;
   const per = (n: number) => +(n / jobs).toFixed(4);
   const requests = counter.snapshot();
+  const invocations = submits + calls.reports;
+  const handlerMs = submitMs + calls.handlerMs;
   const usagePerJob: PerJobUsage = {
     dynamodbWru: per(items.written),
     dynamodbRru: per(items.read),
