@@ -36,7 +36,8 @@ const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: 
  * `state`, `n` (parents), `e` (a map from a parent's index to its end: `+atMs` succeeded, `-atMs`
  * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, `due` once released, and
  * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled),
- * and `hat`, when its hand-over straight to its queue began.
+ * `hat`, when its hand-over straight to its queue began, and `told` once its children were all
+ * told of its end.
  * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
  * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
  * updates rewrites the whole item, a few bytes a parent).
@@ -100,6 +101,57 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 
+  async moveOnParentEnd(
+    key: RowKey,
+    parent: number,
+    atMs: number,
+    to: 'QUEUING' | 'RELEASING',
+    dueMs: number,
+    handedAtMs?: number,
+  ): Promise<boolean> {
+    if (!Number.isInteger(parent) || parent < 0) throw new RangeError(`a parent's index is a whole number ≥ 0, got ${parent}`);
+    if (!Number.isSafeInteger(atMs) || atMs <= 0) throw new RangeError(`a parent's end is an epoch ms > 0, got ${atMs}`);
+    const hat: Item = handedAtMs === undefined ? {} : { ':hat': { N: String(handedAtMs) } };
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: `SET e.#i = :end, #s = :to, due = :due${handedAtMs === undefined ? '' : ', hat = :hat'}`,
+          ConditionExpression: '#s = :waiting AND attribute_not_exists(e.#i)',
+          ExpressionAttributeNames: { '#i': String(parent), '#s': 'state' },
+          ExpressionAttributeValues: {
+            ':end': { N: String(atMs) },
+            ':to': { S: to },
+            ':due': { N: String(dueMs) },
+            ':waiting': { S: 'WAITING' },
+            ...hat,
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      return rethrow(err);
+    }
+  }
+
+  async markChildrenTold(key: RowKey): Promise<void> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET told = :t',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':t': { BOOL: true } },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) rethrow(err);
+    }
+  }
+
   async get(key: RowKey): Promise<WaitingRecord | undefined> {
     try {
       const out = await this.ddb.send(new GetItemCommand({ TableName: this.tableName, Key: keyOf(key), ConsistentRead: true }));
@@ -135,7 +187,7 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 
-  async recordEnd(key: RowKey, end: JobEnd): Promise<JobEnd | undefined> {
+  async recordEnd(key: RowKey, end: JobEnd): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined> {
     try {
       await this.ddb.send(
         new UpdateItemCommand({
@@ -147,38 +199,16 @@ export class DynamoWaitingChildren implements WaitingChildren {
           ExpressionAttributeValues: { ':o': { S: end.outcome }, ':at': { N: String(end.atMs) } },
         }),
       );
-      return end;
+      return { end, childrenTold: false };
     } catch (err) {
       if (!isConditionFailure(err)) return rethrow(err);
     }
-    return (await this.get(key))?.end;
+    const record = await this.get(key);
+    return record?.end && { end: record.end, childrenTold: record.childrenTold === true };
   }
 
   async getMany(keys: readonly RowKey[]): Promise<Map<string, WaitingRecord>> {
-    const out = new Map<string, WaitingRecord>();
-    const byId = new Map(keys.map((k) => [k.jobId, k]));
-    for (let i = 0; i < keys.length; i += BATCH_GET_KEYS) {
-      let left: Item[] = keys.slice(i, i + BATCH_GET_KEYS).map(keyOf);
-      for (let round = 0; left.length > 0; round++) {
-        if (round === BATCH_GET_ROUNDS) throw new Error(`${left.length} waiting records were not read after ${BATCH_GET_ROUNDS} rounds`);
-        if (round > 0) await sleep(backoffMs(round - 1, { baseMs: 50, capMs: 1_000 }));
-        try {
-          const res = await this.ddb.send(
-            new BatchGetItemCommand({ RequestItems: { [this.tableName]: { Keys: left, ConsistentRead: true } } }),
-          );
-          for (const item of res.Responses?.[this.tableName] ?? []) {
-            const jobId = item.sk?.S?.slice(14);
-            const key = jobId === undefined ? undefined : byId.get(jobId);
-            const record = key && recordOf(key, item);
-            if (record) out.set(record.key.jobId, record);
-          }
-          left = res.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-        } catch (err) {
-          rethrow(err);
-        }
-      }
-    }
-    return out;
+    return batchGetByJob(this.ddb, this.tableName, keys, keyOf, recordOf, 'waiting records');
   }
 
   async transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number): Promise<boolean> {
@@ -214,13 +244,50 @@ export class DynamoWaitingChildren implements WaitingChildren {
 const BATCH_GET_KEYS = 100;
 const BATCH_GET_ROUNDS = 8;
 
-function timingItem(timing: WorkflowTiming): Item {
+/**
+ * Workflow items of jobs (sort key `<13 digits>#<jobId>`) at `keys`, strongly consistent, a hundred
+ * a BatchGetItem, the keys it leaves unprocessed read again with backoff; each item made a value by
+ * `valueOf` (undefined: left out), by job id. `what` names them in the error after the last round.
+ */
+export async function batchGetByJob<T>(
+  ddb: DynamoDBClient,
+  tableName: string,
+  keys: readonly RowKey[],
+  itemKey: (key: RowKey) => Item,
+  valueOf: (key: RowKey, item: Item) => T | undefined,
+  what: string,
+): Promise<Map<string, T>> {
+  const out = new Map<string, T>();
+  const byId = new Map(keys.map((k) => [k.jobId, k]));
+  for (let i = 0; i < keys.length; i += BATCH_GET_KEYS) {
+    let left: Item[] = keys.slice(i, i + BATCH_GET_KEYS).map(itemKey);
+    for (let round = 0; left.length > 0; round++) {
+      if (round === BATCH_GET_ROUNDS) throw new Error(`${left.length} ${what} were not read after ${BATCH_GET_ROUNDS} rounds`);
+      if (round > 0) await sleep(backoffMs(round - 1, { baseMs: 50, capMs: 1_000 }));
+      try {
+        const res = await ddb.send(new BatchGetItemCommand({ RequestItems: { [tableName]: { Keys: left, ConsistentRead: true } } }));
+        for (const item of res.Responses?.[tableName] ?? []) {
+          const key = byId.get(item.sk?.S?.slice(14) ?? '');
+          const value = key && valueOf(key, item);
+          if (key && value !== undefined) out.set(key.jobId, value);
+        }
+        left = res.UnprocessedKeys?.[tableName]?.Keys ?? [];
+      } catch (err) {
+        rethrow(err);
+      }
+    }
+  }
+  return out;
+}
+
+/** A job's timing as items keep it (waiting records, and specs: adapters/dynamoWorkflowStore.ts). */
+export function timingItem(timing: WorkflowTiming): Item {
   if (timing.kind === 'at') return { tk: { S: 'at' }, tv: { N: String(timing.atMs) } };
   if (timing.kind === 'delay') return { tk: { S: 'delay' }, tv: { N: String(timing.delayMs) } };
   return { tk: { S: 'now' } };
 }
 
-function timingOf(item: Item): WorkflowTiming {
+export function timingOf(item: Item): WorkflowTiming {
   const value = Number(item.tv?.N ?? 0);
   if (item.tk?.S === 'at') return { kind: 'at', atMs: value };
   if (item.tk?.S === 'delay') return { kind: 'delay', delayMs: value };
@@ -255,5 +322,6 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
       ? { end: { outcome: item.o.S as JobEnd['outcome'], atMs: Number(item.oat?.N ?? 0) } }
       : {}),
     ...(item.msg?.S !== undefined ? { message: item.msg.S } : {}),
+    ...(item.told?.BOOL === true ? { childrenTold: true } : {}),
   };
 }

@@ -4,6 +4,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  UpdateItemCommand,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
@@ -11,6 +12,7 @@ import { DEFAULT_PRIORITY, type RowKey, sortKey } from '../core/model/index.js';
 import { backoffMs, sleep } from '../core/util/index.js';
 import type { WorkflowClaim, WorkflowJobSpec, WorkflowRecord, WorkflowStore } from '../core/workflows/index.js';
 import { isConditionFailure, payloadAttribute, payloadOf, prioAttribute, rethrow } from './dynamoJobStore.js';
+import { batchGetByJob, timingItem, timingOf } from './dynamoWaitingChildren.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -35,14 +37,15 @@ const claimKey = (tenant: string, idempotencyKey: string): Item => ({
  *
  * - a job's spec (`pk = wp#<shard>`, `sk` that of its waiting record): `tenant`, `wf`, `key`,
  *   the payload (`payload` or deflated `payloadZ`, as rows keep it), `prio` (when not 5), `nc`
- *   (not cancellable), `shards` (the shard count its workflow's ids were derived with) and `links`, the deflated JSON `{"p": [parent keys], "c": [[child key,
- *   index], ...]}`;
+ *   (not cancellable), `shards` (the shard count its workflow's ids were derived with), its
+ *   timing and failure policy as its waiting record has them (`tk`, `tv`, `pol`) and `links`, the
+ *   deflated JSON `{"p": [parent keys], "c": [[child key, index], ...]}`;
  * - a workflow (`pk = wf#<tenant>`, `sk = <workflowId>`): `created` and `jobs`, the deflated JSON
  *   `[[key, jobId], ...]` in the request's order;
  * - its graph (`pk = wf#<tenant>`, `sk = g#<workflowId>`): `after`, the deflated JSON
  *   `[[key, [parent keys]], ...]` of the jobs with parents (read by GET of the workflow only);
  * - an idempotency claim (`pk = wf#<tenant>`, `sk = k#<idempotencyKey>`): `wf`, `created`, `fp`,
- *   `shards`.
+ *   `shards`, and `started` once the workflow's jobs without parents were handed over.
  *
  * Each is written whole by one put; the claim's is conditional (the first claim stands).
  */
@@ -74,7 +77,29 @@ export class DynamoWorkflowStore implements WorkflowStore {
     }
     const out = await this.#get(claimKey(tenant, idempotencyKey));
     if (!out?.wf?.S || !out.fp?.S) throw new Error(`the claim of idempotency key '${idempotencyKey}' vanished`);
-    return { workflowId: out.wf.S, createdMs: Number(out.created?.N ?? 0), fingerprint: out.fp.S, shardCount: Number(out.shards?.N ?? 1) };
+    return {
+      workflowId: out.wf.S,
+      createdMs: Number(out.created?.N ?? 0),
+      fingerprint: out.fp.S,
+      shardCount: Number(out.shards?.N ?? 1),
+      ...(out.started?.BOOL === true ? { started: true } : {}),
+    };
+  }
+
+  async markStarted(tenant: string, idempotencyKey: string): Promise<void> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: claimKey(tenant, idempotencyKey),
+          UpdateExpression: 'SET started = :t',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':t': { BOOL: true } },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) rethrow(err);
+    }
   }
 
   async putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void> {
@@ -85,6 +110,10 @@ export class DynamoWorkflowStore implements WorkflowStore {
   async getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined> {
     const item = await this.#get(specKey(key));
     return item && specOf(key, item);
+  }
+
+  async getSpecs(keys: readonly RowKey[]): Promise<Map<string, WorkflowJobSpec>> {
+    return batchGetByJob(this.ddb, this.tableName, keys, specKey, specOf, 'workflow job specs');
   }
 
   async putWorkflow(record: WorkflowRecord): Promise<void> {
@@ -167,6 +196,7 @@ function specItem(s: WorkflowJobSpec): Item {
     ...(s.cancellable ? {} : { nc: { BOOL: true } }),
     ...(s.shardCount !== undefined ? { shards: { N: String(s.shardCount) } } : {}),
     links: { B: deflateRawSync(JSON.stringify(links)) },
+    ...(s.release ? { ...timingItem(s.release.timing), pol: { S: s.release.onParentFailure } } : {}),
   };
 }
 
@@ -184,5 +214,6 @@ function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
     parents: links.p,
     children: links.c.map(([jobKey, index]) => ({ jobKey, index })),
     ...(item.shards?.N !== undefined ? { shardCount: Number(item.shards.N) } : {}),
+    ...(item.pol?.S !== undefined ? { release: { timing: timingOf(item), onParentFailure: item.pol.S === 'run' ? 'run' : 'cancel' } } : {}),
   };
 }

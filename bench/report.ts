@@ -458,7 +458,13 @@ export function markdown(r: BenchResult): string {
     lines.push(
       `## Workflows (phase 16: a fan-out of 1 → ${w.shapes.fanOut - 1}, a fan-in of ${w.shapes.fanIn - 1} → 1, a chain of ${w.shapes.chain}; ${w.jobs.toLocaleString('en-US')} jobs, the Worker reporting each outcome)`,
       '',
-      `Child latency (the child's receive minus its last parent's report reaching the handler), ${w.children.toLocaleString('en-US')} children: p50 ${w.childLatencyP50Ms} ms, p95 ${w.childLatencyP95Ms} ms, p99 ${w.childLatencyP99Ms} ms, max ${w.childLatencyMaxMs} ms; early ${w.early}, lost ${w.lost}, duplicates ${w.duplicates}. Per job the workflow adds ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.sqsRequests} SQS requests, ${u.apiRequests} API requests and invocations (${u.lambdaGbSeconds} GB-s): +${usd(w.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.workflowJob !== undefined ? `, ${usd(r.costPerMillionUsd.workflowJob)} with ours` : ''}.`,
+      `Child latency (the child's send, SQS's SentTimestamp, minus its last parent's report reaching the handler), ${w.children.toLocaleString('en-US')} children: p50 ${w.childLatencyP50Ms} ms, p95 ${w.childLatencyP95Ms} ms, p99 ${w.childLatencyP99Ms} ms, max ${w.childLatencyMaxMs} ms (by shape: ${Object.entries(
+        w.byShape,
+      )
+        .map(([k, v]) => `${k} p50 ${v.p50Ms} / p95 ${v.p95Ms} ms`)
+        .join(
+          ', ',
+        )}; received by the Worker: p50 ${w.childReceiveP50Ms} ms, p95 ${w.childReceiveP95Ms} ms); early ${w.early}, lost ${w.lost}, duplicates ${w.duplicates}. Per job the workflow adds ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.sqsRequests} SQS requests, ${u.apiRequests} API requests and invocations (${u.lambdaGbSeconds} GB-s): +${usd(w.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.workflowJob !== undefined ? `, ${usd(r.costPerMillionUsd.workflowJob)} with ours` : ''}.`,
       '',
     );
   }

@@ -6,13 +6,16 @@
  * jobs. Every job is due at once once its parents succeeded, so a child goes straight to its
  * queue from the report that ends its last parent.
  *
- * Child latency: the child's receive by the Worker minus the moment its last parent's report
- * reached the handler (an upper bound on "sent minus accepted": it adds SQS's receive). Early: a
- * child received before that moment; lost: a job never received; duplicates: receives past one.
+ * Child latency, as the issue defines it: the child's send (SQS's `SentTimestamp` of its message,
+ * read from the Worker's receives) minus the moment its last parent's report reached the handler;
+ * its receive by the Worker minus that moment is kept beside it (`childReceive*`: it adds the
+ * Worker's own pace, which its reports set). Early: a child sent or received before that moment;
+ * lost: a job never received; duplicates: receives past one.
  * Per job, the workflow's own requests (the handlers' DynamoDB and SQS calls, API requests and
  * invocations of the submit and the reports) priced by the cost model: what a workflow job adds.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { ReceiveMessageCommandOutput, SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { Worker } from '../client/worker.js';
 import { outcomesHandler, workflowsHandler } from '../lambdas/runtime/handlers.js';
@@ -38,6 +41,9 @@ export interface WorkflowsResult {
   childLatencyP95Ms: number;
   childLatencyP99Ms: number;
   childLatencyMaxMs: number;
+  /** The child's receive by the Worker minus its last parent's report, p50 and p95. */
+  childReceiveP50Ms: number;
+  childReceiveP95Ms: number;
   /** Children measured (every job with parents). */
   children: number;
   /** Child latency of each shape (fanOut, fanIn, chain), ms. */
@@ -76,9 +82,11 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     for (const o of outcomes) if (o.outcome === 'SUCCEEDED' && !reportedAt.has(o.jobId)) reportedAt.set(o.jobId, at);
   });
   const received = new Map<string, number[]>();
+  const workerSqs = em.newClients(new RequestCounter()).sqs;
+  const sentAt = recordSentTimestamps(workerSqs);
   const worker = new Worker({
     queueUrl: sys.tenants.demo!.url,
-    sqs: em.newClients(new RequestCounter()).sqs,
+    sqs: workerSqs,
     concurrency: 50,
     waitTimeSeconds: 1,
     handleSignals: false,
@@ -136,17 +144,21 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     await ingest.stop();
   }
   const latencies: number[] = [];
+  const receives: number[] = [];
   const byShape: Record<string, number[]> = {};
   let early = 0;
   for (const [child, parents] of parentsOf) {
     const got = received.get(child)?.[0];
+    const sent = sentAt.get(child);
     const last = Math.max(...parents.map((p) => reportedAt.get(p) ?? Infinity));
-    if (got === undefined || !Number.isFinite(last)) continue;
-    if (got < last) early++;
-    latencies.push(Math.max(0, got - last));
-    (byShape[shapeOf.get(child)!] ??= []).push(Math.max(0, got - last));
+    if (got === undefined || sent === undefined || !Number.isFinite(last)) continue;
+    if (got < last || sent < last) early++;
+    latencies.push(Math.max(0, sent - last));
+    receives.push(Math.max(0, got - last));
+    (byShape[shapeOf.get(child)!] ??= []).push(Math.max(0, sent - last));
   }
   const s = summarize(latencies);
+  const r = summarize(receives);
   const jobs = all.length;
   const per = (n: number) => +(n / jobs).toFixed(4);
   const requests = counter.snapshot();
@@ -167,6 +179,8 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     childLatencyP95Ms: s.p95Ms,
     childLatencyP99Ms: s.p99Ms,
     childLatencyMaxMs: s.maxMs,
+    childReceiveP50Ms: r.p50Ms,
+    childReceiveP95Ms: r.p95Ms,
     children: latencies.length,
     byShape: Object.fromEntries(Object.entries(byShape).map(([k, xs]) => [k, { p50Ms: summarize(xs).p50Ms, p95Ms: summarize(xs).p95Ms }])),
     early,
@@ -176,6 +190,27 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     requestsPerJob: Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, per(v)])),
     costPerMillionIncrementUsd: costPerMillion(usagePerJob).totalUsd,
   };
+}
+
+/**
+ * Each job's first `SentTimestamp` (epoch ms: when SQS took its message), from the messages a
+ * client receives; the Worker asks for that attribute.
+ */
+function recordSentTimestamps(client: SQSClient): Map<string, number> {
+  const sent = new Map<string, number>();
+  const mw = (next: (args: unknown) => Promise<{ output: ReceiveMessageCommandOutput }>, context: { commandName?: string }) =>
+    (async (args: unknown) => {
+      const out = await next(args);
+      if (context.commandName !== 'ReceiveMessageCommand') return out;
+      for (const m of out.output.Messages ?? []) {
+        const jobId = (JSON.parse(m.Body ?? '{}') as { jobId?: string }).jobId;
+        const at = Number(m.Attributes?.SentTimestamp);
+        if (jobId !== undefined && Number.isFinite(at) && !sent.has(jobId)) sent.set(jobId, at);
+      }
+      return out;
+    }) as never;
+  (client.middlewareStack.add as (mw: unknown, opts: unknown) => void)(mw, { step: 'initialize', name: 'benchSentTimestamps' });
+  return sent;
 }
 
 /**

@@ -54,11 +54,13 @@ export interface LambdaConsumerOptions {
    * an invocation's outcomes go in one request (up to 100), sent before it returns. Without a
    * client, such records are still handled, with a warning once.
    *
-   * A workflow job (a record with the `workflow` attribute) is reported at once, alone, and
-   * retried (5 tries, while the function has time): the record succeeds only once the report was
-   * answered, and a report given up on fails the record (`batchItemFailures`: it comes back and
-   * runs again). Its handler's return value is its `result` (JSON of at most 64 KiB, else left out
-   * with a warning). Without a client, such records are not run and fail, with a warning once.
+   * A workflow job (a record with the `workflow` attribute) is reported at once (in a request
+   * shared with the other workflow jobs ending at the same time: up to 100 a request, at most 4
+   * under way per tenant) and retried (5 tries, while the function has time): the record succeeds
+   * only once the report was answered, and a report given up on fails the record
+   * (`batchItemFailures`: it comes back and runs again). Its handler's return value is its
+   * `result` (JSON of at most 64 KiB, else left out with a warning). Without a client, such
+   * records are not run and fail, with a warning once.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /** The queue's maxReceiveCount, when known: a failure on that receive is reported `DEAD`. @default unknown */

@@ -2,8 +2,10 @@
  * Outcome reporting (`POST /v1/tenants/{tenant}/jobs/outcomes`). For tenants with history on
  * (docs/history.md) the Worker and the Lambda wrapper hand each delivery's outcome to an
  * {@link OutcomeReporter}, which sends them in batches of up to 100, fire and forget. A workflow
- * job's outcome is what moves its workflow on, so it is sent at once instead, alone, and retried
- * until answered ({@link reportOutcomeNow}); its message is deleted only then.
+ * job's outcome is what moves its workflow on, so it is sent at once instead and retried until
+ * answered ({@link reportOutcomeNow}); its message is deleted only then. Workflow jobs that end
+ * at the same time share requests ({@link OutcomeReporter.reportNow}): one request per job would
+ * cost one API call, and one Lambda invocation, each.
  */
 
 import { backoffMs, cutText, sleep } from '../core/util/index.js';
@@ -78,6 +80,12 @@ export interface OutcomeReporterOptions {
   readonly throttledRetries?: number;
   /** The first of those waits, doubled each time. @default 200 */
   readonly retryDelayMs?: number;
+  /**
+   * Requests of {@link OutcomeReporter.reportNow} under way at once per tenant (an integer, at
+   * least 1); reports made while that many are under way wait and go together in the next.
+   * @default 4
+   */
+  readonly nowInFlight?: number;
 }
 
 interface Pending {
@@ -100,13 +108,19 @@ export class OutcomeReporter {
   readonly #sending = new Set<Promise<void>>();
   readonly #maxBatch: number;
   readonly #flushMs: number;
+  /** What {@link reportNow} sends through: this reporter's sink, with reports made together sharing requests. */
+  readonly #now: CoalescingSink;
 
+  /** @throws RangeError listing every option out of range (`maxBatch`, `nowInFlight`) */
   constructor(
     private readonly sink: OutcomeSink,
     private readonly opts: OutcomeReporterOptions = {},
   ) {
+    checkReporterOptions(opts);
     this.#maxBatch = Math.min(100, opts.maxBatch ?? 100);
     this.#flushMs = opts.flushMs ?? 1_000;
+    const limits = { maxInFlight: opts.nowInFlight ?? 4, maxBatch: this.#maxBatch };
+    this.#now = new CoalescingSink(sink, limits, (request) => this.#track(request));
   }
 
   /** Queues an outcome; resolves once its batch has been sent (or given up on: never rejects). */
@@ -125,17 +139,28 @@ export class OutcomeReporter {
   }
 
   /**
-   * Sends one outcome at once, alone (not in a batch), retrying until it is answered:
-   * {@link reportOutcomeNow} through this reporter's sink. Used for workflow jobs.
+   * Sends one outcome at once (not in the 1 s batch), retrying until it is answered: what
+   * {@link reportOutcomeNow} does, with the same answer, options and retries for this report.
+   * Used for workflow jobs. Reports made together share requests: while fewer than `nowInFlight`
+   * (4) of the tenant's are under way, a try goes out at once (alone, when the tenant is idle);
+   * else it waits for the next request, which takes up to `maxBatch` (100) waiting tries. A worker
+   * finishing 50 workflow jobs at once thus makes a handful of requests, not 50, and waits no
+   * longer when idle.
    */
   reportNow(tenant: string, report: OutcomeReport, opts: ReportNowOptions = {}): Promise<ReportAnswer> {
-    return reportOutcomeNow(this.sink, tenant, report, opts);
+    return reportOutcomeNow(this.#now, tenant, report, opts);
   }
 
-  /** Sends everything buffered and waits for every request under way. */
+  /** Sends everything buffered and waits for every request under way, {@link reportNow}'s too. */
   async flush(): Promise<void> {
     for (const tenant of [...this.#buffers.keys()]) this.#send(tenant);
     while (this.#sending.size > 0) await Promise.all([...this.#sending]);
+  }
+
+  /** Keeps `request` (which never rejects) in what {@link flush} waits for until it settles. */
+  #track(request: Promise<void>): void {
+    this.#sending.add(request);
+    void request.finally(() => this.#sending.delete(request));
   }
 
   #send(tenant: string): void {
@@ -145,11 +170,7 @@ export class OutcomeReporter {
     this.#buffers.delete(tenant);
     for (let i = 0; i < buffer.length; i += this.#maxBatch) {
       const batch = buffer.slice(i, i + this.#maxBatch);
-      const sending: Promise<void> = this.#post(tenant, batch).finally(() => {
-        this.#sending.delete(sending);
-        for (const p of batch) p.done();
-      });
-      this.#sending.add(sending);
+      this.#track(this.#post(tenant, batch).finally(() => batch.forEach((p) => p.done())));
     }
   }
 
@@ -185,6 +206,98 @@ export class OutcomeReporter {
       }
       await new Promise((r) => setTimeout(r, (this.opts.retryDelayMs ?? 200) * 2 ** attempt));
       reports = throttled;
+    }
+  }
+}
+
+/** Throws one RangeError listing every option of `opts` out of range. */
+function checkReporterOptions(opts: OutcomeReporterOptions): void {
+  const problems: string[] = [];
+  // Below 1, a request would take no entry, or none would ever start: the reports would hang.
+  for (const name of ['maxBatch', 'nowInFlight'] as const) {
+    const value = opts[name];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1))
+      problems.push(`${name} must be an integer of at least 1 (got ${String(value)})`);
+  }
+  if (problems.length > 0) throw new RangeError(`OutcomeReporter: ${problems.join('; ')}`);
+}
+
+/** An entry waiting in a {@link CoalescingSink}, and how to answer the call that gave it. */
+interface Waiting {
+  readonly report: OutcomeReport;
+  /** The route's result for the entry; undefined when it answered none for it. */
+  readonly resolve: (result: OutcomeResult | undefined) => void;
+  /** The whole request's error, given to every entry of it. */
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * An {@link OutcomeSink} in front of `sink` that lets calls made at about the same time share
+ * requests, without making any wait when the tenant is idle: per tenant, a call's entries go out
+ * at once while fewer than `maxInFlight` requests are under way; else they wait, and each request
+ * that ends sends up to `maxBatch` of those waiting. Each call still gets its own answer: its
+ * entries' results (the route answers one per entry, in order), or the request's error. So
+ * {@link reportOutcomeNow} runs its retries unchanged, each try through here.
+ */
+class CoalescingSink implements OutcomeSink {
+  readonly #waiting = new Map<string, Waiting[]>();
+  readonly #inFlight = new Map<string, number>();
+
+  constructor(
+    private readonly sink: OutcomeSink,
+    private readonly limits: { readonly maxInFlight: number; readonly maxBatch: number },
+    /** Given each request (a promise that never rejects), so that a flush can wait for it. */
+    private readonly track: (request: Promise<void>) => void,
+  ) {}
+
+  async reportOutcomes(tenant: string, outcomes: readonly OutcomeReport[]): Promise<{ results: OutcomeResult[] }> {
+    const answers = await Promise.all(
+      outcomes.map(
+        (report) => new Promise<OutcomeResult | undefined>((resolve, reject) => this.#enqueue(tenant, { report, resolve, reject })),
+      ),
+    );
+    // Results map to entries by index: the list ends at the first entry answered none, so the
+    // entries after it read as unanswered too (retried) rather than taking another's result.
+    const results: OutcomeResult[] = [];
+    for (const answer of answers) {
+      if (answer === undefined) break;
+      results.push(answer);
+    }
+    return { results };
+  }
+
+  #enqueue(tenant: string, entry: Waiting): void {
+    const waiting = this.#waiting.get(tenant) ?? [];
+    waiting.push(entry);
+    this.#waiting.set(tenant, waiting);
+    this.#pump(tenant);
+  }
+
+  /** Sends what waits for `tenant` while fewer than `maxInFlight` of its requests are under way. */
+  #pump(tenant: string): void {
+    const waiting = this.#waiting.get(tenant) ?? [];
+    while (waiting.length > 0 && (this.#inFlight.get(tenant) ?? 0) < this.limits.maxInFlight) {
+      this.#inFlight.set(tenant, (this.#inFlight.get(tenant) ?? 0) + 1);
+      this.track(this.#post(tenant, waiting.splice(0, this.limits.maxBatch)));
+    }
+    if (waiting.length === 0) this.#waiting.delete(tenant);
+  }
+
+  /** One request: each entry gets its result, or the request's error; then the next may start. */
+  async #post(tenant: string, batch: readonly Waiting[]): Promise<void> {
+    try {
+      const { results } = await this.sink.reportOutcomes(
+        tenant,
+        batch.map((w) => w.report),
+      );
+      batch.forEach((w, i) => w.resolve(results[i]));
+    } catch (error) {
+      for (const w of batch) w.reject(error);
+    } finally {
+      const left = (this.#inFlight.get(tenant) ?? 1) - 1;
+      if (left > 0) this.#inFlight.set(tenant, left);
+      else this.#inFlight.delete(tenant);
+      this.#pump(tenant);
     }
   }
 }
@@ -253,7 +366,7 @@ export interface ReportNowOptions {
 const RETRYABLE_CODES: ReadonlySet<string> = new Set(['Throttled', 'InternalError']);
 
 /**
- * Sends one outcome alone and retries, with backoff, while the answer is "report it again": a call
+ * Sends one outcome (alone, through `sink`) and retries, with backoff, while the answer is "report it again": a call
  * that threw a retryable error (network, 429, 5xx: the client's own retries spent; any error that
  * is not a {@link DyneinError}), or the entry answered `Throttled` (or `InternalError`). It gives up
  * at once on an error that repeating cannot fix (a 4xx for the whole request, or the entry refused:

@@ -162,8 +162,9 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     // The job row, then a conditional update to CANCELLED or a tombstone; a workflow job's waiting
     // record (w#<shard>) and its children's.
     { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
-    // A workflow job's cancel reads its children's parents (pk w#<shard>) to tell them.
-    { sid: 'ReadsWaitingRecords', on: 'table', actions: ['dynamodb:BatchGetItem'], leadingKeys: ['w#'] },
+    // A workflow job's cancel reads its children's specs (pk wp#<shard>) and their parents'
+    // waiting records (pk w#<shard>) to tell them.
+    { sid: 'ReadsWaitingRecords', on: 'table', actions: ['dynamodb:BatchGetItem'], leadingKeys: ['w#', 'wp#'] },
     ID_KEY,
     // A child that runs on a parent's failure is handed over when a cancel ends its last parent.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },

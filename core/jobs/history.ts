@@ -45,6 +45,9 @@ const ROW_READS_IN_FLIGHT = 16;
 export const MAX_OUTCOMES_PER_REPORT = 100;
 /** Largest `result` (its JSON text, UTF-8 bytes) and `error` (characters) a record keeps. */
 export const MAX_RESULT_BYTES = 1024;
+/** Workflow jobs' ends carried on at once by one report. */
+const CARRY_ON_IN_FLIGHT = 8;
+
 /** A workflow job's `result`: its children's deliveries carry it (while their message stays within SQS's limit). */
 export const MAX_WORKFLOW_RESULT_BYTES = 64 * 1024;
 export const MAX_ERROR_CHARS = 1024;
@@ -372,9 +375,11 @@ export class OutcomesService {
   async #carryOn(tenant: TenantRecord, stored: readonly { record: OutcomeRecord; indexes: number[] }[], results: OutcomeResult[]) {
     const workflows = this.deps.workflows;
     if (!workflows) return;
-    for (const g of stored) {
+    // Several at once: a report that coalesces many workers' outcomes does not serialise their children.
+    const limit = limiter(CARRY_ON_IN_FLIGHT);
+    const carry = async (g: { record: OutcomeRecord; indexes: number[] }) => {
       const r = g.record;
-      if ((r.outcome !== 'SUCCEEDED' && r.outcome !== 'DEAD') || this.deps.codec.parse(r.jobId).path !== 'w') continue;
+      if ((r.outcome !== 'SUCCEEDED' && r.outcome !== 'DEAD') || this.deps.codec.parse(r.jobId).path !== 'w') return;
       try {
         await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs, r.result);
       } catch (err) {
@@ -382,7 +387,8 @@ export class OutcomesService {
         const message = `the outcome was stored, but the workflow did not move on (${(err as Error)?.message ?? err}): report it again`;
         for (const i of g.indexes) results[i] = { jobId: r.jobId, error: { code: 'Throttled', message } };
       }
-    }
+    };
+    await Promise.all(stored.map((g) => limit(() => carry(g))));
   }
 
   /**

@@ -26,7 +26,7 @@ export type WorkflowJobPlace =
   | { readonly kind: 'row'; readonly dueMs: number }
   | {
       readonly kind: 'own';
-      readonly state: 'WAITING' | 'ACQUIRED' | 'QUEUED' | 'CANCELLED' | 'SUCCEEDED' | 'DEAD';
+      readonly state: 'WAITING' | 'QUEUED' | 'CANCELLED' | 'SUCCEEDED' | 'DEAD';
       /** Its due time, once known. */
       readonly dueMs?: number;
       /** Why it was cancelled. */

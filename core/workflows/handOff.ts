@@ -9,7 +9,6 @@ import {
   type TenantRecord,
 } from '../model/index.js';
 import { HELD_INBOUND_DELAY_SECONDS, heldNow, type Parcel, place, sendParcels } from '../submit/index.js';
-import { sleep } from '../util/index.js';
 import type { ControlsCache } from '../tenants/index.js';
 import type { WaitingChildren, WaitingState, WorkflowJobSpec } from './ports.js';
 
@@ -21,14 +20,17 @@ import type { WaitingChildren, WaitingState, WorkflowJobSpec } from './ports.js'
  * rest through the inbound queue to the table, where ingest writes its row at its due time.
  *
  * Each hand-over is a state change of the job's waiting record first, one conditional write:
- * `WAITING → QUEUING` (direct) or `WAITING → RELEASING` (table), with the due time. A cancel
- * races that write, never the send: a job cancelled first is never sent; a job in `RELEASING` is
- * cancelled by the ordinary tombstone at its row's key, which ingest's conditional put meets; a
- * job `QUEUING` or `QUEUED` is already in its queue's hands (409 `AlreadyQueued`). A hand-over that
- * finds the record already `RELEASING` (a retried report or submit, or a concurrent one) sends
- * again: ingest's put into an empty key makes the repeat a no-op. One that finds it `QUEUING` sends
- * again only when that hand-over is stale (its process died): at least once after a crash, once
- * otherwise.
+ * `WAITING → QUEUING` (direct) or `WAITING → RELEASING` (table), with the due time (for a child
+ * of one parent, the same write that records its parent's end: core/workflows/progress.ts). A
+ * cancel races that write, never the send: a job cancelled first is never sent; a job in
+ * `RELEASING` is cancelled by the ordinary tombstone at its row's key, which ingest's conditional
+ * put meets; a job `QUEUING` is already in its queue's hands (409 `AlreadyQueued`). A hand-over
+ * that finds the record already `RELEASING` (a retried report or submit, or a concurrent one)
+ * sends again: ingest's put into an empty key makes the repeat a no-op. One that finds it
+ * `QUEUING` sends again only when that hand-over is stale (its process died): at least once after
+ * a crash, once otherwise. Whether every send of a report or submit completed is noted once for
+ * all its jobs (the parent's `childrenTold`, the claim's `started`), not per job: a repeat that
+ * finds the note sends nothing.
  */
 
 /** A workflow job whose due time is decided. */
@@ -63,18 +65,20 @@ export class HandOffError extends Error {
  * died between its record's move and its send.
  */
 export const STALE_HANDOFF_MS = 60_000;
-/** How long a hand-over that meets another one under way waits for it to end, in steps. */
-const IN_FLIGHT_WAITS_MS = [50, 100, 200, 400, 800];
-
-/** What one job's hand-over comes to once its record moved: the path it goes, or nothing to send. */
-type Route = { readonly job: ReadyJob; readonly direct: boolean; readonly dueMs: number } | undefined;
+/** A job whose record moved: the path it goes (straight to its queue, or to the table) and its due time. */
+export interface Route {
+  readonly job: ReadyJob;
+  readonly direct: boolean;
+  readonly dueMs: number;
+}
 
 /**
- * Hands `jobs` (all of `tenant`) over: moves each record, sends, and marks the direct ones
- * `QUEUED`. Returns the ids of the jobs it did not send: cancelled before their record moved, or
- * handed straight to their queue already (`QUEUED`).
+ * Hands `jobs` (all of `tenant`) over: moves each record, then sends. Returns the ids of the jobs
+ * it did not send: cancelled before their record moved, or handed straight to their queue already
+ * (by a request whose note says its sends completed, or records from before that note).
  *
- * @throws HandOffError when a job could not be handed to SQS (its record stays in its moved state).
+ * @throws HandOffError when a job could not be handed to SQS (its record stays in its moved state),
+ *   or is being handed to its queue by another request under way
  */
 export async function handOff(deps: HandOffDeps, tenant: TenantRecord, jobs: readonly ReadyJob[]): Promise<string[]> {
   if (jobs.length === 0) return [];
@@ -88,14 +92,32 @@ export async function handOff(deps: HandOffDeps, tenant: TenantRecord, jobs: rea
   );
   const routes = await Promise.all(jobs.map((job) => moveRecord(deps, job, now, held)));
   const skipped = jobs.filter((_, i) => routes[i] === undefined).map((j) => j.spec.key.jobId);
-  const going = routes.filter((r): r is NonNullable<Route> => r !== undefined);
-  const problems = await sendParcels(deps.sender, parcels(deps, tenant, going, held));
-  if (problems.size > 0) {
-    const [first] = problems.values();
-    throw new HandOffError(`${problems.size} of ${going.length} workflow jobs were not handed to SQS: ${first!.message}`);
-  }
-  await Promise.all(going.filter((r) => r.direct).map((r) => deps.waiting.transition(r.job.spec.key, 'QUEUING', 'QUEUED', r.dueMs)));
+  await sendMoved(
+    deps,
+    tenant,
+    routes.filter((r): r is Route => r !== undefined),
+    held,
+  );
   return skipped;
+}
+
+/**
+ * Sends jobs whose records moved (`routes`), `held` as their tenant's controls were read for the
+ * move: direct ones to the tenant queue, the others packed into inbound messages.
+ *
+ * @throws HandOffError when a job could not be handed to SQS
+ */
+export async function sendMoved(
+  deps: Pick<HandOffDeps, 'sender' | 'inboundQueueUrl' | 'clock'>,
+  tenant: TenantRecord,
+  routes: readonly Route[],
+  held: boolean,
+): Promise<void> {
+  if (routes.length === 0) return;
+  const problems = await sendParcels(deps.sender, parcels(deps, tenant, routes, held));
+  if (problems.size === 0) return;
+  const [first] = problems.values();
+  throw new HandOffError(`${problems.size} of ${routes.length} workflow jobs were not handed to SQS: ${first!.message}`);
 }
 
 /**
@@ -103,31 +125,33 @@ export async function handOff(deps: HandOffDeps, tenant: TenantRecord, jobs: rea
  * already by an earlier attempt keeps its path and due time (sent again); a `QUEUED` or
  * `CANCELLED` one sends nothing.
  *
- * A record found `QUEUING` is another hand-over's, under way (two reports that each completed the
- * child's parents, at once) or dead with its process. Sent again at once, the first case would
- * deliver the job twice without any crash, so it is sent again only once that hand-over is older
- * than any request lives ({@link STALE_HANDOFF_MS}); meanwhile this one waits a little for it to
- * end (`QUEUED`), and else fails, for its caller to retry later.
+ * A record found `QUEUING` is another hand-over's: under way (two reports of one parent at once),
+ * done (a repeat whose first attempt's note it did not see), or dead with its process. Sent again
+ * at once, the first two cases would deliver the job twice without any crash, so it is sent again
+ * only once that hand-over is older than any request lives ({@link STALE_HANDOFF_MS}); before,
+ * this one fails for its caller to try again later, when the note of the one under way answers it.
  */
-async function moveRecord(deps: HandOffDeps, job: ReadyJob, now: number, held: boolean): Promise<Route> {
+async function moveRecord(deps: HandOffDeps, job: ReadyJob, now: number, held: boolean): Promise<Route | undefined> {
   const direct = place({ dueMs: job.dueMs, cancellable: job.spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
   const to: WaitingState = direct ? 'QUEUING' : 'RELEASING';
   if (await deps.waiting.transition(job.spec.key, 'WAITING', to, job.dueMs, direct ? now : undefined))
     return { job, direct, dueMs: job.dueMs };
-  for (const waitMs of [0, ...IN_FLIGHT_WAITS_MS]) {
-    if (waitMs > 0) await sleep(waitMs);
-    const record = await deps.waiting.get(job.spec.key);
-    if (record?.dueMs === undefined) return undefined;
-    // The table path: sent again, ingest's put into an empty key stores it once.
-    if (record.state === 'RELEASING') return { job, direct: false, dueMs: record.dueMs };
-    if (record.state !== 'QUEUING') return undefined;
-    if (deps.clock.now() - (record.handedAtMs ?? 0) > STALE_HANDOFF_MS) return { job, direct: true, dueMs: record.dueMs };
-  }
+  const record = await deps.waiting.get(job.spec.key);
+  if (record?.dueMs === undefined) return undefined;
+  // The table path: sent again, ingest's put into an empty key stores it once.
+  if (record.state === 'RELEASING') return { job, direct: false, dueMs: record.dueMs };
+  if (record.state !== 'QUEUING') return undefined;
+  if (deps.clock.now() - (record.handedAtMs ?? 0) > STALE_HANDOFF_MS) return { job, direct: true, dueMs: record.dueMs };
   throw new HandOffError(`workflow job ${job.spec.key.jobId} is being handed to its queue by another request: report again shortly`);
 }
 
 /** Direct jobs to the tenant queue (each with its delay); table-path jobs packed into inbound messages. */
-function parcels(deps: HandOffDeps, tenant: TenantRecord, routes: readonly NonNullable<Route>[], held: boolean): Parcel[] {
+function parcels(
+  deps: Pick<HandOffDeps, 'inboundQueueUrl' | 'clock'>,
+  tenant: TenantRecord,
+  routes: readonly Route[],
+  held: boolean,
+): Parcel[] {
   const out: Parcel[] = [];
   const inbound: InboundJob[] = [];
   const inboundIndex: number[] = [];

@@ -30,15 +30,17 @@ export function workflowJobs(deps: ProgressDeps): WorkflowJobs {
 
 /**
  * A waiting record's place: its own end once it ended; `WAITING` or `CANCELLED` before release;
- * its row once handed to the table (`RELEASING`); `ACQUIRED` while being sent straight to its queue
- * (`QUEUING`), `QUEUED` once sent.
+ * its row once handed to the table (`RELEASING`); `QUEUED` once handed straight to its queue
+ * (`QUEUING`, and `QUEUED` of records written before).
  */
 function placeOf(record: WaitingRecord): WorkflowJobPlace {
   const due = record.dueMs !== undefined ? { dueMs: record.dueMs } : {};
   const message = record.message !== undefined ? { message: record.message } : {};
   if (record.end) return { kind: 'own', state: record.end.outcome, ...due, ...message };
   if (record.state === 'RELEASING' && record.dueMs !== undefined) return { kind: 'row', dueMs: record.dueMs };
-  if (record.state === 'QUEUING') return { kind: 'own', state: 'ACQUIRED', ...due };
+  // Sent straight to its queue (or being sent: the send follows the move at once), as a job sent
+  // straight from submit shows.
+  if (record.state === 'QUEUING') return { kind: 'own', state: 'QUEUED', ...due };
   if (record.state === 'WAITING' || record.state === 'CANCELLED' || record.state === 'QUEUED')
     return { kind: 'own', state: record.state, ...due, ...message };
   throw new Error(`workflow job ${record.key.jobId}: waiting record in state ${record.state} without a due time`);

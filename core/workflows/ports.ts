@@ -10,8 +10,10 @@ import type { ParentFailurePolicy, WorkflowTiming } from './request.js';
 
 /**
  * A waiting child's state: `WAITING` for parents; `RELEASING` (its row is being written at
- * `dueMs`), `QUEUING` (being sent straight to the tenant queue) and `QUEUED` once released;
- * `CANCELLED` by a failed parent or a cancel.
+ * `dueMs`) or `QUEUING` (sent straight to the tenant queue: being sent, or sent; the hand-over
+ * that made the move knows which, and notes it on the parent that released it, or on the submit's
+ * claim) once released; `CANCELLED` by a failed parent or a cancel. `QUEUED` is what records
+ * written before that note existed show once sent.
  */
 export type WaitingState = 'WAITING' | 'RELEASING' | 'QUEUING' | 'QUEUED' | 'CANCELLED';
 
@@ -33,6 +35,8 @@ export interface WaitingRecord extends WaitingChild {
   readonly dueMs?: number;
   /** When its hand-over straight to its queue began (`QUEUING`), epoch ms. */
   readonly handedAtMs?: number;
+  /** Its children were all told of its end ({@link WaitingChildren.markChildrenTold}). */
+  readonly childrenTold?: boolean;
   /** How the job itself ended, once it did: its outcome reported, or its cancel. */
   readonly end?: JobEnd;
   /** Why it was cancelled (a failed parent, or a cancel). */
@@ -62,13 +66,35 @@ export interface WaitingChildren {
    * began when given; false when it was not in `from`.
    */
   transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number): Promise<boolean>;
+  /**
+   * A child's only parent `parent` succeeded at `atMs`, and the child's due time follows from it:
+   * records that end and moves the record from `WAITING` to `to` with `dueMs` (and `handedAtMs`,
+   * for `QUEUING`) in one conditional write. False, nothing written, when the record is not
+   * `WAITING` or that parent's end is recorded already (an earlier or concurrent report's: the
+   * caller goes the long way, {@link recordParentEnd}, which finds what that report did).
+   */
+  moveOnParentEnd(
+    key: RowKey,
+    parent: number,
+    atMs: number,
+    to: 'QUEUING' | 'RELEASING',
+    dueMs: number,
+    handedAtMs?: number,
+  ): Promise<boolean>;
   /** Cancels a `WAITING` record, saying why, and records its end; false when it was not `WAITING`. */
   cancelWaiting(key: RowKey, message: string, atMs: number): Promise<boolean>;
   /**
    * Records how the job itself ended unless an end is recorded already (the first one stands);
-   * returns the end that stands, undefined when no record is at `key`.
+   * returns the end that stands and whether its children were all told of it
+   * ({@link markChildrenTold}); undefined when no record is at `key`.
    */
-  recordEnd(key: RowKey, end: JobEnd): Promise<JobEnd | undefined>;
+  recordEnd(key: RowKey, end: JobEnd): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined>;
+  /**
+   * Notes that every child of the job at `key` was told of its end and every child that end made
+   * due was handed over (sent): a repeated report of the job then changes nothing, and its
+   * children need no `QUEUED` mark each.
+   */
+  markChildrenTold(key: RowKey): Promise<void>;
   /** The records at `keys` (strongly consistent), by job id; keys with none are left out. */
   getMany(keys: readonly RowKey[]): Promise<Map<string, WaitingRecord>>;
 }
@@ -94,6 +120,11 @@ export interface WorkflowJobSpec {
   /** The parents' keys, in `after`'s order (their ids are the workflow's: {@link WorkflowRecord}). */
   readonly parents: readonly string[];
   readonly children: readonly WorkflowChildLink[];
+  /**
+   * Its timing and failure policy (as its waiting record holds them), so that a child of one
+   * parent is released by one write once the spec is read. Absent on specs written before.
+   */
+  readonly release?: { readonly timing: WorkflowTiming; readonly onParentFailure: ParentFailurePolicy };
   /**
    * The shard count its workflow's job ids were derived with: any job's id follows from its key
    * (JobIdCodec.workflowJobId), so carrying an end on reads no workflow record. Absent on specs
@@ -125,6 +156,8 @@ export interface WorkflowClaim {
   readonly fingerprint: string;
   /** The shard count the jobs' ids were derived with (it may grow between a request and its retry). */
   readonly shardCount: number;
+  /** Its jobs without parents were all handed over ({@link WorkflowStore.markStarted}): a retry sends none again. */
+  readonly started?: boolean;
 }
 
 export interface WorkflowStore {
@@ -133,10 +166,14 @@ export interface WorkflowStore {
    * stands (`claim` itself when this call made it).
    */
   claim(tenant: string, idempotencyKey: string, claim: WorkflowClaim): Promise<WorkflowClaim>;
+  /** Notes on the claim of `idempotencyKey` that its workflow's jobs without parents were all handed over. */
+  markStarted(tenant: string, idempotencyKey: string): Promise<void>;
   /** Writes the specs (a spec at the same key is overwritten with the same content: retries are safe). */
   putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void>;
   /** A job's spec, strongly consistent; undefined when none is at `key`. */
   getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined>;
+  /** The specs at `keys` (strongly consistent, a hundred a request), by job id; keys with none are left out. */
+  getSpecs(keys: readonly RowKey[]): Promise<Map<string, WorkflowJobSpec>>;
   /**
    * Writes the workflow's graph: each job's parents by key, for jobs with parents (what GET of
    * the workflow shows; kept apart from the record, which every report reads).

@@ -1,9 +1,10 @@
 import type { HistoryStore } from '../jobs/index.js';
 import { type Clock, type JobIdCodec, type RowKey, type SchedulerSettings, type TenantRecord } from '../model/index.js';
 import { limiter } from '../util/index.js';
-import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
+import { heldNow, place } from '../submit/index.js';
+import { handOff, type HandOffDeps, type ReadyJob, type Route, sendMoved } from './handOff.js';
 import type { JobEnd, WaitingChildren, WaitingRecord, WorkflowJobSpec, WorkflowStore } from './ports.js';
-import { decideChild } from './release.js';
+import { decideChild, dueAfter } from './release.js';
 
 /**
  * A workflow job ended (issue #25): its outcome `SUCCEEDED` or `DEAD` reported, or its cancel.
@@ -18,7 +19,7 @@ import { decideChild } from './release.js';
  */
 
 export interface ProgressDeps {
-  readonly store: Pick<WorkflowStore, 'getSpec' | 'getWorkflow'>;
+  readonly store: Pick<WorkflowStore, 'getSpec' | 'getSpecs' | 'getWorkflow'>;
   readonly waiting: WaitingChildren;
   readonly codec: JobIdCodec;
   readonly settings: Pick<SchedulerSettings, 'lookaheadMs'>;
@@ -42,7 +43,7 @@ const CHILDREN_IN_FLIGHT = 32;
 /**
  * Records that job `jobId` of `tenant` ended as `reported` (unless an end is recorded already:
  * the first stands) and carries it to its descendants. Does nothing for a job that is not a
- * workflow's.
+ * workflow's, nor for one whose end was carried on already (a repeated report).
  *
  * `result`: the job's result as just stored (JSON text; undefined: none), so that a child whose only
  * parent it is needs no read of the parents' records for its summary.
@@ -51,23 +52,90 @@ const CHILDREN_IN_FLIGHT = 32;
  */
 export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: string, reported: JobEnd, result?: string): Promise<void> {
   const key = keyOfId(deps.codec, jobId);
-  const end = await deps.waiting.recordEnd(key, reported);
-  if (!end) return;
-  let level: { key: RowKey; end: JobEnd; result?: string }[] = [{ key, end, ...(result !== undefined ? { result } : {}) }];
+  // Its spec is read meanwhile: most reports go on to its children.
+  const [recorded, first] = await Promise.all([deps.waiting.recordEnd(key, reported), deps.store.getSpec(key)]);
+  if (!recorded || recorded.childrenTold) return;
+  let level: Ended[] = [{ key, end: recorded.end, ...(result !== undefined ? { result } : {}) }];
   let ids: JobIds | undefined;
   while (level.length > 0) {
-    const next: { key: RowKey; end: JobEnd; result?: string }[] = [];
-    const ready = handOverStream(deps, tenant);
+    const next: Ended[] = [];
     for (const ended of level) {
-      const spec = await deps.store.getSpec(ended.key);
+      const spec = ended.key === key ? first : await deps.store.getSpec(ended.key);
       if (!spec || spec.children.length === 0) continue;
       ids ??= await jobIds(deps, tenant.name, spec);
-      const limit = limiter(CHILDREN_IN_FLIGHT);
-      await Promise.all(spec.children.map((c) => limit(() => tellChild(deps, ids!, spec, c, ended, ready.add, next))));
+      await tellChildren(deps, tenant, ids, spec, ended, next);
+      // Every child told, every one made due sent: a repeated report of it stops at its end.
+      await deps.waiting.markChildrenTold(ended.key);
     }
-    await ready.done();
     level = next;
   }
+}
+
+/** A job that ended, its end carried on to its children: its result when in hand. */
+interface Ended {
+  readonly key: RowKey;
+  readonly end: JobEnd;
+  readonly result?: string;
+}
+
+/**
+ * Tells every child of `parent` that it ended, their specs read a hundred a request. A child
+ * whose only parent it is and that succeeded is released by one write (its parent's end and its
+ * move together) and sent with its siblings; the others record the end, then decide
+ * ({@link tellChild}). Returns once every child made due was handed over.
+ */
+async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobIds, parent: WorkflowJobSpec, ended: Ended, next: Ended[]) {
+  const keys = parent.children.map((c) => keyOfId(deps.codec, ids.get(c.jobKey)!));
+  const specs = await deps.store.getSpecs(keys);
+  const now = deps.clock.now();
+  const released = (child: WorkflowJobSpec | undefined) =>
+    child?.release && child.parents.length === 1 && ended.end.outcome === 'SUCCEEDED'
+      ? { spec: child, dueMs: dueAfter(child.release.timing, ended.end.atMs) }
+      : undefined;
+  const quick = keys.map((k) => released(specs.get(k.jobId)));
+  const due = quick.filter((q) => q !== undefined).map((q) => ({ dueMs: q.dueMs, cancellable: q.spec.cancellable }));
+  const held = await heldNow(deps.handOff.controls, tenant.name, due, now, deps.settings.lookaheadMs);
+  const ready = handOverStream(deps, tenant, held);
+  const limit = limiter(CHILDREN_IN_FLIGHT);
+  await Promise.all(
+    parent.children.map((c, i) =>
+      limit(async () => {
+        const spec = specs.get(keys[i]!.jobId);
+        // No spec: no child was stored at that key (its records are written before any parent is handed over).
+        if (!spec) return;
+        const q = quick[i];
+        if (q && (await moveWithEnd(deps, ids, q, c.index, ended, now, held, ready.addMoved))) return;
+        await tellChild(deps, ids, spec, c, ended, ready.add, next);
+      }),
+    ),
+  );
+  await ready.done();
+}
+
+/**
+ * A child of one parent that succeeded: its parent's end recorded and its record moved in one
+ * conditional write, then queued for sending. False when the write found the record moved or the
+ * end recorded (a repeated report, or a cancel first): {@link tellChild} then finds out what.
+ */
+async function moveWithEnd(
+  deps: ProgressDeps,
+  ids: JobIds,
+  child: { readonly spec: WorkflowJobSpec; readonly dueMs: number },
+  index: number,
+  ended: Ended,
+  now: number,
+  held: boolean,
+  send: (route: Route) => void,
+): Promise<boolean> {
+  const { spec, dueMs } = child;
+  const direct = place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
+  const to = direct ? 'QUEUING' : 'RELEASING';
+  if (!(await deps.waiting.moveOnParentEnd(spec.key, index, ended.end.atMs, to, dueMs, direct ? now : undefined))) return false;
+  const parentId = ended.key.jobId;
+  const results = new Map(ended.result !== undefined ? [[parentId, ended.result]] : []);
+  const parents = summary(spec, ids, new Map([[parentId, { end: ended.end }]]), results);
+  send({ job: { spec, dueMs, parents }, direct, dueMs });
+  return true;
 }
 
 /** Children handed over together: one SendMessageBatch's worth. */
@@ -77,22 +145,45 @@ const HAND_OVER_BATCH = 10;
  * Hands children over as they become ready: those due within the lookahead (straight to their
  * queue) ten at a time, while their siblings are still being told, so that the first children of
  * a fan-out of 1,000 do not wait for the last; those due later all together at the end (packed
- * into as few inbound messages as they fill). `done` hands over the rest and waits for every
- * hand-over; it throws the first failure (the report is answered `Throttled`, and its repeat
- * completes what was left).
+ * into as few inbound messages as they fill). `add` takes a child whose record is still to move
+ * ({@link handOff}); `addMoved` one whose record moved, with the tenant's controls read as
+ * `held`. `done` hands over the rest and waits for every hand-over; it throws the first failure
+ * (the report is answered `Throttled`, and its repeat completes what was left).
  */
-function handOverStream(deps: ProgressDeps, tenant: TenantRecord): { add: (job: ReadyJob) => void; done: () => Promise<void> } {
+function handOverStream(
+  deps: ProgressDeps,
+  tenant: TenantRecord,
+  held: boolean,
+): { add: (job: ReadyJob) => void; addMoved: (route: Route) => void; done: () => Promise<void> } {
   const handOffDeps = { ...deps.handOff, waiting: deps.waiting, clock: deps.clock, settings: deps.settings };
-  let soon: ReadyJob[] = [];
-  const later: ReadyJob[] = [];
-  const started: Promise<unknown>[] = [];
-  const flush = (jobs: ReadyJob[]) => {
-    if (jobs.length > 0) started.push(handOff(handOffDeps, tenant, jobs));
-  };
+  const toMove = batches<ReadyJob>((jobs) => handOff(handOffDeps, tenant, jobs));
+  const moved = batches<Route>((routes) => sendMoved(handOffDeps, tenant, routes, held));
+  const soon = (dueMs: number) => dueMs <= deps.clock.now() + deps.settings.lookaheadMs;
   return {
-    add: (job) => {
-      if (job.dueMs > deps.clock.now() + deps.settings.lookaheadMs) return void later.push(job);
-      soon.push(job);
+    add: (job) => toMove.add(job, soon(job.dueMs)),
+    addMoved: (route) => moved.add(route, route.direct),
+    done: async () => {
+      const failed = (await Promise.allSettled([toMove.done(), moved.done()])).find(
+        (r): r is PromiseRejectedResult => r.status === 'rejected',
+      );
+      if (failed) throw failed.reason;
+    },
+  };
+}
+
+/**
+ * Items sent `HAND_OVER_BATCH` at a time as they come (`now`), or all together at the end; `done`
+ * sends the rest and throws the first failure once every send ended.
+ */
+function batches<T>(send: (items: T[]) => Promise<unknown>): { add: (item: T, now: boolean) => void; done: () => Promise<void> } {
+  let soon: T[] = [];
+  const later: T[] = [];
+  const started: Promise<unknown>[] = [];
+  const flush = (items: T[]) => void (items.length > 0 && started.push(send(items)));
+  return {
+    add: (item, now) => {
+      if (!now) return void later.push(item);
+      soon.push(item);
       if (soon.length < HAND_OVER_BATCH) return;
       flush(soon);
       soon = [];
@@ -113,20 +204,18 @@ function handOverStream(deps: ProgressDeps, tenant: TenantRecord): { add: (job: 
 async function tellChild(
   deps: ProgressDeps,
   ids: JobIds,
-  parent: WorkflowJobSpec,
+  spec: WorkflowJobSpec,
   child: { readonly jobKey: string; readonly index: number },
-  ended: { readonly end: JobEnd; readonly result?: string },
+  ended: Ended,
   ready: (job: ReadyJob) => void,
-  next: { key: RowKey; end: JobEnd }[],
+  next: Ended[],
 ): Promise<void> {
   const { end } = ended;
-  const key = keyOfId(deps.codec, ids.get(child.jobKey)!);
+  const key = spec.key;
   const record = await deps.waiting.recordParentEnd(key, child.index, end.outcome === 'SUCCEEDED', end.atMs);
   if (!record) return;
   const decision = decideChild(record);
   if (decision.kind === 'wait') return;
-  const spec = await deps.store.getSpec(key);
-  if (!spec) throw new Error(`workflow job ${key.jobId} has a waiting record but no spec`);
   // A child of one parent: that parent is the one that ended (its end and result are in hand).
   const only = spec.parents.length === 1 ? ids.get(spec.parents[0]!)! : undefined;
   const parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>> = only !== undefined

@@ -37,7 +37,8 @@ const ROW_READS_IN_FLIGHT = 16;
  *    a retry never resets a record a parent's end or a hand-over has moved);
  * 3. the workflow's graph (what GET shows), then the workflow record, last: a workflow that reads
  *    back is whole;
- * 4. the jobs without parents handed over (core/workflows/handOff.ts).
+ * 4. the jobs without parents handed over (core/workflows/handOff.ts), then, with an
+ *    idempotency key, that noted on its claim: a retry sends none of them again.
  *
  * A job that waits for parents is handed over when its last parent ends (the outcomes route).
  */
@@ -95,7 +96,7 @@ export class WorkflowService {
     const record = await this.deps.tenants.require(tenant);
     const now = clock.now();
     const request = validateWorkflow(parseJsonBody(body, settings.maxBatchBytes, WORKFLOW_PAYLOADS), settings, now, body);
-    const { workflow, shardCount, replayed } = await this.#claim(tenant, request, now);
+    const { workflow, shardCount, replayed, started } = await this.#claim(tenant, request, now);
     const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
     const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId), shardCount);
     await this.deps.store.putSpecs(specs);
@@ -104,10 +105,14 @@ export class WorkflowService {
     const after = new Map(request.jobs.flatMap((j) => (j.after.length > 0 ? [[j.key, j.after] as const] : [])));
     await this.deps.store.putGraph(tenant, workflow.workflowId, after);
     await this.deps.store.putWorkflow({ workflowId: workflow.workflowId, tenant, createdMs: workflow.createdMs, jobs: inOrder });
-    const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
-      job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
-    );
-    await handOff({ ...this.deps.handOff, waiting: this.deps.waiting, clock, settings }, record, roots);
+    if (!started) {
+      const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
+        job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
+      );
+      await handOff({ ...this.deps.handOff, waiting: this.deps.waiting, clock, settings }, record, roots);
+      // A retry (the answer lost) then sends none of them again.
+      if (request.idempotencyKey !== undefined) await this.deps.store.markStarted(tenant, request.idempotencyKey);
+    }
     return {
       status: replayed ? 200 : 201,
       reply: { workflowId: workflow.workflowId, tenant, state: 'RUNNING', jobs: Object.fromEntries(inOrder) },
@@ -255,10 +260,10 @@ export class WorkflowService {
     tenant: string,
     request: WorkflowRequest,
     now: number,
-  ): Promise<{ workflow: ParsedWorkflowId; shardCount: number; replayed: boolean }> {
+  ): Promise<{ workflow: ParsedWorkflowId; shardCount: number; replayed: boolean; started: boolean }> {
     const { codec, settings } = this.deps;
     const fresh = codec.parseWorkflowId(codec.workflowId(tenant, now))!;
-    if (request.idempotencyKey === undefined) return { workflow: fresh, shardCount: settings.shardCount, replayed: false };
+    if (request.idempotencyKey === undefined) return { workflow: fresh, shardCount: settings.shardCount, replayed: false, started: false };
     const fp = workflowFingerprint(request);
     const claim = await this.deps.store.claim(tenant, request.idempotencyKey, {
       workflowId: fresh.workflowId,
@@ -272,7 +277,7 @@ export class WorkflowService {
       );
     const workflow = codec.parseWorkflowId(claim.workflowId);
     if (!workflow) throw new Error(`the claim of idempotency key '${request.idempotencyKey}' names no workflow id of this deployment`);
-    return { workflow, shardCount: claim.shardCount, replayed: claim.workflowId !== fresh.workflowId };
+    return { workflow, shardCount: claim.shardCount, replayed: claim.workflowId !== fresh.workflowId, started: claim.started === true };
   }
 }
 
@@ -298,6 +303,7 @@ function specsOf(
     parents: job.after,
     children: children.get(job.key)!,
     shardCount,
+    release: { timing: job.timing, onParentFailure: job.onParentFailure },
   }));
 }
 

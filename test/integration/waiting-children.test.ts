@@ -103,4 +103,35 @@ describe('jobs waiting for parents, in the table', () => {
     expect(await store.get(c.key)).toMatchObject({ state: 'CANCELLED', tenant: 'wf', timing: { kind: 'delay', delayMs: 60_000 } });
     expect((await store.get(c.key))!.dueMs).toBeUndefined();
   });
+
+  it("records an only parent's end and the move in one write, only from WAITING and only once; a cancelled child stays cancelled", async () => {
+    const c = child(1);
+    const cancelled = child(1);
+    await store.create([c, cancelled]);
+    expect(await store.cancelWaiting(cancelled.key, 'cancelled (DELETE of the job)', T0 + 1)).toBe(true);
+    expect(await store.moveOnParentEnd(cancelled.key, 0, T0 + 2, 'QUEUING', T0 + 2, T0 + 3)).toBe(false);
+    expect(await store.get(cancelled.key)).toMatchObject({ state: 'CANCELLED', succeeded: new Set(), end: { outcome: 'CANCELLED' } });
+    expect(await store.moveOnParentEnd(c.key, 0, T0 + 2, 'QUEUING', T0 + 62_002, T0 + 3)).toBe(true);
+    // A repeated report: the first end and move stand.
+    expect(await store.moveOnParentEnd(c.key, 0, T0 + 9, 'RELEASING', T0 + 99)).toBe(false);
+    expect(await store.get(c.key)).toMatchObject({
+      state: 'QUEUING',
+      dueMs: T0 + 62_002,
+      handedAtMs: T0 + 3,
+      succeeded: new Set([0]),
+      lastEndMs: T0 + 2,
+    });
+    expect(await store.recordEnd(c.key, { outcome: 'SUCCEEDED', atMs: T0 + 70_000 })).toEqual({
+      end: { outcome: 'SUCCEEDED', atMs: T0 + 70_000 },
+      childrenTold: false,
+    });
+    await store.markChildrenTold(c.key);
+    expect(await store.recordEnd(c.key, { outcome: 'DEAD', atMs: T0 + 80_000 })).toEqual({
+      end: { outcome: 'SUCCEEDED', atMs: T0 + 70_000 },
+      childrenTold: true,
+    });
+    const missing = { shard: 3, dueMs: T0, jobId: 'j-not-there' };
+    await store.markChildrenTold(missing);
+    expect(await itemAt(missing)).toBeUndefined();
+  });
 });

@@ -17,7 +17,7 @@ import { consume, createSystem, runAllGroups, type TestSystem, waitForEmptyQueue
 /**
  * Handing workflow jobs over once their due time is known (issue #25), on the emulators through the
  * real SDK: a job due within the lookahead goes straight to the tenant queue (QUEUING, then
- * QUEUED), one due later through the inbound queue to the table (RELEASING); each is delivered
+ * QUEUING), one due later through the inbound queue to the table (RELEASING); each is delivered
  * once, never early, with its workflow fields; a cancelled record sends nothing; a repeated
  * hand-over (a retry after a crash) sends a table-path job once more and ingest stores it once.
  */
@@ -82,7 +82,7 @@ describe('handing workflow jobs over', () => {
       { spec: gone, dueMs: now + 1_000 },
     ];
     expect(await handOff(deps, tenant, ready)).toEqual([gone.key.jobId]);
-    expect(await waiting.get(soon.key)).toMatchObject({ state: 'QUEUED', dueMs: now + 1_200 });
+    expect(await waiting.get(soon.key)).toMatchObject({ state: 'QUEUING', dueMs: now + 1_200 });
     expect(await waiting.get(later.key)).toMatchObject({ state: 'RELEASING', dueMs: now + 5_000 });
     expect(await waiting.get(gone.key)).toMatchObject({ state: 'CANCELLED' });
     // A retried hand-over (the caller crashed before it answered): the table-path job goes again.
@@ -139,12 +139,16 @@ describe('handing workflow jobs over', () => {
     const both = await job('both', 'null');
     const ready = [{ spec: both, dueMs: Date.now() + 60_000 }];
     const direct = { ...deps, sender, settings: { lookaheadMs: 120_000 } };
-    await Promise.all([handOff(direct, tenant, ready), handOff(direct, tenant, ready), handOff(direct, tenant, ready)]);
+    // The first moves the record and sends; the others meet QUEUING and fail (their callers retry,
+    // and find the first one's note that its sends completed).
+    const all = await Promise.allSettled([handOff(direct, tenant, ready), handOff(direct, tenant, ready), handOff(direct, tenant, ready)]);
+    expect(all.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected', 'rejected']);
+    for (const r of all) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(HandOffError);
     expect(sent).toEqual([both.key.jobId]);
-    expect(await waiting.get(both.key)).toMatchObject({ state: 'QUEUED' });
+    expect(await waiting.get(both.key)).toMatchObject({ state: 'QUEUING' });
 
-    // A process that moved its record and died before its send: a hand-over within the minute waits,
-    // then fails (its caller retries); one after it sends the job.
+    // A process that moved its record and died before its send: a hand-over within the minute
+    // fails (its caller retries); one after it sends the job.
     const orphan = await job('orphan', 'null');
     expect(await waiting.transition(orphan.key, 'WAITING', 'QUEUING', Date.now() + 60_000, Date.now())).toBe(true);
     sent.length = 0;
@@ -153,7 +157,7 @@ describe('handing workflow jobs over', () => {
     const later = { ...direct, clock: { now: () => Date.now() + STALE_HANDOFF_MS + 1_000 } };
     await handOff(later, tenant, [{ spec: orphan, dueMs: Date.now() + 60_000 }]);
     expect(sent).toEqual([orphan.key.jobId]);
-    expect(await waiting.get(orphan.key)).toMatchObject({ state: 'QUEUED' });
+    expect(await waiting.get(orphan.key)).toMatchObject({ state: 'QUEUING' });
   });
 
   it('fails when SQS refuses a job, leaving its record moved for a retry to send', async () => {

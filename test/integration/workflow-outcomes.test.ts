@@ -76,7 +76,7 @@ describe('outcomes of workflow jobs', () => {
       { jobId: a, state: 'SUCCEEDED' },
     ]);
     // Answered only once b was handed over: straight to its queue, its parent in its summary.
-    expect(await waiting.get(keyOfId(codec, b))).toMatchObject({ state: 'QUEUED' });
+    expect(await waiting.get(keyOfId(codec, b))).toMatchObject({ state: 'QUEUING' });
     await consumer.waitFor((d) => d.some((x) => x.jobId === b), 10_000);
     await consumer.stop();
     const delivered = consumer.deliveries.find((d) => d.jobId === b)!;

@@ -51,6 +51,12 @@ describe("a workflow job's end", () => {
     const childIds = children.map((c) => ids[c.key]!);
     const endedAt = Date.now();
     await jobEnded(deps, tenant, ids.root!, { outcome: 'SUCCEEDED', atMs: endedAt });
+    // Its children each released by one write of their record, due when the first report said.
+    const released = await waiting.getMany(childIds.map((id) => keyOfId(deps.codec, id)));
+    expect(new Set([...released.values()].map((r) => `${r.state} ${r.dueMs} ${[...r.succeeded]}`))).toEqual(
+      new Set([`QUEUING ${endedAt} 0`]),
+    );
+    expect((await waiting.get(keyOfId(deps.codec, ids.root!)))?.childrenTold).toBe(true);
     await jobEnded(deps, tenant, ids.root!, { outcome: 'SUCCEEDED', atMs: endedAt + 5_000 }); // a repeated report
     await consumer.waitFor(() => new Set(deliveriesOf(childIds).map((d) => d.jobId)).size === 250, 20_000);
     await new Promise((r) => setTimeout(r, 1_000));
@@ -122,7 +128,7 @@ describe("a workflow job's end", () => {
     const rec = async (k: string) => waiting.get(keyOfId(deps.codec, ids[k]!));
     expect(await rec('b')).toMatchObject({ state: 'CANCELLED', message: expect.stringContaining("parent 'a' failed (DEAD)") });
     expect(await rec('c')).toMatchObject({ state: 'CANCELLED', message: expect.stringContaining("parent 'b' was cancelled") });
-    expect((await rec('d'))?.state).toBe('QUEUED');
+    expect((await rec('d'))?.state).toBe('QUEUING');
     // e waits for d, which has not ended; c's cancel is recorded as one of its two parents' ends.
     expect(await rec('e')).toMatchObject({ state: 'WAITING', failed: new Set([0]) });
     await consumer.waitFor(() => deliveriesOf([ids.d!]).length > 0, 10_000);

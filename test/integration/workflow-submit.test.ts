@@ -57,7 +57,7 @@ describe('submitting a workflow', () => {
       return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
     };
     expect(await waiting.get(key('extract'))).toMatchObject({ state: 'RELEASING', dueMs: Date.parse(runAt) });
-    expect(await waiting.get(key('ping'))).toMatchObject({ state: 'QUEUED' });
+    expect(await waiting.get(key('ping'))).toMatchObject({ state: 'QUEUING' });
     for (const k of ['transform', 'load-eu', 'load-us', 'report']) expect(await waiting.get(key(k))).toMatchObject({ state: 'WAITING' });
     expect(await waiting.get(key('report'))).toMatchObject({ parents: 2, onParentFailure: 'run' });
     expect((await store.getSpec(key('transform')))?.children).toEqual([
@@ -65,6 +65,10 @@ describe('submitting a workflow', () => {
       { jobKey: 'load-us', index: 0 },
     ]);
     expect([...(await store.getWorkflow('demo', reply.workflowId))!.jobs]).toEqual(Object.entries(reply.jobs));
+    // Its claim notes that the jobs without parents went: a retry (its answer lost) sends none again.
+    const claim = await store.claim('demo', `nightly-${runAt}`, { workflowId: 'other', createdMs: 1, fingerprint: 'x', shardCount: 1 });
+    expect(claim).toMatchObject({ workflowId: reply.workflowId, started: true });
+    expect(await service.submit('demo', nightly(runAt))).toEqual({ status: 200, reply });
     await consumer.waitFor((d) => d.length >= 1, 10_000);
     await new Promise((r) => setTimeout(r, 1_000));
     await consumer.stop();
@@ -88,6 +92,8 @@ describe('submitting a workflow', () => {
       claim: (...a) => store.claim(...a),
       putSpecs: (...a) => store.putSpecs(...a),
       getSpec: (...a) => store.getSpec(...a),
+      getSpecs: (...a) => store.getSpecs(...a),
+      markStarted: (...a) => store.markStarted(...a),
       getWorkflow: (...a) => store.getWorkflow(...a),
       putGraph: (...a) => store.putGraph(...a),
       getGraph: (...a) => store.getGraph(...a),

@@ -8,6 +8,7 @@ import {
   ValidationError,
   parseDelivery,
   type OutcomeReport,
+  type OutcomeSink,
   type ParentOutcome,
 } from '../../client/index.js';
 import { dyneinLambdaHandler } from '../../client/lambda.js';
@@ -186,6 +187,184 @@ describe('reportOutcomeNow', () => {
   });
 });
 
+/** The report of job `jobId`. */
+const reportOf = (jobId: string): OutcomeReport => ({ ...report, jobId });
+
+/** Resolves after the promises already settled have run their callbacks (one macrotask). */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * A {@link scriptedSink} whose requests each wait for `wait()` (by default one macrotask) before
+ * they are answered: `started` lists the requests as they begin, `most.inFlight` the most under
+ * way at once.
+ */
+function slowSink(script: (report: OutcomeReport, call: number) => Answer, wait: () => Promise<void> = settle) {
+  const inner = scriptedSink(script);
+  const started: OutcomeReport[][] = [];
+  const most = { inFlight: 0 };
+  let inFlight = 0;
+  const sink: OutcomeSink = {
+    async reportOutcomes(tenant, outcomes) {
+      started.push([...outcomes]);
+      most.inFlight = Math.max(most.inFlight, ++inFlight);
+      try {
+        await wait();
+        return await inner.sink.reportOutcomes(tenant, outcomes);
+      } finally {
+        inFlight--;
+      }
+    },
+  };
+  return { sink, started, most };
+}
+
+const idsOf = (requests: readonly OutcomeReport[][]) => requests.map((r) => r.map((o) => o.jobId));
+
+describe('OutcomeReporter.reportNow coalesces the reports made together', () => {
+  const fast = { random: () => 0 };
+
+  it('sends a report made while the tenant is idle at once and alone: the request starts before reportNow returns', async () => {
+    const { sink, requests } = scriptedSink(stored);
+    const reporter = new OutcomeReporter(sink);
+    const answer = reporter.reportNow('t', report, fast);
+    expect(requests).toEqual([[report]]);
+    await expect(answer).resolves.toEqual({ answered: true, state: 'SUCCEEDED' });
+    // Idle again once answered: the next report goes alone as well.
+    const next = reporter.reportNow('t', reportOf('j-next'), fast);
+    expect(idsOf(requests)).toEqual([[report.jobId], ['j-next']]);
+    await next;
+  });
+
+  it('sends up to 4 requests at once per tenant by default; the reports made meanwhile go together in the next', async () => {
+    const { sink, started, most } = slowSink(stored);
+    const reporter = new OutcomeReporter(sink);
+    const jobs = ['a', 'b', 'c', 'd', 'e', 'f'];
+    await Promise.all(jobs.map((j) => reporter.reportNow('t', reportOf(j), fast)));
+    expect(idsOf(started)).toEqual([['a'], ['b'], ['c'], ['d'], ['e', 'f']]);
+    expect(most.inFlight).toBe(4);
+    // Another tenant's reports have their own requests.
+    const other = slowSink(stored);
+    const shared = new OutcomeReporter(other.sink, { nowInFlight: 1 });
+    await Promise.all([shared.reportNow('t1', reportOf('x'), fast), shared.reportNow('t2', reportOf('y'), fast)]);
+    expect(idsOf(other.started)).toEqual([['x'], ['y']]);
+    expect(other.most.inFlight).toBe(2);
+  });
+
+  it('with nowInFlight 1 and a slow sink, 30 reports made at once take 2 requests, each report getting its own answer', async () => {
+    const { sink, started, most } = slowSink((o) => ({ jobId: o.jobId, state: `kept ${o.jobId}` }));
+    const reporter = new OutcomeReporter(sink, { nowInFlight: 1 });
+    const jobs = Array.from({ length: 30 }, (_, i) => `j-${i}`);
+    const answers = await Promise.all(jobs.map((j) => reporter.reportNow('t', reportOf(j), fast)));
+    expect(answers).toEqual(jobs.map((j) => ({ answered: true, state: `kept ${j}` })));
+    expect(started.length).toBeLessThanOrEqual(3);
+    // The first alone, at once; the 29 made while it was under way together, when it ended.
+    expect(idsOf(started)).toEqual([['j-0'], jobs.slice(1)]);
+    expect(most.inFlight).toBe(1);
+  });
+
+  it('takes at most maxBatch waiting reports a request', async () => {
+    const { sink, started } = slowSink(stored);
+    const reporter = new OutcomeReporter(sink, { nowInFlight: 1, maxBatch: 10 });
+    await Promise.all(Array.from({ length: 30 }, (_, i) => reporter.reportNow('t', reportOf(`j-${i}`), fast)));
+    expect(started.map((r) => r.length)).toEqual([1, 10, 10, 9]);
+  });
+
+  it('sends again, alone, the one entry of a request answered Throttled, while the others are answered', async () => {
+    let throttled = false; // c's first try only
+    const { sink, requests } = scriptedSink((o) => {
+      if (o.jobId !== 'c' || throttled) return stored(o);
+      throttled = true;
+      return refused(o, 'Throttled');
+    });
+    const reporter = new OutcomeReporter(sink, { nowInFlight: 1 });
+    const answeredOrder: string[] = [];
+    const answers = await Promise.all(
+      ['a', 'b', 'c', 'd', 'e'].map(async (j) => {
+        const answer = await reporter.reportNow('t', reportOf(j), fast);
+        answeredOrder.push(j);
+        return answer;
+      }),
+    );
+    expect(answers.every((a) => a.answered)).toBe(true);
+    expect(idsOf(requests)).toEqual([['a'], ['b', 'c', 'd', 'e'], ['c']]);
+    expect(answeredOrder.at(-1)).toBe('c');
+  });
+
+  it('gives a call that threw to every entry of its request: each retries on its own, with its own attempts', async () => {
+    const { sink, requests } = scriptedSink((o, call) => (call === 2 ? new NetworkError('connection reset') : stored(o)));
+    const reporter = new OutcomeReporter(sink, { nowInFlight: 1 });
+    const answers = await Promise.all([
+      reporter.reportNow('t', reportOf('a'), fast),
+      reporter.reportNow('t', reportOf('b'), fast),
+      reporter.reportNow('t', reportOf('c'), fast),
+      reporter.reportNow('t', reportOf('d'), { ...fast, maxAttempts: 1 }),
+    ]);
+    expect(idsOf(requests).slice(0, 2)).toEqual([['a'], ['b', 'c', 'd']]);
+    // b and c are sent again (alone or together, as the slot allows); d had one attempt only.
+    expect(
+      requests
+        .slice(2)
+        .flat()
+        .map((o) => o.jobId)
+        .sort(),
+    ).toEqual(['b', 'c']);
+    expect(answers.slice(0, 3)).toEqual([0, 1, 2].map(() => ({ answered: true, state: 'SUCCEEDED' })));
+    const d = answers[3];
+    expect(d.answered).toBe(false);
+    if (d.answered) return;
+    expect(d.error).toMatchObject({ jobId: 'd', attempts: 1 });
+    expect(d.error.cause).toBeInstanceOf(NetworkError);
+  });
+
+  it('gives up at once on every entry of a request that threw an error repeating cannot fix', async () => {
+    const { sink, requests } = scriptedSink((o, call) => (call === 2 ? new ValidationError({ message: 'bad outcome' }) : stored(o)));
+    const reporter = new OutcomeReporter(sink, { nowInFlight: 1 });
+    const answers = await Promise.all(['a', 'b', 'c'].map((j) => reporter.reportNow('t', reportOf(j), fast)));
+    expect(idsOf(requests)).toEqual([['a'], ['b', 'c']]);
+    expect(answers.map((a) => (a.answered ? a.state : a.error.code))).toEqual(['SUCCEEDED', 'ValidationError', 'ValidationError']);
+  });
+
+  it('sends again an entry the route answered no result for, mapping the results it answered by index', async () => {
+    const requests: string[][] = [];
+    const sink: OutcomeSink = {
+      async reportOutcomes(_tenant, outcomes) {
+        requests.push(outcomes.map((o) => o.jobId));
+        // Short by one: the last entry of a request of several is left unanswered.
+        const answered = outcomes.length > 1 ? outcomes.slice(0, -1) : outcomes;
+        return { results: answered.map((o) => ({ jobId: o.jobId, state: `kept ${o.jobId}` })) };
+      },
+    };
+    const reporter = new OutcomeReporter(sink, { nowInFlight: 1 });
+    const answers = await Promise.all(['a', 'b', 'c'].map((j) => reporter.reportNow('t', reportOf(j), fast)));
+    expect(requests).toEqual([['a'], ['b', 'c'], ['c']]);
+    expect(answers).toEqual(['a', 'b', 'c'].map((j) => ({ answered: true, state: `kept ${j}` })));
+  });
+
+  it('flush() waits for its requests under way', async () => {
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { sink } = slowSink(stored, () => gate);
+    const reporter = new OutcomeReporter(sink);
+    const answer = reporter.reportNow('t', report, fast);
+    let flushed = false;
+    const flushing = reporter.flush().then(() => void (flushed = true));
+    await settle();
+    expect(flushed).toBe(false);
+    open();
+    await flushing;
+    await expect(answer).resolves.toEqual({ answered: true, state: 'SUCCEEDED' });
+  });
+
+  it('refuses a nowInFlight (or maxBatch) below 1, or not an integer, naming every problem', () => {
+    const { sink } = scriptedSink(stored);
+    expect(() => new OutcomeReporter(sink, { nowInFlight: 0 })).toThrow(RangeError);
+    expect(() => new OutcomeReporter(sink, { nowInFlight: 0 })).toThrow('nowInFlight must be an integer of at least 1 (got 0)');
+    expect(() => new OutcomeReporter(sink, { nowInFlight: 1.5 })).toThrow(/nowInFlight/);
+    expect(() => new OutcomeReporter(sink, { nowInFlight: 0, maxBatch: 0 })).toThrow(/maxBatch .*; nowInFlight /);
+    expect(() => new OutcomeReporter(sink, { nowInFlight: 1, maxBatch: 1 })).not.toThrow();
+  });
+});
+
 describe('dyneinLambdaHandler with workflow jobs', () => {
   it('reports SUCCEEDED with the handler’s result (above 1 KB) before the record counts as done; the handler gets typed parents', async () => {
     const log: string[] = [];
@@ -259,7 +438,7 @@ describe('dyneinLambdaHandler with workflow jobs', () => {
     const sent = requests.flat();
     expect(sent.find((o) => o.jobId === 'wf-flaky')).toMatchObject({ outcome: 'FAILED', error: 'later' });
     expect(sent.find((o) => o.jobId === 'wf-dead')).toMatchObject({ outcome: 'DEAD', error: 'no such account' });
-    expect(requests.every((r) => r.length === 1)).toBe(true); // each alone, at once
+    expect(requests.every((r) => r.length === 1)).toBe(true); // each alone, at once (fewer than 4 under way)
     // Without `sqs` an unrecoverable record is failed (retried until maxReceiveCount) either way.
     expect(res.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(['m-wf-dead', 'm-wf-flaky', 'm-wf-unreported']);
   });
