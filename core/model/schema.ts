@@ -41,15 +41,24 @@ export const INGEST_TIMEOUT_SECONDS = 30;
  */
 export const INGEST_BATCHING_WINDOW_MS = 1_000;
 
+/**
+ * How soon an inbound message whose first ingest failed (a throttle, a timeout: most failures are
+ * transient) comes back: ingest shortens its visibility to this, so its jobs are late by seconds,
+ * not by the queue's visibility timeout. Later failures wait the full timeout.
+ */
+export const INGEST_FIRST_RETRY_SECONDS = 5;
+
 /** Settings of the queues the constructs and the local stack create: redrive, visibility, retention. */
 export const QUEUE_SETTINGS = {
   /**
    * The inbound buffer. Lambda's guidance for an SQS event source: a visibility timeout of at least
-   * six times the function's timeout plus the batching window (6 × 30 s + 1 s = 181 s).
+   * six times the function's timeout plus the batching window (6 × 30 s + 1 s = 181 s). A message
+   * whose first ingest failed comes back sooner ({@link INGEST_FIRST_RETRY_SECONDS}); its later
+   * receives wait the timeout, so six receives span about 12 minutes of an outage before the DLQ.
    */
   inbound: {
     visibilityTimeoutSeconds: 6 * INGEST_TIMEOUT_SECONDS + Math.ceil(INGEST_BATCHING_WINDOW_MS / 1000),
-    maxReceiveCount: 5,
+    maxReceiveCount: 6,
     retentionSeconds: 7 * 86_400,
   },
   /** A tenant's destination queue; its workers extend visibility while they run. */

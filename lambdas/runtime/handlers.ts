@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { QUEUE_SETTINGS } from '../../adapters/resources.js';
+import { INGEST_FIRST_RETRY_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
 import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLetters } from '../../core/ingest/index.js';
 import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
 import { TenantAdmin } from '../../core/tenants/index.js';
@@ -321,6 +321,7 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
           } catch (err) {
             t.error('materialising a schedule failed', err);
             failures.push(r.messageId);
+            await retrySoon(w, t, r);
           }
           return;
         }
@@ -336,6 +337,7 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
             t.count('JobsDeadLettered', await recordDeadLetters(w.ingest, r.body));
           }
           failures.push(r.messageId);
+          await retrySoon(w, t, r);
         }
       }),
     );
@@ -344,6 +346,20 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     t.count('OccurrencesMaterialised', materialised);
     return { batchItemFailures: failures.map((id) => ({ itemIdentifier: id })) };
   };
+}
+
+/**
+ * A record whose first receive failed comes back after {@link INGEST_FIRST_RETRY_SECONDS}, not the
+ * queue's visibility timeout (its later receives wait that). Best effort: should the call fail,
+ * the timeout applies.
+ */
+async function retrySoon(w: Wiring, t: Telemetry, r: SQSEvent['Records'][number]): Promise<void> {
+  if (Number(r.attributes?.ApproximateReceiveCount ?? 0) !== 1 || !w.inboundRetry) return;
+  try {
+    await w.inboundRetry(r.receiptHandle, INGEST_FIRST_RETRY_SECONDS);
+  } catch (err) {
+    t.error("shortening a failed inbound message's visibility failed (it comes back after the queue's timeout)", err);
+  }
 }
 
 /** One dispatch step for one shard group; returns before the function's own timeout. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { DeadLetterService } from '../../core/deadLetters/index.js';
 import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
@@ -58,6 +58,8 @@ export interface Wiring {
   readonly controls: ControlsCache;
   /** Workflows: submit, GET and cancel (the workflows function). */
   readonly workflows: WorkflowService;
+  /** Makes an inbound message (its receipt handle) visible again in `seconds` (ingest, after a failure). */
+  readonly inboundRetry?: (receiptHandle: string, seconds: number) => Promise<void>;
 }
 
 export interface WiringOptions {
@@ -115,6 +117,18 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
   const jobs = new JobsService({ store, codec, tenants, clock, settings, history, controls, workflows: workflowJobs(progress) });
   return {
+    ...(config.inboundQueueUrl
+      ? {
+          inboundRetry: async (receiptHandle: string, seconds: number) =>
+            void (await sqs.send(
+              new ChangeMessageVisibilityCommand({
+                QueueUrl: config.inboundQueueUrl,
+                ReceiptHandle: receiptHandle,
+                VisibilityTimeout: seconds,
+              }),
+            )),
+        }
+      : {}),
     config,
     store,
     codec,

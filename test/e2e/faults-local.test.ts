@@ -63,8 +63,8 @@ describe('the local stack under AWS faults', () => {
         }
 
         const due = [...accepted.keys()].filter((id) => !cancelled.has(id));
-        // An inbound message whose ingest failed on every retry comes back after the inbound
-        // queue's visibility timeout (181 s, as on AWS): seen once, with three test files at once.
+        // An inbound message whose ingest failed on every retry comes back 5 s later; one that
+        // fails twice in a row after the inbound queue's visibility timeout (181 s, as on AWS).
         await consumer.waitFor((d) => due.every((id) => d.some((x) => x.jobId === id)), REDELIVERY_MS + 30_000);
         // Past the last runAt by more than a dispatch round, for a cancelled job that would arrive late.
         await new Promise((r) => setTimeout(r, Math.max(0, Math.max(...accepted.values()) + 5_000 - Date.now())));
