@@ -36,8 +36,9 @@ const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: 
  * `state`, `n` (parents), `e` (a map from a parent's index to its end: `+atMs` succeeded, `-atMs`
  * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, `due` once released, and
  * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled),
- * `hat`, when its hand-over straight to its queue began, and `told` once its children were all
- * told of its end.
+ * `hat`, when its hand-over straight to its queue began, `res` its result (JSON text) and `rk`
+ * (the end was recorded with its result, if any) with its end, and `told` once its children were
+ * all told of its end.
  * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
  * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
  * updates rewrites the whole item, a few bytes a parent).
@@ -187,16 +188,21 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 
-  async recordEnd(key: RowKey, end: JobEnd): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined> {
+  async recordEnd(
+    key: RowKey,
+    end: JobEnd,
+    result?: string,
+  ): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined> {
+    const res: Item = result === undefined ? {} : { ':res': { S: result } };
     try {
       await this.ddb.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keyOf(key),
-          UpdateExpression: 'SET o = :o, oat = :at',
+          UpdateExpression: `SET o = :o, oat = :at, rk = :kept${result === undefined ? '' : ', res = :res'}`,
           // The first end stands: a repeated or retried report finds it and goes on with it.
           ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(o)',
-          ExpressionAttributeValues: { ':o': { S: end.outcome }, ':at': { N: String(end.atMs) } },
+          ExpressionAttributeValues: { ':o': { S: end.outcome }, ':at': { N: String(end.atMs) }, ':kept': { BOOL: true }, ...res },
         }),
       );
       return { end, childrenTold: false };
@@ -323,5 +329,7 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
       : {}),
     ...(item.msg?.S !== undefined ? { message: item.msg.S } : {}),
     ...(item.told?.BOOL === true ? { childrenTold: true } : {}),
+    ...(item.rk?.BOOL === true ? { resultKept: true } : {}),
+    ...(item.res?.S !== undefined ? { result: item.res.S } : {}),
   };
 }

@@ -45,6 +45,13 @@ const ROW_READS_IN_FLIGHT = 16;
 export const MAX_OUTCOMES_PER_REPORT = 100;
 /** Largest `result` (its JSON text, UTF-8 bytes) and `error` (characters) a record keeps. */
 export const MAX_RESULT_BYTES = 1024;
+/** One job's entries in a report: the one kept (the latest attempt), their indexes, and all of them. */
+interface Group {
+  record: OutcomeRecord;
+  readonly indexes: number[];
+  readonly all: OutcomeRecord[];
+}
+
 /** Workflow jobs' ends carried on at once by one report. */
 const CARRY_ON_IN_FLIGHT = 8;
 
@@ -280,8 +287,7 @@ export class OutcomesService {
     const entries = this.#entries(record, body);
     const now = this.deps.clock.now();
     const results: OutcomeResult[] = [];
-    const byKey = new Map<string, { record: OutcomeRecord; indexes: number[] }>();
-    const allRecords: OutcomeRecord[] = [];
+    const byKey = new Map<string, Group>();
     entries.forEach((entry, i) => {
       try {
         const workflow = this.#isWorkflowJob(entry);
@@ -289,13 +295,13 @@ export class OutcomesService {
         if (record.historyTtlMs === undefined && !workflow) throw new HistoryOffError(tenant);
         const keepMs = workflow ? Math.max(record.historyTtlMs ?? 0, this.deps.workflows!.retentionMs) : record.historyTtlMs!;
         const r = this.#record(tenant, entry, now, now + keepMs, workflow ? MAX_WORKFLOW_RESULT_BYTES : MAX_RESULT_BYTES);
-        allRecords.push(r);
         results.push({ jobId: r.jobId, state: r.outcome });
         const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
         const prev = byKey.get(key);
-        if (!prev) byKey.set(key, { record: r, indexes: [i] });
+        if (!prev) byKey.set(key, { record: r, indexes: [i], all: [r] });
         else {
           prev.indexes.push(i);
+          prev.all.push(r);
           if (r.attempt > prev.record.attempt || (r.attempt === prev.record.attempt && r.receivedAtMs >= prev.record.receivedAtMs))
             prev.record = r;
         }
@@ -317,23 +323,27 @@ export class OutcomesService {
       const error = new NotDeliveredError(why);
       for (const i of g.indexes) results[i] = { jobId: g.record.jobId, error: { code: error.code, message: error.message } };
     }
+    // A tenant without history keeps no outcome records: a workflow job's end and result are kept
+    // on its workflow record as its end is carried on (a FAILED report, to be retried, changes nothing).
+    const recorded = record.historyTtlMs !== undefined ? groups : [];
     // Every failure keeps an attempt item (distinct attempts), also one a later attempt superseded here.
     const failures = new Map<string, OutcomeRecord>();
-    for (const r of allRecords) if (r.outcome === 'FAILED' && !undelivered.has(r.jobId)) failures.set(`${r.jobId}/${r.attempt}`, r);
-    const failed = await this.deps.history.putOutcomes(
-      groups.map((g) => g.record),
-      [...failures.values()],
+    for (const g of recorded) for (const r of g.all) if (r.outcome === 'FAILED') failures.set(`${r.jobId}/${r.attempt}`, r);
+    const failed = new Set(
+      (
+        await this.deps.history.putOutcomes(
+          recorded.map((g) => g.record),
+          [...failures.values()],
+        )
+      ).map((f) => recorded[f]!),
     );
-    for (const f of failed) {
-      for (const i of groups[f]!.indexes)
-        results[i] = {
-          jobId: groups[f]!.record.jobId,
-          error: { code: 'Throttled', message: 'the outcome was not stored: report it again' },
-        };
+    for (const g of failed) {
+      for (const i of g.indexes)
+        results[i] = { jobId: g.record.jobId, error: { code: 'Throttled', message: 'the outcome was not stored: report it again' } };
     }
     await this.#carryOn(
       record,
-      groups.filter((_, g) => !failed.includes(g)),
+      groups.filter((g) => !failed.has(g)),
       results,
     );
     return { results };
@@ -372,12 +382,12 @@ export class OutcomesService {
    * report is answered. One that could not be carried on answers `Throttled`, as an outcome not
    * stored does: report it again (the stored outcome stands, and the repeat completes what was left).
    */
-  async #carryOn(tenant: TenantRecord, stored: readonly { record: OutcomeRecord; indexes: number[] }[], results: OutcomeResult[]) {
+  async #carryOn(tenant: TenantRecord, stored: readonly Group[], results: OutcomeResult[]) {
     const workflows = this.deps.workflows;
     if (!workflows) return;
     // Several at once: a report that coalesces many workers' outcomes does not serialise their children.
     const limit = limiter(CARRY_ON_IN_FLIGHT);
-    const carry = async (g: { record: OutcomeRecord; indexes: number[] }) => {
+    const carry = async (g: Group) => {
       const r = g.record;
       if ((r.outcome !== 'SUCCEEDED' && r.outcome !== 'DEAD') || this.deps.codec.parse(r.jobId).path !== 'w') return;
       try {

@@ -31,6 +31,9 @@ export type WorkflowJobPlace =
       readonly dueMs?: number;
       /** Why it was cancelled. */
       readonly message?: string;
+      /** Ended: its `result` (JSON text), when `resultKept`; else its outcome record holds it. */
+      readonly result?: string;
+      readonly resultKept?: boolean;
     };
 
 /** Workflow jobs (job id path `w`) as status and cancel see them (core/workflows implements it). */
@@ -97,8 +100,8 @@ export class JobsService {
     const runAt = place.dueMs !== undefined ? { runAt: isoMs(place.dueMs) } : {};
     const message = place.message !== undefined ? { message: place.message } : {};
     if (place.state !== 'SUCCEEDED' && place.state !== 'DEAD') return { ...base, ...runAt, state: place.state, ...message };
-    const outcome = await this.deps.history?.getOutcome(key);
-    const result = outcome?.result !== undefined ? { result: new RawJson(outcome.result, 0, 0) } : {};
+    const text = place.resultKept ? place.result : (await this.deps.history?.getOutcome(key))?.result;
+    const result = text !== undefined ? { result: new RawJson(text, 0, 0) } : {};
     return { ...base, ...runAt, state: place.state, ...result };
   }
 

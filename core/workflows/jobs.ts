@@ -36,7 +36,10 @@ export function workflowJobs(deps: ProgressDeps): WorkflowJobs {
 function placeOf(record: WaitingRecord): WorkflowJobPlace {
   const due = record.dueMs !== undefined ? { dueMs: record.dueMs } : {};
   const message = record.message !== undefined ? { message: record.message } : {};
-  if (record.end) return { kind: 'own', state: record.end.outcome, ...due, ...message };
+  if (record.end) {
+    const result = record.resultKept ? { resultKept: true, ...(record.result !== undefined ? { result: record.result } : {}) } : {};
+    return { kind: 'own', state: record.end.outcome, ...due, ...message, ...result };
+  }
   if (record.state === 'RELEASING' && record.dueMs !== undefined) return { kind: 'row', dueMs: record.dueMs };
   // Sent straight to its queue (or being sent: the send follows the move at once), as a job sent
   // straight from submit shows.

@@ -37,6 +37,13 @@ export interface WaitingRecord extends WaitingChild {
   readonly handedAtMs?: number;
   /** Its children were all told of its end ({@link WaitingChildren.markChildrenTold}). */
   readonly childrenTold?: boolean;
+  /** Its `result` (JSON text) as its report gave it, kept with its end. */
+  readonly result?: string;
+  /**
+   * Its end was recorded with its result (absent: it had none). False for ends recorded before
+   * results were kept here, whose result is in the job's outcome record.
+   */
+  readonly resultKept?: boolean;
   /** How the job itself ended, once it did: its outcome reported, or its cancel. */
   readonly end?: JobEnd;
   /** Why it was cancelled (a failed parent, or a cancel). */
@@ -84,11 +91,11 @@ export interface WaitingChildren {
   /** Cancels a `WAITING` record, saying why, and records its end; false when it was not `WAITING`. */
   cancelWaiting(key: RowKey, message: string, atMs: number): Promise<boolean>;
   /**
-   * Records how the job itself ended unless an end is recorded already (the first one stands);
-   * returns the end that stands and whether its children were all told of it
-   * ({@link markChildrenTold}); undefined when no record is at `key`.
+   * Records how the job itself ended, with its `result` (JSON text) when it has one, unless an end
+   * is recorded already (the first one stands); returns the end that stands and whether its
+   * children were all told of it ({@link markChildrenTold}); undefined when no record is at `key`.
    */
-  recordEnd(key: RowKey, end: JobEnd): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined>;
+  recordEnd(key: RowKey, end: JobEnd, result?: string): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined>;
   /**
    * Notes that every child of the job at `key` was told of its end and every child that end made
    * due was handed over (sent): a repeated report of the job then changes nothing, and its

@@ -53,7 +53,7 @@ const CHILDREN_IN_FLIGHT = 32;
 export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: string, reported: JobEnd, result?: string): Promise<void> {
   const key = keyOfId(deps.codec, jobId);
   // Its spec is read meanwhile: most reports go on to its children.
-  const [recorded, first] = await Promise.all([deps.waiting.recordEnd(key, reported), deps.store.getSpec(key)]);
+  const [recorded, first] = await Promise.all([deps.waiting.recordEnd(key, reported, result), deps.store.getSpec(key)]);
   if (!recorded || recorded.childrenTold) return;
   let level: Ended[] = [{ key, end: recorded.end, ...(result !== undefined ? { result } : {}) }];
   let ids: JobIds | undefined;
@@ -218,7 +218,7 @@ async function tellChild(
   if (decision.kind === 'wait') return;
   // A child of one parent: that parent is the one that ended (its end and result are in hand).
   const only = spec.parents.length === 1 ? ids.get(spec.parents[0]!)! : undefined;
-  const parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>> = only !== undefined
+  const parents: ReadonlyMap<string, Pick<WaitingRecord, 'end' | 'result' | 'resultKept'>> = only !== undefined
     ? new Map([[only, { end }]])
     : await deps.waiting.getMany(spec.parents.map((p) => keyOfId(deps.codec, ids.get(p)!)));
   if (decision.kind === 'cancel') {
@@ -237,23 +237,25 @@ async function tellChild(
   ready({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results) });
 }
 
-/** The parents' results (their outcome records' JSON text), by job id; none without an outcome store. */
+/**
+ * The parents' results (JSON text), by job id: kept with each parent's end, or, for an end recorded
+ * before results were kept there, read from its outcome record (none without an outcome store).
+ */
 async function resultsOf(
   deps: ProgressDeps,
   spec: WorkflowJobSpec,
   ids: JobIds,
-  parents: ReadonlyMap<string, Pick<WaitingRecord, 'end'>>,
+  parents: ReadonlyMap<string, Pick<WaitingRecord, 'end' | 'result' | 'resultKept'>>,
 ): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  const outcomes = deps.outcomes;
-  if (!outcomes) return out;
   const limit = limiter(CHILDREN_IN_FLIGHT);
   await Promise.all(
     spec.parents.map((key) =>
       limit(async () => {
         const jobId = ids.get(key)!;
-        if (parents.get(jobId)?.end?.outcome === 'CANCELLED') return;
-        const result = (await outcomes.getOutcome(keyOfId(deps.codec, jobId)))?.result;
+        const parent = parents.get(jobId);
+        if (parent?.end?.outcome === 'CANCELLED') return;
+        const result = parent?.resultKept ? parent.result : (await deps.outcomes?.getOutcome(keyOfId(deps.codec, jobId)))?.result;
         if (result !== undefined) out.set(jobId, result);
       }),
     ),

@@ -1,3 +1,4 @@
+import { RawJson } from '../../core/util/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
 import { HistoryOffError, OutcomesService } from '../../core/jobs/index.js';
@@ -81,6 +82,13 @@ describe('outcomes of workflow jobs', () => {
     await consumer.stop();
     const delivered = consumer.deliveries.find((d) => d.jobId === b)!;
     expect(delivered.body).toContain(`"parents":[{"key":"a","jobId":"${a}","outcome":"SUCCEEDED","result":{"rows" : 3}}]`);
+    // Without history no outcome record is written: the end and its result are kept on the
+    // job's workflow record, which GET of the job reads.
+    expect(await ws.history.getOutcome(keyOfId(codec, a))).toBeUndefined();
+    expect(await waiting.get(keyOfId(codec, a))).toMatchObject({ end: { outcome: 'SUCCEEDED' }, result: '{"rows" : 3}', resultKept: true });
+    const status = await sys.w.jobs.status('demo', a);
+    expect(status.state).toBe('SUCCEEDED');
+    expect(status.result).toEqual(new RawJson('{"rows" : 3}', 0, 0));
   });
 
   it("refuses an ordinary job's outcome from a tenant without history: the report whole when it has no workflow job, else that entry", async () => {
