@@ -344,6 +344,8 @@ export interface Workflow {
     readonly after?: readonly string[];
     /** Its due time, once known. */
     readonly runAt?: string;
+    /** The outcome its worker reported, once it ended so. */
+    readonly outcome?: 'SUCCEEDED' | 'DEAD';
     /** Why it was cancelled. */
     readonly message?: string;
   }[];

@@ -20,6 +20,8 @@ export interface WorkflowJobView {
   readonly after?: readonly string[];
   /** Its due time, once known (RFC 3339). */
   readonly runAt?: string;
+  /** The outcome its worker reported, once it ended so (its state then). */
+  readonly outcome?: 'SUCCEEDED' | 'DEAD';
   /** Why it was cancelled. */
   readonly message?: string;
 }
@@ -73,6 +75,7 @@ function jobView(
     state,
     ...(after && after.length > 0 ? { after } : {}),
     ...(due && record?.dueMs !== undefined ? { runAt: isoMs(record.dueMs) } : {}),
+    ...(record?.end && record.end.outcome !== 'CANCELLED' ? { outcome: record.end.outcome } : {}),
     ...(why && record?.message !== undefined ? { message: record.message } : {}),
   };
 }

@@ -82,7 +82,14 @@ describe('workflowView', () => {
     const cancelled = (jobId: string) =>
       record(jobId, { state: 'CANCELLED', end: { outcome: 'CANCELLED', atMs: T0 }, message: 'cancelled' });
     const ok = record('j-e', { state: 'QUEUED', end: { outcome: 'SUCCEEDED', atMs: T0 } });
-    expect(workflowView(workflow, records(ok, cancelled('j-t'), cancelled('j-l'))).state).toBe('CANCELLED');
+    const shown = workflowView(workflow, records(ok, cancelled('j-t'), cancelled('j-l')));
+    expect(shown.state).toBe('CANCELLED');
+    // The reported outcome shows beside an end a worker reported; a cancel has none.
+    expect(shown.jobs.map((j) => [j.state, j.outcome])).toEqual([
+      ['SUCCEEDED', 'SUCCEEDED'],
+      ['CANCELLED', undefined],
+      ['CANCELLED', undefined],
+    ]);
     // A workflow's cancel: every job cancelled, each cancelled parent's end then told to its children.
     const told = (jobId: string) => record(jobId, { state: 'CANCELLED', failed: new Set([0]), end: { outcome: 'CANCELLED', atMs: T0 } });
     expect(workflowView(workflow, records(cancelled('j-e'), told('j-t'), told('j-l'))).state).toBe('CANCELLED');
