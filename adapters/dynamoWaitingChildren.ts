@@ -64,7 +64,8 @@ export class DynamoWaitingChildren implements WaitingChildren {
           Item: {
             ...keyOf(child.key),
             tenant: { S: child.tenant },
-            state: { S: 'WAITING' },
+            state: { S: child.moved?.to ?? 'WAITING' },
+            ...(child.moved ? { due: { N: String(child.moved.dueMs) } } : {}),
             n: { N: String(child.parents) },
             e: { M: {} },
             ...timingItem(child.timing),

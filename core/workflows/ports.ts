@@ -24,6 +24,8 @@ export interface NewWaitingChild {
   readonly parents: number;
   readonly timing: WorkflowTiming;
   readonly onParentFailure: ParentFailurePolicy;
+  /** A job without parents its submit hands to the table: written `RELEASING` already, at `dueMs`. */
+  readonly moved?: { readonly to: 'RELEASING'; readonly dueMs: number };
 }
 
 /** A waiting child's record as stored. */

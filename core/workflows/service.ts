@@ -15,7 +15,8 @@ import {
 } from '../model/index.js';
 import { limiter } from '../util/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
-import { handOff, type HandOffDeps, type ReadyJob } from './handOff.js';
+import { heldNow, place } from '../submit/index.js';
+import { handOff, type HandOffDeps, type ReadyJob, type Route, sendMoved } from './handOff.js';
 import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
 import { jobEnded, keyOfId, type ProgressDeps } from './progress.js';
 import { dueAfter } from './release.js';
@@ -100,16 +101,32 @@ export class WorkflowService {
     const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
     const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId), shardCount);
     await this.deps.store.putSpecs(specs);
-    await this.deps.waiting.create(request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key)));
+    const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
+      job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
+    );
+    // The first request writes the records of its roots due past the lookahead moved to the table
+    // path already (one write, not two: sent again by a retry, ingest's conditional put stores each
+    // once). Those due sooner go straight to their queue, moved as they are sent (handOff), so that a
+    // retry soon after a request that died resends them rather than waiting for it to go stale.
+    const first = !replayed && !started ? await this.#routes(tenant, roots, now) : undefined;
+    await this.deps.waiting.create(
+      request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key, first?.routes.get(specs[i]!.key.jobId))),
+    );
     const inOrder = new Map([...ids].sort(([a], [b]) => order(request, a) - order(request, b)));
     const after = new Map(request.jobs.flatMap((j) => (j.after.length > 0 ? [[j.key, j.after] as const] : [])));
     await this.deps.store.putGraph(tenant, workflow.workflowId, after);
     await this.deps.store.putWorkflow({ workflowId: workflow.workflowId, tenant, createdMs: workflow.createdMs, jobs: inOrder });
     if (!started) {
-      const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
-        job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
-      );
-      await handOff({ ...this.deps.handOff, waiting: this.deps.waiting, clock, settings }, record, roots);
+      const handOffDeps = { ...this.deps.handOff, waiting: this.deps.waiting, clock, settings };
+      const moved = first?.routes ?? new Map<string, Route>();
+      await Promise.all([
+        sendMoved(handOffDeps, record, [...moved.values()], first?.held ?? false),
+        handOff(
+          handOffDeps,
+          record,
+          roots.filter((r) => !moved.has(r.spec.key.jobId)),
+        ),
+      ]);
       // A retry (the answer lost) then sends none of them again.
       if (request.idempotencyKey !== undefined) await this.deps.store.markStarted(tenant, request.idempotencyKey);
     }
@@ -250,6 +267,24 @@ export class WorkflowService {
     return Number(m[1]);
   }
 
+  /**
+   * The roots that go through the table, decided now (`held`: the tenant's controls as read for
+   * it), by job id.
+   */
+  async #routes(tenant: string, roots: readonly ReadyJob[], now: number): Promise<{ routes: Map<string, Route>; held: boolean }> {
+    const { lookaheadMs } = this.deps.settings;
+    const due = roots.map((r) => ({ dueMs: r.dueMs, cancellable: r.spec.cancellable }));
+    const held = await heldNow(this.deps.handOff.controls, tenant, due, now, lookaheadMs);
+    const routes = new Map(
+      roots.flatMap((job, i) =>
+        place(due[i]!, now, lookaheadMs, held).path === 'd'
+          ? []
+          : [[job.spec.key.jobId, { job, direct: false, dueMs: job.dueMs }] as const],
+      ),
+    );
+    return { routes, held };
+  }
+
   #progress(): ProgressDeps {
     const { store, waiting, codec, settings, clock, handOff, outcomes } = this.deps;
     return { store, waiting, codec, settings, clock, handOff, ...(outcomes ? { outcomes } : {}) };
@@ -307,8 +342,10 @@ function specsOf(
   }));
 }
 
-function waitingOf(tenant: string, job: WorkflowJob, key: RowKey): NewWaitingChild {
-  return { key, tenant, parents: job.after.length, timing: job.timing, onParentFailure: job.onParentFailure };
+/** A job's waiting record as first written: moved to the table path already when its submit decided so. */
+function waitingOf(tenant: string, job: WorkflowJob, key: RowKey, route: Route | undefined): NewWaitingChild {
+  const moved = route && { moved: { to: 'RELEASING' as const, dueMs: route.dueMs } };
+  return { key, tenant, parents: job.after.length, timing: job.timing, onParentFailure: job.onParentFailure, ...moved };
 }
 
 /** A job's place in the request as sent (its jobs are checked and kept parents first). */
