@@ -14,10 +14,13 @@
  * Per job, the workflow's own requests (the handlers' DynamoDB and SQS calls, API requests and
  * invocations of the submit and the reports) priced by the cost model: what a workflow job adds.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { ReceiveMessageCommandOutput, SQSClient } from '@aws-sdk/client-sqs';
+import { BatchGetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type ReceiveMessageCommandOutput, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { Worker } from '../client/worker.js';
+import { specPartition } from '../adapters/dynamoWorkflowStore.js';
+import { type JobIdCodec, sortKey } from '../core/model/index.js';
+import { keyOfId } from '../core/workflows/index.js';
 import { outcomesHandler, workflowsHandler } from '../lambdas/runtime/handlers.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, httpEvent, runAllGroups } from '../test/support/system.js';
@@ -44,6 +47,12 @@ export interface WorkflowsResult {
   /** The child's receive by the Worker minus its last parent's report, p50 and p95. */
   childReceiveP50Ms: number;
   childReceiveP95Ms: number;
+  /**
+   * The emulators' floor for the fan-out, with nothing else running: reading its children's specs
+   * (a hundred a request, ten requests at once) and sending that many messages (ten a request),
+   * no state written. The time from the start to each send, p50 and p95.
+   */
+  fanOutFloor: { p50Ms: number; p95Ms: number };
   /** Children measured (every job with parents). */
   children: number;
   /** Child latency of each shape (fanOut, fanIn, chain), ms. */
@@ -143,6 +152,12 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     await dispatch.stop();
     await ingest.stop();
   }
+  const fanOutFloor = await floor(
+    em,
+    sys.tableName,
+    sys.w.codec,
+    [...parentsOf.keys()].filter((id) => shapeOf.get(id) === 'fanOut'),
+  );
   const latencies: number[] = [];
   const receives: number[] = [];
   const byShape: Record<string, number[]> = {};
@@ -181,6 +196,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     childLatencyMaxMs: s.maxMs,
     childReceiveP50Ms: r.p50Ms,
     childReceiveP95Ms: r.p95Ms,
+    fanOutFloor,
     children: latencies.length,
     byShape: Object.fromEntries(Object.entries(byShape).map(([k, xs]) => [k, { p50Ms: summarize(xs).p50Ms, p95Ms: summarize(xs).p95Ms }])),
     early,
@@ -190,6 +206,44 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     requestsPerJob: Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, per(v)])),
     costPerMillionIncrementUsd: costPerMillion(usagePerJob).totalUsd,
   };
+}
+
+/**
+ * What the emulators take, alone, to read the specs of `children` (their items in the table) a
+ * hundred a BatchGetItem, ten at once, and send as many messages to a scratch queue ten a batch as
+ * each read returns: the floor under the fan-out's child latency here, whatever the design.
+ */
+async function floor(
+  em: Emulators,
+  table: string,
+  codec: JobIdCodec,
+  children: readonly string[],
+): Promise<{ p50Ms: number; p95Ms: number }> {
+  const { dynamo, sqs } = em.newClients(new RequestCounter());
+  const queue = await em.createQueue('wf-floor');
+  const keys = children.map((jobId) => {
+    const key = keyOfId(codec, jobId);
+    return { pk: { S: specPartition(key.shard) }, sk: { S: sortKey(key.dueMs, jobId) } };
+  });
+  const t0 = performance.now();
+  const sentAt: number[] = [];
+  const batches = Array.from({ length: Math.ceil(keys.length / 100) }, (_, b) => keys.slice(b * 100, b * 100 + 100));
+  await Promise.all(
+    batches.map(async (batch) => {
+      const res = await dynamo.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: batch, ConsistentRead: true } } }));
+      const items = res.Responses?.[table] ?? [];
+      if (items.length !== batch.length) throw new Error(`the floor read ${items.length} of ${batch.length} specs`);
+      await Promise.all(
+        Array.from({ length: Math.ceil(items.length / 10) }, async (_, s) => {
+          const entries = items.slice(s * 10, s * 10 + 10).map((item, j) => ({ Id: String(j), MessageBody: item.payload?.S ?? '{}' }));
+          await sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.url, Entries: entries }));
+          for (const _ of entries) sentAt.push(performance.now() - t0);
+        }),
+      );
+    }),
+  );
+  const s = summarize(sentAt);
+  return { p50Ms: Math.round(s.p50Ms), p95Ms: Math.round(s.p95Ms) };
 }
 
 /**
