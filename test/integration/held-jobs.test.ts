@@ -158,8 +158,7 @@ describe('held jobs of many tenants', () => {
       await until(async () => (await heldPointers(sys)) === rows.length - resumed.length, 60_000, 'the resumed pointers to go');
       await rounds.stop();
       // The queues hold each job once.
-      const received: string[] = [];
-      for (const n of names) received.push(...(await drain(sys.tenants[n]!.url)));
+      const received = (await Promise.all(names.map((n) => drain(sys.tenants[n]!.url)))).flat();
       expect(received.sort()).toEqual(resumed.map((r) => r.jobId).sort());
     } finally {
       await rounds.stop();
@@ -172,15 +171,19 @@ describe('parked rows', () => {
     const sys = await createSystem(em, { tenants: ['demo', 'gone'], settings: SETTINGS });
     const { sender, sends } = recordingSender(sys.w.dispatch.sender);
     const ingest = sys.startIngest();
-    const cap = { maxHeldRows: 100, pageRows: 20 };
+    // The round's cap, three pages, and a backlog ten times the cap. The hold lane gives a tenant
+    // back at most a page a look (a look every 500 ms): the backlog's read-back takes 30 looks
+    // here (with a cap of 100 and pages of 20, 50 looks for 1,000 rows).
+    const cap = { maxHeldRows: 60, pageRows: 20 };
+    const backlog = 10 * cap.maxHeldRows;
     try {
       const due = Date.now() + 5_000;
       const goneJobs = await submitJobs(
         sys,
         'gone',
-        Array.from({ length: 1_000 }, (_, i) => ({ payload: { i }, runAt: new Date(due + i).toISOString() })),
+        Array.from({ length: backlog }, (_, i) => ({ payload: { i }, runAt: new Date(due + i).toISOString() })),
       );
-      await until(async () => (await statesOf(sys, 'gone')).SCHEDULED === 1_000, 60_000, 'the rows of gone');
+      await until(async () => (await statesOf(sys, 'gone')).SCHEDULED === backlog, 60_000, 'the rows of gone');
       const key = tenantItemKey('gone');
       await em.dynamo.send(new DeleteItemCommand({ TableName: sys.tableName, Key: { pk: { S: key.pk }, sk: { S: key.sk } } }));
       // Other tenants' rows, falling due while gone's backlog is overdue.
@@ -207,7 +210,7 @@ describe('parked rows', () => {
           onStep: (r) => steps.push(r),
         });
       };
-      await run(15_000);
+      await run(10_000); // demo's rows fall due 3 to 6 s into it
       expect(sends.map((s) => s.jobId).sort()).toEqual(demoJobs.map((j) => j.jobId).sort());
       for (const s of sends) expect(s.at).toBeGreaterThanOrEqual(Date.parse(s.runAt));
       // The round's tracked rows, parked ones included, stayed within its cap (plus a page read
@@ -216,7 +219,7 @@ describe('parked rows', () => {
       expect(Math.max(...steps.map((r) => r.parked))).toBeGreaterThan(0);
       expect(steps.every((r) => r.parkedTenants.includes('gone'))).toBe(true);
       // Untouched: all still SCHEDULED.
-      expect(await statesOf(sys, 'gone')).toEqual({ SCHEDULED: 1_000 });
+      expect(await statesOf(sys, 'gone')).toEqual({ SCHEDULED: backlog });
 
       // Registered again: every parked row, still watched or in the hold lane, is delivered once, never early.
       await sys.w.store.putTenant({ name: 'gone', queueUrl: sys.tenants.gone!.url, dlqUrl: sys.tenants.gone!.dlqUrl });
@@ -274,9 +277,10 @@ describe('HeldAfterResume', () => {
       const w = { ...sys.w, dispatch: { ...sys.w.dispatch, controls: controls.cache, holdScans: new Map() } };
       const handler = dispatchHandler(w, telemetry);
       const now = Date.now();
-      // Long enough for a second look at the hold lane (every 5 s); the watched row keeps the step busy.
+      // Long enough for a second look at the hold lane (5 s after the first: 4 s to spare); the
+      // watched row keeps the step busy until then.
       const result = await handler(
-        { groups: [0], owner: `exec-${now}`, ownerStartMs: now, untilMs: now + 12_000 },
+        { groups: [0], owner: `exec-${now}`, ownerStartMs: now, untilMs: now + 9_000 },
         { getRemainingTimeInMillis: () => 20_000 },
       );
       expect(result.heldAfterResumeTenants).toEqual(['stuck']);

@@ -59,7 +59,7 @@ function expectOnceNeverEarly(deliveries: readonly Delivery[], jobIds: readonly 
 }
 
 describe.concurrent('a pause holds every path', () => {
-  it('jobs that would go straight to the queue (due in 1 s; cancellable: false due in 15 s) are held while paused, SCHEDULED, and delivered once after resume', async () => {
+  it('jobs that would go straight to the queue (due in 1 s; cancellable: false due in 5 s) are held while paused, SCHEDULED, and delivered once after resume', async () => {
     const sys = await createSystem(em, { tenants: ['paused', 'other'], settings: SETTINGS });
     const adminInstance = await sys.another();
     const ingest = sys.startIngest();
@@ -73,7 +73,7 @@ describe.concurrent('a pause holds every path', () => {
       expect((await sys.w.dispatch.controls!.get('paused')).paused).toBe(false); // the stale copy, still served
 
       const soon = await submit(sys.w, 'paused', { payload: { n: 'soon' }, delaySeconds: 1 });
-      const pinned = await submit(sys.w, 'paused', { payload: { n: 'pinned' }, delaySeconds: 15, cancellable: false });
+      const pinned = await submit(sys.w, 'paused', { payload: { n: 'pinned' }, delaySeconds: 5, cancellable: false });
       const control = await submit(sys.w, 'other', { payload: { n: 'other' }, delaySeconds: 1 });
       // Accepted on the table path: never QUEUED while the pause lasts.
       expect(soon.state).toBe('SCHEDULED');
@@ -82,7 +82,8 @@ describe.concurrent('a pause holds every path', () => {
       expect(soon.jobId).toMatch(/\.t\./);
       expect(pinned.jobId).toMatch(/\.u\./);
 
-      // Until the 15 s job is overdue too: nothing delivered, both SCHEDULED (never QUEUED).
+      // Until the 5 s job (past the 2 s lookahead: direct only for being `cancellable: false`) is
+      // overdue too: nothing delivered, both SCHEDULED (never QUEUED).
       const pinnedDue = Date.parse(pinned.runAt);
       await other.waitFor((d) => d.length === 1, 15_000);
       expect(other.deliveries).toHaveLength(1);
@@ -174,8 +175,9 @@ describe.concurrent('controls that cannot be read fail closed', () => {
       const soon = await submit(w, 'dark', { payload: { n: 'soon' }, delaySeconds: 1 }, telemetry);
       expect(soon.state).toBe('SCHEDULED');
       expect(counted.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
-      // Due in 9 s: the table path without a read at submit; dispatch has never read the tenant's controls.
-      const later = await submit(w, 'dark', { payload: { n: 'later' }, delaySeconds: 9 }, telemetry);
+      // Due in 7 s (submit reads the controls for jobs due within 6 s): the table path without a
+      // read at submit; dispatch has never read the tenant's controls.
+      const later = await submit(w, 'dark', { payload: { n: 'later' }, delaySeconds: 7 }, telemetry);
       expect(later.state).toBe('SCHEDULED');
 
       await sleep(Math.max(0, Date.parse(later.runAt) - Date.now()) + 4_000);
