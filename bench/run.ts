@@ -314,7 +314,8 @@ const sizes: BenchResult['sizes'] = smoke
         bundleRuns: 7,
         recurring: { schedules: 200, windowMs: 300_000, alignToMinute: true, startSpreadMs: 60_000, graceMs: 20_000, baselineMs: 30_000 },
         history: { jobs: 3_000, ratePerSec: 100 },
-        workflows: { fan: 1_000, depth: 50 },
+        // A workflow holds at most 1,000 jobs: its largest fan-out is 1 → 999 (and fan-in 999 → 1).
+        workflows: { fan: 999, depth: 50 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
