@@ -2,6 +2,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand, type Message } from '@aws-
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardsOfGroup } from '../../core/model/config.js';
+import { QUEUE_SETTINGS } from '../../core/model/index.js';
 import { JobsService } from '../../core/jobs/jobsService.js';
 import { dispatchRound } from '../../core/dispatch/round.js';
 import type { JobStore } from '../../core/model/ports.js';
@@ -120,9 +121,10 @@ describe.concurrent('status tells only what the table records', () => {
       },
     });
     const handler = ingestHandler({ ...sys.w, ingest: { ...sys.w.ingest, store } });
-    expect((await handler(eventOf(message, 4))).batchItemFailures).toHaveLength(1);
+    const last = QUEUE_SETTINGS.inbound.maxReceiveCount;
+    expect((await handler(eventOf(message, last - 1))).batchItemFailures).toHaveLength(1);
     expect((await sys.w.jobs.status('demo', kept!.jobId)).state).toBe('UNKNOWN'); // not the last receive: no record yet
-    expect((await handler(eventOf(message, 5))).batchItemFailures).toHaveLength(1); // the last: the queue moves it to its DLQ
+    expect((await handler(eventOf(message, last))).batchItemFailures).toHaveLength(1); // the last: the queue moves it to its DLQ
     for (const j of [kept!, dropped!]) {
       const s = await sys.w.jobs.status('demo', j.jobId);
       expect(s).toMatchObject({ state: 'DEAD_LETTERED', message: expect.stringMatching(/inbound dead-letter queue.*redrive/) });
