@@ -93,10 +93,11 @@ describe.concurrent('incremental reads', () => {
       ),
     );
     // One job through the table: once it is sent, the rounds' marks (kept in the lease items)
-    // lie past its due time.
+    // lie past its due time. It is due 5 s out: a row due within read-ahead + skew allowance
+    // (2 s here) of its write is a late row itself, and a busy machine can take seconds to ingest.
     const ingest = sys.startIngest();
-    const [first] = await submitJobs(sys, 'demo', [{ payload: 'first', runAt: new Date(t0 + 2_500).toISOString() }]);
-    await consumer.waitFor((d) => d.length >= 1, 6_000);
+    const [first] = await submitJobs(sys, 'demo', [{ payload: 'first', runAt: new Date(t0 + 5_000).toISOString() }]);
+    await consumer.waitFor((d) => d.length >= 1, 10_000);
     await ingest.stop();
     await sleepMs(1_500);
     // An ingest as slow as after an outage: a job due just after the first one, already overdue
