@@ -30,6 +30,11 @@ const STATES = new Set<WaitingState>(['WAITING', 'RELEASING', 'QUEUING', 'QUEUED
 const ENDS = new Set<JobEnd['outcome']>(['SUCCEEDED', 'DEAD', 'CANCELLED']);
 
 const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
+/** The item holding the ends of a child's parents `k * perItem` onwards, beside its record. */
+const endsItemKey = (k: RowKey, item: number): Item => ({
+  pk: { S: waitingPartition(k.shard) },
+  sk: { S: `${sortKey(k.dueMs, k.jobId)}#e${item}` },
+});
 
 /**
  * Waiting children in the scheduler table (`pk = w#<shard>`, `sk = <createdMs 13>#<jobId>`):
@@ -41,7 +46,9 @@ const keyOf = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: 
  * all told of its end.
  * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
  * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
- * updates rewrites the whole item, a few bytes a parent).
+ * updates rewrites the whole item, a few bytes a parent). A child of many parents (`bk`, ends
+ * per item) keeps them in items beside its record instead (`<sk>#e<k>`, `p<index>` each) and
+ * its record a summary of each full one (`s<k>`): see {@link recordParentEnd}.
  */
 export class DynamoWaitingChildren implements WaitingChildren {
   readonly #puts = limiter(PUTS_IN_FLIGHT);
@@ -68,6 +75,7 @@ export class DynamoWaitingChildren implements WaitingChildren {
             ...(child.moved ? { due: { N: String(child.moved.dueMs) } } : {}),
             n: { N: String(child.parents) },
             e: { M: {} },
+            ...(child.endsPerItem !== undefined ? { bk: { N: String(child.endsPerItem) } } : {}),
             ...timingItem(child.timing),
             pol: { S: child.onParentFailure },
           },
@@ -81,9 +89,16 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 
-  async recordParentEnd(key: RowKey, parent: number, ok: boolean, atMs: number): Promise<WaitingRecord | undefined> {
+  async recordParentEnd(
+    key: RowKey,
+    parent: number,
+    ok: boolean,
+    atMs: number,
+    bucketed?: { readonly perItem: number; readonly parents: number },
+  ): Promise<WaitingRecord | 'waiting' | undefined> {
     if (!Number.isInteger(parent) || parent < 0) throw new RangeError(`a parent's index is a whole number ≥ 0, got ${parent}`);
     if (!Number.isSafeInteger(atMs) || atMs <= 0) throw new RangeError(`a parent's end is an epoch ms > 0, got ${atMs}`);
+    if (bucketed) return this.#recordInItem(key, parent, ok, atMs, bucketed);
     try {
       const out = await this.ddb.send(
         new UpdateItemCommand({
@@ -100,6 +115,93 @@ export class DynamoWaitingChildren implements WaitingChildren {
     } catch (err) {
       if (isConditionFailure(err)) return this.get(key);
       return rethrow(err);
+    }
+  }
+
+  /**
+   * A parent's end kept in the item of its `perItem` (`<sk>#e<k>`, one attribute `p<index>` per
+   * parent: the first end stands), then, once every parent of that item ended, the item's summary
+   * on the record (`s<k>`: the latest end, and the failed parents' indexes), conditional on its
+   * absence: whichever report sees the item full writes it, the same each time. A failure is put
+   * on the record at once as well for a child its first failed parent cancels.
+   */
+  async #recordInItem(
+    key: RowKey,
+    parent: number,
+    ok: boolean,
+    atMs: number,
+    { perItem, parents }: { readonly perItem: number; readonly parents: number },
+  ): Promise<WaitingRecord | 'waiting' | undefined> {
+    if (parent >= parents) throw new RangeError(`parent ${parent} of a child of ${parents} parents`);
+    const k = Math.floor(parent / perItem);
+    const size = Math.min(perItem, parents - k * perItem);
+    const ends = await this.#endInItem(key, k, parent, ok ? atMs : -atMs);
+    if (!ok) await this.#failureOnRecord(key, parent, atMs);
+    if (ends.size < size) return ok ? 'waiting' : this.get(key);
+    const values = [...ends.values()];
+    const failed = [...ends].filter(([, v]) => v < 0).map(([i]) => i);
+    const summary = [String(Math.max(...values.map(Math.abs))), ...failed].join(',');
+    try {
+      const out = await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET #s = :sum',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#s)',
+          ExpressionAttributeNames: { '#s': `s${k}` },
+          ExpressionAttributeValues: { ':sum': { S: summary } },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return recordOf(key, out.Attributes);
+    } catch (err) {
+      if (isConditionFailure(err)) return this.get(key);
+      return rethrow(err);
+    }
+  }
+
+  /** Puts a parent's end (`±atMs`) in item `k` unless one is there; returns the item's ends after, by parent index. */
+  async #endInItem(key: RowKey, k: number, parent: number, end: number): Promise<Map<number, number>> {
+    const itemKey = endsItemKey(key, k);
+    let item: Item | undefined;
+    try {
+      const out = await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: itemKey,
+          UpdateExpression: 'SET #p = :end',
+          ConditionExpression: 'attribute_not_exists(#p)',
+          ExpressionAttributeNames: { '#p': `p${parent}` },
+          ExpressionAttributeValues: { ':end': { N: String(end) } },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      item = out.Attributes;
+    } catch (err) {
+      if (!isConditionFailure(err)) return rethrow(err);
+      item = (await this.ddb.send(new GetItemCommand({ TableName: this.tableName, Key: itemKey, ConsistentRead: true }))).Item;
+    }
+    const ends = new Map<number, number>();
+    for (const [name, value] of Object.entries(item ?? {}))
+      if (/^p\d+$/.test(name) && value.N !== undefined) ends.set(Number(name.slice(1)), Number(value.N));
+    return ends;
+  }
+
+  /** A failed parent on a record whose policy cancels the child at its first one (`pol = cancel`); nothing otherwise. */
+  async #failureOnRecord(key: RowKey, parent: number, atMs: number): Promise<void> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(key),
+          UpdateExpression: 'SET e.#i = :end',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(e.#i) AND pol = :cancel',
+          ExpressionAttributeNames: { '#i': String(parent) },
+          ExpressionAttributeValues: { ':end': { N: String(-atMs) }, ':cancel': { S: 'cancel' } },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) rethrow(err);
     }
   }
 
@@ -313,11 +415,25 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
     (value > 0 ? succeeded : failed).add(Number(index));
     lastEndMs = Math.max(lastEndMs, Math.abs(value));
   }
+  // A child of many parents: each full item's summary (`s<k>`: its latest end, then its failed parents).
+  const perItem = Number(item.bk?.N ?? 0);
+  const parents = Number(item.n?.N ?? 0);
+  if (perItem > 0)
+    for (const [name, value] of Object.entries(item)) {
+      if (!/^s\d+$/.test(name) || value.S === undefined) continue;
+      const k = Number(name.slice(1));
+      const [latest, ...failures] = value.S.split(',').map(Number);
+      const bad = new Set(failures);
+      for (let i = k * perItem; i < Math.min(parents, (k + 1) * perItem); i++) (bad.has(i) ? failed : succeeded).add(i);
+      lastEndMs = Math.max(lastEndMs, latest ?? 0);
+    }
+  // A failure put on the record at once and summed up with its item later is counted failed, not both.
+  for (const i of failed) succeeded.delete(i);
   return {
     key,
     tenant: item.tenant.S,
     state,
-    parents: Number(item.n?.N ?? 0),
+    parents,
     succeeded,
     failed,
     lastEndMs,

@@ -38,7 +38,8 @@ const claimKey = (tenant: string, idempotencyKey: string): Item => ({
  * - a job's spec (`pk = wp#<shard>`, `sk` that of its waiting record): `tenant`, `wf`, `key`,
  *   the payload (`payload` or deflated `payloadZ`, as rows keep it), `prio` (when not 5), `nc`
  *   (not cancellable), `shards` (the shard count its workflow's ids were derived with), its
- *   timing and failure policy as its waiting record has them (`tk`, `tv`, `pol`) and `links`, the
+ *   timing and failure policy as its waiting record has them (`tk`, `tv`, `pol`), `eb` (its
+ *   parents' ends kept that many to an item, for a child of many parents) and `links`, the
  *   deflated JSON `{"p": [parent keys], "c": [[child key, index], ...]}`;
  * - a workflow (`pk = wf#<tenant>`, `sk = <workflowId>`): `created` and `jobs`, the deflated JSON
  *   `[[key, jobId], ...]` in the request's order;
@@ -197,6 +198,7 @@ function specItem(s: WorkflowJobSpec): Item {
     ...(s.shardCount !== undefined ? { shards: { N: String(s.shardCount) } } : {}),
     links: { B: deflateRawSync(JSON.stringify(links)) },
     ...(s.release ? { ...timingItem(s.release.timing), pol: { S: s.release.onParentFailure } } : {}),
+    ...(s.endsPerItem !== undefined ? { eb: { N: String(s.endsPerItem) } } : {}),
   };
 }
 
@@ -215,5 +217,6 @@ function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
     children: links.c.map(([jobKey, index]) => ({ jobKey, index })),
     ...(item.shards?.N !== undefined ? { shardCount: Number(item.shards.N) } : {}),
     ...(item.pol?.S !== undefined ? { release: { timing: timingOf(item), onParentFailure: item.pol.S === 'run' ? 'run' : 'cancel' } } : {}),
+    ...(item.eb?.N !== undefined ? { endsPerItem: Number(item.eb.N) } : {}),
   };
 }

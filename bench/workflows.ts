@@ -268,23 +268,35 @@ function recordSentTimestamps(client: SQSClient): Map<string, number> {
 }
 
 /**
- * Counts the items a DynamoDB client writes and reads (each PutItem, UpdateItem, DeleteItem, and
- * item of a BatchWriteItem one write unit; each GetItem and key of a BatchGetItem one read unit:
- * workflow items are under 1 KB and 4 KB but a spec's payload, so this is the floor the cost
- * model prices), one count per attempt.
+ * Counts the capacity units a DynamoDB client's requests consume, as DynamoDB bills them: each
+ * request asks for `ReturnConsumedCapacity: TOTAL` and its answer's units are added (a write costs
+ * 1 KB units of the larger of the old and new item, a strongly consistent read 4 KB units, so a
+ * fan-in's child record that grows with every parent's end counts what it weighs). A conditional
+ * write that fails answers no units; DynamoDB still bills it, counted here as one unit.
  */
 function countItems(client: DynamoDBClient, items: { written: number; read: number }): void {
-  const mw = (next: (args: { input: Record<string, unknown> }) => Promise<unknown>, context: { commandName?: string }) =>
+  const reads = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan']);
+  const writes = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
+  type Consumed = { CapacityUnits?: number } | { CapacityUnits?: number }[] | undefined;
+  const mw = (
+    next: (args: { input: Record<string, unknown> }) => Promise<{ output: { ConsumedCapacity?: Consumed } }>,
+    context: { commandName?: string },
+  ) =>
     (async (args: { input: Record<string, unknown> }) => {
       const name = (context.commandName ?? '').replace(/Command$/, '');
-      if (name === 'PutItem' || name === 'UpdateItem' || name === 'DeleteItem') items.written++;
-      else if (name === 'GetItem') items.read++;
-      else if (name === 'BatchWriteItem')
-        for (const reqs of Object.values((args.input.RequestItems ?? {}) as Record<string, unknown[]>)) items.written += reqs.length;
-      else if (name === 'BatchGetItem')
-        for (const r of Object.values((args.input.RequestItems ?? {}) as Record<string, { Keys?: unknown[] }>))
-          items.read += r.Keys?.length ?? 0;
-      return next(args);
+      if (!reads.has(name) && !writes.has(name)) return next(args);
+      args.input.ReturnConsumedCapacity ??= 'TOTAL';
+      try {
+        const out = await next(args);
+        const consumed = out.output.ConsumedCapacity;
+        const units = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce((n, c) => n + (c.CapacityUnits ?? 0), 0);
+        if (writes.has(name)) items.written += units;
+        else items.read += units;
+        return out;
+      } catch (err) {
+        if ((err as { name?: string }).name === 'ConditionalCheckFailedException') items.written += 1;
+        throw err;
+      }
     }) as never;
   (client.middlewareStack.add as (mw: unknown, opts: unknown) => void)(mw, { step: 'initialize', name: 'benchItemCounter' });
 }

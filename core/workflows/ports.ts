@@ -26,6 +26,11 @@ export interface NewWaitingChild {
   readonly onParentFailure: ParentFailurePolicy;
   /** A job without parents its submit hands to the table: written `RELEASING` already, at `dueMs`. */
   readonly moved?: { readonly to: 'RELEASING'; readonly dueMs: number };
+  /**
+   * A child of more parents than `PARENT_ENDS_PER_ITEM` (release.ts): its parents' ends are kept that many
+   * to an item beside its record, each item summed up on the record once all its parents ended.
+   */
+  readonly endsPerItem?: number;
 }
 
 /** A waiting child's record as stored. */
@@ -66,8 +71,23 @@ export interface WaitingChildren {
    * or not, unless that parent's end is recorded already (then the first one stands). Returns the
    * record after it, read strongly consistent; undefined when no child is at `key` (nothing is
    * written then).
+   *
+   * `bucketed`: the child keeps its parents' ends `perItem` to an item (its record was created with
+   * `endsPerItem`): the end goes to its item (one small write, whatever the number of parents), and
+   * the item's summary to the record once all of its parents ended (a failure at once, for a child
+   * cancelled by its first failed parent). The record then counts a parent ended once its item is
+   * summed up; a retried or repeated report completes a summary a crash left unwritten. A success
+   * whose item still waits for other parents returns `'waiting'` without reading the record: the
+   * child cannot be due yet, and a success cancels nothing. (Its item may be written for a key
+   * where no child is: callers tell only children whose spec they read.)
    */
-  recordParentEnd(key: RowKey, parent: number, ok: boolean, atMs: number): Promise<WaitingRecord | undefined>;
+  recordParentEnd(
+    key: RowKey,
+    parent: number,
+    ok: boolean,
+    atMs: number,
+    bucketed?: { readonly perItem: number; readonly parents: number },
+  ): Promise<WaitingRecord | 'waiting' | undefined>;
   /** The record, strongly consistent. */
   get(key: RowKey): Promise<WaitingRecord | undefined>;
   /**
@@ -134,6 +154,8 @@ export interface WorkflowJobSpec {
    * parent is released by one write once the spec is read. Absent on specs written before.
    */
   readonly release?: { readonly timing: WorkflowTiming; readonly onParentFailure: ParentFailurePolicy };
+  /** Its parents' ends are kept this many to an item ({@link NewWaitingChild.endsPerItem}); absent: on its record. */
+  readonly endsPerItem?: number;
   /**
    * The shard count its workflow's job ids were derived with: any job's id follows from its key
    * (JobIdCodec.workflowJobId), so carrying an end on reads no workflow record. Absent on specs

@@ -212,8 +212,9 @@ async function tellChild(
 ): Promise<void> {
   const { end } = ended;
   const key = spec.key;
-  const record = await deps.waiting.recordParentEnd(key, child.index, end.outcome === 'SUCCEEDED', end.atMs);
-  if (!record) return;
+  const bucketed = spec.endsPerItem !== undefined ? { perItem: spec.endsPerItem, parents: spec.parents.length } : undefined;
+  const record = await deps.waiting.recordParentEnd(key, child.index, end.outcome === 'SUCCEEDED', end.atMs, bucketed);
+  if (!record || record === 'waiting') return;
   const decision = decideChild(record);
   if (decision.kind === 'wait') return;
   // A child of one parent: that parent is the one that ended (its end and result are in hand).

@@ -7,6 +7,14 @@ import type { ParentFailurePolicy, WorkflowTiming } from './request.js';
  * end time, never a counter a retried report could move twice.
  */
 
+/**
+ * Parents whose ends a child's record keeps itself; a child of more keeps them this many to an
+ * item beside it (its record would otherwise grow by a dozen bytes a parent, and every end
+ * recorded rewrites it whole: a write costs 1 KB units of the item's size, so a fan-in of 1,000
+ * parents would pay about 6 units an end). Forty ends stay well within one unit.
+ */
+export const PARENT_ENDS_PER_ITEM = 40;
+
 /** What a waiting child's record says about its parents. */
 export interface WaitingChild {
   /** How many parents it has (`after`'s length). */

@@ -19,7 +19,7 @@ import { heldNow, place } from '../submit/index.js';
 import { handOff, type HandOffDeps, type ReadyJob, type Route, sendMoved } from './handOff.js';
 import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
 import { jobEnded, keyOfId, type ProgressDeps } from './progress.js';
-import { dueAfter } from './release.js';
+import { dueAfter, PARENT_ENDS_PER_ITEM } from './release.js';
 import { validateWorkflow, WORKFLOW_PAYLOADS, type WorkflowJob, type WorkflowRequest } from './request.js';
 import { workflowView, type WorkflowView } from './view.js';
 
@@ -339,13 +339,27 @@ function specsOf(
     children: children.get(job.key)!,
     shardCount,
     release: { timing: job.timing, onParentFailure: job.onParentFailure },
+    ...endsPerItemOf(job),
   }));
+}
+
+/** A job of more parents than a record keeps the ends of: theirs kept {@link PARENT_ENDS_PER_ITEM} to an item. */
+function endsPerItemOf(job: WorkflowJob): { endsPerItem?: number } {
+  return job.after.length > PARENT_ENDS_PER_ITEM ? { endsPerItem: PARENT_ENDS_PER_ITEM } : {};
 }
 
 /** A job's waiting record as first written: moved to the table path already when its submit decided so. */
 function waitingOf(tenant: string, job: WorkflowJob, key: RowKey, route: Route | undefined): NewWaitingChild {
   const moved = route && { moved: { to: 'RELEASING' as const, dueMs: route.dueMs } };
-  return { key, tenant, parents: job.after.length, timing: job.timing, onParentFailure: job.onParentFailure, ...moved };
+  return {
+    key,
+    tenant,
+    parents: job.after.length,
+    timing: job.timing,
+    onParentFailure: job.onParentFailure,
+    ...moved,
+    ...endsPerItemOf(job),
+  };
 }
 
 /** A job's place in the request as sent (its jobs are checked and kept parents first). */
