@@ -282,13 +282,17 @@ describe.concurrent('tick state machine definition', () => {
     const steps: Step[] = [];
     const name = `tick-${randomUUID()}`;
     const started = Date.now();
-    const exec = startTick(sys, sys.w, name, 10_000, steps, rowsPerSecond);
+    // Jobs due 3 to 8 s in, the execution 14 s long: on a busy machine (three test files at once
+    // beside CI's static checks) the submit of 150 jobs and their ingest can take seconds, and a
+    // job due after the execution's last read would never be sent by it.
+    const exec = startTick(sys, sys.w, name, 14_000, steps, rowsPerSecond);
     const expected = await submitDue(sys, 150, started + 3_000, started + 8_000);
 
     const output = { items: planItemsOf(await exec.result) };
     const ended = Date.now();
     const lateness = await finish(sys, consumer, ingest, expected);
-    expect(Math.max(...lateness)).toBeLessThan(3_000);
+    // Prompt (the loop's cadence is well under a second; a busy machine makes a few seconds).
+    expect(Math.max(...lateness)).toBeLessThan(6_000);
     // The execution's output is the plan (the Map keeps it: ResultPath null): its dispatchers, owned by this execution.
     expect(output.items.map((i) => [i.groups, i.owner])).toEqual(dispatchers.map((g) => [g, name]));
     expect(output.items.reduce((n, i) => n + i.shards, 0)).toBe(SETTINGS.shardCount);
@@ -325,8 +329,9 @@ describe('tick state machine definition: hand-over', () => {
 
     await Promise.all([a.result, b.result]);
     const lateness = await finish(sys, consumer, ingest, expected);
-    // No gap at the hand-over: a gap would leave jobs waiting for seconds (up to a whole execution).
-    expect(Math.max(...lateness)).toBeLessThan(3_000);
+    // No gap at the hand-over: a gap would leave jobs waiting up to a whole execution (12 s); a
+    // busy machine (three test files at once beside CI's static checks) makes a few seconds.
+    expect(Math.max(...lateness)).toBeLessThan(6_000);
     expect(a.plan()!.items[0]!.ownerStartMs).toBeLessThan(b.plan()!.items[0]!.ownerStartMs);
     expect([a.plan()!.items.length, b.plan()!.items.length]).toEqual([ratesA === 0 ? 4 : 1, ratesB === 0 ? 4 : 1]);
 
