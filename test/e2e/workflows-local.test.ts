@@ -21,7 +21,11 @@ let local: LocalJson;
 let client: DyneinClient;
 
 beforeAll(async () => {
-  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_LOOKAHEAD_MS: '2000' });
+  // The shortest lease the lookahead allows (twice it): the rows a SIGKILLed compute held (acquired,
+  // or sent without their delivered marker yet) are sent again once it expires, 4 s after the kill
+  // rather than 30 s (the default), which was most of the fan-in test's time. A parent sent just
+  // before the kill may so be delivered, and reported, twice (at least once after a crash).
+  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_LOOKAHEAD_MS: '2000', DYNEIN_LEASE_MS: '4000' });
   local = await stack.waitForLocalJson();
   client = new DyneinClient({
     endpoint: local.endpoint,
