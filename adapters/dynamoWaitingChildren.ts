@@ -15,9 +15,9 @@ import type {
   WaitingChildren,
   WaitingRecord,
   WaitingState,
-  WorkflowTiming,
 } from '../core/workflows/index.js';
 import { isConditionFailure, rethrow } from './dynamoJobStore.js';
+import { specAttributes, timingItem, timingOf } from './workflowItems.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -76,6 +76,8 @@ export class DynamoWaitingChildren implements WaitingChildren {
             n: { N: String(child.parents) },
             e: { M: {} },
             ...(child.endsPerItem !== undefined ? { bk: { N: String(child.endsPerItem) } } : {}),
+            // A small spec kept here (its attributes are the spec item's, none shared with the record's but equal ones).
+            ...(child.spec ? specAttributes(child.spec) : {}),
             ...timingItem(child.timing),
             pol: { S: child.onParentFailure },
           },
@@ -387,20 +389,6 @@ export async function batchGetByJob<T>(
     }
   }
   return out;
-}
-
-/** A job's timing as items keep it (waiting records, and specs: adapters/dynamoWorkflowStore.ts). */
-export function timingItem(timing: WorkflowTiming): Item {
-  if (timing.kind === 'at') return { tk: { S: 'at' }, tv: { N: String(timing.atMs) } };
-  if (timing.kind === 'delay') return { tk: { S: 'delay' }, tv: { N: String(timing.delayMs) } };
-  return { tk: { S: 'now' } };
-}
-
-export function timingOf(item: Item): WorkflowTiming {
-  const value = Number(item.tv?.N ?? 0);
-  if (item.tk?.S === 'at') return { kind: 'at', atMs: value };
-  if (item.tk?.S === 'delay') return { kind: 'delay', delayMs: value };
-  return { kind: 'now' };
 }
 
 /** The record of an item; undefined for none (or for an item that is not a waiting child). */

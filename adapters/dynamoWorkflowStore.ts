@@ -8,11 +8,12 @@ import {
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { DEFAULT_PRIORITY, type RowKey, sortKey } from '../core/model/index.js';
+import { type RowKey, sortKey } from '../core/model/index.js';
 import { backoffMs, sleep } from '../core/util/index.js';
 import type { WorkflowClaim, WorkflowJobSpec, WorkflowRecord, WorkflowStore } from '../core/workflows/index.js';
-import { isConditionFailure, payloadAttribute, payloadOf, prioAttribute, rethrow } from './dynamoJobStore.js';
-import { batchGetByJob, timingItem, timingOf } from './dynamoWaitingChildren.js';
+import { isConditionFailure, rethrow } from './dynamoJobStore.js';
+import { batchGetByJob, waitingPartition } from './dynamoWaitingChildren.js';
+import { specAttributes, specOf } from './workflowItems.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -27,6 +28,8 @@ const BATCH_ROUNDS = 8;
 const specKey = (k: RowKey): Item => ({ pk: { S: specPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
 const workflowKey = (tenant: string, workflowId: string): Item => ({ pk: { S: workflowPartition(tenant) }, sk: { S: workflowId } });
 const graphKey = (tenant: string, workflowId: string): Item => ({ pk: { S: workflowPartition(tenant) }, sk: { S: `g#${workflowId}` } });
+/** A job's waiting record (adapters/dynamoWaitingChildren.ts), where a small spec is kept. */
+const recordKey = (k: RowKey): Item => ({ pk: { S: waitingPartition(k.shard) }, sk: { S: sortKey(k.dueMs, k.jobId) } });
 const claimKey = (tenant: string, idempotencyKey: string): Item => ({
   pk: { S: workflowPartition(tenant) },
   sk: { S: `k#${idempotencyKey}` },
@@ -104,17 +107,25 @@ export class DynamoWorkflowStore implements WorkflowStore {
   }
 
   async putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void> {
-    const requests: WriteRequest[] = specs.map((s) => ({ PutRequest: { Item: specItem(s) } }));
+    const requests: WriteRequest[] = specs.map((s) => ({ PutRequest: { Item: { ...specKey(s.key), ...specAttributes(s) } } }));
     for (let i = 0; i < requests.length; i += 25) await this.#batchWrite(requests.slice(i, i + 25));
   }
 
+  /** Read on its waiting record first (where a small spec is kept), then apart. */
   async getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined> {
+    const record = await this.#get(recordKey(key));
+    const onRecord = record && specOf(key, record);
+    if (onRecord) return onRecord;
     const item = await this.#get(specKey(key));
     return item && specOf(key, item);
   }
 
   async getSpecs(keys: readonly RowKey[]): Promise<Map<string, WorkflowJobSpec>> {
-    return batchGetByJob(this.ddb, this.tableName, keys, specKey, specOf, 'workflow job specs');
+    const onRecords = await batchGetByJob(this.ddb, this.tableName, keys, recordKey, specOf, 'workflow job specs');
+    const apart = keys.filter((k) => !onRecords.has(k.jobId));
+    if (apart.length === 0) return onRecords;
+    const specs = await batchGetByJob(this.ddb, this.tableName, apart, specKey, specOf, 'workflow job specs');
+    return new Map([...onRecords, ...specs]);
   }
 
   async putWorkflow(record: WorkflowRecord): Promise<void> {
@@ -183,40 +194,4 @@ export class DynamoWorkflowStore implements WorkflowStore {
       }
     }
   }
-}
-
-function specItem(s: WorkflowJobSpec): Item {
-  const links = { p: s.parents, c: s.children.map((c) => [c.jobKey, c.index]) };
-  return {
-    ...specKey(s.key),
-    tenant: { S: s.tenant },
-    wf: { S: s.workflowId },
-    key: { S: s.jobKey },
-    ...payloadAttribute(s.payload),
-    ...prioAttribute(s.priority),
-    ...(s.cancellable ? {} : { nc: { BOOL: true } }),
-    ...(s.shardCount !== undefined ? { shards: { N: String(s.shardCount) } } : {}),
-    links: { B: deflateRawSync(JSON.stringify(links)) },
-    ...(s.release ? { ...timingItem(s.release.timing), pol: { S: s.release.onParentFailure } } : {}),
-    ...(s.endsPerItem !== undefined ? { eb: { N: String(s.endsPerItem) } } : {}),
-  };
-}
-
-function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
-  if (!item.tenant?.S || !item.wf?.S || !item.key?.S || !item.links?.B) return undefined;
-  const links = JSON.parse(inflateRawSync(item.links.B).toString('utf8')) as { p: string[]; c: [string, number][] };
-  return {
-    key,
-    tenant: item.tenant.S,
-    workflowId: item.wf.S,
-    jobKey: item.key.S,
-    payload: payloadOf(item),
-    priority: item.prio?.N !== undefined ? Number(item.prio.N) : DEFAULT_PRIORITY,
-    cancellable: item.nc?.BOOL !== true,
-    parents: links.p,
-    children: links.c.map(([jobKey, index]) => ({ jobKey, index })),
-    ...(item.shards?.N !== undefined ? { shardCount: Number(item.shards.N) } : {}),
-    ...(item.pol?.S !== undefined ? { release: { timing: timingOf(item), onParentFailure: item.pol.S === 'run' ? 'run' : 'cancel' } } : {}),
-    ...(item.eb?.N !== undefined ? { endsPerItem: Number(item.eb.N) } : {}),
-  };
 }

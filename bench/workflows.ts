@@ -18,7 +18,7 @@ import { BatchGetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamo
 import { type ReceiveMessageCommandOutput, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { Worker } from '../client/worker.js';
-import { specPartition } from '../adapters/dynamoWorkflowStore.js';
+import { waitingPartition } from '../adapters/dynamoWaitingChildren.js';
 import { type JobIdCodec, sortKey } from '../core/model/index.js';
 import { keyOfId } from '../core/workflows/index.js';
 import { outcomesHandler, workflowsHandler } from '../lambdas/runtime/handlers.js';
@@ -209,8 +209,8 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
 }
 
 /**
- * What the emulators take, alone, to read the specs of `children` (their items in the table) a
- * hundred a BatchGetItem, ten at once, and send as many messages to a scratch queue ten a batch as
+ * What the emulators take, alone, to read the specs of `children` (kept on their waiting records:
+ * small ones) a hundred a BatchGetItem, ten at once, and send as many messages to a scratch queue ten a batch as
  * each read returns: the floor under the fan-out's child latency here, whatever the design.
  */
 async function floor(
@@ -223,7 +223,7 @@ async function floor(
   const queue = await em.createQueue('wf-floor');
   const keys = children.map((jobId) => {
     const key = keyOfId(codec, jobId);
-    return { pk: { S: specPartition(key.shard) }, sk: { S: sortKey(key.dueMs, jobId) } };
+    return { pk: { S: waitingPartition(key.shard) }, sk: { S: sortKey(key.dueMs, jobId) } };
   });
   const t0 = performance.now();
   const sentAt: number[] = [];

@@ -31,6 +31,11 @@ export interface NewWaitingChild {
    * to an item beside its record, each item summed up on the record once all its parents ended.
    */
   readonly endsPerItem?: number;
+  /**
+   * Its spec, when small enough to keep on its record ({@link WorkflowStore.putSpecs} writes the
+   * others apart): one write at submit, not two, and read where the spec is read.
+   */
+  readonly spec?: WorkflowJobSpec;
 }
 
 /** A waiting child's record as stored. */
@@ -199,11 +204,17 @@ export interface WorkflowStore {
   claim(tenant: string, idempotencyKey: string, claim: WorkflowClaim): Promise<WorkflowClaim>;
   /** Notes on the claim of `idempotencyKey` that its workflow's jobs without parents were all handed over. */
   markStarted(tenant: string, idempotencyKey: string): Promise<void>;
-  /** Writes the specs (a spec at the same key is overwritten with the same content: retries are safe). */
+  /**
+   * Writes the specs apart from their waiting records (a spec at the same key is overwritten with
+   * the same content: retries are safe). A small one goes on its record instead ({@link NewWaitingChild.spec}).
+   */
   putSpecs(specs: readonly WorkflowJobSpec[]): Promise<void>;
-  /** A job's spec, strongly consistent; undefined when none is at `key`. */
+  /**
+   * A job's spec, strongly consistent, wherever it is kept (on its waiting record, or apart);
+   * undefined when none is at `key`.
+   */
   getSpec(key: RowKey): Promise<WorkflowJobSpec | undefined>;
-  /** The specs at `keys` (strongly consistent, a hundred a request), by job id; keys with none are left out. */
+  /** The specs at `keys` (strongly consistent, a hundred a request, kept as for {@link getSpec}), by job id; keys with none are left out. */
   getSpecs(keys: readonly RowKey[]): Promise<Map<string, WorkflowJobSpec>>;
   /**
    * Writes the workflow's graph: each job's parents by key, for jobs with parents (what GET of

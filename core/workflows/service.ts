@@ -100,7 +100,9 @@ export class WorkflowService {
     const { workflow, shardCount, replayed, started } = await this.#claim(tenant, request, now);
     const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
     const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId), shardCount);
-    await this.deps.store.putSpecs(specs);
+    // Small specs go on their waiting records (one write a job); the others apart, first.
+    const onRecord = specs.map(fitsOnRecord);
+    await this.deps.store.putSpecs(specs.filter((_, i) => !onRecord[i]));
     const roots: ReadyJob[] = request.jobs.flatMap((job, i) =>
       job.after.length === 0 ? [{ spec: specs[i]!, dueMs: dueAfter(job.timing, now) }] : [],
     );
@@ -110,7 +112,10 @@ export class WorkflowService {
     // retry soon after a request that died resends them rather than waiting for it to go stale.
     const first = !replayed && !started ? await this.#routes(tenant, roots, now) : undefined;
     await this.deps.waiting.create(
-      request.jobs.map((job, i) => waitingOf(tenant, job, specs[i]!.key, first?.routes.get(specs[i]!.key.jobId))),
+      request.jobs.map((job, i) => ({
+        ...waitingOf(tenant, job, specs[i]!.key, first?.routes.get(specs[i]!.key.jobId)),
+        ...(onRecord[i] ? { spec: specs[i]! } : {}),
+      })),
     );
     const inOrder = new Map([...ids].sort(([a], [b]) => order(request, a) - order(request, b)));
     const after = new Map(request.jobs.flatMap((j) => (j.after.length > 0 ? [[j.key, j.after] as const] : [])));
@@ -341,6 +346,28 @@ function specsOf(
     release: { timing: job.timing, onParentFailure: job.onParentFailure },
     ...endsPerItemOf(job),
   }));
+}
+
+/**
+ * A spec kept on its job's waiting record: its payload, links and the parents' ends the record
+ * may gather (a dozen bytes each) within this many bytes, so that the record, rewritten at each
+ * parent's end, its move and its own end, stays within one write unit (1 KB) with its own fields.
+ * A larger spec goes apart (written once, never rewritten).
+ */
+const SPEC_ON_RECORD_BYTES = 600;
+
+function fitsOnRecord(spec: WorkflowJobSpec): boolean {
+  const keys = (list: readonly string[]) => list.reduce((n, k) => n + k.length + 3, 0);
+  const ends = spec.endsPerItem === undefined ? 12 * spec.parents.length : 0;
+  const bytes =
+    Buffer.byteLength(spec.payload) +
+    spec.jobKey.length +
+    spec.workflowId.length +
+    keys(spec.parents) +
+    keys(spec.children.map((c) => c.jobKey)) +
+    4 * spec.children.length +
+    ends;
+  return bytes <= SPEC_ON_RECORD_BYTES;
 }
 
 /** A job of more parents than a record keeps the ends of: theirs kept {@link PARENT_ENDS_PER_ITEM} to an item. */

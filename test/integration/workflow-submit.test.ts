@@ -77,6 +77,38 @@ describe('submitting a workflow', () => {
     expect(consumer.deliveries[0]!.receivedAt).toBeGreaterThanOrEqual(before + 1_000);
   });
 
+  it('keeps a small spec on its waiting record (one item a job) and a large one apart, each read back whole', async () => {
+    const big = { blob: 'x'.repeat(2_000) };
+    const body = JSON.stringify({
+      jobs: [
+        { key: 'small', payload: { n: 1 }, runAt: new Date(Date.now() + 3_600_000).toISOString() },
+        { key: 'large', payload: big, after: ['small'] },
+      ],
+    });
+    const before = await itemCount();
+    const { reply } = await service.submit('demo', body);
+    // The workflow record, its graph, two waiting records and one spec apart (the large one).
+    expect((await itemCount()) - before).toBe(5);
+    const key = (k: string) => {
+      const id = deps.codec.parse(reply.jobs[k]!);
+      return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    };
+    const items = (await em.dynamo.send(new ScanCommand({ TableName: sys.tableName }))).Items ?? [];
+    const at = (prefix: string, k: string) => items.filter((i) => i.pk!.S!.startsWith(prefix) && i.sk!.S!.endsWith(reply.jobs[k]!));
+    expect(at('wp#', 'small')).toEqual([]);
+    expect(at('w#', 'small')[0]?.links).toBeDefined();
+    expect(at('wp#', 'large')).toHaveLength(1);
+    expect(at('w#', 'large')[0]?.links).toBeUndefined();
+    expect(await store.getSpec(key('small'))).toMatchObject({
+      jobKey: 'small',
+      payload: '{"n":1}',
+      children: [{ jobKey: 'large', index: 0 }],
+    });
+    expect(await store.getSpec(key('large'))).toMatchObject({ jobKey: 'large', payload: JSON.stringify(big), parents: ['small'] });
+    const both = await store.getSpecs([key('small'), key('large')]);
+    expect([...both.values()].map((s) => s.jobKey).sort()).toEqual(['large', 'small']);
+  });
+
   it('answers a retry with the same key and body 200 with the same ids; another body with the key is a 409', async () => {
     const runAt = new Date(Date.now() + 7_200_000).toISOString();
     const first = await service.submit('demo', nightly(runAt));
