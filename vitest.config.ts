@@ -15,11 +15,11 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two cores, three files at once: most test time is waiting on timers (jobs falling due), so a
-    // third file fills the CPU the other two leave idle. Measured on two cores (2026-11-27): the
-    // suite in 510 s against 634 s with two files at once, each file about a sixth longer, every
-    // test passing; a file whose timing a neighbour would shift runs its timed tests one at a time.
-    maxWorkers: 3,
+    // Two cores, two files at once: most test time is waiting on timers (jobs falling due), but
+    // some files are CPU-bound (thousands of rows in dynalite). A third file at once ran the suite
+    // in 510 s against 634 s alone (2026-11-27), but beside CI's static checks it starved files
+    // that wait on due times (a cancel race's 900 deliveries not in 30 s, a hot cell's drain).
+    maxWorkers: 2,
     // The longest files start first, with or without a record of the last run (a fresh clone).
     sequence: { sequencer: LongestFirst },
     projects: [

@@ -1,8 +1,8 @@
 /**
- * The order test files start in. Three workers take files in turn; a long file that starts last
+ * The order test files start in. Two workers take files in turn; a long file that starts last
  * makes the run that much longer. Vitest starts the files that took longest last time first, but a
  * fresh clone (CI) has no such record and starts the largest files first, which are not the long
- * ones. The files below are the longest (wall time, measured on a 2-core machine, three files at once): they start
+ * ones. The files below are the longest (wall time, measured on a 2-core machine): they start
  * first, in this order, then the rest in Vitest's own order.
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
