@@ -11,6 +11,7 @@ import { backoffMs, limiter, sleep } from '../core/util/index.js';
 import type {
   JobEnd,
   NewWaitingChild,
+  RecordedEnd,
   ParentFailurePolicy,
   WaitingChildren,
   WaitingRecord,
@@ -42,8 +43,9 @@ const endsItemKey = (k: RowKey, item: number): Item => ({
  * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, `due` once released, and
  * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled),
  * `hat`, when its hand-over straight to its queue began, `res` its result (JSON text) and `rk`
- * (the end was recorded with its result, if any) with its end, and `told` once its children were
- * all told of its end.
+ * (the end was recorded with its result, if any) with its end, `rat` (when the report that
+ * recorded it began releasing its children), `told` once its children were all told of its end,
+ * and `cx`, the children of it alone cancelled before it ended (a string set of job ids).
  * A parent's end is one `SET e.#i` conditional on `e.#i` being absent: the first report of a parent
  * stands, and a repeated one changes nothing. The payload is not here (kept apart: each of these
  * updates rewrites the whole item, a few bytes a parent). A child of many parents (`bk`, ends
@@ -293,29 +295,67 @@ export class DynamoWaitingChildren implements WaitingChildren {
     }
   }
 
-  async recordEnd(
-    key: RowKey,
-    end: JobEnd,
-    result?: string,
-  ): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined> {
-    const res: Item = result === undefined ? {} : { ':res': { S: result } };
+  async recordEnd(key: RowKey, end: JobEnd, result?: string, releasingAtMs?: number): Promise<RecordedEnd | undefined> {
+    const sets: Item = {
+      ':o': { S: end.outcome },
+      ':at': { N: String(end.atMs) },
+      ':kept': { BOOL: true },
+      ...(result === undefined ? {} : { ':res': { S: result } }),
+      ...(releasingAtMs === undefined ? {} : { ':rat': { N: String(releasingAtMs) } }),
+    };
     try {
-      await this.ddb.send(
+      const out = await this.ddb.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keyOf(key),
-          UpdateExpression: `SET o = :o, oat = :at, rk = :kept${result === undefined ? '' : ', res = :res'}`,
+          UpdateExpression: `SET o = :o, oat = :at, rk = :kept${result === undefined ? '' : ', res = :res'}${releasingAtMs === undefined ? '' : ', rat = :rat'}`,
           // The first end stands: a repeated or retried report finds it and goes on with it.
           ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(o)',
-          ExpressionAttributeValues: { ':o': { S: end.outcome }, ':at': { N: String(end.atMs) }, ':kept': { BOOL: true }, ...res },
+          ExpressionAttributeValues: sets,
+          // The record before (without the result just written): the children held back before this end.
+          ReturnValues: 'ALL_OLD',
         }),
       );
-      return { end, childrenTold: false };
+      return {
+        end,
+        recordedNow: true,
+        childrenTold: false,
+        heldBack: new Set(out.Attributes?.cx?.SS ?? []),
+        ...(releasingAtMs !== undefined ? { releasingAtMs } : {}),
+      };
     } catch (err) {
       if (!isConditionFailure(err)) return rethrow(err);
     }
     const record = await this.get(key);
-    return record?.end && { end: record.end, childrenTold: record.childrenTold === true };
+    if (!record?.end) return undefined;
+    return {
+      end: record.end,
+      recordedNow: false,
+      childrenTold: record.childrenTold === true,
+      heldBack: record.heldBack ?? new Set(),
+      ...(record.releasingAtMs !== undefined ? { releasingAtMs: record.releasingAtMs } : {}),
+    };
+  }
+
+  async holdBack(parent: RowKey, childJobId: string): Promise<boolean> {
+    try {
+      await this.ddb.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keyOf(parent),
+          UpdateExpression: 'ADD cx :c',
+          // Only while the parent has not succeeded: its success, one write, reads the set it
+          // releases by. A parent that failed releases or cancels its children the long way
+          // (each child's own record moves before it is sent), which the child's cancel races there.
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(o) OR o <> :ok)',
+          ExpressionAttributeValues: { ':c': { SS: [childJobId] }, ':ok': { S: 'SUCCEEDED' } },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      return rethrow(err);
+    }
   }
 
   async getMany(keys: readonly RowKey[]): Promise<Map<string, WaitingRecord>> {
@@ -434,6 +474,8 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
       : {}),
     ...(item.msg?.S !== undefined ? { message: item.msg.S } : {}),
     ...(item.told?.BOOL === true ? { childrenTold: true } : {}),
+    ...(item.cx?.SS !== undefined ? { heldBack: new Set(item.cx.SS) } : {}),
+    ...(item.rat?.N !== undefined ? { releasingAtMs: Number(item.rat.N) } : {}),
     ...(item.rk?.BOOL === true ? { resultKept: true } : {}),
     ...(item.res?.S !== undefined ? { result: item.res.S } : {}),
   };

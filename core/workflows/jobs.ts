@@ -1,7 +1,7 @@
 import type { WorkflowJobPlace, WorkflowJobs } from '../jobs/index.js';
 import type { RowKey, TenantRecord } from '../model/index.js';
 import type { WaitingRecord } from './ports.js';
-import { jobEnded, type ProgressDeps } from './progress.js';
+import { cancelWhileWaiting, jobEnded, type ProgressDeps } from './progress.js';
 
 /**
  * Status and cancel of a workflow job (core/jobs' {@link WorkflowJobs}): where it is, read from
@@ -18,7 +18,7 @@ export function workflowJobs(deps: ProgressDeps): WorkflowJobs {
     },
     async cancelWaiting(tenant: TenantRecord, key: RowKey, message: string): Promise<boolean> {
       const atMs = deps.clock.now();
-      if (!(await deps.waiting.cancelWaiting(key, message, atMs))) return false;
+      if (!(await cancelWhileWaiting(deps, tenant.name, key, message, atMs))) return false;
       await jobEnded(deps, tenant, key.jobId, { outcome: 'CANCELLED', atMs });
       return true;
     },

@@ -1,6 +1,6 @@
 import { DIRECT_DELIVERY_SKEW_MS, type WorkflowOutcomes } from '../jobs/index.js';
 import { isoMs, type JobLookups, type RowKey } from '../model/index.js';
-import { jobEnded, type ProgressDeps } from './progress.js';
+import { jobEnded, type ProgressDeps, releasedDueMs } from './progress.js';
 
 /**
  * The outcomes route's side of workflows (core/jobs' {@link WorkflowOutcomes}): whether a
@@ -26,7 +26,13 @@ export function workflowOutcomes(deps: WorkflowOutcomesDeps): WorkflowOutcomes {
     async undelivered(key: RowKey, nowMs: number): Promise<string | undefined> {
       const record = await deps.waiting.get(key);
       if (!record) return 'not a job of any stored workflow';
-      if (record.state === 'WAITING' || record.state === 'CANCELLED' || record.dueMs === undefined) return record.state;
+      if (record.state === 'WAITING') {
+        // Its only parent's success may have sent it already, its record's move still to come.
+        const dueMs = await releasedDueMs(deps, key);
+        if (dueMs === undefined) return record.state;
+        return nowMs < dueMs - DIRECT_DELIVERY_SKEW_MS ? `not due until ${isoMs(dueMs)}` : undefined;
+      }
+      if (record.state === 'CANCELLED' || record.dueMs === undefined) return record.state;
       if (record.state === 'RELEASING') {
         const row = await deps.rows.getRow({ shard: key.shard, dueMs: record.dueMs, jobId: key.jobId });
         if (row?.state === 'QUEUED' || row?.state === 'ACQUIRED') return undefined;

@@ -49,6 +49,13 @@ export interface WaitingRecord extends WaitingChild {
   readonly handedAtMs?: number;
   /** Its children were all told of its end ({@link WaitingChildren.markChildrenTold}). */
   readonly childrenTold?: boolean;
+  /**
+   * Children of it alone cancelled while it had not ended ({@link WaitingChildren.holdBack}), by
+   * job id: its end releases every other child of it alone, and none of these.
+   */
+  readonly heldBack?: ReadonlySet<string>;
+  /** When the report that recorded its end began releasing its children (epoch ms). */
+  readonly releasingAtMs?: number;
   /** Its `result` (JSON text) as its report gave it, kept with its end. */
   readonly result?: string;
   /**
@@ -119,10 +126,21 @@ export interface WaitingChildren {
   cancelWaiting(key: RowKey, message: string, atMs: number): Promise<boolean>;
   /**
    * Records how the job itself ended, with its `result` (JSON text) when it has one, unless an end
-   * is recorded already (the first one stands); returns the end that stands and whether its
-   * children were all told of it ({@link markChildrenTold}); undefined when no record is at `key`.
+   * is recorded already (the first one stands); returns the end that stands, whether its children
+   * were all told of it ({@link markChildrenTold}) and those held back ({@link holdBack});
+   * undefined when no record is at `key`. `releasingAtMs`: the caller goes on to release its
+   * children now, sending before their records move (kept with the end: a concurrent report of
+   * the same job then knows a release is under way).
    */
-  recordEnd(key: RowKey, end: JobEnd, result?: string): Promise<{ readonly end: JobEnd; readonly childrenTold: boolean } | undefined>;
+  recordEnd(key: RowKey, end: JobEnd, result?: string, releasingAtMs?: number): Promise<RecordedEnd | undefined>;
+  /**
+   * Cancels, on its only parent's record (`parent`), the child `childJobId` while that parent has
+   * not succeeded: the parent's success (one write) then releases its other children and not this
+   * one. False, nothing written, once the parent succeeded (its end released the child already)
+   * or when no record is at `parent`. A parent that failed carries that on through each child's
+   * own record, where the child's cancel races it.
+   */
+  holdBack(parent: RowKey, childJobId: string): Promise<boolean>;
   /**
    * Notes that every child of the job at `key` was told of its end and every child that end made
    * due was handed over (sent): a repeated report of the job then changes nothing, and its
@@ -131,6 +149,19 @@ export interface WaitingChildren {
   markChildrenTold(key: RowKey): Promise<void>;
   /** The records at `keys` (strongly consistent), by job id; keys with none are left out. */
   getMany(keys: readonly RowKey[]): Promise<Map<string, WaitingRecord>>;
+}
+
+/** A job's end as {@link WaitingChildren.recordEnd} leaves it. */
+export interface RecordedEnd {
+  /** The end that stands (the first recorded). */
+  readonly end: JobEnd;
+  /** This call recorded it (false: an earlier or concurrent report or cancel had). */
+  readonly recordedNow: boolean;
+  readonly childrenTold: boolean;
+  /** Its children of it alone cancelled before it ended, by job id. */
+  readonly heldBack: ReadonlySet<string>;
+  /** When the report that recorded the end began releasing its children, when it said. */
+  readonly releasingAtMs?: number;
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { HistoryStore } from '../jobs/index.js';
-import { type Clock, type JobIdCodec, type RowKey, type SchedulerSettings, type TenantRecord } from '../model/index.js';
-import { limiter } from '../util/index.js';
+import { AlreadyQueuedError, type Clock, type JobIdCodec, type RowKey, type SchedulerSettings, type TenantRecord } from '../model/index.js';
+import { limiter, sleep } from '../util/index.js';
 import { heldNow, place } from '../submit/index.js';
-import { handOff, type HandOffDeps, type ReadyJob, type Route, sendMoved } from './handOff.js';
-import type { JobEnd, WaitingChildren, WaitingRecord, WorkflowJobSpec, WorkflowStore } from './ports.js';
+import { handOff, type HandOffDeps, HandOffError, type ReadyJob, type Route, sendMoved, STALE_HANDOFF_MS } from './handOff.js';
+import type { JobEnd, RecordedEnd, WaitingChildren, WaitingRecord, WorkflowJobSpec, WorkflowStore } from './ports.js';
 import { decideChild, dueAfter } from './release.js';
 
 /**
@@ -53,9 +53,9 @@ const CHILDREN_IN_FLIGHT = 32;
 export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: string, reported: JobEnd, result?: string): Promise<void> {
   const key = keyOfId(deps.codec, jobId);
   // Its spec is read meanwhile: most reports go on to its children.
-  const [recorded, first] = await Promise.all([deps.waiting.recordEnd(key, reported, result), deps.store.getSpec(key)]);
+  const [recorded, first] = await Promise.all([deps.waiting.recordEnd(key, reported, result, deps.clock.now()), deps.store.getSpec(key)]);
   if (!recorded || recorded.childrenTold) return;
-  let level: Ended[] = [{ key, end: recorded.end, ...(result !== undefined ? { result } : {}) }];
+  let level: Ended[] = [{ key, end: recorded.end, ...(result !== undefined ? { result } : {}), recorded }];
   let ids: JobIds | undefined;
   while (level.length > 0) {
     const next: Ended[] = [];
@@ -71,18 +71,33 @@ export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: 
   }
 }
 
-/** A job that ended, its end carried on to its children: its result when in hand. */
+/**
+ * A job that ended, its end carried on to its children: its result when in hand, and, for the job
+ * a report or cancel ended, how its end was recorded (whether by this call: see {@link tellChildren}).
+ */
 interface Ended {
   readonly key: RowKey;
   readonly end: JobEnd;
   readonly result?: string;
+  readonly recorded?: RecordedEnd;
 }
 
 /**
- * Tells every child of `parent` that it ended, their specs read a hundred a request. A child
- * whose only parent it is and that succeeded is released by one write (its parent's end and its
- * move together) and sent with its siblings; the others record the end, then decide
- * ({@link tellChild}). Returns once every child made due was handed over.
+ * Tells every child of `parent` that it ended, their specs read a hundred a request. The others
+ * record the end, then decide ({@link tellChild}); a child whose only parent it is and that
+ * succeeded is released by that parent's end:
+ *
+ * - when this call recorded the end, that write was the release: a cancel of such a child
+ *   registers on its parent's record while the parent has not ended ({@link cancelWhileWaiting}),
+ *   so the end's write read the children held back, and every other one is sent at once, its
+ *   record moved meanwhile (its parent's end and its move in one write), not first;
+ * - when an earlier or concurrent call recorded it and is releasing them still (within
+ *   {@link STALE_HANDOFF_MS} of its start, no note yet that they were all told), this one fails
+ *   for its caller to try again later (sending them as well would deliver them twice);
+ * - otherwise (a release that died, or ends recorded before releases were stamped) each is moved,
+ *   then sent, as any hand-over ({@link moveWithEnd}).
+ *
+ * Returns once every child made due was handed over.
  */
 async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobIds, parent: WorkflowJobSpec, ended: Ended, next: Ended[]) {
   const keys = parent.children.map((c) => keyOfId(deps.codec, ids.get(c.jobKey)!));
@@ -94,8 +109,20 @@ async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobId
       : undefined;
   const quick = keys.map((k) => released(specs.get(k.jobId)));
   const due = quick.filter((q) => q !== undefined).map((q) => ({ dueMs: q.dueMs, cancellable: q.spec.cancellable }));
+  const release = ended.recorded;
+  if (due.length > 0 && release && !release.recordedNow && !release.childrenTold) {
+    const since = release.releasingAtMs;
+    if (since !== undefined && now - since <= STALE_HANDOFF_MS)
+      throw new HandOffError(`the children of ${ended.key.jobId} are being released by another request: report again shortly`);
+  }
+  const sendFirst = release?.recordedNow === true;
   const held = await heldNow(deps.handOff.controls, tenant.name, due, now, deps.settings.lookaheadMs);
   const ready = handOverStream(deps, tenant, held);
+  // Released by this end: every one sent now, before any of their writes.
+  const after = parent.children.map((c, i) => {
+    const q = quick[i];
+    return q && sendFirst ? releaseNow(deps, ids, q, c.index, ended, now, held, ready.addMoved, next) : undefined;
+  });
   const limit = limiter(CHILDREN_IN_FLIGHT);
   await Promise.all(
     parent.children.map((c, i) =>
@@ -104,6 +131,8 @@ async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobId
         // No spec: no child was stored at that key (its records are written before any parent is handed over).
         if (!spec) return;
         const q = quick[i];
+        const then = after[i];
+        if (then) return then();
         if (q && (await moveWithEnd(deps, ids, q, c.index, ended, now, held, ready.addMoved))) return;
         await tellChild(deps, ids, spec, c, ended, ready.add, next);
       }),
@@ -111,6 +140,49 @@ async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobId
   );
   await ready.done();
 }
+
+/**
+ * A child of one parent whose end this call recorded: sent now (queued for sending, at once)
+ * unless its cancel was registered on the parent first. Returns what follows, to run with its
+ * siblings': its record moved (its parent's end and its move, one write), or, held back, its
+ * cancel completed (it may have died before the child's own record said so) and carried on.
+ */
+function releaseNow(
+  deps: ProgressDeps,
+  ids: JobIds,
+  child: { readonly spec: WorkflowJobSpec; readonly dueMs: number },
+  index: number,
+  ended: Ended,
+  now: number,
+  held: boolean,
+  send: (route: Route) => void,
+  next: Ended[],
+): () => Promise<void> {
+  const { spec, dueMs } = child;
+  if (ended.recorded?.heldBack.has(spec.key.jobId))
+    return async () => {
+      await deps.waiting.cancelWaiting(spec.key, HELD_BACK_MESSAGE, ended.end.atMs);
+      await carryCancelOn(deps, spec.key, ended.end.atMs, next);
+    };
+  const direct = place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
+  const parentId = ended.key.jobId;
+  const results = new Map(ended.result !== undefined ? [[parentId, ended.result]] : []);
+  const parents = summary(spec, ids, new Map([[parentId, { end: ended.end }]]), results);
+  send({ job: { spec, dueMs, parents }, direct, dueMs });
+  // False only when an earlier attempt of this release moved it: nothing else moves it now.
+  return async () =>
+    void (await deps.waiting.moveOnParentEnd(
+      spec.key,
+      index,
+      ended.end.atMs,
+      direct ? 'QUEUING' : 'RELEASING',
+      dueMs,
+      direct ? now : undefined,
+    ));
+}
+
+/** Why a child is cancelled whose cancel registered on its parent and died before its record said so. */
+const HELD_BACK_MESSAGE = 'cancelled (DELETE of the job)';
 
 /**
  * A child of one parent that succeeded: its parent's end recorded and its record moved in one
@@ -198,6 +270,61 @@ function batches<T>(send: (items: T[]) => Promise<unknown>): { add: (item: T, no
 }
 
 /**
+ * A child just cancelled (or found cancelled) joins `next`, the jobs whose end goes on down,
+ * unless its children were all told of it already: a retry, or another report, finds it cancelled
+ * and carries the end on again only when that may not have completed (telling them twice would
+ * hand a child that runs on failure over twice).
+ */
+async function carryCancelOn(deps: ProgressDeps, key: RowKey, atMs: number, next: Ended[]): Promise<void> {
+  const record = await deps.waiting.get(key);
+  if (record?.state !== 'CANCELLED' || record.childrenTold) return;
+  next.push({ key, end: record.end ?? { outcome: 'CANCELLED', atMs } });
+}
+
+/**
+ * The due time of job `key` when it is a child of one parent whose success released it (its
+ * record may not have moved yet: such a release sends before it writes, {@link tellChildren});
+ * undefined for any other job, or one its cancel held back.
+ */
+export async function releasedDueMs(deps: ProgressDeps, key: RowKey): Promise<number | undefined> {
+  const spec = await deps.store.getSpec(key);
+  if (!spec?.release || spec.parents.length !== 1) return undefined;
+  const ids = await jobIds(deps, spec.tenant, spec);
+  const parent = await deps.waiting.get(keyOfId(deps.codec, ids.get(spec.parents[0]!)!));
+  if (parent?.end?.outcome !== 'SUCCEEDED' || parent.heldBack?.has(key.jobId)) return undefined;
+  return dueAfter(spec.release.timing, parent.end.atMs);
+}
+
+/** How long a cancel that lost its race to its parent's end waits for that release to move its record. */
+const RELEASE_WAIT_MS = 2_000;
+
+/**
+ * Cancels job `key` of `tenant` while it waits for its parents (`message` says why), unless its
+ * release got there first: false then, once its record has moved (the caller goes where it went).
+ * A child of one parent is released by that parent's end, one write that sends it before its
+ * record moves, so its cancel registers on the parent first ({@link WaitingChildren.holdBack}),
+ * which only succeeds while the parent has not ended; the parent's end then never sends it.
+ *
+ * @throws AlreadyQueuedError when its parent ended and its release has not moved its record
+ *   within {@link RELEASE_WAIT_MS} (sent, or owed by a report that will be repeated)
+ */
+export async function cancelWhileWaiting(deps: ProgressDeps, tenant: string, key: RowKey, message: string, atMs: number): Promise<boolean> {
+  const spec = await deps.store.getSpec(key);
+  if (spec?.release && spec.parents.length === 1) {
+    const ids = await jobIds(deps, tenant, spec);
+    const parent = keyOfId(deps.codec, ids.get(spec.parents[0]!)!);
+    if (!(await deps.waiting.holdBack(parent, key.jobId))) {
+      for (let waited = 0; waited < RELEASE_WAIT_MS; waited += 50) {
+        if ((await deps.waiting.get(key))?.state !== 'WAITING') return false;
+        await sleep(50);
+      }
+      throw new AlreadyQueuedError('its parent ended and the job is being handed to its queue: it can no longer be cancelled');
+    }
+  }
+  return deps.waiting.cancelWaiting(key, message, atMs);
+}
+
+/**
  * One child learns that its parent `parent` ended: waits on, is cancelled (and joins `next`, the
  * jobs whose end goes on down), or is ready (handed to `ready`) with its parents' summary.
  */
@@ -226,9 +353,8 @@ async function tellChild(
     const failed = spec.parents[decision.failedParent]!;
     const how = parents.get(ids.get(failed)!)?.end?.outcome === 'CANCELLED' ? 'was cancelled' : 'failed (DEAD)';
     const message = `cancelled: its parent '${failed}' ${how} (onParentFailure "cancel")`;
-    const cancelled = (await deps.waiting.cancelWaiting(key, message, end.atMs)) || record.state === 'CANCELLED';
-    // A retry finds it cancelled already and carries the end on again (its children may not have learnt it).
-    if (cancelled) next.push({ key, end: (await deps.waiting.get(key))?.end ?? { outcome: 'CANCELLED', atMs: end.atMs } });
+    await deps.waiting.cancelWaiting(key, message, end.atMs);
+    await carryCancelOn(deps, key, end.atMs, next);
     return;
   }
   const results =

@@ -18,7 +18,7 @@ import type { TenantRegistry } from '../tenants/index.js';
 import { heldNow, place } from '../submit/index.js';
 import { handOff, type HandOffDeps, type ReadyJob, type Route, sendMoved } from './handOff.js';
 import type { NewWaitingChild, WaitingChildren, WorkflowJobSpec, WorkflowStore } from './ports.js';
-import { jobEnded, keyOfId, type ProgressDeps } from './progress.js';
+import { cancelWhileWaiting, jobEnded, keyOfId, type ProgressDeps } from './progress.js';
 import { dueAfter, PARENT_ENDS_PER_ITEM } from './release.js';
 import { validateWorkflow, WORKFLOW_PAYLOADS, type WorkflowJob, type WorkflowRequest } from './request.js';
 import { workflowView, type WorkflowView } from './view.js';
@@ -201,7 +201,11 @@ export class WorkflowService {
       keys.map((key) =>
         limit(async () => {
           if (before.get(key.jobId)?.state !== 'WAITING' || !(await this.deps.store.getSpec(key))?.cancellable) return false;
-          return waiting.cancelWaiting(key, message, clock.now());
+          // Lost to its release (its last parent ended meanwhile): counted where it went.
+          return cancelWhileWaiting(this.#progress(), tenant, key, message, clock.now()).catch((err: unknown) => {
+            if (err instanceof AlreadyQueuedError) return false;
+            throw err;
+          });
         }),
       ),
     );

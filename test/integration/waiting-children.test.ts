@@ -196,17 +196,34 @@ describe('jobs waiting for parents, in the table', () => {
       succeeded: new Set([0]),
       lastEndMs: T0 + 2,
     });
-    expect(await store.recordEnd(c.key, { outcome: 'SUCCEEDED', atMs: T0 + 70_000 })).toEqual({
+    // Two of its children cancelled while it waits, registered on it; its success reads them back.
+    expect(await store.holdBack(c.key, 'j-kid-1')).toBe(true);
+    expect(await store.holdBack(c.key, 'j-kid-2')).toBe(true);
+    expect(await store.recordEnd(c.key, { outcome: 'SUCCEEDED', atMs: T0 + 70_000 }, undefined, T0 + 70_001)).toEqual({
       end: { outcome: 'SUCCEEDED', atMs: T0 + 70_000 },
+      recordedNow: true,
       childrenTold: false,
+      heldBack: new Set(['j-kid-1', 'j-kid-2']),
+      releasingAtMs: T0 + 70_001,
     });
+    // Once it succeeded, no cancel registers there: its end released them.
+    expect(await store.holdBack(c.key, 'j-kid-3')).toBe(false);
     await store.markChildrenTold(c.key);
     expect(await store.recordEnd(c.key, { outcome: 'DEAD', atMs: T0 + 80_000 })).toEqual({
       end: { outcome: 'SUCCEEDED', atMs: T0 + 70_000 },
+      recordedNow: false,
       childrenTold: true,
+      heldBack: new Set(['j-kid-1', 'j-kid-2']),
+      releasingAtMs: T0 + 70_001,
     });
+    // A parent that failed carries that on through each child's record: a cancel registers still.
+    const failed = child(1);
+    await store.create([failed]);
+    expect(await store.recordEnd(failed.key, { outcome: 'DEAD', atMs: T0 + 1 })).toMatchObject({ recordedNow: true, heldBack: new Set() });
+    expect(await store.holdBack(failed.key, 'j-kid-4')).toBe(true);
     const missing = { shard: 3, dueMs: T0, jobId: 'j-not-there' };
     await store.markChildrenTold(missing);
+    expect(await store.holdBack(missing, 'j-kid-5')).toBe(false);
     expect(await itemAt(missing)).toBeUndefined();
   });
 });

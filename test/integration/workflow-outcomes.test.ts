@@ -91,6 +91,29 @@ describe('outcomes of workflow jobs', () => {
     expect(status.result).toEqual(new RawJson('{"rows" : 3}', 0, 0));
   });
 
+  it("takes the outcome of a child its only parent's success sent before its record moved; not of one held back by its cancel", async () => {
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    const { reply } = await service.submit(
+      'demo',
+      JSON.stringify({
+        jobs: [
+          { key: 'p', payload: 1, runAt },
+          { key: 'sent', payload: 2, after: ['p'] },
+          { key: 'held', payload: 3, after: ['p'] },
+        ],
+      }),
+    );
+    const { p, sent, held } = reply.jobs as { p: string; sent: string; held: string };
+    // The parent's success recorded as its release records it, 'held' cancelled on it first, and
+    // (the release still sending) neither child's record moved yet.
+    expect(await waiting.holdBack(keyOfId(codec, p), held)).toBe(true);
+    await waiting.recordEnd(keyOfId(codec, p), { outcome: 'SUCCEEDED', atMs: Date.now() }, undefined, Date.now());
+    expect(await waiting.get(keyOfId(codec, sent))).toMatchObject({ state: 'WAITING' });
+    const res = await outcomes.report('demo', JSON.stringify({ outcomes: [report(sent, 'SUCCEEDED'), report(held, 'SUCCEEDED')] }));
+    expect(res.results.map((r) => ('error' in r ? r.error.code : r.state))).toEqual(['SUCCEEDED', 'NotDelivered']);
+    expect(await waiting.get(keyOfId(codec, sent))).toMatchObject({ end: { outcome: 'SUCCEEDED' } });
+  });
+
   it("refuses an ordinary job's outcome from a tenant without history: the report whole when it has no workflow job, else that entry", async () => {
     const [plain] = await submitJobs(sys, 'demo', [{ payload: 1, delaySeconds: 1 }]);
     await new Promise((r) => setTimeout(r, 1_200));
