@@ -42,7 +42,8 @@ const endsItemKey = (k: RowKey, item: number): Item => ({
  * `state`, `n` (parents), `e` (a map from a parent's index to its end: `+atMs` succeeded, `-atMs`
  * failed), the timing (`tk` `at` / `delay` / `now`, `tv` its ms), `pol`, `due` once released, and
  * the job's own end once it ended (`o` SUCCEEDED / DEAD / CANCELLED, `oat`; `msg` why cancelled),
- * `hat`, when its hand-over straight to its queue began, `res` its result (JSON text) and `rk`
+ * `hat`, when its hand-over straight to its queue began, `by` (the parent whose end's report
+ * handed it over, for a child of several), `res` its result (JSON text) and `rk`
  * (the end was recorded with its result, if any) with its end, `rat` (when the report that
  * recorded it began releasing its children), `told` once its children were all told of its end,
  * and `cx`, the children of it alone cancelled before it ended (a string set of job ids).
@@ -362,10 +363,18 @@ export class DynamoWaitingChildren implements WaitingChildren {
     return batchGetByJob(this.ddb, this.tableName, keys, keyOf, recordOf, 'waiting records');
   }
 
-  async transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number): Promise<boolean> {
+  async transition(
+    key: RowKey,
+    from: WaitingState,
+    to: WaitingState,
+    dueMs?: number,
+    handedAtMs?: number,
+    releasedBy?: number,
+  ): Promise<boolean> {
     const sets: Record<string, AttributeValue> = {
       ...(dueMs === undefined ? {} : { due: { N: String(dueMs) } }),
       ...(handedAtMs === undefined ? {} : { hat: { N: String(handedAtMs) } }),
+      ...(releasedBy === undefined ? {} : { by: { N: String(releasedBy) } }),
     };
     const names = Object.keys(sets);
     try {
@@ -469,6 +478,7 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
     onParentFailure: (item.pol?.S === 'run' ? 'run' : 'cancel') satisfies ParentFailurePolicy,
     ...(item.due?.N !== undefined ? { dueMs: Number(item.due.N) } : {}),
     ...(item.hat?.N !== undefined ? { handedAtMs: Number(item.hat.N) } : {}),
+    ...(item.by?.N !== undefined ? { releasedBy: Number(item.by.N) } : {}),
     ...(item.o?.S !== undefined && ENDS.has(item.o.S as JobEnd['outcome'])
       ? { end: { outcome: item.o.S as JobEnd['outcome'], atMs: Number(item.oat?.N ?? 0) } }
       : {}),

@@ -30,7 +30,9 @@ import type { WaitingChildren, WaitingState, WorkflowJobSpec } from './ports.js'
  * `QUEUING` sends again only when that hand-over is stale (its process died): at least once after
  * a crash, once otherwise. Whether every send of a report or submit completed is noted once for
  * all its jobs (the parent's `childrenTold`, the claim's `started`), not per job: a repeat that
- * finds the note sends nothing.
+ * finds the note sends nothing. A child of several parents records whose end's report moved it
+ * (`releasedBy`): a repeated report of another parent (which leaves no note when it handed
+ * nothing over) never sends it again.
  */
 
 /** A workflow job whose due time is decided. */
@@ -39,6 +41,8 @@ export interface ReadyJob {
   readonly dueMs: number;
   /** Its parents' summary, the JSON array text delivered as `parents` (none for a job without parents). */
   readonly parents?: string;
+  /** The parent (its index in `after`) whose end's report hands it over; none for a submit's job. */
+  readonly releasedBy?: number;
 }
 
 export interface HandOffDeps {
@@ -134,10 +138,12 @@ export async function sendMoved(
 async function moveRecord(deps: HandOffDeps, job: ReadyJob, now: number, held: boolean): Promise<Route | undefined> {
   const direct = place({ dueMs: job.dueMs, cancellable: job.spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
   const to: WaitingState = direct ? 'QUEUING' : 'RELEASING';
-  if (await deps.waiting.transition(job.spec.key, 'WAITING', to, job.dueMs, direct ? now : undefined))
+  if (await deps.waiting.transition(job.spec.key, 'WAITING', to, job.dueMs, direct ? now : undefined, job.releasedBy))
     return { job, direct, dueMs: job.dueMs };
   const record = await deps.waiting.get(job.spec.key);
   if (record?.dueMs === undefined) return undefined;
+  // Another parent's report handed it over: that report (repeated, if it died) sends it, not this one.
+  if (job.releasedBy !== undefined && record.releasedBy !== undefined && record.releasedBy !== job.releasedBy) return undefined;
   // The table path: sent again, ingest's put into an empty key stores it once.
   if (record.state === 'RELEASING') return { job, direct: false, dueMs: record.dueMs };
   if (record.state !== 'QUEUING') return undefined;

@@ -47,6 +47,11 @@ export interface WaitingRecord extends WaitingChild {
   readonly dueMs?: number;
   /** When its hand-over straight to its queue began (`QUEUING`), epoch ms. */
   readonly handedAtMs?: number;
+  /**
+   * The index (in its `after`) of the parent whose end's report handed it over, when a report of
+   * one of several parents did: only that report, repeated, sends it again.
+   */
+  readonly releasedBy?: number;
   /** Its children were all told of its end ({@link WaitingChildren.markChildrenTold}). */
   readonly childrenTold?: boolean;
   /**
@@ -103,10 +108,11 @@ export interface WaitingChildren {
   /** The record, strongly consistent. */
   get(key: RowKey): Promise<WaitingRecord | undefined>;
   /**
-   * Moves the record from state `from` to `to`, with the row's `dueMs` and the time its hand-over
-   * began when given; false when it was not in `from`.
+   * Moves the record from state `from` to `to`, with the row's `dueMs`, the time its hand-over
+   * began and the parent whose end's report moves it (`releasedBy`) when given; false when it was
+   * not in `from`.
    */
-  transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number): Promise<boolean>;
+  transition(key: RowKey, from: WaitingState, to: WaitingState, dueMs?: number, handedAtMs?: number, releasedBy?: number): Promise<boolean>;
   /**
    * A child's only parent `parent` succeeded at `atMs`, and the child's due time follows from it:
    * records that end and moves the record from `WAITING` to `to` with `dueMs` (and `handedAtMs`,

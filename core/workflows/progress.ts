@@ -63,9 +63,11 @@ export async function jobEnded(deps: ProgressDeps, tenant: TenantRecord, jobId: 
       const spec = ended.key === key ? first : await deps.store.getSpec(ended.key);
       if (!spec || spec.children.length === 0) continue;
       ids ??= await jobIds(deps, tenant.name, spec);
-      await tellChildren(deps, tenant, ids, spec, ended, next);
-      // Every child told, every one made due sent: a repeated report of it stops at its end.
-      await deps.waiting.markChildrenTold(ended.key);
+      // Every child told, every one made due sent: noted, so that a repeated report of it stops
+      // at its end and sends none again. A report that handed no child over needs no note: its
+      // repeat makes each of its writes again, each conditional, and sends nothing (a child
+      // another parent's report handed over is that report's to send: ReadyJob.releasedBy).
+      if (await tellChildren(deps, tenant, ids, spec, ended, next)) await deps.waiting.markChildrenTold(ended.key);
     }
     level = next;
   }
@@ -97,9 +99,16 @@ interface Ended {
  * - otherwise (a release that died, or ends recorded before releases were stamped) each is moved,
  *   then sent, as any hand-over ({@link moveWithEnd}).
  *
- * Returns once every child made due was handed over.
+ * Returns once every child made due was handed over: whether any was.
  */
-async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobIds, parent: WorkflowJobSpec, ended: Ended, next: Ended[]) {
+async function tellChildren(
+  deps: ProgressDeps,
+  tenant: TenantRecord,
+  ids: JobIds,
+  parent: WorkflowJobSpec,
+  ended: Ended,
+  next: Ended[],
+): Promise<boolean> {
   const keys = parent.children.map((c) => keyOfId(deps.codec, ids.get(c.jobKey)!));
   const specs = await deps.store.getSpecs(keys);
   const now = deps.clock.now();
@@ -139,6 +148,7 @@ async function tellChildren(deps: ProgressDeps, tenant: TenantRecord, ids: JobId
     ),
   );
   await ready.done();
+  return ready.handed();
 }
 
 /**
@@ -220,20 +230,29 @@ const HAND_OVER_BATCH = 10;
  * into as few inbound messages as they fill). `add` takes a child whose record is still to move
  * ({@link handOff}); `addMoved` one whose record moved, with the tenant's controls read as
  * `held`. `done` hands over the rest and waits for every hand-over; it throws the first failure
- * (the report is answered `Throttled`, and its repeat completes what was left).
+ * (the report is answered `Throttled`, and its repeat completes what was left). `handed`: whether
+ * any child was taken.
  */
 function handOverStream(
   deps: ProgressDeps,
   tenant: TenantRecord,
   held: boolean,
-): { add: (job: ReadyJob) => void; addMoved: (route: Route) => void; done: () => Promise<void> } {
+): { add: (job: ReadyJob) => void; addMoved: (route: Route) => void; done: () => Promise<void>; handed: () => boolean } {
   const handOffDeps = { ...deps.handOff, waiting: deps.waiting, clock: deps.clock, settings: deps.settings };
   const toMove = batches<ReadyJob>((jobs) => handOff(handOffDeps, tenant, jobs));
   const moved = batches<Route>((routes) => sendMoved(handOffDeps, tenant, routes, held));
   const soon = (dueMs: number) => dueMs <= deps.clock.now() + deps.settings.lookaheadMs;
+  let handed = false;
   return {
-    add: (job) => toMove.add(job, soon(job.dueMs)),
-    addMoved: (route) => moved.add(route, route.direct),
+    add: (job) => {
+      handed = true;
+      toMove.add(job, soon(job.dueMs));
+    },
+    addMoved: (route) => {
+      handed = true;
+      moved.add(route, route.direct);
+    },
+    handed: () => handed,
     done: async () => {
       const failed = (await Promise.allSettled([toMove.done(), moved.done()])).find(
         (r): r is PromiseRejectedResult => r.status === 'rejected',
@@ -361,7 +380,7 @@ async function tellChild(
     only !== undefined
       ? new Map(ended.result !== undefined && end.outcome !== 'CANCELLED' ? [[only, ended.result]] : [])
       : await resultsOf(deps, spec, ids, parents);
-  ready({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results) });
+  ready({ spec, dueMs: decision.dueMs, parents: summary(spec, ids, parents, results), releasedBy: child.index });
 }
 
 /**

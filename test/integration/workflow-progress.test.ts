@@ -44,6 +44,27 @@ const deliveriesOf = (ids: Iterable<string>) => {
 };
 
 describe("a workflow job's end", () => {
+  it("a fan-in's parent whose report handed nothing over leaves no note, and its repeat, a minute on, never sends the child its sibling's report did", async () => {
+    const runAt = new Date(Date.now() + HOUR).toISOString();
+    const ids = await submit([
+      { key: 'a', payload: null, runAt },
+      { key: 'b', payload: null, runAt },
+      { key: 'sink', payload: 1, after: ['a', 'b'] },
+    ]);
+    await jobEnded(deps, tenant, ids.a!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    // The sink waits for b: a's report handed nothing over and wrote no note.
+    expect((await waiting.get(keyOfId(deps.codec, ids.a!)))?.childrenTold).toBeUndefined();
+    await jobEnded(deps, tenant, ids.b!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    expect(await waiting.get(keyOfId(deps.codec, ids.sink!))).toMatchObject({ state: 'QUEUING', releasedBy: 1 });
+    expect((await waiting.get(keyOfId(deps.codec, ids.b!)))?.childrenTold).toBe(true);
+    await consumer.waitFor(() => deliveriesOf([ids.sink!]).length === 1, 10_000);
+    // a's report again, once b's hand-over is past stale (as after a lost answer, retried late).
+    const later = { ...deps, clock: { now: () => Date.now() + 61_000 } };
+    await jobEnded(later, tenant, ids.a!, { outcome: 'SUCCEEDED', atMs: Date.now() });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(deliveriesOf([ids.sink!])).toHaveLength(1);
+  });
+
   it('a fan-out of 250 children: each delivered once, none before its parent ended, with the parent in its summary', async () => {
     const runAt = new Date(Date.now() + HOUR).toISOString();
     const children = Array.from({ length: 250 }, (_, i) => ({ key: `c${i}`, payload: { i }, after: ['root'] }));
