@@ -51,11 +51,11 @@ describe('the local stack under AWS faults', () => {
           for (const a of out.accepted) accepted.set(a.jobId, jobs[a.index]!.runAtMs);
           return out.accepted.map((a) => a.jobId);
         };
-        // 30 jobs due in 12 s, cancelled at once (all together, while the rest are submitted): those
+        // 30 jobs due in 16 s, cancelled at once (all together, while the rest are submitted): those
         // answering CANCELLED must never arrive. Submitted first, so that their cancels have most of
-        // the 12 s before the lookahead takes them, however slow the submits after them are.
+        // the 16 s before the lookahead takes them, however slow the submits after them are.
         const started = Date.now();
-        const toCancel = await submit(30, () => 12_000);
+        const toCancel = await submit(30, () => 16_000);
         const cancelling = Promise.all(
           toCancel.map(async (jobId) => {
             const r = await signedRetrying(local.endpoint, local.tenants.alpha!, 'DELETE', `/v1/tenants/alpha/jobs/${jobId}`);
