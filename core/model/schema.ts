@@ -42,19 +42,22 @@ export const INGEST_TIMEOUT_SECONDS = 30;
 export const INGEST_BATCHING_WINDOW_MS = 1_000;
 
 /**
- * How soon an inbound message whose first ingest failed (a throttle, a timeout: most failures are
- * transient) comes back: ingest shortens its visibility to this, so its jobs are late by seconds,
- * not by the queue's visibility timeout. Later failures wait the full timeout.
+ * How soon an inbound message whose ingest failed (a throttle, a timeout: most failures are
+ * transient) comes back, by the receive that failed: ingest shortens its visibility to 5 s after
+ * the first, 30 s after the second and 90 s after the third, so that its jobs are late by
+ * seconds, not by the queue's visibility timeout (a fault injected into a third of the calls
+ * failed some message twice in most runs of the local fault test: three minutes late). Later
+ * failures wait the full timeout; six receives span about 8 minutes of an outage before the DLQ.
  */
-export const INGEST_FIRST_RETRY_SECONDS = 5;
+export const INGEST_RETRY_SECONDS: readonly number[] = [5, 30, 90];
 
 /** Settings of the queues the constructs and the local stack create: redrive, visibility, retention. */
 export const QUEUE_SETTINGS = {
   /**
    * The inbound buffer. Lambda's guidance for an SQS event source: a visibility timeout of at least
    * six times the function's timeout plus the batching window (6 × 30 s + 1 s = 181 s). A message
-   * whose first ingest failed comes back sooner ({@link INGEST_FIRST_RETRY_SECONDS}); its later
-   * receives wait the timeout, so six receives span about 12 minutes of an outage before the DLQ.
+   * whose ingest failed comes back sooner the first three times ({@link INGEST_RETRY_SECONDS});
+   * later receives wait the timeout: six receives span about 8 minutes of an outage before the DLQ.
    */
   inbound: {
     visibilityTimeoutSeconds: 6 * INGEST_TIMEOUT_SECONDS + Math.ceil(INGEST_BATCHING_WINDOW_MS / 1000),

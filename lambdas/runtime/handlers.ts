@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { INGEST_FIRST_RETRY_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
+import { INGEST_RETRY_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
 import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLetters } from '../../core/ingest/index.js';
 import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
 import { TenantAdmin } from '../../core/tenants/index.js';
@@ -349,14 +349,15 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 }
 
 /**
- * A record whose first receive failed comes back after {@link INGEST_FIRST_RETRY_SECONDS}, not the
- * queue's visibility timeout (its later receives wait that). Best effort: should the call fail,
- * the timeout applies.
+ * A record whose first, second or third receive failed comes back after that receive's
+ * {@link INGEST_RETRY_SECONDS}, not the queue's visibility timeout (later receives wait that).
+ * Best effort: should the call fail, the timeout applies.
  */
 async function retrySoon(w: Wiring, t: Telemetry, r: SQSEvent['Records'][number]): Promise<void> {
-  if (Number(r.attributes?.ApproximateReceiveCount ?? 0) !== 1 || !w.inboundRetry) return;
+  const seconds = INGEST_RETRY_SECONDS[Number(r.attributes?.ApproximateReceiveCount ?? 0) - 1];
+  if (seconds === undefined || !w.inboundRetry) return;
   try {
-    await w.inboundRetry(r.receiptHandle, INGEST_FIRST_RETRY_SECONDS);
+    await w.inboundRetry(r.receiptHandle, seconds);
   } catch (err) {
     t.error("shortening a failed inbound message's visibility failed (it comes back after the queue's timeout)", err);
   }
