@@ -198,14 +198,18 @@ describe('cells', () => {
   }, 120_000);
 
   it("a hot cell drains its backlog without delaying the other cell's jobs", async () => {
-    const settings = { ...BASE, shardCount: 8, groupCount: 4, cells: 2 };
+    // 2,400 rows overdue by up to a minute in cell 0 (an outage's backlog, or a hot spot). The
+    // backlog and the dispatcher's planned rate are both 0.4 of the 6,000 rows and 200 rows/s this
+    // test had (a 60-70 s drain on a busy 2-core machine; this one drains in 20-30 s): each tick of
+    // the hot cell still finds more rows than its sample reads (600 a shard against about 320, as
+    // 1,500 against about 800) and runs a dispatcher per group; the cool cell runs one, as before.
+    const HOT = 2_400;
+    const settings = { ...BASE, shardCount: 8, groupCount: 4, cells: 2, dispatcherRowsPerSecond: 80 };
     const sys = await createSystem(em, { settings, tenants: ['hot', 'cool'] });
     const s = sys.w.config.settings;
     const hotShards = groupsOfCell(0, s).flatMap((g) => shardsOfGroup(g, s));
     const coolShards = groupsOfCell(1, s).flatMap((g) => shardsOfGroup(g, s));
     const t0 = Date.now();
-    // 6,000 rows overdue by up to a minute in cell 0 (an outage's backlog, or a hot spot).
-    const HOT = 6_000;
     // Written as ingest writes them (its item, without its one request per row: batches of 25).
     const chunks = Array.from({ length: HOT / 25 }, (_, c) => c);
     await forEachLimit(chunks, 16, async (c) => {
@@ -262,10 +266,12 @@ describe('cells', () => {
     const duringDrain = coolConsumer.deliveries.filter((d) => cool.get(d.jobId)! < hotEnd);
     expect(duringDrain.length).toBeGreaterThanOrEqual(50);
     // In-process on a shared 2-core machine the drain takes CPU from the cool cell's dispatcher
-    // (on AWS each is its own Lambda): behind the backlog they would wait for the drain's end (tens
-    // of seconds); beside it, within a tenth of the drain and at most 5 s (2.5 s seen on a machine
-    // at half its usual speed, 2026-11-26), none early.
-    const bound = Math.min(5_000, Math.max(2_000, drainMs / 10));
+    // (on AWS each is its own Lambda): behind the backlog they would wait for the drain's end (at
+    // least drainMs - 9 s, and drainMs - 3 s for the first); beside it, within a quarter of the
+    // drain (no tighter than the tenth of a 6,000-row drain it had: that drain is under 2.5 times as
+    // long on the same machine) and at most 5 s (2.5 s seen on a machine at half its usual speed,
+    // 2026-11-26), none early.
+    const bound = Math.min(5_000, Math.max(2_000, drainMs / 4));
     const duringLateness = duringDrain.map((d) => d.firstReceiveAt - cool.get(d.jobId)!);
     expect(percentile(duringLateness, 99)).toBeLessThan(bound);
     expect(percentile(lateness, 99)).toBeLessThan(bound);
