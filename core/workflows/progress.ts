@@ -174,21 +174,34 @@ function releaseNow(
       await deps.waiting.cancelWaiting(spec.key, HELD_BACK_MESSAGE, ended.end.atMs);
       await carryCancelOn(deps, spec.key, ended.end.atMs, next);
     };
-  const direct = place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
-  const parentId = ended.key.jobId;
-  const results = new Map(ended.result !== undefined ? [[parentId, ended.result]] : []);
-  const parents = summary(spec, ids, new Map([[parentId, { end: ended.end }]]), results);
-  send({ job: { spec, dueMs, parents }, direct, dueMs });
+  const route = onlyParentRoute(deps, ids, child, ended, now, held);
+  send(route);
   // False only when an earlier attempt of this release moved it: nothing else moves it now.
   return async () =>
     void (await deps.waiting.moveOnParentEnd(
       spec.key,
       index,
       ended.end.atMs,
-      direct ? 'QUEUING' : 'RELEASING',
+      route.direct ? 'QUEUING' : 'RELEASING',
       dueMs,
-      direct ? now : undefined,
+      route.direct ? now : undefined,
     ));
+}
+
+/** Where a child whose only parent `ended` goes (straight to its queue, or the table), with that parent in its summary. */
+function onlyParentRoute(
+  deps: ProgressDeps,
+  ids: JobIds,
+  { spec, dueMs }: { readonly spec: WorkflowJobSpec; readonly dueMs: number },
+  ended: Ended,
+  now: number,
+  held: boolean,
+): Route {
+  const direct = place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
+  const parentId = ended.key.jobId;
+  const results = new Map(ended.result !== undefined ? [[parentId, ended.result]] : []);
+  const parents = summary(spec, ids, new Map([[parentId, { end: ended.end }]]), results);
+  return { job: { spec, dueMs, parents }, direct, dueMs };
 }
 
 /** Why a child is cancelled whose cancel registered on its parent and died before its record said so. */
@@ -209,14 +222,11 @@ async function moveWithEnd(
   held: boolean,
   send: (route: Route) => void,
 ): Promise<boolean> {
-  const { spec, dueMs } = child;
-  const direct = place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
-  const to = direct ? 'QUEUING' : 'RELEASING';
-  if (!(await deps.waiting.moveOnParentEnd(spec.key, index, ended.end.atMs, to, dueMs, direct ? now : undefined))) return false;
-  const parentId = ended.key.jobId;
-  const results = new Map(ended.result !== undefined ? [[parentId, ended.result]] : []);
-  const parents = summary(spec, ids, new Map([[parentId, { end: ended.end }]]), results);
-  send({ job: { spec, dueMs, parents }, direct, dueMs });
+  const route = onlyParentRoute(deps, ids, child, ended, now, held);
+  const to = route.direct ? 'QUEUING' : 'RELEASING';
+  if (!(await deps.waiting.moveOnParentEnd(child.spec.key, index, ended.end.atMs, to, child.dueMs, route.direct ? now : undefined)))
+    return false;
+  send(route);
   return true;
 }
 
