@@ -175,6 +175,9 @@ async function positionsBefore(em: Emulators, sys: TestSystem, dueMs: number): P
  * Dispatches a burst of `n` rows all due at one millisecond (already past) with the real loop
  * over every group, and times it until every row is sent and recorded.
  */
+/** Times a burst's dispatcher for one group is started in all before its failure fails the burst. */
+const DISPATCH_ATTEMPTS = 4;
+
 export async function burst(em: Emulators, sys: TestSystem, n: number, label: string): Promise<BurstResult> {
   const dueMs = Date.now() - 1_000;
   await writeRows(em, sys, n, () => dueMs, { prefix: label });
@@ -204,12 +207,28 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   const storage0 = storageCpu(em);
   const started = performance.now();
   const owner = `bench-${label}-${Date.now()}`;
-  const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, { groups: [group], owner, ownerStartMs: Date.now(), untilMs: Date.now() + 600_000, signal: abort.signal }),
+  const ownerStartMs = Date.now();
+  // Each group's dispatcher, started again when it fails (an emulator that drops a connection
+  // under load), as the tick's Retry starts a failed dispatch step again; a failure is kept, not
+  // left unhandled while the loop below waits.
+  let failure: unknown;
+  const runGroup = async (group: number): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await dispatchLoop(deps, { groups: [group], owner, ownerStartMs, untilMs: ownerStartMs + 600_000, signal: abort.signal });
+      } catch (err) {
+        if (abort.signal.aborted || attempt === DISPATCH_ATTEMPTS) throw err;
+        progress(`burst ${label}: group ${group}'s dispatcher failed (${String(err)}): started again (attempt ${attempt + 1})`);
+        await sleep(200);
+      }
+    }
+  };
+  const loops = Promise.all(Array.from({ length: sys.w.config.settings.groupCount }, (_, group) => runGroup(group))).catch(
+    (err: unknown) => void (failure ??= err),
   );
   const timeoutAt = started + 300_000;
   let peakHeapBytes = 0;
-  while (recorded < n && performance.now() < timeoutAt) {
+  while (recorded < n && performance.now() < timeoutAt && failure === undefined) {
     peakHeapBytes = Math.max(peakHeapBytes, process.memoryUsage().heapUsed);
     await sleep(5);
   }
@@ -217,7 +236,8 @@ export async function burst(em: Emulators, sys: TestSystem, n: number, label: st
   const cpu = process.cpuUsage(cpu0);
   const storage1 = storageCpu(em);
   abort.abort();
-  await Promise.all(loops);
+  await loops;
+  if (failure !== undefined) throw failure;
   if (recorded < n) throw new Error(`burst ${label}: only ${recorded} of ${n} rows dispatched within 300 s`);
   const durationMs = done - started;
   return {

@@ -25,7 +25,7 @@ import type { JobStore, QueueSender } from '../core/model/ports.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, type TestSystem } from '../test/support/system.js';
 import { storageCpu } from './dispatch.js';
-import { progress, realisticPayload, sleep, summarize, type Summary } from './support.js';
+import { handledLater, progress, realisticPayload, sleep, summarize, type Summary } from './support.js';
 
 export interface RecoveryResult {
   overdueRows: number;
@@ -161,14 +161,16 @@ function startDispatch(sys: TestSystem, sizes: Record<string, number>) {
   const started = Date.now();
   const owner = `recovery-${started}`;
   const loops = Array.from({ length: sys.w.config.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, {
-      groups: [group],
-      owner,
-      ownerStartMs: started,
-      untilMs: started + 3_600_000,
-      signal: abort.signal,
-      onStep: (r) => steps.push(r),
-    }),
+    handledLater(
+      dispatchLoop(deps, {
+        groups: [group],
+        owner,
+        ownerStartMs: started,
+        untilMs: started + 3_600_000,
+        signal: abort.signal,
+        onStep: (r) => steps.push(r),
+      }),
+    ),
   );
   return {
     started,

@@ -476,10 +476,12 @@ export async function runTicks(
     opts.onPlan?.(plan);
     const owner = `${opts.name}-${n++}`;
     for (const groups of plan.dispatchers)
-      loops.push(dispatchLoop(deps, { groups, owner, ownerStartMs: start, untilMs, signal: opts.signal, onStep: opts.onStep }));
+      loops.push(
+        handledLater(dispatchLoop(deps, { groups, owner, ownerStartMs: start, untilMs, signal: opts.signal, onStep: opts.onStep })),
+      );
   };
-  const executions: Promise<void>[] = [execute()];
-  const timer = setInterval(() => executions.push(execute()), opts.everyMs ?? 60_000);
+  const executions: Promise<void>[] = [handledLater(execute())];
+  const timer = setInterval(() => executions.push(handledLater(execute())), opts.everyMs ?? 60_000);
   await new Promise<void>((resolve) =>
     opts.signal.aborted ? resolve() : opts.signal.addEventListener('abort', () => resolve(), { once: true }),
   );
@@ -544,4 +546,14 @@ export function inProcessOutcomes(
     },
   };
   return { sink, calls };
+}
+
+/**
+ * `p`, its failure marked as handled now: awaited later (once the run it belongs to stops), a
+ * failure meanwhile (an emulator dropping a connection under load) fails that await instead of
+ * ending the process as an unhandled rejection.
+ */
+export function handledLater<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }

@@ -193,19 +193,23 @@ export function runAllGroups(deps: Wiring['dispatch'], opts: { owner?: string; s
   const abort = new AbortController();
   opts.signal?.addEventListener('abort', () => abort.abort(), { once: true });
   const start = Date.now();
-  const loops = Array.from({ length: deps.settings.groupCount }, (_, group) =>
-    dispatchLoop(deps, {
-      groups: [group],
-      owner: opts.owner ?? `exec-${start}`,
-      ownerStartMs: start,
-      untilMs: start + 600_000,
-      signal: abort.signal,
-    }),
+  const loops = Promise.all(
+    Array.from({ length: deps.settings.groupCount }, (_, group) =>
+      dispatchLoop(deps, {
+        groups: [group],
+        owner: opts.owner ?? `exec-${start}`,
+        ownerStartMs: start,
+        untilMs: start + 600_000,
+        signal: abort.signal,
+      }),
+    ),
   );
+  // A dispatcher's failure fails stop() rather than ending the process as an unhandled rejection.
+  loops.catch(() => undefined);
   return {
     async stop() {
       abort.abort();
-      await Promise.all(loops);
+      await loops;
     },
   };
 }
