@@ -104,21 +104,36 @@ export class DynamoWaitingChildren implements WaitingChildren {
     if (!Number.isInteger(parent) || parent < 0) throw new RangeError(`a parent's index is a whole number ≥ 0, got ${parent}`);
     if (!Number.isSafeInteger(atMs) || atMs <= 0) throw new RangeError(`a parent's end is an epoch ms > 0, got ${atMs}`);
     if (bucketed) return this.#recordInItem(key, parent, ok, atMs, bucketed);
+    return recordOf(key, await this.#setOnce(keyOf(key), ['e', String(parent)], { N: String(ok ? atMs : -atMs) }, true));
+  }
+
+  /**
+   * Sets the attribute at `path` of the item at `itemKey` to `value` unless it has one (the first
+   * write stands), on an item that must exist already when `existing`; returns the item after,
+   * read strongly consistent when the write found the attribute set (or, `existing`, no item).
+   */
+  async #setOnce(itemKey: Item, path: readonly string[], value: AttributeValue, existing: boolean): Promise<Item | undefined> {
+    const names = Object.fromEntries(path.map((name, i) => [`#n${i}`, name]));
+    const at = Object.keys(names).join('.');
     try {
       const out = await this.ddb.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: 'SET e.#i = :end',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(e.#i)',
-          ExpressionAttributeNames: { '#i': String(parent) },
-          ExpressionAttributeValues: { ':end': { N: String(ok ? atMs : -atMs) } },
+          Key: itemKey,
+          UpdateExpression: `SET ${at} = :v`,
+          ConditionExpression: `${existing ? 'attribute_exists(pk) AND ' : ''}attribute_not_exists(${at})`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ':v': value },
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return recordOf(key, out.Attributes);
+      return out.Attributes;
     } catch (err) {
-      if (isConditionFailure(err)) return this.get(key);
+      if (!isConditionFailure(err)) return rethrow(err);
+    }
+    try {
+      return (await this.ddb.send(new GetItemCommand({ TableName: this.tableName, Key: itemKey, ConsistentRead: true }))).Item;
+    } catch (err) {
       return rethrow(err);
     }
   }
@@ -146,46 +161,12 @@ export class DynamoWaitingChildren implements WaitingChildren {
     const values = [...ends.values()];
     const failed = [...ends].filter(([, v]) => v < 0).map(([i]) => i);
     const summary = [String(Math.max(...values.map(Math.abs))), ...failed].join(',');
-    try {
-      const out = await this.ddb.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: keyOf(key),
-          UpdateExpression: 'SET #s = :sum',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#s)',
-          ExpressionAttributeNames: { '#s': `s${k}` },
-          ExpressionAttributeValues: { ':sum': { S: summary } },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return recordOf(key, out.Attributes);
-    } catch (err) {
-      if (isConditionFailure(err)) return this.get(key);
-      return rethrow(err);
-    }
+    return recordOf(key, await this.#setOnce(keyOf(key), [`s${k}`], { S: summary }, true));
   }
 
   /** Puts a parent's end (`±atMs`) in item `k` unless one is there; returns the item's ends after, by parent index. */
   async #endInItem(key: RowKey, k: number, parent: number, end: number): Promise<Map<number, number>> {
-    const itemKey = endsItemKey(key, k);
-    let item: Item | undefined;
-    try {
-      const out = await this.ddb.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: itemKey,
-          UpdateExpression: 'SET #p = :end',
-          ConditionExpression: 'attribute_not_exists(#p)',
-          ExpressionAttributeNames: { '#p': `p${parent}` },
-          ExpressionAttributeValues: { ':end': { N: String(end) } },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      item = out.Attributes;
-    } catch (err) {
-      if (!isConditionFailure(err)) return rethrow(err);
-      item = (await this.ddb.send(new GetItemCommand({ TableName: this.tableName, Key: itemKey, ConsistentRead: true }))).Item;
-    }
+    const item = await this.#setOnce(endsItemKey(key, k), [`p${parent}`], { N: String(end) }, false);
     const ends = new Map<number, number>();
     for (const [name, value] of Object.entries(item ?? {}))
       if (/^p\d+$/.test(name) && value.N !== undefined) ends.set(Number(name.slice(1)), Number(value.N));
