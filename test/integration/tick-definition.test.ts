@@ -177,12 +177,12 @@ async function finish(
 /** Submits `n` jobs due at random milliseconds in [from, to] (epoch ms), all through the table. */
 async function submitDue(sys: TestSystem, n: number, from: number, to: number): Promise<Map<string, number>> {
   // Never within the lookahead of the submit itself, however long the set-up before it took.
-  const first = Math.max(from, Date.now() + SETTINGS.lookaheadMs + 1_000);
+  // Submitted a hundred a request, soonest due first: a busy machine (CI) takes seconds over three
+  // requests, and the last request's soonest job must still be past the lookahead when it arrives.
+  const first = Math.max(from, Date.now() + SETTINGS.lookaheadMs + 2_000);
   const last = Math.max(to, first + 1_000);
-  const jobs = Array.from({ length: n }, (_, i) => ({
-    payload: { i },
-    runAt: new Date(first + Math.floor(Math.random() * (last - first))).toISOString(),
-  }));
+  const dueAt = Array.from({ length: n }, () => first + Math.floor(Math.random() * (last - first))).sort((a, b) => a - b);
+  const jobs = dueAt.map((at, i) => ({ payload: { i }, runAt: new Date(at).toISOString() }));
   const replies = await submitJobs(sys, 'demo', jobs);
   // Due beyond the lookahead: each job goes through inbound, ingest and the table, not straight to the queue.
   expect(replies.filter((r) => r.state !== 'SCHEDULED')).toEqual([]);
