@@ -102,12 +102,13 @@ export function targets(r: BenchResult): Target[] {
       value: `p50 ${wf.childLatencyP50Ms} ms, p95 ${wf.childLatencyP95Ms} ms (the emulators' floor for the fan-out alone: p95 ${wf.fanOutFloor.p95Ms} ms); early ${wf.early}, lost ${wf.lost}, duplicates ${wf.duplicates}`,
       met: wf.childLatencyP95Ms <= 100 && wf.early === 0 && wf.lost === 0 && wf.duplicates === 0,
     });
-    const workflowJob = r.costPerMillionUsd?.workflowJob;
+    const later = r.costPerMillionUsd?.workflowJobDueLater;
     t.push({
       name: 'Cost per million jobs run inside workflows',
       target: ours !== undefined ? `≤ ours + $1.50 ($${(ours + 1.5).toFixed(2)})` : '≤ ours + $1.50',
-      value: workflowJob !== undefined ? `$${workflowJob.toFixed(2)}` : `+$${wf.costPerMillionIncrementUsd.toFixed(2)} over ours`,
-      met: wf.costPerMillionIncrementUsd <= 1.5,
+      value: `$${wf.costPerMillionUsd.toFixed(2)} due at once, everything measured${later !== undefined ? `; due later, with ours' path on top: at most $${later.toFixed(2)}` : ''}`,
+      // The phase's jobs (the issue's shapes, due at once) decide; a job due later is shown beside.
+      met: ours !== undefined && wf.costPerMillionUsd <= ours + 1.5,
     });
   }
   if (r.backlog)
@@ -464,7 +465,7 @@ export function markdown(r: BenchResult): string {
         .map(([k, v]) => `${k} p50 ${v.p50Ms} / p95 ${v.p95Ms} ms`)
         .join(
           ', ',
-        )}; received by the Worker: p50 ${w.childReceiveP50Ms} ms, p95 ${w.childReceiveP95Ms} ms; the emulators' floor for the fan-out, its specs read and its messages sent with nothing else running and nothing written: p50 ${w.fanOutFloor.p50Ms} ms, p95 ${w.fanOutFloor.p95Ms} ms); early ${w.early}, lost ${w.lost}, duplicates ${w.duplicates}. Per job the workflow adds ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.sqsRequests} SQS requests, ${u.apiRequests} API requests and invocations (${u.lambdaGbSeconds} GB-s): +${usd(w.costPerMillionIncrementUsd)} per million jobs${r.costPerMillionUsd?.workflowJob !== undefined ? `, ${usd(r.costPerMillionUsd.workflowJob)} with ours` : ''}.`,
+        )}; received by the Worker: p50 ${w.childReceiveP50Ms} ms, p95 ${w.childReceiveP95Ms} ms; the emulators' floor for the fan-out, its specs read and its messages sent with nothing else running and nothing written: p50 ${w.fanOutFloor.p50Ms} ms, p95 ${w.fanOutFloor.p95Ms} ms); early ${w.early}, lost ${w.lost}, duplicates ${w.duplicates}. Per job, everything the system did for it (each job here due at once, so none took ours' path): ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.sqsRequests} SQS requests, ${u.apiRequests} API requests and invocations (${u.lambdaGbSeconds} GB-s): ${usd(w.costPerMillionUsd)} per million jobs${r.costPerMillionUsd?.workflowJobDueLater !== undefined ? `; a job due later also takes ours' path: at most ${usd(r.costPerMillionUsd.workflowJobDueLater)}` : ''}.`,
       '',
     );
   }

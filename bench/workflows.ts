@@ -11,8 +11,14 @@
  * its receive by the Worker minus that moment is kept beside it (`childReceive*`: it adds the
  * Worker's own pace, which its reports set). Early: a child sent or received before that moment;
  * lost: a job never received; duplicates: receives past one.
- * Per job, the workflow's own requests (the handlers' DynamoDB and SQS calls, API requests and
- * invocations of the submit and the reports) priced by the cost model: what a workflow job adds.
+ * Per job, every request the system makes for these jobs, priced by the cost model: the submit's
+ * and the reports' DynamoDB and SQS calls, API requests and invocations, and the dispatcher's
+ * writes and sends, should a job take the table. A job here is due at once, so it goes straight to
+ * its queue (a root from the submit, a child from the report that ended its last parent) and never
+ * takes the one-off path (inbound queue, ingest, the table's put, acquire and delete): this is the
+ * whole cost of such a job, not an increment (a job due later takes that path too: bench/run.ts
+ * prices it apart). Neither the dispatcher's polling reads (the tick's fixed cost) nor the Worker's
+ * receives and deletes (a consumer's, left out of ours too) are counted.
  */
 import { BatchGetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type ReceiveMessageCommandOutput, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
@@ -60,10 +66,11 @@ export interface WorkflowsResult {
   early: number;
   lost: number;
   duplicates: number;
-  /** Per job: what running it inside a workflow adds (edges and outcome reports included). */
+  /** Per job: everything the system did for it (edges, outcome reports and sends included). */
   usagePerJob: PerJobUsage;
   requestsPerJob: Record<string, number>;
-  costPerMillionIncrementUsd: number;
+  /** {@link usagePerJob} priced: a job due at once run inside a workflow, per million. */
+  costPerMillionUsd: number;
 }
 
 interface Spec {
@@ -78,8 +85,13 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
   const counter = new RequestCounter();
   const items = { written: 0, read: 0 };
   const clients = em.newClients(counter);
-  countItems(clients.dynamo, items);
+  countItems(clients.dynamo, items, { reads: true });
   const handlerWiring = await sys.another({ dynamo: clients.dynamo, sqs: clients.sqs });
+  // The dispatcher's writes and sends are counted too; its polling reads are not (the tick's fixed cost).
+  const dispatchCounter = new RequestCounter();
+  const dispatchClients = em.newClients(dispatchCounter);
+  countItems(dispatchClients.dynamo, items, { reads: false });
+  const dispatchWiring = await sys.another({ dynamo: dispatchClients.dynamo, sqs: dispatchClients.sqs });
   const submitHandle = workflowsHandler(handlerWiring);
   const reportHandle = outcomesHandler(handlerWiring);
   // The submits' invocations and time; the reports' are counted by the sink.
@@ -108,7 +120,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
   });
   const running = worker.run();
   const ingest = sys.startIngest();
-  const dispatch = runAllGroups(sys.w.dispatch);
+  const dispatch = runAllGroups(dispatchWiring.dispatch);
   const root = (key: string): Spec => ({ key, payload: { key }, delaySeconds: 0 });
   const shapes: Record<'fanOut' | 'fanIn' | 'chain', Spec[]> = {
     fanOut: [root('root'), ...Array.from({ length: shape.fan }, (_, i) => ({ key: `c${i}`, payload: { i }, after: ['root'] }))],
@@ -182,7 +194,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
   const usagePerJob: PerJobUsage = {
     dynamodbWru: per(items.written),
     dynamodbRru: per(items.read),
-    sqsRequests: per(counter.total('SQS')),
+    sqsRequests: per(counter.total('SQS') + dispatchCounter.total('SQS')),
     lambdaInvocations: per(invocations),
     lambdaGbSeconds: +(((handlerMs / 1000) * HANDLER_MEMORY_GB) / jobs).toFixed(7),
     apiRequests: per(invocations),
@@ -204,7 +216,7 @@ export async function runWorkflows(em: Emulators, shape: WorkflowsShape): Promis
     duplicates: [...received.values()].reduce((n, at) => n + at.length - 1, 0),
     usagePerJob,
     requestsPerJob: Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, per(v)])),
-    costPerMillionIncrementUsd: costPerMillion(usagePerJob).totalUsd,
+    costPerMillionUsd: costPerMillion(usagePerJob).totalUsd,
   };
 }
 
@@ -274,7 +286,7 @@ function recordSentTimestamps(client: SQSClient): Map<string, number> {
  * fan-in's child record that grows with every parent's end counts what it weighs). A conditional
  * write that fails answers no units; DynamoDB still bills it, counted here as one unit.
  */
-function countItems(client: DynamoDBClient, items: { written: number; read: number }): void {
+function countItems(client: DynamoDBClient, items: { written: number; read: number }, opts: { reads: boolean }): void {
   const reads = new Set(['GetItem', 'BatchGetItem', 'Query', 'Scan']);
   const writes = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
   type Consumed = { CapacityUnits?: number } | { CapacityUnits?: number }[] | undefined;
@@ -284,7 +296,7 @@ function countItems(client: DynamoDBClient, items: { written: number; read: numb
   ) =>
     (async (args: { input: Record<string, unknown> }) => {
       const name = (context.commandName ?? '').replace(/Command$/, '');
-      if (!reads.has(name) && !writes.has(name)) return next(args);
+      if (!writes.has(name) && !(opts.reads && reads.has(name))) return next(args);
       args.input.ReturnConsumedCapacity ??= 'TOTAL';
       try {
         const out = await next(args);
