@@ -57,11 +57,18 @@ export type JobState =
 /** One event of a history tenant's job (docs/history.md). */
 export interface TimelineEvent {
   readonly at: string;
-  readonly event: 'SCHEDULED' | 'DELIVERED' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
+  /** `EDITED`: the job's dead letter was put back on its queue with a new payload (`editDeadLetter`). */
+  readonly event: 'SCHEDULED' | 'DELIVERED' | 'EDITED' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
   readonly attempt?: number;
   readonly error?: string;
   readonly durationMs?: number;
   readonly result?: unknown;
+  /** `EDITED`: who edited it: the caller's IAM principal ARN (locally `arn:aws:iam::000000000000:user/dynein-<tenant>`). */
+  readonly by?: string;
+  /** `EDITED`: SHA-256 (hex) of the payload's JSON text before the edit. */
+  readonly oldPayloadSha256?: string;
+  /** `EDITED`: SHA-256 (hex) of the payload's JSON text after the edit, as sent. */
+  readonly newPayloadSha256?: string;
 }
 
 /** Reply of `schedule`: `QUEUED` when the job went straight to its queue. */
@@ -168,6 +175,51 @@ export interface DeadLettersDeleted {
   readonly deleted: readonly string[];
   readonly notFound: readonly string[];
   readonly failed?: readonly string[];
+}
+
+/**
+ * The new payload of `editDeadLetter`: at most one of `payload` and `payloadJson` (neither: `null`).
+ */
+export interface DeadLetterEditRequest<P = unknown> {
+  /** Any JSON value, serialized with `JSON.stringify`. */
+  readonly payload?: P;
+  /** The payload as JSON text, delivered byte for byte (see {@link JobRequest.payloadJson}). */
+  readonly payloadJson?: string;
+}
+
+/**
+ * Reply of `editDeadLetter`: the job put back on the queue with its new payload, and the SHA-256
+ * (hex) of the payload's JSON text before and after. `sentNotDeleted`: sent, but its delete from
+ * the DLQ failed, so it is in both: delete it with `deleteDeadLetters` and its handle, never edit
+ * or redrive it again (it would be delivered twice).
+ */
+export interface DeadLetterEdit {
+  readonly jobId: string;
+  readonly editedAt: string;
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+  readonly sentNotDeleted?: true;
+}
+
+/** One edit of a dead letter, as `deadLetterAudit` lists it (kept a year). */
+export interface DeadLetterAuditEntry {
+  /** When the edit was made (RFC 3339). */
+  readonly at: string;
+  readonly jobId: string;
+  /** The caller: its IAM principal ARN (locally `arn:aws:iam::000000000000:user/dynein-<tenant>`). */
+  readonly by: string;
+  /** SHA-256 (hex) of the payload's JSON text before and after the edit. */
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+  /** The SQS message id of the dead letter edited. */
+  readonly messageId: string;
+}
+
+/** One page of `deadLetterAudit`, newest first. */
+export interface DeadLetterAuditPage {
+  readonly edits: readonly DeadLetterAuditEntry[];
+  /** Pass it as `cursor` for the next page; absent on the last page. */
+  readonly cursor?: string;
 }
 
 /** A tenant's limits and weight (tenant controls, docs/tenant-controls.md). */

@@ -8,6 +8,10 @@
 import type {
   BatchItemResult,
   CancelledJob,
+  DeadLetterAuditEntry,
+  DeadLetterAuditPage,
+  DeadLetterEdit,
+  DeadLetterEditRequest,
   DeadLetterMoveTask,
   DeadLetterPage,
   DeadLetterRedrive,
@@ -228,8 +232,8 @@ export class DyneinClient {
   /**
    * Up to `max` messages (1 to 10, default 10) of the tenant's dead-letter queue, left in it: each
    * with its body, attributes, receive count, first send and first receive, the job id and runAt
-   * when it is a Dynein delivery, and the `handle` that names it in {@link redriveDeadLetters} and
-   * {@link deleteDeadLetters}. Every peek counts in the messages' receive counts.
+   * when it is a Dynein delivery, and the `handle` that names it in {@link redriveDeadLetters},
+   * {@link deleteDeadLetters} and {@link editDeadLetter}. Every peek counts in the messages' receive counts.
    * @throws ValidationError (max), TenantNotFoundError
    */
   async peekDeadLetters(tenant: string, opts: CallOptions & { readonly max?: number } = {}): Promise<DeadLetterPage> {
@@ -265,6 +269,48 @@ export class DyneinClient {
    */
   async deleteDeadLetters(tenant: string, handles: readonly string[], opts: CallOptions = {}): Promise<DeadLettersDeleted> {
     return dlqCalls.deleteDeadLetters(this.#api, tenant, handles, opts);
+  }
+
+  /**
+   * Puts a dead letter (named by its handle, from {@link peekDeadLetters}) back on the tenant queue
+   * with a new payload: `{ payload }` (any JSON value, `JSON.stringify`) or `{ payloadJson }` (JSON
+   * text, delivered byte for byte); every other part of the message is kept, and it is deleted from
+   * the DLQ. Each edit leaves an audit entry (the caller, the payloads' SHA-256: {@link deadLetterAudit})
+   * and an `EDITED` event in the job's timeline. Only a Dynein delivery of the tenant can be edited.
+   * @example await client.editDeadLetter('billing', handle, { payload: { invoice: 42, retry: true } });
+   * @throws ValidationError (a bad handle or payload), PayloadTooLargeError, DyneinApiError `DeadLetterNotFound` (404: redriven,
+   *   deleted, edited or expired) or `NotADelivery` (409), ServerError (nothing sent: it is still in the DLQ), TenantNotFoundError
+   */
+  async editDeadLetter<P>(tenant: string, handle: string, edit: DeadLetterEditRequest<P>, opts: CallOptions = {}): Promise<DeadLetterEdit> {
+    return dlqCalls.editDeadLetter(this.#api, tenant, handle, edit, opts);
+  }
+
+  /**
+   * One page of the tenant's dead-letter edits, newest first (`limit` 1 to 100, default 50);
+   * {@link deadLetterEdits} walks every page.
+   * @throws ValidationError (a bad `limit` or `cursor`), TenantNotFoundError
+   */
+  async deadLetterAudit(
+    tenant: string,
+    opts: CallOptions & { readonly limit?: number; readonly cursor?: string } = {},
+  ): Promise<DeadLetterAuditPage> {
+    return dlqCalls.deadLetterAudit(this.#api, tenant, opts);
+  }
+
+  /**
+   * Every dead-letter edit of the tenant, newest first, fetching pages of `limit` as it goes.
+   * @example for await (const e of client.deadLetterEdits('billing')) console.log(e.at, e.jobId, e.by);
+   */
+  async *deadLetterEdits(
+    tenant: string,
+    opts: CallOptions & { readonly limit?: number } = {},
+  ): AsyncGenerator<DeadLetterAuditEntry, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page: DeadLetterAuditPage = await this.deadLetterAudit(tenant, { ...opts, ...(cursor !== undefined ? { cursor } : {}) });
+      yield* page.edits;
+      cursor = page.cursor;
+    } while (cursor !== undefined);
   }
 
   /**

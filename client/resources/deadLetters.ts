@@ -1,8 +1,16 @@
-/** A tenant's dead-letter queue: peek, redrive (all, or some by handle), the move tasks, delete. */
-import type { DeadLetterMoveTask, DeadLetterPage, DeadLetterRedrive, DeadLettersDeleted } from '../apiTypes.js';
+/** A tenant's dead-letter queue: peek, redrive (all, or some by handle), the move tasks, delete, edit, the edits' audit. */
+import type {
+  DeadLetterAuditPage,
+  DeadLetterEdit,
+  DeadLetterEditRequest,
+  DeadLetterMoveTask,
+  DeadLetterPage,
+  DeadLetterRedrive,
+  DeadLettersDeleted,
+} from '../apiTypes.js';
 import type { CallOptions } from '../callOptions.js';
 import type { ApiTransport } from '../transport.js';
-import { tenantPath, wholeNumber } from './encode.js';
+import { enc, payloadText, tenantPath, wholeNumber, withQuery } from './encode.js';
 
 const dlqPath = (tenant: string): string => `${tenantPath(tenant)}/dlq`;
 
@@ -31,4 +39,27 @@ export function deleteDeadLetters(
   opts: CallOptions,
 ): Promise<DeadLettersDeleted> {
   return api.request<DeadLettersDeleted>('POST', `${dlqPath(tenant)}/delete`, JSON.stringify({ handles }), opts.signal);
+}
+
+/** `POST .../dlq/edit`: the handle, then the payload spliced in as text (`payloadJson` as given). */
+export function editDeadLetter<P>(
+  api: ApiTransport,
+  tenant: string,
+  handle: string,
+  edit: DeadLetterEditRequest<P>,
+  opts: CallOptions,
+): Promise<DeadLetterEdit> {
+  const body = `{"handle":${JSON.stringify(handle)},"payload":${payloadText(edit)}}`;
+  return api.request<DeadLetterEdit>('POST', `${dlqPath(tenant)}/edit`, body, opts.signal);
+}
+
+export function deadLetterAudit(
+  api: ApiTransport,
+  tenant: string,
+  opts: CallOptions & { readonly limit?: number; readonly cursor?: string },
+): Promise<DeadLetterAuditPage> {
+  const query: string[] = [];
+  if (opts.limit !== undefined) query.push(`limit=${wholeNumber('limit', opts.limit, 1, 100)}`);
+  if (opts.cursor !== undefined) query.push(`cursor=${enc(opts.cursor)}`);
+  return api.request<DeadLetterAuditPage>('GET', withQuery(`${dlqPath(tenant)}/audit`, query), undefined, opts.signal);
 }

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,16 +7,20 @@ import { join } from 'node:path';
 import {
   GetQueueAttributesCommand,
   PurgeQueueCommand,
+  ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   type SendMessageBatchCommandInput,
 } from '@aws-sdk/client-sqs';
+import { DynamoDeadLetterEdits } from '../../adapters/dynamoDeadLetterEdits.js';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli/index.js';
 import { redrive } from '../../client/cli/target.js';
 import { DyneinClient } from '../../client/client.js';
+import { ValidationError } from '../../client/errors.js';
 import { DeadLetterService, type MoveTask } from '../../core/deadLetters/deadLetterService.js';
+import { deliveryMessage } from '../../core/model/messages.js';
 import { systemClock } from '../../core/model/ports.js';
 import { dlqHandler } from '../../lambdas/runtime/handlers.js';
 import { startApiServer } from '../../local/apiServer.js';
@@ -23,9 +28,10 @@ import { startEmulators, type Emulators } from '../support/emulators.js';
 import { createSystem, type TestSystem } from '../support/system.js';
 
 /**
- * `dynein dlq peek|redrive|delete` in process (bin/dynein.js's main()), against the dlq handler
+ * `dynein dlq peek|redrive|delete|edit|audit` in process (bin/dynein.js's main()), against the dlq handler
  * behind the local API server on fauxqs, through a local.json pointing at it; and the older
- * `dynein redrive` (straight to SQS) still moving everything back.
+ * `dynein redrive` (straight to SQS) still moving everything back. The SDK's edit and audit calls
+ * against the same handler.
  */
 let em: Emulators;
 let sys: TestSystem;
@@ -65,7 +71,8 @@ beforeAll(async () => {
           depth: real.depth.bind(real),
           delete: failDeletes ? (_url: string, handles: readonly string[]) => Promise.resolve([...handles]) : real.delete.bind(real),
         };
-        return dlqHandler({ ...sys.w, deadLetters: new DeadLetterService({ ...sys.w, queues, clock: systemClock }) })(event);
+        const edits = { edits: new DynamoDeadLetterEdits(sys.tableName, em.dynamo), settings: sys.w.config.settings };
+        return dlqHandler({ ...sys.w, deadLetters: new DeadLetterService({ ...sys.w, ...edits, queues, clock: systemClock }) })(event);
       },
     },
     metrics: () => ({}),
@@ -102,6 +109,51 @@ async function empty(url: string): Promise<void> {
   await em.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 }
 
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** A dead letter that is a Dynein delivery of demo (a job id this deployment signed), as a worker that gave up leaves it. */
+async function deadLetter(payload: string): Promise<{ jobId: string; body: string }> {
+  const dueMs = Date.now() - 60_000;
+  const jobId = sys.w.codec.encode({ tenant: 'demo', shard: 1, dueMs, path: 't', random: randomBytes(12).toString('base64url') });
+  const m = deliveryMessage('0', { jobId, tenant: 'demo', dueMs, payload });
+  await em.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: sys.tenants.demo!.dlqUrl,
+      MessageBody: m.body,
+      MessageAttributes: {
+        runAt: { DataType: 'String', StringValue: m.attributes!.runAt! },
+        dyneinError: { DataType: 'String', StringValue: 'handler threw: boom' },
+      },
+    }),
+  );
+  return { jobId, body: m.body };
+}
+
+/** The caller the local API names for demo's key. */
+const demoArn = 'arn:aws:iam::000000000000:user/dynein-demo';
+
+/** The handle `dlq peek` prints for the dead letter of `jobId`. */
+async function handleOf(jobId: string): Promise<string> {
+  const page = JSON.parse((await run('dlq', 'peek', '--tenant', 'demo', '--json')).out[0]!) as {
+    messages: { handle: string; jobId?: string }[];
+  };
+  const m = page.messages.find((x) => x.jobId === jobId);
+  if (!m) throw new Error(`${jobId} is not in the DLQ`);
+  return m.handle;
+}
+
+/** The bodies of the tenant queue's messages (at most 10), received. */
+async function queued(): Promise<string[]> {
+  const r = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.tenants.demo!.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+  return (r.Messages ?? []).map((m) => m.Body!);
+}
+
+/** The body of a delivery with its payload (the last member) replaced by `payload`'s text. */
+const withPayloadText = (body: string, old: string, payload: string): string => `${body.slice(0, body.length - old.length - 1)}${payload}}`;
+
+const audited = async () =>
+  (JSON.parse((await run('dlq', 'audit', '--tenant', 'demo', '--all', '--json')).out[0]!) as { edits: unknown[] }).edits;
+
 beforeEach(async () => {
   failDeletes = false;
   moveReports = undefined;
@@ -116,11 +168,13 @@ beforeEach(async () => {
 });
 
 describe('dynein dlq', () => {
-  it('lists peek, redrive and delete in its help', async () => {
+  it('lists peek, redrive, delete, edit and audit in its help', async () => {
     const help = await run('dlq', '--help');
     expect(help.code).toBe(0);
-    for (const c of ['peek', 'redrive', 'delete']) expect(help.out.join('\n')).toMatch(new RegExp(`^  ${c} `, 'm'));
+    for (const c of ['peek', 'redrive', 'delete', 'edit', 'audit']) expect(help.out.join('\n')).toMatch(new RegExp(`^  ${c} `, 'm'));
     expect((await run('dlq', 'peek', '--help')).out.join('\n')).toContain('--max');
+    expect((await run('dlq', 'edit', '--help')).out.join('\n')).toMatch(/--payload-file <file>/);
+    expect((await run('dlq', 'audit', '--help')).out.join('\n')).toMatch(/--all/);
   });
 
   it('peeks (human and JSON), redrives one, deletes one, redrives the rest with --all', async () => {
@@ -244,6 +298,162 @@ describe('dynein dlq', () => {
     // Each message in the queue once, the DLQ empty.
     expect(await depth(dlqUrl)).toBe(0);
     expect(await depth(url)).toBe(3);
+  });
+
+  it('edit puts a dead letter back with the payload text byte for byte; audit lists it with the caller and both SHA-256s', async () => {
+    const { dlqUrl } = sys.tenants.demo!;
+    const old = '{"n":0}';
+    const a = await deadLetter(old);
+    const b = await deadLetter(old);
+    const text = '{"b": 1.50,   "a":"é" ,"c" :[ 1.0e2 ]}';
+    const inline = await run('dlq', 'edit', await handleOf(a.jobId), '--tenant', 'demo', '--payload', text);
+    expect(inline.code).toBe(0);
+    expect(inline.out).toHaveLength(1);
+    expect(inline.out[0]).toMatch(
+      new RegExp(
+        `^edited ${a.jobId} at \\S+Z: back on the queue with the new payload \\(sha256 ${sha256(old).slice(0, 12)} -> ${sha256(text).slice(0, 12)}\\)$`,
+      ),
+    );
+    expect(await queued()).toEqual([withPayloadText(a.body, old, text)]);
+
+    // From a file (a string payload, a newline after it), --json: the reply.
+    const file = join(dataDir, 'payload.json');
+    writeFileSync(file, '"retry\u00e9 now"\n');
+    const fromFile = await run('dlq', 'edit', await handleOf(b.jobId), '--tenant', 'demo', '--payload-file', file, '--json');
+    expect(fromFile.code).toBe(0);
+    expect(JSON.parse(fromFile.out[0]!)).toEqual({
+      jobId: b.jobId,
+      editedAt: expect.stringMatching(/Z$/),
+      oldPayloadSha256: sha256(old),
+      newPayloadSha256: sha256('"retry\u00e9 now"'),
+    });
+    expect(await queued()).toEqual([withPayloadText(b.body, old, '"retry\u00e9 now"')]);
+    expect(await depth(dlqUrl)).toBe(3); // the two edited left the DLQ; the three others stay
+
+    // The audit, newest first: the caller (its principal ARN) and both hashes; shortened in the human form.
+    const entry = (jobId: string, after: string) => ({
+      at: expect.stringMatching(/Z$/),
+      jobId,
+      by: demoArn,
+      oldPayloadSha256: sha256(old),
+      newPayloadSha256: sha256(after),
+      messageId: expect.any(String),
+    });
+    const page = await run('dlq', 'audit', '--tenant', 'demo', '--limit', '1', '--json');
+    const first = JSON.parse(page.out[0]!) as { edits: unknown[]; cursor: string };
+    expect(first.edits).toEqual([entry(b.jobId, '"retry\u00e9 now"')]);
+    const human = await run('dlq', 'audit', '--tenant', 'demo', '--limit', '1', '--cursor', first.cursor);
+    expect(human.code).toBe(0);
+    expect(human.out).toHaveLength(1);
+    expect(human.out[0]).toMatch(
+      new RegExp(`^\\S+Z  ${a.jobId}  ${demoArn}  ${sha256(old).slice(0, 12)} -> ${sha256(text).slice(0, 12)}$`),
+    );
+    expect(human.err).toHaveLength(1);
+    expect(human.err[0]).toMatch(/^more: dynein dlq audit --tenant demo --cursor '\S+' --limit 1 \(or --all\)$/);
+    expect((await audited()).slice(0, 2)).toEqual([entry(b.jobId, '"retry\u00e9 now"'), entry(a.jobId, text)]);
+  });
+
+  it('edit refuses bad input with a one-line reason, sending nothing and changing nothing', async () => {
+    const { url, dlqUrl } = sys.tenants.demo!;
+    const a = await deadLetter('{"n":1}');
+    const handle = await handleOf(a.jobId);
+    const file = join(dataDir, 'not-json.txt');
+    writeFileSync(file, '{"a": 1,}');
+    const before = (await audited()).length;
+    for (const args of [
+      [handle, '--payload', '{b: 1}'],
+      [handle, '--payload', 'retry'],
+      [handle, '--payload-file', file],
+      [handle, '--payload', '1', '--payload-file', file],
+      [handle],
+      ['--payload', '1'],
+      [handle, handle, '--payload', '1'],
+    ]) {
+      const r = await run('dlq', 'edit', '--tenant', 'demo', ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toHaveLength(1);
+      expect(r.out).toEqual([]);
+    }
+    expect((await run('dlq', 'edit', '--tenant', 'demo', handle, '--payload', 'nope')).err[0]).toMatch(/--payload is not JSON/);
+    // The API's refusals: a handle it never issued, a message that is not a Dynein delivery, one no longer in the DLQ.
+    const forged = await run('dlq', 'edit', '--tenant', 'demo', 'Zm9v.AAAA', '--payload', '1');
+    expect(forged.code).toBe(1);
+    expect(forged.err).toEqual([expect.stringMatching(/^dynein: ValidationError \(HTTP 400\): handle is not a handle this API issued/)]);
+    const page = JSON.parse((await run('dlq', 'peek', '--tenant', 'demo', '--json')).out[0]!) as {
+      messages: { handle: string; jobId?: string }[];
+    };
+    const foreign = page.messages.find((m) => m.jobId === 'job-0')!.handle; // not an id this deployment signed
+    const notDelivery = await run('dlq', 'edit', '--tenant', 'demo', foreign, '--payload', '1');
+    expect(notDelivery.code).toBe(1);
+    expect(notDelivery.err).toEqual([expect.stringMatching(/^dynein: NotADelivery \(HTTP 409\): /)]);
+    expect(await depth(dlqUrl)).toBe(4);
+    expect((await run('dlq', 'delete', '--tenant', 'demo', handle)).code).toBe(0);
+    const gone = await run('dlq', 'edit', '--tenant', 'demo', handle, '--payload', '1');
+    expect(gone.code).toBe(1);
+    expect(gone.err).toEqual([expect.stringMatching(/^dynein: DeadLetterNotFound \(HTTP 404\): /)]);
+    expect(await depth(dlqUrl)).toBe(3);
+    expect(await depth(url)).toBe(0);
+    expect(await audited()).toHaveLength(before);
+  });
+
+  it('edit whose delete from the DLQ failed: advises deleting it, never editing it again, and exits 1', async () => {
+    const a = await deadLetter('null');
+    const handle = await handleOf(a.jobId);
+    failDeletes = true;
+    const r = await run('dlq', 'edit', '--tenant', 'demo', handle, '--payload', '2');
+    expect(r.code).toBe(1);
+    expect(r.out[0]).toMatch(new RegExp(`^edited ${a.jobId} `));
+    expect(r.err).toEqual([
+      `sent to the queue but still in the DLQ (the delete failed): do not edit or redrive it again (it would be delivered twice); delete it: dynein dlq delete --tenant demo ${handle}`,
+    ]);
+    expect(await queued()).toEqual([withPayloadText(a.body, 'null', '2')]);
+  });
+
+  it('audit refuses a bad --limit, and --all with --cursor', async () => {
+    for (const args of [['--limit', '0'], ['--limit', '101'], ['--all', '--cursor', 'x'], ['extra']]) {
+      const r = await run('dlq', 'audit', '--tenant', 'demo', ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toHaveLength(1);
+    }
+  });
+
+  it('SDK: editDeadLetter sends a value (JSON.stringify) or payloadJson as given; deadLetterAudit and deadLetterEdits page the trail', async () => {
+    const api = new DyneinClient({
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      region: 'us-east-1',
+      credentials: keys.demo,
+      retry: { maxAttempts: 1 },
+    });
+    const [a, b] = [await deadLetter('{"v":1}'), await deadLetter('{"v":2}')];
+    const edited = await api.editDeadLetter('demo', await handleOf(a.jobId), { payload: { v: 10, s: 'é' } });
+    expect(edited).toEqual({
+      jobId: a.jobId,
+      editedAt: expect.any(String),
+      oldPayloadSha256: sha256('{"v":1}'),
+      newPayloadSha256: sha256('{"v":10,"s":"é"}'),
+    });
+    const raw = '{"v": 9007199254740993, "x": 1.0}';
+    expect((await api.editDeadLetter('demo', await handleOf(b.jobId), { payloadJson: raw })).newPayloadSha256).toBe(sha256(raw));
+    expect((await queued()).sort()).toEqual(
+      [withPayloadText(a.body, '{"v":1}', '{"v":10,"s":"é"}'), withPayloadText(b.body, '{"v":2}', raw)].sort(),
+    );
+    // Refused before sending: both payload forms; a bad limit.
+    await expect(api.editDeadLetter('demo', 'h.x', { payload: 1, payloadJson: '1' })).rejects.toMatchObject({ source: 'client' });
+    await expect(api.deadLetterAudit('demo', { limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(api.editDeadLetter('demo', await handleOf('job-1'), { payload: 1 })).rejects.toMatchObject({
+      status: 409,
+      code: 'NotADelivery',
+    });
+
+    const page = await api.deadLetterAudit('demo', { limit: 1 });
+    expect(page.edits.map((e) => e.jobId)).toEqual([b.jobId]);
+    expect(page.cursor).toEqual(expect.any(String));
+    const next = await api.deadLetterAudit('demo', { limit: 1, cursor: page.cursor! });
+    expect(next.edits.map((e) => [e.jobId, e.by])).toEqual([[a.jobId, demoArn]]);
+    const all = [];
+    for await (const e of api.deadLetterEdits('demo', { limit: 2 })) all.push(e.jobId);
+    expect(all.slice(0, 2)).toEqual([b.jobId, a.jobId]);
+    expect(all.length).toBe((await audited()).length);
   });
 });
 

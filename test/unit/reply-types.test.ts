@@ -2,7 +2,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type * as Sdk from '../../client/index.js';
 import type { OutcomeResult as SdkOutcomeResult } from '../../client/outcomes.js';
 import type { BatchReply as SdkBatchReply } from '../../client/resources/jobs.js';
-import type { DeadLetter, DeadLetterService, MoveTask, RedriveReply } from '../../core/deadLetters/index.js';
+import type { AuditEntry, DeadLetter, DeadLetterService, EditReply, MoveTask, RedriveReply } from '../../core/deadLetters/index.js';
 import type { CancelReply, JobPageReply, JobState, ListedJob, OutcomeResult, StatusReply, TimelineEvent } from '../../core/jobs/index.js';
 import type { PutResult, ScheduleReply, SchedulesService, ScheduleState } from '../../core/recurring/index.js';
 import type { JobReply, Submitter } from '../../core/submit/index.js';
@@ -71,6 +71,11 @@ describe('the SDK reply types are tied to core’s', () => {
     expectTypeOf<Sdkish<Sdk.DeadLetterRedrive>>().toEqualTypeOf<Sdkish<RedriveReply>>();
     expectTypeOf<Sdk.DeadLettersDeleted>().toEqualTypeOf<Sdkish<Answer<DeadLetterService['delete']>>>();
     expectTypeOf<Sdkish<Answer<Sdk.DyneinClient['deadLetterMoves']>>>().toEqualTypeOf<Sdkish<Answer<DeadLetterService['redriveStatus']>>>();
+    expectTypeOf<Sdk.DeadLetterEdit>().toEqualTypeOf<Answer<DeadLetterService['edit']>>();
+    expectTypeOf<Sdk.DeadLetterEdit>().toEqualTypeOf<EditReply>();
+    expectTypeOf<Sdk.DeadLetterAuditEntry>().toEqualTypeOf<AuditEntry>();
+    expectTypeOf<Sdk.DeadLetterAuditPage>().toEqualTypeOf<Sdkish<Answer<DeadLetterService['audit']>>>();
+    expectTypeOf<Answer<Sdk.DyneinClient['deadLetterAudit']>>().toEqualTypeOf<Sdk.DeadLetterAuditPage>();
   });
 
   it('workflows (core/workflows/service.ts, view.ts): `created` of submitWorkflow is the SDK’s, from the status (201)', () => {

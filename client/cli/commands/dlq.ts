@@ -1,8 +1,8 @@
-/** `dynein dlq ...`: the tenant's dead-letter queue through the API (peek, redrive, delete). */
-import { cutText } from '../../../core/util/index.js';
-import type { DeadLetterMoveTask } from '../../apiTypes.js';
+/** `dynein dlq ...`: the tenant's dead-letter queue through the API (peek, redrive, delete, edit, the edits' audit). */
+import { cutText, isJson } from '../../../core/util/index.js';
+import type { DeadLetterAuditEntry, DeadLetterMoveTask } from '../../apiTypes.js';
 import type { DyneinClient } from '../../client.js';
-import { noPositionals } from '../args.js';
+import { noPositionals, readText } from '../args.js';
 import { client, type Ctx, type Group } from '../command.js';
 import { UsageError } from '../errors.js';
 import { HELP, JSON_OUT, TENANT, WHERE } from '../flags.js';
@@ -10,10 +10,11 @@ import type { Io } from '../output.js';
 import { progressLine } from '../progress.js';
 
 export const dlqCommand: Group = {
-  brief: "the tenant's dead-letter queue through the API: peek, redrive, delete",
+  brief: "the tenant's dead-letter queue through the API: peek, redrive, delete, edit, audit",
   summary:
     "The tenant's dead-letter queue through the API (the dlq routes; IAM: DyneinTenant.grantDeadLetters): peek at its\n" +
-    'messages, move all or some back to the queue, delete some. Messages are named by the handles peek prints.',
+    'messages, move all or some back to the queue, delete some, put one back with a new payload, list those edits.\n' +
+    'Messages are named by the handles peek prints.',
   subcommands: {
     peek: {
       brief: 'print up to --max messages of the DLQ, leaving them there',
@@ -58,6 +59,44 @@ export const dlqCommand: Group = {
       flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
       run: runDelete,
     },
+    edit: {
+      brief: 'put a message back on the queue with a new payload (audited)',
+      usage: '<handle> --tenant <name> (--payload <JSON> | --payload-file <file>) [options]',
+      summary:
+        'Put the message named by a handle `dynein dlq peek` printed back on the tenant queue with a new payload, sent\n' +
+        'byte for byte as given (checked to be one JSON value first: nothing is sent otherwise); the rest of the message\n' +
+        "is kept, and it leaves the DLQ. The edit is audited (the caller, the payloads' SHA-256: `dynein dlq audit`) and\n" +
+        "shows in the job's timeline as EDITED. Only a Dynein delivery of the tenant can be edited.",
+      targeted: true,
+      flags: {
+        ...TENANT,
+        payload: { type: 'string', arg: '<JSON>', help: 'the new payload, JSON text sent as given; @file.json reads a file' },
+        'payload-file': { type: 'string', arg: '<file>', help: 'or the new payload from a file, its text sent as it is' },
+        json: { type: 'boolean', help: 'print the reply {"jobId", "editedAt", "oldPayloadSha256", "newPayloadSha256"} as one JSON line' },
+        ...WHERE,
+        ...HELP,
+      },
+      run: runEdit,
+    },
+    audit: {
+      brief: 'list the edits of dead letters, newest first',
+      usage: '--tenant <name> [--limit <n>] [--cursor <c> | --all] [options]',
+      summary:
+        "List the tenant's dead-letter edits, newest first, one line each: when, the job, who, and the payload's SHA-256\n" +
+        'before and after (shortened; --json prints them whole). One page of --limit (default 50) by default, with the\n' +
+        'command for the next one on stderr; --all: every page. Edits are kept a year.',
+      targeted: true,
+      flags: {
+        ...TENANT,
+        limit: { type: 'string', arg: '<n>', help: 'edits per page, 1 to 100 (default 50; with --all, 100)' },
+        cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor' },
+        all: { type: 'boolean', help: 'every edit, not one page' },
+        json: { type: 'boolean', help: 'print {"edits": [...], "cursor"?} as one JSON line' },
+        ...WHERE,
+        ...HELP,
+      },
+      run: runAudit,
+    },
   },
 };
 
@@ -81,7 +120,7 @@ async function runPeek({ values, str, rest, target, tenant, io }: Ctx): Promise<
     io.out(`  ${m.body.length > 500 ? `${cutText(m.body, 500)}… (${m.body.length} characters; --json prints it whole)` : m.body}`);
   }
   io.err(
-    `${page.messages.length} shown of about ${page.approximateDepth} in the DLQ${page.messages.length > 0 ? `: dynein dlq redrive --tenant ${tenant} <handle>... (or --all), dynein dlq delete --tenant ${tenant} <handle>...` : ''}`,
+    `${page.messages.length} shown of about ${page.approximateDepth} in the DLQ${page.messages.length > 0 ? `: dynein dlq redrive --tenant ${tenant} <handle>... (or --all), dynein dlq delete --tenant ${tenant} <handle>..., dynein dlq edit --tenant ${tenant} <handle> --payload '<JSON>'` : ''}`,
   );
   return 0;
 }
@@ -120,6 +159,81 @@ async function runDelete({ values, rest, target, tenant, io }: Ctx): Promise<num
   else io.out(handlesSummary('deleted', reply.deleted, reply.notFound, reply.failed));
   return reply.failed?.length ? 1 : 0;
 }
+
+async function runEdit({ values, str, rest, target, tenant, io }: Ctx): Promise<number> {
+  if (rest.length !== 1)
+    throw new UsageError(
+      `dlq edit needs one handle (from dynein dlq peek)${rest.length > 1 ? `, got ${rest.length}` : ''}: dynein dlq edit <handle> --tenant ${tenant} --payload '<JSON>'`,
+    );
+  const handle = rest[0]!;
+  const payloadJson = editPayload(str('payload'), str('payload-file'));
+  const reply = await client(target()).editDeadLetter(tenant, handle, { payloadJson });
+  if (values.json) io.out(JSON.stringify(reply));
+  else
+    io.out(
+      `edited ${reply.jobId} at ${reply.editedAt}: back on the queue with the new payload (sha256 ${short(reply.oldPayloadSha256)} -> ${short(reply.newPayloadSha256)})`,
+    );
+  if (!reply.sentNotDeleted) return 0;
+  if (!values.json)
+    io.err(
+      `sent to the queue but still in the DLQ (the delete failed): do not edit or redrive it again (it would be delivered twice); delete it: dynein dlq delete --tenant ${tenant} ${handle}`,
+    );
+  return 1;
+}
+
+/**
+ * The new payload's JSON text of `--payload <JSON>` / `--payload @file` / `--payload-file <file>`:
+ * exactly one, checked to be one JSON value, kept as given.
+ */
+function editPayload(inline: string | undefined, file: string | undefined): string {
+  if ((inline === undefined) === (file === undefined))
+    throw new UsageError(
+      `dlq edit needs the new payload: --payload '<JSON>' or --payload-file <file>${inline !== undefined ? ', not both' : ''}; nothing was sent`,
+    );
+  const fromFile = file ?? (inline!.startsWith('@') ? inline!.slice(1) : undefined);
+  const text = fromFile !== undefined ? readText(fromFile) : inline!;
+  if (!isJson(text))
+    throw new UsageError(
+      fromFile !== undefined
+        ? `${fromFile} does not hold one JSON value: nothing was sent`
+        : `--payload is not JSON: quote it, e.g. --payload '{"a":1}' (a string is '"text"'), or give a file as --payload-file payload.json; nothing was sent`,
+    );
+  return text;
+}
+
+async function runAudit({ values, str, rest, target, tenant, io }: Ctx): Promise<number> {
+  noPositionals('dlq audit', rest);
+  const [limitText, cursor] = [str('limit'), str('cursor')];
+  if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100))
+    throw new UsageError(`--limit must be a whole number from 1 to 100, got '${limitText}'`);
+  if (values.all && cursor !== undefined) throw new UsageError('dlq audit takes --all or --cursor, not both');
+  const api = client(target());
+  const limit = limitText !== undefined ? { limit: Number(limitText) } : {};
+  let edits: readonly DeadLetterAuditEntry[];
+  let next: string | undefined;
+  if (values.all) {
+    const all: DeadLetterAuditEntry[] = [];
+    for await (const e of api.deadLetterEdits(tenant, limitText !== undefined ? limit : { limit: 100 })) all.push(e);
+    edits = all;
+  } else {
+    ({ edits, cursor: next } = await api.deadLetterAudit(tenant, { ...limit, ...(cursor !== undefined ? { cursor } : {}) }));
+  }
+  if (values.json) io.out(JSON.stringify({ edits, ...(next !== undefined ? { cursor: next } : {}) }));
+  else {
+    const rows = edits.map((e) => [e.at, e.jobId, e.by, `${short(e.oldPayloadSha256)} -> ${short(e.newPayloadSha256)}`]);
+    const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows) io.out(r.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  '));
+    if (rows.length === 0) io.err(`tenant ${tenant} has no dead-letter edits${cursor !== undefined ? ' after this cursor' : ''}`);
+  }
+  if (next !== undefined)
+    io.err(
+      `more: dynein dlq audit --tenant ${tenant} --cursor '${next}'${limitText !== undefined ? ` --limit ${limitText}` : ''} (or --all)`,
+    );
+  return 0;
+}
+
+/** A SHA-256 (hex) shortened for a human line: its first 12 digits. */
+const short = (sha256: string): string => sha256.slice(0, 12);
 
 /** How often `dlq redrive --all` asks for its move task's progress. */
 export const MOVE_POLL_MS = 2_000;

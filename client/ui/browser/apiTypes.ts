@@ -22,6 +22,12 @@ export interface TimelineEvent {
   readonly error?: string;
   readonly durationMs?: number;
   readonly result?: unknown;
+  /** `EDITED`: who edited the dead letter: the caller's IAM principal ARN. */
+  readonly by?: string;
+  /** `EDITED`: SHA-256 (hex) of the payload's JSON text before the edit. */
+  readonly oldPayloadSha256?: string;
+  /** `EDITED`: SHA-256 (hex) of the payload's JSON text after the edit. */
+  readonly newPayloadSha256?: string;
 }
 
 /** `GET .../jobs/{jobId}`: the page shows every field, the timeline apart. */
