@@ -821,6 +821,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq', methods: [GET], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/redrive', methods: [POST, GET], integration: dlqIntegration });
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/delete', methods: [POST], integration: dlqIntegration });
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/edit', methods: [POST], integration: dlqIntegration });
+    httpApi.addRoutes({ path: '/v1/tenants/{tenant}/dlq/audit', methods: [GET], integration: dlqIntegration });
     // Workflows (docs/workflows.md): one integration.
     const workflowsIntegration = new HttpLambdaIntegration('WorkflowsIntegration', workflows);
     httpApi.addRoutes({ path: '/v1/tenants/{tenant}/workflows', methods: [POST], integration: workflowsIntegration });

@@ -132,6 +132,9 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
   dlq: [
     // The tenant registry item (its queue and DLQ URLs).
     { sid: 'ReadsTenants', on: 'table', actions: ['dynamodb:GetItem'], leadingKeys: ['tenant#'] },
+    // Edits' audit entries: written (two items, one BatchWriteItem) in the tenant's partition
+    // (dlqa#<tenant>) and beside the job's outcome records (h#e#<shard>); read (Query) from the first.
+    { sid: 'DeadLetterEditAudit', on: 'table', actions: ['dynamodb:BatchWriteItem', 'dynamodb:Query'], leadingKeys: ['dlqa#', 'h#e#'] },
     ID_KEY,
     // Peeks, redrives and deletes in the tenant DLQs (<prefix>-d-*) and sends redriven messages to
     // the tenant queues (<prefix>-t-*); the tenant queue policy admits it as one of the scheduler's

@@ -282,7 +282,8 @@ export class DyneinTenant extends Construct {
    * Lets `grantee` look at and act on this tenant's dead-letter queue through the API:
    * `execute-api:Invoke` on exactly `GET /v1/tenants/<name>/dlq` (peek),
    * `POST /v1/tenants/<name>/dlq/redrive`, `GET /v1/tenants/<name>/dlq/redrive` (the move tasks'
-   * progress) and `POST /v1/tenants/<name>/dlq/delete` of the
+   * progress), `POST /v1/tenants/<name>/dlq/delete`, `POST /v1/tenants/<name>/dlq/edit` (a dead
+   * letter back with a new payload) and `GET /v1/tenants/<name>/dlq/audit` (the edits) of the
    * `$default` stage, nothing else (no wildcard). The scheduler's dlq function does the SQS work;
    * for direct SQS access use {@link grantRedrive}.
    */
@@ -296,6 +297,8 @@ export class DyneinTenant extends Construct {
         this.#routeArn('POST', `${dlq}/redrive`),
         this.#routeArn('GET', `${dlq}/redrive`),
         this.#routeArn('POST', `${dlq}/delete`),
+        this.#routeArn('POST', `${dlq}/edit`),
+        this.#routeArn('GET', `${dlq}/audit`),
       ],
     });
   }

@@ -139,20 +139,20 @@ const ROUTES: readonly Route[] = [
     handler: 'dlq',
     params: ['tenant'],
   },
-  ...(['redrive', 'delete'] as const).map((action) => ({
+  ...(['redrive', 'delete', 'edit'] as const).map((action) => ({
     method: 'POST',
     pattern: new RegExp(`^/v1/tenants/([^/]+)/dlq/${action}$`),
     routeKey: `POST /v1/tenants/{tenant}/dlq/${action}`,
     handler: 'dlq' as const,
     params: ['tenant'],
   })),
-  {
+  ...(['redrive', 'audit'] as const).map((action) => ({
     method: 'GET',
-    pattern: /^\/v1\/tenants\/([^/]+)\/dlq\/redrive$/,
-    routeKey: 'GET /v1/tenants/{tenant}/dlq/redrive',
-    handler: 'dlq',
+    pattern: new RegExp(`^/v1/tenants/([^/]+)/dlq/${action}$`),
+    routeKey: `GET /v1/tenants/{tenant}/dlq/${action}`,
+    handler: 'dlq' as const,
     params: ['tenant'],
-  },
+  })),
   ...(
     [
       ['GET', ''],

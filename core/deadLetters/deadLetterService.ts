@@ -1,13 +1,20 @@
 import {
+  ApiError,
   type Clock,
+  InvalidJobIdError,
+  isoMs,
   type JobIdCodec,
   MAX_BATCH_BYTES,
   MAX_BATCH_ENTRIES,
   packGreedy,
   parseJsonBody,
+  payloadTextOf,
+  PayloadTooLargeError,
+  type SchedulerSettings,
   ValidationError,
 } from '../model/index.js';
 import { assertTenantName, type TenantRegistry } from '../tenants/index.js';
+import { type DeadLetterEdit, type DeadLetterEdits, sha256, withPayload } from './edits.js';
 
 /**
  * A tenant's dead-letter queue through the API: peek, redrive all or some, delete some.
@@ -105,6 +112,20 @@ export interface DeadLetterDeps {
   readonly tenants: TenantRegistry;
   readonly codec: JobIdCodec;
   readonly clock: Clock;
+  /** The edits' audit trail (edit and audit need it). */
+  readonly edits?: DeadLetterEdits;
+  /** An edited payload's limit, as submit's. @default DEFAULT_SETTINGS' */
+  readonly settings?: Pick<SchedulerSettings, 'maxPayloadBytes'>;
+}
+
+/** What an edit answers: the job put back, the payloads' hashes, and a send whose delete failed. */
+export interface EditReply {
+  readonly jobId: string;
+  readonly editedAt: string;
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+  /** Sent with its new payload, and still in the DLQ too (its delete failed): delete it by its handle, never edit or redrive it again. */
+  readonly sentNotDeleted?: true;
 }
 
 /** A dead letter as the API shows it. */
@@ -203,6 +224,107 @@ export class DeadLetterService {
     return { tasks: await this.deps.queues.moveTasks(dlqUrl) };
   }
 
+  /**
+   * `{"handle", "payload"}`: the dead letter back on the tenant queue with `payload` (its JSON text
+   * as sent, byte for byte) in place of its own, every other byte of its body and its attributes
+   * kept (the worker's error dropped, as a redrive drops it), then deleted from the DLQ; its audit
+   * entry (`by`, the payloads' SHA-256) written before the send. Only a Dynein delivery of the
+   * tenant can be edited.
+   *
+   * @throws ValidationError, PayloadTooLargeError, DeadLetterNotFoundError, NotADeliveryError,
+   *   EditFailedError (nothing sent: the message is still in the DLQ)
+   */
+  async edit(tenant: string, body: string | undefined, by: string): Promise<EditReply> {
+    assertTenantName(tenant);
+    const edits = this.#edits();
+    const request = parseEditRequest(body, this.deps.settings ?? { maxPayloadBytes: 240 * 1024 });
+    const ids = this.#ids(tenant, [request.handle], 'handle');
+    const record = await this.deps.tenants.require(tenant);
+    let reply: EditReply | undefined;
+    const { done, notFound, sentNotDeleted } = await this.#onFound(record.dlqUrl, ids, async ([m]) => {
+      const edit = this.#edited(tenant, m!, request.payload, by);
+      await edits.record(edit.entry, edit.key);
+      reply = {
+        jobId: edit.entry.jobId,
+        editedAt: isoMs(edit.entry.atMs),
+        oldPayloadSha256: edit.entry.oldPayloadSha256,
+        newPayloadSha256: edit.entry.newPayloadSha256,
+      };
+      return this.#move(record.queueUrl, record.dlqUrl, [m!], () => edit.body);
+    });
+    if (notFound.length > 0) throw new DeadLetterNotFoundError(tenant);
+    if (done.length === 0 && sentNotDeleted.length === 0) throw new EditFailedError();
+    return { ...reply!, ...(sentNotDeleted.length > 0 ? { sentNotDeleted: true as const } : {}) };
+  }
+
+  /**
+   * The tenant's edits, newest first: `?limit=` (1 to 100, default 50) and `?cursor=` (the
+   * previous page's).
+   */
+  async audit(tenant: string, query: Readonly<Record<string, string | undefined>>): Promise<{ edits: AuditEntry[]; cursor?: string }> {
+    assertTenantName(tenant);
+    const edits = this.#edits();
+    const raw = query.limit;
+    if (raw !== undefined && (!/^\d{1,3}$/.test(raw) || Number(raw) < 1 || Number(raw) > AUDIT_PAGE_MAX))
+      throw new ValidationError(`limit must be a whole number from 1 to ${AUDIT_PAGE_MAX}, got ${JSON.stringify(raw)}`);
+    const cursor = query.cursor;
+    const from = cursor === undefined ? undefined : this.#cursorValue(tenant, cursor);
+    await this.deps.tenants.require(tenant);
+    const page = await edits.list(tenant, raw === undefined ? AUDIT_PAGE_DEFAULT : Number(raw), from);
+    return {
+      edits: page.edits.map(auditEntry),
+      ...(page.cursor !== undefined ? { cursor: this.#cursor(tenant, page.cursor) } : {}),
+    };
+  }
+
+  #edits(): DeadLetterEdits {
+    // Every wiring has one (lambdas/runtime/wiring.ts); a service built without it is a programming error.
+    if (!this.deps.edits) throw new Error('DeadLetterService: no audit trail (deps.edits) for edits');
+    return this.deps.edits;
+  }
+
+  /** The edit of `m`: its new body, its audit entry and its job's key; refused for a message that is not the tenant's delivery, or too large once edited. */
+  #edited(tenant: string, m: DlqMessage, payload: string, by: string) {
+    const fields = deliveryFields(m.body, tenant);
+    const replaced = withPayload(m.body, payload);
+    let id;
+    try {
+      id = fields.jobId !== undefined ? this.deps.codec.parse(fields.jobId) : undefined;
+    } catch (err) {
+      if (!(err instanceof InvalidJobIdError)) throw err;
+    }
+    if (!replaced || !id || id.tenant !== tenant) throw new NotADeliveryError(tenant);
+    const attributes = carried(m.attributes);
+    const bytes = deadLetterBytes({ body: replaced.body, attributes });
+    if (bytes > MAX_BATCH_BYTES)
+      throw new PayloadTooLargeError(
+        `the edited message would be ${bytes} bytes with its attributes, above SQS's ${MAX_BATCH_BYTES}: send a smaller payload; nothing was changed`,
+      );
+    const entry: DeadLetterEdit = {
+      atMs: this.deps.clock.now(),
+      tenant,
+      jobId: id.jobId,
+      by,
+      oldPayloadSha256: sha256(replaced.oldPayload),
+      newPayloadSha256: sha256(payload),
+      messageId: m.messageId,
+    };
+    return { body: replaced.body, entry, key: { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId } };
+  }
+
+  /** A cursor of the tenant's audit: the store's, signed for the tenant. */
+  #cursor(tenant: string, value: string): string {
+    return `${Buffer.from(value, 'utf8').toString('base64url')}.${this.deps.codec.tag(`dlq-audit\n${tenant}`, value)}`;
+  }
+
+  #cursorValue(tenant: string, cursor: string): string {
+    const dot = cursor.indexOf('.');
+    const value = dot > 0 ? Buffer.from(cursor.slice(0, dot), 'base64url').toString('utf8') : '';
+    if (dot <= 0 || this.#cursor(tenant, value) !== cursor)
+      throw new ValidationError(`cursor is not one this API issued for tenant '${tenant}': use the cursor of the previous page's reply`);
+    return value;
+  }
+
   /** `{"handles": [...]}`: deletes those messages from the tenant's DLQ. */
   async delete(tenant: string, body: string | undefined): Promise<{ deleted: string[]; notFound: string[]; failed?: string[] }> {
     assertTenantName(tenant);
@@ -225,12 +347,9 @@ export class DeadLetterService {
     queueUrl: string,
     dlqUrl: string,
     msgs: readonly DlqMessage[],
+    bodyOf: (m: DlqMessage) => string = (m) => m.body,
   ): Promise<{ done: DlqMessage[]; failed: DlqMessage[]; sentNotDeleted: DlqMessage[] }> {
-    const copies = msgs.map((m, i) => ({
-      id: String(i),
-      body: m.body,
-      attributes: Object.fromEntries(Object.entries(m.attributes).filter(([k]) => !DROPPED_ON_REDRIVE.has(k))),
-    }));
+    const copies = msgs.map((m, i) => ({ id: String(i), body: bodyOf(m), attributes: carried(m.attributes) }));
     // A send that threw as a whole is taken as sending nothing (its messages stay in the DLQ only).
     const notSent = new Set(await this.deps.queues.send(queueUrl, copies).catch(() => copies.map((c) => c.id)));
     const sent = msgs.filter((_, i) => !notSent.has(String(i)));
@@ -256,14 +375,14 @@ export class DeadLetterService {
   }
 
   /** Message ids of the handles (request order) mapped to their handles; a bad handle is a 400 naming it. */
-  #ids(tenant: string, handles: readonly string[]): Map<string, string> {
+  #ids(tenant: string, handles: readonly string[], field = 'handles'): Map<string, string> {
     const ids = new Map<string, string>();
     handles.forEach((handle, i) => {
       const dot = handle.indexOf('.');
       const messageId = dot > 0 ? Buffer.from(handle.slice(0, dot), 'base64url').toString('utf8') : '';
       if (dot <= 0 || this.handleOf(tenant, messageId) !== handle)
         throw new ValidationError(
-          `handles[${i}] is not a handle this API issued for tenant '${tenant}': use the handles of GET /v1/tenants/${tenant}/dlq`,
+          `${field === 'handles' ? `handles[${i}]` : field} is not a handle this API issued for tenant '${tenant}': use the handles of GET /v1/tenants/${tenant}/dlq`,
         );
       ids.set(messageId, handle);
     });
@@ -379,6 +498,87 @@ export function deliveryFields(body: string, tenant: string): { jobId?: string; 
   const o = v as Record<string, unknown>;
   if (typeof o.jobId !== 'string' || typeof o.runAt !== 'string' || o.tenant !== tenant) return {};
   return { jobId: o.jobId, runAt: o.runAt, ...(typeof o.schedule === 'string' ? { schedule: o.schedule } : {}) };
+}
+
+/** The attributes a copy sent back to the queue carries: all but the failed attempt's error. */
+function carried(attributes: DlqMessage['attributes']): DlqMessage['attributes'] {
+  return Object.fromEntries(Object.entries(attributes).filter(([k]) => !DROPPED_ON_REDRIVE.has(k)));
+}
+
+/** Audit entries a page holds at most, and by default. */
+export const AUDIT_PAGE_MAX = 100;
+const AUDIT_PAGE_DEFAULT = 50;
+
+/** An edit as `GET .../dlq/audit` and the job's timeline show it. */
+export interface AuditEntry {
+  readonly at: string;
+  readonly jobId: string;
+  readonly by: string;
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+  readonly messageId: string;
+}
+
+export function auditEntry(e: DeadLetterEdit): AuditEntry {
+  return {
+    at: isoMs(e.atMs),
+    jobId: e.jobId,
+    by: e.by,
+    oldPayloadSha256: e.oldPayloadSha256,
+    newPayloadSha256: e.newPayloadSha256,
+    messageId: e.messageId,
+  };
+}
+
+/** The body of an edit: `{"handle": "<handle>", "payload": <JSON>}`, the payload checked as submit checks it. */
+function parseEditRequest(
+  body: string | undefined,
+  settings: Pick<SchedulerSettings, 'maxPayloadBytes'>,
+): { handle: string; payload: string } {
+  const shape = '{"handle": "<handle>", "payload": <the new payload>}';
+  const v = parseJsonBody(body, settings.maxPayloadBytes + 4096, (path) => path.length === 1 && path[0] === 'payload', `JSON: ${shape}`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ValidationError(`the body must be a JSON object: ${shape}`);
+  const o = v as Record<string, unknown>;
+  const unknown = Object.keys(o).filter((k) => k !== 'handle' && k !== 'payload');
+  if (unknown.length > 0) throw new ValidationError(`unknown field ${unknown[0]}: the body is ${shape}`);
+  if (typeof o.handle !== 'string' || o.handle.length === 0 || o.handle.length > 1024)
+    throw new ValidationError(`handle must be a handle string from GET .../dlq: the body is ${shape}`);
+  if (!('payload' in o)) throw new ValidationError(`payload is missing (send null for a null payload): the body is ${shape}`);
+  return { handle: o.handle, payload: payloadTextOf(o.payload, settings, body) };
+}
+
+/** 404: no message of the tenant's DLQ has that handle now (redriven, deleted, edited, or expired). */
+export class DeadLetterNotFoundError extends ApiError {
+  readonly status = 404;
+  readonly code = 'DeadLetterNotFound';
+  constructor(tenant: string) {
+    super(
+      `the tenant '${tenant}' DLQ holds no message with that handle now (redriven, deleted, edited or expired): list it again with GET /v1/tenants/${tenant}/dlq; nothing was changed`,
+    );
+    this.name = 'DeadLetterNotFoundError';
+  }
+}
+
+/** 409: the message is not a Dynein delivery of the tenant (sent to its queue by something else): it has no payload to edit. */
+export class NotADeliveryError extends ApiError {
+  readonly status = 409;
+  readonly code = 'NotADelivery';
+  constructor(tenant: string) {
+    super(
+      `the message is not a Dynein delivery of tenant '${tenant}', so it has no payload to edit: redrive or delete it instead; nothing was changed`,
+    );
+    this.name = 'NotADeliveryError';
+  }
+}
+
+/** 500: the edited message could not be sent; the dead letter is still in the DLQ, unchanged. */
+export class EditFailedError extends ApiError {
+  readonly status = 500;
+  readonly code = 'InternalError';
+  constructor() {
+    super('the edited message could not be sent to the queue; the dead letter is still in the DLQ, unchanged: retry the request');
+    this.name = 'EditFailedError';
+  }
 }
 
 /** The body of a redrive (`{"all": true}` or `{"handles": [...]}`) or delete (`{"handles": [...]}`) request. */

@@ -95,6 +95,19 @@ export interface HistoryStore {
   getFailedAttempts(key: RowKey, limit: number): Promise<OutcomeRecord[]>;
 }
 
+/** A dead-letter edit of a job, as its timeline shows it (core/deadLetters' audit entry). */
+export interface JobEdit {
+  readonly atMs: number;
+  readonly by: string;
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+}
+
+/** A job's dead-letter edits, oldest first (core/deadLetters' DeadLetterEdits). */
+export interface JobEdits {
+  ofJob(key: RowKey): Promise<readonly JobEdit[]>;
+}
+
 /** Failed attempts a timeline shows at most. */
 export const MAX_TIMELINE_ATTEMPTS = 20;
 
@@ -126,14 +139,41 @@ export class NotDeliveredError extends ApiError {
 
 /**
  * The timeline of a history tenant's job: SCHEDULED at runAt, DELIVERED when the dispatcher
- * recorded the send (or the worker first received it), the earlier failed attempts, and the
- * latest reported outcome.
+ * recorded the send (or the worker first received it), the earlier failed attempts, the latest
+ * reported outcome, and each edit of it as a dead letter (EDITED), in time order.
  */
 export function timelineOf(
   dueMs: number,
   row: StoredRow | undefined,
   record: OutcomeRecord | undefined,
   failedAttempts: readonly OutcomeRecord[] = [],
+  edits: readonly JobEdit[] = [],
+): TimelineEvent[] {
+  const events = outcomeTimeline(dueMs, row, record, failedAttempts);
+  if (edits.length === 0) return events;
+  const edited: TimelineEvent[] = edits.map((e) => ({
+    at: isoMs(e.atMs),
+    event: 'EDITED',
+    by: e.by,
+    oldPayloadSha256: e.oldPayloadSha256,
+    newPayloadSha256: e.newPayloadSha256,
+  }));
+  // Merged in by time, the outcomes' own order kept (a worker's clock may put an attempt before
+  // the dispatcher's DELIVERED); an edit never goes before SCHEDULED.
+  const merged: TimelineEvent[] = [events[0]!];
+  let e = 0;
+  for (const event of events.slice(1)) {
+    while (e < edited.length && edited[e]!.at < event.at) merged.push(edited[e++]!);
+    merged.push(event);
+  }
+  return [...merged, ...edited.slice(e)];
+}
+
+function outcomeTimeline(
+  dueMs: number,
+  row: StoredRow | undefined,
+  record: OutcomeRecord | undefined,
+  failedAttempts: readonly OutcomeRecord[],
 ): TimelineEvent[] {
   const events: TimelineEvent[] = [{ at: isoMs(dueMs), event: 'SCHEDULED' }];
   const earlier = record ? failedAttempts.filter((a) => a.attempt < record.attempt) : [];

@@ -15,7 +15,7 @@ import {
 } from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { RawJson } from '../util/index.js';
-import { MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
+import { type JobEdits, MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type StatusReply } from './replies.js';
 
 /**
@@ -59,6 +59,8 @@ export interface JobsDeps {
   readonly settings: SchedulerSettings;
   /** Outcome records (history tenants' status shows their timeline). */
   readonly history?: HistoryStore;
+  /** Dead-letter edits (core/deadLetters' audit trail): a history tenant's timeline shows its job's. */
+  readonly edits?: JobEdits;
   /** Tenant controls: a paused tenant's held jobs stay cancellable past the cut-off. */
   readonly controls?: ControlsCache;
   /** Workflow jobs (ids of path `w`). Absent: such an id is answered as a job the table has no record of. */
@@ -116,9 +118,13 @@ export class JobsService {
     // or its marker expired): never over a row still SCHEDULED, ACQUIRED, CANCELLED or DEAD.
     const delivered = reply.state === 'QUEUED' || reply.state === 'UNKNOWN';
     const live = delivered && outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
-    // Earlier attempts only when there were some: a job done on its first attempt costs no query.
-    const attempts = live && live.attempt > 1 ? await history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [];
-    const timeline = timelineOf(id.dueMs, row, live, attempts);
+    // Earlier attempts only when there were some (a job done on its first attempt costs no query);
+    // its edits (a Query) with them: an edited dead letter was delivered, so has an outcome.
+    const [attempts, edits] = await Promise.all([
+      live && live.attempt > 1 ? history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [],
+      live && this.deps.edits ? this.deps.edits.ofJob(id) : [],
+    ]);
+    const timeline = timelineOf(id.dueMs, row, live, attempts, edits);
     if (live) {
       // The outcome replaces the row's answer: UNKNOWN's explanation (the row is gone) does not apply.
       const { message: _unknown, ...known } = reply;

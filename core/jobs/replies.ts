@@ -12,12 +12,16 @@ export type HistoryState = 'DELIVERED' | Outcome;
 /** One event of a job's timeline, as `GET` of one job shows it. */
 export interface TimelineEvent {
   readonly at: string;
-  readonly event: 'SCHEDULED' | 'DELIVERED' | Outcome;
+  readonly event: 'SCHEDULED' | 'DELIVERED' | 'EDITED' | Outcome;
   readonly attempt?: number;
   readonly error?: string;
   readonly durationMs?: number;
   /** The reported result, as JSON (a raw JSON text when serialised by the handlers). */
   readonly result?: unknown;
+  /** `EDITED` (a dead letter put back with a new payload, docs/dead-letters.md): who, and the payloads' SHA-256. */
+  readonly by?: string;
+  readonly oldPayloadSha256?: string;
+  readonly newPayloadSha256?: string;
 }
 
 /**

@@ -246,7 +246,9 @@ export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 
 /**
  * The tenant dead-letter queue routes: `GET /v1/tenants/{tenant}/dlq` (peek),
- * `POST .../dlq/redrive`, `GET .../dlq/redrive` (the move tasks) and `POST .../dlq/delete`.
+ * `POST .../dlq/redrive`, `GET .../dlq/redrive` (the move tasks), `POST .../dlq/delete`,
+ * `POST .../dlq/edit` (the caller, as the admin routes name it, goes in the audit entry) and
+ * `GET .../dlq/audit`.
  */
 export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
@@ -260,6 +262,10 @@ export function dlqHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     if (method === 'GET' && path.endsWith('/dlq/redrive')) return respond(event, 200, () => service.redriveStatus(tenant), unexpected);
     if (method === 'POST' && path.endsWith('/dlq/delete'))
       return respond(event, 200, () => service.delete(tenant, bodyOf(event)), unexpected);
+    if (method === 'POST' && path.endsWith('/dlq/edit'))
+      return respond(event, 200, () => service.edit(tenant, bodyOf(event), callerOf(event)), unexpected);
+    if (method === 'GET' && path.endsWith('/dlq/audit'))
+      return respond(event, 200, () => service.audit(tenant, event.queryStringParameters ?? {}), unexpected);
     return respond(event, 200, () => service.peek(tenant, event.queryStringParameters ?? {}), unexpected);
   };
 }

@@ -31,6 +31,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'POST', path: '/v1/tenants/{tenant}/dlq/redrive', query: [] },
   { method: 'GET', path: '/v1/tenants/{tenant}/dlq/redrive', query: [] },
   { method: 'POST', path: '/v1/tenants/{tenant}/dlq/delete', query: [] },
+  { method: 'POST', path: '/v1/tenants/{tenant}/dlq/edit', query: [] },
+  { method: 'GET', path: '/v1/tenants/{tenant}/dlq/audit', query: ['limit', 'cursor'] },
   { method: 'POST', path: '/v1/tenants/{tenant}/workflows', query: [] },
   { method: 'GET', path: '/v1/tenants/{tenant}/workflows/{workflowId}', query: [] },
   { method: 'DELETE', path: '/v1/tenants/{tenant}/workflows/{workflowId}', query: [] },

@@ -5,6 +5,7 @@ import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { DeadLetterService } from '../../core/deadLetters/index.js';
+import { DynamoDeadLetterEdits } from '../../adapters/dynamoDeadLetterEdits.js';
 import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
@@ -115,7 +116,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const workflowStore = new DynamoWorkflowStore(dynamo, config.tableName);
   const handOff = { sender, inboundQueueUrl: config.inboundQueueUrl, controls };
   const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
-  const jobs = new JobsService({ store, codec, tenants, clock, settings, history, controls, workflows: workflowJobs(progress) });
+  const edits = new DynamoDeadLetterEdits(config.tableName, dynamo);
+  const jobs = new JobsService({ store, codec, tenants, clock, settings, history, edits, controls, workflows: workflowJobs(progress) });
   return {
     ...(config.inboundQueueUrl
       ? {
@@ -178,7 +180,14 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     tenants,
     controlsStore,
     controls,
-    deadLetters: new DeadLetterService({ queues: new SqsDeadLetters(sqs), tenants, codec, clock }),
+    deadLetters: new DeadLetterService({
+      queues: new SqsDeadLetters(sqs),
+      tenants,
+      codec,
+      clock,
+      settings,
+      edits,
+    }),
     // Unregistered tenants, hold-lane scans and the calls in flight are per instance, across steps.
     dispatch: {
       store,

@@ -88,6 +88,8 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/dlq/redrive',
     'POST /v1/tenants/{tenant}/dlq/delete',
     'GET /v1/tenants/{tenant}/dlq/redrive',
+    'POST /v1/tenants/{tenant}/dlq/edit',
+    'GET /v1/tenants/{tenant}/dlq/audit',
     'POST /v1/tenants/{tenant}/jobs/outcomes',
     'GET /v1/admin/tenants/{tenant}',
     'POST /v1/admin/tenants/{tenant}/pause',
@@ -98,7 +100,7 @@ describe('HTTP API', () => {
     'DELETE /v1/tenants/{tenant}/workflows/{workflowId}',
   ];
 
-  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the four dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the six dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -109,10 +111,10 @@ describe('HTTP API', () => {
       [ROUTES[3]!]: 'cancel',
       [ROUTES[4]!]: 'status',
       ...Object.fromEntries(ROUTES.slice(5, 11).map((r) => [r, 'schedules'])),
-      ...Object.fromEntries(ROUTES.slice(11, 15).map((r) => [r, 'dlq'])),
-      [ROUTES[15]!]: 'workflows', // outcome reports (docs/history.md): a workflow job's moves its children on
-      ...Object.fromEntries(ROUTES.slice(16, 20).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
-      ...Object.fromEntries(ROUTES.slice(20, 23).map((r) => [r, 'workflows'])), // docs/workflows.md
+      ...Object.fromEntries(ROUTES.slice(11, 17).map((r) => [r, 'dlq'])),
+      [ROUTES[17]!]: 'workflows', // outcome reports (docs/history.md): a workflow job's moves its children on
+      ...Object.fromEntries(ROUTES.slice(18, 22).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
+      ...Object.fromEntries(ROUTES.slice(22, 25).map((r) => [r, 'workflows'])), // docs/workflows.md
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -380,6 +382,9 @@ describe('functions', () => {
     dlq: {
       required: [
         'dynamodb:GetItem',
+        // Dead-letter edits' audit entries (dlqa#, h#e#).
+        'dynamodb:BatchWriteItem',
+        'dynamodb:Query',
         'secretsmanager:GetSecretValue',
         'sqs:ReceiveMessage',
         'sqs:ChangeMessageVisibility',
@@ -458,7 +463,9 @@ describe('functions', () => {
       'secretsmanager:GetSecretValue',
     ],
     dlq: [
+      'dynamodb:BatchWriteItem',
       'dynamodb:GetItem',
+      'dynamodb:Query',
       'secretsmanager:GetSecretValue',
       'sqs:ChangeMessageVisibility',
       'sqs:DeleteMessage',
@@ -486,6 +493,9 @@ describe('functions', () => {
     // Cancel records and schedule definitions.
     expect(getItem(s.functions.ingest)).toEqual(['c#*', 'sched#*']);
     expect(getItem(s.functions.dlq)).toEqual(['tenant#*']);
+    // Its edits' audit entries: the tenants' trails and the jobs' edit items, nothing else.
+    for (const a of ['dynamodb:BatchWriteItem', 'dynamodb:Query'])
+      expect(roleActions(s.functions.dlq).get(a), a).toEqual(['dlqa#*', 'h#e#*']);
     expect(getItem(s.functions.admin)).toEqual(['tenant#*']);
     expect(getItem(s.registrationFunction)).toEqual(['tenant#*']);
     // Job rows (pk: the bare shard number) have no prefix to name.

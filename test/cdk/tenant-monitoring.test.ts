@@ -74,7 +74,7 @@ const tenantLine = (lines: Line[], tenant: string, name: string, service: string
   );
 
 describe('grantDeadLetters', () => {
-  it('allows execute-api:Invoke on exactly the tenant’s four dlq routes', () => {
+  it('allows execute-api:Invoke on exactly the tenant’s six dlq routes', () => {
     const granted = allowed(roleStatements(t, idOf(dlqRole)));
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const api = ref(scheduler.httpApi);
@@ -85,6 +85,8 @@ describe('grantDeadLetters', () => {
         arn('POST/v1/tenants/alpha/dlq/redrive'),
         arn('GET/v1/tenants/alpha/dlq/redrive'),
         arn('POST/v1/tenants/alpha/dlq/delete'),
+        arn('POST/v1/tenants/alpha/dlq/edit'),
+        arn('GET/v1/tenants/alpha/dlq/audit'),
       ].sort(),
     );
   });

@@ -1228,14 +1228,17 @@ describe('every route, every bad input', () => {
                   ? j({ all: true })
                   : r.path.endsWith('/dlq/delete')
                     ? j({ handles: ['h'] })
-                    : j({ weight: 2 });
+                    : r.path.endsWith('/dlq/edit')
+                      ? j({ handle: 'h', payload: 1 })
+                      : j({ weight: 2 });
 
   const bodyRoutes = ROUTES.filter((r) => goodBody(r) !== undefined);
 
-  it('declares the 23 routes of the API, 8 of them with a body', () => {
-    expect(ROUTES).toHaveLength(23);
+  it('declares the 25 routes of the API, 9 of them with a body', () => {
+    expect(ROUTES).toHaveLength(25);
     expect(bodyRoutes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
       'POST /v1/tenants/{tenant}/dlq/delete',
+      'POST /v1/tenants/{tenant}/dlq/edit',
       'POST /v1/tenants/{tenant}/dlq/redrive',
       'POST /v1/tenants/{tenant}/jobs',
       'POST /v1/tenants/{tenant}/jobs/batch',
@@ -1259,6 +1262,7 @@ describe('every route, every bad input', () => {
     ['PUT /v1/tenants/{tenant}/schedules/{name}', 'state', () => `{"expression": "rate(1 hour)", "state": ${deepArrays()}}`],
     ['POST /v1/tenants/{tenant}/dlq/redrive', 'all', () => `{"all": ${deepArrays()}}`],
     ['POST /v1/tenants/{tenant}/dlq/delete', 'handles[0]', () => `{"handles": [${deepArrays()}]}`],
+    ['POST /v1/tenants/{tenant}/dlq/edit', 'handle', () => `{"handle": ${deepArrays()}, "payload": 1}`],
     ['PUT /v1/admin/tenants/{tenant}/settings', 'weight', () => `{"weight": ${deepArrays()}}`],
     ['POST /v1/tenants/{tenant}/workflows', 'jobs[0].after', () => `{"jobs": [{"key": "a", "payload": 1, "after": ${deepArrays()}}]}`],
   ];
