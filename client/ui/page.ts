@@ -40,6 +40,8 @@ export const PAGE_HTML = `<!doctype html>
  dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem .8rem;margin:.4rem 0} dt{color:var(--m);font-size:.8rem} dd{margin:0;word-break:break-all}
  ol.timeline{list-style:none;padding:0;margin:.4rem 0;border-left:2px solid var(--b)} ol.timeline li{padding:.15rem 0 .35rem .7rem;position:relative}
  ol.timeline li::before{content:"";position:absolute;left:-6px;top:.5rem;width:10px;height:10px;border-radius:50%;background:var(--a)}
+ .panel{margin-top:.8rem;padding-top:.6rem;border-top:1px solid var(--b)} .panel[hidden]{display:none}
+ textarea{display:block;width:100%;margin-top:.3rem;padding:.3rem;border:1px solid var(--b);border-radius:4px;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.82rem}
  pre{background:#f6f7f9;padding:.4rem;border-radius:4px;overflow:auto;max-height:12rem;margin:.3rem 0}
  svg.workflow{margin-top:.6rem;font-size:12px} svg.workflow .edge{stroke:#9aa5b1;stroke-width:1.2} svg.workflow .arrow{fill:#9aa5b1}
  svg.workflow g.job{cursor:pointer} svg.workflow rect{fill:#e8ebef;stroke:var(--b)} svg.workflow .key{font-weight:600;fill:#1d2329}
@@ -89,8 +91,20 @@ export const PAGE_HTML = `<!doctype html>
  </section>
  <section id="tab-dlq" hidden>
   <div class="msg" id="dlq-msg"></div>
-  <table id="dlq"><thead><tr><th><input type="checkbox" id="dlq-all" title="select all"></th><th>Job</th><th>Receives</th><th>First failure</th><th>Error</th><th>Body</th></tr></thead><tbody></tbody></table>
-  <div class="bar"><button type="button" id="redrive-selected" disabled>Redrive selected</button><button type="button" class="primary" id="redrive-all">Redrive all</button><button type="button" class="danger" id="delete-selected" disabled>Delete selected</button><span class="muted small" id="dlq-depth"></span></div>
+  <table id="dlq"><thead><tr><th><input type="checkbox" id="dlq-all" title="select all"></th><th>Job</th><th>Receives</th><th>First failure</th><th>Error</th><th>Body</th><th>Edit</th></tr></thead><tbody></tbody></table>
+  <div class="bar"><button type="button" id="redrive-selected" disabled>Redrive selected</button><button type="button" class="primary" id="redrive-all">Redrive all</button><button type="button" class="danger" id="delete-selected" disabled>Delete selected</button><button type="button" id="dlq-edits-show" aria-expanded="false" aria-controls="dlq-edits">Show edits</button><span class="muted small" id="dlq-depth"></span></div>
+  <form class="panel" id="dlq-edit" hidden>
+   <label for="dlq-edit-payload">New payload of <span class="mono" id="dlq-edit-job"></span> <span class="muted small">(JSON, sent as typed; Save puts the job back on its queue with it)</span></label>
+   <textarea id="dlq-edit-payload" name="payload" rows="8" spellcheck="false"></textarea>
+   <div class="msg" id="dlq-edit-msg" aria-live="polite"></div>
+   <div class="bar"><button type="submit" class="primary" id="dlq-edit-save">Save</button><button type="button" id="dlq-edit-cancel">Cancel</button></div>
+  </form>
+  <div class="panel" id="dlq-edits" hidden>
+   <b>Edits</b> <span class="muted small">newest first</span>
+   <div class="msg" id="dlq-edits-msg"></div>
+   <table><thead><tr><th>At</th><th>Job</th><th>By</th><th>Payload SHA-256 (old → new)</th></tr></thead><tbody></tbody></table>
+   <p class="muted small" id="dlq-edits-more" hidden>Older edits are not shown: <span class="mono">dynein dlq audit --all</span> lists them all.</p>
+  </div>
  </section>
  <section id="tab-workflows" hidden>
   <form class="filters" id="open-workflow"><label>Open a workflow by id<input name="workflowId" size="44" placeholder="wf1.…" spellcheck="false"></label><button type="submit">Open</button></form>

@@ -1,12 +1,15 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import type * as Client from '../../client/index.js';
 import type * as PageTypes from '../../client/ui/browser/apiTypes.js';
 import { startUiServer, type UiServer } from '../../client/ui/server.js';
+import { verifySigV4 } from '../../local/sigv4.js';
 import { STUB_CREDENTIALS, STUB_REGION } from './scheduleStub.js';
-import { startUiStub, stubJob, T0, type UiStub } from './uiStub.js';
+import { startUiStub, stubJob, T0, type StubDeadLetter, type UiStub } from './uiStub.js';
 
 /**
  * The job browser (`dynein ui`) in a real browser: headless Chromium from Debian's packages
@@ -21,6 +24,8 @@ interface DomElement {
   hidden: boolean;
   value: string;
   disabled: boolean;
+  checked: boolean;
+  id: string;
   nextElementSibling: DomElement | null;
   querySelectorAll(selector: string): Iterable<DomElement> & ArrayLike<DomElement>;
   reset(): void;
@@ -31,6 +36,7 @@ type HTMLInputElement = DomElement;
 type HTMLSelectElement = DomElement;
 type HTMLFormElement = DomElement;
 declare const document: {
+  activeElement: DomElement | null;
   querySelector(selector: string): DomElement | null;
   querySelectorAll(selector: string): Iterable<DomElement> & ArrayLike<DomElement>;
 };
@@ -39,6 +45,7 @@ const CHROMIUM = process.env.DYNEIN_CHROMIUM ?? '/usr/bin/chromium';
 
 let browser: Browser;
 let stub: UiStub;
+let api: EditRoutes;
 let ui: UiServer;
 let page: Page;
 
@@ -46,6 +53,119 @@ const rows = () => page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr
 const text = (sel: string) => page.$eval(sel, (e) => e.textContent ?? '');
 const waitText = (sel: string, pattern: RegExp, timeout = 5_000) =>
   page.waitForFunction((s, p) => new RegExp(p).test(document.querySelector(s)?.textContent ?? ''), { timeout }, sel, pattern.source);
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+const EDITOR = 'arn:aws:iam::000000000000:user/dynein-alpha';
+
+interface EditRoutes {
+  readonly endpoint: string;
+  /** The tenant's audit trail, newest first, as `GET .../dlq/audit` pages it. */
+  readonly audit: PageTypes.DeadLetterAuditEntry[];
+  /** Handles whose edit is refused with 409 NotADelivery. */
+  readonly notDeliveries: Set<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * The edit routes in front of the UI stub: `POST .../dlq/edit` and `GET .../dlq/audit` answered
+ * here as the API does (docs/dead-letters.md, Edit and retry), SigV4 checked, each request recorded
+ * in `stub.requests` with its body as received; every other request forwarded to the stub as it came
+ * (its Host too, so the stub's own SigV4 check passes). An edit takes the message out of
+ * `stub.dlq`, unless its handle is in `stub.failDeletes` (answered `sentNotDeleted`).
+ */
+async function startEditRoutes(under: UiStub): Promise<EditRoutes> {
+  const audit: PageTypes.DeadLetterAuditEntry[] = [];
+  const notDeliveries = new Set<string>();
+  const target = new URL(under.endpoint);
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    const raw = Buffer.concat(chunks);
+    const url = req.url!;
+    const [path = '', query = ''] = url.split('?');
+    const route = /^\/v1\/tenants\/alpha\/dlq\/(edit|audit)$/.exec(path)?.[1];
+    if (!route) {
+      const forwarded = request({ host: target.hostname, port: target.port, method: req.method, path: url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      });
+      forwarded.on('error', (err) => res.destroy(err));
+      return void forwarded.end(raw);
+    }
+    under.requests.push({ method: req.method!, url, body: raw.toString('utf8') });
+    const reply = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    const error = (status: number, code: string, message: string) => reply(status, { error: { code, message } });
+    const verified = verifySigV4(
+      { method: req.method!, path, query, headers: req.headers, body: raw },
+      {
+        secretOf: (id) => (id === STUB_CREDENTIALS.accessKeyId ? STUB_CREDENTIALS.secretAccessKey : undefined),
+        now: Date.now(),
+        region: STUB_REGION,
+      },
+    );
+    if (!verified.ok) return reply(403, { message: verified.message });
+    if (route === 'audit' && req.method === 'GET') {
+      const limit = Number(new URLSearchParams(query).get('limit') ?? 50);
+      return reply(200, { edits: audit.slice(0, limit), ...(audit.length > limit ? { cursor: 'next-page' } : {}) });
+    }
+    if (route !== 'edit' || req.method !== 'POST') return reply(404, { message: 'Not Found' });
+    const body = raw.toString('utf8');
+    const { handle } = JSON.parse(body) as { handle: string };
+    const payload = /^\{"handle":"[^"]*","payload":([\s\S]*)\}$/.exec(body)?.[1];
+    const message = under.dlq.find((d) => d.handle === handle);
+    if (payload === undefined) return error(400, 'ValidationError', 'the body is {"handle": "<handle>", "payload": <the new payload>}');
+    if (!message) return error(404, 'DeadLetterNotFound', 'the dead letter is no longer in the DLQ');
+    if (notDeliveries.has(handle))
+      return error(
+        409,
+        'NotADelivery',
+        "the message is not a Dynein delivery of tenant 'alpha', so it has no payload to edit: redrive or delete it instead; nothing was changed",
+      );
+    const old = /,"payload":([\s\S]*)\}$/.exec(message.body)![1]!;
+    const entry = {
+      at: new Date().toISOString(),
+      jobId: message.jobId,
+      by: EDITOR,
+      oldPayloadSha256: sha256(old),
+      newPayloadSha256: sha256(payload),
+      messageId: message.messageId,
+    };
+    audit.unshift(entry);
+    const stuck = under.failDeletes.has(handle);
+    if (!stuck) under.dlq.splice(under.dlq.indexOf(message), 1);
+    const { at, by: _by, messageId: _m, ...rest } = entry;
+    return reply(200, { ...rest, editedAt: at, ...(stuck ? { sentNotDeleted: true } : {}) });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    audit,
+    notDeliveries,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A Dynein delivery in the DLQ, its payload the text `payload` as it was submitted. */
+function deadDelivery(i: number, payload: string): StubDeadLetter {
+  const runAt = new Date(T0).toISOString();
+  return {
+    handle: `h-${i}`,
+    messageId: `m-${i}`,
+    jobId: `alpha-dead-${i}`,
+    runAt,
+    receiveCount: 5,
+    sentAt: runAt,
+    firstReceivedAt: runAt,
+    attributes: { runAt, dyneinError: `handler threw: bad payload ${i}` },
+    body: `{"jobId":"alpha-dead-${i}","tenant":"alpha","runAt":"${runAt}","payload":${payload}}`,
+  };
+}
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM))
@@ -78,8 +198,9 @@ beforeAll(async () => {
       attributes: { runAt: new Date(T0 - 3_600_000).toISOString(), dyneinError: `handler threw: boom ${i}` },
       body: JSON.stringify({ jobId: `alpha-dead-${i}`, payload: { n: i } }),
     });
+  api = await startEditRoutes(stub);
   ui = await startUiServer({
-    endpoint: stub.endpoint,
+    endpoint: api.endpoint,
     region: STUB_REGION,
     credentialsFor: (t) => (t === 'alpha' || t === 'beta' ? STUB_CREDENTIALS : undefined),
     tenants: ['alpha', 'beta'],
@@ -99,6 +220,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await ui?.close();
+  await api?.close();
   await stub?.close();
 });
 
@@ -116,7 +238,7 @@ describe('the job browser in Chromium', () => {
     expect(await page.$eval('#prev', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
     expect(await text('#live')).toMatch(/^live/);
     expect(await page.$eval('#tenant', (s) => (s as HTMLSelectElement).value)).toBe('alpha');
-    expect(await text('#where')).toContain(stub.endpoint);
+    expect(await text('#where')).toContain(api.endpoint);
     expect(errors).toEqual([]);
     // Signed by the server: the stub checked SigV4 on every call.
     expect(stub.requests.some((r) => r.url.startsWith('/v1/tenants/alpha/jobs?') && r.url.includes('limit=25'))).toBe(true);
@@ -320,6 +442,7 @@ describe('the job browser in Chromium', () => {
       '2029-12-31T23:00:00.500Z',
       'handler threw: boom 0',
       '{"jobId":"alpha-dead-0","payload":{"n":0}}',
+      'Edit',
     ]);
     expect(await text('#dlq-depth')).toBe('about 13 messages in the queue; showing 10 (redrive or delete them to see more)');
     expect(await page.$eval('#redrive-selected', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
@@ -385,12 +508,149 @@ describe('the job browser in Chromium', () => {
     expect(await page.$eval('#dlq-msg', (e) => e.className)).toBe('msg err');
     await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 1);
     await waitText('#delete-selected', /Delete selected \(1\)/);
+    // Back on the queue already: another edit would deliver it twice.
+    expect(await page.$eval('#dlq tbody tr[data-handle="h-20"] button.edit', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
     stub.failDeletes.clear();
     page.once('dialog', (d) => void d.accept());
     await page.click('#delete-selected');
     await waitText('#dlq-msg', /^Deleted 1 message\.$/);
     expect(JSON.parse(stub.requests.filter((r) => r.url === '/v1/tenants/alpha/dlq/delete').at(-1)!.body)).toEqual({ handles: ['h-20'] });
     expect(stub.dlq).toEqual([]);
+  });
+
+  it('edits a dead letter’s payload: the text typed sent byte for byte, the list read again; refusals shown, nothing sent for invalid JSON', async () => {
+    // The payload as it was submitted, spacing and all, a member named payload inside it.
+    const submitted = '{"n": 1.0, "tags": ["a", "b"], "inner": {"payload": 2}}';
+    stub.dlq.push(deadDelivery(30, submitted), deadDelivery(31, '{"n":1}'), deadDelivery(32, '[1,2]'));
+    // A message someone else sent to the queue: no payload to edit.
+    stub.dlq.push({ ...deadDelivery(33, 'null'), jobId: '', body: 'not a delivery' });
+    const edits = () => stub.requests.filter((r) => r.url === '/v1/tenants/alpha/dlq/edit');
+    await page.click('nav button[data-tab=jobs]');
+    await page.click('nav button[data-tab=dlq]');
+    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 4);
+    expect(await page.$$eval('#dlq tbody tr', (trs) => trs.map((tr) => tr.querySelectorAll('button.edit').length))).toEqual([1, 1, 1, 0]);
+
+    // The editor opens on the payload's text as the body holds it (not parsed and written again).
+    await page.click('#dlq tbody tr[data-handle="h-30"] button.edit');
+    await page.waitForFunction(() => document.querySelector('#dlq-edit')?.hidden === false);
+    expect(await page.$eval('#dlq-edit-payload', (e) => (e as HTMLInputElement).value)).toBe(submitted);
+    expect(await text('#dlq-edit-job')).toBe('alpha-dead-30');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('dlq-edit-payload');
+
+    // Not JSON: said on one line, nothing sent.
+    await page.$eval('#dlq-edit-payload', (e) => ((e as HTMLInputElement).value = ''));
+    await page.type('#dlq-edit-payload', '{ "n" : 1.50 ');
+    await page.click('#dlq-edit-save');
+    await waitText('#dlq-edit-msg', /^Not JSON, nothing sent: [^\n]+$/);
+    expect(await page.$eval('#dlq-edit-msg', (e) => e.className)).toBe('msg err');
+    expect(edits()).toEqual([]);
+
+    // JSON with odd spacing and a trailing zero, blanks around it: sent as typed, trimmed.
+    await page.$eval('#dlq-edit-payload', (e) => ((e as HTMLInputElement).value = ''));
+    await page.type('#dlq-edit-payload', '  { "n" : 1.50 }\n ');
+    await page.click('#dlq-edit-save');
+    await waitText('#dlq-msg', /^Edited alpha-dead-30: put back on the queue with the new payload\.$/);
+    expect(edits().map((r) => [r.method, r.body])).toEqual([['POST', '{"handle":"h-30","payload":{ "n" : 1.50 }}']]);
+    expect(api.audit[0]).toMatchObject({
+      jobId: 'alpha-dead-30',
+      oldPayloadSha256: sha256(submitted),
+      newPayloadSha256: sha256('{ "n" : 1.50 }'),
+    });
+    // The list read again: the message gone.
+    await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 3);
+    expect(await page.$$eval('#dlq tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-handle')))).toEqual(['h-31', 'h-32', 'h-33']);
+    expect(await page.$eval('#dlq-edit', (e) => (e as HTMLElement).hidden)).toBe(true);
+    expect(await page.$eval('#dlq-msg', (e) => e.className)).toBe('msg ok');
+
+    // Refused by the API: its error in the editor, which stays open; the prefilled text sent as it is.
+    api.notDeliveries.add('h-31');
+    await page.click('#dlq tbody tr[data-handle="h-31"] button.edit');
+    await page.waitForFunction(() => document.querySelector('#dlq-edit-job')?.textContent === 'alpha-dead-31');
+    await page.click('#dlq-edit-save');
+    await waitText('#dlq-edit-msg', /^Not edited: NotADelivery: the message is not a Dynein delivery of tenant 'alpha'.* \(HTTP 409\)$/);
+    expect(edits().at(-1)!.body).toBe('{"handle":"h-31","payload":{"n":1}}');
+    expect(await page.$eval('#dlq-edit', (e) => (e as HTMLElement).hidden)).toBe(false);
+    await page.click('#dlq-edit-cancel');
+    expect(await page.$eval('#dlq-edit', (e) => (e as HTMLElement).hidden)).toBe(true);
+
+    // Sent but not deleted: in both, so kept selected for Delete, its Edit disabled.
+    stub.failDeletes.add('h-32');
+    await page.click('#dlq tbody tr[data-handle="h-32"] button.edit');
+    await page.waitForFunction(() => document.querySelector('#dlq-edit-job')?.textContent === 'alpha-dead-32');
+    await page.click('#dlq-edit-save');
+    await waitText(
+      '#dlq-msg',
+      /^Edited alpha-dead-32: sent to the queue with the new payload, but still in the DLQ \(its delete failed\): delete it/,
+    );
+    expect(await text('#dlq-msg')).toMatch(/do not edit or redrive it again or it is delivered twice\.$/);
+    expect(await page.$eval('#dlq-msg', (e) => e.className)).toBe('msg err');
+    await waitText('#delete-selected', /Delete selected \(1\)/);
+    expect(await page.$eval('#dlq tbody tr[data-handle="h-32"] input', (b) => (b as HTMLInputElement).checked)).toBe(true);
+    expect(await page.$eval('#dlq tbody tr[data-handle="h-32"] button.edit', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
+    stub.failDeletes.clear();
+    stub.dlq.splice(0);
+  });
+
+  it('lists the tenant’s edits, newest first, with a note when older ones are not shown', async () => {
+    // Older edits than the test's two: 22 in all, a page of 20.
+    for (let i = 0; i < 20; i++)
+      api.audit.push({
+        at: new Date(T0 - (i + 1) * 60_000).toISOString(),
+        jobId: `alpha-old-${i}`,
+        by: 'arn:aws:iam::111122223333:user/ops',
+        oldPayloadSha256: sha256(`old ${i}`),
+        newPayloadSha256: sha256(`new ${i}`),
+        messageId: `m-old-${i}`,
+      });
+    expect(await page.$eval('#dlq-edits', (e) => (e as HTMLElement).hidden)).toBe(true);
+    await page.click('#dlq-edits-show');
+    await page.waitForFunction(() => document.querySelectorAll('#dlq-edits tbody tr').length === 20);
+    const shown = await page.$$eval('#dlq-edits tbody tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
+    );
+    const short = (text: string) => sha256(text).slice(0, 12);
+    expect(shown[0]).toEqual([api.audit[0]!.at, 'alpha-dead-32', EDITOR, `${short('[1,2]')} → ${short('[1,2]')}`]);
+    expect(shown[1]).toEqual([
+      api.audit[1]!.at,
+      'alpha-dead-30',
+      EDITOR,
+      `${short('{"n": 1.0, "tags": ["a", "b"], "inner": {"payload": 2}}')} → ${short('{ "n" : 1.50 }')}`,
+    ]);
+    expect(shown[19]![1]).toBe('alpha-old-17');
+    expect(await page.$eval('#dlq-edits-more', (e) => (e as HTMLElement).hidden)).toBe(false);
+    expect(await text('#dlq-edits-show')).toBe('Hide edits');
+    expect(await page.$eval('#dlq-edits-show', (e) => e.getAttribute('aria-expanded'))).toBe('true');
+    expect(stub.requests.filter((r) => r.url.startsWith('/v1/tenants/alpha/dlq/audit')).map((r) => r.url)).toEqual([
+      '/v1/tenants/alpha/dlq/audit?limit=20',
+    ]);
+    await page.click('#dlq-edits-show');
+    expect(await page.$eval('#dlq-edits', (e) => (e as HTMLElement).hidden)).toBe(true);
+  });
+
+  it('shows an EDITED event of a job’s timeline with who edited it and the payloads’ short hashes', async () => {
+    const [before, after] = [sha256('{"n":1}'), sha256('{"n":2}')];
+    stub.jobs.push(
+      stubJob('alpha', 900, 'QUEUED', {
+        timeline: [
+          { at: '2030-01-01T15:00:00.000Z', event: 'DEAD', attempt: 5, error: 'bad payload' },
+          { at: '2030-01-01T15:05:00.000Z', event: 'EDITED', by: EDITOR, oldPayloadSha256: before, newPayloadSha256: after },
+        ],
+      }),
+    );
+    try {
+      await page.click('nav button[data-tab=jobs]');
+      await page.type('#open input[name=jobId]', 'alpha-job-900');
+      await page.click('#open button[type=submit]');
+      await waitText('#detail-timeline', /EDITED/);
+      expect(await page.$$eval('#detail-timeline li div', (ds) => ds.map((d) => [d.textContent, d.getAttribute('title')]))).toEqual([
+        ['attempt 5, error bad payload', null],
+        [`by ${EDITOR}, payload ${before.slice(0, 12)} → ${after.slice(0, 12)}`, `payload SHA-256 ${before} → ${after}`],
+      ]);
+    } finally {
+      stub.jobs.pop();
+      await page.$eval('#open input[name=jobId]', (e) => ((e as HTMLInputElement).value = ''));
+      await page.click('#detail-close');
+    }
   });
 
   it('opens only at the URL with the run’s token, and the page calls the API below it', async () => {
@@ -447,6 +707,10 @@ describe('the job browser in Chromium', () => {
         /Dead letters are not available on this deployment/.test(document.querySelector('#dlq-msg')?.textContent ?? ''),
       );
       expect(await p.$eval('#redrive-all', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
+      await p.click('#dlq-edits-show');
+      await p.waitForFunction(() =>
+        /edits are not available on this deployment/.test(document.querySelector('#dlq-edits-msg')?.textContent ?? ''),
+      );
       await p.click('nav button[data-tab=schedules]');
       await p.waitForSelector('#schedules tbody tr');
     } finally {
@@ -482,6 +746,8 @@ describe('the job browser server', () => {
     expectTypeOf<Client.DeadLetterPage>().toExtend<PageTypes.DeadLetterPage>();
     expectTypeOf<Client.DeadLetterRedrive>().toExtend<PageTypes.DeadLetterRedrive>();
     expectTypeOf<Client.DeadLettersDeleted>().toExtend<PageTypes.DeadLettersDeleted>();
+    expectTypeOf<Client.DeadLetterEdit>().toExtend<PageTypes.DeadLetterEdit>();
+    expectTypeOf<Client.DeadLetterAuditPage>().toExtend<PageTypes.DeadLetterAuditPage>();
   });
 
   it('never gives the page a secret, and proxies only with its token and header, from this machine, to tenant routes', async () => {

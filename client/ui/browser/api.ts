@@ -20,8 +20,19 @@ export interface FailedReply {
 }
 
 /**
+ * A request body already written as JSON text, sent as it is: `callApi` serialises any other body
+ * with `JSON.stringify`, which would rewrite a payload the user typed (`1.50` as `1.5`, spacing).
+ *
+ * @example callApi('POST', '/dlq/edit', new JsonText(`{"handle":${JSON.stringify(handle)},"payload":${typed}}`))
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
  * Calls the selected tenant's route `path` (below `/v1/tenants/{tenant}`). It never throws: a
- * failure, the network's included, is a reply with `ok: false` for the page to show.
+ * failure, the network's included, is a reply with `ok: false` for the page to show. A body is
+ * sent as JSON: `JSON.stringify(body)`, or a {@link JsonText}'s text byte for byte.
  *
  * @example const reply = await callApi<JobPage>('GET', '/jobs?limit=25');
  */
@@ -31,7 +42,7 @@ export async function callApi<T>(method: 'GET' | 'POST' | 'DELETE', path: string
   const init: RequestInit = { method, headers };
   if (body !== undefined) {
     headers['content-type'] = 'application/json';
-    init.body = JSON.stringify(body);
+    init.body = body instanceof JsonText ? body.text : JSON.stringify(body);
   }
   let res: Response;
   try {

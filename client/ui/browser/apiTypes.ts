@@ -2,7 +2,8 @@
  * The shapes of the replies the page reads, as docs/api.md gives them: the fields it shows, no more.
  *
  * They mirror the SDK's, client/apiTypes.ts (`JobStatus`, `ListedJob`, `JobPage`, `Schedule`, `SchedulePage`,
- * `DeadLetter`, `DeadLetterPage`, `DeadLetterRedrive`, `DeadLettersDeleted`) rather than import
+ * `DeadLetter`, `DeadLetterPage`, `DeadLetterRedrive`, `DeadLettersDeleted`, `DeadLetterEdit`,
+ * `DeadLetterAuditEntry`, `DeadLetterAuditPage`) rather than import
  * them: the SDK's entry loads Node modules (node:crypto, the SigV4 signer), which tsconfig.browser.json,
  * with the DOM library and no Node types, cannot check. test/client/ui-browser.test.ts asserts at
  * compile time that each client type fits its mirror here, so the two cannot drift apart.
@@ -108,6 +109,36 @@ export interface DeadLettersDeleted {
   readonly deleted: readonly string[];
   readonly notFound: readonly string[];
   readonly failed?: readonly string[];
+}
+
+/**
+ * `POST .../dlq/edit`: the job put back on its queue with the new payload. `sentNotDeleted`: sent,
+ * but its delete from the DLQ failed: it is in both (delete it, never edit or redrive it again).
+ */
+export interface DeadLetterEdit {
+  readonly jobId: string;
+  readonly editedAt: string;
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+  readonly sentNotDeleted?: true;
+}
+
+/** One edit of `GET .../dlq/audit`. */
+export interface DeadLetterAuditEntry {
+  readonly at: string;
+  readonly jobId: string;
+  /** The caller's IAM principal ARN. */
+  readonly by: string;
+  /** SHA-256 (hex) of the payload's JSON text before and after the edit. */
+  readonly oldPayloadSha256: string;
+  readonly newPayloadSha256: string;
+  readonly messageId: string;
+}
+
+/** `GET .../dlq/audit`: newest first; `cursor` when older edits follow. */
+export interface DeadLetterAuditPage {
+  readonly edits: readonly DeadLetterAuditEntry[];
+  readonly cursor?: string;
 }
 
 /** `GET .../workflows/{workflowId}`. */

@@ -1,6 +1,7 @@
 /**
  * The Dead letters tab: a peek at the tenant's DLQ (`GET .../dlq`), and redrive or delete of the
- * messages ticked (`POST .../dlq/redrive`, `POST .../dlq/delete`).
+ * messages ticked (`POST .../dlq/redrive`, `POST .../dlq/delete`). A Dynein delivery's Edit opens
+ * the payload editor of deadLetterEdits.ts (the `dynein:edit-dead-letter` event, wired by main.ts).
  */
 import { callApi, errorText, missingRoute } from './api.js';
 import type { DeadLetter, DeadLetterPage, DeadLetterRedrive, DeadLettersDeleted } from './apiTypes.js';
@@ -32,6 +33,7 @@ export async function loadDeadLetters(): Promise<void> {
   const messages = reply.data?.messages ?? [];
   const ticked = state.dlqChecked;
   state.dlqChecked = new Map(messages.map((m) => [m.handle, ticked.get(m.handle) ?? false]));
+  state.dlqStuck = new Set(messages.map((m) => m.handle).filter((handle) => state.dlqStuck.has(handle)));
   body.replaceChildren(...messages.map(deadLetterRow));
   showMessage('#dlq-msg', 'info', messages.length === 0 ? 'The dead-letter queue is empty.' : '');
   $('#dlq-depth').textContent = depthText(reply.data?.approximateDepth, messages.length);
@@ -61,7 +63,28 @@ function deadLetterRow(message: DeadLetter): HTMLTableRowElement {
     el('td', { class: 'mono small', text: message.firstReceivedAt || message.sentAt || '' }),
     el('td', { class: 'small', text: message.attributes.dyneinError ?? '' }),
     el('td', { class: 'mono small', text: body.length > BODY_SHOWN ? `${body.slice(0, BODY_SHOWN)}…` : body }),
+    el('td', {}, [message.jobId ? editButton(message, message.jobId) : null]),
   ]);
+}
+
+/**
+ * Edit, on a Dynein delivery's row (a message someone else sent has no payload to edit). Disabled
+ * on one sent but not deleted: it is already back on the queue, another edit would deliver it twice.
+ */
+function editButton(message: DeadLetter, jobId: string): HTMLButtonElement {
+  const stuck = state.dlqStuck.has(message.handle);
+  const button = el('button', {
+    type: 'button',
+    class: 'edit',
+    'aria-label': `Edit the payload of ${jobId}`,
+    title: stuck
+      ? 'Already sent to the queue (its delete from the DLQ failed): delete it, do not edit it again'
+      : 'Edit the payload and retry',
+    text: 'Edit',
+  });
+  button.disabled = stuck;
+  button.addEventListener('click', () => window.dispatchEvent(new CustomEvent('dynein:edit-dead-letter', { detail: message })));
+  return button;
 }
 
 /** The handles ticked, in row order. */
@@ -105,6 +128,7 @@ export async function redrive(all: boolean): Promise<void> {
     const stuck = sentNotDeleted(result);
     showMessage('#dlq-msg', failed(result).length || stuck.length ? 'err' : 'ok', describeRedrive(result));
     state.dlqChecked = new Map(stuck.map((handle) => [handle, true]));
+    for (const handle of stuck) state.dlqStuck.add(handle);
   } else if (missingRoute(reply)) showMessage('#dlq-msg', 'info', 'Redrive is not available on this deployment.');
   else showMessage('#dlq-msg', 'err', `Redrive failed: ${errorText(reply)}`);
   await reloadKeepingMessage();
@@ -125,8 +149,8 @@ export async function deleteTicked(): Promise<void> {
   await reloadKeepingMessage();
 }
 
-/** Reloads the list after a redrive or delete; the reload would clear the message saying how it went. */
-async function reloadKeepingMessage(): Promise<void> {
+/** Reloads the list after a redrive, delete or edit; the reload would clear the message saying how it went. */
+export async function reloadKeepingMessage(): Promise<void> {
   const box = $('#dlq-msg');
   const { className, textContent } = box;
   await loadDeadLetters();

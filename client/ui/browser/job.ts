@@ -1,6 +1,7 @@
 /** The detail panel: one job's fields and timeline (`GET .../jobs/{jobId}`), and its cancel. */
 import { callApi, errorText } from './api.js';
 import type { JobStatus, TimelineEvent } from './apiTypes.js';
+import { shortHash } from './deadLetterReplies.js';
 import { $, asText, el, showMessage, stateBadge } from './dom.js';
 import { state } from './state.js';
 
@@ -56,17 +57,25 @@ function timeline(events: readonly TimelineEvent[]): HTMLElement[] {
   return [el('b', { text: 'Timeline' }), el('ol', { class: 'timeline' }, events.map(timelineItem))];
 }
 
-/** An event: when, what, and its other fields (attempt, error, duration, result) on a line below. */
+/** The fields a timeline item shows in words of its own rather than as `name value`. */
+const OWN_WORDS = new Set(['at', 'event', 'oldPayloadSha256', 'newPayloadSha256']);
+
+/**
+ * An event: when, what, and its other fields (attempt, error, duration, result; an `EDITED`'s
+ * `by`) on a line below; an edit's payload hashes shortened, `payload 3f2a… → 9c1b…`, in full on hover.
+ */
 function timelineItem(event: TimelineEvent): HTMLLIElement {
   const details = Object.entries(event)
-    .filter(([name]) => name !== 'at' && name !== 'event')
-    .map(([name, value]: [string, unknown]) => `${name} ${asText(value)}`)
-    .join(', ');
+    .filter(([name]) => !OWN_WORDS.has(name))
+    .map(([name, value]: [string, unknown]) => `${name} ${asText(value)}`);
+  const { oldPayloadSha256: before, newPayloadSha256: after } = event;
+  if (before || after) details.push(`payload ${shortHash(before) || '?'} → ${shortHash(after) || '?'}`);
+  const hashes: Record<string, string> = before || after ? { title: `payload SHA-256 ${before ?? '?'} → ${after ?? '?'}` } : {};
   return el('li', {}, [
     el('span', { class: 'mono small', text: event.at || '' }),
     ' ',
     el('b', { text: event.event || '' }),
-    details ? el('div', { class: 'muted small', text: details }) : null,
+    details.length ? el('div', { class: 'muted small', text: details.join(', '), ...hashes }) : null,
   ]);
 }
 

@@ -1,5 +1,6 @@
 /** The tabs, the tenant, and the live refresh that keeps what they show current. */
 import { $ } from './dom.js';
+import { resetDeadLetterEdits } from './deadLetterEdits.js';
 import { loadDeadLetters } from './deadLetters.js';
 import { loadJob } from './job.js';
 import { loadJobs, showFilteredJobs } from './jobs.js';
@@ -55,6 +56,7 @@ export function showTenant(tenant: string): void {
   state.selected = null;
   state.workflow = null;
   state.dlqChecked = new Map();
+  resetDeadLetterEdits();
   $('#detail').hidden = true;
   void showFilteredJobs();
   if (state.tab !== 'jobs') void refreshTab();

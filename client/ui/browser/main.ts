@@ -5,6 +5,8 @@
  * (client/ui/bundleOptions.mjs); tsconfig.browser.json type-checks it against the DOM.
  */
 import type { UiConfig } from '../uiConfig.js';
+import type { DeadLetter } from './apiTypes.js';
+import { closeEditor, openEditor, saveEdit, toggleEdits } from './deadLetterEdits.js';
 import { deleteTicked, redrive, tickAll } from './deadLetters.js';
 import { $, el, fieldValue, on, showMessage } from './dom.js';
 import { cancelJob, closeJob, loadJob, openJob } from './job.js';
@@ -95,6 +97,14 @@ function wireSchedulesAndDeadLetters(): void {
   on('#redrive-selected', 'click', () => void redrive(false));
   on('#delete-selected', 'click', () => void deleteTicked());
   on('#dlq-all', 'change', () => tickAll($<HTMLInputElement>('#dlq-all').checked));
+  // A row's Edit (deadLetters.ts): its payload in the editor.
+  window.addEventListener('dynein:edit-dead-letter', (e) => openEditor((e as CustomEvent<DeadLetter>).detail));
+  on('#dlq-edit', 'submit', (e) => {
+    e.preventDefault();
+    void saveEdit();
+  });
+  on('#dlq-edit-cancel', 'click', closeEditor);
+  on('#dlq-edits-show', 'click', () => void toggleEdits());
 }
 
 async function start(): Promise<void> {

@@ -30,6 +30,15 @@ export interface PageState {
   dlqChecked: Map<string, boolean>;
   /** When the dead letters were last read (ms): each read counts as a receive of every message. */
   dlqAt: number;
+  /**
+   * Dead letters sent to the queue whose delete from the DLQ failed (a redrive's or an edit's): in
+   * both, to be deleted and never edited or redriven again. Their Edit is disabled.
+   */
+  dlqStuck: Set<string>;
+  /** The dead letter whose payload the editor is open on. */
+  dlqEdit: { readonly handle: string; readonly jobId: string } | null;
+  /** The list of the tenant's edits is shown (Show edits). */
+  dlqEditsShown: boolean;
 }
 
 export const state: PageState = {
@@ -47,4 +56,7 @@ export const state: PageState = {
   scheduleCursor: null,
   dlqChecked: new Map(),
   dlqAt: 0,
+  dlqStuck: new Set(),
+  dlqEdit: null,
+  dlqEditsShown: false,
 };
