@@ -121,6 +121,17 @@ function textOf(value: AttributeValue): string {
   return value.B ? inflateRawSync(value.B).toString('utf8') : (value.S ?? '');
 }
 
+/** The row's `tags` attribute (a list of strings): only for a job with tags. */
+export function tagsAttribute(tags: readonly string[] | undefined): Item {
+  return tags && tags.length > 0 ? { tags: { L: tags.map((t) => ({ S: t })) } } : {};
+}
+
+/** `{tags}` of an item with a `tags` attribute; nothing for one without. */
+function tagsOf(item: Item): { tags?: string[] } {
+  const tags = item.tags?.L?.flatMap((v) => (v.S !== undefined ? [v.S] : []));
+  return tags && tags.length > 0 ? { tags } : {};
+}
+
 /** `{priority}` of an item with a `prio` attribute; nothing for a default row. */
 function priorityOf(item: Item): { priority?: number } {
   const n = Number(item.prio?.N);
@@ -182,6 +193,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...(row.schedule !== undefined ? { sched: { S: row.schedule } } : {}),
             // Priority only when not the default: a default row is the bytes (and write units) it was.
             ...prioAttribute(row.priority),
+            ...tagsAttribute(row.tags),
             ...workflowAttributes(row),
           },
           // Only into an empty key: a redelivered message finds its row, a cancelled job its
@@ -303,6 +315,11 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       values[':sched'] = { S: filter.schedule };
       conditions.push('sched = :sched');
     }
+    if (filter.tag !== undefined) {
+      // contains() on a list: one of its elements is the tag.
+      values[':tag'] = { S: filter.tag };
+      conditions.push('contains(tags, :tag)');
+    }
     let page: QueryCommandOutput;
     try {
       page = await this.client.send(
@@ -313,7 +330,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           FilterExpression: conditions.join(' AND '),
           // Never the payload: a listing shows status fields only (`prio` adds no cost: a Query is
           // billed by the items' sizes, not the projection's).
-          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio',
+          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio, tags',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ScanIndexForward: !range.desc,
@@ -338,6 +355,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
       ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
       ...priorityOf(item),
+      ...tagsOf(item),
     }));
     const last = page.LastEvaluatedKey?.sk?.S;
     return { items, more: last !== undefined, read, ...(last !== undefined ? { last } : {}) };
@@ -602,7 +620,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         Key: keys.row(key),
         ConsistentRead: true,
         // `prio` costs nothing more: a GetItem is billed by the item's size, not the projection's.
-        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio',
+        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags',
         ExpressionAttributeNames: { '#state': 'state' },
       }),
     );
@@ -615,6 +633,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
       ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
       ...priorityOf(item),
+      ...tagsOf(item),
     };
   }
 

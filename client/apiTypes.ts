@@ -32,6 +32,12 @@ export interface JobRequest<P = unknown> {
    * job early, and a job due within the lookahead (sent straight to the queue) ignores it. @default 5
    */
   readonly priority?: number;
+  /**
+   * Names for finding the job among the tenant's (`listJobs({ tag })`): up to 10 distinct strings
+   * of 1 to 64 characters. Kept on its row: shown while it waits (`SCHEDULED`, `ACQUIRED`) or once
+   * cancelled, not for a job sent straight to its queue.
+   */
+  readonly tags?: readonly string[];
 }
 
 /**
@@ -88,6 +94,8 @@ export interface JobStatus {
   readonly state: JobState;
   /** `SCHEDULED` and `ACQUIRED`: the priority (1 to 9) of a job submitted with one other than 5. */
   readonly priority?: number;
+  /** `SCHEDULED`, `ACQUIRED` or `CANCELLED` through the table: the job's tags, when it has some. */
+  readonly tags?: string[];
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */

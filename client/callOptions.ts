@@ -24,6 +24,8 @@ export interface JobFilter {
   readonly to?: string | Date;
   /** Occurrences of this recurring schedule only. */
   readonly schedule?: string;
+  /** Jobs whose tags hold this one (tags are kept on rows: jobs sent straight to their queue have none). */
+  readonly tag?: string;
   /** @default 'asc' */
   readonly order?: 'asc' | 'desc';
   /**

@@ -110,6 +110,7 @@ export function listJobs(api: ApiTransport, tenant: string, filter: ListJobsOpti
   if (filter.from !== undefined) query.push(`from=${enc(time(filter.from))}`);
   if (filter.to !== undefined) query.push(`to=${enc(time(filter.to))}`);
   if (filter.schedule !== undefined) query.push(`schedule=${enc(filter.schedule)}`);
+  if (filter.tag !== undefined) query.push(`tag=${enc(filter.tag)}`);
   if (filter.order !== undefined) query.push(`order=${enc(filter.order)}`);
   if (filter.workflow !== undefined) query.push(`workflow=${enc(filter.workflow)}`);
   if (filter.limit !== undefined) query.push(`limit=${wholeNumber('limit', filter.limit, 1, 1000)}`);
@@ -128,6 +129,7 @@ function jobBody<P>(api: ApiTransport, job: JobRequest<P>): string {
     idempotencyKey: job.idempotencyKey ?? `sdk-${randomUUID()}`,
     ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
+    ...(job.tags !== undefined ? { tags: job.tags } : {}),
   });
   return `{"payload":${payloadText(job)},${envelope.slice(1)}`;
 }

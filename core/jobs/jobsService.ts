@@ -143,10 +143,10 @@ export class JobsService {
     switch (row?.state) {
       case 'SCHEDULED':
       case 'ACQUIRED':
-        // The row is read anyway: its priority (only stored when ≠ 5) costs nothing to show.
-        return { ...base, state: row.state, ...(row.priority !== undefined ? { priority: row.priority } : {}) };
+        // The row is read anyway: its priority (only stored when ≠ 5) and tags cost nothing to show.
+        return { ...base, state: row.state, ...(row.priority !== undefined ? { priority: row.priority } : {}), ...tagsOf(row) };
       case 'CANCELLED':
-        return { ...base, state: row.state };
+        return { ...base, state: row.state, ...tagsOf(row) };
       case 'QUEUED':
         return { ...base, state: 'QUEUED', ...(row.deliveredAtMs ? { deliveredAt: isoMs(row.deliveredAtMs) } : {}) };
       case 'DEAD':
@@ -276,4 +276,9 @@ export class JobsService {
     if (id.tenant !== tenant) throw new JobNotFoundError(tenant);
     return id;
   }
+}
+
+/** A row's tags as GET shows them: only when it has some. */
+function tagsOf(row: StoredRow): { tags?: string[] } {
+  return row.tags !== undefined && row.tags.length > 0 ? { tags: [...row.tags] } : {};
 }

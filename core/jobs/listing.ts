@@ -5,6 +5,7 @@ import {
   type JobIdCodec,
   parseRunAt,
   parseSortKey,
+  MAX_TAG_LENGTH,
   type SchedulerSettings,
   type TenantRecord,
   ValidationError,
@@ -33,6 +34,8 @@ export interface ListedItem {
   readonly deliveredAtMs?: number;
   /** A live row's `prio`, when not the default 5. */
   readonly priority?: number;
+  /** The row's tags, when it has some. */
+  readonly tags?: readonly string[];
   /** The item's TTL, epoch ms: readers ignore the item from then (DynamoDB deletes it late). */
   readonly expiresAtMs?: number;
 }
@@ -54,6 +57,8 @@ export interface ListFilter {
   /** Stored `state` values to keep; all when omitted. */
   readonly states?: readonly string[];
   readonly schedule?: string;
+  /** Only items whose `tags` hold this one. */
+  readonly tag?: string;
 }
 
 export interface ListedPage {
@@ -132,7 +137,7 @@ export const LIST_MAX_LIMIT = 1000;
 const READ_CONCURRENCY = 16;
 /** Largest Limit of one Query. */
 const MAX_CHUNK = 1000;
-const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'order', 'limit', 'cursor']);
+const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'tag', 'order', 'limit', 'cursor']);
 
 /** The parsed query of a listing. */
 export interface JobFilter {
@@ -140,6 +145,8 @@ export interface JobFilter {
   readonly fromMs: number;
   readonly toMs: number;
   readonly schedule?: string;
+  /** Only jobs whose tags hold this one. */
+  readonly tag?: string;
   readonly desc: boolean;
 }
 
@@ -201,7 +208,12 @@ export class JobLister {
       partitions,
       superseding,
       { fromSk: skFloor(filter.fromMs), toSk: skCeiling(filter.toMs), desc: filter.desc, ...(afterSk ? { afterSk } : {}) },
-      { tenant, ...(filter.state !== undefined ? { states: stored } : {}), ...(filter.schedule ? { schedule: filter.schedule } : {}) },
+      {
+        tenant,
+        ...(filter.state !== undefined ? { states: stored } : {}),
+        ...(filter.schedule ? { schedule: filter.schedule } : {}),
+        ...(filter.tag !== undefined ? { tag: filter.tag } : {}),
+      },
       limit,
       now,
       // With a state, a superseded item is not of it; without one, its newer state is shown.
@@ -345,6 +357,9 @@ export class JobLister {
       throw new ValidationError(
         `schedule ${JSON.stringify(cutText(schedule, 70))} is not a schedule name: use 1 to 64 letters, digits, '_', '.' or '-'`,
       );
+    const tag = query.tag;
+    if (tag !== undefined && (tag.length === 0 || tag.length > MAX_TAG_LENGTH))
+      throw new ValidationError(`tag must be 1 to ${MAX_TAG_LENGTH} characters, got ${JSON.stringify(cutText(tag, 70))}`);
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw new ValidationError(`order ${JSON.stringify(order)} must be asc or desc`);
     const limit = listLimit(query.limit);
@@ -355,6 +370,7 @@ export class JobLister {
         desc: order === 'desc',
         ...(state !== undefined ? { state } : {}),
         ...(schedule !== undefined ? { schedule } : {}),
+        ...(tag !== undefined ? { tag } : {}),
       },
       limit,
     };
@@ -367,7 +383,7 @@ export class JobLister {
   /** The sort key a cursor carries, if this deployment issued it for this tenant and these filters. */
   #readCursor(tenant: string, canonical: string, cursor: string): string {
     const bad = new ValidationError(
-      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule and order',
+      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule, tag and order',
     );
     const m = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
     if (!m) throw bad;
@@ -388,12 +404,17 @@ export function renderLive(base: { readonly jobId: string; readonly tenant: stri
     case 'DEAD':
       return { ...base, state: 'DEAD_LETTERED', message: DEAD_LETTERED_MESSAGE, ...sched };
     case 'ACQUIRED':
-      return { ...base, state: item.state, ...prio(item), ...sched };
+      return { ...base, state: item.state, ...prio(item), ...sched, ...tags(item) };
     case 'CANCELLED':
-      return { ...base, state: item.state, ...sched };
+      return { ...base, state: item.state, ...sched, ...tags(item) };
     default:
-      return { ...base, state: 'SCHEDULED', ...prio(item), ...sched };
+      return { ...base, state: 'SCHEDULED', ...prio(item), ...sched, ...tags(item) };
   }
+}
+
+/** A row's tags, as GET shows them: only when it has some. */
+function tags(item: ListedItem): { tags?: string[] } {
+  return item.tags !== undefined && item.tags.length > 0 ? { tags: [...item.tags] } : {};
 }
 
 /** A live row's priority, as GET shows it: only when not the default 5. */
@@ -411,7 +432,15 @@ const skCeiling = (ms: number) => `${pad(ms)}#~`;
 
 /** What a cursor is bound to: the filters, never the page size. */
 function canonicalFilter(f: JobFilter): string {
-  return [f.state ?? '', f.fromMs, f.toMs, f.schedule ?? '', f.desc ? 'desc' : 'asc'].join('\n');
+  // The tag only when given: cursors issued before tags existed stay valid.
+  return [
+    f.state ?? '',
+    f.fromMs,
+    f.toMs,
+    f.schedule ?? '',
+    f.desc ? 'desc' : 'asc',
+    ...(f.tag !== undefined ? [`tag:${f.tag}`] : []),
+  ].join('\n');
 }
 
 function timeParam(name: 'from' | 'to', value: string): number {

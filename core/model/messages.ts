@@ -55,6 +55,8 @@ export interface InboundJob {
   readonly schedule?: string;
   /** 1..9; carried (`"priority"`) only when not the default 5. */
   readonly priority?: number;
+  /** Its tags (`"tags"`), only when it has some. */
+  readonly tags?: readonly string[];
   /** A job of a workflow: the workflow's id (`"workflow"`). */
   readonly workflow?: string;
   /** Its parents' summary, a JSON array's text (`"parents"`, spliced in and read back as text). */
@@ -81,10 +83,11 @@ export const MAX_INBOUND_MESSAGE_BYTES = 256 * 1024 - 1024;
 function inboundJobJson(job: InboundJob): string {
   // The default priority is left out: a default job's entry (and its row) is byte for byte what it was before priorities.
   const prio = job.priority === undefined || job.priority === DEFAULT_PRIORITY ? '' : `"priority":${job.priority},`;
+  const tags = job.tags && job.tags.length > 0 ? `"tags":${JSON.stringify(job.tags)},` : '';
   const workflow =
     (job.workflow === undefined ? '' : `"workflow":${JSON.stringify(job.workflow)},`) +
     (job.parents === undefined ? '' : `"parents":${job.parents},`);
-  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${workflow}"payload":${job.payload}}`;
+  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${tags}${workflow}"payload":${job.payload}}`;
 }
 
 /** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
@@ -173,7 +176,8 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     !Number.isSafeInteger(o.dueMs) ||
     !(o.payload instanceof RawJson) ||
     (o.workflow !== undefined && typeof o.workflow !== 'string') ||
-    (o.parents !== undefined && !(o.parents instanceof RawJson && o.parents.text.startsWith('[')))
+    (o.parents !== undefined && !(o.parents instanceof RawJson && o.parents.text.startsWith('['))) ||
+    (o.tags !== undefined && !(Array.isArray(o.tags) && o.tags.length > 0 && o.tags.every((t) => typeof t === 'string')))
   ) {
     return undefined;
   }
@@ -191,6 +195,7 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     dueMs: o.dueMs as number,
     payload: o.payload.text,
     ...(priority !== undefined && priority !== DEFAULT_PRIORITY ? { priority: priority as number } : {}),
+    ...(Array.isArray(o.tags) ? { tags: o.tags as string[] } : {}),
     ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
     ...(o.parents instanceof RawJson ? { parents: o.parents.text } : {}),
   };

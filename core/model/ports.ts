@@ -18,6 +18,8 @@ export interface JobRow {
    * ({@link DEFAULT_PRIORITY}), which is never stored (attribute `prio` only when ≠ 5).
    */
   readonly priority?: number;
+  /** Its tags (attribute `tags`, a list), only when it has some. */
+  readonly tags?: readonly string[];
   /** A job of a workflow: the workflow's id (delivered in the body and as the `workflow` attribute). */
   readonly workflow?: string;
   /** A workflow job with parents: their summary, the JSON array text delivered as `parents`. */
@@ -97,6 +99,8 @@ export interface StoredRow {
   readonly expiresAtMs?: number;
   /** A live row's priority when it is not the default 5. */
   readonly priority?: number;
+  /** A row's tags, when it has some. */
+  readonly tags?: readonly string[];
 }
 
 /** The cancel-record key: a cancel record (`CANCELLED`) or a late ingest's claim (`INGESTED`). */

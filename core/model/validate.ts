@@ -31,9 +31,38 @@ export interface JobRequest {
    * row only when ≠ 5; a job on the direct path (due within the lookahead) ignores it.
    */
   readonly priority: number;
+  /** Names for acting on many jobs at once (docs/flow-control.md): up to 10, each 1 to 64 characters, none repeated; empty when none. */
+  readonly tags: readonly string[];
 }
 
-const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable', 'priority']);
+/** Tags a job may carry, and their length in characters (UTF-16 code units). */
+export const MAX_TAGS = 10;
+export const MAX_TAG_LENGTH = 64;
+
+/**
+ * A job's `tags`: absent is none; else an array of up to {@link MAX_TAGS} distinct strings of 1 to
+ * {@link MAX_TAG_LENGTH} characters without control characters.
+ *
+ * @throws ValidationError naming the tag at fault
+ */
+export function parseTags(value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.length > MAX_TAGS)
+    throw new ValidationError(`tags must be an array of up to ${MAX_TAGS} strings, like ["order-42", "reminders"]`);
+  value.forEach((tag, i) => {
+    if (typeof tag !== 'string' || tag.length === 0 || tag.length > MAX_TAG_LENGTH)
+      throw new ValidationError(
+        `tags[${i}] must be a string of 1 to ${MAX_TAG_LENGTH} characters, got ${JSON.stringify(tag)?.slice(0, 80)}`,
+      );
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f]/.test(tag))
+      throw new ValidationError(`tags[${i}] holds a control character: tags are names, use printable characters`);
+    if (value.indexOf(tag) !== i) throw new ValidationError(`tags[${i}] repeats ${JSON.stringify(tag)}: give each tag once`);
+  });
+  return value as string[];
+}
+
+const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable', 'priority', 'tags']);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,30}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Deepest nesting of arrays and objects a payload may have (workers' parsers have limits too). */
@@ -109,7 +138,7 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   const unknown = Object.keys(job).filter((k) => !FIELDS.has(k));
   if (unknown.length > 0) {
     throw new ValidationError(
-      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority`,
+      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority, tags`,
     );
   }
   const hasRunAt = job.runAt !== undefined;
@@ -134,9 +163,10 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
     throw new ValidationError('cancellable must be true or false');
   }
   const priority = parsePriority(job.priority);
+  const tags = parseTags(job.tags);
   const payloadText = payloadTextOf(job.payload, settings, source);
   const schedule = hasRunAt ? `runAt:${dueMs}` : `delay:${dueMs - nowMs}`;
-  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false, schedule, priority };
+  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false, schedule, priority, tags };
 }
 
 /**

@@ -139,6 +139,8 @@ interface Planned {
   readonly payload: string;
   /** 1..9 (5: the default). */
   readonly priority: number;
+  /** Its tags (empty: none). */
+  readonly tags: readonly string[];
   /** With a key: its record. */
   readonly entry?: IdempotencyEntry;
   /** This request wrote the record (so it releases it if SQS refuses the job). */
@@ -247,6 +249,7 @@ export class Submitter {
       path,
       payload: job.payloadText,
       priority: job.priority,
+      tags: job.tags,
       claimed: false,
       replayed: false,
       send: true,
@@ -333,6 +336,7 @@ export class Submitter {
         dueMs: p.dueMs,
         payload: p.payload,
         priority: p.priority,
+        ...(p.tags.length > 0 ? { tags: p.tags } : {}),
       };
       if (p.path === 'd') {
         parcels.push({
@@ -402,6 +406,7 @@ export class Submitter {
         path: id.path,
         payload: p.payload,
         priority: p.priority,
+        tags: p.tags,
         entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs },
         claimed: false,
         replayed: true,

@@ -18,7 +18,11 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'POST', path: '/v1/tenants/{tenant}/jobs', query: [] },
   { method: 'POST', path: '/v1/tenants/{tenant}/jobs/batch', query: [] },
   { method: 'POST', path: '/v1/tenants/{tenant}/jobs/outcomes', query: [] },
-  { method: 'GET', path: '/v1/tenants/{tenant}/jobs', query: ['state', 'from', 'to', 'schedule', 'order', 'limit', 'cursor', 'workflow'] },
+  {
+    method: 'GET',
+    path: '/v1/tenants/{tenant}/jobs',
+    query: ['state', 'from', 'to', 'schedule', 'tag', 'order', 'limit', 'cursor', 'workflow'],
+  },
   { method: 'GET', path: '/v1/tenants/{tenant}/jobs/{jobId}', query: [] },
   { method: 'DELETE', path: '/v1/tenants/{tenant}/jobs/{jobId}', query: [] },
   { method: 'PUT', path: '/v1/tenants/{tenant}/schedules/{name}', query: ['dryRun', 'count'] },
