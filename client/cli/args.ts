@@ -6,7 +6,12 @@ import type { Flags, Values } from './command.js';
 import { UsageError } from './errors.js';
 
 const parseOptions = (flags: Flags) =>
-  Object.fromEntries(Object.entries(flags).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
+  Object.fromEntries(
+    Object.entries(flags).map(([name, f]) => [
+      name,
+      { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) },
+    ]),
+  );
 
 /** parseArgs, with its errors as one-line usage errors that say where the options are listed. */
 export function parse(args: readonly string[], flags: Flags, strict: boolean, command?: string) {

@@ -7,6 +7,8 @@ import type { Target } from './target.js';
 export interface Flag {
   readonly type: 'string' | 'boolean';
   readonly short?: string;
+  /** A string flag given any number of times (`--tag a --tag b`): its values in order. */
+  readonly multiple?: boolean;
   /** The value's placeholder, e.g. `<name>` (string flags). */
   readonly arg?: string;
   readonly help: string;
@@ -15,7 +17,7 @@ export interface Flag {
 export type Flags = Readonly<Record<string, Flag>>;
 
 /** The parsed flags of a command line. */
-export type Values = Record<string, string | boolean | undefined>;
+export type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** What a command's run function is given. */
 export interface Ctx {

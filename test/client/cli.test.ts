@@ -385,6 +385,28 @@ describe.concurrent('dynein CLI', () => {
     expect(JSON.parse((await dynein(['get', '--tenant', 'alpha', jobId, '--json'])).stdout).state).toBe('CANCELLED');
   }, 30_000);
 
+  it('schedule --tag (repeated) stores the tags; jobs --tag lists the jobs that carry one, with their tags; a bad tag is one line, exit 1', async () => {
+    // Beta: the other tests list alpha's and gamma's jobs.
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const tagged = await dynein(['schedule', '--tenant', 'beta', '--at', at, '--tag', 'order-42', '--tag', 'reminders']);
+    expect(tagged.code).toBe(0);
+    const other = await dynein(['schedule', '--tenant', 'beta', '--at', at, '--tag', 'order-7']);
+    expect(other.code).toBe(0);
+    const jobId = tagged.stdout.trim();
+    let listed = await dynein(['jobs', '--tenant', 'beta', '--tag', 'order-42']);
+    for (let i = 0; i < 150 && !listed.stdout.includes(jobId); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      listed = await dynein(['jobs', '--tenant', 'beta', '--tag', 'order-42']);
+    }
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`SCHEDULED  ${jobId.replace(/\./g, '\\.')}\\s+tags order-42, reminders$`)),
+    ]);
+    const json = JSON.parse((await dynein(['get', '--tenant', 'beta', jobId, '--json'])).stdout);
+    expect(json.tags).toEqual(['order-42', 'reminders']);
+    expectError(await dynein(['schedule', '--tenant', 'beta', '--at', at, '--tag', 'a', '--tag', 'a']), 1, /tags\[1\] repeats "a"/);
+  }, 30_000);
+
   it('reports each error on one line with a non-zero exit code', async () => {
     const queued = (await dynein(['schedule', '--tenant', 'alpha', '--in', '1s', '--json'])).stdout;
     expect(JSON.parse(queued).state).toBe('QUEUED');

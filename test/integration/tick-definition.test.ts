@@ -326,7 +326,10 @@ describe('tick state machine definition: hand-over', () => {
     const a = startTick(sys, sys.w, nameA, 12_000, steps, ratesA);
     // Jobs due before, during and after the overlap (A alone until ~t0+4 s, B alone after ~t0+11 s).
     const expected = await submitDue(sys, 300, t0 + 3_000, t0 + 15_000);
-    await new Promise((r) => setTimeout(r, t0 + 4_000 - Date.now()));
+    // B starts once A alone has had jobs falling due for 1.5 s: at t0 + 4 s, later when a busy
+    // machine's set-up and submit pushed the first due time on (A must send some on its own).
+    const firstDue = Math.min(...expected.values());
+    await new Promise((r) => setTimeout(r, Math.max(t0 + 4_000, firstDue + 1_500) - Date.now()));
     // B runs on another wiring (another Lambda instance) over the same table and queues.
     const b = startTick(sys, await sys.another(), nameB, 12_000, steps, ratesB);
 

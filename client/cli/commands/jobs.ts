@@ -23,6 +23,7 @@ export const jobCommands: Readonly<Record<string, Command>> = {
       payload: { type: 'string', arg: '<JSON>', help: 'the payload (default null); @file.json reads it from a file' },
       'idempotency-key': { type: 'string', arg: '<key>', help: 'a retry with the same key and time stores one job' },
       'not-cancellable': { type: 'boolean', help: 'may go straight to the queue when due within 900 s' },
+      tag: { type: 'string', multiple: true, arg: '<tag>', help: 'a tag, to find the job by (repeat for more, up to 10)' },
       ...JSON_OUT,
       ...WHERE,
       ...HELP,
@@ -72,9 +73,9 @@ export const jobCommands: Readonly<Record<string, Command>> = {
   jobs: {
     brief: "list the tenant's jobs by state and time, one line each",
     usage:
-      '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--order asc|desc] [--limit <n> | --all] [options]',
+      '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--order asc|desc] [--limit <n> | --all] [options]',
     summary:
-      "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at): one page\n" +
+      "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at, tags): one page\n" +
       'of --limit (default 100) and the command for the next one on stderr, or every page with --all.',
     targeted: true,
     flags: {
@@ -87,6 +88,7 @@ export const jobCommands: Readonly<Record<string, Command>> = {
       from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
       to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
       schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
+      tag: { type: 'string', arg: '<tag>', help: 'jobs with this tag only (kept while a job waits or once cancelled)' },
       order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
       limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
       cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor (same filters)' },
@@ -116,6 +118,7 @@ async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Prom
     ...(at !== undefined ? { runAt: at } : { delaySeconds: parseDuration(inText ?? '') }),
     ...(key !== undefined ? { idempotencyKey: key } : {}),
     ...(values['not-cancellable'] ? { cancellable: false } : {}),
+    ...(Array.isArray(values.tag) ? { tags: values.tag } : {}),
   };
   const reply = await client(target()).schedule(tenant, job);
   io.out(values.json ? JSON.stringify(reply) : reply.jobId);
@@ -198,6 +201,7 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
     ...optional('from', str('from')),
     ...optional('to', str('to')),
     ...optional('schedule', str('schedule')),
+    ...optional('tag', str('tag')),
     ...(order !== undefined ? { order: order as 'asc' | 'desc' } : {}),
     ...(limitText !== undefined ? { limit: Number(limitText) } : {}),
   };
@@ -227,7 +231,7 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
       j.state,
       j.jobId,
       j.schedule ?? '',
-      j.deliveredAt ? `delivered ${j.deliveredAt}` : '',
+      [j.deliveredAt ? `delivered ${j.deliveredAt}` : '', j.tags ? `tags ${j.tags.join(', ')}` : ''].filter(Boolean).join('  '),
     ]);
     const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
     for (const r of rows)
