@@ -127,7 +127,7 @@ export function tagsAttribute(tags: readonly string[] | undefined): Item {
 }
 
 /** `{tags}` of an item with a `tags` attribute; nothing for one without. */
-function tagsOf(item: Item): { tags?: string[] } {
+export function tagsOf(item: Item): { tags?: string[] } {
   const tags = item.tags?.L?.flatMap((v) => (v.S !== undefined ? [v.S] : []));
   return tags && tags.length > 0 ? { tags } : {};
 }

@@ -2,7 +2,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { DEFAULT_PRIORITY, type RowKey } from '../core/model/index.js';
 import type { WorkflowJobSpec, WorkflowTiming } from '../core/workflows/index.js';
-import { payloadAttribute, payloadOf, prioAttribute } from './dynamoJobStore.js';
+import { payloadAttribute, payloadOf, prioAttribute, tagsAttribute, tagsOf } from './dynamoJobStore.js';
 
 /**
  * How workflow items encode what both a job's spec and its waiting record hold (the same
@@ -37,6 +37,7 @@ export function specAttributes(s: WorkflowJobSpec): Item {
     key: { S: s.jobKey },
     ...payloadAttribute(s.payload),
     ...prioAttribute(s.priority),
+    ...tagsAttribute(s.tags),
     ...(s.cancellable ? {} : { nc: { BOOL: true } }),
     ...(s.shardCount !== undefined ? { shards: { N: String(s.shardCount) } } : {}),
     links: { B: deflateRawSync(JSON.stringify(links)) },
@@ -56,6 +57,7 @@ export function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
     jobKey: item.key.S,
     payload: payloadOf(item),
     priority: item.prio?.N !== undefined ? Number(item.prio.N) : DEFAULT_PRIORITY,
+    ...tagsOf(item),
     cancellable: item.nc?.BOOL !== true,
     parents: links.p,
     children: links.c.map(([jobKey, index]) => ({ jobKey, index })),

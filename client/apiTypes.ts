@@ -364,6 +364,8 @@ export interface WorkflowJobRequest<P = unknown> {
   readonly onParentFailure?: 'cancel' | 'run';
   /** 1 to 9. @default 5 */
   readonly priority?: number;
+  /** Up to 10 names to find it by once it is handed to the table (`listJobs({ tag })`). */
+  readonly tags?: readonly string[];
   /** @default true */
   readonly cancellable?: boolean;
 }

@@ -54,6 +54,7 @@ function jobText<P>(job: WorkflowJobRequest<P>, i: number): string {
     ...(job.after !== undefined ? { after: job.after } : {}),
     ...(job.onParentFailure !== undefined ? { onParentFailure: job.onParentFailure } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
+    ...(job.tags !== undefined ? { tags: job.tags } : {}),
     ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
   });
   return `{"payload":${payloadText(job)},${fields.slice(1)}`;
@@ -69,6 +70,7 @@ const JOB_FIELDS = new Set([
   'after',
   'onParentFailure',
   'priority',
+  'tags',
   'cancellable',
 ]);
 

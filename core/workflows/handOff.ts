@@ -170,6 +170,7 @@ function parcels(
       dueMs: r.dueMs,
       payload: spec.payload,
       priority: spec.priority,
+      ...(spec.tags && spec.tags.length > 0 ? { tags: spec.tags } : {}),
       workflow: spec.workflowId,
       ...(r.job.parents !== undefined ? { parents: r.job.parents } : {}),
     };

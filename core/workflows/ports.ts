@@ -187,6 +187,8 @@ export interface WorkflowJobSpec {
   /** The payload's JSON text, byte for byte as submitted. */
   readonly payload: string;
   readonly priority: number;
+  /** Its tags, when it has some (on its row once handed to the table). */
+  readonly tags?: readonly string[];
   readonly cancellable: boolean;
   /** The parents' keys, in `after`'s order (their ids are the workflow's: {@link WorkflowRecord}). */
   readonly parents: readonly string[];

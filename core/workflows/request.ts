@@ -4,6 +4,7 @@ import {
   parseIdempotencyKey,
   parsePriority,
   parseRunAt,
+  parseTags,
   payloadTextOf,
   PayloadTooLargeError,
   type SchedulerSettings,
@@ -60,6 +61,8 @@ export interface WorkflowJob {
   /** The payload's JSON text as the client sent it (`null` when omitted). */
   readonly payloadText: string;
   readonly priority: number;
+  /** Its tags (docs/flow-control.md), on its row once handed to the table; empty when none. */
+  readonly tags: readonly string[];
   readonly cancellable: boolean;
   readonly onParentFailure: ParentFailurePolicy;
 }
@@ -73,7 +76,7 @@ export interface WorkflowRequest {
 }
 
 const TOP_FIELDS = new Set(['idempotencyKey', 'jobs']);
-const JOB_FIELDS = new Set(['key', 'after', 'payload', 'runAt', 'delaySeconds', 'priority', 'cancellable', 'onParentFailure']);
+const JOB_FIELDS = new Set(['key', 'after', 'payload', 'runAt', 'delaySeconds', 'priority', 'tags', 'cancellable', 'onParentFailure']);
 const EXAMPLE = '{"jobs": [{"key": "extract", "payload": {...}, "runAt": "2030-02-01T02:00:00Z"}, {"key": "load", "after": ["extract"]}]}';
 
 /**
@@ -133,6 +136,7 @@ function validateWorkflowJob(job: unknown, settings: SchedulerSettings, nowMs: n
           : '-',
     payloadText: payloadTextOf(job.payload, settings, source),
     priority: parsePriority(job.priority),
+    tags: parseTags(job.tags),
     cancellable: parseCancellable(job.cancellable),
     onParentFailure: parseParentFailure(job.onParentFailure, job.after !== undefined),
   };

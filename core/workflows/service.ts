@@ -343,6 +343,7 @@ function specsOf(
     jobKey: job.key,
     payload: job.payloadText,
     priority: job.priority,
+    ...(job.tags.length > 0 ? { tags: job.tags } : {}),
     cancellable: job.cancellable,
     parents: job.after,
     children: children.get(job.key)!,
@@ -369,6 +370,7 @@ function fitsOnRecord(spec: WorkflowJobSpec): boolean {
     spec.workflowId.length +
     keys(spec.parents) +
     keys(spec.children.map((c) => c.jobKey)) +
+    keys(spec.tags ?? []) +
     4 * spec.children.length +
     ends;
   return bytes <= SPEC_ON_RECORD_BYTES;
@@ -401,13 +403,17 @@ function order(request: WorkflowRequest, key: string): number {
 /**
  * What makes two workflow requests "the same" for an idempotency key: every job's key, parents,
  * time as given (an instant, or a delay, not the moment it moves with), priority, cancellable,
- * failure policy and payload text byte for byte, in the order sent. SHA-256, base64url.
+ * failure policy, tags (only when there are some: fingerprints from before tags stand) and payload
+ * text byte for byte, in the order sent. SHA-256, base64url.
  */
 export function workflowFingerprint(request: WorkflowRequest): string {
   const h = createHash('sha256').update('dynein-workflow-v1\n');
   const jobs = [...request.jobs].sort((a, b) => order(request, a.key) - order(request, b.key));
   for (const j of jobs) {
-    const head = [j.key, j.after.join(','), j.timingGiven, j.priority, j.cancellable ? 'c' : 'n', j.onParentFailure].join('\u0000');
+    const tags = j.tags.length > 0 ? [`t${JSON.stringify(j.tags)}`] : [];
+    const head = [j.key, j.after.join(','), j.timingGiven, j.priority, j.cancellable ? 'c' : 'n', j.onParentFailure, ...tags].join(
+      '\u0000',
+    );
     h.update(`${head.length}:${head}\n${Buffer.byteLength(j.payloadText)}:`)
       .update(j.payloadText, 'utf8')
       .update('\n');

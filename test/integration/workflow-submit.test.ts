@@ -109,6 +109,45 @@ describe('submitting a workflow', () => {
     expect([...both.values()].map((s) => s.jobKey).sort()).toEqual(['large', 'small']);
   });
 
+  it("keeps a job's tags in its spec (on its record or apart) and on its row once handed to the table; other tags with the key are a 409", async () => {
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    const body = (tags: string[]) =>
+      JSON.stringify({
+        idempotencyKey: `tagged-${runAt}-${tags.join()}`.slice(0, 120),
+        jobs: [
+          { key: 'root', payload: 1, runAt, tags },
+          { key: 'child', payload: { blob: 'x'.repeat(2_000) }, after: ['root'], tags: ['big', ...tags] },
+        ],
+      });
+    const { reply } = await service.submit('demo', body(['order-42', 'nightly']));
+    const key = (k: string) => {
+      const id = deps.codec.parse(reply.jobs[k]!);
+      return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    };
+    expect((await store.getSpec(key('root')))?.tags).toEqual(['order-42', 'nightly']);
+    expect((await store.getSpec(key('child')))?.tags).toEqual(['big', 'order-42', 'nightly']);
+    // The root, due past the lookahead, goes through the inbound queue to its row: with its tags.
+    const ingest = sys.startIngest();
+    try {
+      let listed: string[] = [];
+      for (let i = 0; i < 100 && listed.length === 0; i++) {
+        listed = (await sys.w.lister.list('demo', { tag: 'order-42' })).jobs.map((j) => j.jobId);
+        if (listed.length === 0) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(listed).toEqual([reply.jobs.root]);
+    } finally {
+      await ingest.stop();
+    }
+    const retry = JSON.parse(body(['order-42', 'nightly'])) as { jobs: { tags: string[] }[] };
+    retry.jobs[0]!.tags = ['order-42'];
+    await expect(
+      service.submit('demo', JSON.stringify({ ...retry, idempotencyKey: JSON.parse(body(['order-42', 'nightly'])).idempotencyKey })),
+    ).rejects.toThrow(IdempotencyKeyReusedError);
+    await expect(service.submit('demo', JSON.stringify({ jobs: [{ key: 'a', payload: 1, runAt, tags: ['x', 'x'] }] }))).rejects.toThrow(
+      /jobs\[0\]|tags\[1\] repeats/,
+    );
+  });
+
   it('answers a retry with the same key and body 200 with the same ids; another body with the key is a 409', async () => {
     const runAt = new Date(Date.now() + 7_200_000).toISOString();
     const first = await service.submit('demo', nightly(runAt));

@@ -18,7 +18,7 @@ export const workflowsCommand: Group = {
       usage: '<file.json> --tenant <name> [--idempotency-key <key>] [options]',
       summary:
         'Submit the workflow a JSON file holds, as the API takes it: {"idempotencyKey"?, "jobs": [{"key", "payload",\n' +
-        '"runAt" | "delaySeconds", "after", "onParentFailure", "priority", "cancellable"}, ...]}. Each payload is sent\n' +
+        '"runAt" | "delaySeconds", "after", "onParentFailure", "priority", "tags", "cancellable"}, ...]}. Each payload is sent\n' +
         'as written in the file, byte for byte. Without a key in the file or --idempotency-key, the key is the\n' +
         "file's SHA-256: submitting the same file again answers the workflow it created (nothing new is created).",
       targeted: true,
@@ -124,7 +124,7 @@ function jobLines(w: Workflow): string[] {
 
 /** The fields a workflow file may hold: what the API takes, and what the SDK sends on (nothing is dropped unseen). */
 const TOP_FIELDS = ['idempotencyKey', 'jobs'];
-const JOB_FIELDS = ['key', 'payload', 'runAt', 'delaySeconds', 'after', 'onParentFailure', 'priority', 'cancellable'];
+const JOB_FIELDS = ['key', 'payload', 'runAt', 'delaySeconds', 'after', 'onParentFailure', 'priority', 'tags', 'cancellable'];
 
 /** `jobs[i].payload`: kept as the file's text (as the API's own WORKFLOW_PAYLOADS reads a body). */
 const isPayload = (path: readonly (string | number)[]) =>
