@@ -18,6 +18,11 @@ if (kind === 'dynalite') {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
   });
+  // Idle keep-alive connections held longer than the clients keep them: Node's default of 5 s
+  // closes one as a client reuses it, which the client sees as "socket hang up" (a CI smoke run
+  // ended on one under load).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   port = (server.address() as AddressInfo).port;
   close = () => new Promise((r) => server.close(() => r()));
 } else if (kind === 'fauxqs') {

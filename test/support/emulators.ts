@@ -40,6 +40,10 @@ export async function startEmulators(): Promise<Emulators> {
     dyn.once('error', reject);
     dyn.listen(0, '127.0.0.1', () => resolve());
   });
+  // Idle keep-alive connections held longer than the SDK keeps them (Node's default 5 s closes one
+  // as a client reuses it: "socket hang up" under load).
+  dyn.keepAliveTimeout = 65_000;
+  dyn.headersTimeout = 66_000;
   const inFlight = trackRequests(dyn);
   const fauxqs: FauxqsServer = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
   // SQS's documented body character set, emoji included (local/fauxqsCharset.ts).
