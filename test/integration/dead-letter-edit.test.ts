@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDeadLetterEdits } from '../../adapters/dynamoDeadLetterEdits.js';
@@ -8,7 +8,7 @@ import { DeadLetterService, type DeadLetterQueues } from '../../core/deadLetters
 import { deliveryMessage, systemClock } from '../../core/model/index.js';
 import { dlqHandler, outcomesHandler, statusHandler } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
+import { createSystem, httpEvent, queueDepth, receiveAll as receiveQueue, type TestSystem } from '../support/system.js';
 
 /**
  * Editing a dead letter (`POST .../dlq/edit`): the message back on the tenant queue with the new
@@ -85,27 +85,11 @@ async function handleOf(tenant: string, jobId: string): Promise<string> {
 }
 
 async function depth(url: string): Promise<number> {
-  const a = (
-    await em.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: url,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    )
-  ).Attributes!;
-  return Number(a.ApproximateNumberOfMessages) + Number(a.ApproximateNumberOfMessagesNotVisible);
+  const { visible, hidden } = await queueDepth(em.sqs, url);
+  return visible + hidden;
 }
 
-async function receiveAll(url: string) {
-  const all = [];
-  for (;;) {
-    const res = await em.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60, MessageAttributeNames: ['All'] }),
-    );
-    if (!res.Messages?.length) return all;
-    all.push(...res.Messages);
-  }
-}
+const receiveAll = (url: string) => receiveQueue(em.sqs, url);
 
 /** Every audit item of the table (both partitions), to show that a refused edit wrote none. */
 async function auditItems(): Promise<number> {

@@ -1,12 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageBatchCommand,
-  SendMessageCommand,
-  type SendMessageBatchCommandInput,
-} from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, SendMessageCommand, type SendMessageBatchCommandInput } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient } from '../../client/client.js';
@@ -16,7 +10,7 @@ import { systemClock } from '../../core/model/ports.js';
 import { dlqHandler } from '../../lambdas/runtime/handlers.js';
 import { startApiServer } from '../../local/apiServer.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { createSystem, httpEvent, type TestSystem } from '../support/system.js';
+import { createSystem, httpEvent, queueDepth, receiveAll, type TestSystem } from '../support/system.js';
 
 let em: Emulators;
 beforeAll(async () => {
@@ -47,29 +41,8 @@ async function fill(url: string, tenant: string, n: number, extra: { foreign?: b
   return ids;
 }
 
-async function depth(url: string): Promise<{ visible: number; hidden: number }> {
-  const a = (
-    await em.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: url,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-      }),
-    )
-  ).Attributes!;
-  return { visible: Number(a.ApproximateNumberOfMessages), hidden: Number(a.ApproximateNumberOfMessagesNotVisible) };
-}
-
-/** Everything in a queue (received, left invisible for a minute). */
-async function drain(url: string) {
-  const all = [];
-  for (;;) {
-    const res = await em.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60, MessageAttributeNames: ['All'] }),
-    );
-    if (!res.Messages?.length) return all;
-    all.push(...res.Messages);
-  }
-}
+const depth = (url: string) => queueDepth(em.sqs, url);
+const drain = (url: string) => receiveAll(em.sqs, url);
 
 const call = async (
   sys: TestSystem,

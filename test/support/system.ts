@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { ReceiveMessageCommand, DeleteMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
 import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
 import { dispatchLoop } from '../../core/dispatch/loop.js';
@@ -212,4 +218,30 @@ export function runAllGroups(deps: Wiring['dispatch'], opts: { owner?: string; s
       await loops;
     },
   };
+}
+
+/** A queue's visible and in-flight messages (approximate, as SQS counts them). */
+export async function queueDepth(sqs: SQSClient, url: string): Promise<{ visible: number; hidden: number }> {
+  const a =
+    (
+      await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      )
+    ).Attributes ?? {};
+  return { visible: Number(a.ApproximateNumberOfMessages ?? 0), hidden: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) };
+}
+
+/** Every message a queue holds now, with its attributes (received, left invisible for a minute). */
+export async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
+  const all: Message[] = [];
+  for (;;) {
+    const res = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 60, MessageAttributeNames: ['All'] }),
+    );
+    if (!res.Messages?.length) return all;
+    all.push(...res.Messages);
+  }
 }
