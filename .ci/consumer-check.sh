@@ -194,12 +194,14 @@ quickstart() (
   # --port 0: any free port, named in local.json (a port picked beforehand could be taken first).
   "$dynein" local --port 0 --tenants demo >"$data/local.log" 2>&1 &
   local_pid=$!
-  for _ in $(seq 150); do
+  # Up to 90 s: it starts in seconds, but a CI machine busy with the tests beside it (two cores,
+  # load 7) once took more than 30 s.
+  for _ in $(seq 450); do
     [[ -f $data/local.json ]] && break
     kill -0 "$local_pid" 2>/dev/null || fail "dynein local exited: $(cat "$data/local.log")"
     sleep 0.2
   done
-  [[ -f $data/local.json ]] || fail "dynein local not ready after 30 s: $(cat "$data/local.log")"
+  [[ -f $data/local.json ]] || fail "dynein local not ready after 90 s: $(cat "$data/local.log")"
   out=$(node dist/client-quickstart.js) || fail "the quickstart example failed: $out"
   for line in 'status: ' 'cancelled: CANCELLED' 'hello from the quickstart'; do grep -qF "$line" <<<"$out" || fail "the quickstart example printed no '$line': $out"; done
   job=$("$dynein" schedule --tenant demo --in 1h)
