@@ -195,6 +195,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...prioAttribute(row.priority),
             ...tagsAttribute(row.tags),
             ...workflowAttributes(row),
+            ...(row.sentAtMs !== undefined ? { sa: { N: String(row.sentAtMs) } } : {}),
           },
           // Only into an empty key: a redelivered message finds its row, a cancelled job its
           // tombstone, a delivered one its marker. A DEAD record gives way: the job was redriven

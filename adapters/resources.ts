@@ -3,4 +3,4 @@
  * core/model/schema.ts (pure, so lib/ can import them without runtime code); re-exported here for the
  * local stack.
  */
-export { INGEST_BATCHING_WINDOW_MS, INGEST_RETRY_SECONDS, QUEUE_SETTINGS } from '../core/model/index.js';
+export { INGEST_BATCHING_WINDOW_MS, INGEST_RETRY_SECONDS, INGEST_TIMEOUT_SECONDS, QUEUE_SETTINGS } from '../core/model/index.js';

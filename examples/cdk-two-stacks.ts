@@ -76,7 +76,7 @@ export class PaymentsStack extends Stack {
 
     // cdk-nag: grantSchedule's only wildcards are the job id (GET and DELETE .../jobs/*), the
     // schedule name (PUT, GET, DELETE .../schedules/*, POST .../schedules/<name>/pause and /resume)
-    // and the workflow id (GET and DELETE .../workflows/*).
+    // the workflow id (GET and DELETE .../workflows/*) and the operation id (GET .../operations/*).
     for (const route of [
       'GET/v1/tenants/payments/jobs/*',
       'DELETE/v1/tenants/payments/jobs/*',
@@ -87,11 +87,12 @@ export class PaymentsStack extends Stack {
       'POST/v1/tenants/payments/schedules/*/resume',
       'GET/v1/tenants/payments/workflows/*',
       'DELETE/v1/tenants/payments/workflows/*',
+      'GET/v1/tenants/payments/operations/*',
     ]) {
       Validations.of(service).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${props.apiExportName}/$default/${route}]`,
         reason:
-          'The job id, the schedule name and the workflow id are the only wildcards: the service may manage any job, recurring schedule and workflow of its own tenant, nothing else.',
+          'The job id, the schedule name, the workflow id and the operation id are the only wildcards: the service may manage any job, recurring schedule, workflow and bulk cancel of its own tenant, nothing else.',
       });
     }
   }

@@ -19,7 +19,7 @@ const role = (scope: Construct, id: string) => new iam.Role(scope, id, { assumed
 /**
  * cdk-nag: grantSchedule's only wildcards are the job id (`GET` and `DELETE .../jobs/*`), the
  * schedule name (`PUT`, `GET`, `DELETE .../schedules/*`, `POST .../schedules/<name>/pause|resume`)
- * and the workflow id (`GET` and `DELETE .../workflows/*`);
+ * the workflow id (`GET` and `DELETE .../workflows/*`) and the operation id (`GET .../operations/*`);
  * `api` as cdk-nag prints it.
  */
 function acknowledgeJobIdWildcard(grantee: iam.IRole, api: string, tenant: string): void {
@@ -33,12 +33,13 @@ function acknowledgeJobIdWildcard(grantee: iam.IRole, api: string, tenant: strin
     'POST/v1/tenants/TENANT/schedules/*/resume',
     'GET/v1/tenants/TENANT/workflows/*',
     'DELETE/v1/tenants/TENANT/workflows/*',
+    'GET/v1/tenants/TENANT/operations/*',
   ];
   for (const route of routes) {
     Validations.of(grantee).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:${api}/$default/${route.replace('TENANT', tenant)}]`,
       reason:
-        'The job id, the schedule name and the workflow id are the only wildcards: the role may manage any job, recurring schedule and workflow of its own tenant, nothing else.',
+        'The job id, the schedule name, the workflow id and the operation id are the only wildcards: the role may manage any job, recurring schedule, workflow and bulk cancel of its own tenant, nothing else.',
     });
   }
 }

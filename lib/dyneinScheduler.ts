@@ -505,7 +505,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const withKey = { ...env, DYNEIN_ID_KEY_SECRET_ARN: this.idKey.secretArn };
     const withInbound = { ...withKey, DYNEIN_INBOUND_QUEUE_URL: this.inboundQueue.queueUrl };
     const submit = fn('submit', { timeout: Duration.seconds(10), environment: withInbound });
-    const ingest = fn('ingest', { timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS), environment: withKey });
+    // The inbound queue's URL: a failed message's visibility is shortened (INGEST_RETRY_SECONDS),
+    // and a bulk cancel's pass that ran out of time is sent on.
+    const ingest = fn('ingest', { timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS), environment: withInbound });
     const status = fn('status', { timeout: Duration.seconds(10), environment: withKey });
     const cancel = fn('cancel', { timeout: Duration.seconds(10), environment: withInbound });
     // A fan-out of 1,000 children or a workflow of 1,000 jobs takes a few seconds; within the API's 30 s.
@@ -808,6 +810,9 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     // A workflow job's outcome moves its children on: served by the function that may.
     route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, workflows, 'Outcomes');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
+    // Bulk cancel (docs/flow-control.md): started and followed through the cancel function.
+    route('/v1/tenants/{tenant}/jobs/cancel', apigw.HttpMethod.POST, cancel, 'BulkCancel');
+    route('/v1/tenants/{tenant}/operations/{operationId}', apigw.HttpMethod.GET, cancel, 'Operation');
     // Recurring schedules: every route to the one schedules function (one integration).
     const integration = new HttpLambdaIntegration('SchedulesIntegration', schedules);
     const base = '/v1/tenants/{tenant}/schedules';

@@ -92,10 +92,11 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     SEND_TO_TENANT_QUEUES,
   ],
   ingest: [
-    // UpdateItem: a firing advances its schedule's watermark and writes tombstones.
-    { on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] },
-    // Cancel records (c#<shard>) and schedule definitions (sched#<tenant>).
-    { sid: 'ReadsCancelRecordsAndSchedules', on: 'table', actions: ['dynamodb:GetItem'], leadingKeys: ['c#', 'sched#'] },
+    // UpdateItem: a firing advances its schedule's watermark and writes tombstones; a bulk cancel
+    // (docs/flow-control.md) cancels or marks the rows it matches, and saves its progress (PutItem).
+    // Query and GetItem: a bulk cancel's passes read the shards (pk = the bare shard number, which
+    // shares no prefix a pattern could name) and look a row up again when it changed under them.
+    { on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:GetItem'] },
     ID_KEY,
     // The inbound queue's SQS event source (Lambda polls with the function's role). The event
     // source grants the same statement itself (grantConsumeMessages); the policy lists it once.
@@ -103,6 +104,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
       on: 'inboundQueue',
       actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
     },
+    // A bulk cancel's pass that ran out of time is sent on.
+    { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
   ],
   status: [
     // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
@@ -169,7 +172,16 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     // waiting records (pk w#<shard>) to tell them.
     { sid: 'ReadsWaitingRecords', on: 'table', actions: ['dynamodb:BatchGetItem'], leadingKeys: ['w#', 'wp#'] },
     ID_KEY,
-    // A child that runs on a parent's failure is handed over when a cancel ends its last parent.
+    // Bulk cancels (docs/flow-control.md): the operation (op#<id>) and its tenant's index entry
+    // (ops#<tenant>) written, taken back if its passes cannot start, and read with its progress.
+    {
+      sid: 'BulkCancelOperations',
+      on: 'table',
+      actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
+      leadingKeys: ['op#', 'ops#'],
+    },
+    // A child that runs on a parent's failure is handed over when a cancel ends its last parent;
+    // a bulk cancel's passes start as messages to ingest.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
     SEND_TO_TENANT_QUEUES,
   ],

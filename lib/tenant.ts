@@ -371,11 +371,12 @@ export class DyneinTenant extends Construct {
    * Lets `grantee` schedule, read and cancel this tenant's jobs and manage its recurring schedules:
    * `execute-api:Invoke` on exactly its routes of the `$default` stage, nothing else. Jobs:
    * `POST /v1/tenants/<name>/jobs`, `GET .../jobs` (list), `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
-   * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md).
+   * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md), `POST .../jobs/cancel`
+   * and `GET .../operations/*` (bulk cancel: docs/flow-control.md).
    * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
    * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard).
    * Workflows: `POST .../workflows`, `GET` and `DELETE .../workflows/*` (docs/workflows.md). The only
-   * wildcards are the job id, the schedule name and the workflow id; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
+   * wildcards are the job id, the schedule name, the workflow id and the operation id; teams running cdk-nag acknowledge `AwsSolutions-IAM5` for them on the grantee.
    */
   grantSchedule(grantee: iam.IGrantable): iam.Grant {
     const stack = Stack.of(this);
@@ -399,6 +400,8 @@ export class DyneinTenant extends Construct {
         arn('POST', `${jobs}/outcomes`),
         arn('GET', `${jobs}/*`),
         arn('DELETE', `${jobs}/*`),
+        arn('POST', `${jobs}/cancel`),
+        arn('GET', `/v1/tenants/${this.tenantName}/operations/*`),
         arn('GET', schedules),
         arn('PUT', `${schedules}/*`),
         arn('GET', `${schedules}/*`),

@@ -99,6 +99,20 @@ const ROUTES: readonly Route[] = [
   },
   {
     method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/cancel$/,
+    routeKey: 'POST /v1/tenants/{tenant}/jobs/cancel',
+    handler: 'cancel',
+    params: ['tenant'],
+  },
+  {
+    method: 'GET',
+    pattern: /^\/v1\/tenants\/([^/]+)\/operations\/([^/]+)$/,
+    routeKey: 'GET /v1/tenants/{tenant}/operations/{operationId}',
+    handler: 'cancel',
+    params: ['tenant', 'operationId'],
+  },
+  {
+    method: 'POST',
     pattern: /^\/v1\/tenants\/([^/]+)\/workflows$/,
     routeKey: 'POST /v1/tenants/{tenant}/workflows',
     handler: 'workflows',

@@ -33,6 +33,8 @@ export interface MessageIngest {
   readonly outcomes: IngestOutcome[];
   /** Set when the message must be retried (or, when malformed, sent to the DLQ). */
   readonly error?: unknown;
+  /** The jobs whose rows are in the table now (created, or there already): bulk cancels settle them. */
+  readonly written: InboundJob[];
 }
 
 /**
@@ -43,19 +45,20 @@ export interface MessageIngest {
  * beside it were written. `limit` bounds the writes in flight (shared across the messages of one
  * invocation).
  */
-export async function ingestMessage(deps: IngestDeps, body: string, limit: Limit = unlimited): Promise<MessageIngest> {
+export async function ingestMessage(deps: IngestDeps, body: string, limit: Limit = unlimited, sentAtMs?: number): Promise<MessageIngest> {
   const jobs = parseInboundJobs(body);
-  if (!jobs) return { outcomes: [], error: new MalformedInboundError('inbound message is not one written by submit') };
+  if (!jobs) return { outcomes: [], written: [], error: new MalformedInboundError('inbound message is not one written by submit') };
   const settled = await Promise.allSettled(
     jobs.map((job, i) =>
       job
-        ? limit(() => ingestJob(deps, job))
+        ? limit(() => ingestJob(deps, sentAtMs === undefined ? job : { ...job, sentAtMs }))
         : Promise.reject(new MalformedInboundError(`job ${i} of the inbound message is not one written by submit`)),
     ),
   );
   const outcomes = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const written = settled.flatMap((r, i) => (r.status === 'fulfilled' && r.value !== 'cancelled' ? [jobs[i]!] : []));
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  return failed ? { outcomes, error: failed.reason } : { outcomes };
+  return failed ? { outcomes, written, error: failed.reason } : { outcomes, written };
 }
 
 /** {@link ingestMessage}, throwing its failure: each job's outcome, in order. */
@@ -75,7 +78,7 @@ export async function ingest(deps: IngestDeps, body: string): Promise<IngestOutc
  * the cancel-record key (conditional put) and stops if a cancel record is there, so a job those
  * releases cancelled is never revived either.
  */
-export async function ingestJob(deps: IngestDeps, job: InboundJob): Promise<IngestOutcome> {
+export async function ingestJob(deps: IngestDeps, job: InboundJob & { readonly sentAtMs?: number }): Promise<IngestOutcome> {
   let id;
   try {
     id = deps.codec.parse(job.jobId);

@@ -24,6 +24,11 @@ export interface JobRow {
   readonly workflow?: string;
   /** A workflow job with parents: their summary, the JSON array text delivered as `parents`. */
   readonly parents?: string;
+  /**
+   * When its inbound message was sent (SQS's `SentTimestamp`, attribute `sa`): a bulk cancel
+   * reaches only jobs accepted before it (docs/flow-control.md). Absent: accepted before any.
+   */
+  readonly sentAtMs?: number;
 }
 
 /** Priority of a job that names none: the middle of 1..9. */

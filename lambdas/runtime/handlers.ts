@@ -1,7 +1,8 @@
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { INGEST_RETRY_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
+import { INGEST_RETRY_SECONDS, INGEST_TIMEOUT_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
 import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLetters } from '../../core/ingest/index.js';
 import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
+import { type IngestedMessage, type PassMessage, parsePass, passBody, runPass, settleIngested } from '../../core/operations/index.js';
 import { TenantAdmin } from '../../core/tenants/index.js';
 import { limiter } from '../../core/util/index.js';
 import { type Clock, groupsOfCell, shardsOfGroup, systemClock, TENANT_METRICS, WorkflowNotFoundError } from '../../core/model/index.js';
@@ -16,6 +17,7 @@ import {
 } from '../../core/dispatch/index.js';
 import { type JobReply, SubmitThrottledError } from '../../core/submit/index.js';
 import { bodyOf, pathParam, respond, WithStatus, type HttpResult } from './http.js';
+import { routeOf } from './routes.js';
 import type { Wiring } from './wiring.js';
 
 /** What handlers report besides their reply: metrics and unexpected errors. */
@@ -197,17 +199,45 @@ export function workflowsHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 
 /** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
 export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  const bulk = bulkCancelHandler(w, t);
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
-    respond(
+    BULK_ROUTES.has(routeOf(event)?.path ?? '')
+      ? bulk(event)
+      : respond(
+          event,
+          200,
+          async () => {
+            const reply = await w.jobs.cancel(pathParam(event, 'tenant'), pathParam(event, 'jobId'));
+            t.count('JobsCancelled', 1);
+            return reply;
+          },
+          (err) => t.error('cancel failed', err),
+        );
+}
+
+const BULK_ROUTES = new Set(['/v1/tenants/{tenant}/jobs/cancel', '/v1/tenants/{tenant}/operations/{operationId}']);
+
+/**
+ * Bulk cancel (docs/flow-control.md): `POST /v1/tenants/{tenant}/jobs/cancel` (202 with the
+ * operation's id) and `GET /v1/tenants/{tenant}/operations/{operationId}` (its progress).
+ */
+export function bulkCancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+    const tenant = pathParam(event, 'tenant');
+    const unexpected = (err: unknown) => t.error('bulk cancel failed', err);
+    if ((event.requestContext?.http?.method ?? event.routeKey?.split(' ')[0] ?? '').toUpperCase() === 'GET')
+      return respond(event, 200, () => w.operationsService.get(tenant, pathParam(event, 'operationId')), unexpected);
+    return respond(
       event,
-      200,
+      202,
       async () => {
-        const reply = await w.jobs.cancel(pathParam(event, 'tenant'), pathParam(event, 'jobId'));
-        t.count('JobsCancelled', 1);
+        const reply = await w.operationsService.cancel(tenant, bodyOf(event));
+        t.count('BulkCancelsStarted', 1);
         return reply;
       },
-      (err) => t.error('cancel failed', err),
+      unexpected,
     );
+  };
 }
 
 /**
@@ -312,13 +342,22 @@ const INGEST_CONCURRENCY = 32;
  * and so ends in the DLQ.
  */
 export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
-  return async (event: SQSEvent): Promise<SQSBatchResponse> => {
+  return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const limit = limiter(INGEST_CONCURRENCY);
     const failures: string[] = [];
     const outcomes: IngestOutcome[] = [];
+    const written = new Map<string, IngestedRecord[]>();
     let materialised = 0;
+    const remaining = context?.getRemainingTimeInMillis?.() ?? INGEST_TIMEOUT_SECONDS * 1000;
+    // Passes stop well before the function's timeout: a bulk cancel's passes pick up where they stopped.
+    const passDeadlineMs = w.ingest.clock.now() + remaining - 8_000;
     await Promise.all(
       event.Records.map(async (r) => {
+        const pass = parsePass(r.body);
+        if (pass) {
+          if (!(await runPassOf(w, t, r, pass, passDeadlineMs))) failures.push(r.messageId);
+          return;
+        }
         // A recurring schedule's clock fired: write the occurrences ahead as jobs.
         const firing = parseFiring(r.body);
         if (firing) {
@@ -331,8 +370,14 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
           }
           return;
         }
-        const { outcomes: done, error } = await ingestMessage(w.ingest, r.body, limit);
+        // SQS stamps every message; a record without the stamp counts as sent now (no earlier operation applies).
+        const sentAtMs = Number(r.attributes?.SentTimestamp) || w.ingest.clock.now();
+        const { outcomes: done, written: jobs, error } = await ingestMessage(w.ingest, r.body, limit, sentAtMs);
         outcomes.push(...done);
+        if (jobs.length > 0) {
+          const tenant = jobs[0]!.tenant;
+          written.set(tenant, [...(written.get(tenant) ?? []), { messageId: r.messageId, sentAtMs, jobs, receipt: r }]);
+        }
         if (error !== undefined) {
           t.error(error instanceof MalformedInboundError ? 'malformed inbound message' : 'ingest failed', error);
           // The last receive before the queue moves the message to its DLQ: leave DEAD records.
@@ -347,11 +392,52 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         }
       }),
     );
+    // After the writes: the tenants' bulk cancels created since their messages were sent settle their jobs.
+    await Promise.all(
+      [...written].map(async ([tenant, messages]) => {
+        try {
+          await settleIngested(w.operations, tenant, messages);
+        } catch (err) {
+          // Retried whole: a matching job must not stay on its way to delivery unsettled.
+          t.error('settling bulk cancels over ingested jobs failed', err);
+          for (const m of messages) {
+            if (!failures.includes(m.messageId)) {
+              failures.push(m.messageId);
+              await retrySoon(w, t, m.receipt);
+            }
+          }
+        }
+      }),
+    );
     t.count('JobsIngested', outcomes.filter((o) => o === 'created').length);
     t.count('IngestDuplicates', outcomes.filter((o) => o === 'duplicate').length);
     t.count('OccurrencesMaterialised', materialised);
     return { batchItemFailures: failures.map((id) => ({ itemIdentifier: id })) };
   };
+}
+
+/** An ingested message with the record it came in (to retry it when settling fails). */
+interface IngestedRecord extends IngestedMessage {
+  readonly receipt: SQSEvent['Records'][number];
+}
+
+/**
+ * Runs a bulk cancel's pass; when the deadline stops it, sends the pass again (it resumes from
+ * its saved progress). False when the record is to be retried.
+ */
+async function runPassOf(w: Wiring, t: Telemetry, r: SQSEvent['Records'][number], pass: PassMessage, deadlineMs: number): Promise<boolean> {
+  try {
+    if (await runPass(w.operations, pass, deadlineMs)) return true;
+    const url = w.config.inboundQueueUrl;
+    if (!url) throw new Error('a pass that did not finish cannot be sent on: the function has no DYNEIN_INBOUND_QUEUE_URL');
+    const failed = await w.sender.sendBatch(url, [{ id: '0', body: passBody(pass) }]);
+    if (failed.length > 0) throw new Error(`sending the rest of the pass failed: ${failed[0]!.message}`);
+    return true;
+  } catch (err) {
+    t.error('a bulk cancel pass failed', err);
+    await retrySoon(w, t, r);
+    return false;
+  }
 }
 
 /**

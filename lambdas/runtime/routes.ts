@@ -25,6 +25,8 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   { method: 'GET', path: '/v1/tenants/{tenant}/jobs/{jobId}', query: [] },
   { method: 'DELETE', path: '/v1/tenants/{tenant}/jobs/{jobId}', query: [] },
+  { method: 'POST', path: '/v1/tenants/{tenant}/jobs/cancel', query: [] },
+  { method: 'GET', path: '/v1/tenants/{tenant}/operations/{operationId}', query: [] },
   { method: 'PUT', path: '/v1/tenants/{tenant}/schedules/{name}', query: ['dryRun', 'count'] },
   { method: 'GET', path: '/v1/tenants/{tenant}/schedules/{name}', query: [] },
   { method: 'DELETE', path: '/v1/tenants/{tenant}/schedules/{name}', query: [] },

@@ -19,7 +19,9 @@ import { SubmitRateLimiter, Submitter } from '../../core/submit/index.js';
 import { HISTORY_STATES, JobLister, JobsService, OutcomesService } from '../../core/jobs/index.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispatch/index.js';
-import { type Clock, ConfigError, JobIdCodec, systemClock } from '../../core/model/index.js';
+import { type Clock, ConfigError, JobIdCodec, type QueueSender, systemClock } from '../../core/model/index.js';
+import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
+import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
 import type { IngestDeps } from '../../core/ingest/index.js';
 import {
   type ProgressDeps,
@@ -59,6 +61,12 @@ export interface Wiring {
   readonly controls: ControlsCache;
   /** Workflows: submit, GET and cancel (the workflows function). */
   readonly workflows: WorkflowService;
+  /** Bulk cancels: their passes and ingest's settling of jobs written after them (ingest). */
+  readonly operations: OperationDeps;
+  /** `POST .../jobs/cancel` and `GET .../operations/{operationId}` (the cancel function). */
+  readonly operationsService: OperationsService;
+  /** Sends to queues (ingest sends an unfinished bulk-cancel pass on). */
+  readonly sender: QueueSender;
   /** Makes an inbound message (its receipt handle) visible again in `seconds` (ingest, after a failure). */
   readonly inboundRetry?: (receiptHandle: string, seconds: number) => Promise<void>;
 }
@@ -117,6 +125,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const handOff = { sender, inboundQueueUrl: config.inboundQueueUrl, controls };
   const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
   const edits = new DynamoDeadLetterEdits(config.tableName, dynamo);
+  const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock };
   const jobs = new JobsService({ store, codec, tenants, clock, settings, history, edits, controls, workflows: workflowJobs(progress) });
   return {
     ...(config.inboundQueueUrl
@@ -175,6 +184,9 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
     ingest: { store, codec, clock, settings },
+    operations,
+    operationsService: new OperationsService({ ...operations, tenants, sender, inboundQueueUrl: config.inboundQueueUrl }),
+    sender,
     recurring: { store, codec, clock, settings, schedules: scheduleStore },
     ...(schedules ? { schedules } : {}),
     tenants,

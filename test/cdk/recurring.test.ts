@@ -406,10 +406,10 @@ describe('tenant grant', () => {
       expect(can(method!, path!), `${method} ${path}`).toBe(false);
   });
 
-  it('has no wildcard but the job id, the schedule name and the workflow id', () => {
+  it('has no wildcard but the job id, the schedule name, the workflow id and the operation id', () => {
     for (const p of patterns()) {
       const path = p.slice(p.indexOf('/$default/') + '/$default/'.length);
-      expect(path.replace(/\/(jobs|schedules|workflows)\/\*/, '/$1/<id>'), p).not.toMatch(/[*?]/);
+      expect(path.replace(/\/(jobs|schedules|workflows|operations)\/\*/, '/$1/<id>'), p).not.toMatch(/[*?]/);
     }
   });
 });

@@ -98,9 +98,11 @@ describe('HTTP API', () => {
     'POST /v1/tenants/{tenant}/workflows',
     'GET /v1/tenants/{tenant}/workflows/{workflowId}',
     'DELETE /v1/tenants/{tenant}/workflows/{workflowId}',
+    'POST /v1/tenants/{tenant}/jobs/cancel',
+    'GET /v1/tenants/{tenant}/operations/{operationId}',
   ];
 
-  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes and the six dead-letter routes, every one AWS_IAM, each on the function that serves it', () => {
+  it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes, the six dead-letter routes, the operator, workflow and bulk-cancel routes, every one AWS_IAM, each on the function that serves it', () => {
     const s = main.scheduler;
     const routes = resourcesOf(mainT, 'AWS::ApiGatewayV2::Route');
     expect(routes.map(([, r]) => r.Properties.RouteKey).sort()).toEqual([...ROUTES].sort());
@@ -115,6 +117,7 @@ describe('HTTP API', () => {
       [ROUTES[17]!]: 'workflows', // outcome reports (docs/history.md): a workflow job's moves its children on
       ...Object.fromEntries(ROUTES.slice(18, 22).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
       ...Object.fromEntries(ROUTES.slice(22, 25).map((r) => [r, 'workflows'])), // docs/workflows.md
+      ...Object.fromEntries(ROUTES.slice(25, 27).map((r) => [r, 'cancel'])), // bulk cancel (docs/flow-control.md)
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -318,14 +321,18 @@ describe('functions', () => {
     },
     // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
     // A firing of a recurring schedule: UpdateItem advances the schedule's watermark and writes tombstones.
+    // A bulk cancel's passes: the shards read (Query), rows cancelled or marked (UpdateItem) and
+    // looked up again (GetItem), progress saved (PutItem), an unfinished pass sent on (SendMessage).
     ingest: {
       required: [
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
+        'dynamodb:Query',
         'secretsmanager:GetSecretValue',
         'sqs:ReceiveMessage',
         'sqs:DeleteMessage',
+        'sqs:SendMessage',
       ],
       // The SQS event source's grant (Lambda polls with the function's role).
       allowed: ['sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
@@ -333,8 +340,18 @@ describe('functions', () => {
     // One key lookup; the listing's Queries over the shards (and a history tenant's failed attempts).
     status: { required: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'], allowed: [] },
     // Conditional update to CANCELLED, or a tombstone; a workflow job's children told, and handed over when they run on failure.
+    // Bulk cancel: the operation and its index entry written (PutItem), taken back (DeleteItem), read (Query).
     cancel: {
-      required: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchGetItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'],
+      required: [
+        'dynamodb:GetItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:BatchGetItem',
+        'dynamodb:PutItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:Query',
+        'secretsmanager:GetSecretValue',
+        'sqs:SendMessage',
+      ],
       allowed: [],
     },
     // Workflows and outcome reports: workflow items and outcome records (limited to w and h# keys),
@@ -428,6 +445,7 @@ describe('functions', () => {
     ingest: [
       'dynamodb:GetItem',
       'dynamodb:PutItem',
+      'dynamodb:Query',
       'dynamodb:UpdateItem',
       'secretsmanager:GetSecretValue',
       'sqs:ChangeMessageVisibility',
@@ -435,9 +453,19 @@ describe('functions', () => {
       'sqs:GetQueueAttributes',
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
+      'sqs:SendMessage',
     ],
     status: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'],
-    cancel: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'secretsmanager:GetSecretValue', 'sqs:SendMessage'],
+    cancel: [
+      'dynamodb:BatchGetItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      'secretsmanager:GetSecretValue',
+      'sqs:SendMessage',
+    ],
     workflows: [
       'dynamodb:BatchGetItem',
       'dynamodb:BatchWriteItem',
@@ -490,8 +518,12 @@ describe('functions', () => {
     const getItem = (f: IConstruct) => roleActions(f).get('dynamodb:GetItem');
     // Registry and controls items, idempotency records.
     expect(getItem(s.functions.submit)).toEqual(['idem#*', 'tenant#*']);
-    // Cancel records and schedule definitions.
-    expect(getItem(s.functions.ingest)).toEqual(['c#*', 'sched#*']);
+    // Ingest reads job rows (a bulk cancel's passes look one up again), whose partition is the bare
+    // shard number: no prefix; its other reads (cancel records, definitions) are under that grant.
+    expect(getItem(s.functions.ingest)).toEqual(['*']);
+    // The cancel function's bulk-cancel items: its operations and the tenants' operation indexes only.
+    for (const a of ['dynamodb:PutItem', 'dynamodb:DeleteItem'])
+      expect(roleActions(s.functions.cancel).get(a), a).toEqual(['op#*', 'ops#*']);
     expect(getItem(s.functions.dlq)).toEqual(['tenant#*']);
     // Its edits' audit entries: the tenants' trails and the jobs' edit items, nothing else.
     for (const a of ['dynamodb:BatchWriteItem', 'dynamodb:Query'])
@@ -542,8 +574,10 @@ describe('functions', () => {
       if (a.startsWith('secretsmanager:')) return [ref(s.idKey)];
       // submit (and workflows, cancel: a workflow job handed over) sends to the inbound queue and
       // (due soon) to tenant queues; dispatch to tenant queues; ingest consumes inbound.
-      if (a === 'sqs:SendMessage')
+      if (a === 'sqs:SendMessage') {
+        if (n === 'ingest') return [getAtt(s.inboundQueue, 'Arn')];
         return ['submit', 'workflows', 'cancel'].includes(n) ? [getAtt(s.inboundQueue, 'Arn'), tenantQueues].sort() : [tenantQueues];
+      }
       // dlq: in the tenant DLQs (<prefix>-d-*); it sends redriven messages (and reads the ARN) of the tenant queues.
       const tenantDlqs = `arn:{Ref:AWS::Partition}:sqs:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${s.tenantQueuePrefix}-d-*`;
       if (n === 'dlq' && a === 'sqs:GetQueueAttributes') return [tenantDlqs, tenantQueues].sort();

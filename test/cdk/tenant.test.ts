@@ -42,13 +42,15 @@ function arnMatches(pattern: string, arn: string): boolean {
 const requestArn = (api: string, method: string, path: string) =>
   `arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/$default/${method}${path}`;
 
-/** Requests of DESIGN.md's four routes for `tenant`. */
+/** Requests of the tenant's job, bulk-cancel and schedule routes for `tenant`. */
 const requests = (tenant: string): [string, string][] => [
   ['POST', `/v1/tenants/${tenant}/jobs`],
   ['GET', `/v1/tenants/${tenant}/jobs`],
   ['POST', `/v1/tenants/${tenant}/jobs/batch`],
   ['GET', `/v1/tenants/${tenant}/jobs/job-123`],
   ['DELETE', `/v1/tenants/${tenant}/jobs/job-123`],
+  ['POST', `/v1/tenants/${tenant}/jobs/cancel`],
+  ['GET', `/v1/tenants/${tenant}/operations/op1.AAAAAAAAAAAAAAAAAAAAAA`],
   ['GET', `/v1/tenants/${tenant}/schedules`],
   ['PUT', `/v1/tenants/${tenant}/schedules/nightly-report`],
   ['GET', `/v1/tenants/${tenant}/schedules/nightly-report`],
@@ -148,24 +150,26 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(15);
+    expect(patterns).toHaveLength(17);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
       expect(p.startsWith(`arn:{Ref:AWS::Partition}:execute-api:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${api}/`), p).toBe(true);
     }
-    // Exactly the job routes, the listing, the six schedule routes and the three workflow routes, on the $default stage, each with its own method.
+    // Exactly the job routes, the listing, bulk cancel and its operations, the six schedule routes and the three workflow routes, on the $default stage, each with its own method.
     expect(patterns.map((p) => p.slice(p.indexOf('/$default/'))).sort()).toEqual([
       '/$default/DELETE/v1/tenants/alpha/jobs/*',
       '/$default/DELETE/v1/tenants/alpha/schedules/*',
       '/$default/DELETE/v1/tenants/alpha/workflows/*',
       '/$default/GET/v1/tenants/alpha/jobs',
       '/$default/GET/v1/tenants/alpha/jobs/*',
+      '/$default/GET/v1/tenants/alpha/operations/*',
       '/$default/GET/v1/tenants/alpha/schedules',
       '/$default/GET/v1/tenants/alpha/schedules/*',
       '/$default/GET/v1/tenants/alpha/workflows/*',
       '/$default/POST/v1/tenants/alpha/jobs',
       '/$default/POST/v1/tenants/alpha/jobs/batch',
+      '/$default/POST/v1/tenants/alpha/jobs/cancel',
       '/$default/POST/v1/tenants/alpha/jobs/outcomes',
       '/$default/POST/v1/tenants/alpha/schedules/*/pause',
       '/$default/POST/v1/tenants/alpha/schedules/*/resume',
@@ -361,7 +365,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(15);
+    expect(invoke).toHaveLength(17);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),

@@ -1187,6 +1187,7 @@ describe('every route, every bad input', () => {
     if (r.path.includes('/dlq')) return dlqHandler(w);
     if (r.path.endsWith('/jobs/outcomes')) return outcomesHandler(w);
     if (r.path.includes('/workflows')) return workflowsHandler(w);
+    if (r.path.endsWith('/jobs/cancel') || r.path.includes('/operations/')) return cancelHandler(w);
     if (r.method === 'POST') return submitHandler(w);
     if (r.method === 'DELETE') return cancelHandler(w);
     return statusHandler(w);
@@ -1194,7 +1195,13 @@ describe('every route, every bad input', () => {
 
   /** A request on `r` exactly as API Gateway delivers it: route key, path parameters, query, body. */
   function call(r: RouteSpec, opts: { body?: string; query?: Record<string, string> } = {}): Promise<HttpResult> {
-    const params: Record<string, string> = { tenant: 'demo', jobId, name: 'nightly', workflowId: 'wf1.demo.0.unknown' };
+    const params: Record<string, string> = {
+      tenant: 'demo',
+      jobId,
+      name: 'nightly',
+      workflowId: 'wf1.demo.0.unknown',
+      operationId: 'op1.AAAAAAAAAAAAAAAAAAAAAA',
+    };
     const pathParameters = Object.fromEntries([...r.path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1]!, params[m[1]!]!]));
     const path = r.path.replace(/\{(\w+)\}/g, (_m, k: string) => encodeURIComponent(params[k]!));
     const event = httpEvent(r.method, path, {
@@ -1230,18 +1237,21 @@ describe('every route, every bad input', () => {
                     ? j({ handles: ['h'] })
                     : r.path.endsWith('/dlq/edit')
                       ? j({ handle: 'h', payload: 1 })
-                      : j({ weight: 2 });
+                      : r.path.endsWith('/jobs/cancel')
+                        ? j({ tag: 'order-42' })
+                        : j({ weight: 2 });
 
   const bodyRoutes = ROUTES.filter((r) => goodBody(r) !== undefined);
 
-  it('declares the 25 routes of the API, 9 of them with a body', () => {
-    expect(ROUTES).toHaveLength(25);
+  it('declares the 27 routes of the API, 10 of them with a body', () => {
+    expect(ROUTES).toHaveLength(27);
     expect(bodyRoutes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
       'POST /v1/tenants/{tenant}/dlq/delete',
       'POST /v1/tenants/{tenant}/dlq/edit',
       'POST /v1/tenants/{tenant}/dlq/redrive',
       'POST /v1/tenants/{tenant}/jobs',
       'POST /v1/tenants/{tenant}/jobs/batch',
+      'POST /v1/tenants/{tenant}/jobs/cancel',
       'POST /v1/tenants/{tenant}/jobs/outcomes',
       'POST /v1/tenants/{tenant}/workflows',
       'PUT /v1/admin/tenants/{tenant}/settings',
@@ -1265,6 +1275,7 @@ describe('every route, every bad input', () => {
     ['POST /v1/tenants/{tenant}/dlq/edit', 'handle', () => `{"handle": ${deepArrays()}, "payload": 1}`],
     ['PUT /v1/admin/tenants/{tenant}/settings', 'weight', () => `{"weight": ${deepArrays()}}`],
     ['POST /v1/tenants/{tenant}/workflows', 'jobs[0].after', () => `{"jobs": [{"key": "a", "payload": 1, "after": ${deepArrays()}}]}`],
+    ['POST /v1/tenants/{tenant}/jobs/cancel', 'tag', () => `{"tag": ${deepArrays()}}`],
   ];
   it.each(deepFields)('%s: %s nested 100,000 levels deep is a 400', async (key, _field, body) => {
     const r = ROUTES.find((x) => `${x.method} ${x.path}` === key)!;

@@ -1,0 +1,73 @@
+import type { RowKey } from '../model/index.js';
+import type { CancelFilter } from './filter.js';
+
+/** What a bulk cancel found: each matching job counted once, in one of three ways. */
+export interface OperationCounts {
+  /** Cancelled by this operation: never delivered. */
+  readonly cancelled: number;
+  /** Being dispatched or delivered when the operation reached it. */
+  readonly alreadyQueued: number;
+  /** Submitted with `cancellable: false`, or a workflow's job (cancel the workflow instead). */
+  readonly notCancellable: number;
+}
+
+export const NO_COUNTS: OperationCounts = { cancelled: 0, alreadyQueued: 0, notCancellable: 0 };
+
+/** A bulk cancel as it was requested. */
+export interface OperationHead {
+  readonly operationId: string;
+  readonly tenant: string;
+  readonly filter: CancelFilter;
+  /** When the request arrived, epoch ms: jobs accepted before it are the operation's. */
+  readonly createdAtMs: number;
+  /** Shards `0..shardCount-1` each get a pass. */
+  readonly shardCount: number;
+}
+
+/**
+ * One part's counts: a shard's pass (`s#<shard>`, resumable after `afterSk`, `done` when it read
+ * the whole shard) or an inbound message's jobs ingest wrote after the request (`m#<messageId>`).
+ */
+export interface PartProgress extends OperationCounts {
+  readonly afterSk?: string;
+  readonly done: boolean;
+}
+
+/** A matching row as an operation sees it: its state, and the operation's mark on it, if any. */
+export interface SeenRow {
+  readonly key: RowKey;
+  readonly state: string;
+  /**
+   * `c|<claimer>` (the claimer cancelled it) or `q|<claimer>` (the claimer counted it as
+   * already queued or not cancellable): whoever marks a row counts it, exactly once.
+   */
+  readonly mark?: string;
+}
+
+/** The table as a bulk cancel uses it (DynamoOperationStore implements it). */
+export interface OperationStore {
+  /** Stores the operation and its entry in the tenant's index that ingest reads. */
+  create(head: OperationHead, expiresAtMs: number): Promise<void>;
+  /** Removes what {@link create} wrote (its passes could not be started). */
+  remove(head: OperationHead): Promise<void>;
+  /** The operation and its parts' progress, or undefined. */
+  read(operationId: string): Promise<{ head: OperationHead; parts: ReadonlyMap<string, PartProgress> } | undefined>;
+  /** The tenant's operations created after `afterMs` (a consistent read). */
+  createdAfter(tenant: string, afterMs: number): Promise<OperationHead[]>;
+  saveProgress(operationId: string, part: string, progress: PartProgress, expiresAtMs: number): Promise<void>;
+  /**
+   * One page of shard `shard`'s rows of the tenant that the filter names and that are pending
+   * (SCHEDULED, ACQUIRED, DEAD) or carry the operation's mark, after `afterSk`.
+   */
+  readShard(
+    shard: number,
+    head: OperationHead,
+    afterSk: string | undefined,
+  ): Promise<{ readonly rows: SeenRow[]; readonly last?: string; readonly more: boolean }>;
+  /** The row at `key` (a consistent read), or undefined when there is none of the tenant. */
+  getRow(key: RowKey, head: OperationHead): Promise<SeenRow | undefined>;
+  /** SCHEDULED or DEAD → CANCELLED, marked `mark`: false when the row was neither. */
+  cancelRow(key: RowKey, head: OperationHead, mark: string, expiresAtMs: number): Promise<boolean>;
+  /** Marks the row while it is still in `state` and unmarked (or marked `mark`): false otherwise. */
+  markRow(key: RowKey, head: OperationHead, mark: string, state: string): Promise<boolean>;
+}
