@@ -277,6 +277,52 @@ export interface CancelledJob {
   readonly state: 'CANCELLED';
 }
 
+/**
+ * What `cancelJobs` cancels (docs/flow-control.md "Bulk cancel"): exactly one selector. `tag`: the
+ * jobs submitted with that tag; `concurrencyKey` / `debounceKey`: the jobs submitted with that key
+ * (those fields are not built yet: nothing matches them today); `state: 'SCHEDULED'`: every pending
+ * job of the tenant, or those due within `[from, to]` (inclusive; a Date or an RFC 3339 time).
+ */
+export type CancelJobsFilter =
+  | { readonly tag: string }
+  | { readonly concurrencyKey: string }
+  | { readonly debounceKey: string }
+  | { readonly state: 'SCHEDULED'; readonly from?: Date | string; readonly to?: Date | string };
+
+/** An operation's filter as the API shows it: the request's, its times RFC 3339 with milliseconds. */
+export type OperationFilter =
+  | { readonly tag: string }
+  | { readonly concurrencyKey: string }
+  | { readonly debounceKey: string }
+  | { readonly state: 'SCHEDULED'; readonly from?: string; readonly to?: string };
+
+/** Reply of `cancelJobs` (202): the operation started; `operation` reports its progress. */
+export interface CancelJobsStarted {
+  readonly operationId: string;
+  readonly state: 'RUNNING';
+}
+
+/**
+ * Reply of `operation`: a bulk cancel's progress and counts. Each matching job accepted before the
+ * request counts once, in `cancelled` (never delivered), `alreadyQueued` (being dispatched when
+ * reached) or `notCancellable` (`cancellable: false`, or a workflow's job); `matched` is their sum.
+ * `DONE` once every shard of the table was read whole; jobs still in the inbound queue at the
+ * request are counted as ingest writes them, so the counts may still grow a moment after `DONE`.
+ */
+export interface Operation {
+  readonly operationId: string;
+  readonly tenant: string;
+  readonly kind: 'cancel';
+  readonly filter: OperationFilter;
+  /** When the request arrived (RFC 3339): jobs accepted before it are the operation's. */
+  readonly createdAt: string;
+  readonly state: 'RUNNING' | 'DONE';
+  readonly matched: number;
+  readonly cancelled: number;
+  readonly alreadyQueued: number;
+  readonly notCancellable: number;
+}
+
 /** One job's outcome in `scheduleBatch`, in request order. */
 export type BatchItemResult = { readonly ok: true; readonly job: ScheduledJob } | { readonly ok: false; readonly error: DyneinApiError };
 

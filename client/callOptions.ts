@@ -1,4 +1,5 @@
-/** The options of `DyneinClient`'s calls: cancellation, batches, and the filters and pages of its listings. */
+/** The options of `DyneinClient`'s calls: cancellation, batches, the filters and pages of its listings, waiting for a bulk cancel. */
+import type { Operation } from './apiTypes.js';
 
 export interface CallOptions {
   readonly signal?: AbortSignal;
@@ -54,4 +55,13 @@ export interface ListSchedulesOptions extends CallOptions {
   readonly limit?: number;
   /** The previous page's `nextCursor`. */
   readonly cursor?: string;
+}
+
+export interface CancelJobsWaitOptions extends CallOptions {
+  /** Called with each reply of `operation` while waiting (the last one `DONE`). */
+  readonly onProgress?: (operation: Operation) => void;
+  /** How long to wait for `DONE` before throwing a `DyneinError` that names the operation (it runs on). @default 600000 (10 minutes) */
+  readonly timeoutMs?: number;
+  /** How often to read the operation. @default 1000 */
+  readonly pollIntervalMs?: number;
 }

@@ -1,12 +1,14 @@
 /**
  * `DyneinClient`: the Dynein HTTP API's calls, one method per call. Each goes through the
  * transport (transport.ts: signing, timeouts, retries, typed errors) by way of its resource's
- * module (resources/jobs.ts, schedules.ts, deadLetters.ts, tenants.ts). The request and reply
+ * module (resources/jobs.ts, operations.ts, schedules.ts, deadLetters.ts, tenants.ts). The request and reply
  * types are in apiTypes.ts and callOptions.ts, the transport's options in transport.ts; index.ts
  * lists what the package exports.
  */
 import type {
   BatchItemResult,
+  CancelJobsFilter,
+  CancelJobsStarted,
   CancelledJob,
   DeadLetterAuditEntry,
   DeadLetterAuditPage,
@@ -21,6 +23,7 @@ import type {
   JobRequest,
   JobStatus,
   ListedJob,
+  Operation,
   PutScheduleResult,
   Schedule,
   ScheduleDefinition,
@@ -33,10 +36,18 @@ import type {
   Workflow,
   WorkflowRequest,
 } from './apiTypes.js';
-import type { BatchOptions, CallOptions, ListJobsOptions, ListSchedulesOptions, PutScheduleOptions } from './callOptions.js';
+import type {
+  BatchOptions,
+  CallOptions,
+  CancelJobsWaitOptions,
+  ListJobsOptions,
+  ListSchedulesOptions,
+  PutScheduleOptions,
+} from './callOptions.js';
 import type { OutcomeReport, OutcomeResult } from './outcomes.js';
 import * as dlqCalls from './resources/deadLetters.js';
 import * as jobCalls from './resources/jobs.js';
+import * as operationCalls from './resources/operations.js';
 import * as scheduleCalls from './resources/schedules.js';
 import * as tenantCalls from './resources/tenants.js';
 import * as workflowCalls from './resources/workflows.js';
@@ -105,6 +116,45 @@ export class DyneinClient {
    */
   cancel(tenant: string, jobId: string, opts: CallOptions = {}): Promise<CancelledJob> {
     return jobCalls.cancelJob(this.#api, tenant, jobId, opts);
+  }
+
+  /**
+   * Starts a bulk cancel (docs/flow-control.md "Bulk cancel"): every job of the tenant matching
+   * `filter` (exactly one of `{ tag }`, `{ concurrencyKey }`, `{ debounceKey }` or
+   * `{ state: 'SCHEDULED', from?, to? }`) and accepted before this request, stored or still on its
+   * way to the table. Answers at once with the operation's id; {@link operation} reports its
+   * progress, {@link cancelJobsAndWait} waits for it. Jobs accepted after the request are never touched.
+   * @example const { operationId } = await client.cancelJobs('billing', { tag: 'order-42' });
+   * @throws ValidationError (the message names the problem; nothing was written), TenantNotFoundError
+   */
+  async cancelJobs(tenant: string, filter: CancelJobsFilter, opts: CallOptions = {}): Promise<CancelJobsStarted> {
+    return operationCalls.cancelJobs(this.#api, tenant, filter, opts);
+  }
+
+  /**
+   * A bulk cancel's progress and counts: `DONE` once the whole table was read; each matching job
+   * counted once as `cancelled`, `alreadyQueued` or `notCancellable` (`matched` is their sum).
+   * Operations are kept 21 days.
+   * @throws ValidationError (a malformed id), DyneinApiError `OperationNotFound` (404: unknown, expired, or another tenant's), TenantNotFoundError
+   */
+  async operation(tenant: string, operationId: string, opts: CallOptions = {}): Promise<Operation> {
+    return operationCalls.getOperation(this.#api, tenant, operationId, opts);
+  }
+
+  /**
+   * {@link cancelJobs}, then reads the operation every `pollIntervalMs` (default 1 s) until it is
+   * `DONE`, handing each reply to `onProgress`; answers the `DONE` reply. Jobs that were still in
+   * the inbound queue at the request are counted as ingest writes them, so a cancel sent right
+   * after their submit may see its counts grow a moment after `DONE` ({@link operation} shows them).
+   * @example
+   * const done = await client.cancelJobsAndWait('billing', { tag: 'order-42' }, {
+   *   onProgress: (op) => console.log(`matched ${op.matched}, cancelled ${op.cancelled}`),
+   * });
+   * @throws as {@link cancelJobs}; DyneinError when not `DONE` within `timeoutMs` (default 10 minutes: the operation runs on)
+   */
+  async cancelJobsAndWait(tenant: string, filter: CancelJobsFilter, opts: CancelJobsWaitOptions = {}): Promise<Operation> {
+    const { operationId } = await this.cancelJobs(tenant, filter, opts);
+    return operationCalls.waitForOperation(this.#api, tenant, operationId, opts);
   }
 
   /**

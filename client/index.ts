@@ -6,6 +6,8 @@
 export { DyneinClient } from './client.js';
 export {
   type BatchItemResult,
+  type CancelJobsFilter,
+  type CancelJobsStarted,
   type CancelledJob,
   type DeadLetter,
   type DeadLetterAuditEntry,
@@ -22,6 +24,8 @@ export {
   type JobState,
   type JobStatus,
   type ListedJob,
+  type Operation,
+  type OperationFilter,
   type PutScheduleResult,
   type Schedule,
   type ScheduleDefinition,
@@ -42,6 +46,7 @@ export {
 export {
   type BatchOptions,
   type CallOptions,
+  type CancelJobsWaitOptions,
   type JobFilter,
   type ListJobsOptions,
   type ListSchedulesOptions,

@@ -49,6 +49,11 @@ export interface Group {
   readonly brief: string;
   readonly summary: string;
   readonly subcommands: Readonly<Record<string, Command>>;
+  /**
+   * What the group runs when no subcommand is named (`dynein jobs --tenant T` lists the jobs,
+   * `dynein jobs cancel ...` is a subcommand); without it, a subcommand is required.
+   */
+  readonly default?: Command;
 }
 
 /** Every command by name, in the order `dynein --help` lists them. */

@@ -24,6 +24,8 @@ export interface CompletionCommand {
   readonly brief: string;
   readonly flags: readonly CompletionFlag[];
   readonly subcommands?: readonly CompletionCommand[];
+  /** A group that also runs without a subcommand (`dynein jobs`): `flags` are what it then takes. */
+  readonly runsAlone?: boolean;
   /** The words an argument may be (`completion <bash|zsh|fish>`); without them, paths. */
   readonly args?: readonly string[];
 }
@@ -79,12 +81,14 @@ function bashScript(commands: readonly CompletionCommand[]): string {
       `    ${c.name})`,
       '      depth=3',
       '      if ((COMP_CWORD == 2)); then',
-      `        COMPREPLY=($(compgen -W "${words(c.subcommands.map((s) => s.name))} --help" -- "$cur"))`,
+      `        COMPREPLY=($(compgen -W "${words(c.subcommands.map((s) => s.name))} ${c.runsAlone ? flagWords(c.flags) : '--help'}" -- "$cur"))`,
       '        return',
       '      fi',
       '      case "$sub" in',
     );
     for (const s of c.subcommands) lines.push(...bashArm(s.name, s.flags, '        ', s.args));
+    // A group run without a subcommand: the word after it is a flag or a flag's value.
+    if (c.runsAlone) lines.push(...bashArm('*', c.flags, '        '));
     lines.push('      esac', '      ;;');
   }
   lines.push(
@@ -145,6 +149,8 @@ function fishScript(commands: readonly CompletionCommand[]): string {
       continue;
     }
     const subs = words(c.subcommands.map((s) => s.name));
+    if (c.runsAlone)
+      lines.push(...fishFlags(`__fish_seen_subcommand_from ${c.name}; and not __fish_seen_subcommand_from ${subs}`, c.flags));
     for (const s of c.subcommands) {
       lines.push(
         `complete -c dynein -n ${fishQuote(`__fish_seen_subcommand_from ${c.name}; and not __fish_seen_subcommand_from ${subs}`)} -a ${s.name} -d ${fishQuote(s.brief)}`,

@@ -43,7 +43,9 @@ const ALL_FLAGS = () =>
     {},
     VERSION,
     HELP,
-    ...Object.values(COMMANDS).flatMap((c) => ('subcommands' in c ? Object.values(c.subcommands) : [c]).map((x) => x.flags)),
+    ...Object.values(COMMANDS).flatMap((c) =>
+      ('subcommands' in c ? [...Object.values(c.subcommands), ...(c.default ? [c.default] : [])] : [c]).map((x) => x.flags),
+    ),
   );
 
 /** The command of that name (own properties only: `dynein constructor` is an unknown command). */
@@ -100,7 +102,11 @@ export async function main(args: readonly string[], io: Io = stdio, env: NodeJS.
       io.out(groupUsage(command, found));
       return 0;
     }
-    const [name, spec] = 'subcommands' in found ? [`${command} ${topic}`, subcommandOf(command, found, topic)] : [command, found];
+    const [name, spec]: [string, Command] = !('subcommands' in found)
+      ? [command, found]
+      : topic === undefined && found.default
+        ? [command, found.default]
+        : [`${command} ${topic}`, subcommandOf(command, found, topic)];
     const parsed = parse(args, spec.flags, true, name);
     if (parsed.values.help) {
       io.out(usageOf(name, spec));

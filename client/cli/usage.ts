@@ -3,17 +3,16 @@ import type { Command, CommandTable, Group } from './command.js';
 
 export function groupUsage(name: string, g: Group): string {
   const width = Math.max(...Object.keys(g.subcommands).map((n) => n.length));
-  return [
-    `Usage: dynein ${name} <command> [options]`,
-    '',
-    g.summary,
-    '',
+  const commands = [
     'Commands:',
     ...Object.entries(g.subcommands).map(([n, c]) => `  ${n.padEnd(width)}  ${c.brief}`),
     '',
     `  dynein ${name} <command> --help   that command's usage and options`,
     '',
-  ].join('\n');
+  ];
+  // A group that runs without a subcommand: its own usage and options, then its subcommands.
+  if (g.default) return [usageOf(name, g.default), ...commands].join('\n');
+  return [`Usage: dynein ${name} <command> [options]`, '', g.summary, '', ...commands].join('\n');
 }
 
 export function usageOf(name: string, c: Command): string {

@@ -58,6 +58,12 @@ describe('dynein completion', () => {
     expect(bashCompletes(file, 'schedules', '')).toEqual(['--help', 'delete', 'get', 'list', 'pause', 'put', 'resume']);
     expect(bashCompletes(file, 'schedules', 'put', '--pay')).toEqual(['--payload', '--payload-file']);
     expect(bashCompletes(file, 'schedule', '--te')).toEqual(['--tenant']);
+    // A group that also runs alone (`dynein jobs` lists): its subcommand and its own flags, then each one's.
+    expect(bashCompletes(file, 'jobs', 'c')).toEqual(['cancel']);
+    expect(bashCompletes(file, 'jobs', '--li')).toEqual(['--limit']);
+    expect(bashCompletes(file, 'jobs', '--tenant', 'demo', '--or')).toEqual(['--order']);
+    expect(bashCompletes(file, 'jobs', 'cancel', '--debounce-key', '')).toEqual([]);
+    expect(bashCompletes(file, 'jobs', 'cancel', '--sch')).toEqual(['--scheduled']);
     // A flag's value: nothing for a name, directories for --data-dir, files for a file.
     expect(bashCompletes(file, 'get', '--tenant', '')).toEqual([]);
     expect(bashCompletes(file, 'get', '--data-dir', '')).toEqual(['data']);
@@ -91,6 +97,8 @@ describe('dynein completion', () => {
     expect(completes('dynein ')).toEqual(await helpCommands());
     expect(completes('dynein schedules p')).toEqual(['pause', 'put']);
     expect(completes('dynein schedule --te')).toEqual(['--tenant']);
+    expect(completes('dynein jobs --li')).toEqual(['--limit']);
+    expect(completes('dynein jobs cancel --sch')).toEqual(['--scheduled']);
     expect(completes('dynein completion ')).toEqual(['bash', 'fish', 'zsh']);
   });
 

@@ -17,7 +17,9 @@ async function run(...args: string[]): Promise<{ code: number; out: string; err:
   return { code, out: out.join('\n'), err };
 }
 
-const COMMANDS = ['schedule', 'batch', 'get', 'cancel', 'jobs', 'worker', 'redrive', 'local', 'completion'];
+const COMMANDS = ['schedule', 'batch', 'get', 'cancel', 'jobs', 'operation', 'worker', 'redrive', 'local', 'completion'];
+/** Subcommands of a command that also runs alone (`dynein jobs` lists, `dynein jobs cancel` cancels). */
+const SUBCOMMANDS = [['jobs', 'cancel']] as const;
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
 const flagsOf = (usage: string) => [...new Set([...usage.matchAll(/^\s+(?:-\w, )?(--[\w-]+)/gm)].map((m) => m[1]!))];
 
@@ -120,6 +122,13 @@ describe('docs/install.md', () => {
       const section = doc.split(/^### /m).find((s) => s.startsWith(`\`dynein ${c}\``));
       expect(section, `docs/install.md has no "### \`dynein ${c}\`" section`).toBeDefined();
       for (const flag of flagsOf((await run(c, '--help')).out)) expect(section, `dynein ${c} ${flag}`).toContain(flag);
+    }
+    for (const [c, sub] of SUBCOMMANDS) {
+      const section = doc.split(/^### /m).find((s) => s.startsWith(`\`dynein ${c} ${sub}\``));
+      expect(section, `docs/install.md has no "### \`dynein ${c} ${sub}\`" section`).toBeDefined();
+      const usage = await run(c, sub, '--help');
+      expect(usage.out).toMatch(new RegExp(`^Usage: dynein ${c} ${sub} `));
+      for (const flag of flagsOf(usage.out)) expect(section, `dynein ${c} ${sub} ${flag}`).toContain(flag);
     }
   });
 });

@@ -2,6 +2,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type * as Sdk from '../../client/index.js';
 import type { OutcomeResult as SdkOutcomeResult } from '../../client/outcomes.js';
 import type { BatchReply as SdkBatchReply } from '../../client/resources/jobs.js';
+import type { OperationReply, OperationsService } from '../../core/operations/index.js';
 import type { AuditEntry, DeadLetter, DeadLetterService, EditReply, MoveTask, RedriveReply } from '../../core/deadLetters/index.js';
 import type { CancelReply, JobPageReply, JobState, ListedJob, OutcomeResult, StatusReply, TimelineEvent } from '../../core/jobs/index.js';
 import type { PutResult, ScheduleReply, SchedulesService, ScheduleState } from '../../core/recurring/index.js';
@@ -23,6 +24,8 @@ import type { WorkflowCancelReply, WorkflowJobState, WorkflowSubmitReply, Workfl
  * - a listed job's `state`: core's `JobState`, which the SDK widens to any string so that a state
  *   a newer service adds still type-checks in older callers (core's fits it).
  * - an outcome's `state`: core's `Outcome`; the SDK reads any string (core's fits it).
+ * - an operation's `filter`: core's is a record of strings (`filterJson`); the SDK types it as the
+ *   shapes `filterJson` writes (those of the request, its times as strings). Every other field is tied.
  */
 type ReadonlyArray_<V> = V extends readonly (infer E)[] ? readonly E[] : V;
 type Sdkish<T> = { readonly [K in keyof T]: ReadonlyArray_<T[K]> };
@@ -76,6 +79,16 @@ describe('the SDK reply types are tied to core’s', () => {
     expectTypeOf<Sdk.DeadLetterAuditEntry>().toEqualTypeOf<AuditEntry>();
     expectTypeOf<Sdk.DeadLetterAuditPage>().toEqualTypeOf<Sdkish<Answer<DeadLetterService['audit']>>>();
     expectTypeOf<Answer<Sdk.DyneinClient['deadLetterAudit']>>().toEqualTypeOf<Sdk.DeadLetterAuditPage>();
+  });
+
+  it('bulk cancel (core/operations/operations.ts): `filter` typed by the SDK as the request’s shapes (see above)', () => {
+    expectTypeOf<Sdk.CancelJobsStarted>().toEqualTypeOf<Sdkish<Answer<OperationsService['cancel']>>>();
+    expectTypeOf<Omit<Sdk.Operation, 'filter'>>().toEqualTypeOf<Omit<OperationReply, 'filter'>>();
+    expectTypeOf<keyof Sdk.Operation>().toEqualTypeOf<keyof OperationReply>();
+    expectTypeOf<Sdk.OperationFilter>().toExtend<OperationReply['filter']>();
+    expectTypeOf<Answer<OperationsService['get']>>().toEqualTypeOf<OperationReply>();
+    expectTypeOf<Answer<Sdk.DyneinClient['operation']>>().toEqualTypeOf<Sdk.Operation>();
+    expectTypeOf<Answer<Sdk.DyneinClient['cancelJobsAndWait']>>().toEqualTypeOf<Sdk.Operation>();
   });
 
   it('workflows (core/workflows/service.ts, view.ts): `created` of submitWorkflow is the SDK’s, from the status (201)', () => {

@@ -43,7 +43,8 @@ function completionTable(commands: CommandTable): CompletionCommand[] {
       ? {
           name,
           brief: c.brief,
-          flags: flagsOf(HELP),
+          flags: flagsOf(c.default ? c.default.flags : HELP),
+          ...(c.default ? { runsAlone: true } : {}),
           subcommands: Object.entries(c.subcommands).map(([sub, s]) => ({ name: sub, brief: s.brief, flags: flagsOf(s.flags) })),
         }
       : { name, brief: c.brief, flags: flagsOf(c.flags), ...(name === 'completion' ? { args: SHELLS } : {}) },

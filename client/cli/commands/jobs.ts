@@ -1,16 +1,17 @@
 /**
- * The commands on one-off jobs: `schedule`, `batch`, `get`, `show`, `cancel`, and `jobs` (the
- * tenant's jobs listed by state and time).
+ * The commands on one-off jobs: `schedule`, `batch`, `get`, `show`, `cancel`, `jobs` (the
+ * tenant's jobs listed by state and time) with `jobs cancel` (bulk cancel), and `operation`.
  */
 import { isJson } from '../../../core/util/index.js';
 import type { JobRequest, ListedJob } from '../../apiTypes.js';
 import { noPositionals, optional, parseDuration, readJsonl, readText } from '../args.js';
-import { client, type Command, type Ctx } from '../command.js';
+import { client, type Command, type Ctx, type Group } from '../command.js';
 import { UsageError } from '../errors.js';
 import { HELP, JSON_OUT, TENANT, WHERE } from '../flags.js';
 import { progressLine } from '../progress.js';
+import { cancelJobsCommand, operationCommand } from './operations.js';
 
-export const jobCommands: Readonly<Record<string, Command>> = {
+export const jobCommands: Readonly<Record<string, Command | Group>> = {
   schedule: {
     brief: 'schedule a job, print its id',
     usage: '--tenant <name> (--at <time> | --in <duration>) [--payload <JSON> | @file] [options]',
@@ -71,34 +72,42 @@ export const jobCommands: Readonly<Record<string, Command>> = {
   },
 
   jobs: {
-    brief: "list the tenant's jobs by state and time, one line each",
-    usage:
-      '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--order asc|desc] [--limit <n> | --all] [options]',
-    summary:
-      "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at, tags): one page\n" +
-      'of --limit (default 100) and the command for the next one on stderr, or every page with --all.',
-    targeted: true,
-    flags: {
-      ...TENANT,
-      state: {
-        type: 'string',
-        arg: '<S>',
-        help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all); with history: DELIVERED, SUCCEEDED, FAILED, DEAD',
+    brief: "list the tenant's jobs by state and time, one line each; jobs cancel: cancel many at once",
+    summary: "The tenant's jobs: listed by state and time (no subcommand), or cancelled many at once (jobs cancel).",
+    subcommands: { cancel: cancelJobsCommand },
+    default: {
+      brief: "list the tenant's jobs by state and time, one line each",
+      usage:
+        '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--order asc|desc] [--limit <n> | --all] [options]',
+      summary:
+        "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at, tags): one page\n" +
+        'of --limit (default 100) and the command for the next one on stderr, or every page with --all.\n' +
+        'dynein jobs cancel --help: cancel every job with a tag, a key, or pending in a due-time range.',
+      targeted: true,
+      flags: {
+        ...TENANT,
+        state: {
+          type: 'string',
+          arg: '<S>',
+          help: 'SCHEDULED (with ACQUIRED), QUEUED, CANCELLED or DEAD_LETTERED (default all); with history: DELIVERED, SUCCEEDED, FAILED, DEAD',
+        },
+        from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
+        to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
+        schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
+        tag: { type: 'string', arg: '<tag>', help: 'jobs with this tag only (kept while a job waits or once cancelled)' },
+        order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
+        limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
+        cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor (same filters)' },
+        all: { type: 'boolean', help: 'every page, not just the first' },
+        json: { type: 'boolean', help: 'print {"jobs": [...], "nextCursor"?} as one JSON line' },
+        ...WHERE,
+        ...HELP,
       },
-      from: { type: 'string', arg: '<time>', help: 'runAt at or after this RFC 3339 time' },
-      to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
-      schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
-      tag: { type: 'string', arg: '<tag>', help: 'jobs with this tag only (kept while a job waits or once cancelled)' },
-      order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
-      limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
-      cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor (same filters)' },
-      all: { type: 'boolean', help: 'every page, not just the first' },
-      json: { type: 'boolean', help: 'print {"jobs": [...], "nextCursor"?} as one JSON line' },
-      ...WHERE,
-      ...HELP,
+      run: runJobs,
     },
-    run: runJobs,
   },
+
+  operation: operationCommand,
 };
 
 async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Promise<number> {
