@@ -1,5 +1,6 @@
 import {
   type AttributeValue,
+  BatchWriteItemCommand,
   DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
@@ -26,6 +27,7 @@ export const operationPartition = (operationId: string): string => `op#${operati
 export const operationIndexPartition = (tenant: string): string => `ops#${tenant}`;
 
 const at13 = (ms: number) => String(ms).padStart(13, '0');
+const THROTTLES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 const ttl = (ms: number): AttributeValue => ({ N: String(Math.ceil(ms / 1000)) });
 /** The attribute a row carries an operation's mark in: one per operation, so operations never meet. */
 const markAttribute = (operationId: string) => `o_${operationId.slice(4)}`;
@@ -201,7 +203,7 @@ export class DynamoOperationStore implements OperationStore {
           // The operation's own marks stay visible whatever the row became: a retried pass counts them again.
           // Jobs accepted after the request (their message sent after it, `sa`) are not the operation's.
           FilterExpression: `tenant = :tenant AND (((${match}) AND (attribute_not_exists(sa) OR sa < :created)) OR attribute_exists(#mark))`,
-          ProjectionExpression: 'sk, #state, #mark',
+          ProjectionExpression: 'sk, #state, #mark, tags, sched, sa',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ConsistentRead: true,
@@ -265,6 +267,56 @@ export class DynamoOperationStore implements OperationStore {
     });
   }
 
+  async cancelFar(
+    rows: readonly SeenRow[],
+    head: OperationHead,
+    mark: string,
+    expiresAtMs: (row: SeenRow) => number,
+    untilMs: number,
+  ): Promise<SeenRow[]> {
+    const markName = markAttribute(head.operationId);
+    const bySk = new Map(rows.map((r) => [sortKey(r.key.dueMs, r.key.jobId), r]));
+    const left: SeenRow[] = [];
+    const batches: SeenRow[][] = [];
+    for (let i = 0; i < rows.length; i += 25) batches.push(rows.slice(i, i + 25));
+    // A few requests at once: the rows of one page, in the order read.
+    await Promise.all(
+      Array.from({ length: Math.min(4, batches.length) }, async () => {
+        for (let batch = batches.shift(); batch; batch = batches.shift()) {
+          let pending: { PutRequest: { Item: Item } }[] = batch.map((row) => ({
+            PutRequest: {
+              Item: {
+                ...keys.row(row.key),
+                tenant: { S: head.tenant },
+                state: { S: 'CANCELLED' },
+                ...(row.tags && row.tags.length > 0 ? { tags: { L: row.tags.map((t) => ({ S: t })) } } : {}),
+                ...(row.sentAtMs !== undefined ? { sa: { N: String(row.sentAtMs) } } : {}),
+                [markName]: { S: mark },
+                [TABLE_KEY.ttlAttribute]: ttl(expiresAtMs(row)),
+              },
+            },
+          }));
+          for (let attempt = 0; pending.length > 0; attempt++) {
+            // Past the window, what is left goes back to the caller (one conditional write each).
+            if (Date.now() >= untilMs || attempt >= 5) break;
+            if (attempt > 0) await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+            try {
+              const res = await this.client.send(new BatchWriteItemCommand({ RequestItems: { [this.tableName]: pending } }));
+              pending = (res.UnprocessedItems?.[this.tableName] ?? []).flatMap((r) =>
+                r.PutRequest?.Item ? [{ PutRequest: { Item: r.PutRequest.Item } }] : [],
+              );
+            } catch (err) {
+              // Throttled or failed: the rows are settled one by one instead.
+              if (!THROTTLES.has((err as Error)?.name)) throw err;
+            }
+          }
+          for (const req of pending) left.push(bySk.get(req.PutRequest.Item.sk!.S!)!);
+        }
+      }),
+    );
+    return left;
+  }
+
   async #update(
     key: RowKey,
     input: Pick<
@@ -305,7 +357,15 @@ function seenOf(shard: number, item: Item, mark: string): SeenRow | undefined {
   if (sk === undefined || sk.indexOf('#') !== 13) return undefined;
   const dueMs = Number(sk.slice(0, 13));
   const m = item[mark]?.S;
-  return { key: { shard, dueMs, jobId: sk.slice(14) }, state: item.state?.S ?? 'SCHEDULED', ...(m !== undefined ? { mark: m } : {}) };
+  const tags = item.tags?.L?.flatMap((t) => (t.S !== undefined ? [t.S] : []));
+  return {
+    key: { shard, dueMs, jobId: sk.slice(14) },
+    state: item.state?.S ?? 'SCHEDULED',
+    ...(m !== undefined ? { mark: m } : {}),
+    ...(tags !== undefined ? { tags } : {}),
+    ...(item.sched?.S !== undefined ? { schedule: item.sched.S } : {}),
+    ...(item.sa?.N !== undefined ? { sentAtMs: Number(item.sa.N) } : {}),
+  };
 }
 
 const expired = (item: Item) => item.expiresAt?.N !== undefined && Number(item.expiresAt.N) * 1000 <= Date.now();

@@ -111,6 +111,14 @@ export function targets(r: BenchResult): Target[] {
       met: ours !== undefined && wf.costPerMillionUsd <= ours + 1.5,
     });
   }
+  const bc = r.bulkCancel;
+  if (bc)
+    t.push({
+      name: `Bulk cancel of ${bc.jobs.toLocaleString('en-US')} tagged jobs by their tag`,
+      target: 'delivered 0, done in ≤ 30 s, every job counted',
+      value: `${bc.seconds} s; matched ${bc.matched}, cancelled ${bc.cancelled}, already queued ${bc.alreadyQueued}; delivered ${bc.delivered} (untagged beside them: ${bc.untaggedDelivered} of ${bc.untaggedJobs} delivered)`,
+      met: bc.delivered === 0 && bc.seconds <= 30 && bc.matched === bc.jobs && bc.untaggedDelivered === bc.untaggedJobs,
+    });
   if (r.backlog)
     t.push({
       name: 'Backlog ratio',
@@ -466,6 +474,16 @@ export function markdown(r: BenchResult): string {
         .join(
           ', ',
         )}; received by the Worker: p50 ${w.childReceiveP50Ms} ms, p95 ${w.childReceiveP95Ms} ms; the emulators' floor for the fan-out, its specs read and its messages sent with nothing else running and nothing written: p50 ${w.fanOutFloor.p50Ms} ms, p95 ${w.fanOutFloor.p95Ms} ms); early ${w.early}, lost ${w.lost}, duplicates ${w.duplicates}. Per job, everything the system did for it (each job here due at once, so none took ours' path): ${u.dynamodbWru} WRU, ${u.dynamodbRru} RRU, ${u.sqsRequests} SQS requests, ${u.apiRequests} API requests and invocations (${u.lambdaGbSeconds} GB-s): ${usd(w.costPerMillionUsd)} per million jobs${r.costPerMillionUsd?.workflowJobDueLater !== undefined ? `; a job due later also takes ours' path: at most ${usd(r.costPerMillionUsd.workflowJobDueLater)}` : ''}.`,
+      '',
+    );
+  }
+
+  if (r.bulkCancel) {
+    const b = r.bulkCancel;
+    lines.push(
+      `## Bulk cancel (phase 17: ${b.jobs.toLocaleString('en-US')} tagged jobs and ${b.untaggedJobs} untagged, cancelled by tag once stored)`,
+      '',
+      `Submitted and stored in ${b.storedSeconds} s; from the request until the operation was DONE with every tagged job counted: ${b.seconds} s. Matched ${b.matched}, cancelled ${b.cancelled}, already queued ${b.alreadyQueued}, not cancellable ${b.notCancellable}. At their due time, with the dispatchers running: ${b.delivered} tagged jobs delivered, ${b.untaggedDelivered} of the ${b.untaggedJobs} untagged ones.`,
       '',
     );
   }

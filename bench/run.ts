@@ -21,9 +21,11 @@
  *      validated against the local figures of bench/results/full.json (bench/sim)
  *  16. workflows: a fan-out, a fan-in and a chain with the Worker reporting outcomes: child
  *      latency after the last parent's report, and what a workflow job adds (bench/workflows.ts)
+ *  17. bulkCancel: tagged jobs cancelled by their tag right after their submits: seconds until
+ *      done with every job counted, and none delivered at their due time (bench/bulkCancel.ts)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows` for a subset
+ * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -33,6 +35,7 @@ import { runBacklog, type BacklogResult } from './backlog.js';
 import { runStageCpu, type StageCpu } from './stageCpu.js';
 import { runHistory, type HistoryResult } from './history.js';
 import { runWorkflows, type WorkflowsResult, type WorkflowsShape } from './workflows.js';
+import { type BulkCancelResult, type BulkCancelShape, runBulkCancel } from './bulkCancel.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
 import { runFaults, type FaultsResult, type FaultsShape } from './faults.js';
@@ -96,6 +99,7 @@ const PHASES = [
   'faults',
   'scaleSimulation',
   'workflows',
+  'bulkCancel',
 ] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -121,6 +125,8 @@ export interface BenchResult {
     history: { jobs: number; ratePerSec: number };
     /** Phase 16: a fan-out and a fan-in of `fan` jobs, a chain of `depth`. */
     workflows: WorkflowsShape;
+    /** Phase 17: tagged jobs cancelled by their tag. */
+    bulkCancel: BulkCancelShape;
     tenantControls: TenantControlsShape;
     /** Phase 15: the local stack under AWS faults. */
     faults: FaultsShape;
@@ -205,6 +211,8 @@ export interface BenchResult {
   history?: HistoryResult;
   /** Phase 16: workflows (child latency after the last parent's report; what a workflow job adds). */
   workflows?: WorkflowsResult;
+  /** Phase 17: bulk cancel by tag (docs/flow-control.md). */
+  bulkCancel?: BulkCancelResult;
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
   listing?: ListingResult;
@@ -257,6 +265,7 @@ const smokeSizes: BenchResult['sizes'] = {
   recurring: { schedules: 10, windowMs: 8_000, alignToMinute: false, startSpreadMs: 8_000, graceMs: 4_000, baselineMs: 2_000 },
   history: { jobs: 200, ratePerSec: 100 },
   workflows: { fan: 20, depth: 5 },
+  bulkCancel: { jobs: 300, dueInMs: 6_000 },
   tenantControls: {
     noisyNeighbour: {
       quiet: { rate: 10, durationMs: 3_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
@@ -278,7 +287,7 @@ const sizes: BenchResult['sizes'] = smoke
   : quick
     ? {
         description:
-          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota)',
+          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000)',
         lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
         peerDurationMs: 15_000,
         burst: 1_500,
@@ -291,6 +300,7 @@ const sizes: BenchResult['sizes'] = smoke
         recurring: { schedules: 40, windowMs: 15_000, alignToMinute: false, startSpreadMs: 15_000, graceMs: 4_000, baselineMs: 3_000 },
         history: { jobs: 1_000, ratePerSec: 100 },
         workflows: { fan: 200, depth: 20 },
+        bulkCancel: { jobs: 2_000, dueInMs: 20_000 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -308,7 +318,7 @@ const sizes: BenchResult['sizes'] = smoke
       }
     : {
         description:
-          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota',
+          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota, 20,000 tagged jobs cancelled by their tag',
         lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
         peerDurationMs: 60_000,
         burst: 10_000,
@@ -322,6 +332,8 @@ const sizes: BenchResult['sizes'] = smoke
         history: { jobs: 3_000, ratePerSec: 100 },
         // A workflow holds at most 1,000 jobs: its largest fan-out is 1 → 999 (and fan-in 999 → 1).
         workflows: { fan: 999, depth: 50 },
+        // The issue's size; due 35 s after the submits end (the target: done within 30 s).
+        bulkCancel: { jobs: 20_000, dueInMs: 35_000 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -406,7 +418,8 @@ if (
   only.has('recovery') ||
   only.has('listing') ||
   only.has('history') ||
-  only.has('workflows')
+  only.has('workflows') ||
+  only.has('bulkCancel')
 ) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
@@ -436,6 +449,7 @@ if (
     );
     r.history = await phase('history', () => runHistory(em, sizes.history));
     r.workflows = await phase('workflows', () => runWorkflows(em, sizes.workflows));
+    r.bulkCancel = await phase('bulkCancel', () => runBulkCancel(em, sizes.bulkCancel));
   } finally {
     await em.stop();
   }

@@ -1,19 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import {
   ApiError,
+  CLOCK_SKEW_ALLOWANCE_MS,
   type Clock,
   INBOUND_MESSAGE_LIFETIME_MS,
   type InboundJob,
   isoMs,
   type QueueSender,
   type SchedulerSettings,
+  tombstoneExpiresAtMs,
   ValidationError,
 } from '../model/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
 import { limiter } from '../util/index.js';
 import { type CancelFilter, filterJson, matches, parseCancelRequest } from './filter.js';
-import { NO_COUNTS, type OperationCounts, type OperationHead, type OperationStore, type PartProgress } from './ports.js';
-import { settle, type Settled, tally } from './settle.js';
+import { NO_COUNTS, type OperationCounts, type OperationHead, type OperationStore, type PartProgress, type SeenRow } from './ports.js';
+import { bulkCancellable, settle, type Settled, tally } from './settle.js';
 
 /**
  * Bulk cancel (docs/flow-control.md): `POST /v1/tenants/{tenant}/jobs/cancel` stores the
@@ -92,17 +94,50 @@ async function passShard(
 ): Promise<boolean> {
   let progress: PartProgress = saved ?? { ...NO_COUNTS, done: false };
   const limit = limiter(SETTLE_CONCURRENCY);
+  const claimer = `s${shard}`;
   while (!progress.done) {
     if (deps.clock.now() >= deadlineMs) return false;
+    const readAtMs = deps.clock.now();
     const page = await deps.store.readShard(shard, head, progress.afterSk);
     const now = deps.clock.now();
-    const settled = await Promise.all(page.rows.map((row) => limit(() => settle(deps, head, `s${shard}`, row, now))));
+    // Rows far from their due time are cancelled 25 a request; the others (and any the batches
+    // did not write in time) one conditional write each.
+    const far = page.rows.filter((row) => farFromDue(row, readAtMs, deps.settings));
+    const expiresAt = (row: SeenRow) => tombstoneExpiresAtMs(row.key.dueMs, now, deps.settings);
+    const unwritten =
+      far.length > 0 ? await deps.store.cancelFar(far, head, `c|${claimer}`, expiresAt, readAtMs + FAR_WRITE_WINDOW_MS) : [];
+    const rest = page.rows.filter((row) => !far.includes(row) || unwritten.includes(row));
+    const settled: Settled[] = [
+      ...far.filter((row) => !unwritten.includes(row)).map((): Settled => 'cancelled'),
+      ...(await Promise.all(rest.map((row) => limit(() => settle(deps, head, claimer, row, now))))),
+    ];
     const counts = settled.reduce<OperationCounts>(tally, progress);
     const afterSk = page.last ?? progress.afterSk;
     progress = { ...counts, ...(afterSk !== undefined ? { afterSk } : {}), done: !page.more };
     await deps.store.saveProgress(head.operationId, `s#${shard}`, progress, operationExpiresAtMs(head.createdAtMs));
   }
   return true;
+}
+
+/**
+ * How long after a page's read its far rows may still be written whole. A row is far when it is
+ * due more than the lookahead plus {@link FAR_GUARD_MS} after the read: no dispatcher reads a row
+ * before its due time less the lookahead, so until then nothing but a cancel writes it (submit
+ * writes only into an empty key; occurrences, which schedule changes rewrite, and workflow jobs
+ * are never written whole), and the window ends well before that.
+ */
+export const FAR_WRITE_WINDOW_MS = 30_000;
+export const FAR_GUARD_MS = 60_000;
+
+/** Whether a pass may write the row's tombstone whole (see {@link FAR_WRITE_WINDOW_MS}). */
+export function farFromDue(row: SeenRow, readAtMs: number, settings: Pick<SchedulerSettings, 'lookaheadMs'>): boolean {
+  return (
+    row.state === 'SCHEDULED' &&
+    row.mark === undefined &&
+    row.schedule === undefined &&
+    bulkCancellable(row.key.jobId) &&
+    row.key.dueMs > readAtMs + settings.lookaheadMs + CLOCK_SKEW_ALLOWANCE_MS + FAR_GUARD_MS
+  );
 }
 
 /** An inbound message whose jobs ingest wrote: when it was sent, and its jobs. */

@@ -42,6 +42,10 @@ export interface SeenRow {
    * already queued or not cancellable): whoever marks a row counts it, exactly once.
    */
   readonly mark?: string;
+  /** The row's tags, schedule and sent time as read (a pass rewrites far rows whole: {@link OperationStore.cancelFar}). */
+  readonly tags?: readonly string[];
+  readonly schedule?: string;
+  readonly sentAtMs?: number;
 }
 
 /** The table as a bulk cancel uses it (DynamoOperationStore implements it). */
@@ -70,4 +74,17 @@ export interface OperationStore {
   cancelRow(key: RowKey, head: OperationHead, mark: string, expiresAtMs: number): Promise<boolean>;
   /** Marks the row while it is still in `state` and unmarked (or marked `mark`): false otherwise. */
   markRow(key: RowKey, head: OperationHead, mark: string, state: string): Promise<boolean>;
+  /**
+   * Writes the tombstones of `rows` whole, marked `mark`, 25 a request, without conditions: only
+   * for SCHEDULED rows read so far from their due time that nothing but a cancel can write them
+   * before `untilMs` (see {@link farFromDue}). Stops sending at `untilMs`; answers the rows it
+   * did not write (the caller settles those one by one).
+   */
+  cancelFar(
+    rows: readonly SeenRow[],
+    head: OperationHead,
+    mark: string,
+    expiresAtMs: (row: SeenRow) => number,
+    untilMs: number,
+  ): Promise<SeenRow[]>;
 }
