@@ -93,10 +93,14 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
   ],
   ingest: [
     // UpdateItem: a firing advances its schedule's watermark and writes tombstones; a bulk cancel
-    // (docs/flow-control.md) cancels or marks the rows it matches, and saves its progress (PutItem).
-    // Query and GetItem: a bulk cancel's passes read the shards (pk = the bare shard number, which
-    // shares no prefix a pattern could name) and look a row up again when it changed under them.
-    { on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:GetItem'] },
+    // (docs/flow-control.md) cancels or marks the rows it matches (BatchWriteItem: the tombstones
+    // of rows far from their due time), and saves its progress (PutItem). Query and GetItem: a
+    // bulk cancel's passes read the shards (pk = the bare shard number, which shares no prefix a
+    // pattern could name) and look a row up again when it changed under them.
+    {
+      on: 'table',
+      actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem', 'dynamodb:Query', 'dynamodb:GetItem'],
+    },
     ID_KEY,
     // The inbound queue's SQS event source (Lambda polls with the function's role). The event
     // source grants the same statement itself (grantConsumeMessages); the policy lists it once.

@@ -322,9 +322,11 @@ describe('functions', () => {
     // Conditional put of the row and cancel-record claim; the SQS event source's consume actions.
     // A firing of a recurring schedule: UpdateItem advances the schedule's watermark and writes tombstones.
     // A bulk cancel's passes: the shards read (Query), rows cancelled or marked (UpdateItem) and
-    // looked up again (GetItem), progress saved (PutItem), an unfinished pass sent on (SendMessage).
+    // looked up again (GetItem), far rows' tombstones written whole (BatchWriteItem), progress
+    // saved (PutItem), an unfinished pass sent on (SendMessage).
     ingest: {
       required: [
+        'dynamodb:BatchWriteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
@@ -443,6 +445,7 @@ describe('functions', () => {
       'sqs:SendMessage',
     ],
     ingest: [
+      'dynamodb:BatchWriteItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
