@@ -118,6 +118,24 @@ export class DynamoOperationStore implements OperationStore {
     return { head, parts };
   }
 
+  async hasOperations(tenant: string, afterMs: number): Promise<boolean> {
+    try {
+      const res = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk >= :from',
+          ExpressionAttributeValues: { ':pk': { S: operationIndexPartition(tenant) }, ':from': { S: at13(afterMs + 1) } },
+          ConsistentRead: true,
+          Limit: 1,
+          ProjectionExpression: 'sk',
+        }),
+      );
+      return (res.Items?.length ?? 0) > 0;
+    } catch (err) {
+      return rethrow(err);
+    }
+  }
+
   async createdAfter(tenant: string, afterMs: number): Promise<OperationHead[]> {
     const heads: OperationHead[] = [];
     try {

@@ -809,6 +809,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     route('/v1/tenants/{tenant}/jobs', apigw.HttpMethod.GET, status, 'ListJobs');
     // A workflow job's outcome moves its children on: served by the function that may.
     route('/v1/tenants/{tenant}/jobs/outcomes', apigw.HttpMethod.POST, workflows, 'Outcomes');
+    // The workers' heartbeats (a running job's stop requested: docs/flow-control.md), served beside the outcome reports.
+    route('/v1/tenants/{tenant}/jobs/heartbeats', apigw.HttpMethod.POST, workflows, 'Heartbeats');
     route('/v1/tenants/{tenant}/jobs/{jobId}', apigw.HttpMethod.DELETE, cancel, 'Cancel');
     // Bulk cancel (docs/flow-control.md): started and followed through the cancel function.
     route('/v1/tenants/{tenant}/jobs/cancel', apigw.HttpMethod.POST, cancel, 'BulkCancel');

@@ -130,6 +130,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
       actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem', 'dynamodb:BatchGetItem'],
       leadingKeys: ['w', 'h#'],
     },
+    // The workers' heartbeats read the jobs' stop requests (cr#<shard>, docs/flow-control.md).
+    { sid: 'ReadsStopRequests', on: 'table', actions: ['dynamodb:BatchGetItem'], leadingKeys: ['cr#'] },
     ID_KEY,
     // Jobs whose due time is known (a workflow's first jobs, a child whose last parent ended) are
     // handed over as submit hands a job: through the inbound queue, or straight to the tenant queue.
@@ -184,6 +186,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
       actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query'],
       leadingKeys: ['op#', 'ops#'],
     },
+    // A running job's stop request (cr#<shard>), written by its DELETE (docs/flow-control.md).
+    { sid: 'WritesStopRequests', on: 'table', actions: ['dynamodb:PutItem'], leadingKeys: ['cr#'] },
     // A child that runs on a parent's failure is handed over when a cancel ends its last parent;
     // a bulk cancel's passes start as messages to ingest.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },

@@ -371,7 +371,8 @@ export class DyneinTenant extends Construct {
    * Lets `grantee` schedule, read and cancel this tenant's jobs and manage its recurring schedules:
    * `execute-api:Invoke` on exactly its routes of the `$default` stage, nothing else. Jobs:
    * `POST /v1/tenants/<name>/jobs`, `GET .../jobs` (list), `POST .../jobs/batch`, `GET` and `DELETE .../jobs/*`,
-   * `POST .../jobs/outcomes` (outcome reports, history on: docs/history.md), `POST .../jobs/cancel`
+   * `POST .../jobs/outcomes` and `.../jobs/heartbeats` (outcome reports and workers' heartbeats:
+   * docs/history.md, docs/flow-control.md), `POST .../jobs/cancel`
    * and `GET .../operations/*` (bulk cancel: docs/flow-control.md).
    * Recurring schedules: `GET .../schedules` (list), `PUT`, `GET` and `DELETE .../schedules/*`,
    * `POST .../schedules/<schedule>/pause` and `.../resume` (the schedule name a wildcard).
@@ -398,6 +399,7 @@ export class DyneinTenant extends Construct {
         arn('GET', jobs),
         arn('POST', `${jobs}/batch`),
         arn('POST', `${jobs}/outcomes`),
+        arn('POST', `${jobs}/heartbeats`),
         arn('GET', `${jobs}/*`),
         arn('DELETE', `${jobs}/*`),
         arn('POST', `${jobs}/cancel`),
@@ -417,21 +419,22 @@ export class DyneinTenant extends Construct {
 
   /**
    * Lets `grantee` report job outcomes (a Worker's or Lambda consumer's role, history on:
-   * docs/history.md): `execute-api:Invoke` on `POST /v1/tenants/<name>/jobs/outcomes` only.
+   * docs/history.md) and send heartbeats (a running job's stop requested: docs/flow-control.md):
+   * `execute-api:Invoke` on `POST /v1/tenants/<name>/jobs/outcomes` and `.../jobs/heartbeats` only.
    */
   grantReportOutcomes(grantee: iam.IGrantable): iam.Grant {
     const stack = Stack.of(this);
     return iam.Grant.addToPrincipal({
       grantee,
       actions: ['execute-api:Invoke'],
-      resourceArns: [
+      resourceArns: ['outcomes', 'heartbeats'].map((route) =>
         stack.formatArn({
           service: 'execute-api',
           resource: this.#scheduler.attributes.httpApiId,
-          resourceName: `$default/POST/v1/tenants/${this.tenantName}/jobs/outcomes`,
+          resourceName: `$default/POST/v1/tenants/${this.tenantName}/jobs/${route}`,
           arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
         }),
-      ],
+      ),
     });
   }
 

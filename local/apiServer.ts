@@ -23,7 +23,7 @@ export interface ApiServerOptions {
     readonly status: Handler;
     readonly cancel: Handler;
     readonly schedules?: Handler;
-    /** `POST .../jobs/outcomes` (docs/history.md). */
+    /** `POST .../jobs/outcomes` (docs/history.md) and `POST .../jobs/heartbeats` (docs/flow-control.md). */
     readonly outcomes?: Handler;
     readonly dlq?: Handler;
     /** The operator API, `/v1/admin/tenants/{tenant}...` (docs/tenant-controls.md). */
@@ -73,6 +73,13 @@ const ROUTES: readonly Route[] = [
     method: 'POST',
     pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/outcomes$/,
     routeKey: 'POST /v1/tenants/{tenant}/jobs/outcomes',
+    handler: 'outcomes',
+    params: ['tenant'],
+  },
+  {
+    method: 'POST',
+    pattern: /^\/v1\/tenants\/([^/]+)\/jobs\/heartbeats$/,
+    routeKey: 'POST /v1/tenants/{tenant}/jobs/heartbeats',
     handler: 'outcomes',
     params: ['tenant'],
   },

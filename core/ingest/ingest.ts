@@ -45,13 +45,18 @@ export interface MessageIngest {
  * beside it were written. `limit` bounds the writes in flight (shared across the messages of one
  * invocation).
  */
-export async function ingestMessage(deps: IngestDeps, body: string, limit: Limit = unlimited, sentAtMs?: number): Promise<MessageIngest> {
+export async function ingestMessage(
+  deps: IngestDeps,
+  body: string,
+  limit: Limit = unlimited,
+  sent?: { readonly atMs: number; readonly stamp: (tenant: string) => Promise<boolean> },
+): Promise<MessageIngest> {
   const jobs = parseInboundJobs(body);
   if (!jobs) return { outcomes: [], written: [], error: new MalformedInboundError('inbound message is not one written by submit') };
   const settled = await Promise.allSettled(
     jobs.map((job, i) =>
       job
-        ? limit(() => ingestJob(deps, sentAtMs === undefined ? job : { ...job, sentAtMs }))
+        ? limit(async () => ingestJob(deps, sent && (await sent.stamp(job.tenant)) ? { ...job, sentAtMs: sent.atMs } : job))
         : Promise.reject(new MalformedInboundError(`job ${i} of the inbound message is not one written by submit`)),
     ),
   );

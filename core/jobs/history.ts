@@ -30,7 +30,7 @@ import type { TenantRegistry } from '../tenants/index.js';
  *   the retry waits for its backoff, 10 s by default), so the record ends with the last attempt.
  */
 
-export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD'];
+export const OUTCOMES: readonly Outcome[] = ['SUCCEEDED', 'FAILED', 'DEAD', 'CANCELLED'];
 
 /**
  * How far this function's clock may lag the one that timed a direct job's delivery (SQS's): a job
@@ -286,7 +286,7 @@ export interface WorkflowOutcomes {
    * The job ended (its outcome record, with `result` as JSON text, stored): carried on to its
    * children. Throws when that did not complete (reported again, it does).
    */
-  ended(tenant: TenantRecord, jobId: string, outcome: 'SUCCEEDED' | 'DEAD', atMs: number, result?: string): Promise<void>;
+  ended(tenant: TenantRecord, jobId: string, outcome: 'SUCCEEDED' | 'DEAD' | 'CANCELLED', atMs: number, result?: string): Promise<void>;
 }
 
 export interface HistoryDeps {
@@ -418,7 +418,7 @@ export class OutcomesService {
   }
 
   /**
-   * Workflow jobs that ended (`SUCCEEDED` or `DEAD`, stored): their children learn of it before the
+   * Workflow jobs that ended (`SUCCEEDED`, `DEAD` or `CANCELLED`, stored): their children learn of it before the
    * report is answered. One that could not be carried on answers `Throttled`, as an outcome not
    * stored does: report it again (the stored outcome stands, and the repeat completes what was left).
    */
@@ -429,7 +429,7 @@ export class OutcomesService {
     const limit = limiter(CARRY_ON_IN_FLIGHT);
     const carry = async (g: Group) => {
       const r = g.record;
-      if ((r.outcome !== 'SUCCEEDED' && r.outcome !== 'DEAD') || this.deps.codec.parse(r.jobId).path !== 'w') return;
+      if (r.outcome === 'FAILED' || this.deps.codec.parse(r.jobId).path !== 'w') return;
       try {
         await workflows.ended(tenant, r.jobId, r.outcome, r.reportedAtMs, r.result);
       } catch (err) {

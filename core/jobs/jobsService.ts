@@ -1,22 +1,26 @@
 import {
   AlreadyQueuedError,
+  type ApiError,
+  assertNoDuplicateFields,
   type Clock,
   isoMs,
   type JobIdCodec,
   JobNotFoundError,
   type JobLookups,
   NotCancellableError,
+  parseJsonBody,
   type ParsedJobId,
   type RowKey,
   type SchedulerSettings,
   type StoredRow,
   type TenantRecord,
   tombstoneExpiresAtMs,
+  ValidationError,
 } from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { RawJson } from '../util/index.js';
 import { type JobEdits, MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
-import { DEAD_LETTERED_MESSAGE, type CancelReply, type StatusReply } from './replies.js';
+import { DEAD_LETTERED_MESSAGE, type CancelReply, type HeartbeatsReply, type StatusReply, type TimelineEvent } from './replies.js';
 
 /**
  * Where a workflow job is (core/workflows answers, from its waiting record): handed to the table,
@@ -51,6 +55,25 @@ export interface WorkflowJobs {
   rowCancelled(tenant: TenantRecord, key: RowKey): Promise<void>;
 }
 
+/**
+ * Requests to stop running jobs (docs/flow-control.md), by the job's key (the one its id names:
+ * a workflow job's is its waiting record's). Implemented by adapters/dynamoCancelRequests.ts.
+ */
+export interface CancelRequests {
+  /** Records the request; a repeat keeps the first one's time. */
+  request(key: RowKey, tenant: string, atMs: number, expiresAtMs: number): Promise<void>;
+  /** When the job's stop was requested, if it was. */
+  requestedAt(key: RowKey): Promise<number | undefined>;
+  /** The ids of the jobs of `keys` (at most 100) whose stop was requested. */
+  requested(keys: readonly RowKey[]): Promise<Set<string>>;
+}
+
+/** Most job ids in one heartbeat (`POST /v1/tenants/{tenant}/jobs/heartbeats`). */
+export const MAX_HEARTBEAT_JOBS = 100;
+
+/** How long a cancel request is kept: a day past the job's retention of outcomes, at least 7 days. */
+const CANCEL_REQUEST_RETENTION_MS = 7 * 86_400_000;
+
 export interface JobsDeps {
   readonly store: JobLookups;
   readonly codec: JobIdCodec;
@@ -65,6 +88,8 @@ export interface JobsDeps {
   readonly controls?: ControlsCache;
   /** Workflow jobs (ids of path `w`). Absent: such an id is answered as a job the table has no record of. */
   readonly workflows?: WorkflowJobs;
+  /** Requests to stop running jobs. Absent: a delivered job's `DELETE` is a 409, as before. */
+  readonly cancelRequests?: CancelRequests;
 }
 
 /** Status and cancel: `GET` and `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
@@ -98,13 +123,20 @@ export class JobsService {
         message:
           'no stored workflow holds this job: its workflow submit did not complete (send it again with the same idempotencyKey), or its records expired',
       };
-    if (place.kind === 'row') return this.#status({ ...id, dueMs: place.dueMs, path: 't' });
+    if (place.kind === 'row') return this.#withStop(key, await this.#status({ ...id, dueMs: place.dueMs, path: 't' }));
     const runAt = place.dueMs !== undefined ? { runAt: isoMs(place.dueMs) } : {};
     const message = place.message !== undefined ? { message: place.message } : {};
-    if (place.state !== 'SUCCEEDED' && place.state !== 'DEAD') return { ...base, ...runAt, state: place.state, ...message };
+    if (place.state !== 'SUCCEEDED' && place.state !== 'DEAD')
+      return this.#withStop(key, { ...base, ...runAt, state: place.state, ...message });
     const text = place.resultKept ? place.result : (await this.deps.history?.getOutcome(key))?.result;
     const result = text !== undefined ? { result: new RawJson(text, 0, 0) } : {};
     return { ...base, ...runAt, state: place.state, ...result };
+  }
+
+  /** A workflow job handed to its queue (`QUEUED` or `ACQUIRED`): whether a `DELETE` asked its worker to stop it. */
+  async #withStop(key: RowKey, reply: StatusReply): Promise<StatusReply> {
+    if ((reply.state !== 'QUEUED' && reply.state !== 'ACQUIRED') || !this.deps.cancelRequests) return reply;
+    return (await this.deps.cancelRequests.requestedAt(key)) !== undefined ? { ...reply, cancelRequested: true } : reply;
   }
 
   /**
@@ -120,18 +152,24 @@ export class JobsService {
     const live = delivered && outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
     // Earlier attempts only when there were some (a job done on its first attempt costs no query);
     // its edits (a Query) with them: an edited dead letter was delivered, so has an outcome.
-    const [attempts, edits] = await Promise.all([
+    // A delivered job without a final outcome may have been asked to stop (one more read); one
+    // that stopped on such a request shows when it was asked, in its timeline.
+    const running = (delivered || reply.state === 'ACQUIRED') && (!live || live.outcome === 'FAILED');
+    const stopped = live?.outcome === 'CANCELLED';
+    const [attempts, edits, stopAt] = await Promise.all([
       live && live.attempt > 1 ? history.getFailedAttempts(id, MAX_TIMELINE_ATTEMPTS) : [],
       live && this.deps.edits ? this.deps.edits.ofJob(id) : [],
+      running || stopped ? this.deps.cancelRequests?.requestedAt(id) : undefined,
     ]);
-    const timeline = timelineOf(id.dueMs, row, live, attempts, edits);
+    const timeline = withStopRequest(timelineOf(id.dueMs, row, live, attempts, edits), stopAt);
+    const stop = running && stopAt !== undefined ? { cancelRequested: true as const } : {};
     if (live) {
       // The outcome replaces the row's answer: UNKNOWN's explanation (the row is gone) does not apply.
       const { message: _unknown, ...known } = reply;
-      return { ...known, state: live.outcome, timeline };
+      return { ...known, state: live.outcome, timeline, ...stop };
     }
-    if (reply.state === 'QUEUED') return { ...reply, state: 'DELIVERED', timeline };
-    return { ...reply, timeline };
+    if (reply.state === 'QUEUED') return { ...reply, state: 'DELIVERED', timeline, ...stop };
+    return { ...reply, timeline, ...stop };
   }
 
   /** The table's answer; `seen` receives the item at the job's key. */
@@ -175,8 +213,76 @@ export class JobsService {
    */
   async cancel(tenant: string, jobId: string): Promise<CancelReply> {
     const id = await this.#resolve(tenant, jobId);
-    if (id.path === 'w') return this.#cancelWorkflowJob(id);
-    return this.#cancel(id);
+    try {
+      if (id.path === 'w') return await this.#cancelWorkflowJob(id);
+      return await this.#cancel(id);
+    } catch (err) {
+      // Delivered (or on its way): a job whose outcomes are reported can still be asked to stop.
+      const delivered = err instanceof AlreadyQueuedError || (err instanceof NotCancellableError && id.path === 'd');
+      if (!delivered) throw err;
+      return this.#requestStop(id, err);
+    }
+  }
+
+  /**
+   * Asks a delivered job's worker to stop it (202 `CANCEL_REQUESTED`): for a job whose outcomes
+   * are reported (a history tenant's, a workflow's), until it has a final one. Any other job
+   * gets `refusal`, the 409 it always had.
+   */
+  async #requestStop(id: ParsedJobId, refusal: ApiError): Promise<CancelReply> {
+    const { cancelRequests, tenants, clock } = this.deps;
+    const record = await tenants.require(id.tenant);
+    if (!cancelRequests || (id.path !== 'w' && record.historyTtlMs === undefined)) throw refusal;
+    const key = { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    const ended = await this.#finalOutcome(id, key);
+    if (ended !== undefined) throw new AlreadyQueuedError(`the job was delivered and ended ${ended}: there is nothing left to cancel`);
+    const now = clock.now();
+    const keepMs = Math.max(CANCEL_REQUEST_RETENTION_MS, record.historyTtlMs ?? 0);
+    await cancelRequests.request(key, id.tenant, now, Math.max(now, id.dueMs) + keepMs);
+    return { jobId: id.jobId, state: 'CANCEL_REQUESTED' };
+  }
+
+  /** The job's final outcome (`SUCCEEDED`, `DEAD`, `CANCELLED`), if it has one. */
+  async #finalOutcome(id: ParsedJobId, key: RowKey): Promise<string | undefined> {
+    const [outcome, place] = await Promise.all([
+      this.deps.history?.getOutcome(key),
+      id.path === 'w' ? this.deps.workflows?.locate(key) : undefined,
+    ]);
+    if (place?.kind === 'own' && (place.state === 'SUCCEEDED' || place.state === 'DEAD' || place.state === 'CANCELLED')) return place.state;
+    const live = outcome && outcome.expiresAtMs > this.deps.clock.now() ? outcome : undefined;
+    return live && live.outcome !== 'FAILED' ? live.outcome : undefined;
+  }
+
+  /**
+   * `POST /v1/tenants/{tenant}/jobs/heartbeats` `{"jobIds": [...]}` (1 to 100 of the tenant's
+   * ids): the ones a `DELETE` asked to stop. Workers send it with their visibility heartbeat.
+   * @throws ValidationError (400: nothing read)
+   */
+  async heartbeats(tenant: string, body: string | undefined): Promise<HeartbeatsReply> {
+    await this.deps.tenants.require(tenant);
+    const shape = `{"jobIds": ["<jobId>", ...]} with 1 to ${MAX_HEARTBEAT_JOBS} job ids`;
+    const v = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, shape);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ValidationError(`the body must be a JSON object: ${shape}`);
+    assertNoDuplicateFields(v, 'the body');
+    const o = v as Record<string, unknown>;
+    const unknown = Object.keys(o).find((k) => k !== 'jobIds');
+    if (unknown !== undefined) throw new ValidationError(`unknown field ${unknown}: send ${shape}`);
+    if (!Array.isArray(o.jobIds) || o.jobIds.length === 0 || o.jobIds.length > MAX_HEARTBEAT_JOBS)
+      throw new ValidationError(`jobIds must be an array of 1 to ${MAX_HEARTBEAT_JOBS} job ids: send ${shape}`);
+    const keys = o.jobIds.map((jobId: unknown, i) => {
+      let id: ParsedJobId;
+      try {
+        id = this.deps.codec.parse(jobId as string);
+      } catch {
+        throw new ValidationError(
+          `jobIds[${i}] is not a job id this scheduler issued: pass each jobId exactly as the submit reply returned it`,
+        );
+      }
+      if (id.tenant !== tenant) throw new ValidationError(`jobIds[${i}] is not a job of tenant '${tenant}'`);
+      return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    });
+    const requested = this.deps.cancelRequests ? await this.deps.cancelRequests.requested(keys) : new Set<string>();
+    return { cancelRequested: [...new Set(keys.map((k) => k.jobId).filter((j) => requested.has(j)))] };
   }
 
   /**
@@ -276,6 +382,15 @@ export class JobsService {
     if (id.tenant !== tenant) throw new JobNotFoundError(tenant);
     return id;
   }
+}
+
+/** The timeline with the stop request (`CANCEL_REQUESTED`) in its place by time, when there was one. */
+function withStopRequest(timeline: TimelineEvent[], atMs: number | undefined): TimelineEvent[] {
+  if (atMs === undefined) return timeline;
+  const at = isoMs(atMs);
+  const i = timeline.findIndex((e, n) => n > 0 && e.at > at);
+  const event: TimelineEvent = { at, event: 'CANCEL_REQUESTED' };
+  return i < 0 ? [...timeline, event] : [...timeline.slice(0, i), event, ...timeline.slice(i)];
 }
 
 /** A row's tags as GET shows them: only when it has some. */

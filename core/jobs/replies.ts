@@ -3,16 +3,23 @@
  * names: the types the SDK's replies (client/apiTypes.ts) are tied to.
  */
 
-/** What a worker reports for a delivery. */
-export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD';
+/**
+ * What a worker reports for a delivery. `CANCELLED`: the job stopped on a cancel request while
+ * it ran (docs/flow-control.md): final, as `SUCCEEDED` and `DEAD` are.
+ */
+export type Outcome = 'SUCCEEDED' | 'FAILED' | 'DEAD' | 'CANCELLED';
 
-/** The states of a history tenant's delivered job: `DELIVERED` until an outcome is reported. */
-export type HistoryState = 'DELIVERED' | Outcome;
+/**
+ * The states a listing's `state=` reads from a history tenant's outcome records: `DELIVERED`
+ * until an outcome is reported. (`CANCELLED` names the table's tombstones there; a job cancelled
+ * while it ran lists as `CANCELLED` in a listing without `state`.)
+ */
+export type HistoryState = 'DELIVERED' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
 
 /** One event of a job's timeline, as `GET` of one job shows it. */
 export interface TimelineEvent {
   readonly at: string;
-  readonly event: 'SCHEDULED' | 'DELIVERED' | 'EDITED' | Outcome;
+  readonly event: 'SCHEDULED' | 'DELIVERED' | 'EDITED' | 'CANCEL_REQUESTED' | Outcome;
   readonly attempt?: number;
   readonly error?: string;
   readonly durationMs?: number;
@@ -64,11 +71,22 @@ export interface StatusReply {
   readonly result?: unknown;
   /** Tenants with history on: what happened to the job, oldest first (docs/history.md). */
   readonly timeline?: TimelineEvent[];
+  /** A delivered job without a final outcome that a `DELETE` asked to stop (docs/flow-control.md). */
+  readonly cancelRequested?: true;
 }
 
+/**
+ * `CANCELLED` (200): it will never be delivered. `CANCEL_REQUESTED` (202): it was delivered and
+ * its outcomes are reported; its worker is told at its next heartbeat (docs/flow-control.md).
+ */
 export interface CancelReply {
   readonly jobId: string;
-  readonly state: 'CANCELLED';
+  readonly state: 'CANCELLED' | 'CANCEL_REQUESTED';
+}
+
+/** `POST /v1/tenants/{tenant}/jobs/heartbeats`: the jobs of the request a `DELETE` asked to stop. */
+export interface HeartbeatsReply {
+  readonly cancelRequested: string[];
 }
 
 /** A listed job: the fields of GET of one job, and the schedule of an occurrence. */

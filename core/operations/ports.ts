@@ -56,6 +56,8 @@ export interface OperationStore {
   remove(head: OperationHead): Promise<void>;
   /** The operation and its parts' progress, or undefined. */
   read(operationId: string): Promise<{ head: OperationHead; parts: ReadonlyMap<string, PartProgress> } | undefined>;
+  /** Whether the tenant has any operation created after `afterMs` (a consistent read of one item). */
+  hasOperations(tenant: string, afterMs: number): Promise<boolean>;
   /** The tenant's operations created after `afterMs` (a consistent read). */
   createdAfter(tenant: string, afterMs: number): Promise<OperationHead[]>;
   saveProgress(operationId: string, part: string, progress: PartProgress, expiresAtMs: number): Promise<void>;

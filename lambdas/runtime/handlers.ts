@@ -5,7 +5,15 @@ import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
 import { type IngestedMessage, type PassMessage, parsePass, passBody, runPass, settleIngested } from '../../core/operations/index.js';
 import { TenantAdmin } from '../../core/tenants/index.js';
 import { limiter } from '../../core/util/index.js';
-import { type Clock, groupsOfCell, shardsOfGroup, systemClock, TENANT_METRICS, WorkflowNotFoundError } from '../../core/model/index.js';
+import {
+  type Clock,
+  groupsOfCell,
+  INBOUND_MESSAGE_LIFETIME_MS,
+  shardsOfGroup,
+  systemClock,
+  TENANT_METRICS,
+  WorkflowNotFoundError,
+} from '../../core/model/index.js';
 import {
   type DispatchPlan,
   dispatchStep,
@@ -144,24 +152,32 @@ export function listHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 /** `POST /v1/tenants/{tenant}/jobs/outcomes`: a worker's outcome reports (docs/history.md). */
 export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
-    respond(
-      event,
-      200,
-      async () => {
-        const tenant = pathParam(event, 'tenant');
-        const reply = await w.outcomes.report(tenant, bodyOf(event)).finally(() => {
-          // Children left waiting until the report comes again (the WorkflowChildrenWaiting alarm).
-          const stuck = w.outcomes.takeCarryOnFailures();
-          if (stuck > 0) t.count('WorkflowCarryOnFailures', stuck);
-        });
-        const states = reply.results.flatMap((r) => ('state' in r ? [r.state] : []));
-        t.count('OutcomesReported', states.length);
-        // The tenant's failed jobs (its dashboard and failed-jobs alarm: TENANT_METRICS.failed).
-        t.tenantMetrics?.(tenant, { [TENANT_METRICS.failed.name]: states.filter((s) => s !== 'SUCCEEDED').length }, {});
-        return reply;
-      },
-      (err) => t.error('outcomes failed', err),
-    );
+    (event.rawPath ?? '').endsWith('/jobs/heartbeats')
+      ? respond(
+          event,
+          200,
+          () => w.jobs.heartbeats(pathParam(event, 'tenant'), bodyOf(event)),
+          (err) => t.error('heartbeats failed', err),
+        )
+      : respond(
+          event,
+          200,
+          async () => {
+            const tenant = pathParam(event, 'tenant');
+            const reply = await w.outcomes.report(tenant, bodyOf(event)).finally(() => {
+              // Children left waiting until the report comes again (the WorkflowChildrenWaiting alarm).
+              const stuck = w.outcomes.takeCarryOnFailures();
+              if (stuck > 0) t.count('WorkflowCarryOnFailures', stuck);
+            });
+            const states = reply.results.flatMap((r) => ('state' in r ? [r.state] : []));
+            t.count('OutcomesReported', states.length);
+            // The tenant's failed jobs (its dashboard and failed-jobs alarm: TENANT_METRICS.failed).
+            // A job stopped on a cancel request (CANCELLED) did not fail.
+            t.tenantMetrics?.(tenant, { [TENANT_METRICS.failed.name]: states.filter((s) => s === 'FAILED' || s === 'DEAD').length }, {});
+            return reply;
+          },
+          (err) => t.error('outcomes failed', err),
+        );
 }
 
 /**
@@ -208,6 +224,11 @@ export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
           200,
           async () => {
             const reply = await w.jobs.cancel(pathParam(event, 'tenant'), pathParam(event, 'jobId'));
+            // A delivered job whose worker is asked to stop it: 202, the stop is up to the worker.
+            if (reply.state === 'CANCEL_REQUESTED') {
+              t.count('CancelsRequested', 1);
+              return new WithStatus(202, reply);
+            }
             t.count('JobsCancelled', 1);
             return reply;
           },
@@ -347,6 +368,19 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     const failures: string[] = [];
     const outcomes: IngestOutcome[] = [];
     const written = new Map<string, IngestedRecord[]>();
+    // A row keeps its message's SentTimestamp only while its tenant has bulk cancels that may
+    // still meet it (one consistent read of one item per tenant and invocation): a bulk cancel's
+    // passes pass over jobs accepted after it by that time. Any other row stays the bytes (and
+    // write units) it was.
+    const stamps = new Map<string, Promise<boolean>>();
+    const stamp = (tenant: string): Promise<boolean> => {
+      let known = stamps.get(tenant);
+      if (!known) {
+        known = w.operations.store.hasOperations(tenant, w.ingest.clock.now() - INBOUND_MESSAGE_LIFETIME_MS);
+        stamps.set(tenant, known);
+      }
+      return known;
+    };
     let materialised = 0;
     const remaining = context?.getRemainingTimeInMillis?.() ?? INGEST_TIMEOUT_SECONDS * 1000;
     // Passes stop well before the function's timeout: a bulk cancel's passes pick up where they stopped.
@@ -372,7 +406,7 @@ export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         }
         // SQS stamps every message; a record without the stamp counts as sent now (no earlier operation applies).
         const sentAtMs = Number(r.attributes?.SentTimestamp) || w.ingest.clock.now();
-        const { outcomes: done, written: jobs, error } = await ingestMessage(w.ingest, r.body, limit, sentAtMs);
+        const { outcomes: done, written: jobs, error } = await ingestMessage(w.ingest, r.body, limit, { atMs: sentAtMs, stamp });
         outcomes.push(...done);
         if (jobs.length > 0) {
           const tenant = jobs[0]!.tenant;

@@ -18,6 +18,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'POST', path: '/v1/tenants/{tenant}/jobs', query: [] },
   { method: 'POST', path: '/v1/tenants/{tenant}/jobs/batch', query: [] },
   { method: 'POST', path: '/v1/tenants/{tenant}/jobs/outcomes', query: [] },
+  { method: 'POST', path: '/v1/tenants/{tenant}/jobs/heartbeats', query: [] },
   {
     method: 'GET',
     path: '/v1/tenants/{tenant}/jobs',

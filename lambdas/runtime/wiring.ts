@@ -22,6 +22,7 @@ import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispat
 import { type Clock, ConfigError, JobIdCodec, type QueueSender, systemClock } from '../../core/model/index.js';
 import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
 import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
+import { DynamoCancelRequests } from '../../adapters/dynamoCancelRequests.js';
 import type { IngestDeps } from '../../core/ingest/index.js';
 import {
   type ProgressDeps,
@@ -126,7 +127,19 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
   const edits = new DynamoDeadLetterEdits(config.tableName, dynamo);
   const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock };
-  const jobs = new JobsService({ store, codec, tenants, clock, settings, history, edits, controls, workflows: workflowJobs(progress) });
+  const cancelRequests = new DynamoCancelRequests(config.tableName, dynamo);
+  const jobs = new JobsService({
+    store,
+    codec,
+    tenants,
+    clock,
+    settings,
+    history,
+    edits,
+    controls,
+    workflows: workflowJobs(progress),
+    cancelRequests,
+  });
   return {
     ...(config.inboundQueueUrl
       ? {

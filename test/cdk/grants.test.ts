@@ -73,9 +73,9 @@ describe('each grant is one Grant covering every queue it touches', () => {
     );
   });
 
-  it('grantSchedule: the four job routes, the listing, outcome reports, bulk cancel and its operations, the six schedule routes and the three workflow routes', () => {
+  it('grantSchedule: the four job routes, the listing, outcome reports, heartbeats, bulk cancel and its operations, the six schedule routes and the three workflow routes', () => {
     const g = tenant.grantSchedule(role('Schedule'));
-    expect(g.principalStatements.flatMap((s) => s.resources)).toHaveLength(17);
+    expect(g.principalStatements.flatMap((s) => s.resources)).toHaveLength(18);
   });
 
   it('what the template grants matches: no DLQ send without deadLetter', () => {

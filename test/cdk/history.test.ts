@@ -59,11 +59,13 @@ describe('history in the constructs', () => {
     expect(writes[0]!.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['w*', 'h#*'] } });
   });
 
-  it('grantReportOutcomes: execute-api:Invoke on POST .../jobs/outcomes of the tenant only', () => {
+  it('grantReportOutcomes: execute-api:Invoke on POST .../jobs/outcomes and .../jobs/heartbeats of the tenant only', () => {
     const granted = allowed(roleStatements(t, idOf(workerRole())));
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const arns = [...granted.get('execute-api:Invoke')!];
-    expect(arns).toHaveLength(1);
-    expect(arns[0]!.endsWith('/$default/POST/v1/tenants/alpha/jobs/outcomes')).toBe(true);
+    expect(arns.map((a) => a.slice(a.indexOf('/$default/'))).sort()).toEqual([
+      '/$default/POST/v1/tenants/alpha/jobs/heartbeats',
+      '/$default/POST/v1/tenants/alpha/jobs/outcomes',
+    ]);
   });
 });

@@ -100,6 +100,7 @@ describe('HTTP API', () => {
     'DELETE /v1/tenants/{tenant}/workflows/{workflowId}',
     'POST /v1/tenants/{tenant}/jobs/cancel',
     'GET /v1/tenants/{tenant}/operations/{operationId}',
+    'POST /v1/tenants/{tenant}/jobs/heartbeats',
   ];
 
   it('has exactly the four job routes of DESIGN.md, the listing, the six schedule routes, the six dead-letter routes, the operator, workflow and bulk-cancel routes, every one AWS_IAM, each on the function that serves it', () => {
@@ -118,6 +119,7 @@ describe('HTTP API', () => {
       ...Object.fromEntries(ROUTES.slice(18, 22).map((r) => [r, 'admin'])), // the operator API (docs/tenant-controls.md)
       ...Object.fromEntries(ROUTES.slice(22, 25).map((r) => [r, 'workflows'])), // docs/workflows.md
       ...Object.fromEntries(ROUTES.slice(25, 27).map((r) => [r, 'cancel'])), // bulk cancel (docs/flow-control.md)
+      [ROUTES[27]!]: 'workflows', // the workers' heartbeats, beside their outcome reports
     };
     for (const [id, r] of routes) {
       expect(r.Properties.AuthorizationType, `${id} authorization`).toBe('AWS_IAM');
@@ -524,9 +526,12 @@ describe('functions', () => {
     // Ingest reads job rows (a bulk cancel's passes look one up again), whose partition is the bare
     // shard number: no prefix; its other reads (cancel records, definitions) are under that grant.
     expect(getItem(s.functions.ingest)).toEqual(['*']);
-    // The cancel function's bulk-cancel items: its operations and the tenants' operation indexes only.
-    for (const a of ['dynamodb:PutItem', 'dynamodb:DeleteItem'])
-      expect(roleActions(s.functions.cancel).get(a), a).toEqual(['op#*', 'ops#*']);
+    // The cancel function's own items: bulk cancels' operations and the tenants' operation indexes,
+    // and (PutItem) running jobs' stop requests.
+    expect(roleActions(s.functions.cancel).get('dynamodb:PutItem')).toEqual(['cr#*', 'op#*', 'ops#*']);
+    expect(roleActions(s.functions.cancel).get('dynamodb:DeleteItem')).toEqual(['op#*', 'ops#*']);
+    // The workers' heartbeats read stop requests, and only those besides workflow items and outcomes.
+    expect(roleActions(s.functions.workflows).get('dynamodb:BatchGetItem')).toEqual(['cr#*', 'h#*', 'w*']);
     expect(getItem(s.functions.dlq)).toEqual(['tenant#*']);
     // Its edits' audit entries: the tenants' trails and the jobs' edit items, nothing else.
     for (const a of ['dynamodb:BatchWriteItem', 'dynamodb:Query'])

@@ -50,6 +50,7 @@ const requests = (tenant: string): [string, string][] => [
   ['GET', `/v1/tenants/${tenant}/jobs/job-123`],
   ['DELETE', `/v1/tenants/${tenant}/jobs/job-123`],
   ['POST', `/v1/tenants/${tenant}/jobs/cancel`],
+  ['POST', `/v1/tenants/${tenant}/jobs/heartbeats`],
   ['GET', `/v1/tenants/${tenant}/operations/op1.AAAAAAAAAAAAAAAAAAAAAA`],
   ['GET', `/v1/tenants/${tenant}/schedules`],
   ['PUT', `/v1/tenants/${tenant}/schedules/nightly-report`],
@@ -150,7 +151,7 @@ describe('tenant in the scheduler stack', () => {
     const granted = allowed(statements);
     expect([...granted.keys()]).toEqual(['execute-api:Invoke']);
     const patterns = [...granted.get('execute-api:Invoke')!];
-    expect(patterns).toHaveLength(17);
+    expect(patterns).toHaveLength(18);
     const api = ref(scheduler.httpApi);
     for (const p of patterns) {
       expect(p).toMatch(/^arn:\{Ref:AWS::Partition\}:execute-api:\{Ref:AWS::Region\}:\{Ref:AWS::AccountId\}:/);
@@ -170,6 +171,7 @@ describe('tenant in the scheduler stack', () => {
       '/$default/POST/v1/tenants/alpha/jobs',
       '/$default/POST/v1/tenants/alpha/jobs/batch',
       '/$default/POST/v1/tenants/alpha/jobs/cancel',
+      '/$default/POST/v1/tenants/alpha/jobs/heartbeats',
       '/$default/POST/v1/tenants/alpha/jobs/outcomes',
       '/$default/POST/v1/tenants/alpha/schedules/*/pause',
       '/$default/POST/v1/tenants/alpha/schedules/*/resume',
@@ -365,7 +367,7 @@ describe('tenant from a team’s own stack', () => {
   it('grants work against the imported API and the team’s queue', () => {
     const invoke = [...(allowed(roleStatements(teamT, idOf(apiRole), imports)).get('execute-api:Invoke') ?? [])];
     const api = fromScheduler(ref(scheduler.httpApi));
-    expect(invoke).toHaveLength(17);
+    expect(invoke).toHaveLength(18);
     for (const [method, path] of requests(TENANT))
       expect(
         invoke.some((p) => arnMatches(p, requestArn(api, method, path))),

@@ -1185,7 +1185,7 @@ describe('every route, every bad input', () => {
     if (r.path.startsWith('/v1/admin/')) return adminHandler(w);
     if (r.path.includes('/schedules')) return schedulesHandler(w);
     if (r.path.includes('/dlq')) return dlqHandler(w);
-    if (r.path.endsWith('/jobs/outcomes')) return outcomesHandler(w);
+    if (r.path.endsWith('/jobs/outcomes') || r.path.endsWith('/jobs/heartbeats')) return outcomesHandler(w);
     if (r.path.includes('/workflows')) return workflowsHandler(w);
     if (r.path.endsWith('/jobs/cancel') || r.path.includes('/operations/')) return cancelHandler(w);
     if (r.method === 'POST') return submitHandler(w);
@@ -1227,24 +1227,26 @@ describe('every route, every bad input', () => {
           ? j({ jobs: [{ payload: 1, delaySeconds: 3_600 }] })
           : r.path.endsWith('/jobs/outcomes')
             ? j({ outcomes: [{ jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 1 }] })
-            : r.path.includes('/schedules/')
-              ? j({ expression: 'rate(1 hour)' })
-              : r.path.endsWith('/workflows')
-                ? j({ jobs: [{ key: 'a', payload: 1, delaySeconds: 3_600 }] })
-                : r.path.endsWith('/dlq/redrive')
-                  ? j({ all: true })
-                  : r.path.endsWith('/dlq/delete')
-                    ? j({ handles: ['h'] })
-                    : r.path.endsWith('/dlq/edit')
-                      ? j({ handle: 'h', payload: 1 })
-                      : r.path.endsWith('/jobs/cancel')
-                        ? j({ tag: 'order-42' })
-                        : j({ weight: 2 });
+            : r.path.endsWith('/jobs/heartbeats')
+              ? j({ jobIds: [jobId] })
+              : r.path.includes('/schedules/')
+                ? j({ expression: 'rate(1 hour)' })
+                : r.path.endsWith('/workflows')
+                  ? j({ jobs: [{ key: 'a', payload: 1, delaySeconds: 3_600 }] })
+                  : r.path.endsWith('/dlq/redrive')
+                    ? j({ all: true })
+                    : r.path.endsWith('/dlq/delete')
+                      ? j({ handles: ['h'] })
+                      : r.path.endsWith('/dlq/edit')
+                        ? j({ handle: 'h', payload: 1 })
+                        : r.path.endsWith('/jobs/cancel')
+                          ? j({ tag: 'order-42' })
+                          : j({ weight: 2 });
 
   const bodyRoutes = ROUTES.filter((r) => goodBody(r) !== undefined);
 
-  it('declares the 27 routes of the API, 10 of them with a body', () => {
-    expect(ROUTES).toHaveLength(27);
+  it('declares the 28 routes of the API, 11 of them with a body', () => {
+    expect(ROUTES).toHaveLength(28);
     expect(bodyRoutes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
       'POST /v1/tenants/{tenant}/dlq/delete',
       'POST /v1/tenants/{tenant}/dlq/edit',
@@ -1252,6 +1254,7 @@ describe('every route, every bad input', () => {
       'POST /v1/tenants/{tenant}/jobs',
       'POST /v1/tenants/{tenant}/jobs/batch',
       'POST /v1/tenants/{tenant}/jobs/cancel',
+      'POST /v1/tenants/{tenant}/jobs/heartbeats',
       'POST /v1/tenants/{tenant}/jobs/outcomes',
       'POST /v1/tenants/{tenant}/workflows',
       'PUT /v1/admin/tenants/{tenant}/settings',
@@ -1276,6 +1279,7 @@ describe('every route, every bad input', () => {
     ['PUT /v1/admin/tenants/{tenant}/settings', 'weight', () => `{"weight": ${deepArrays()}}`],
     ['POST /v1/tenants/{tenant}/workflows', 'jobs[0].after', () => `{"jobs": [{"key": "a", "payload": 1, "after": ${deepArrays()}}]}`],
     ['POST /v1/tenants/{tenant}/jobs/cancel', 'tag', () => `{"tag": ${deepArrays()}}`],
+    ['POST /v1/tenants/{tenant}/jobs/heartbeats', 'jobIds[0]', () => `{"jobIds": [${deepArrays()}]}`],
   ];
   it.each(deepFields)('%s: %s nested 100,000 levels deep is a 400', async (key, _field, body) => {
     const r = ROUTES.find((x) => `${x.method} ${x.path}` === key)!;
