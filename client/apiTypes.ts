@@ -54,7 +54,8 @@ export type JobState =
   | 'CANCELLED'
   | 'DEAD_LETTERED'
   | 'UNKNOWN'
-  // Tenants with history on (docs/history.md): delivered, and the latest reported outcome.
+  // Tenants with history on (docs/history.md): delivered, and the latest reported outcome (a job
+  // stopped while it ran, docs/flow-control.md, shows CANCELLED).
   | 'DELIVERED'
   | 'SUCCEEDED'
   | 'FAILED'
@@ -63,8 +64,12 @@ export type JobState =
 /** One event of a history tenant's job (docs/history.md). */
 export interface TimelineEvent {
   readonly at: string;
-  /** `EDITED`: the job's dead letter was put back on its queue with a new payload (`editDeadLetter`). */
-  readonly event: 'SCHEDULED' | 'DELIVERED' | 'EDITED' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
+  /**
+   * `EDITED`: the job's dead letter was put back on its queue with a new payload (`editDeadLetter`).
+   * `CANCEL_REQUESTED`: a `cancel` of the running job asked its worker to stop it; `CANCELLED`: its
+   * worker reported it stopped so (docs/flow-control.md "Cancel a running job").
+   */
+  readonly event: 'SCHEDULED' | 'DELIVERED' | 'EDITED' | 'CANCEL_REQUESTED' | 'SUCCEEDED' | 'FAILED' | 'DEAD' | 'CANCELLED';
   readonly attempt?: number;
   readonly error?: string;
   readonly durationMs?: number;
@@ -104,6 +109,11 @@ export interface JobStatus {
   readonly result?: unknown;
   /** Tenants with history on: what happened to the job, oldest first. */
   readonly timeline?: TimelineEvent[];
+  /**
+   * A delivered job without a final outcome that a `cancel` asked to stop (docs/flow-control.md
+   * "Cancel a running job"): its worker is told at its next heartbeat.
+   */
+  readonly cancelRequested?: true;
 }
 
 /** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
@@ -271,10 +281,20 @@ export interface TenantSettingsUpdate {
   readonly weight?: number;
 }
 
-/** Reply of `cancel` (repeatable). */
+/**
+ * Reply of `cancel` (repeatable). `CANCELLED` (200): the job will never be delivered.
+ * `CANCEL_REQUESTED` (202): the job was delivered and its outcomes are reported (history on, or a
+ * workflow's job), and it has no final outcome yet: its worker is asked to stop it at its next
+ * heartbeat, and reports `CANCELLED` once it did (docs/flow-control.md "Cancel a running job").
+ */
 export interface CancelledJob {
   readonly jobId: string;
-  readonly state: 'CANCELLED';
+  readonly state: 'CANCELLED' | 'CANCEL_REQUESTED';
+}
+
+/** Reply of `heartbeats`: the jobs among those sent whose stop a `cancel` requested. */
+export interface JobHeartbeats {
+  readonly cancelRequested: readonly string[];
 }
 
 /**

@@ -19,6 +19,7 @@ import type {
   DeadLetterRedrive,
   DeadLettersDeleted,
   DeletedSchedule,
+  JobHeartbeats,
   JobPage,
   JobRequest,
   JobStatus,
@@ -111,11 +112,25 @@ export class DyneinClient {
   }
 
   /**
-   * Cancels a job; repeating a successful cancel answers `CANCELLED` again.
-   * @throws AlreadyQueuedError or NotCancellableError (409: too late, nothing written), InvalidJobIdError, JobNotFoundError
+   * Cancels a job; repeating a successful cancel answers `CANCELLED` again. A job already delivered
+   * whose outcomes are reported (history on, or a workflow's job) and that has no final outcome yet
+   * answers `CANCEL_REQUESTED` (202, repeatable): its worker is asked to stop it at its next
+   * heartbeat and reports `CANCELLED` once it did (docs/flow-control.md "Cancel a running job").
+   * @throws AlreadyQueuedError (409: delivered and not stoppable, or already ended; nothing written), NotCancellableError (409), InvalidJobIdError, JobNotFoundError
    */
   cancel(tenant: string, jobId: string, opts: CallOptions = {}): Promise<CancelledJob> {
     return jobCalls.cancelJob(this.#api, tenant, jobId, opts);
+  }
+
+  /**
+   * Which of 1 to 100 running jobs of the tenant a `cancel` asked to stop
+   * (`POST .../jobs/heartbeats`, docs/flow-control.md "Cancel a running job"). The Worker and
+   * `dyneinLambdaHandler` call it for you when given this client.
+   * @example const { cancelRequested } = await client.heartbeats('billing', [jobId]);
+   * @throws ValidationError (not 1 to 100 strings: before sending; an id this scheduler did not issue, or another tenant's), TenantNotFoundError
+   */
+  async heartbeats(tenant: string, jobIds: readonly string[], opts: CallOptions = {}): Promise<JobHeartbeats> {
+    return jobCalls.jobHeartbeats(this.#api, tenant, jobIds, opts);
   }
 
   /**

@@ -51,7 +51,12 @@ export interface ParentOutcome {
 
 /** What a handler gets besides the job. */
 export interface JobContext {
-  /** Aborts when the worker shuts down past its grace period, or loses the message (its visibility could not be extended). */
+  /**
+   * Aborts when the worker shuts down past its grace period, loses the message (its visibility
+   * could not be extended), or learns at a heartbeat that a `DELETE` of the job asked to stop it
+   * (docs/flow-control.md "Cancel a running job"): then `signal.reason` is a
+   * {@link JobCancelledError}, and whatever the handler returns or throws, the job ends `CANCELLED`.
+   */
   readonly signal: AbortSignal;
   /** SQS's ApproximateReceiveCount: 1 on the first delivery. */
   readonly receiveCount: number;
@@ -81,6 +86,31 @@ export class UnrecoverableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'UnrecoverableError';
+  }
+}
+
+/**
+ * The reason of a handler's `signal` when a `DELETE` of its job asked to stop it while it ran
+ * (docs/flow-control.md "Cancel a running job"; jobs whose outcomes are reported: history on, or a
+ * workflow's job). The Worker reports the outcome `CANCELLED` once the handler settles, whatever it
+ * returns or throws, and deletes the message: no retry, no dead-letter queue. Shutdown and a lost
+ * message abort the signal with other reasons, so a handler can tell them apart.
+ *
+ * @example
+ * const handler: JobHandler = async (job, { signal }) => {
+ *   for (const page of pages(job.payload)) {
+ *     if (signal.aborted && signal.reason instanceof JobCancelledError) return; // stop here: nothing to roll back
+ *     await copy(page, signal);
+ *   }
+ * };
+ */
+export class JobCancelledError extends Error {
+  readonly jobId: string;
+
+  constructor(jobId: string) {
+    super(`job ${jobId} was cancelled while it ran: a DELETE of the job asked its worker to stop it`);
+    this.name = 'JobCancelledError';
+    this.jobId = jobId;
   }
 }
 

@@ -19,6 +19,7 @@ export {
   type DeadLetterRedrive,
   type DeadLettersDeleted,
   type DeletedSchedule,
+  type JobHeartbeats,
   type JobPage,
   type JobRequest,
   type JobState,
@@ -56,6 +57,7 @@ export { parseRetryAfter, type Credentials, type DyneinClientOptions, type Retry
 export {
   OutcomeNotReportedError,
   OutcomeReporter,
+  type HeartbeatSink,
   type OutcomeReport,
   type OutcomeReporterOptions,
   type OutcomeResult,
@@ -88,6 +90,7 @@ export {
   type ErrorSource,
 } from './errors.js';
 export {
+  JobCancelledError,
   MalformedMessageError,
   UnrecoverableError,
   parseDelivery,

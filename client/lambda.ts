@@ -16,10 +16,12 @@ import {
 } from './delivery.js';
 import {
   errorText,
+  heartbeatSinkOf,
   HISTORY_ATTRIBUTE,
   MAX_WORKFLOW_RESULT_BYTES,
   OutcomeReporter,
   outcomeReport,
+  requestedStops,
   resultOf,
   WORKFLOW_ATTRIBUTE,
   type OutcomeNotReportedError,
@@ -61,6 +63,13 @@ export interface LambdaConsumerOptions {
    * (`batchItemFailures`: it comes back and runs again). Its handler's return value is its
    * `result` (JSON of at most 64 KiB, else left out with a warning). Without a client, such
    * records are not run and fail, with a warning once.
+   *
+   * Cancel a running job (docs/flow-control.md): before it runs the batch's records whose
+   * outcomes are reported (history on, or a workflow's job), the wrapper asks the client's
+   * `heartbeats` (a DyneinClient has them; one request per tenant and 100 jobs) which of them a
+   * `DELETE` asked to stop. Such a record is not run: it is reported `CANCELLED` and succeeds
+   * (deleted from the queue; a workflow job's report given up on fails it, as above). A heartbeat
+   * request that fails is logged and its records run. A record already running is not stopped.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /** The queue's maxReceiveCount, when known: a failure on that receive is reported `DEAD`. @default unknown */
@@ -96,6 +105,7 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
         ? new OutcomeReporter(opts.client, { onError: (error) => console.error('dynein: outcomes not reported', error) })
         : undefined;
   const reports = new RecordReports<P>(reporter, now, random);
+  const heartbeats = heartbeatSinkOf(reporter);
   return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
@@ -108,6 +118,34 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
           );
     const slot = limiter(opts.concurrency ?? 10);
 
+    // Cancel a running job (docs/flow-control.md): the records whose outcomes are reported are
+    // checked before any runs, in one heartbeat request per tenant (and 100 jobs) for the batch.
+    const parsed = new Map<SQSRecord, DeliveredJob<P>>();
+    let stops: Promise<Set<string>> | undefined;
+    if (heartbeats) {
+      const reportable: DeliveredJob<P>[] = [];
+      for (const record of event.Records) {
+        let job: DeliveredJob<P>;
+        try {
+          job = parseDelivery<P>(record.body);
+        } catch {
+          continue; // fails in processRecord, as ever
+        }
+        parsed.set(record, job);
+        const attrs = record.messageAttributes;
+        if ((attrs?.[WORKFLOW_ATTRIBUTE]?.stringValue ?? job.workflow) !== undefined || attrs?.[HISTORY_ATTRIBUTE]?.stringValue === '1')
+          reportable.push(job);
+      }
+      if (reportable.length > 0)
+        stops = requestedStops(
+          heartbeats,
+          reportable,
+          (error, tenant, jobIds) =>
+            console.error(`dynein: the heartbeat of ${jobIds.length} job(s) of tenant '${tenant}' failed: they run unchecked`, error),
+          abort.signal,
+        );
+    }
+
     /**
      * One record: resolves when it succeeded (or went to the DLQ), throws to report it as a
      * failure. A workflow job succeeds only once its report was answered; a report given up on
@@ -119,17 +157,21 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       let job: DeliveredJob<P> | undefined;
       let report: RecordReport | undefined;
       let value: unknown;
+      let cancelled = false;
       try {
-        job = parseDelivery<P>(record.body);
+        job = parsed.get(record) ?? parseDelivery<P>(record.body);
         report = reports.for(record, job, receiveCount, receivedAt, abort.signal);
+        // A job a DELETE asked to stop is not run: reported CANCELLED below, and done.
+        cancelled = report !== undefined && stops !== undefined && (await stops).has(job.jobId);
         const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
-        value = await handler(job, {
-          signal: abort.signal,
-          receiveCount,
-          latenessMs: latenessMs(runAt, receivedAt),
-          receivedAt,
-          messageId: record.messageId,
-        });
+        if (!cancelled)
+          value = await handler(job, {
+            signal: abort.signal,
+            receiveCount,
+            latenessMs: latenessMs(runAt, receivedAt),
+            receivedAt,
+            messageId: record.messageId,
+          });
       } catch (error) {
         opts.onError?.(error, record, job);
         const dead = error instanceof UnrecoverableError || (opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount);
@@ -140,6 +182,15 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
         if (error instanceof UnrecoverableError && !unreported && (await toDeadLetterQueue(opts, record, error))) return;
         if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
         throw error;
+      }
+      if (cancelled) {
+        // Not run: CANCELLED is final (deleted, no retry); a workflow job's report given up on fails the record.
+        if (!report!.workflow) return void report!.send('CANCELLED', {});
+        const unreported = await report!.send('CANCELLED', {});
+        if (!unreported) return;
+        opts.onError?.(unreported, record, job);
+        if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
+        throw unreported;
       }
       if (!report?.workflow) return void report?.send('SUCCEEDED', { result: resultOf(value) });
       const result = resultOf(value, MAX_WORKFLOW_RESULT_BYTES);

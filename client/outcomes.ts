@@ -25,10 +25,16 @@ export const MAX_RESULT_BYTES = 1024;
 /** Largest `result` the route keeps for a workflow job, which its children receive (core/jobs/history.ts). */
 export const MAX_WORKFLOW_RESULT_BYTES = 64 * 1024;
 
-/** One delivery's outcome, as the API takes it. */
+/** Most job ids in one heartbeat request (`POST /v1/tenants/{tenant}/jobs/heartbeats`). */
+export const MAX_HEARTBEAT_JOBS = 100;
+
+/**
+ * One delivery's outcome, as the API takes it. `CANCELLED`: the job stopped on a cancel request
+ * while it ran (docs/flow-control.md "Cancel a running job"); final, as `SUCCEEDED` and `DEAD` are.
+ */
 export interface OutcomeReport {
   readonly jobId: string;
-  readonly outcome: 'SUCCEEDED' | 'FAILED' | 'DEAD';
+  readonly outcome: 'SUCCEEDED' | 'FAILED' | 'DEAD' | 'CANCELLED';
   /** The delivery attempt (the message's receive count). */
   readonly attempts: number;
   /** When the worker received the message (RFC 3339). */
@@ -64,9 +70,68 @@ export function outcomeReport(
 export type OutcomeResult =
   { readonly jobId: string; readonly state: string } | { readonly jobId?: string; readonly error: { code: string; message: string } };
 
-/** What a reporter sends through: {@link DyneinClient.reportOutcomes}. */
-export interface OutcomeSink {
+/**
+ * What the Worker and the Lambda wrapper learn running jobs' stop requests through:
+ * {@link DyneinClient.heartbeats} (`POST /v1/tenants/{tenant}/jobs/heartbeats`, 1 to 100 ids).
+ */
+export interface HeartbeatSink {
+  heartbeats(
+    tenant: string,
+    jobIds: readonly string[],
+    opts?: { signal?: AbortSignal },
+  ): Promise<{ readonly cancelRequested: readonly string[] }>;
+}
+
+/**
+ * What a reporter sends through: {@link DyneinClient.reportOutcomes}, and its `heartbeats` when the
+ * sink has them (a DyneinClient does): without them, a Worker or Lambda wrapper never learns that a
+ * running job's stop was requested (docs/flow-control.md "Cancel a running job").
+ */
+export interface OutcomeSink extends Partial<HeartbeatSink> {
   reportOutcomes(tenant: string, outcomes: readonly OutcomeReport[]): Promise<{ results: OutcomeResult[] }>;
+}
+
+/** The heartbeats of a Worker's or Lambda wrapper's `client`, when it has them. */
+export function heartbeatSinkOf(client: OutcomeSink | OutcomeReporter | undefined): HeartbeatSink | undefined {
+  if (client instanceof OutcomeReporter) return client.heartbeatSink();
+  if (!client || typeof client.heartbeats !== 'function') return undefined;
+  return { heartbeats: (tenant, jobIds, opts) => client.heartbeats!(tenant, jobIds, opts) };
+}
+
+/**
+ * The jobs of `jobs` whose stop was requested: one heartbeat request per tenant and 100 ids, all at
+ * once. A request that fails is given to `onError` and its jobs read as not requested (they run
+ * on; the next heartbeat asks again): a heartbeat never fails a job.
+ */
+export async function requestedStops(
+  sink: HeartbeatSink,
+  jobs: Iterable<{ readonly tenant: string; readonly jobId: string }>,
+  onError: (error: unknown, tenant: string, jobIds: readonly string[]) => void,
+  signal?: AbortSignal,
+): Promise<Set<string>> {
+  const byTenant = new Map<string, Set<string>>();
+  for (const { tenant, jobId } of jobs) {
+    const ids = byTenant.get(tenant) ?? new Set<string>();
+    ids.add(jobId);
+    byTenant.set(tenant, ids);
+  }
+  const requests: { tenant: string; jobIds: string[] }[] = [];
+  for (const [tenant, ids] of byTenant) {
+    const all = [...ids];
+    for (let i = 0; i < all.length; i += MAX_HEARTBEAT_JOBS) requests.push({ tenant, jobIds: all.slice(i, i + MAX_HEARTBEAT_JOBS) });
+  }
+  const stops = new Set<string>();
+  await Promise.all(
+    requests.map(async ({ tenant, jobIds }) => {
+      try {
+        const { cancelRequested } = await sink.heartbeats(tenant, jobIds, signal ? { signal } : {});
+        for (const id of cancelRequested) stops.add(id);
+      } catch (error) {
+        if (!signal?.aborted) onError(error, tenant, jobIds);
+      }
+    }),
+  );
+  return stops;
 }
 
 export interface OutcomeReporterOptions {
@@ -149,6 +214,13 @@ export class OutcomeReporter {
    */
   reportNow(tenant: string, report: OutcomeReport, opts: ReportNowOptions = {}): Promise<ReportAnswer> {
     return reportOutcomeNow(this.#now, tenant, report, opts);
+  }
+
+  /** The sink's heartbeats ({@link DyneinClient.heartbeats}), or undefined when it has none. */
+  heartbeatSink(): HeartbeatSink | undefined {
+    const sink = this.sink;
+    if (typeof sink.heartbeats !== 'function') return undefined;
+    return { heartbeats: (tenant, jobIds, opts) => sink.heartbeats!(tenant, jobIds, opts) };
   }
 
   /** Sends everything buffered and waits for every request under way, {@link reportNow}'s too. */

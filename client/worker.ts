@@ -10,6 +10,7 @@ import {
 import { backoffMs, cutText, sleep } from '../core/util/index.js';
 import {
   DEFAULT_RETRY_BACKOFF,
+  JobCancelledError,
   MAX_VISIBILITY_SECONDS,
   UnrecoverableError,
   latenessMs,
@@ -23,12 +24,15 @@ import {
 } from './delivery.js';
 import {
   errorText,
+  heartbeatSinkOf,
   HISTORY_ATTRIBUTE,
   MAX_WORKFLOW_RESULT_BYTES,
   OutcomeReporter,
   outcomeReport,
+  requestedStops,
   resultOf,
   WORKFLOW_ATTRIBUTE,
+  type HeartbeatSink,
   type OutcomeReport,
   type OutcomeSink,
   type ReportAnswer,
@@ -81,6 +85,14 @@ export interface WorkerOptions<P = unknown> {
    * request, at most 4 requests under way per tenant: {@link OutcomeReporter.reportNow}), so
    * 50 handlers ending together make a few requests, not 50. Without a client, such messages are
    * not run (a `failed` event, the message backed off) and the worker warns once.
+   *
+   * Cancel a running job (docs/flow-control.md): every `heartbeatMs` while such jobs (history
+   * on, or a workflow's) run, the worker asks the client's `heartbeats` (a DyneinClient has them;
+   * one request per tenant and 100 jobs) which of them a `DELETE` asked to stop. Each such
+   * handler's `signal` aborts with a {@link JobCancelledError}; once the handler settles, whatever
+   * it returns or throws, the job is reported `CANCELLED` (a `cancelled` event) and its message
+   * deleted: no retry, no dead-letter queue. A heartbeat request that fails is an `error` event
+   * (operation `heartbeats`) and never fails a job: the next heartbeat asks again.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /**
@@ -97,6 +109,8 @@ export interface WorkerOptions<P = unknown> {
 
 export type WorkerEvent<P = unknown> =
   | { type: 'completed'; job: DeliveredJob<P>; messageId: string; receiveCount: number; durationMs: number }
+  // A `DELETE` of the running job asked to stop it: reported CANCELLED, its message deleted (docs/flow-control.md).
+  | { type: 'cancelled'; job: DeliveredJob<P>; messageId: string; receiveCount: number; durationMs: number }
   | { type: 'failed'; job: DeliveredJob<P>; messageId: string; receiveCount: number; error: unknown; retryInSeconds: number }
   | {
       type: 'dead';
@@ -114,9 +128,14 @@ type HandlerOutcome = { readonly ok: true; readonly value: unknown } | { readonl
 
 interface InFlight {
   readonly msg: Message;
+  /** The handler's signal. */
   readonly abort: AbortController;
+  /** Aborts when the message is released (shutdown) or lost: no more tries of its report. */
+  readonly gone: AbortController;
   readonly done: Promise<void>;
   released: boolean;
+  /** A `DELETE` asked to stop the job while its handler ran: its signal aborted with a {@link JobCancelledError}. */
+  cancelled: boolean;
 }
 
 /** Default grace period on stop: with {@link RELEASE_BUDGET_MS}, the worker stops within 2 s. */
@@ -145,6 +164,8 @@ const MAX_DOOMED = 10_000;
  * default: the worker stops within 2 s), then aborts the rest and releases their messages
  * (ChangeMessageVisibility 0): nothing is lost. One bad message never affects others. A
  * workflow job's outcome is reported (and answered) before its message is deleted: see `client`.
+ * A running job whose outcomes are reported can be stopped by a `DELETE` of it: its handler's
+ * `signal` aborts with a {@link JobCancelledError} at the next heartbeat (see `client`).
  *
  * @example
  * const worker = new Worker({ queueUrl, concurrency: 5, handler: async (job, { signal }) => { await charge(job.payload, signal); } });
@@ -154,6 +175,13 @@ export class Worker<P = unknown> {
   readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent' | 'client' | 'maxReceiveCount'>> &
     Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent' | 'maxReceiveCount'> & { heartbeatMs: number };
   readonly #reporter: OutcomeReporter | undefined;
+  /** The client's heartbeats, asked every `heartbeatMs` about {@link #stoppable}'s jobs. */
+  readonly #heartbeats: HeartbeatSink | undefined;
+  /** Jobs whose handler runs and whose outcomes are reported: a `DELETE` may ask to stop them. */
+  readonly #stoppable = new Map<InFlight, { readonly tenant: string; readonly jobId: string }>();
+  #stopCheck: ReturnType<typeof setInterval> | undefined;
+  #checkingStops = false;
+  readonly #stopCheckAbort = new AbortController();
   #warnedNoClient = false;
   #warnedNoWorkflowClient = false;
   readonly #sqs: SQSClient;
@@ -199,6 +227,7 @@ export class Worker<P = unknown> {
         : opts.client
           ? new OutcomeReporter(opts.client, { onError: (error) => this.#emit({ type: 'error', operation: 'report outcomes', error }) })
           : undefined;
+    this.#heartbeats = heartbeatSinkOf(this.#reporter);
     this.#ownsClient = opts.sqs === undefined;
     const region = /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com/.exec(opts.queueUrl)?.[1];
     this.#sqs = opts.sqs ?? new SQSClient(region && !process.env.AWS_REGION ? { region } : {});
@@ -216,6 +245,7 @@ export class Worker<P = unknown> {
       process.once('SIGTERM', this.#onSignal);
       process.once('SIGINT', this.#onSignal);
     }
+    if (this.#heartbeats) this.#stopCheck = setInterval(() => void this.#checkStops(), this.#o.heartbeatMs);
     const pollers = Array.from({ length: Math.ceil(this.#o.concurrency / 10) }, () => this.#pollLoop());
     this.#running = Promise.all(pollers).then(() => this.stop());
     return this.#running;
@@ -248,12 +278,17 @@ export class Worker<P = unknown> {
       // not make it leaves its message to come back after its visibility timeout. Then the
       // receives still waiting are cut.
       const releaseBy = AbortSignal.timeout(RELEASE_BUDGET_MS);
-      const releases = [...this.#inFlight.values()].map(async (f) => {
-        f.released = true;
-        f.abort.abort(new Error('the worker is shutting down: the message is released to another worker'));
-        if (await this.#setVisibility(f.msg, 0, 'release', releaseBy))
-          this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
-      });
+      // A job asked to stop (cancelled) is not handed back: its message is deleted once its handler settles.
+      const releases = [...this.#inFlight.values()]
+        .filter((f) => !f.cancelled)
+        .map(async (f) => {
+          f.released = true;
+          const reason = new Error('the worker is shutting down: the message is released to another worker');
+          f.gone.abort(reason);
+          f.abort.abort(reason);
+          if (await this.#setVisibility(f.msg, 0, 'release', releaseBy))
+            this.#emit({ type: 'released', messageId: f.msg.MessageId!, reason: 'shutdown' });
+        });
       const settled = (async () => {
         await Promise.all(releases);
         const pending = () => [...this.#receiving, ...[...this.#inFlight.values()].filter((f) => !f.released).map((f) => f.done)];
@@ -262,6 +297,8 @@ export class Worker<P = unknown> {
       await Promise.race([settled, new Promise((r) => releaseBy.addEventListener('abort', r, { once: true }))]);
       // The outcomes still buffered (history tenants), within a bounded time.
       if (this.#reporter) await Promise.race([this.#reporter.flush(), sleep(FLUSH_BUDGET_MS)]);
+      clearInterval(this.#stopCheck);
+      this.#stopCheckAbort.abort();
       this.#poll.abort();
       process.off('SIGTERM', this.#onSignal);
       process.off('SIGINT', this.#onSignal);
@@ -316,7 +353,7 @@ export class Worker<P = unknown> {
 
   #start(msg: Message): void {
     const abort = new AbortController();
-    const entry: InFlight = { msg, abort, released: false, done: Promise.resolve() };
+    const entry: InFlight = { msg, abort, gone: new AbortController(), released: false, cancelled: false, done: Promise.resolve() };
     (entry as { done: Promise<void> }).done = this.#process(entry)
       .catch((error) => this.#emit({ type: 'error', operation: 'process', error }))
       .finally(() => {
@@ -353,7 +390,17 @@ export class Worker<P = unknown> {
       return this.#processWorkflowJob(entry, job, ctx);
     const report = this.#reportFor(msg, job, receiveCount, receivedAt);
     const heartbeat = this.#heartbeat(entry, job, receivedAt);
-    const outcome = await this.#run(job, ctx).finally(() => heartbeat.stop());
+    if (report) this.#stoppable.set(entry, { tenant: job.tenant, jobId: job.jobId });
+    const outcome = await this.#run(job, ctx).finally(() => {
+      heartbeat.stop();
+      this.#stoppable.delete(entry);
+    });
+    if (entry.cancelled) {
+      // Stopped on a cancel request (whatever the handler returned or threw): final, never retried.
+      if (await this.#delete(msg)) this.#emitCancelled(job, ctx);
+      void report?.('CANCELLED', {});
+      return;
+    }
     if (outcome.ok) {
       // Even after a release (shutdown) the job did complete: deleting avoids a duplicate.
       if (await this.#delete(msg)) this.#emit({ type: 'completed', job, messageId, receiveCount, durationMs: this.#o.now() - receivedAt });
@@ -400,10 +447,14 @@ export class Worker<P = unknown> {
     let outcome: HandlerOutcome;
     let answer: ReportAnswer;
     try {
-      outcome = await this.#run(job, ctx);
-      if (!outcome.ok && entry.released) return; // already handed back; its next delivery retries it
-      const report = this.#workflowReport(job, ctx, outcome);
-      const opts = { signal: entry.abort.signal, budgetMs: WORKFLOW_REPORT_BUDGET_MS, now: this.#o.now, random: this.#o.random };
+      this.#stoppable.set(entry, { tenant: job.tenant, jobId: job.jobId });
+      outcome = await this.#run(job, ctx).finally(() => this.#stoppable.delete(entry));
+      const cancelled = entry.cancelled;
+      if (!outcome.ok && entry.released && !cancelled) return; // already handed back; its next delivery retries it
+      const report = cancelled
+        ? this.#outcomeReport(job, ctx.receiveCount, ctx.receivedAt, 'CANCELLED', {})
+        : this.#workflowReport(job, ctx, outcome);
+      const opts = { signal: entry.gone.signal, budgetMs: WORKFLOW_REPORT_BUDGET_MS, now: this.#o.now, random: this.#o.random };
       answer = await reporter.reportNow(job.tenant, report, opts);
     } finally {
       heartbeat.stop();
@@ -412,8 +463,12 @@ export class Worker<P = unknown> {
     if (!answer.answered) {
       this.#emit({ type: 'error', operation: 'report outcome (workflow job)', error: answer.error });
       if (entry.released) return; // released or lost: it comes back as it is
-      if (!outcome.ok) return this.#backOff(msg, job, ctx.receiveCount, outcome.error);
+      if (!outcome.ok && !entry.cancelled) return this.#backOff(msg, job, ctx.receiveCount, outcome.error);
       await this.#setVisibility(msg, retryDelaySeconds(ctx.receiveCount, this.#o.backoff, this.#o.random), 'backoff');
+      return;
+    }
+    if (entry.cancelled) {
+      if (await this.#delete(msg)) this.#emitCancelled(job, ctx);
       return;
     }
     if (outcome.ok) {
@@ -513,6 +568,7 @@ export class Worker<P = unknown> {
     const lose = (error: unknown) => {
       entry.released = true;
       clearInterval(timer);
+      entry.gone.abort(error);
       entry.abort.abort(error);
       this.#emit({ type: 'lost', job, messageId: entry.msg.MessageId!, error });
     };
@@ -541,6 +597,44 @@ export class Worker<P = unknown> {
       }
     }, this.#o.heartbeatMs);
     return { stop: () => clearInterval(timer) };
+  }
+
+  /**
+   * One heartbeat of the running jobs whose outcomes are reported (docs/flow-control.md "Cancel a
+   * running job"): asks which of them a `DELETE` asked to stop (one request per tenant and 100
+   * jobs), and aborts those handlers' signals with a {@link JobCancelledError}. Skipped while the
+   * last one is still under way; a failed request is an `error` event and stops nothing.
+   */
+  async #checkStops(): Promise<void> {
+    const sink = this.#heartbeats;
+    if (!sink || this.#checkingStops || this.#stoppable.size === 0 || this.#stopRequested) return;
+    this.#checkingStops = true;
+    try {
+      const stops = await requestedStops(
+        sink,
+        this.#stoppable.values(),
+        (error) => this.#emit({ type: 'error', operation: 'heartbeats', error }),
+        this.#stopCheckAbort.signal,
+      );
+      if (stops.size === 0) return;
+      for (const [entry, { jobId }] of this.#stoppable) {
+        if (!stops.has(jobId) || entry.cancelled || entry.released) continue;
+        entry.cancelled = true;
+        entry.abort.abort(new JobCancelledError(jobId));
+      }
+    } finally {
+      this.#checkingStops = false;
+    }
+  }
+
+  #emitCancelled(job: DeliveredJob<P>, ctx: JobContext): void {
+    this.#emit({
+      type: 'cancelled',
+      job,
+      messageId: ctx.messageId,
+      receiveCount: ctx.receiveCount,
+      durationMs: this.#o.now() - ctx.receivedAt,
+    });
   }
 
   /** Skips the remaining retries: to the DLQ when its URL is known, else released until the redrive policy moves it. */

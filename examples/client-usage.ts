@@ -12,6 +12,7 @@ import {
   ConcurrentModificationError,
   DyneinClient,
   ForbiddenError,
+  JobCancelledError,
   NotCancellableError,
   ScheduleNotFoundError,
   ThrottledError,
@@ -164,6 +165,29 @@ export async function worker(): Promise<void> {
     },
   });
   await w.run(); // until SIGTERM / SIGINT (or w.stop())
+}
+
+// --- Worker: cancel a running job -------------------------------------------------------------
+
+declare function copyAll(files: string[], signal: AbortSignal): Promise<void>;
+declare function removePartialCopy(files: string[]): Promise<void>;
+
+export async function cancellableWorker(client: DyneinClient): Promise<void> {
+  const w = new Worker<{ files: string[] }>({
+    queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing-queue',
+    client, // reports outcomes (history on, workflow jobs) and sends the heartbeats
+    handler: async (job, { signal }) => {
+      try {
+        await copyAll(job.payload.files, signal); // gives up once the signal aborts
+      } finally {
+        if (signal.reason instanceof JobCancelledError) await removePartialCopy(job.payload.files); // asked to stop
+      }
+    },
+    onEvent: (e) => {
+      if (e.type === 'cancelled') console.log(`${e.job.jobId} stopped on request after ${e.durationMs} ms`);
+    },
+  });
+  await w.run();
 }
 
 // --- Lambda consuming a tenant queue ----------------------------------------------------------

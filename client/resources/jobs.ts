@@ -1,11 +1,11 @@
-/** One-off jobs: schedule (one, or many in batches), status, cancel, listing, outcome reports. */
+/** One-off jobs: schedule (one, or many in batches), status, cancel, listing, outcome reports, heartbeats. */
 import { randomUUID } from 'node:crypto';
 import { backoffMs, forEachLimit, sleep } from '../../core/util/index.js';
 import { packGreedy } from '../../core/model/index.js';
-import type { BatchItemResult, CancelledJob, JobPage, JobRequest, JobStatus, ScheduledJob } from '../apiTypes.js';
+import type { BatchItemResult, CancelledJob, JobHeartbeats, JobPage, JobRequest, JobStatus, ScheduledJob } from '../apiTypes.js';
 import type { BatchOptions, CallOptions, ListJobsOptions } from '../callOptions.js';
 import { ValidationError, errorFromCode } from '../errors.js';
-import type { OutcomeReport, OutcomeResult } from '../outcomes.js';
+import { MAX_HEARTBEAT_JOBS, type OutcomeReport, type OutcomeResult } from '../outcomes.js';
 import type { ApiTransport } from '../transport.js';
 import { enc, payloadText, tenantPath, wholeNumber, withQuery } from './encode.js';
 
@@ -96,6 +96,22 @@ export function reportOutcomes(
     JSON.stringify({ outcomes }),
     opts.signal,
   );
+}
+
+/**
+ * `POST .../jobs/heartbeats`: 1 to 100 job ids (strings) checked before sending; the server checks
+ * that each is one of the tenant's.
+ */
+export function jobHeartbeats(api: ApiTransport, tenant: string, jobIds: readonly string[], opts: CallOptions): Promise<JobHeartbeats> {
+  if (!Array.isArray(jobIds) || jobIds.length < 1 || jobIds.length > MAX_HEARTBEAT_JOBS)
+    throw new ValidationError({
+      source: 'client',
+      message: `jobIds must be an array of 1 to ${MAX_HEARTBEAT_JOBS} job ids, got ${Array.isArray(jobIds) ? `${jobIds.length} ids` : typeof jobIds}`,
+    });
+  const bad = jobIds.findIndex((id) => typeof id !== 'string');
+  if (bad >= 0)
+    throw new ValidationError({ source: 'client', message: `jobIds[${bad}] must be a job id (a string), got ${typeof jobIds[bad]}` });
+  return api.request<JobHeartbeats>('POST', `${tenantPath(tenant)}/jobs/heartbeats`, JSON.stringify({ jobIds }), opts.signal);
 }
 
 export function cancelJob(api: ApiTransport, tenant: string, jobId: string, opts: CallOptions): Promise<CancelledJob> {

@@ -1,10 +1,21 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import type * as Sdk from '../../client/index.js';
-import type { OutcomeResult as SdkOutcomeResult } from '../../client/outcomes.js';
+import type { OutcomeReport as SdkOutcomeReport, OutcomeResult as SdkOutcomeResult } from '../../client/outcomes.js';
 import type { BatchReply as SdkBatchReply } from '../../client/resources/jobs.js';
 import type { OperationReply, OperationsService } from '../../core/operations/index.js';
 import type { AuditEntry, DeadLetter, DeadLetterService, EditReply, MoveTask, RedriveReply } from '../../core/deadLetters/index.js';
-import type { CancelReply, JobPageReply, JobState, ListedJob, OutcomeResult, StatusReply, TimelineEvent } from '../../core/jobs/index.js';
+import type {
+  CancelReply,
+  HeartbeatsReply,
+  JobPageReply,
+  JobsService,
+  JobState,
+  ListedJob,
+  Outcome,
+  OutcomeResult,
+  StatusReply,
+  TimelineEvent,
+} from '../../core/jobs/index.js';
 import type { PutResult, ScheduleReply, SchedulesService, ScheduleState } from '../../core/recurring/index.js';
 import type { JobReply, Submitter } from '../../core/submit/index.js';
 import type { ControlChangeReply, ControlsReply, SettingsChange, TenantSettings } from '../../core/tenants/index.js';
@@ -55,7 +66,16 @@ describe('the SDK reply types are tied to core’s', () => {
     expectTypeOf<keyof SdkBatchReply['results'][number]>().toEqualTypeOf<keyof Answer<Submitter['submitBatch']>['results'][number]>();
   });
 
+  it('heartbeats (core/jobs/jobsService.ts): a running job’s stop requested', () => {
+    expectTypeOf<Sdk.JobHeartbeats>().toEqualTypeOf<Sdkish<HeartbeatsReply>>();
+    expectTypeOf<Answer<JobsService['heartbeats']>>().toEqualTypeOf<HeartbeatsReply>();
+    expectTypeOf<Answer<Sdk.DyneinClient['heartbeats']>>().toEqualTypeOf<Sdk.JobHeartbeats>();
+    expectTypeOf<Answer<JobsService['cancel']>>().toEqualTypeOf<CancelReply>();
+  });
+
   it('outcome reports (core/jobs/history.ts)', () => {
+    // What the SDK reports is what the route takes.
+    expectTypeOf<SdkOutcomeReport['outcome']>().toEqualTypeOf<Outcome>();
     expectTypeOf<OutcomeResult>().toExtend<SdkOutcomeResult>();
     expectTypeOf<Exclude<SdkOutcomeResult, { state: string }>>().toEqualTypeOf<Exclude<OutcomeResult, { state: string }>>();
   });

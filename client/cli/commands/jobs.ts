@@ -65,7 +65,10 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
   cancel: {
     brief: 'cancel a job',
     usage: '--tenant <name> <jobId> [options]',
-    summary: 'Cancel a job (exit 1 with AlreadyQueued or NotCancellable when it is too late).',
+    summary:
+      'Cancel a job (exit 1 with AlreadyQueued or NotCancellable when it is too late). A running job whose outcomes are\n' +
+      'reported (history on, or a workflow job) prints CANCEL_REQUESTED: its worker stops it at its next heartbeat\n' +
+      'and reports CANCELLED (docs/flow-control.md).',
     targeted: true,
     flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
     run: runCancel,
@@ -174,6 +177,7 @@ async function runShow({ values, rest, target, tenant, io }: Ctx): Promise<numbe
   }
   io.out(`${reply.jobId}\n  state  ${reply.state}\n  runAt  ${reply.runAt}`);
   if (reply.message) io.out(`  ${reply.message}`);
+  if (reply.cancelRequested) io.out('  cancel requested: its worker stops it at its next heartbeat and reports CANCELLED');
   if (!reply.timeline) {
     if (reply.deliveredAt) io.out(`  deliveredAt  ${reply.deliveredAt}`);
     io.out('  (no timeline: the tenant does not keep job history; see docs/history.md)');
