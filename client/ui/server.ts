@@ -39,8 +39,8 @@ export interface UiServer {
   close(): Promise<void>;
 }
 
-/** Only these API paths go through the proxy: a tenant's jobs, schedules, dead letters and workflows. */
-const API_PATH = /^\/v1\/tenants\/([^/?#]+)\/(jobs|schedules|dlq|workflows)(\/[^?#]*)?$/;
+/** Only these API paths go through the proxy: a tenant's jobs, schedules, dead letters, workflows and operations (bulk cancels). */
+const API_PATH = /^\/v1\/tenants\/([^/?#]+)\/(jobs|schedules|dlq|workflows|operations)(\/[^?#]*)?$/;
 const API_METHODS = new Set(['GET', 'POST', 'DELETE']);
 /** The header the page sends on every API call: a cross-site form or image cannot set it (CORS). */
 export const UI_HEADER = 'x-dynein-ui';

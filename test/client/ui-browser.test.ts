@@ -49,7 +49,10 @@ let api: EditRoutes;
 let ui: UiServer;
 let page: Page;
 
-const rows = () => page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+/** The list's rows: job, run at, state, delivered at, schedule (the tags column apart: {@link tagsColumn}). */
+const rows = () =>
+  page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent).slice(0, 5)));
+const tagsColumn = () => page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].at(-1)?.textContent));
 const text = (sel: string) => page.$eval(sel, (e) => e.textContent ?? '');
 const waitText = (sel: string, pattern: RegExp, timeout = 5_000) =>
   page.waitForFunction((s, p) => new RegExp(p).test(document.querySelector(s)?.textContent ?? ''), { timeout }, sel, pattern.source);
@@ -174,9 +177,10 @@ beforeAll(async () => {
         '`apt-get update && apt-get install -y chromium` (Debian/Ubuntu; .ci/run does this), or set DYNEIN_CHROMIUM to its path.',
     );
   stub = await startUiStub();
-  for (let i = 0; i < 60; i++) stub.jobs.push(stubJob('alpha', i));
+  // Jobs 40 and 41 (and the delivered 100) carry a tag, for the tag filter and the cancel by tag.
+  for (let i = 0; i < 60; i++) stub.jobs.push(stubJob('alpha', i, 'SCHEDULED', i === 40 || i === 41 ? { tags: ['order-42', 'eu'] } : {}));
   stub.jobs.push(
-    stubJob('alpha', 100, 'QUEUED', { deliveredAt: new Date(T0 + 100 * 60_000 + 12).toISOString() }),
+    stubJob('alpha', 100, 'QUEUED', { deliveredAt: new Date(T0 + 100 * 60_000 + 12).toISOString(), tags: ['order-42'] }),
     stubJob('alpha', 101, 'QUEUED', { deliveredAt: new Date(T0 + 101 * 60_000 + 9).toISOString(), schedule: 'nightly-report' }),
     stubJob('alpha', 102, 'SCHEDULED', {
       timeline: [
@@ -315,6 +319,45 @@ describe('the job browser in Chromium', () => {
 
     // Back to everything.
     await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
+    await page.click('#filters button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#jobs tbody tr td')?.textContent === 'alpha-job-000');
+  });
+
+  it('filters by tag, and cancels every pending job with the tag once confirmed', async () => {
+    await page.$eval('#filters input[name=tag]', (e) => ((e as HTMLInputElement).value = 'order-42'));
+    await page.click('#filters button[type=submit]');
+    await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
+    expect((await rows()).map((r) => [r[0], r[2]])).toEqual([
+      ['alpha-job-040', 'SCHEDULED'],
+      ['alpha-job-041', 'SCHEDULED'],
+      ['alpha-job-100', 'QUEUED'],
+    ]);
+    expect(await tagsColumn()).toEqual(['order-42, eu', 'order-42, eu', 'order-42']);
+    expect(stub.requests.some((r) => r.url.startsWith('/v1/tenants/alpha/jobs?') && r.url.includes('tag=order-42'))).toBe(true);
+
+    // Declined: nothing sent. Accepted: POST .../jobs/cancel, its operation followed to DONE, the list read again.
+    page.once('dialog', (d) => void d.dismiss());
+    await page.click('#cancel-tag');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(stub.requests.some((r) => r.url === '/v1/tenants/alpha/jobs/cancel')).toBe(false);
+    page.once('dialog', (d) => {
+      expect(d.message()).toContain('tagged "order-42"');
+      void d.accept();
+    });
+    await page.click('#cancel-tag');
+    await waitText('#jobs-msg', /Cancelled by tag "order-42": matched 2, cancelled 2, already queued 0, not cancellable 0\./);
+    const sent = stub.requests.find((r) => r.url === '/v1/tenants/alpha/jobs/cancel')!;
+    expect([sent.method, JSON.parse(sent.body)]).toEqual(['POST', { tag: 'order-42' }]);
+    expect(stub.requests.some((r) => r.method === 'GET' && r.url.startsWith('/v1/tenants/alpha/operations/op1.'))).toBe(true);
+    await page.waitForFunction(() => document.querySelector('#jobs tbody tr td:nth-child(3)')?.textContent === 'CANCELLED');
+    expect((await rows()).map((r) => r[2])).toEqual(['CANCELLED', 'CANCELLED', 'QUEUED']);
+
+    // Without a tag, the button says what it needs and sends nothing.
+    await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
+    const before = stub.requests.length;
+    await page.click('#cancel-tag');
+    await waitText('#jobs-msg', /Enter a tag first/);
+    expect(stub.requests.slice(before).some((r) => r.url.endsWith('/jobs/cancel'))).toBe(false);
     await page.click('#filters button[type=submit]');
     await page.waitForFunction(() => document.querySelector('#jobs tbody tr td')?.textContent === 'alpha-job-000');
   });
@@ -748,6 +791,8 @@ describe('the job browser server', () => {
     expectTypeOf<Client.DeadLettersDeleted>().toExtend<PageTypes.DeadLettersDeleted>();
     expectTypeOf<Client.DeadLetterEdit>().toExtend<PageTypes.DeadLetterEdit>();
     expectTypeOf<Client.DeadLetterAuditPage>().toExtend<PageTypes.DeadLetterAuditPage>();
+    expectTypeOf<Client.CancelJobsStarted>().toExtend<PageTypes.CancelJobsStarted>();
+    expectTypeOf<Client.Operation>().toExtend<PageTypes.Operation>();
   });
 
   it('never gives the page a secret, and proxies only with its token and header, from this machine, to tenant routes', async () => {

@@ -2,8 +2,9 @@ import { startSignedStub } from '../support/signedStub.js';
 
 /**
  * An in-memory stand-in for the API routes the job browser reads (docs/api.md): the listing
- * (`GET /jobs` with state, from, to, schedule, order, limit, cursor), one job with its timeline,
- * cancel, the schedules list, and the dead-letter queue with redrive. It checks SigV4 as the
+ * (`GET /jobs` with state, from, to, schedule, tag, order, limit, cursor), one job with its timeline,
+ * cancel, bulk cancel by tag (`POST /jobs/cancel`, done at once, and `GET /operations/{id}`), the
+ * schedules list, and the dead-letter queue with redrive. It checks SigV4 as the
  * gateway does and records every request. With `listing: false` / `dlq: false` those routes
  * answer API Gateway's own 404 (`{"message":"Not Found"}`), as a stack deployed before them does.
  */
@@ -14,6 +15,7 @@ export interface StubJob {
   state: string;
   deliveredAt?: string;
   schedule?: string;
+  tags?: string[];
   timeline?: { at: string; event: string; [k: string]: unknown }[];
 }
 
@@ -62,8 +64,9 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
   const redriven: StubDeadLetter[] = [];
   const failDeletes = new Set<string>();
   const workflows = new Map<string, object>();
+  const operations = new Map<string, object>();
   const stub = await startSignedStub(async ({ method, path, params, raw, reply, error }) => {
-    const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq|workflows)(?:\/([^/]+))?$/.exec(path);
+    const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq|workflows|operations)(?:\/([^/]+))?$/.exec(path);
     if (!m) return reply(404, { message: 'Not Found' });
     const [, tenantEnc, kind, rest] = m;
     const tenant = decodeURIComponent(tenantEnc!);
@@ -82,6 +85,7 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
       let matching = jobs
         .filter((j) => j.tenant === tenant && (state === null || j.state === state))
         .filter((j) => !params.has('schedule') || j.schedule === params.get('schedule'))
+        .filter((j) => !params.has('tag') || (j.tags ?? []).includes(params.get('tag')!))
         .filter((j) => Date.parse(j.runAt) >= from && Date.parse(j.runAt) <= to)
         .sort((a, b) => (key(a) < key(b) ? -1 : 1));
       if (desc) matching.reverse();
@@ -96,6 +100,27 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
         jobs: page.map(({ timeline: _t, ...j }) => j),
         ...(matching.length > limit ? { nextCursor: Buffer.from(`${tenant}|${key(page.at(-1)!)}`).toString('base64url') } : {}),
       });
+    }
+    if (kind === 'jobs' && rest === 'cancel' && method === 'POST') {
+      const { tag } = JSON.parse(raw) as { tag?: string };
+      if (typeof tag !== 'string' || tag === '') return error(400, 'ValidationError', 'tag must be a string of 1 to 64 characters');
+      const tagged = jobs.filter((j) => j.tenant === tenant && (j.tags ?? []).includes(tag) && j.state === 'SCHEDULED');
+      for (const j of tagged) j.state = 'CANCELLED';
+      const operationId = `op1.${String(operations.size).padStart(22, 'A')}`;
+      operations.set(operationId, {
+        operationId,
+        tenant,
+        state: 'DONE',
+        matched: tagged.length,
+        cancelled: tagged.length,
+        alreadyQueued: 0,
+        notCancellable: 0,
+      });
+      return reply(202, { operationId, state: 'RUNNING' });
+    }
+    if (kind === 'operations' && rest !== undefined && method === 'GET') {
+      const op = operations.get(decodeURIComponent(rest));
+      return op ? reply(200, op) : error(404, 'OperationNotFound', `tenant '${tenant}' has no such operation`);
     }
     if (kind === 'jobs' && rest !== undefined) {
       const job = jobs.find((j) => j.tenant === tenant && j.jobId === decodeURIComponent(rest));

@@ -3,7 +3,7 @@
  *
  * They mirror the SDK's, client/apiTypes.ts (`JobStatus`, `ListedJob`, `JobPage`, `Schedule`, `SchedulePage`,
  * `DeadLetter`, `DeadLetterPage`, `DeadLetterRedrive`, `DeadLettersDeleted`, `DeadLetterEdit`,
- * `DeadLetterAuditEntry`, `DeadLetterAuditPage`) rather than import
+ * `DeadLetterAuditEntry`, `DeadLetterAuditPage`, `CancelJobsStarted`, `Operation`) rather than import
  * them: the SDK's entry loads Node modules (node:crypto, the SigV4 signer), which tsconfig.browser.json,
  * with the DOM library and no Node types, cannot check. test/client/ui-browser.test.ts asserts at
  * compile time that each client type fits its mirror here, so the two cannot drift apart.
@@ -49,6 +49,23 @@ export interface ListedJob {
   readonly state: string;
   readonly deliveredAt?: string;
   readonly schedule?: string;
+  readonly tags?: readonly string[];
+}
+
+/** `POST .../jobs/cancel`'s reply (docs/flow-control.md). */
+export interface CancelJobsStarted {
+  readonly operationId: string;
+  readonly state: string;
+}
+
+/** `GET .../operations/{operationId}`: a bulk cancel's progress. */
+export interface Operation {
+  readonly operationId: string;
+  readonly state: string;
+  readonly matched: number;
+  readonly cancelled: number;
+  readonly alreadyQueued: number;
+  readonly notCancellable: number;
 }
 
 export interface JobPage {

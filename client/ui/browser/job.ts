@@ -88,7 +88,10 @@ export async function cancelJob(): Promise<boolean> {
   if (!jobId) return false;
   $<HTMLButtonElement>('#cancel').disabled = true;
   const reply = await callApi('DELETE', `/jobs/${encodeURIComponent(jobId)}`);
-  if (reply.ok) showMessage('#detail-msg', 'ok', `Cancelled ${jobId}.`);
+  const asked = reply.ok && (reply.data as { state?: string } | null)?.state === 'CANCEL_REQUESTED';
+  // 202: the job runs now; its worker is asked to stop it (docs/flow-control.md).
+  if (asked) showMessage('#detail-msg', 'ok', `Asked the worker running ${jobId} to stop it (CANCEL_REQUESTED).`);
+  else if (reply.ok) showMessage('#detail-msg', 'ok', `Cancelled ${jobId}.`);
   else showMessage('#detail-msg', 'err', `Not cancelled: ${errorText(reply)}`);
   return true;
 }

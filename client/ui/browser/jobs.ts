@@ -1,6 +1,6 @@
 /** The Jobs tab's list: `GET .../jobs` with the filters, a page at a time. */
 import { callApi, errorText, missingRoute } from './api.js';
-import type { JobPage, ListedJob } from './apiTypes.js';
+import type { CancelJobsStarted, JobPage, ListedJob, Operation } from './apiTypes.js';
 import { $, el, fieldValue, showMessage, stateBadge } from './dom.js';
 import { openJob } from './job.js';
 import { showLiveLabel } from './liveLabel.js';
@@ -15,11 +15,12 @@ function filterQuery(): URLSearchParams {
   const form = $<HTMLFormElement>('#filters');
   const value = (name: string) => fieldValue(form, name);
   const query = new URLSearchParams();
-  const [from, to, schedule] = [value('from'), value('to'), value('schedule').trim()];
+  const [from, to, schedule, tag] = [value('from'), value('to'), value('schedule').trim(), value('tag').trim()];
   if (value('state')) query.set('state', value('state'));
   if (from) query.set('from', new Date(from).toISOString());
   if (to) query.set('to', new Date(to).toISOString());
   if (schedule) query.set('schedule', schedule);
+  if (tag) query.set('tag', tag);
   if (value('order') !== 'asc') query.set('order', value('order'));
   query.set('limit', value('limit'));
   return query;
@@ -68,6 +69,7 @@ function jobRow(job: ListedJob): HTMLTableRowElement {
     el('td', {}, [stateBadge(job.state)]),
     el('td', { class: 'mono', text: job.deliveredAt ?? '' }),
     el('td', { text: job.schedule ?? '' }),
+    el('td', { class: 'small', text: (job.tags ?? []).join(', ') }),
   ]);
   row.addEventListener('click', () => void openJob(job.jobId));
   return row;
@@ -102,4 +104,42 @@ export function nextPage(): void {
   state.cursors[state.page + 1] = state.nextCursor;
   state.page++;
   void loadJobs();
+}
+
+/** How long the page follows a bulk cancel before it leaves the rest to `dynein operation`. */
+const FOLLOW_OPERATION_MS = 60_000;
+
+/**
+ * Cancels every pending job with the tag in the filters (`POST .../jobs/cancel`, docs/flow-control.md),
+ * once the user confirms, then follows the operation until it is done, its counts in the message.
+ */
+export async function cancelByTag(): Promise<void> {
+  const tag = fieldValue($<HTMLFormElement>('#filters'), 'tag').trim();
+  if (!tag) return showMessage('#jobs-msg', 'err', 'Enter a tag first: every pending job with that tag is cancelled.');
+  if (!window.confirm(`Cancel every pending job of ${state.tenant} tagged "${tag}"? Jobs already delivered are not affected.`)) return;
+  const button = $<HTMLButtonElement>('#cancel-tag');
+  button.disabled = true;
+  try {
+    const started = await callApi<CancelJobsStarted>('POST', '/jobs/cancel', { tag });
+    if (!started.ok) return showMessage('#jobs-msg', 'err', `Not cancelled: ${errorText(started)}`);
+    if (!started.data) return showMessage('#jobs-msg', 'err', 'Not cancelled: the reply had no operation id');
+    const id = started.data.operationId;
+    for (const until = Date.now() + FOLLOW_OPERATION_MS; ;) {
+      const op = await callApi<Operation>('GET', `/operations/${encodeURIComponent(id)}`);
+      if (!op.ok) return showMessage('#jobs-msg', 'err', `Cancel ${id} started; its progress could not be read: ${errorText(op)}`);
+      if (!op.data) return showMessage('#jobs-msg', 'err', `Cancel ${id} started; its progress came back empty`);
+      const counts = `matched ${op.data.matched}, cancelled ${op.data.cancelled}, already queued ${op.data.alreadyQueued}, not cancellable ${op.data.notCancellable}`;
+      if (op.data.state === 'DONE') {
+        showMessage('#jobs-msg', 'ok', `Cancelled by tag "${tag}": ${counts}.`);
+        break;
+      }
+      if (Date.now() > until)
+        return showMessage('#jobs-msg', 'info', `Still cancelling (${counts}): follow it with dynein operation ${id}.`);
+      showMessage('#jobs-msg', 'info', `Cancelling by tag "${tag}": ${counts}...`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await loadJobs();
+  } finally {
+    button.disabled = false;
+  }
 }

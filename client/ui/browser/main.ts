@@ -10,7 +10,7 @@ import { closeEditor, openEditor, saveEdit, toggleEdits } from './deadLetterEdit
 import { deleteTicked, redrive, tickAll } from './deadLetters.js';
 import { $, el, fieldValue, on, showMessage } from './dom.js';
 import { cancelJob, closeJob, loadJob, openJob } from './job.js';
-import { loadJobs, nextPage, previousPage, showFilteredJobs } from './jobs.js';
+import { cancelByTag, loadJobs, nextPage, previousPage, showFilteredJobs } from './jobs.js';
 import { showLiveLabel } from './liveLabel.js';
 import { showTab, showTenant, tick } from './live.js';
 import { loadSchedules } from './schedules.js';
@@ -67,6 +67,7 @@ function wireJobs(): void {
     const jobId = fieldValue($<HTMLFormElement>('#open'), 'jobId').trim();
     if (jobId) void openJob(jobId);
   });
+  on('#cancel-tag', 'click', () => void cancelByTag());
   on('#prev', 'click', previousPage);
   on('#next', 'click', nextPage);
   on('#cancel', 'click', () => void cancelAndReload());
