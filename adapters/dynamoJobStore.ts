@@ -500,6 +500,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         ...priorityOf(a),
         ...(a.wf?.S !== undefined ? { workflow: a.wf.S } : {}),
         ...(a.wpar !== undefined ? { parents: textOf(a.wpar) } : {}),
+        ...tagsOf(a),
       };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
@@ -535,7 +536,12 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
   }
 
   async markDelivered(
-    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number; readonly schedule?: string })[],
+    rows: readonly (RowKey & {
+      readonly tenant: string;
+      readonly expiresAtMs: number;
+      readonly schedule?: string;
+      readonly tags?: readonly string[];
+    })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]> {
     // Unconditional: the send succeeded, so the job is delivered whoever holds the row now. A
@@ -550,8 +556,10 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             tenant: { S: r.tenant },
             deliveredAt: { N: String(deliveredAtMs) },
             expiresAt: ttlSeconds(r.expiresAtMs),
-            // The occurrence's schedule stays on its marker: `schedule=` listings find QUEUED ones too.
+            // The occurrence's schedule stays on its marker: `schedule=` listings find QUEUED ones too;
+            // so do the job's tags, for `tag=` listings and GET (a few bytes: still one write unit).
             ...(r.schedule !== undefined ? { sched: { S: r.schedule } } : {}),
+            ...tagsAttribute(r.tags),
           },
         },
       }),

@@ -99,7 +99,7 @@ export interface JobStatus {
   readonly state: JobState;
   /** `SCHEDULED` and `ACQUIRED`: the priority (1 to 9) of a job submitted with one other than 5. */
   readonly priority?: number;
-  /** `SCHEDULED`, `ACQUIRED` or `CANCELLED` through the table: the job's tags, when it has some. */
+  /** Through the table (`SCHEDULED`, `ACQUIRED`, `CANCELLED`, and once delivered): the job's tags, when it has some. */
   readonly tags?: string[];
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
   readonly deliveredAt?: string;

@@ -258,6 +258,7 @@ export const HISTORY_STATES: Readonly<Record<HistoryState, ListableState>> = {
       state: 'DELIVERED',
       ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}),
       ...(item.schedule !== undefined ? { schedule: item.schedule } : {}),
+      ...(item.tags !== undefined && item.tags.length > 0 ? { tags: [...item.tags] } : {}),
     }),
     unavailable: historyOff,
     // A job whose outcome is reported lists under that outcome, as GET shows it.

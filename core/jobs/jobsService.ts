@@ -186,7 +186,7 @@ export class JobsService {
       case 'CANCELLED':
         return { ...base, state: row.state, ...tagsOf(row) };
       case 'QUEUED':
-        return { ...base, state: 'QUEUED', ...(row.deliveredAtMs ? { deliveredAt: isoMs(row.deliveredAtMs) } : {}) };
+        return { ...base, state: 'QUEUED', ...(row.deliveredAtMs ? { deliveredAt: isoMs(row.deliveredAtMs) } : {}), ...tagsOf(row) };
       case 'DEAD':
         return {
           ...base,

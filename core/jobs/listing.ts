@@ -400,7 +400,13 @@ export function renderLive(base: { readonly jobId: string; readonly tenant: stri
   const sched = item.schedule !== undefined ? { schedule: item.schedule } : {};
   switch (item.state) {
     case 'QUEUED':
-      return { ...base, state: 'QUEUED', ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}), ...sched };
+      return {
+        ...base,
+        state: 'QUEUED',
+        ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}),
+        ...sched,
+        ...tags(item),
+      };
     case 'DEAD':
       return { ...base, state: 'DEAD_LETTERED', message: DEAD_LETTERED_MESSAGE, ...sched };
     case 'ACQUIRED':

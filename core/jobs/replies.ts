@@ -61,7 +61,7 @@ export interface StatusReply {
   readonly state: JobState;
   /** `SCHEDULED` or `ACQUIRED`: the job's priority, when it is not the default 5. */
   readonly priority?: number;
-  /** `SCHEDULED`, `ACQUIRED` or `CANCELLED` through the table: the job's tags, when it has some. */
+  /** Through the table (`SCHEDULED`, `ACQUIRED`, `CANCELLED`, and once delivered): the job's tags, when it has some. */
   readonly tags?: string[];
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
   readonly deliveredAt?: string;

@@ -188,7 +188,13 @@ export interface RowLeases {
    * each, the occurrence's `schedule` kept for listings): the same write units a delete costs. Returns the keys that could not be written.
    */
   markDelivered(
-    rows: readonly (RowKey & { readonly tenant: string; readonly expiresAtMs: number; readonly schedule?: string })[],
+    rows: readonly (RowKey & {
+      readonly tenant: string;
+      readonly expiresAtMs: number;
+      readonly schedule?: string;
+      /** The job's tags: kept on its marker (GET and `tag=` listings of delivered jobs). */
+      readonly tags?: readonly string[];
+    })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]>;
   /** The item at a job's key, strongly consistent. */

@@ -87,6 +87,21 @@ describe('job tags', () => {
     }
   });
 
+  it('a delivered job keeps its tags on its marker: GET (QUEUED) shows them, ?tag= still finds it', async () => {
+    // The row as ingest writes it (the inbound path is the first test's), then as a dispatcher
+    // goes on: the acquire reads the row (its tags with it), the marker replaces it once sent.
+    const dueMs = Date.now() + HOUR;
+    const jobId = sys.w.codec.encode({ tenant: 'demo', shard: 3, dueMs, path: 't', random: 'deliveredTags000' });
+    const key = { shard: 3, dueMs, jobId };
+    expect(await sys.w.store.putJob({ ...key, tenant: 'demo', payload: '"soon"', tags: ['sent-42'] })).toBe('created');
+    const row = await sys.w.store.acquire(key, dueMs, dueMs + 30_000);
+    expect(row?.tags).toEqual(['sent-42']);
+    expect(await sys.w.store.markDelivered([{ ...row!, expiresAtMs: dueMs + HOUR }], Date.now())).toEqual([]);
+    expect(await get(jobId)).toMatchObject({ state: 'QUEUED', tags: ['sent-42'], deliveredAt: expect.any(String) });
+    const listed = (await sys.w.lister.list('demo', { tag: 'sent-42' })).jobs;
+    expect(listed).toEqual([expect.objectContaining({ jobId, state: 'QUEUED', tags: ['sent-42'] })]);
+  });
+
   it('the same idempotency key with other tags is another request (409); with the same tags, the same job', async () => {
     const runAt = new Date(Date.now() + HOUR).toISOString();
     const first = await post('/v1/tenants/demo/jobs', JSON.stringify({ payload: 1, runAt, idempotencyKey: 'tagged-1', tags: ['a', 'b'] }));
