@@ -81,25 +81,7 @@ export class DynamoOperationStore implements OperationStore {
   }
 
   async read(operationId: string): Promise<{ head: OperationHead; parts: ReadonlyMap<string, PartProgress> } | undefined> {
-    const items: Item[] = [];
-    try {
-      let start: Item | undefined;
-      do {
-        const res = await this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': { S: operationPartition(operationId) } },
-            ConsistentRead: true,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        );
-        items.push(...(res.Items ?? []));
-        start = res.LastEvaluatedKey;
-      } while (start);
-    } catch (err) {
-      rethrow(err);
-    }
+    const items = await this.#queryAll('pk = :pk', { ':pk': { S: operationPartition(operationId) } });
     const headItem = items.find((i) => i.sk?.S === 'head');
     const head = headItem && headOf(operationId, headItem);
     if (!head || expired(headItem)) return undefined;
@@ -137,30 +119,39 @@ export class DynamoOperationStore implements OperationStore {
   }
 
   async createdAfter(tenant: string, afterMs: number): Promise<OperationHead[]> {
-    const heads: OperationHead[] = [];
+    const items = await this.#queryAll('pk = :pk AND sk >= :from', {
+      ':pk': { S: operationIndexPartition(tenant) },
+      ':from': { S: at13(afterMs + 1) },
+    });
+    return items.flatMap((item) => {
+      const id = item.sk?.S?.slice(14);
+      const head = id !== undefined ? headOf(id, item) : undefined;
+      return head && !expired(item) ? [head] : [];
+    });
+  }
+
+  /** Every item of a key condition, strongly consistent, page after page (an operation's items are few). */
+  async #queryAll(condition: string, values: Item): Promise<Item[]> {
+    const items: Item[] = [];
     try {
       let start: Item | undefined;
       do {
         const res = await this.client.send(
           new QueryCommand({
             TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk AND sk >= :from',
-            ExpressionAttributeValues: { ':pk': { S: operationIndexPartition(tenant) }, ':from': { S: at13(afterMs + 1) } },
+            KeyConditionExpression: condition,
+            ExpressionAttributeValues: values,
             ConsistentRead: true,
             ...(start ? { ExclusiveStartKey: start } : {}),
           }),
         );
-        for (const item of res.Items ?? []) {
-          const id = item.sk?.S?.slice(14);
-          const head = id !== undefined ? headOf(id, item) : undefined;
-          if (head && !expired(item)) heads.push(head);
-        }
+        items.push(...(res.Items ?? []));
         start = res.LastEvaluatedKey;
       } while (start);
     } catch (err) {
       rethrow(err);
     }
-    return heads;
+    return items;
   }
 
   async saveProgress(operationId: string, part: string, p: PartProgress, expiresAtMs: number): Promise<void> {

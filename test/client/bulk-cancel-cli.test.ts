@@ -1,6 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,8 +8,8 @@ import { main } from '../../client/cli/index.js';
 import { DyneinClient } from '../../client/client.js';
 import { DyneinApiError, ValidationError } from '../../client/errors.js';
 import { cancelHandler, statusHandler } from '../../lambdas/runtime/handlers.js';
-import { startApiServer } from '../../local/apiServer.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { serveApi } from '../support/localApi.js';
 import { createSystem, submitJobs, type TestSystem } from '../support/system.js';
 
 /**
@@ -31,25 +30,12 @@ const HOUR = 3_600_000;
 beforeAll(async () => {
   em = await startEmulators();
   sys = await createSystem(em, { tenants: ['demo'] });
-  const unused = () => Promise.reject(new Error('not in this test'));
-  server = await startApiServer({
-    port: 0,
-    region: 'us-east-1',
+  ({ server, endpoint } = await serveApi(em, sys, {
     keys,
-    handlers: { submit: unused, status: statusHandler(sys.w), cancel: cancelHandler(sys.w) },
-    metrics: () => ({}),
-  });
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const { url, dlqUrl } = sys.tenants.demo!;
-  writeFileSync(
-    join(dataDir, 'local.json'),
-    JSON.stringify({
-      endpoint,
-      region: 'us-east-1',
-      sqsEndpoint: em.sqsEndpoint,
-      tenants: { demo: { ...keys.demo, queueUrl: url, dlqUrl } },
-    }),
-  );
+    handlers: { status: statusHandler(sys.w), cancel: cancelHandler(sys.w) },
+    dataDir,
+    localTenants: ['demo'],
+  }));
 });
 afterAll(async () => {
   server?.close();

@@ -1,7 +1,6 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,9 +18,9 @@ import { main } from '../../client/cli/index.js';
 import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { deliveryMessage } from '../../core/model/messages.js';
 import { cancelHandler, outcomesHandler, statusHandler, submitHandler } from '../../lambdas/runtime/handlers.js';
-import { startApiServer } from '../../local/apiServer.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { serveApi } from '../support/localApi.js';
 import { refused, scriptedSink, stored } from '../support/outcomeSinks.js';
 import { createSystem, queueDepth, waitForEmptyQueue, type TestSystem } from '../support/system.js';
 import { waitUntil } from './support.js';
@@ -53,9 +52,7 @@ beforeAll(async () => {
   sys = await createSystem(em, { tenants: ['hist', 'lam', 'plain'] });
   for (const name of ['hist', 'lam'])
     await sys.w.store.putTenant({ name, queueUrl: sys.tenants[name]!.url, dlqUrl: sys.tenants[name]!.dlqUrl, historyTtlMs: 86_400_000 });
-  server = await startApiServer({
-    port: 0,
-    region: 'us-east-1',
+  ({ server, endpoint } = await serveApi(em, sys, {
     keys,
     handlers: {
       submit: submitHandler(sys.w),
@@ -63,19 +60,9 @@ beforeAll(async () => {
       cancel: cancelHandler(sys.w),
       outcomes: outcomesHandler(sys.w),
     },
-    metrics: () => ({}),
-  });
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const { url, dlqUrl } = sys.tenants.hist!;
-  writeFileSync(
-    join(dataDir, 'local.json'),
-    JSON.stringify({
-      endpoint,
-      region: 'us-east-1',
-      sqsEndpoint: em.sqsEndpoint,
-      tenants: { hist: { ...keys.hist, queueUrl: url, dlqUrl } },
-    }),
-  );
+    dataDir,
+    localTenants: ['hist'],
+  }));
 });
 afterAll(async () => {
   server?.close();

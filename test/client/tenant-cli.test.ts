@@ -1,6 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,8 +7,8 @@ import { main } from '../../client/cli/index.js';
 import { DyneinClient } from '../../client/client.js';
 import { ForbiddenError, TenantNotFoundError, ValidationError } from '../../client/errors.js';
 import { adminHandler, statusHandler } from '../../lambdas/runtime/handlers.js';
-import { startApiServer } from '../../local/apiServer.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
+import { serveApi } from '../support/localApi.js';
 import { signedFetch } from '../support/localStack.js';
 import { createSystem, type TestSystem } from '../support/system.js';
 
@@ -32,26 +31,13 @@ const admin = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
 beforeAll(async () => {
   em = await startEmulators();
   sys = await createSystem(em, { tenants: ['demo', 'other'] });
-  const unused = () => Promise.reject(new Error('not in this test'));
-  server = await startApiServer({
-    port: 0,
-    region: 'us-east-1',
+  ({ server, endpoint } = await serveApi(em, sys, {
     keys,
     admin,
-    handlers: { submit: unused, status: statusHandler(sys.w), cancel: unused, admin: adminHandler(sys.w) },
-    metrics: () => ({}),
-  });
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  writeFileSync(
-    join(dataDir, 'local.json'),
-    JSON.stringify({
-      endpoint,
-      region: 'us-east-1',
-      sqsEndpoint: em.sqsEndpoint,
-      tenants: { demo: { ...keys.demo, queueUrl: sys.tenants.demo!.url, dlqUrl: sys.tenants.demo!.dlqUrl } },
-      admin,
-    }),
-  );
+    handlers: { status: statusHandler(sys.w), admin: adminHandler(sys.w) },
+    dataDir,
+    localTenants: ['demo'],
+  }));
 });
 afterAll(async () => {
   server?.close();
