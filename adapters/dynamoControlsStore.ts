@@ -10,8 +10,8 @@ export const controlsKey = (tenant: string): Item => ({ pk: { S: `tenant#${tenan
 /**
  * A tenant's controls in the scheduler table (docs/tenant-controls.md): `pk = tenant#<name>`,
  * `sk = controls`, attributes `paused` (BOOL), `pausedAt` (N, epoch ms), `maxDeliveriesPerSecond`,
- * `maxSubmitsPerSecond`, `weight` (N), `rev` (N, the condition of every write) and `changes` (S,
- * the audit trail as JSON text).
+ * `maxSubmitsPerSecond`, `weight`, `keyLeaseSeconds` (N; absent limits and lease left out), `rev`
+ * (N, the condition of every write) and `changes` (S, the audit trail as JSON text).
  */
 export class DynamoControlsStore implements ControlsStore {
   constructor(
@@ -40,6 +40,7 @@ export class DynamoControlsStore implements ControlsStore {
     if (controls.paused && controls.pausedAtMs !== undefined) item.pausedAt = num(controls.pausedAtMs) as AttributeValue;
     if (controls.maxDeliveriesPerSecond !== undefined) item.maxDeliveriesPerSecond = num(controls.maxDeliveriesPerSecond) as AttributeValue;
     if (controls.maxSubmitsPerSecond !== undefined) item.maxSubmitsPerSecond = num(controls.maxSubmitsPerSecond) as AttributeValue;
+    if (controls.keyLeaseSeconds !== undefined) item.keyLeaseSeconds = num(controls.keyLeaseSeconds) as AttributeValue;
     try {
       await this.client.send(
         new PutItemCommand({
@@ -72,12 +73,14 @@ function controlsOf(item: Item): TenantControls {
   const pausedAtMs = n(item.pausedAt);
   const maxDeliveriesPerSecond = n(item.maxDeliveriesPerSecond);
   const maxSubmitsPerSecond = n(item.maxSubmitsPerSecond);
+  const keyLeaseSeconds = n(item.keyLeaseSeconds);
   return {
     paused,
     ...(paused && pausedAtMs !== undefined ? { pausedAtMs } : {}),
     ...(maxDeliveriesPerSecond !== undefined ? { maxDeliveriesPerSecond } : {}),
     ...(maxSubmitsPerSecond !== undefined ? { maxSubmitsPerSecond } : {}),
     weight: n(item.weight) ?? DEFAULT_WEIGHT,
+    ...(keyLeaseSeconds !== undefined ? { keyLeaseSeconds } : {}),
     rev: n(item.rev) ?? 0,
     changes,
   };

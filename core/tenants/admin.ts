@@ -1,20 +1,29 @@
 /**
  * The operator API on a tenant's controls (docs/tenant-controls.md, "Operator API"): show, pause,
- * resume and set the limits and weight of a registered tenant. Each change is one conditional
- * write on the controls item's `rev` (retried on a lost race), kept in the item's audit trail
- * (the last {@link MAX_AUDIT} changes, with who made it) and logged.
+ * resume and set the limits, weight and key lease of a registered tenant. Each change is one
+ * conditional write on the controls item's `rev` (retried on a lost race), kept in the item's audit
+ * trail (the last {@link MAX_AUDIT} changes, with who made it) and logged.
  */
 import {
   DEFAULT_CONTROLS,
   MAX_AUDIT,
+  MAX_KEY_LEASE_SECONDS,
   MAX_RATE_LIMIT,
   MAX_WEIGHT,
+  MIN_KEY_LEASE_SECONDS,
   type ControlChange,
   type ControlsStore,
   type TenantControls,
   type TenantSettings,
 } from './controls.js';
-import { type Clock, ConcurrentModificationError, parseJsonBody, systemClock, ValidationError } from '../model/index.js';
+import {
+  type Clock,
+  ConcurrentModificationError,
+  DEFAULT_KEY_LEASE_SECONDS,
+  parseJsonBody,
+  systemClock,
+  ValidationError,
+} from '../model/index.js';
 import type { TenantRegistry } from './registry.js';
 
 /** A change as the API shows it (`at` in RFC 3339). */
@@ -38,11 +47,13 @@ export interface ControlsReply {
   readonly changes: readonly ControlChangeReply[];
 }
 
-/** What a settings body may change: a limit set to `null` is cleared. */
+/** What a settings body may change: a limit or the key lease set to `null` is cleared. */
 export interface SettingsChange {
   readonly maxDeliveriesPerSecond?: number | null;
   readonly maxSubmitsPerSecond?: number | null;
   readonly weight?: number;
+  /** `null`: back to the default lease. */
+  readonly keyLeaseSeconds?: number | null;
 }
 
 /** One line per change (the Lambda's Powertools logger; the local stack's console). */
@@ -58,27 +69,31 @@ export interface TenantAdminDeps {
 }
 
 const LIMITS = ['maxDeliveriesPerSecond', 'maxSubmitsPerSecond'] as const;
-const FIELDS = new Set<string>([...LIMITS, 'weight']);
+/** The settings that null clears (back to no limit, or to the default lease). */
+const CLEARABLE = [...LIMITS, 'keyLeaseSeconds'] as const;
+const FIELDS = new Set<string>([...CLEARABLE, 'weight']);
+const FIELD_LIST = 'maxDeliveriesPerSecond, maxSubmitsPerSecond, weight and/or keyLeaseSeconds';
 
 /**
  * Checks a `PUT .../settings` body: a JSON object with at least one of `maxDeliveriesPerSecond`,
- * `maxSubmitsPerSecond` (integers 1 to 100,000, or null to clear) and `weight` (integer 1 to
- * 1,000), nothing else.
+ * `maxSubmitsPerSecond` (integers 1 to 100,000, or null to clear), `weight` (integer 1 to
+ * 1,000) and `keyLeaseSeconds` (integer 10 to 86,400, or null for the default), nothing else.
  * @throws ValidationError naming the field
  * @example parseSettingsChange('{"maxDeliveriesPerSecond": 50, "maxSubmitsPerSecond": null}')
  */
 export function parseSettingsChange(body: string | undefined): SettingsChange {
-  if (body === undefined || body.trim() === '')
-    throw new ValidationError('request body is required: a JSON object with maxDeliveriesPerSecond, maxSubmitsPerSecond and/or weight');
+  if (body === undefined || body.trim() === '') throw new ValidationError(`request body is required: a JSON object with ${FIELD_LIST}`);
   const value = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, 'a JSON object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new ValidationError('request body must be a JSON object like {"maxDeliveriesPerSecond": 100, "weight": 2}');
   const fields = value as Record<string, unknown>;
   for (const name of Object.keys(fields))
     if (!FIELDS.has(name))
-      throw new ValidationError(`unknown field '${name}': the settings are maxDeliveriesPerSecond, maxSubmitsPerSecond and weight`);
+      throw new ValidationError(
+        `unknown field '${name}': the settings are maxDeliveriesPerSecond, maxSubmitsPerSecond, weight and keyLeaseSeconds`,
+      );
   if (Object.keys(fields).length === 0)
-    throw new ValidationError('give at least one of maxDeliveriesPerSecond, maxSubmitsPerSecond or weight');
+    throw new ValidationError('give at least one of maxDeliveriesPerSecond, maxSubmitsPerSecond, weight or keyLeaseSeconds');
   const change: { -readonly [K in keyof SettingsChange]: SettingsChange[K] } = {};
   for (const name of LIMITS) {
     if (!(name in fields)) continue;
@@ -94,6 +109,14 @@ export function parseSettingsChange(body: string | undefined): SettingsChange {
       throw new ValidationError(`weight must be a whole number from 1 to ${MAX_WEIGHT} (default 1), got ${JSON.stringify(fields.weight)}`);
     change.weight = fields.weight as number;
   }
+  if ('keyLeaseSeconds' in fields) {
+    const v = fields.keyLeaseSeconds;
+    if (v !== null && !isIntegerIn(v, MIN_KEY_LEASE_SECONDS, MAX_KEY_LEASE_SECONDS))
+      throw new ValidationError(
+        `keyLeaseSeconds must be a whole number of seconds from ${MIN_KEY_LEASE_SECONDS} to ${MAX_KEY_LEASE_SECONDS}, or null for the default (${DEFAULT_KEY_LEASE_SECONDS}), got ${JSON.stringify(v)}`,
+      );
+    change.keyLeaseSeconds = v;
+  }
   return change;
 }
 
@@ -101,12 +124,13 @@ function isIntegerIn(v: unknown, min: number, max: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 }
 
-/** The settings part of a tenant's controls (absent limits left out). */
+/** The settings part of a tenant's controls (absent limits and a default key lease left out). */
 export function settingsOf(c: TenantSettings): TenantSettings {
   return {
     ...(c.maxDeliveriesPerSecond !== undefined ? { maxDeliveriesPerSecond: c.maxDeliveriesPerSecond } : {}),
     ...(c.maxSubmitsPerSecond !== undefined ? { maxSubmitsPerSecond: c.maxSubmitsPerSecond } : {}),
     weight: c.weight,
+    ...(c.keyLeaseSeconds !== undefined ? { keyLeaseSeconds: c.keyLeaseSeconds } : {}),
   };
 }
 
@@ -153,7 +177,7 @@ export class TenantAdmin {
     const change = parseSettingsChange(body);
     return this.#change(tenant, by, 'settings', (c) => {
       const next: Record<string, unknown> = { ...c };
-      for (const name of LIMITS) {
+      for (const name of CLEARABLE) {
         if (change[name] === null) delete next[name];
         else if (change[name] !== undefined) next[name] = change[name];
       }
@@ -162,7 +186,8 @@ export class TenantAdmin {
       const same =
         after.weight === c.weight &&
         after.maxDeliveriesPerSecond === c.maxDeliveriesPerSecond &&
-        after.maxSubmitsPerSecond === c.maxSubmitsPerSecond;
+        after.maxSubmitsPerSecond === c.maxSubmitsPerSecond &&
+        after.keyLeaseSeconds === c.keyLeaseSeconds;
       return same ? undefined : after;
     });
   }

@@ -1,14 +1,15 @@
 /**
  * Tenant controls (docs/tenant-controls.md): what an operator sets on a tenant through
  * the admin API, apart from the tenant's registration (which its stack owns and rewrites on
- * deploy): paused or not, delivery and submit rate limits, and its weight in fair share.
+ * deploy): paused or not, delivery and submit rate limits, its weight in fair share, and how long a
+ * concurrency key's slot outlives a silent worker.
  *
  * Stored in the scheduler table at `pk = tenant#<name>`, `sk = controls`; read by dispatch, submit
  * and cancel through a {@link ControlsCache} whose staleness is bounded by its TTL (5 s).
  */
 import { systemClock, type Clock } from '../model/index.js';
 
-/** The limits and weight an operator sets (`PUT /v1/admin/tenants/{tenant}/settings`). */
+/** The limits, weight and key lease an operator sets (`PUT /v1/admin/tenants/{tenant}/settings`). */
 export interface TenantSettings {
   /** Most deliveries per second to the tenant's queue, over all dispatchers. Absent: no limit. */
   readonly maxDeliveriesPerSecond?: number;
@@ -16,6 +17,13 @@ export interface TenantSettings {
   readonly maxSubmitsPerSecond?: number;
   /** Share of dispatch when more is due than it can send at once, relative to other tenants'. */
   readonly weight: number;
+  /**
+   * Seconds a concurrency key's slot stays held after the job's send or its last heartbeat or
+   * `FAILED` report, with no final outcome (docs/flow-control.md, "Concurrency by key"); then the
+   * next job of the key takes it over. Absent: the default,
+   * `DEFAULT_KEY_LEASE_SECONDS` (900, core/model).
+   */
+  readonly keyLeaseSeconds?: number;
 }
 
 /** One change, as kept in the controls item's audit trail (the latest {@link MAX_AUDIT} changes). */
@@ -44,6 +52,9 @@ export const DEFAULT_WEIGHT = 1;
 export const MAX_WEIGHT = 1_000;
 /** Largest rate limit accepted (jobs per second). */
 export const MAX_RATE_LIMIT = 100_000;
+/** Shortest and longest key lease accepted (`keyLeaseSeconds`, in seconds). */
+export const MIN_KEY_LEASE_SECONDS = 10;
+export const MAX_KEY_LEASE_SECONDS = 86_400;
 /** Changes kept in the audit trail. */
 export const MAX_AUDIT = 20;
 /** How stale dispatch, submit and cancel may see a tenant's controls (the cache's TTL), counted from the read's start. */
@@ -57,7 +68,7 @@ export const CONTROLS_MAX_STALE_MS = 30_000;
 /** While reads fail, a tenant's controls are read again at most this often per process. */
 export const CONTROLS_RETRY_MS = 1_000;
 
-/** A tenant nobody set controls for: not paused, no limits, weight 1. */
+/** A tenant nobody set controls for: not paused, no limits, weight 1, the default key lease. */
 export const DEFAULT_CONTROLS: TenantControls = Object.freeze({ paused: false, weight: DEFAULT_WEIGHT, rev: 0, changes: [] });
 
 /**

@@ -66,6 +66,26 @@ describe('DynamoControlsStore', () => {
     // And the 5 s cache reads it (what dispatch and submit use).
     expect((await new ControlsCache(store).get('billing')).weight).toBe(3);
   });
+
+  it('stores keyLeaseSeconds as a number beside the other settings, and leaves it out when absent', async () => {
+    const store = new DynamoControlsStore(sys.tableName, em.dynamo);
+    const key = { pk: { S: 'tenant#lease' }, sk: { S: 'controls' } };
+    const controls = { paused: false, weight: 1, keyLeaseSeconds: 60, rev: 1, changes: [] };
+    expect(await store.putControls('lease', controls, 0)).toBe(true);
+    expect(await store.getControls('lease')).toEqual(controls);
+    const raw = await em.dynamo.send(new GetItemCommand({ TableName: sys.tableName, Key: key, ConsistentRead: true }));
+    expect(raw.Item).toMatchObject({ keyLeaseSeconds: { N: '60' } });
+    // What the dispatcher reads for a key's lease: the cached copy.
+    const cache = new ControlsCache(store);
+    await cache.get('lease');
+    expect(cache.peek('lease').keyLeaseSeconds).toBe(60);
+
+    const { keyLeaseSeconds: _k, ...cleared } = { ...controls, rev: 2 };
+    expect(await store.putControls('lease', cleared, 1)).toBe(true);
+    expect(await store.getControls('lease')).toEqual(cleared);
+    const after = await em.dynamo.send(new GetItemCommand({ TableName: sys.tableName, Key: key, ConsistentRead: true }));
+    expect(after.Item).not.toHaveProperty('keyLeaseSeconds');
+  });
 });
 
 describe('TenantAdmin on DynamoDB', () => {
@@ -112,6 +132,13 @@ describe('the admin handler', () => {
     const set = await handle(adminEvent('PUT', 'search', '/settings', '{"maxSubmitsPerSecond":20,"maxDeliveriesPerSecond":null}'));
     expect(set.statusCode).toBe(200);
     expect(JSON.parse(set.body).settings).toEqual({ maxSubmitsPerSecond: 20, weight: 5 });
+    const lease = await handle(adminEvent('PUT', 'search', '/settings', '{"keyLeaseSeconds":30}'));
+    expect(JSON.parse(lease.body).changes.at(-1)).toMatchObject({ action: 'settings', settings: { keyLeaseSeconds: 30 } });
+    expect(JSON.parse((await handle(adminEvent('GET', 'search'))).body).settings).toEqual({
+      maxSubmitsPerSecond: 20,
+      weight: 5,
+      keyLeaseSeconds: 30,
+    });
 
     const before = await new DynamoControlsStore(sys.tableName, em.dynamo).getControls('search');
     for (const [event, status, code, says] of [
@@ -119,6 +146,7 @@ describe('the admin handler', () => {
       [adminEvent('POST', 'nobody', '/pause'), 404, 'TenantNotFound', /nobody/],
       [adminEvent('PUT', 'search', '/settings', '{"weight":"heavy"}'), 400, 'ValidationError', /weight/],
       [adminEvent('PUT', 'search', '/settings', '{"maxDeliveriesPerSecond":0}'), 400, 'ValidationError', /maxDeliveriesPerSecond/],
+      [adminEvent('PUT', 'search', '/settings', '{"keyLeaseSeconds":5}'), 400, 'ValidationError', /keyLeaseSeconds .* from 10 to 86400/],
       [adminEvent('PUT', 'search', '/settings', '{"paused":true}'), 400, 'ValidationError', /unknown field 'paused'/],
       [adminEvent('PUT', 'search', '/settings', '{'), 400, 'ValidationError', /not JSON/],
       [adminEvent('GET', 'Not_A_Tenant'), 400, 'ValidationError', /tenant name/],

@@ -52,6 +52,12 @@ describe('parseSettingsChange', () => {
     expect(parseSettingsChange('{"weight":1}')).toEqual({ weight: 1 });
   });
 
+  it('accepts keyLeaseSeconds from 10 to 86400, or null for the default', () => {
+    expect(parseSettingsChange('{"keyLeaseSeconds":10}')).toEqual({ keyLeaseSeconds: 10 });
+    expect(parseSettingsChange('{"keyLeaseSeconds":86400,"weight":2}')).toEqual({ keyLeaseSeconds: 86_400, weight: 2 });
+    expect(parseSettingsChange('{"keyLeaseSeconds":null}')).toEqual({ keyLeaseSeconds: null });
+  });
+
   it.each([
     [undefined, /request body is required/],
     ['not json', /not JSON/],
@@ -65,6 +71,14 @@ describe('parseSettingsChange', () => {
     ['{"weight":0}', /weight must be a whole number from 1 to 1000/],
     ['{"weight":1001}', /weight must be/],
     ['{"weight":null}', /weight must be .* got null/],
+    [
+      '{"keyLeaseSeconds":9}',
+      /keyLeaseSeconds must be a whole number of seconds from 10 to 86400, or null for the default \(900\), got 9$/,
+    ],
+    ['{"keyLeaseSeconds":86401}', /keyLeaseSeconds must be .* got 86401/],
+    ['{"keyLeaseSeconds":60.5}', /keyLeaseSeconds must be a whole number/],
+    ['{"keyLeaseSeconds":"60"}', /keyLeaseSeconds must be .* got "60"/],
+    ['{"keyLeaseSeconds":60,"leaseSeconds":60}', /unknown field 'leaseSeconds': the settings are .* and keyLeaseSeconds/],
   ])('refuses %s', (body, message) => {
     expect(() => parseSettingsChange(body)).toThrow(ValidationError);
     expect(() => parseSettingsChange(body)).toThrow(message);
@@ -133,6 +147,33 @@ describe('TenantAdmin', () => {
     await expect(admin.setSettings('nobody', '{"weight":0}', 'ops')).rejects.toBeInstanceOf(ValidationError);
     expect(store.puts).toBe(puts);
     expect(store.items.get('billing')!.weight).toBe(3);
+  });
+
+  it('sets the key lease (shown, recorded, logged), takes a repeat as no change, and clears it with null', async () => {
+    const { admin, store, logs } = setup();
+    let r = await admin.setSettings('billing', '{"keyLeaseSeconds":120}', 'ops');
+    expect(r.settings).toEqual({ weight: 1, keyLeaseSeconds: 120 });
+    expect(r.changes.at(-1)).toMatchObject({ action: 'settings', by: 'ops', settings: { weight: 1, keyLeaseSeconds: 120 } });
+    expect(logs.at(-1)!.fields).toMatchObject({ before: { paused: false, weight: 1 }, after: { keyLeaseSeconds: 120 } });
+    expect(store.items.get('billing')!.keyLeaseSeconds).toBe(120);
+    expect((await admin.get('billing')).settings.keyLeaseSeconds).toBe(120);
+
+    // The same value again changes nothing: no write, no record.
+    const puts = store.puts;
+    r = await admin.setSettings('billing', '{"keyLeaseSeconds":120,"weight":1}', 'ops');
+    expect([r.rev, store.puts]).toEqual([1, puts]);
+    expect(logs.at(-1)!.message).toBe('tenant controls unchanged');
+
+    // Another setting keeps the lease; null clears it (back to the default, not shown).
+    r = await admin.setSettings('billing', '{"weight":4}', 'ops');
+    expect(r.settings).toEqual({ weight: 4, keyLeaseSeconds: 120 });
+    r = await admin.setSettings('billing', '{"keyLeaseSeconds":null}', 'ops');
+    expect(r.settings).toEqual({ weight: 4 });
+    expect(r.rev).toBe(3);
+    expect(store.items.get('billing')).not.toHaveProperty('keyLeaseSeconds');
+    // Clearing a lease that is not set changes nothing.
+    r = await admin.setSettings('billing', '{"keyLeaseSeconds":null}', 'ops');
+    expect([r.rev, store.puts]).toEqual([3, puts + 2]);
   });
 
   it(`keeps the last ${MAX_AUDIT} changes, oldest first`, async () => {
