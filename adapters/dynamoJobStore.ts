@@ -126,6 +126,17 @@ export function tagsAttribute(tags: readonly string[] | undefined): Item {
   return tags && tags.length > 0 ? { tags: { L: tags.map((t) => ({ S: t })) } } : {};
 }
 
+/** The row's `ck` and `cl` attributes: only for a job with a concurrency key. */
+export function concurrencyAttributes(c: JobRow['concurrency']): Item {
+  return c ? { ck: { S: c.key }, cl: { N: String(c.limit) } } : {};
+}
+
+/** `{concurrency}` of an item with a `ck` attribute; nothing for one without. */
+export function concurrencyOf(item: Item): { concurrency?: { key: string; limit: number } } {
+  const key = item.ck?.S;
+  return key !== undefined ? { concurrency: { key, limit: Number(item.cl?.N ?? 1) || 1 } } : {};
+}
+
 /** `{tags}` of an item with a `tags` attribute; nothing for one without. */
 export function tagsOf(item: Item): { tags?: string[] } {
   const tags = item.tags?.L?.flatMap((v) => (v.S !== undefined ? [v.S] : []));
@@ -194,6 +205,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             // Priority only when not the default: a default row is the bytes (and write units) it was.
             ...prioAttribute(row.priority),
             ...tagsAttribute(row.tags),
+            ...concurrencyAttributes(row.concurrency),
             ...workflowAttributes(row),
             ...(row.sentAtMs !== undefined ? { sa: { N: String(row.sentAtMs) } } : {}),
           },
@@ -501,6 +513,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         ...(a.wf?.S !== undefined ? { workflow: a.wf.S } : {}),
         ...(a.wpar !== undefined ? { parents: textOf(a.wpar) } : {}),
         ...tagsOf(a),
+        ...concurrencyOf(a),
       };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
@@ -541,6 +554,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       readonly expiresAtMs: number;
       readonly schedule?: string;
       readonly tags?: readonly string[];
+      readonly concurrency?: { readonly key: string; readonly limit: number };
     })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]> {
@@ -560,6 +574,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             // so do the job's tags, for `tag=` listings and GET (a few bytes: still one write unit).
             ...(r.schedule !== undefined ? { sched: { S: r.schedule } } : {}),
             ...tagsAttribute(r.tags),
+            ...concurrencyAttributes(r.concurrency),
           },
         },
       }),
@@ -629,7 +644,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         Key: keys.row(key),
         ConsistentRead: true,
         // `prio` costs nothing more: a GetItem is billed by the item's size, not the projection's.
-        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags',
+        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags, ck, cl',
         ExpressionAttributeNames: { '#state': 'state' },
       }),
     );
@@ -643,6 +658,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
       ...priorityOf(item),
       ...tagsOf(item),
+      ...concurrencyOf(item),
     };
   }
 

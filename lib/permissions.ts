@@ -120,7 +120,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
   workflows: [
     // Rows, tenants, controls, outcome records and workflow items (GetItem); a workflow's cancel
     // cancels its jobs handed to the table through their rows (UpdateItem), whose partition (the
-    // bare shard number) shares no prefix a pattern could name.
+    // bare shard number) shares no prefix a pattern could name; keyed jobs' outcomes and heartbeats
+    // free and renew their slots (ck#<tenant>#<key>, UpdateItem; docs/flow-control.md).
     { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
     // Workflow items (pk w#<shard> waiting records, wp#<shard> specs, wf#<tenant> workflows and
     // claims) and outcome records (pk h#<shard>, docs/history.md: the outcomes route writes them).
@@ -197,7 +198,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
   tick: [{ on: 'table', actions: ['dynamodb:Query'] }],
   dispatch: [
     // Reads due rows, pointers and group marks (Query), rows, tenants and controls (GetItem);
-    // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem).
+    // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem); takes
+    // the slots of concurrency keys (ck#<tenant>#<key>: UpdateItem, GetItem; docs/flow-control.md).
     { on: 'table', actions: ['dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'] },
     SEND_TO_TENANT_QUEUES,
   ],

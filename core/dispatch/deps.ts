@@ -1,5 +1,5 @@
 import { AdaptiveLimit } from './adaptiveLimit.js';
-import type { Clock, GroupLeases, LanePointers, QueueSender, RowLeases, SchedulerSettings, ShardReads } from '../model/index.js';
+import type { Clock, GroupLeases, KeySlots, LanePointers, QueueSender, RowLeases, SchedulerSettings, ShardReads } from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import type { ParkedTenants } from './parked.js';
 
@@ -28,6 +28,11 @@ export interface DispatchDeps {
    * @default one per round
    */
   readonly flow?: ProcessFlow;
+  /**
+   * The slots of concurrency keys (docs/flow-control.md): a keyed row is sent only with one.
+   * Absent: a keyed row is sent as any other (a wiring without keys, the simulation).
+   */
+  readonly keySlots?: KeySlots;
 }
 
 /** Acquires and sends in flight across a process's dispatch rounds (docs/tenant-controls.md, "Fair share under saturation"). */

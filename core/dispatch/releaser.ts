@@ -16,13 +16,14 @@ import { DeliveryLimits } from './deliveryLimits.js';
 import { FairShare, type FairLane } from './fairShare.js';
 import { LeaseKeeper, type Leased } from './leaseKeeper.js';
 import { MarkerWriter, type Sent } from './markerWriter.js';
+import { type Gated, KeyGate } from './keyGate.js';
 
 /** What a releaser runs on: of the table, only a row's lease (renew, give back, mark delivered). */
-export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls'> & {
+export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots'> & {
   readonly store: Pick<RowLeases, 'renew' | 'unacquire' | 'markDelivered'>;
 };
 
-interface Held extends Leased {
+interface Held extends Leased, Gated {
   readonly bytes: number;
   attempts: number;
   /** Not before this (epoch ms): the due time, later after a failed send. */
@@ -74,6 +75,8 @@ export class Releaser {
   #ended = false;
   /** Held rows per tenant. */
   readonly #heldBy = new Map<string, number>();
+  /** Keyed rows wait here for a slot of their key (absent without key slots). */
+  readonly #gate: KeyGate<Held> | undefined;
 
   /**
    * @param deliveryShare this round's share of each tenant's `maxDeliveriesPerSecond` (its shards
@@ -97,6 +100,16 @@ export class Releaser {
     );
     this.#markers = new MarkerWriter(deps, stats, hooks, (p) => this.#track(p), signal);
     this.#limits = new DeliveryLimits(deps.controls, deliveryShare);
+    if (deps.keySlots)
+      this.#gate = new KeyGate<Held>(
+        {
+          slots: deps.keySlots,
+          clock: deps.clock,
+          keyLeaseSeconds: (tenant) => deps.controls?.peek(tenant).keyLeaseSeconds,
+          ...(deps.log ? { log: deps.log } : {}),
+        },
+        (rows) => this.#admitted(rows),
+      );
     signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
 
@@ -187,6 +200,7 @@ export class Releaser {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#leases.stop();
+    this.#gate?.stop();
     // Sent rows not yet recorded keep their lease: a later round sends them again (a duplicate).
     this.#markers.stop();
     const n = this.#held.size;
@@ -371,6 +385,43 @@ export class Releaser {
     return list.slice(0, granted);
   }
 
+  /**
+   * The rows of `list` that may go now as far as concurrency keys go: a keyed row takes a slot of
+   * its key first; one that gets none waits in the gate (its lease still kept) and comes back
+   * through {@link #admitted} once it has one.
+   */
+  async #keyed(list: Held[]): Promise<Held[]> {
+    if (!this.#gate || !list.some((h) => h.row.concurrency && !h.slot)) return list;
+    let pass: Held[];
+    try {
+      pass = await this.#gate.pass(list);
+    } catch (err) {
+      // The key's item could not be written: the keyed rows try again shortly.
+      this.deps.log?.('key slots unavailable', { error: (err as Error).message });
+      pass = list.filter((h) => !h.row.concurrency || h.slot);
+      this.#retryLater(list.filter((h) => !pass.includes(h)));
+    }
+    for (const h of list) if (!pass.includes(h) && !h.slot) h.busy = false;
+    return pass;
+  }
+
+  /** Keyed rows that took their slot while waiting: sent as soon as a send slot is free. */
+  #admitted(rows: Held[]): void {
+    const now = this.deps.clock.now();
+    const held = rows.filter((h) => this.#held.get(h.key) === h);
+    for (const h of held) h.readyAt = now;
+    this.#enqueueAll(held, now);
+  }
+
+  #retryLater(rows: Held[]): void {
+    for (const h of rows) {
+      h.busy = false;
+      h.attempts++;
+      h.readyAt = this.deps.clock.now() + backoffMs(h.attempts, { baseMs: 50, capMs: 1_000 });
+      this.#enqueue(h);
+    }
+  }
+
   /** Gives a paused tenant's rows back (SCHEDULED again) so that they are held, not sent. */
   async #giveBack(tenant: string, list: Held[]): Promise<void> {
     this.deps.log?.('tenant paused; acquired rows given back', { tenant, rows: list.length });
@@ -430,7 +481,7 @@ export class Releaser {
         this.#track(this.#giveBack(tenant, list));
         continue;
       }
-      const allowed = this.#allowed(tenant, list, at);
+      const allowed = this.#allowed(tenant, await this.#keyed(list), at);
       if (allowed.length === 0) byTenant.delete(tenant);
       else byTenant.set(tenant, allowed);
     }
@@ -522,6 +573,7 @@ export class Releaser {
   #leaseLost(h: Held): void {
     if (h.busy || !this.#held.has(h.key)) return;
     this.#queue = this.#queue.filter((q) => q !== h);
+    this.#gate?.drop(h);
     this.#forget(h); // and skipped if it waits for a send slot
     this.stats.leaseLost++;
     this.hooks.onDropped?.(h.row, h.leaseUntil + 1);

@@ -5,6 +5,7 @@ import {
   isLateRow,
   type JobIdCodec,
   type JobWrites,
+  type KeySlots,
   parseInboundJobs,
   type SchedulerSettings,
 } from '../model/index.js';
@@ -25,6 +26,8 @@ export interface IngestDeps {
   readonly codec: JobIdCodec;
   readonly clock: Clock;
   readonly settings: SchedulerSettings;
+  /** Concurrency keys' limits (docs/flow-control.md): set before a keyed job's row is written. Absent: not kept. */
+  readonly keySlots?: Pick<KeySlots, 'setLimit'>;
 }
 
 /** What became of one inbound message: the outcome of each job written, and the first failure. */
@@ -53,6 +56,11 @@ export async function ingestMessage(
 ): Promise<MessageIngest> {
   const jobs = parseInboundJobs(body);
   if (!jobs) return { outcomes: [], written: [], error: new MalformedInboundError('inbound message is not one written by submit') };
+  try {
+    await setKeyLimits(deps, jobs, sent?.atMs ?? deps.clock.now(), limit);
+  } catch (error) {
+    return { outcomes: [], written: [], error };
+  }
   const settled = await Promise.allSettled(
     jobs.map((job, i) =>
       job
@@ -64,6 +72,20 @@ export async function ingestMessage(
   const written = settled.flatMap((r, i) => (r.status === 'fulfilled' && r.value !== 'cancelled' ? [jobs[i]!] : []));
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   return failed ? { outcomes, written, error: failed.reason } : { outcomes, written };
+}
+
+/**
+ * The limits the message's keyed jobs were submitted with, one write per key (the message's last
+ * job of a key has the latest limit): written before any of the rows, so the dispatcher that takes
+ * a row's slot finds its key's limit. A limit submitted later than `atMs` stands.
+ */
+async function setKeyLimits(deps: IngestDeps, jobs: readonly (InboundJob | undefined)[], atMs: number, limit: Limit): Promise<void> {
+  const { keySlots } = deps;
+  if (!keySlots) return;
+  const limits = new Map<string, { tenant: string; key: string; limit: number }>();
+  for (const job of jobs)
+    if (job?.concurrency) limits.set(`${job.tenant}\u0000${job.concurrency.key}`, { tenant: job.tenant, ...job.concurrency });
+  await Promise.all([...limits.values()].map((k) => limit(() => keySlots.setLimit(k.tenant, k.key, k.limit, atMs))));
 }
 
 /** {@link ingestMessage}, throwing its failure: each job's outcome, in order. */

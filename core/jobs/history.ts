@@ -15,6 +15,7 @@ import { cutText, type JsonPath, limiter, RawJson } from '../util/index.js';
 import type { ListableState, ListedItem } from './listing.js';
 import type { HistoryState, Outcome, TimelineEvent } from './replies.js';
 import type { TenantRegistry } from '../tenants/index.js';
+import { concurrencyKeyOf, type KeyedDeps, type KeyedEnd, settleKeys } from './keyedOutcomes.js';
 
 /**
  * Job history (docs/history.md): for a tenant with history on, the worker reports each
@@ -299,6 +300,10 @@ export interface HistoryDeps {
   readonly codec: JobIdCodec;
   readonly tenants: TenantRegistry;
   readonly clock: Clock;
+  /** Concurrency keys' slots (docs/flow-control.md): a keyed job's report frees or renews its slot. Absent: keys are ignored. */
+  readonly keySlots?: KeyedDeps['keySlots'];
+  /** The tenants' `keyLeaseSeconds`. */
+  readonly controls?: KeyedDeps['controls'];
 }
 
 /** `POST /v1/tenants/{tenant}/jobs/outcomes`: records a batch of outcomes, answering per entry. */
@@ -329,14 +334,19 @@ export class OutcomesService {
     const now = this.deps.clock.now();
     const results: OutcomeResult[] = [];
     const byKey = new Map<string, Group>();
+    // Keyed jobs' ends (their slots), by entry index; a tenant without history stores nothing else of them.
+    const keyed = new Map<number, KeyedEnd>();
     entries.forEach((entry, i) => {
       try {
         const workflow = this.#isWorkflowJob(entry);
-        // A tenant without history: only workflow jobs' outcomes are taken.
-        if (record.historyTtlMs === undefined && !workflow) throw new HistoryOffError(tenant);
-        const keepMs = workflow ? Math.max(record.historyTtlMs ?? 0, this.deps.workflows!.retentionMs) : record.historyTtlMs!;
+        const ck = this.deps.keySlots ? concurrencyKeyOf((entry as { concurrencyKey?: unknown } | null)?.concurrencyKey) : undefined;
+        // A tenant without history: only workflow jobs' and keyed jobs' outcomes are taken.
+        if (record.historyTtlMs === undefined && !workflow && ck === undefined) throw new HistoryOffError(tenant);
+        const keepMs = workflow ? Math.max(record.historyTtlMs ?? 0, this.deps.workflows!.retentionMs) : (record.historyTtlMs ?? 0);
         const r = this.#record(tenant, entry, now, now + keepMs, workflow ? MAX_WORKFLOW_RESULT_BYTES : MAX_RESULT_BYTES);
         results.push({ jobId: r.jobId, state: r.outcome });
+        if (ck !== undefined) keyed.set(i, { jobId: r.jobId, key: ck, action: r.outcome === 'FAILED' ? 'extend' : 'release' });
+        if (record.historyTtlMs === undefined && !workflow) return; // only its slot changes
         const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
         const prev = byKey.get(key);
         if (!prev) byKey.set(key, { record: r, indexes: [i], all: [r] });
@@ -387,7 +397,30 @@ export class OutcomesService {
       groups.filter((g) => !failed.has(g)),
       results,
     );
+    await this.#settleKeys(tenant, keyed, results);
     return { results };
+  }
+
+  /**
+   * Keyed jobs' slots: freed by a final outcome, renewed by `FAILED`, once the entry was answered
+   * with its state (an entry refused for another reason changes no slot). One whose write failed
+   * answers `Throttled`: reported again, it frees the slot then.
+   */
+  async #settleKeys(tenant: string, keyed: ReadonlyMap<number, KeyedEnd>, results: OutcomeResult[]): Promise<void> {
+    const { keySlots } = this.deps;
+    if (!keySlots) return;
+    const ends = [...keyed].filter(([i]) => 'state' in results[i]!);
+    const failed = await settleKeys(
+      { keySlots, controls: this.deps.controls, clock: this.deps.clock },
+      tenant,
+      ends.map(([, e]) => e),
+    );
+    for (const [i, e] of ends)
+      if (failed.has(e.jobId))
+        results[i] = {
+          jobId: e.jobId,
+          error: { code: 'Throttled', message: 'the slot of its concurrency key was not freed: report it again' },
+        };
   }
 
   /**
@@ -396,14 +429,16 @@ export class OutcomesService {
    */
   #entries(record: TenantRecord, body: string | undefined): unknown[] {
     if (record.historyTtlMs !== undefined) return parseBody(body);
-    if (!this.deps.workflows) throw new HistoryOffError(record.name);
+    if (!this.deps.workflows && !this.deps.keySlots) throw new HistoryOffError(record.name);
     let entries: unknown[];
     try {
       entries = parseBody(body);
     } catch {
       throw new HistoryOffError(record.name);
     }
-    if (!entries.some((e) => this.#isWorkflowJob(e))) throw new HistoryOffError(record.name);
+    const keyed = (e: unknown) =>
+      this.deps.keySlots !== undefined && (e as { concurrencyKey?: unknown } | null)?.concurrencyKey !== undefined;
+    if (!entries.some((e) => this.#isWorkflowJob(e) || keyed(e))) throw new HistoryOffError(record.name);
     return entries;
   }
 

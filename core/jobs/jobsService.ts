@@ -7,6 +7,7 @@ import {
   type JobIdCodec,
   JobNotFoundError,
   type JobLookups,
+  type KeySlots,
   NotCancellableError,
   parseJsonBody,
   type ParsedJobId,
@@ -17,6 +18,7 @@ import {
   tombstoneExpiresAtMs,
   ValidationError,
 } from '../model/index.js';
+import { concurrencyKeyOf, type KeyedDeps, type KeyedEnd, settleKeys } from './keyedOutcomes.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { RawJson } from '../util/index.js';
 import { type JobEdits, MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
@@ -90,6 +92,8 @@ export interface JobsDeps {
   readonly workflows?: WorkflowJobs;
   /** Requests to stop running jobs. Absent: a delivered job's `DELETE` is a 409, as before. */
   readonly cancelRequests?: CancelRequests;
+  /** Concurrency keys' slots: a heartbeat naming a job's key renews its slot's lease. Absent: keys are ignored. */
+  readonly keySlots?: KeyedDeps['keySlots'] & Pick<KeySlots, 'holds'>;
 }
 
 /** Status and cancel: `GET` and `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
@@ -182,7 +186,13 @@ export class JobsService {
       case 'SCHEDULED':
       case 'ACQUIRED':
         // The row is read anyway: its priority (only stored when ≠ 5) and tags cost nothing to show.
-        return { ...base, state: row.state, ...(row.priority !== undefined ? { priority: row.priority } : {}), ...tagsOf(row) };
+        return {
+          ...base,
+          state: row.state,
+          ...(row.priority !== undefined ? { priority: row.priority } : {}),
+          ...tagsOf(row),
+          ...(row.concurrency ? { concurrencyKey: row.concurrency.key, concurrencyLimit: row.concurrency.limit } : {}),
+        };
       case 'CANCELLED':
         return { ...base, state: row.state, ...tagsOf(row) };
       case 'QUEUED':
@@ -232,13 +242,34 @@ export class JobsService {
   async #requestStop(id: ParsedJobId, refusal: ApiError): Promise<CancelReply> {
     const { cancelRequests, tenants, clock } = this.deps;
     const record = await tenants.require(id.tenant);
-    if (!cancelRequests || (id.path !== 'w' && record.historyTtlMs === undefined)) throw refusal;
     const key = { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
+    if (cancelRequests && id.path !== 'w' && record.historyTtlMs === undefined) return this.#requestKeyedStop(id, key, refusal);
+    if (!cancelRequests || (id.path !== 'w' && record.historyTtlMs === undefined)) throw refusal;
     const ended = await this.#finalOutcome(id, key);
     if (ended !== undefined) throw new AlreadyQueuedError(`the job was delivered and ended ${ended}: there is nothing left to cancel`);
     const now = clock.now();
     const keepMs = Math.max(CANCEL_REQUEST_RETENTION_MS, record.historyTtlMs ?? 0);
     await cancelRequests.request(key, id.tenant, now, Math.max(now, id.dueMs) + keepMs);
+    return { jobId: id.jobId, state: 'CANCEL_REQUESTED' };
+  }
+
+  /**
+   * A keyed job of a tenant without history (docs/flow-control.md): it runs while it holds its
+   * key's slot (its worker frees it with the outcome), so it can be asked to stop until then.
+   * Its marker (or its row, while the dispatcher writes the marker) names its key.
+   */
+  async #requestKeyedStop(id: ParsedJobId, key: RowKey, refusal: ApiError): Promise<CancelReply> {
+    const { cancelRequests, keySlots, store, clock } = this.deps;
+    const row = keySlots ? await store.getRow(key) : undefined;
+    const c = row?.concurrency;
+    if (!cancelRequests || !keySlots || !c) throw refusal;
+    if (!(await keySlots.holds(id.tenant, c.key, id.jobId))) {
+      // Not holding its slot: waiting for one (past the cut-off, a dispatcher has it), or ended.
+      if (row.state !== 'QUEUED') throw refusal;
+      throw new AlreadyQueuedError('the job was delivered and its worker reported its end: there is nothing left to cancel');
+    }
+    const now = clock.now();
+    await cancelRequests.request(key, id.tenant, now, Math.max(now, id.dueMs) + CANCEL_REQUEST_RETENTION_MS);
     return { jobId: id.jobId, state: 'CANCEL_REQUESTED' };
   }
 
@@ -260,12 +291,12 @@ export class JobsService {
    */
   async heartbeats(tenant: string, body: string | undefined): Promise<HeartbeatsReply> {
     await this.deps.tenants.require(tenant);
-    const shape = `{"jobIds": ["<jobId>", ...]} with 1 to ${MAX_HEARTBEAT_JOBS} job ids`;
+    const shape = `{"jobIds": ["<jobId>", ...], "concurrencyKeys"?: {"<jobId>": "<key>", ...}} with 1 to ${MAX_HEARTBEAT_JOBS} job ids`;
     const v = parseJsonBody(body, Number.POSITIVE_INFINITY, undefined, shape);
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ValidationError(`the body must be a JSON object: ${shape}`);
     assertNoDuplicateFields(v, 'the body');
     const o = v as Record<string, unknown>;
-    const unknown = Object.keys(o).find((k) => k !== 'jobIds');
+    const unknown = Object.keys(o).find((k) => k !== 'jobIds' && k !== 'concurrencyKeys');
     if (unknown !== undefined) throw new ValidationError(`unknown field ${unknown}: send ${shape}`);
     if (!Array.isArray(o.jobIds) || o.jobIds.length === 0 || o.jobIds.length > MAX_HEARTBEAT_JOBS)
       throw new ValidationError(`jobIds must be an array of 1 to ${MAX_HEARTBEAT_JOBS} job ids: send ${shape}`);
@@ -281,7 +312,13 @@ export class JobsService {
       if (id.tenant !== tenant) throw new ValidationError(`jobIds[${i}] is not a job of tenant '${tenant}'`);
       return { shard: id.shard, dueMs: id.dueMs, jobId: id.jobId };
     });
-    const requested = this.deps.cancelRequests ? await this.deps.cancelRequests.requested(keys) : new Set<string>();
+    const beats = keyedBeats(o.concurrencyKeys, new Set(keys.map((k) => k.jobId)));
+    const [requested] = await Promise.all([
+      this.deps.cancelRequests ? this.deps.cancelRequests.requested(keys) : new Set<string>(),
+      this.deps.keySlots && beats.length > 0
+        ? settleKeys({ keySlots: this.deps.keySlots, controls: this.deps.controls, clock: this.deps.clock }, tenant, beats)
+        : undefined,
+    ]);
     return { cancelRequested: [...new Set(keys.map((k) => k.jobId).filter((j) => requested.has(j)))] };
   }
 
@@ -396,4 +433,22 @@ function withStopRequest(timeline: TimelineEvent[], atMs: number | undefined): T
 /** A row's tags as GET shows them: only when it has some. */
 function tagsOf(row: StoredRow): { tags?: string[] } {
   return row.tags !== undefined && row.tags.length > 0 ? { tags: [...row.tags] } : {};
+}
+
+/**
+ * A heartbeat's `concurrencyKeys`: an object of the request's job ids to their keys (the
+ * `concurrencyKey` attribute their messages carried).
+ * @throws ValidationError naming the entry at fault
+ */
+function keyedBeats(value: unknown, jobIds: ReadonlySet<string>): KeyedEnd[] {
+  if (value === undefined) return [];
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ValidationError('concurrencyKeys must be an object of job ids to their concurrency keys, like {"<jobId>": "customer-42"}');
+  return Object.entries(value).map(([jobId, key]) => {
+    if (!jobIds.has(jobId))
+      throw new ValidationError(
+        `concurrencyKeys names ${JSON.stringify(jobId).slice(0, 80)}, which is not in jobIds: list each job in jobIds`,
+      );
+    return { jobId, key: concurrencyKeyOf(key, `concurrencyKeys[${JSON.stringify(jobId)}]`)!, action: 'extend' as const };
+  });
 }

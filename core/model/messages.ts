@@ -18,11 +18,21 @@ export function isoMs(ms: number): string {
  * attribute); for a job of a workflow `"workflow"` (and a `workflow` attribute), and for one with
  * parents `"parents"` (the summary, spliced in as the text it was stored as), before the payload. The payload is spliced in as the JSON text it was stored as, never parsed again.
  * For a tenant with history on (`history`), the attribute `dynein-history` = `1` asks the worker
- * to report the outcome (docs/history.md).
+ * to report the outcome (docs/history.md). A job with a `concurrencyKey` carries it as an
+ * attribute: the worker reports its outcome (and heartbeats) with it, whatever the history setting.
  */
 export function deliveryMessage(
   id: string,
-  job: { jobId: string; tenant: string; dueMs: number; payload: string; schedule?: string; workflow?: string; parents?: string },
+  job: {
+    jobId: string;
+    tenant: string;
+    dueMs: number;
+    payload: string;
+    schedule?: string;
+    workflow?: string;
+    parents?: string;
+    concurrency?: { readonly key: string };
+  },
   delaySeconds?: number,
   opts: { history?: boolean } = {},
 ): OutgoingMessage {
@@ -38,6 +48,8 @@ export function deliveryMessage(
       runAt,
       ...(job.schedule === undefined ? {} : { schedule: job.schedule }),
       ...(job.workflow === undefined ? {} : { workflow: job.workflow }),
+      // A keyed job holds its key's slot until the worker reports its end (docs/flow-control.md).
+      ...(job.concurrency === undefined ? {} : { concurrencyKey: job.concurrency.key }),
       ...(opts.history ? { 'dynein-history': '1' } : {}),
     },
     ...(delaySeconds !== undefined ? { delaySeconds } : {}),
@@ -59,6 +71,8 @@ export interface InboundJob {
   readonly tags?: readonly string[];
   /** A job of a workflow: the workflow's id (`"workflow"`). */
   readonly workflow?: string;
+  /** Concurrency by key (`"ck"`, `"cl"`): its key and the limit submitted with it. */
+  readonly concurrency?: { readonly key: string; readonly limit: number };
   /** Its parents' summary, a JSON array's text (`"parents"`, spliced in and read back as text). */
   readonly parents?: string;
 }
@@ -84,10 +98,11 @@ function inboundJobJson(job: InboundJob): string {
   // The default priority is left out: a default job's entry (and its row) is byte for byte what it was before priorities.
   const prio = job.priority === undefined || job.priority === DEFAULT_PRIORITY ? '' : `"priority":${job.priority},`;
   const tags = job.tags && job.tags.length > 0 ? `"tags":${JSON.stringify(job.tags)},` : '';
+  const keyed = job.concurrency ? `"ck":${JSON.stringify(job.concurrency.key)},"cl":${job.concurrency.limit},` : '';
   const workflow =
     (job.workflow === undefined ? '' : `"workflow":${JSON.stringify(job.workflow)},`) +
     (job.parents === undefined ? '' : `"parents":${job.parents},`);
-  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${tags}${workflow}"payload":${job.payload}}`;
+  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${tags}${keyed}${workflow}"payload":${job.payload}}`;
 }
 
 /** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
@@ -177,7 +192,8 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     !(o.payload instanceof RawJson) ||
     (o.workflow !== undefined && typeof o.workflow !== 'string') ||
     (o.parents !== undefined && !(o.parents instanceof RawJson && o.parents.text.startsWith('['))) ||
-    (o.tags !== undefined && !(Array.isArray(o.tags) && o.tags.length > 0 && o.tags.every((t) => typeof t === 'string')))
+    (o.tags !== undefined && !(Array.isArray(o.tags) && o.tags.length > 0 && o.tags.every((t) => typeof t === 'string'))) ||
+    (o.ck !== undefined && !(typeof o.ck === 'string' && Number.isInteger(o.cl) && (o.cl as number) >= 1))
   ) {
     return undefined;
   }
@@ -196,6 +212,7 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     payload: o.payload.text,
     ...(priority !== undefined && priority !== DEFAULT_PRIORITY ? { priority: priority as number } : {}),
     ...(Array.isArray(o.tags) ? { tags: o.tags as string[] } : {}),
+    ...(typeof o.ck === 'string' ? { concurrency: { key: o.ck, limit: o.cl as number } } : {}),
     ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
     ...(o.parents instanceof RawJson ? { parents: o.parents.text } : {}),
   };

@@ -20,6 +20,11 @@ export interface JobRow {
   readonly priority?: number;
   /** Its tags (attribute `tags`, a list), only when it has some. */
   readonly tags?: readonly string[];
+  /**
+   * Concurrency by key (docs/flow-control.md; attributes `ck`, `cl`): the dispatcher sends it only
+   * with a slot of its key, which it holds until the worker reports its end.
+   */
+  readonly concurrency?: { readonly key: string; readonly limit: number };
   /** A job of a workflow: the workflow's id (delivered in the body and as the `workflow` attribute). */
   readonly workflow?: string;
   /** A workflow job with parents: their summary, the JSON array text delivered as `parents`. */
@@ -106,6 +111,8 @@ export interface StoredRow {
   readonly priority?: number;
   /** A row's tags, when it has some. */
   readonly tags?: readonly string[];
+  /** A live row's concurrency key and limit, when it has one. */
+  readonly concurrency?: { readonly key: string; readonly limit: number };
 }
 
 /** The cancel-record key: a cancel record (`CANCELLED`) or a late ingest's claim (`INGESTED`). */
@@ -194,6 +201,8 @@ export interface RowLeases {
       readonly schedule?: string;
       /** The job's tags: kept on its marker (GET and `tag=` listings of delivered jobs). */
       readonly tags?: readonly string[];
+      /** A keyed job's key and limit: kept on its marker (a `DELETE` while it runs asks its worker to stop it). */
+      readonly concurrency?: { readonly key: string; readonly limit: number };
     })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]>;
@@ -278,3 +287,37 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/** A key's default lease (the tenant setting `keyLeaseSeconds`, docs/flow-control.md): 15 minutes. */
+export const DEFAULT_KEY_LEASE_SECONDS = 900;
+
+/** A failed take of a key's slot: who holds its slots (job id → lease end, epoch ms), and its limit. */
+export interface KeyFull {
+  readonly holders: ReadonlyMap<string, number>;
+  readonly limit: number;
+}
+
+/**
+ * Concurrency by key (docs/flow-control.md): each key of a tenant has one item (`pk =
+ * ck#<tenant>#<key>`, `sk = k`) holding its limit (the latest submitted) and its slots, a map of
+ * the jobs that hold one to the end of their lease. Every change is one conditional write, so no
+ * two dispatchers ever give out more slots than the limit.
+ */
+export interface KeySlots {
+  /** The limit submitted with a job at `atMs` (its inbound message's send time): kept unless a later one was. */
+  setLimit(tenant: string, key: string, limit: number, atMs: number): Promise<void>;
+  /**
+   * A slot for `jobId` until `untilMs`, unless the key's slots are all held: `true` (also when
+   * the job holds one already, which keeps its lease), or who holds them. `limit` stands for a key
+   * whose item is gone (expired with no slot held for a day).
+   */
+  take(tenant: string, key: string, jobId: string, untilMs: number, limit: number, nowMs: number): Promise<true | KeyFull>;
+  /** Frees the slots of `holders` (job id → the lease end read) still held with that lease: how many were freed. */
+  evict(tenant: string, key: string, holders: ReadonlyMap<string, number>): Promise<number>;
+  /** Frees `jobId`'s slot (nothing when it holds none). */
+  release(tenant: string, key: string, jobId: string): Promise<void>;
+  /** Moves the lease of `jobId`'s slot to `untilMs`: false when it holds none. */
+  extend(tenant: string, key: string, jobId: string, untilMs: number): Promise<boolean>;
+  /** Whether `jobId` holds a slot of its key (strongly consistent): a delivered keyed job runs until it frees it. */
+  holds(tenant: string, key: string, jobId: string): Promise<boolean>;
+}

@@ -33,6 +33,45 @@ export interface JobRequest {
   readonly priority: number;
   /** Names for acting on many jobs at once (docs/flow-control.md): up to 10, each 1 to 64 characters, none repeated; empty when none. */
   readonly tags: readonly string[];
+  /** Concurrency by key (docs/flow-control.md): jobs of the tenant with this key run at most `limit` at a time. */
+  readonly concurrency?: JobConcurrency;
+}
+
+/** A job's `concurrencyKey` and `concurrencyLimit` (default 1). */
+export interface JobConcurrency {
+  readonly key: string;
+  readonly limit: number;
+}
+
+/** A concurrency key's length in characters (UTF-16 code units), and the most jobs of one key at a time. */
+export const MAX_CONCURRENCY_KEY_LENGTH = 128;
+export const MAX_CONCURRENCY_LIMIT = 1_000;
+
+/**
+ * A job's `concurrencyKey` and `concurrencyLimit`: both absent is none; a key of 1 to
+ * {@link MAX_CONCURRENCY_KEY_LENGTH} characters without control characters; a limit, only with a
+ * key, a whole number from 1 to {@link MAX_CONCURRENCY_LIMIT} (default 1).
+ *
+ * @throws ValidationError naming the field at fault
+ */
+export function parseConcurrency(key: unknown, limit: unknown): JobConcurrency | undefined {
+  if (key === undefined) {
+    if (limit !== undefined) throw new ValidationError('concurrencyLimit needs a concurrencyKey: give the key whose jobs it limits');
+    return undefined;
+  }
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_CONCURRENCY_KEY_LENGTH)
+    throw new ValidationError(
+      `concurrencyKey must be a string of 1 to ${MAX_CONCURRENCY_KEY_LENGTH} characters, like "customer-42", got ${JSON.stringify(key)?.slice(0, 80)}`,
+    );
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(key))
+    throw new ValidationError('concurrencyKey holds a control character: keys are names, use printable characters');
+  if (limit === undefined) return { key, limit: 1 };
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT)
+    throw new ValidationError(
+      `concurrencyLimit must be a whole number from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${JSON.stringify(limit)?.slice(0, 40)}`,
+    );
+  return { key, limit };
 }
 
 /** Tags a job may carry, and their length in characters (UTF-16 code units). */
@@ -62,7 +101,17 @@ export function parseTags(value: unknown): string[] {
   return value as string[];
 }
 
-const FIELDS = new Set(['payload', 'runAt', 'delaySeconds', 'idempotencyKey', 'cancellable', 'priority', 'tags']);
+const FIELDS = new Set([
+  'payload',
+  'runAt',
+  'delaySeconds',
+  'idempotencyKey',
+  'cancellable',
+  'priority',
+  'tags',
+  'concurrencyKey',
+  'concurrencyLimit',
+]);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,30}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Deepest nesting of arrays and objects a payload may have (workers' parsers have limits too). */
@@ -138,7 +187,7 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   const unknown = Object.keys(job).filter((k) => !FIELDS.has(k));
   if (unknown.length > 0) {
     throw new ValidationError(
-      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority, tags`,
+      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority, tags, concurrencyKey, concurrencyLimit`,
     );
   }
   const hasRunAt = job.runAt !== undefined;
@@ -164,9 +213,19 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   }
   const priority = parsePriority(job.priority);
   const tags = parseTags(job.tags);
+  const concurrency = parseConcurrency(job.concurrencyKey, job.concurrencyLimit);
   const payloadText = payloadTextOf(job.payload, settings, source);
   const schedule = hasRunAt ? `runAt:${dueMs}` : `delay:${dueMs - nowMs}`;
-  return { dueMs, payloadText, idempotencyKey, cancellable: job.cancellable !== false, schedule, priority, tags };
+  return {
+    dueMs,
+    payloadText,
+    idempotencyKey,
+    cancellable: job.cancellable !== false,
+    schedule,
+    priority,
+    tags,
+    ...(concurrency ? { concurrency } : {}),
+  };
 }
 
 /**

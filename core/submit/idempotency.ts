@@ -55,19 +55,24 @@ export interface IdempotencyStore {
  * so `…Z` and `…+00:00` agree; or `delaySeconds` as the delay in ms it rounds up to, not the due
  * time it moves with), `cancellable` (omitted is `true`) and `priority` (omitted is 5; only a
  * priority other than 5 enters the preimage, so records written before priorities existed still
- * match) and `tags` in order (only when there are some, for the same reason). The tenant and the
+ * match) and `tags` in order (only when there are some, for the same reason), and the
+ * concurrency key and limit (only for a keyed job). The tenant and the
  * key are the record's address. SHA-256, base64url.
  */
 export function fingerprint(
-  job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText'> & { readonly priority?: number; readonly tags?: readonly string[] },
+  job: Pick<JobRequest, 'schedule' | 'cancellable' | 'payloadText' | 'concurrency'> & {
+    readonly priority?: number;
+    readonly tags?: readonly string[];
+  },
 ): string {
   // Length-prefixed schedule, one-character flags (cancellable, then a priority digit when not
   // the default), the tags as a JSON array when there are some, then the payload: no two requests
   // share a preimage.
   const prio = job.priority === undefined || job.priority === DEFAULT_PRIORITY ? '' : `p${job.priority}`;
   const tags = job.tags && job.tags.length > 0 ? `t${JSON.stringify(job.tags)}` : '';
+  const keyed = job.concurrency ? `k${JSON.stringify([job.concurrency.key, job.concurrency.limit])}` : '';
   return createHash('sha256')
-    .update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}${prio}${tags}\n`)
+    .update(`dynein-idem-v1\n${job.schedule.length}:${job.schedule}\n${job.cancellable ? 'c' : 'n'}${prio}${tags}${keyed}\n`)
     .update(job.payloadText, 'utf8')
     .digest('base64url');
 }

@@ -141,6 +141,8 @@ interface Planned {
   readonly priority: number;
   /** Its tags (empty: none). */
   readonly tags: readonly string[];
+  /** Its concurrency key and limit, when it has one. */
+  readonly concurrency?: JobRequest['concurrency'];
   /** With a key: its record. */
   readonly entry?: IdempotencyEntry;
   /** This request wrote the record (so it releases it if SQS refuses the job). */
@@ -239,7 +241,8 @@ export class Submitter {
   /** Where a job goes (straight to its queue, or through the table) and its id. */
   #plan(tenant: string, job: JobRequest, now: number, held: boolean): Planned {
     const { settings, codec } = this.deps;
-    const { path } = place(job, now, settings.lookaheadMs, held);
+    // A keyed job goes through the table, however soon it is due: only a dispatcher holding a slot of its key sends it.
+    const { path } = place(job, now, settings.lookaheadMs, held || job.concurrency !== undefined);
     const { shard, random } = codec.placement(tenant, settings.shardCount);
     const jobId = codec.encode({ tenant, shard, dueMs: job.dueMs, path, random });
     return {
@@ -250,6 +253,7 @@ export class Submitter {
       payload: job.payloadText,
       priority: job.priority,
       tags: job.tags,
+      ...(job.concurrency ? { concurrency: job.concurrency } : {}),
       claimed: false,
       replayed: false,
       send: true,
@@ -337,6 +341,7 @@ export class Submitter {
         payload: p.payload,
         priority: p.priority,
         ...(p.tags.length > 0 ? { tags: p.tags } : {}),
+        ...(p.concurrency ? { concurrency: p.concurrency } : {}),
       };
       if (p.path === 'd') {
         parcels.push({
@@ -407,6 +412,7 @@ export class Submitter {
         payload: p.payload,
         priority: p.priority,
         tags: p.tags,
+        ...(p.concurrency ? { concurrency: p.concurrency } : {}),
         entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs },
         claimed: false,
         replayed: true,

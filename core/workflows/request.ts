@@ -120,6 +120,11 @@ export function validateWorkflow(body: unknown, settings: SchedulerSettings, now
 function validateWorkflowJob(job: unknown, settings: SchedulerSettings, nowMs: number, source: string | undefined): WorkflowJob {
   if (!isObject(job)) throw new ValidationError(`must be a JSON object like {"key": "extract", "payload": {...}}`);
   assertNoDuplicateFields(job, 'it');
+  for (const field of ['concurrencyKey', 'concurrencyLimit'])
+    if (field in job)
+      throw new ValidationError(
+        `it has ${field}: concurrency by key is not available for workflow jobs yet (docs/flow-control.md): submit the job on its own, or leave the field out`,
+      );
   refuseUnknown(Object.keys(job), JOB_FIELDS, 'it');
   const key = job.key;
   if (typeof key !== 'string' || !WORKFLOW_KEY.test(key))

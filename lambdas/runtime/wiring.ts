@@ -22,6 +22,7 @@ import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispat
 import { type Clock, ConfigError, JobIdCodec, type QueueSender, systemClock } from '../../core/model/index.js';
 import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
 import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
+import { DynamoKeySlots } from '../../adapters/dynamoKeySlots.js';
 import { DynamoCancelRequests } from '../../adapters/dynamoCancelRequests.js';
 import type { IngestDeps } from '../../core/ingest/index.js';
 import {
@@ -128,6 +129,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const edits = new DynamoDeadLetterEdits(config.tableName, dynamo);
   const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock };
   const cancelRequests = new DynamoCancelRequests(config.tableName, dynamo);
+  // Concurrency keys' slots (docs/flow-control.md): ingest keeps their limits, dispatch takes them, reports free them.
+  const keySlots = new DynamoKeySlots(config.tableName, dynamo);
   const jobs = new JobsService({
     store,
     codec,
@@ -139,6 +142,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     controls,
     workflows: workflowJobs(progress),
     cancelRequests,
+    keySlots,
   });
   return {
     ...(config.inboundQueueUrl
@@ -193,10 +197,12 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       tenants,
       clock,
       workflows: workflowOutcomes({ ...progress, rows: store, retentionMs: WORKFLOW_OUTCOME_RETENTION_MS }),
+      keySlots,
+      controls,
     }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
-    ingest: { store, codec, clock, settings },
+    ingest: { store, codec, clock, settings, keySlots },
     operations,
     operationsService: new OperationsService({ ...operations, tenants, sender, inboundQueueUrl: config.inboundQueueUrl }),
     sender,
@@ -225,6 +231,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       controls,
       holdScans: new Map(),
       flow: new ProcessFlow(() => clock.now()),
+      keySlots,
     },
   };
 }

@@ -248,7 +248,17 @@ describe('dynein ui against the local stack', () => {
       await page.goto(uiUrl);
       await page.waitForSelector('#tenant');
       await page.click('nav button[data-tab=dlq]');
-      await page.waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 2, { timeout: LOADED });
+      // The tab peeks at once, then every 10 s: on a timeout, say what the page showed.
+      await page
+        .waitForFunction(() => document.querySelectorAll('#dlq tbody tr').length === 2, { timeout: LOADED })
+        .catch(async (err: Error) => {
+          const shown = await page.evaluate(() => ({
+            rows: document.querySelectorAll('#dlq tbody tr').length,
+            message: document.querySelector('#dlq-msg')?.textContent,
+            depth: document.querySelector('#dlq-depth')?.textContent,
+          }));
+          throw new Error(`${err.message}; the Dead letters tab showed ${JSON.stringify(shown)}`);
+        });
       const ids = await page.$$eval('#dlq tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent).sort());
       expect(ids).toEqual(['dead-1', 'dead-2']);
       const first = await page.$eval('#dlq tbody tr td:nth-child(2)', (td) => td.textContent);
