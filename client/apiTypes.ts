@@ -38,6 +38,20 @@ export interface JobRequest<P = unknown> {
    * cancelled, not for a job sent straight to its queue.
    */
   readonly tags?: readonly string[];
+  /**
+   * Concurrency by key (docs/flow-control.md): jobs of the tenant with the same key run at most
+   * `concurrencyLimit` at a time. A keyed job is dispatched only once it holds one of its key's
+   * slots, and holds it until its worker reports its end (`SUCCEEDED`, `DEAD`, `CANCELLED`: the
+   * Worker and `dyneinLambdaHandler` do so when given a client) or until the key lease
+   * (`keyLeaseSeconds`, default 900) passes without an outcome or a heartbeat. 1 to 128
+   * characters, no control characters. Not in workflow jobs yet.
+   */
+  readonly concurrencyKey?: string;
+  /**
+   * How many jobs of `concurrencyKey` may run at once: a whole number from 1 to 1,000; only with
+   * `concurrencyKey`. The latest submitted value for a key applies. @default 1
+   */
+  readonly concurrencyLimit?: number;
 }
 
 /**
@@ -101,6 +115,12 @@ export interface JobStatus {
   readonly priority?: number;
   /** Through the table (`SCHEDULED`, `ACQUIRED`, `CANCELLED`, and once delivered): the job's tags, when it has some. */
   readonly tags?: string[];
+  /**
+   * A keyed job through the table (`SCHEDULED`, `ACQUIRED`; `CANCELLED` while its tombstone keeps
+   * them, best effort): its concurrency key and the limit it was submitted with.
+   */
+  readonly concurrencyKey?: string;
+  readonly concurrencyLimit?: number;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */
@@ -248,6 +268,12 @@ export interface TenantSettings {
   readonly maxSubmitsPerSecond?: number;
   /** Share of dispatch relative to other tenants' (default 1). */
   readonly weight: number;
+  /**
+   * Seconds a concurrency key's slot stays held after its job's send, last heartbeat or `FAILED`
+   * report with no final outcome (docs/flow-control.md "Concurrency by key"); then the next job of
+   * the key takes it over. Absent: the default, 900.
+   */
+  readonly keyLeaseSeconds?: number;
 }
 
 /**
@@ -279,6 +305,8 @@ export interface TenantSettingsUpdate {
   readonly maxSubmitsPerSecond?: number | null;
   /** 1 to 1,000 (default 1). */
   readonly weight?: number;
+  /** 10 to 86,400 seconds, or null for the default (900): how long a silent worker's key slot stays held. */
+  readonly keyLeaseSeconds?: number | null;
 }
 
 /**

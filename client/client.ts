@@ -103,9 +103,10 @@ export class DyneinClient {
   }
 
   /**
-   * Reports delivery outcomes (tenants with history on; at most 100 per call). The Worker and
+   * Reports delivery outcomes (tenants with history on, and keyed jobs: an entry with its
+   * `concurrencyKey` is taken whatever the history setting; at most 100 per call). The Worker and
    * `dyneinLambdaHandler` call it for you when given this client. Answers per entry, in order.
-   * @throws HistoryOff (409: the tenant keeps no history), ValidationError (a malformed batch)
+   * @throws HistoryOff (409: the tenant keeps no history, for entries without a key), ValidationError (a malformed batch)
    */
   reportOutcomes(tenant: string, outcomes: readonly OutcomeReport[], opts: CallOptions = {}): Promise<{ results: OutcomeResult[] }> {
     return jobCalls.reportOutcomes(this.#api, tenant, outcomes, opts);
@@ -124,12 +125,18 @@ export class DyneinClient {
 
   /**
    * Which of 1 to 100 running jobs of the tenant a `cancel` asked to stop
-   * (`POST .../jobs/heartbeats`, docs/flow-control.md "Cancel a running job"). The Worker and
+   * (`POST .../jobs/heartbeats`, docs/flow-control.md "Cancel a running job"). With
+   * `concurrencyKeys` (job id to the job's `concurrencyKey` message attribute), each keyed job's
+   * slot lease is renewed too (docs/flow-control.md "Concurrency by key"). The Worker and
    * `dyneinLambdaHandler` call it for you when given this client.
-   * @example const { cancelRequested } = await client.heartbeats('billing', [jobId]);
-   * @throws ValidationError (not 1 to 100 strings: before sending; an id this scheduler did not issue, or another tenant's), TenantNotFoundError
+   * @example const { cancelRequested } = await client.heartbeats('billing', [jobId], { concurrencyKeys: { [jobId]: 'customer-42' } });
+   * @throws ValidationError (not 1 to 100 strings, or a key of `concurrencyKeys` not among them: before sending; an id this scheduler did not issue, or another tenant's), TenantNotFoundError
    */
-  async heartbeats(tenant: string, jobIds: readonly string[], opts: CallOptions = {}): Promise<JobHeartbeats> {
+  async heartbeats(
+    tenant: string,
+    jobIds: readonly string[],
+    opts: CallOptions & { readonly concurrencyKeys?: Readonly<Record<string, string>> } = {},
+  ): Promise<JobHeartbeats> {
     return jobCalls.jobHeartbeats(this.#api, tenant, jobIds, opts);
   }
 

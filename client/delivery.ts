@@ -29,6 +29,12 @@ export interface DeliveredJob<P = unknown> {
    * without parents (a workflow's root, or a job outside a workflow).
    */
   readonly parents?: readonly ParentOutcome[];
+  /**
+   * A keyed job's concurrency key (the `concurrencyKey` message attribute; the body does not carry
+   * it): absent for a job submitted without one. At most the key's `concurrencyLimit` jobs with it
+   * run at a time; its slot is freed once its outcome is reported (docs/flow-control.md).
+   */
+  readonly concurrencyKey?: string;
 }
 
 /**
@@ -124,8 +130,14 @@ export class MalformedMessageError extends UnrecoverableError {
 
 const PAYLOAD = (path: JsonPath) => path.length === 1 && path[0] === 'payload';
 
-/** Parses a delivered message body, keeping the payload's text; throws {@link MalformedMessageError}. */
-export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
+/**
+ * Parses a delivered message body, keeping the payload's text; `concurrencyKey` is the message's
+ * `concurrencyKey` attribute, when it has one. Throws {@link MalformedMessageError}.
+ */
+export function parseDelivery<P>(
+  body: string | undefined,
+  attributes: { readonly concurrencyKey?: string | undefined } = {},
+): DeliveredJob<P> {
   let m: unknown;
   try {
     m = parseJson(body ?? '', { raw: PAYLOAD });
@@ -156,6 +168,7 @@ export function parseDelivery<P>(body: string | undefined): DeliveredJob<P> {
     ...(typeof o.schedule === 'string' ? { schedule: o.schedule } : {}),
     ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
     ...(parents !== undefined ? { parents } : {}),
+    ...(attributes.concurrencyKey !== undefined ? { concurrencyKey: attributes.concurrencyKey } : {}),
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type RetryBackoff,
 } from './delivery.js';
 import {
+  CONCURRENCY_KEY_ATTRIBUTE,
   errorText,
   heartbeatSinkOf,
   HISTORY_ATTRIBUTE,
@@ -70,6 +71,14 @@ export interface LambdaConsumerOptions {
    * `DELETE` asked to stop. Such a record is not run: it is reported `CANCELLED` and succeeds
    * (deleted from the queue; a workflow job's report given up on fails it, as above). A heartbeat
    * request that fails is logged and its records run. A record already running is not stopped.
+   *
+   * A keyed job (a record with the `concurrencyKey` attribute: concurrency by key,
+   * docs/flow-control.md) holds one of its key's slots until its outcome is reported: its outcome
+   * goes with its key whatever the history setting (in the invocation's request, as a history
+   * tenant's), and its key goes in that heartbeat (`concurrencyKeys`), renewing the slot's lease
+   * (once, before the records run: a record running longer than the key lease may see another job
+   * of its key take its slot). Without a client such records still run, with a warning once:
+   * their slots are then freed only when the key lease (`keyLeaseSeconds`, default 900 s) runs out.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
   /** The queue's maxReceiveCount, when known: a failure on that receive is reported `DEAD`. @default unknown */
@@ -127,14 +136,12 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       for (const record of event.Records) {
         let job: DeliveredJob<P>;
         try {
-          job = parseDelivery<P>(record.body);
+          job = parseRecord<P>(record);
         } catch {
           continue; // fails in processRecord, as ever
         }
         parsed.set(record, job);
-        const attrs = record.messageAttributes;
-        if ((attrs?.[WORKFLOW_ATTRIBUTE]?.stringValue ?? job.workflow) !== undefined || attrs?.[HISTORY_ATTRIBUTE]?.stringValue === '1')
-          reportable.push(job);
+        if (isReported(record, job)) reportable.push(job);
       }
       if (reportable.length > 0)
         stops = requestedStops(
@@ -159,7 +166,7 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       let value: unknown;
       let cancelled = false;
       try {
-        job = parsed.get(record) ?? parseDelivery<P>(record.body);
+        job = parsed.get(record) ?? parseRecord<P>(record);
         report = reports.for(record, job, receiveCount, receivedAt, abort.signal);
         // A job a DELETE asked to stop is not run: reported CANCELLED below, and done.
         cancelled = report !== undefined && stops !== undefined && (await stops).has(job.jobId);
@@ -220,6 +227,21 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
   };
 }
 
+/** A record's job, with its `concurrencyKey` attribute when it has one. */
+function parseRecord<P>(record: SQSRecord): DeliveredJob<P> {
+  return parseDelivery<P>(record.body, { concurrencyKey: record.messageAttributes?.[CONCURRENCY_KEY_ATTRIBUTE]?.stringValue });
+}
+
+/** Whether a record's outcome is reported: a workflow's job, a history tenant's, or a keyed job. */
+function isReported(record: SQSRecord, job: DeliveredJob<unknown>): boolean {
+  const attrs = record.messageAttributes;
+  return (
+    (attrs?.[WORKFLOW_ATTRIBUTE]?.stringValue ?? job.workflow) !== undefined ||
+    attrs?.[HISTORY_ATTRIBUTE]?.stringValue === '1' ||
+    job.concurrencyKey !== undefined
+  );
+}
+
 /** How one record's outcome is reported. */
 interface RecordReport {
   /** A workflow job's: sent at once and retried; else batched, sent before the invocation ends. */
@@ -228,10 +250,11 @@ interface RecordReport {
   send(outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }): Promise<OutcomeNotReportedError | undefined>;
 }
 
-/** The reports of records: a workflow job's or a history tenant's; none for other records. */
+/** The reports of records: a workflow job's, a history tenant's or a keyed job's; none for other records. */
 class RecordReports<P> {
   #warnedHistory = false;
   #warnedWorkflow = false;
+  #warnedKeyed = false;
 
   constructor(
     private readonly reporter: OutcomeReporter | undefined,
@@ -240,20 +263,20 @@ class RecordReports<P> {
   ) {}
 
   /**
-   * The report of `record`, or undefined when it needs none (or, history on, there is no client:
-   * warned once). A workflow job's is retried up to {@link WORKFLOW_REPORT_ATTEMPTS} tries, no
-   * retry after `signal` aborts (the function is about to time out).
+   * The report of `record`, or undefined when it needs none (or, history on or a keyed job, there
+   * is no client: warned once). A workflow job's is retried up to {@link WORKFLOW_REPORT_ATTEMPTS}
+   * tries, no retry after `signal` aborts (the function is about to time out).
    *
    * @throws for a workflow job when there is no client: the record is not run, and fails
    */
   for(record: SQSRecord, job: DeliveredJob<P>, attempts: number, receivedAt: number, signal: AbortSignal): RecordReport | undefined {
+    if (!isReported(record, job)) return undefined;
     const workflow = record.messageAttributes?.[WORKFLOW_ATTRIBUTE]?.stringValue ?? job.workflow;
-    if (workflow === undefined && record.messageAttributes?.[HISTORY_ATTRIBUTE]?.stringValue !== '1') return undefined;
     const reporter = this.reporter;
     if (!reporter) return this.#noClient(job, workflow);
     const { now, random } = this;
     const report = (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) =>
-      outcomeReport(job.jobId, outcome, { attempts, receivedAt, endedAt: now() }, extra);
+      outcomeReport(job.jobId, outcome, { attempts, receivedAt, endedAt: now() }, { ...extra, concurrencyKey: job.concurrencyKey });
     if (workflow === undefined)
       return { workflow: false, send: async (outcome, extra) => void (await reporter.report(job.tenant, report(outcome, extra))) };
     return {
@@ -274,6 +297,14 @@ class RecordReports<P> {
         );
       this.#warnedWorkflow = true;
       throw new Error(`workflow job ${job.jobId} was not run: dyneinLambdaHandler has no client to report its outcome with`);
+    }
+    if (job.concurrencyKey !== undefined) {
+      if (!this.#warnedKeyed)
+        console.warn(
+          `dynein: job '${job.jobId}' has concurrency key '${job.concurrencyKey}', but dyneinLambdaHandler has no client to report its outcome with: such records run, but each holds its key's slot until the key lease runs out (tenant setting keyLeaseSeconds, default 900 s), holding the key's next jobs back until then. Pass { client: new DyneinClient(...) } (docs/flow-control.md)`,
+        );
+      this.#warnedKeyed = true;
+      return undefined;
     }
     if (!this.#warnedHistory)
       console.warn(

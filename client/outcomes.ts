@@ -1,7 +1,9 @@
 /**
  * Outcome reporting (`POST /v1/tenants/{tenant}/jobs/outcomes`). For tenants with history on
  * (docs/history.md) the Worker and the Lambda wrapper hand each delivery's outcome to an
- * {@link OutcomeReporter}, which sends them in batches of up to 100, fire and forget. A workflow
+ * {@link OutcomeReporter}, which sends them in batches of up to 100, fire and forget. A keyed job's
+ * (concurrency by key, docs/flow-control.md) is reported whatever the history setting, with its
+ * key: its final outcome frees its key's slot. A workflow
  * job's outcome is what moves its workflow on, so it is sent at once instead and retried until
  * answered ({@link reportOutcomeNow}); its message is deleted only then. Workflow jobs that end
  * at the same time share requests ({@link OutcomeReporter.reportNow}): one request per job would
@@ -19,6 +21,16 @@ export const HISTORY_ATTRIBUTE = 'dynein-history';
  * reported whatever the tenant's history setting, before the message is deleted.
  */
 export const WORKFLOW_ATTRIBUTE = 'workflow';
+
+/**
+ * The message attribute naming a keyed job's concurrency key (core/model/messages.ts): its outcome
+ * is reported with that key whatever the tenant's history setting (a final outcome frees the key's
+ * slot), and its heartbeats renew the slot's lease.
+ */
+export const CONCURRENCY_KEY_ATTRIBUTE = 'concurrencyKey';
+
+/** Longest concurrency key, in characters (UTF-16 code units; core/model/validate.ts). */
+export const MAX_CONCURRENCY_KEY_LENGTH = 128;
 
 /** Largest `result` the route keeps for a job (its JSON text, UTF-8 bytes; core/jobs/history.ts). */
 export const MAX_RESULT_BYTES = 1024;
@@ -43,6 +55,12 @@ export interface OutcomeReport {
   readonly error?: string;
   /** The handler's return value, when it is JSON of at most 1 KB (64 KiB for a workflow job). */
   readonly result?: unknown;
+  /**
+   * A keyed job's concurrency key (its `concurrencyKey` message attribute): the route then takes
+   * the report whatever the tenant's history setting; `SUCCEEDED`, `DEAD` and `CANCELLED` free the
+   * key's slot, `FAILED` renews its lease.
+   */
+  readonly concurrencyKey?: string;
 }
 
 /**
@@ -53,7 +71,7 @@ export function outcomeReport(
   jobId: string,
   outcome: OutcomeReport['outcome'],
   delivery: { readonly attempts: number; readonly receivedAt: number; readonly endedAt: number },
-  extra: { readonly error?: string; readonly result?: unknown } = {},
+  extra: { readonly error?: string; readonly result?: unknown; readonly concurrencyKey?: string | undefined } = {},
 ): OutcomeReport {
   return {
     jobId,
@@ -63,6 +81,7 @@ export function outcomeReport(
     durationMs: Math.max(0, delivery.endedAt - delivery.receivedAt),
     ...(extra.error !== undefined ? { error: extra.error } : {}),
     ...(extra.result !== undefined ? { result: extra.result } : {}),
+    ...(extra.concurrencyKey !== undefined ? { concurrencyKey: extra.concurrencyKey } : {}),
   };
 }
 
@@ -71,14 +90,15 @@ export type OutcomeResult =
   { readonly jobId: string; readonly state: string } | { readonly jobId?: string; readonly error: { code: string; message: string } };
 
 /**
- * What the Worker and the Lambda wrapper learn running jobs' stop requests through:
- * {@link DyneinClient.heartbeats} (`POST /v1/tenants/{tenant}/jobs/heartbeats`, 1 to 100 ids).
+ * What the Worker and the Lambda wrapper learn running jobs' stop requests through, and renew
+ * keyed jobs' slot leases with (`concurrencyKeys`: job id to key, for the keyed jobs among
+ * `jobIds`): {@link DyneinClient.heartbeats} (`POST /v1/tenants/{tenant}/jobs/heartbeats`, 1 to 100 ids).
  */
 export interface HeartbeatSink {
   heartbeats(
     tenant: string,
     jobIds: readonly string[],
-    opts?: { signal?: AbortSignal },
+    opts?: { signal?: AbortSignal; concurrencyKeys?: Readonly<Record<string, string>> },
   ): Promise<{ readonly cancelRequested: readonly string[] }>;
 }
 
@@ -98,33 +118,50 @@ export function heartbeatSinkOf(client: OutcomeSink | OutcomeReporter | undefine
   return { heartbeats: (tenant, jobIds, opts) => client.heartbeats!(tenant, jobIds, opts) };
 }
 
+/** A running job a heartbeat names: its key too when it is a keyed job (its slot lease is renewed). */
+export interface HeartbeatJob {
+  readonly tenant: string;
+  readonly jobId: string;
+  readonly concurrencyKey?: string | undefined;
+}
+
 /**
  * The jobs of `jobs` whose stop was requested: one heartbeat request per tenant and 100 ids, all at
- * once. A request that fails is given to `onError` and its jobs read as not requested (they run
- * on; the next heartbeat asks again): a heartbeat never fails a job.
+ * once, each with the keys of its keyed jobs (`concurrencyKeys`), which renews their slot leases. A
+ * request that fails is given to `onError` and its jobs read as not requested (they run on; the
+ * next heartbeat asks again): a heartbeat never fails a job.
  */
 export async function requestedStops(
   sink: HeartbeatSink,
-  jobs: Iterable<{ readonly tenant: string; readonly jobId: string }>,
+  jobs: Iterable<HeartbeatJob>,
   onError: (error: unknown, tenant: string, jobIds: readonly string[]) => void,
   signal?: AbortSignal,
 ): Promise<Set<string>> {
-  const byTenant = new Map<string, Set<string>>();
-  for (const { tenant, jobId } of jobs) {
-    const ids = byTenant.get(tenant) ?? new Set<string>();
-    ids.add(jobId);
+  const byTenant = new Map<string, Map<string, string | undefined>>();
+  for (const { tenant, jobId, concurrencyKey } of jobs) {
+    const ids = byTenant.get(tenant) ?? new Map<string, string | undefined>();
+    ids.set(jobId, concurrencyKey ?? ids.get(jobId));
     byTenant.set(tenant, ids);
   }
-  const requests: { tenant: string; jobIds: string[] }[] = [];
+  const requests: { tenant: string; jobIds: string[]; keys: Map<string, string | undefined> }[] = [];
   for (const [tenant, ids] of byTenant) {
-    const all = [...ids];
-    for (let i = 0; i < all.length; i += MAX_HEARTBEAT_JOBS) requests.push({ tenant, jobIds: all.slice(i, i + MAX_HEARTBEAT_JOBS) });
+    const all = [...ids.keys()];
+    for (let i = 0; i < all.length; i += MAX_HEARTBEAT_JOBS)
+      requests.push({ tenant, jobIds: all.slice(i, i + MAX_HEARTBEAT_JOBS), keys: ids });
   }
   const stops = new Set<string>();
   await Promise.all(
-    requests.map(async ({ tenant, jobIds }) => {
+    requests.map(async ({ tenant, jobIds, keys }) => {
+      const keyed = jobIds.flatMap((id) => {
+        const key = keys.get(id);
+        return key === undefined ? [] : [[id, key] as const];
+      });
+      const opts = {
+        ...(signal ? { signal } : {}),
+        ...(keyed.length > 0 ? { concurrencyKeys: Object.fromEntries(keyed) } : {}),
+      };
       try {
-        const { cancelRequested } = await sink.heartbeats(tenant, jobIds, signal ? { signal } : {});
+        const { cancelRequested } = await sink.heartbeats(tenant, jobIds, opts);
         for (const id of cancelRequested) stops.add(id);
       } catch (error) {
         if (!signal?.aborted) onError(error, tenant, jobIds);

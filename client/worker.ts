@@ -23,6 +23,7 @@ import {
   type RetryBackoff,
 } from './delivery.js';
 import {
+  CONCURRENCY_KEY_ATTRIBUTE,
   errorText,
   heartbeatSinkOf,
   HISTORY_ATTRIBUTE,
@@ -32,6 +33,7 @@ import {
   requestedStops,
   resultOf,
   WORKFLOW_ATTRIBUTE,
+  type HeartbeatJob,
   type HeartbeatSink,
   type OutcomeReport,
   type OutcomeSink,
@@ -85,6 +87,16 @@ export interface WorkerOptions<P = unknown> {
    * request, at most 4 requests under way per tenant: {@link OutcomeReporter.reportNow}), so
    * 50 handlers ending together make a few requests, not 50. Without a client, such messages are
    * not run (a `failed` event, the message backed off) and the worker warns once.
+   *
+   * A keyed job (a message with the `concurrencyKey` attribute: concurrency by key,
+   * docs/flow-control.md) holds one of its key's slots until its outcome is reported: its outcome
+   * goes with its key whatever the history setting, at once (sharing requests as workflow jobs'
+   * do; up to 5 tries, an `error` event if given up on), and every `heartbeatMs` while it runs its
+   * key goes in the heartbeat (`concurrencyKeys`), which renews the slot's lease. Without a client
+   * such jobs still run, with a warning and an `error` event once: their slots are then freed only
+   * when the key lease (`keyLeaseSeconds`, default 900 s) runs out, holding the key's next jobs
+   * back until then. A client without `heartbeats` renews no lease: a keyed job running longer
+   * than the key lease may see another job of its key take its slot.
    *
    * Cancel a running job (docs/flow-control.md): every `heartbeatMs` while such jobs (history
    * on, or a workflow's) run, the worker asks the client's `heartbeats` (a DyneinClient has them;
@@ -152,6 +164,16 @@ const FLUSH_BUDGET_MS = 1_000;
  */
 const WORKFLOW_REPORT_BUDGET_MS = 300_000;
 
+/**
+ * Tries of a keyed job's report (waits of full jitter, 200 ms doubling, in between): the message
+ * is not held for it (a final outcome's message is already deleted), and a report given up on only
+ * leaves the key's slot to its lease.
+ */
+const KEYED_REPORT_ATTEMPTS = 5;
+
+/** What reports one delivery's outcome; resolves once sent or given up on (never rejects). */
+type ReportFn = (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) => Promise<void>;
+
 /** Message ids remembered as unrecoverable when no DLQ URL is known (bounded). */
 const MAX_DOOMED = 10_000;
 
@@ -165,7 +187,9 @@ const MAX_DOOMED = 10_000;
  * (ChangeMessageVisibility 0): nothing is lost. One bad message never affects others. A
  * workflow job's outcome is reported (and answered) before its message is deleted: see `client`.
  * A running job whose outcomes are reported can be stopped by a `DELETE` of it: its handler's
- * `signal` aborts with a {@link JobCancelledError} at the next heartbeat (see `client`).
+ * `signal` aborts with a {@link JobCancelledError} at the next heartbeat (see `client`). A keyed
+ * job's (concurrency by key) outcome is reported with its key, and its heartbeats renew its key's
+ * slot lease (see `client`).
  *
  * @example
  * const worker = new Worker({ queueUrl, concurrency: 5, handler: async (job, { signal }) => { await charge(job.payload, signal); } });
@@ -177,13 +201,18 @@ export class Worker<P = unknown> {
   readonly #reporter: OutcomeReporter | undefined;
   /** The client's heartbeats, asked every `heartbeatMs` about {@link #stoppable}'s jobs. */
   readonly #heartbeats: HeartbeatSink | undefined;
-  /** Jobs whose handler runs and whose outcomes are reported: a `DELETE` may ask to stop them. */
-  readonly #stoppable = new Map<InFlight, { readonly tenant: string; readonly jobId: string }>();
+  /**
+   * Jobs whose handler runs and whose outcomes are reported: a `DELETE` may ask to stop them, and
+   * a keyed job's heartbeat renews its key's slot lease.
+   */
+  readonly #stoppable = new Map<InFlight, HeartbeatJob>();
   #stopCheck: ReturnType<typeof setInterval> | undefined;
   #checkingStops = false;
+  /** Aborts once the worker has stopped: heartbeats under way, and keyed jobs' report retries. */
   readonly #stopCheckAbort = new AbortController();
   #warnedNoClient = false;
   #warnedNoWorkflowClient = false;
+  #warnedNoKeyedClient = false;
   readonly #sqs: SQSClient;
   readonly #ownsClient: boolean;
   readonly #inFlight = new Map<string, InFlight>();
@@ -380,7 +409,7 @@ export class Worker<P = unknown> {
     }
     let job: DeliveredJob<P>;
     try {
-      job = parseDelivery<P>(msg.Body);
+      job = parseDelivery<P>(msg.Body, { concurrencyKey: msg.MessageAttributes?.[CONCURRENCY_KEY_ATTRIBUTE]?.StringValue });
     } catch (error) {
       return this.#dead(msg, undefined, receiveCount, error);
     }
@@ -390,7 +419,7 @@ export class Worker<P = unknown> {
       return this.#processWorkflowJob(entry, job, ctx);
     const report = this.#reportFor(msg, job, receiveCount, receivedAt);
     const heartbeat = this.#heartbeat(entry, job, receivedAt);
-    if (report) this.#stoppable.set(entry, { tenant: job.tenant, jobId: job.jobId });
+    if (report) this.#stoppable.set(entry, { tenant: job.tenant, jobId: job.jobId, concurrencyKey: job.concurrencyKey });
     const outcome = await this.#run(job, ctx).finally(() => {
       heartbeat.stop();
       this.#stoppable.delete(entry);
@@ -447,7 +476,7 @@ export class Worker<P = unknown> {
     let outcome: HandlerOutcome;
     let answer: ReportAnswer;
     try {
-      this.#stoppable.set(entry, { tenant: job.tenant, jobId: job.jobId });
+      this.#stoppable.set(entry, { tenant: job.tenant, jobId: job.jobId, concurrencyKey: job.concurrencyKey });
       outcome = await this.#run(job, ctx).finally(() => this.#stoppable.delete(entry));
       const cancelled = entry.cancelled;
       if (!outcome.ok && entry.released && !cancelled) return; // already handed back; its next delivery retries it
@@ -529,16 +558,34 @@ export class Worker<P = unknown> {
     this.#emit({ type: 'failed', job, messageId: msg.MessageId!, receiveCount, error, retryInSeconds });
   }
 
-  /** For a message asking for outcome reports (history on): reports one; undefined otherwise. */
-  #reportFor(
-    msg: Message,
-    job: DeliveredJob<P>,
-    attempts: number,
-    receivedAt: number,
-  ): ((outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) => Promise<void>) | undefined {
-    if (msg.MessageAttributes?.[HISTORY_ATTRIBUTE]?.StringValue !== '1') return undefined;
+  /**
+   * For a message whose outcome is reported (history on, or a keyed job): reports one; undefined
+   * otherwise, or without a client (warned once). A history job's goes in the 1 s batch; a keyed
+   * job's, whose final outcome frees its key's slot, at once ({@link OutcomeReporter.reportNow}),
+   * up to {@link KEYED_REPORT_ATTEMPTS} tries, an `error` event when given up on.
+   */
+  #reportFor(msg: Message, job: DeliveredJob<P>, attempts: number, receivedAt: number): ReportFn | undefined {
+    const keyed = job.concurrencyKey !== undefined;
+    if (!keyed && msg.MessageAttributes?.[HISTORY_ATTRIBUTE]?.StringValue !== '1') return undefined;
     const reporter = this.#reporter;
-    if (!reporter) {
+    if (!reporter) return this.#warnNoClient(job);
+    const reportOf = (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) =>
+      this.#outcomeReport(job, attempts, receivedAt, outcome, extra);
+    if (!keyed) return (outcome, extra) => reporter.report(job.tenant, reportOf(outcome, extra));
+    const opts = { signal: this.#stopCheckAbort.signal, maxAttempts: KEYED_REPORT_ATTEMPTS, now: this.#o.now, random: this.#o.random };
+    return async (outcome, extra) => {
+      const answer = await reporter.reportNow(job.tenant, reportOf(outcome, extra), opts);
+      if (!answer.answered) this.#emit({ type: 'error', operation: 'report outcome (keyed job)', error: answer.error });
+    };
+  }
+
+  /**
+   * A job whose outcome should be reported reached a Worker without a client: it runs all the
+   * same, with a warning once per kind. A keyed job's warning is also an `error` event: its key's
+   * slot stays taken until the key lease runs out, holding the key's next jobs back.
+   */
+  #warnNoClient(job: DeliveredJob<P>): undefined {
+    if (job.concurrencyKey === undefined) {
       if (!this.#warnedNoClient) {
         this.#warnedNoClient = true;
         console.warn(
@@ -547,7 +594,14 @@ export class Worker<P = unknown> {
       }
       return undefined;
     }
-    return (outcome, extra) => reporter.report(job.tenant, this.#outcomeReport(job, attempts, receivedAt, outcome, extra));
+    if (this.#warnedNoKeyedClient) return undefined;
+    this.#warnedNoKeyedClient = true;
+    const error = new Error(
+      `dynein worker: job '${job.jobId}' has concurrency key '${job.concurrencyKey}', but this Worker has no client to report its outcome with: such jobs run, but each holds its key's slot until the key lease runs out (tenant setting keyLeaseSeconds, default 900 s), holding the key's next jobs back until then. Pass { client: new DyneinClient(...) } (docs/flow-control.md)`,
+    );
+    console.warn(error.message);
+    this.#emit({ type: 'error', operation: 'report outcome (keyed job, no client)', error });
+    return undefined;
   }
 
   #outcomeReport(
@@ -557,7 +611,8 @@ export class Worker<P = unknown> {
     outcome: OutcomeReport['outcome'],
     extra: { error?: string; result?: unknown },
   ): OutcomeReport {
-    return outcomeReport(job.jobId, outcome, { attempts, receivedAt, endedAt: this.#o.now() }, extra);
+    const delivery = { attempts, receivedAt, endedAt: this.#o.now() };
+    return outcomeReport(job.jobId, outcome, delivery, { ...extra, concurrencyKey: job.concurrencyKey });
   }
 
   /** Renews the visibility every `heartbeatMs` while the handler runs; aborts the handler if the message is lost. */
@@ -602,7 +657,8 @@ export class Worker<P = unknown> {
   /**
    * One heartbeat of the running jobs whose outcomes are reported (docs/flow-control.md "Cancel a
    * running job"): asks which of them a `DELETE` asked to stop (one request per tenant and 100
-   * jobs), and aborts those handlers' signals with a {@link JobCancelledError}. Skipped while the
+   * jobs, naming the keyed jobs' keys, which renews their slot leases), and aborts those handlers'
+   * signals with a {@link JobCancelledError}. Skipped while the
    * last one is still under way; a failed request is an `error` event and stops nothing.
    */
   async #checkStops(): Promise<void> {

@@ -5,7 +5,7 @@ import { packGreedy } from '../../core/model/index.js';
 import type { BatchItemResult, CancelledJob, JobHeartbeats, JobPage, JobRequest, JobStatus, ScheduledJob } from '../apiTypes.js';
 import type { BatchOptions, CallOptions, ListJobsOptions } from '../callOptions.js';
 import { ValidationError, errorFromCode } from '../errors.js';
-import { MAX_HEARTBEAT_JOBS, type OutcomeReport, type OutcomeResult } from '../outcomes.js';
+import { MAX_CONCURRENCY_KEY_LENGTH, MAX_HEARTBEAT_JOBS, type OutcomeReport, type OutcomeResult } from '../outcomes.js';
 import type { ApiTransport } from '../transport.js';
 import { enc, payloadText, tenantPath, wholeNumber, withQuery } from './encode.js';
 
@@ -99,10 +99,16 @@ export function reportOutcomes(
 }
 
 /**
- * `POST .../jobs/heartbeats`: 1 to 100 job ids (strings) checked before sending; the server checks
- * that each is one of the tenant's.
+ * `POST .../jobs/heartbeats`: `{"jobIds": [...], "concurrencyKeys"?: {jobId: key}}`. Checked before
+ * sending: 1 to 100 job ids (strings), and each key of `concurrencyKeys` one of them with a key of
+ * 1 to 128 characters; the server checks that each id is one of the tenant's.
  */
-export function jobHeartbeats(api: ApiTransport, tenant: string, jobIds: readonly string[], opts: CallOptions): Promise<JobHeartbeats> {
+export function jobHeartbeats(
+  api: ApiTransport,
+  tenant: string,
+  jobIds: readonly string[],
+  opts: CallOptions & { readonly concurrencyKeys?: Readonly<Record<string, string>> },
+): Promise<JobHeartbeats> {
   if (!Array.isArray(jobIds) || jobIds.length < 1 || jobIds.length > MAX_HEARTBEAT_JOBS)
     throw new ValidationError({
       source: 'client',
@@ -111,7 +117,26 @@ export function jobHeartbeats(api: ApiTransport, tenant: string, jobIds: readonl
   const bad = jobIds.findIndex((id) => typeof id !== 'string');
   if (bad >= 0)
     throw new ValidationError({ source: 'client', message: `jobIds[${bad}] must be a job id (a string), got ${typeof jobIds[bad]}` });
-  return api.request<JobHeartbeats>('POST', `${tenantPath(tenant)}/jobs/heartbeats`, JSON.stringify({ jobIds }), opts.signal);
+  const keys = opts.concurrencyKeys;
+  if (keys !== undefined) checkHeartbeatKeys(jobIds, keys);
+  const body = keys !== undefined && Object.keys(keys).length > 0 ? { jobIds, concurrencyKeys: keys } : { jobIds };
+  return api.request<JobHeartbeats>('POST', `${tenantPath(tenant)}/jobs/heartbeats`, JSON.stringify(body), opts.signal);
+}
+
+/** The route's rule for `concurrencyKeys`: job ids of the request, each to a key of 1 to 128 characters. */
+function checkHeartbeatKeys(jobIds: readonly string[], keys: Readonly<Record<string, string>>): void {
+  if (typeof keys !== 'object' || keys === null || Array.isArray(keys))
+    throw new ValidationError({ source: 'client', message: 'concurrencyKeys must be an object of job id to concurrency key' });
+  const ids = new Set(jobIds);
+  for (const [jobId, key] of Object.entries(keys)) {
+    if (!ids.has(jobId))
+      throw new ValidationError({ source: 'client', message: `concurrencyKeys names job ${jobId}, which is not one of jobIds` });
+    if (typeof key !== 'string' || key.length < 1 || key.length > MAX_CONCURRENCY_KEY_LENGTH)
+      throw new ValidationError({
+        source: 'client',
+        message: `concurrencyKeys[${JSON.stringify(jobId)}] must be a concurrency key of 1 to ${MAX_CONCURRENCY_KEY_LENGTH} characters`,
+      });
+  }
 }
 
 export function cancelJob(api: ApiTransport, tenant: string, jobId: string, opts: CallOptions): Promise<CancelledJob> {
@@ -146,6 +171,8 @@ function jobBody<P>(api: ApiTransport, job: JobRequest<P>): string {
     ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
     ...(job.tags !== undefined ? { tags: job.tags } : {}),
+    ...(job.concurrencyKey !== undefined ? { concurrencyKey: job.concurrencyKey } : {}),
+    ...(job.concurrencyLimit !== undefined ? { concurrencyLimit: job.concurrencyLimit } : {}),
   });
   return `{"payload":${payloadText(job)},${envelope.slice(1)}`;
 }

@@ -25,6 +25,8 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
       'idempotency-key': { type: 'string', arg: '<key>', help: 'a retry with the same key and time stores one job' },
       'not-cancellable': { type: 'boolean', help: 'may go straight to the queue when due within 900 s' },
       tag: { type: 'string', multiple: true, arg: '<tag>', help: 'a tag, to find the job by (repeat for more, up to 10)' },
+      key: { type: 'string', arg: '<concurrencyKey>', help: 'a concurrency key: jobs with the same key run at most --limit at a time' },
+      limit: { type: 'string', arg: '<n>', help: 'with --key: how many of its jobs may run at once, 1 to 1000 (default 1)' },
       ...JSON_OUT,
       ...WHERE,
       ...HELP,
@@ -131,6 +133,7 @@ async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Prom
     ...(key !== undefined ? { idempotencyKey: key } : {}),
     ...(values['not-cancellable'] ? { cancellable: false } : {}),
     ...(Array.isArray(values.tag) ? { tags: values.tag } : {}),
+    ...concurrencyOf(str('key'), str('limit')),
   };
   const reply = await client(target()).schedule(tenant, job);
   io.out(values.json ? JSON.stringify(reply) : reply.jobId);
@@ -177,6 +180,8 @@ async function runShow({ values, rest, target, tenant, io }: Ctx): Promise<numbe
   }
   io.out(`${reply.jobId}\n  state  ${reply.state}\n  runAt  ${reply.runAt}`);
   if (reply.message) io.out(`  ${reply.message}`);
+  if (reply.concurrencyKey !== undefined)
+    io.out(`  concurrencyKey  ${reply.concurrencyKey}${reply.concurrencyLimit !== undefined ? `  (limit ${reply.concurrencyLimit})` : ''}`);
   if (reply.cancelRequested) io.out('  cancel requested: its worker stops it at its next heartbeat and reports CANCELLED');
   if (!reply.timeline) {
     if (reply.deliveredAt) io.out(`  deliveredAt  ${reply.deliveredAt}`);
@@ -258,6 +263,15 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
   }
   if (nextCursor !== undefined) io.err(`more: ${jobsCommandLine(tenant, filter)} --cursor '${nextCursor}'`);
   return 0;
+}
+
+/** `--key` and `--limit` as the job's `concurrencyKey` and `concurrencyLimit` (the key itself is the API's to check). */
+function concurrencyOf(key: string | undefined, limitText: string | undefined): Pick<JobRequest, 'concurrencyKey' | 'concurrencyLimit'> {
+  if (limitText === undefined) return key === undefined ? {} : { concurrencyKey: key };
+  if (key === undefined) throw new UsageError('--limit needs --key: it limits how many jobs of that concurrency key run at once');
+  if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000)
+    throw new UsageError(`--limit must be a whole number from 1 to 1000, got '${limitText}'`);
+  return { concurrencyKey: key, concurrencyLimit: Number(limitText) };
 }
 
 function jobIdOf(command: string, rest: readonly string[]): string {

@@ -13,7 +13,7 @@ type AdminCall = (c: DyneinClient, tenant: string, values: Values) => Promise<Te
 function adminCommand(name: string, brief: string, call: AdminCall, flags: Flags = {}): Command {
   return {
     brief,
-    usage: `<tenant>${Object.keys(flags).length > 0 ? ' [--max-deliveries-per-second <n|none>] [--max-submits-per-second <n|none>] [--weight <n>]' : ''} [options]`,
+    usage: `<tenant>${Object.keys(flags).length > 0 ? ' [--max-deliveries-per-second <n|none>] [--max-submits-per-second <n|none>] [--weight <n>] [--key-lease-seconds <n|default>]' : ''} [options]`,
     summary: `${brief.charAt(0).toUpperCase()}${brief.slice(1)}.`,
     targeted: false,
     flags: { ...flags, ...JSON_OUT, ...WHERE, ...HELP },
@@ -57,6 +57,11 @@ export const tenantCommand: Group = {
         'max-deliveries-per-second': { type: 'string', arg: '<n|none>', help: 'deliveries per second, 1 to 100000, or none (no limit)' },
         'max-submits-per-second': { type: 'string', arg: '<n|none>', help: 'submitted jobs per second, 1 to 100000, or none (no limit)' },
         weight: { type: 'string', arg: '<n>', help: 'share of dispatch relative to other tenants, 1 to 1000 (default 1)' },
+        'key-lease-seconds': {
+          type: 'string',
+          arg: '<n|default>',
+          help: "how long a concurrency key's slot outlives a silent worker, 10 to 86400 s, or default (900)",
+        },
       },
     ),
   },
@@ -83,8 +88,16 @@ function settingsOptions(values: Values): TenantSettingsUpdate {
       throw new UsageError(`--weight must be a whole number from 1 to 1000, got '${weight}'`);
     update.weight = Number(weight);
   }
+  const lease = values['key-lease-seconds'];
+  if (typeof lease === 'string') {
+    if (lease !== 'default' && (!/^\d+$/.test(lease) || Number(lease) < 10 || Number(lease) > 86_400))
+      throw new UsageError(`--key-lease-seconds must be a whole number from 10 to 86400, or default, got '${lease}'`);
+    update.keyLeaseSeconds = lease === 'default' ? null : Number(lease);
+  }
   if (Object.keys(update).length === 0)
-    throw new UsageError('tenant set needs at least one of --max-deliveries-per-second, --max-submits-per-second, --weight');
+    throw new UsageError(
+      'tenant set needs at least one of --max-deliveries-per-second, --max-submits-per-second, --weight, --key-lease-seconds',
+    );
   return update;
 }
 
@@ -93,7 +106,8 @@ function describeControls(c: TenantControls): string[] {
   const s = c.settings;
   return [
     `${c.tenant}  ${c.paused ? `PAUSED since ${c.pausedAt ?? '?'}` : 'running'}`,
-    `  maxDeliveriesPerSecond ${s.maxDeliveriesPerSecond ?? 'none'}  maxSubmitsPerSecond ${s.maxSubmitsPerSecond ?? 'none'}  weight ${s.weight}`,
+    `  maxDeliveriesPerSecond ${s.maxDeliveriesPerSecond ?? 'none'}  maxSubmitsPerSecond ${s.maxSubmitsPerSecond ?? 'none'}  weight ${s.weight}` +
+      (s.keyLeaseSeconds !== undefined ? `  keyLeaseSeconds ${s.keyLeaseSeconds}` : ''),
     ...(c.changes.length > 0 ? ['  changes (latest last):'] : []),
     ...c.changes.map((ch) => `    ${ch.at}  ${ch.action}${ch.settings ? ` ${JSON.stringify(ch.settings)}` : ''}  by ${ch.by}`),
   ];

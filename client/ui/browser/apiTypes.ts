@@ -38,6 +38,9 @@ export interface JobStatus {
   readonly runAt?: string;
   readonly state: string;
   readonly deliveredAt?: string;
+  /** A keyed job through the table (docs/flow-control.md "Concurrency by key"). */
+  readonly concurrencyKey?: string;
+  readonly concurrencyLimit?: number;
   readonly timeline?: readonly TimelineEvent[];
 }
 
