@@ -637,6 +637,32 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
     }
   }
 
+  async cancelWaiting(key: RowKey, tenant: string, heldLeaseUntil: number, expiresAtMs: number): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.row(key),
+          UpdateExpression:
+            'SET #state = :cancelled, tenant = :tenant, expiresAt = :exp REMOVE payload, payloadZ, leaseUntil, deadAt, prio',
+          ConditionExpression: '#state = :acquired AND leaseUntil = :held AND attribute_exists(ck)',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':cancelled': { S: 'CANCELLED' },
+            ':acquired': { S: 'ACQUIRED' },
+            ':held': { N: String(heldLeaseUntil) },
+            ':tenant': { S: tenant },
+            ':exp': { N: String(Math.ceil(expiresAtMs / 1000)) },
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      return rethrow(err);
+    }
+  }
+
   async getRow(key: RowKey): Promise<StoredRow | undefined> {
     const res = await this.client.send(
       new GetItemCommand({

@@ -200,7 +200,7 @@ export class DynamoOperationStore implements OperationStore {
         match += ' AND contains(tags, :v)';
       } else {
         values[':v'] = { S: 'concurrencyKey' in f ? f.concurrencyKey : f.debounceKey };
-        names['#key'] = 'concurrencyKey' in f ? 'ckey' : 'dkey';
+        names['#key'] = 'concurrencyKey' in f ? 'ck' : 'dkey';
         match += ' AND #key = :v';
       }
     }

@@ -711,6 +711,11 @@ export class SimJobStore implements JobStore {
     );
   }
 
+  /** The simulation's rows carry no concurrency key: there is never a keyed row waiting for its slot. */
+  cancelWaiting(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
   getRow(key: RowKey): Promise<StoredRow | undefined> {
     return this.net.call(this.cpu, this.costs.callUs, this.net.calls.write, this.#srv('write'), () => this.table.getRow(key));
   }

@@ -25,6 +25,8 @@ export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | '
 
 interface Held extends Leased, Gated {
   readonly bytes: number;
+  /** A keyed row's lease renewed since it took its slot ({@link Releaser.#confirmKeyed}). */
+  confirmed?: boolean;
   attempts: number;
   /** Not before this (epoch ms): the due time, later after a failed send. */
   readyAt: number;
@@ -391,7 +393,8 @@ export class Releaser {
    * through {@link #admitted} once it has one.
    */
   async #keyed(list: Held[]): Promise<Held[]> {
-    if (!this.#gate || !list.some((h) => h.row.concurrency && !h.slot)) return list;
+    if (!this.#gate) return list;
+    if (!list.some((h) => h.row.concurrency && !h.slot)) return this.#confirmKeyed(list);
     let pass: Held[];
     try {
       pass = await this.#gate.pass(list);
@@ -402,7 +405,32 @@ export class Releaser {
       this.#retryLater(list.filter((h) => !pass.includes(h)));
     }
     for (const h of list) if (!pass.includes(h) && !h.slot) h.busy = false;
-    return pass;
+    return this.#confirmKeyed(pass);
+  }
+
+  /**
+   * A keyed row's lease is renewed once it holds its slot, before its first send: a cancel of a
+   * row waiting for its key writes on the lease it read (JobsService), so either that cancel or
+   * this renewal fails, and a cancelled row is never sent. A row whose renewal fails gives its slot back.
+   */
+  async #confirmKeyed(pass: Held[]): Promise<Held[]> {
+    const fresh = pass.filter((h) => h.row.concurrency && h.slot && !h.confirmed);
+    if (fresh.length === 0) return pass;
+    const now = this.deps.clock.now();
+    const lost = new Set<Held>();
+    await Promise.all(
+      fresh.map(async (h) => {
+        if (await this.#leases.renew(h, now + this.deps.settings.leaseMs)) h.confirmed = true;
+        else lost.add(h);
+      }),
+    );
+    if (lost.size === 0) return pass;
+    this.#settle(lost, { sent: [], retry: [] });
+    for (const h of lost) {
+      const c = h.row.concurrency!;
+      void this.deps.keySlots?.release(h.row.tenant, c.key, h.row.jobId).catch(() => undefined);
+    }
+    return pass.filter((h) => !lost.has(h));
   }
 
   /** Keyed rows that took their slot while waiting: sent as soon as a send slot is free. */

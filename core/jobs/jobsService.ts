@@ -374,6 +374,7 @@ export class JobsService {
       // no dispatcher can take (in the inbound dead-letter queue) is still cancelled.
       const row = await this.#row(id);
       if (row?.state === 'CANCELLED') return done;
+      if (row?.state === 'ACQUIRED' && row.concurrency && (await this.#cancelWaiting(id, row, expiresAt))) return done;
       if (row?.state === 'DEAD' && (await store.cancel(id, id.tenant, expiresAt)) === 'cancelled') return done;
       if (!row && now >= id.dueMs && (await this.#cancelledBefore(id))) return done;
       // A paused tenant's job is held, not dispatched: still SCHEDULED (or not yet stored: a
@@ -399,6 +400,24 @@ export class JobsService {
     // delivered marker answers 409.
     if ((await store.cancel(id, id.tenant, expiresAt)) === 'cancelled') return done;
     throw new AlreadyQueuedError();
+  }
+
+  /**
+   * A keyed job past its cut-off that a dispatcher holds while it waits for a slot of its key
+   * (docs/flow-control.md): not delivered, so still cancelled, with a write conditional on the
+   * lease read. Its dispatcher renews that lease after taking the slot and before the send, so
+   * either the cancel or the send fails; a renewal meanwhile makes the cancel read the row again.
+   */
+  async #cancelWaiting(id: ParsedJobId, seen: StoredRow, expiresAt: number): Promise<boolean> {
+    const { keySlots, store } = this.deps;
+    if (!keySlots) return false;
+    let row: StoredRow | undefined = seen;
+    for (let attempt = 0; attempt < 3 && row?.state === 'ACQUIRED' && row.concurrency; attempt++) {
+      if (await keySlots.holds(id.tenant, row.concurrency.key, id.jobId)) return false; // it has its slot: being sent
+      if (await store.cancelWaiting(id, id.tenant, row.leaseUntil, expiresAt)) return true;
+      row = await this.#row(id);
+    }
+    return row?.state === 'CANCELLED';
   }
 
   /** The item at the job's key, unless its TTL has passed (DynamoDB deletes expired items late, or never on emulators). */

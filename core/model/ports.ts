@@ -222,6 +222,12 @@ export interface JobLookups {
    * materialised: a blocker, not a job, which listings leave out).
    */
   cancel(key: RowKey, tenant: string, expiresAtMs: number, opts?: { readonly occurrence?: boolean }): Promise<'cancelled' | 'acquired'>;
+  /**
+   * A keyed row a dispatcher holds while it waits for a slot of its key becomes a tombstone, if
+   * it is still held with the lease `heldLeaseUntil` the caller read: the dispatcher renews the
+   * lease of such a row after it takes the slot and before it sends it, so one of the two fails.
+   */
+  cancelWaiting(key: RowKey, tenant: string, heldLeaseUntil: number, expiresAtMs: number): Promise<boolean>;
 }
 
 /** The tick's plan and the dispatch loop: samples of due times, shard groups' leases and their marks. */

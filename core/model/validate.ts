@@ -63,9 +63,7 @@ export function parseConcurrency(key: unknown, limit: unknown): JobConcurrency |
     throw new ValidationError(
       `concurrencyKey must be a string of 1 to ${MAX_CONCURRENCY_KEY_LENGTH} characters, like "customer-42", got ${JSON.stringify(key)?.slice(0, 80)}`,
     );
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(key))
-    throw new ValidationError('concurrencyKey holds a control character: keys are names, use printable characters');
+  if (/\p{Cc}/u.test(key)) throw new ValidationError('concurrencyKey holds a control character: keys are names, use printable characters');
   if (limit === undefined) return { key, limit: 1 };
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT)
     throw new ValidationError(

@@ -19,7 +19,8 @@ export type CancelFilter =
 export interface FilterableJob {
   readonly dueMs: number;
   readonly tags?: readonly string[];
-  readonly concurrencyKey?: string;
+  /** Its concurrency key and limit (the limit plays no part). */
+  readonly concurrency?: { readonly key: string };
   readonly debounceKey?: string;
 }
 
@@ -92,7 +93,7 @@ function parseBound(value: unknown, field: string): number {
 /** Whether `job` is one the filter names (state aside: the caller knows the job is pending). */
 export function matches(filter: CancelFilter, job: FilterableJob): boolean {
   if ('tag' in filter) return job.tags?.includes(filter.tag) ?? false;
-  if ('concurrencyKey' in filter) return job.concurrencyKey === filter.concurrencyKey;
+  if ('concurrencyKey' in filter) return job.concurrency?.key === filter.concurrencyKey;
   if ('debounceKey' in filter) return job.debounceKey === filter.debounceKey;
   return (filter.fromMs === undefined || job.dueMs >= filter.fromMs) && (filter.toMs === undefined || job.dueMs <= filter.toMs);
 }

@@ -224,4 +224,62 @@ describe('concurrency by key', () => {
     });
     expect(again.status).toBe(409);
   });
+
+  it('a bulk cancel by concurrencyKey cancels that key’s pending jobs and no other', async () => {
+    const runAt = new Date(Date.now() + 3_600_000).toISOString();
+    const stored = await submitJobs(
+      sys,
+      'beta',
+      Array.from({ length: 5 }, (_, i) => ({ payload: i, runAt, concurrencyKey: 'order-42' })),
+    );
+    const other = await submitJobs(sys, 'beta', [
+      { payload: 'x', runAt, concurrencyKey: 'order-43' },
+      { payload: 'y', runAt },
+    ]);
+    const get = async (jobId: string) =>
+      (await call(statusHandler(sys.w), 'GET', `/v1/tenants/beta/jobs/${jobId}`, { tenant: 'beta', jobId })).body.state as string;
+    for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50)))
+      if ((await Promise.all([...stored, ...other].map((j) => get(j.jobId)))).every((st) => st === 'SCHEDULED')) break;
+    const start = await call(
+      cancelHandler(sys.w),
+      'POST',
+      '/v1/tenants/beta/jobs/cancel',
+      { tenant: 'beta' },
+      { concurrencyKey: 'order-42' },
+    );
+    expect(start.status).toBe(202);
+    const operationId = start.body.operationId as string;
+    let op: Record<string, any> = {};
+    for (const until = Date.now() + 30_000; op.state !== 'DONE' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+      op = (await call(cancelHandler(sys.w), 'GET', `/v1/tenants/beta/operations/${operationId}`, { tenant: 'beta', operationId })).body;
+    expect(op).toMatchObject({ state: 'DONE', matched: 5, cancelled: 5 });
+    expect(await Promise.all(stored.map((j) => get(j.jobId)))).toEqual(Array(5).fill('CANCELLED'));
+    expect(await Promise.all(other.map((j) => get(j.jobId)))).toEqual(['SCHEDULED', 'SCHEDULED']);
+  });
+
+  it('cancels a job past its due time that waits for its key’s slot, and it is never delivered', async () => {
+    const slots = sys.w.dispatch.keySlots!;
+    const now = Date.now();
+    // customer-7's only slot is held by a job still running (its lease an hour ahead).
+    await slots.setLimit('beta', 'customer-7', 1, now);
+    expect(await slots.take('beta', 'customer-7', 'running', now + 3_600_000, 1, now)).toBe(true);
+    const [job] = await submitJobs(sys, 'beta', [{ payload: 'waits', delaySeconds: 1, concurrencyKey: 'customer-7' }]);
+    const get = async () =>
+      (await call(statusHandler(sys.w), 'GET', `/v1/tenants/beta/jobs/${job!.jobId}`, { tenant: 'beta', jobId: job!.jobId })).body;
+    // Past its due time, a dispatcher holds it (ACQUIRED) while it waits for the slot.
+    let status: Record<string, any> = {};
+    for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      status = await get();
+      if (status.state === 'ACQUIRED' && Date.now() > Date.parse(status.runAt) + 500) break;
+    }
+    expect(status.state).toBe('ACQUIRED');
+    const del = await call(cancelHandler(sys.w), 'DELETE', `/v1/tenants/beta/jobs/${job!.jobId}`, { tenant: 'beta', jobId: job!.jobId });
+    expect(del).toMatchObject({ status: 200, body: { state: 'CANCELLED' } });
+    // The slot frees: the cancelled job does not take it, and nothing reaches the queue.
+    await slots.release('beta', 'customer-7', 'running');
+    const res = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.tenants.beta!.url, WaitTimeSeconds: 2 }));
+    expect(res.Messages ?? []).toEqual([]);
+    expect((await get()).state).toBe('CANCELLED');
+    expect(await slots.holds('beta', 'customer-7', job!.jobId)).toBe(false);
+  });
 });

@@ -39,6 +39,7 @@ function storeOf(table: SimTable): JobStore {
     renew: async () => true,
     markDelivered: async () => [],
     cancel: async (k, t, e) => table.cancel(k, t, e),
+    cancelWaiting: async () => false,
     getRow: async (k) => table.getRow(k),
     putDead: async () => false,
     putCancelRecord: async () => false,
