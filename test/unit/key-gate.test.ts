@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import { KeyGate, type Gated } from '../../core/dispatch/keyGate.js';
+import type { AcquiredRow, KeyFull, KeySlots } from '../../core/model/index.js';
+
+/**
+ * The releaser's gate for keyed rows (core/dispatch/keyGate.ts), over key slots kept in memory:
+ * rows without a key pass at once, a key's rows pass up to its limit, the others wait and come
+ * back in due order then priority as slots free, and a slot whose lease ran out is taken over.
+ */
+class MemorySlots implements Pick<KeySlots, 'take' | 'evict'> {
+  readonly keys = new Map<string, { limit: number; holders: Map<string, number> }>();
+  takes = 0;
+
+  key(tenant: string, key: string, limit = 1) {
+    const id = `${tenant}/${key}`;
+    let k = this.keys.get(id);
+    if (!k) this.keys.set(id, (k = { limit, holders: new Map() }));
+    return k;
+  }
+
+  async take(tenant: string, key: string, jobId: string, untilMs: number, limit: number): Promise<true | KeyFull> {
+    this.takes++;
+    const k = this.key(tenant, key, limit);
+    if (k.holders.has(jobId) || k.holders.size < k.limit) {
+      k.holders.set(jobId, untilMs);
+      return true;
+    }
+    return { holders: new Map(k.holders), limit: k.limit };
+  }
+
+  async evict(tenant: string, key: string, holders: ReadonlyMap<string, number>): Promise<number> {
+    const k = this.key(tenant, key);
+    let n = 0;
+    for (const [jobId, until] of holders)
+      if (k.holders.get(jobId) === until) {
+        k.holders.delete(jobId);
+        n++;
+      }
+    return n;
+  }
+
+  free(tenant: string, key: string, jobId: string): void {
+    this.key(tenant, key).holders.delete(jobId);
+  }
+}
+
+const row = (jobId: string, dueMs: number, key?: string, priority?: number, limit = 1): Gated => ({
+  row: {
+    shard: 0,
+    dueMs,
+    jobId,
+    tenant: 't',
+    payload: '{}',
+    leaseUntil: dueMs + 30_000,
+    ...(priority !== undefined ? { priority } : {}),
+    ...(key !== undefined ? { concurrency: { key, limit } } : {}),
+  } as AcquiredRow,
+});
+
+function gate(slots: MemorySlots, now = () => Date.now()) {
+  const admitted: Gated[] = [];
+  const g = new KeyGate<Gated>({ slots: slots as unknown as KeySlots, clock: { now }, keyLeaseSeconds: () => undefined }, (rows) =>
+    admitted.push(...rows),
+  );
+  return { g, admitted };
+}
+
+const until = async (pred: () => boolean, ms = 3_000) => {
+  for (const end = Date.now() + ms; !pred() && Date.now() < end;) await new Promise((r) => setTimeout(r, 5));
+};
+
+describe('KeyGate', () => {
+  it('passes rows without a key and a key’s rows up to its limit; the rest wait', async () => {
+    const slots = new MemorySlots();
+    slots.key('t', 'a', 2);
+    const { g } = gate(slots);
+    const rows = [
+      row('free', 1),
+      row('a1', 1, 'a', undefined, 2),
+      row('a2', 2, 'a', undefined, 2),
+      row('a3', 3, 'a', undefined, 2),
+      row('b1', 1, 'b'),
+    ];
+    const passed = await g.pass(rows);
+    expect(passed.map((h) => h.row.jobId).sort()).toEqual(['a1', 'a2', 'b1', 'free']);
+    expect(passed.filter((h) => h.row.concurrency).every((h) => h.slot)).toBe(true);
+    expect(g.size).toBe(1);
+    g.stop();
+  });
+
+  it('gives freed slots to the waiting rows in due order, then higher priority first', async () => {
+    const slots = new MemorySlots();
+    const { g, admitted } = gate(slots);
+    expect((await g.pass([row('running', 0, 'k')])).length).toBe(1);
+    // Arrive out of order: due 30, due 10 (priority 5), due 10 (priority 9), due 20.
+    await g.pass([row('d30', 30, 'k'), row('d10p5', 10, 'k', 5), row('d10p9', 10, 'k', 9), row('d20', 20, 'k')]);
+    expect(g.size).toBe(4);
+    const order: string[] = [];
+    let holder = 'running';
+    for (let i = 0; i < 4; i++) {
+      slots.free('t', 'k', holder);
+      await until(() => admitted.length > i);
+      expect(admitted).toHaveLength(i + 1);
+      holder = admitted[i]!.row.jobId;
+      order.push(holder);
+    }
+    expect(order).toEqual(['d10p9', 'd10p5', 'd20', 'd30']);
+    expect(g.size).toBe(0);
+    g.stop();
+  });
+
+  it('takes over a slot whose lease ran out, and never one renewed', async () => {
+    const slots = new MemorySlots();
+    let now = 1_000_000;
+    const { g } = gate(slots, () => now);
+    slots.key('t', 'k').holders.set('silent', now - 1); // its lease ended: no outcome, no heartbeat
+    const [taken] = await g.pass([row('next', 0, 'k')]);
+    expect(taken?.row.jobId).toBe('next');
+    expect([...slots.key('t', 'k').holders.keys()]).toEqual(['next']);
+    now += 1;
+    expect(await g.pass([row('after', 0, 'k')])).toEqual([]); // 'next' holds it with a live lease
+    g.stop();
+  });
+
+  it('asks less often the longer a key waits, and forgets a dropped row', async () => {
+    const slots = new MemorySlots();
+    const { g, admitted } = gate(slots);
+    await g.pass([row('running', 0, 'k')]);
+    const waiting = row('w', 1, 'k');
+    await g.pass([waiting]);
+    const before = slots.takes;
+    await new Promise((r) => setTimeout(r, 600));
+    const asks = slots.takes - before;
+    // 10 ms, then each wait half again as long (capped at 250 ms): about 8 asks in 600 ms, not 60.
+    expect(asks).toBeGreaterThanOrEqual(3);
+    expect(asks).toBeLessThanOrEqual(15);
+    g.drop(waiting);
+    expect(g.size).toBe(0);
+    slots.free('t', 'k', 'running');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(admitted).toEqual([]);
+    g.stop();
+  });
+});
