@@ -19,11 +19,15 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h2>Tenants</h2>
 <p class="muted">From dispatch: held while paused, sends deferred by a delivery limit; submits refused by a submit limit (all tenants): <span id="throttled">0</span>. Change controls with <code>npx dynein tenant</code>.</p>
 <table id="tenants"></table>
+<h2>Busiest concurrency keys</h2>
+<p class="muted">The ten busiest keys dispatch steps reported (docs/flow-control.md), most waiting first: jobs started, asks for a slot refused (all slots held), jobs waiting at the latest step, p95 of the waits past the due time of jobs that waited.</p>
+<table id="keys"></table>
 <h2>AWS requests per job delivered</h2>
 <p class="muted" id="req-what"></p>
 <table id="req"></table>
 <script>
 const fmt = (n) => (n ?? 0).toLocaleString();
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => '&#' + c.charCodeAt(0) + ';');
 let busy = false;
 async function refresh() {
   if (busy) return;
@@ -40,6 +44,7 @@ async function refresh() {
     document.getElementById('hist').innerHTML = m.lateness.buckets.map((b) => '<tr><td>≤ ' + (b.le === null ? '∞' : b.le) + ' ms</td><td>' + fmt(b.count) + '</td><td><span class="bar" style="width:' + (300 * b.count / max) + 'px"></span></td></tr>').join('');
     document.getElementById('throttled').textContent = fmt(m.submitsThrottled);
     document.getElementById('tenants').innerHTML = '<tr><th>tenant</th><th>delivered</th><th>held</th><th>deferred</th><th>lateness p95 ms</th><th>state</th></tr>' + (Object.entries(m.tenants).map(([k, t]) => '<tr><td>' + k + '</td><td>' + fmt(t.delivered) + '</td><td>' + fmt(t.held) + '</td><td>' + fmt(t.deferred) + '</td><td>' + (t.latenessP95Ms ?? '-') + '</td><td>' + (t.paused ? '<b>paused</b>' : 'running') + '</td></tr>').join('') || '<tr><td class="muted" colspan="6">no tenant dispatched yet</td></tr>');
+    document.getElementById('keys').innerHTML = '<tr><th>tenant</th><th>key</th><th>started</th><th>asks refused</th><th>waiting</th><th>wait p95 ms</th></tr>' + ((m.keys ?? []).map((k) => '<tr><td>' + esc(k.tenant) + '</td><td class="mono">' + esc(k.key) + '</td><td>' + fmt(k.started) + '</td><td>' + fmt(k.refused) + '</td><td>' + fmt(k.waiting) + '</td><td>' + (k.waitP95Ms ?? '-') + '</td></tr>').join('') || '<tr><td class="muted" colspan="6">no job with a concurrency key dispatched yet</td></tr>');
     document.getElementById('req-what').textContent = 'Each figure: ' + m.requestsPerJobCounts + ' Jobs delivered so far: ' + fmt(j.delivered) + '.';
     document.getElementById('req').innerHTML = '<tr><th>operation</th><th>per job delivered</th><th class="muted">requests in all</th></tr>' + (Object.entries(m.requestsPerJob).map(([k, v]) => '<tr><td>' + k + '</td><td>' + v + '</td><td class="muted">' + fmt(m.requests[k]) + '</td></tr>').join('') || '<tr><td class="muted" colspan="3">no job delivered yet</td></tr>');
   } catch (e) { document.getElementById('since').textContent = 'compute unreachable (restarting?)'; }

@@ -11,6 +11,15 @@ export const REQUESTS_PER_JOB_COUNTS =
   '(dispatched + queued directly). Cancelled jobs are not in the divisor; an idle stack still polls, so the figure falls as load rises.';
 /** Lateness values kept per tenant for its p95 on the dashboard. */
 const TENANT_LATENESS_KEPT = 1_000;
+/** Concurrency keys kept (the oldest seen goes first), and shown. */
+const MAX_KEYS_KEPT = 1_000;
+const KEYS_SHOWN = 10;
+
+/** The 95th percentile of `values`, or null for none. */
+function p95(values: readonly number[]): number | null {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]! : null;
+}
 /** Cancelled job ids kept for de-duplication (beyond this, further cancels are not counted). */
 const MAX_TRACKED_CANCELS = 1_000_000;
 
@@ -31,6 +40,8 @@ export class LocalMetrics {
   readonly startedAt = Date.now();
   /** Per tenant (the `Tenant` dimension on AWS): counts, the latest lateness values, when dispatch last saw it paused. */
   readonly #tenants = new Map<string, { counts: Record<string, number>; lateness: number[]; pausedSeenAt?: number }>();
+  /** Per concurrency key a dispatch step counted among its busiest: totals, the latest step's waiting, the latest waits. */
+  readonly #keys = new Map<string, { tenant: string; key: string; started: number; refused: number; waiting: number; waits: number[] }>();
 
   constructor(private readonly requests: RequestCounter) {}
 
@@ -58,6 +69,17 @@ export class LocalMetrics {
         }
         t.lateness.push(...(ms.LatenessMs ?? []));
         if (t.lateness.length > TENANT_LATENESS_KEPT) t.lateness.splice(0, t.lateness.length - TENANT_LATENESS_KEPT);
+      },
+      keyMetrics: (tenant, key, counts, ms) => {
+        const id = `${tenant}\u0000${key}`;
+        let k = this.#keys.get(id);
+        if (!k) this.#keys.set(id, (k = { tenant, key, started: 0, refused: 0, waiting: 0, waits: [] }));
+        k.started += counts.KeyJobsStarted ?? 0;
+        k.refused += counts.KeySlotAsksRefused ?? 0;
+        k.waiting = counts.KeyJobsWaiting ?? 0;
+        k.waits.push(...(ms.KeyWaitMs ?? []));
+        if (k.waits.length > TENANT_LATENESS_KEPT) k.waits.splice(0, k.waits.length - TENANT_LATENESS_KEPT);
+        if (this.#keys.size > MAX_KEYS_KEPT) this.#keys.delete(this.#keys.keys().next().value!);
       },
       error: (message, err) => console.error(`dynein compute: ${message}: ${(err as Error)?.stack ?? err}`),
       info: (message, fields) => console.log(`dynein compute: ${message} ${JSON.stringify(fields)}`),
@@ -113,12 +135,27 @@ export class LocalMetrics {
       heldAfterResumeMs: this.#heldAfterResumeMs,
       /** Refused by a tenant's maxSubmitsPerSecond (429 Throttled), all tenants. */
       submitsThrottled: c('SubmitsThrottled'),
+      /**
+       * The busiest concurrency keys (docs/flow-control.md, "Metrics"), most waiting first: jobs
+       * started, asks for a slot refused, jobs waiting as of the latest step that counted the key,
+       * and the p95 of the latest waits (due time to slot) of jobs that waited.
+       */
+      keys: [...this.#keys.values()]
+        .sort((a, b) => b.waiting - a.waiting || b.refused - a.refused || b.started - a.started)
+        .slice(0, KEYS_SHOWN)
+        .map((k) => ({
+          tenant: k.tenant,
+          key: k.key,
+          started: k.started,
+          refused: k.refused,
+          waiting: k.waiting,
+          waitP95Ms: p95(k.waits),
+        })),
       /** Per tenant, from dispatch: delivered, held (paused), sends deferred (delivery limit), lateness p95 of the latest sends. */
       tenants: Object.fromEntries(
         [...this.#tenants]
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([name, t]) => {
-            const sorted = [...t.lateness].sort((a, b) => a - b);
             return [
               name,
               {
@@ -126,7 +163,7 @@ export class LocalMetrics {
                 held: t.counts.JobsHeld ?? 0,
                 deferred: t.counts.DeliveriesDeferred ?? 0,
                 failedSends: t.counts.DeliveryFailures ?? 0,
-                latenessP95Ms: sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]! : null,
+                latenessP95Ms: p95(t.lateness),
                 /** Dispatch saw it paused with jobs held within the last 10 s. */
                 paused: t.pausedSeenAt !== undefined && Date.now() - t.pausedSeenAt < 10_000,
               },

@@ -8,6 +8,7 @@
  */
 import { type AcquiredRow, DEFAULT_KEY_LEASE_SECONDS, DEFAULT_PRIORITY, type KeyFull, type KeySlots } from '../model/index.js';
 import { Heap } from '../util/index.js';
+import type { KeyTally } from './keyTally.js';
 
 /** A row as the gate sees it: `slot` once it holds its key's slot. */
 export interface Gated {
@@ -35,11 +36,13 @@ interface Waiting<G extends Gated> {
 }
 
 export interface KeyGateDeps {
-  readonly slots: KeySlots;
+  readonly slots: Pick<KeySlots, 'take' | 'evict'>;
   readonly clock: { now(): number };
   /** The tenant's `keyLeaseSeconds` (absent: the default). */
   keyLeaseSeconds(tenant: string): number | undefined;
   readonly log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** Where the per-key metrics are counted (the round's report). */
+  readonly tally?: () => KeyTally;
 }
 
 export class KeyGate<G extends Gated> {
@@ -82,7 +85,11 @@ export class KeyGate<G extends Gated> {
         const w = this.#waiting.get(id);
         // Rows of a key that already waits queue behind it: due order holds within the round.
         let i = 0;
-        if (!w) for (; i < rows.length && (await this.#take(rows[i]!)) === true; i++) out.push(rows[i]!);
+        if (!w)
+          for (; i < rows.length && (await this.#take(rows[i]!)) === true; i++) {
+            out.push(rows[i]!);
+            this.deps.tally?.().started(rows[i]!.row.tenant, rows[i]!.row.concurrency!.key);
+          }
         for (const h of rows.slice(i)) this.#wait(id, h);
       }),
     );
@@ -126,6 +133,7 @@ export class KeyGate<G extends Gated> {
     w.rows.push(h);
     this.#size++;
     this.refused++;
+    this.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
     this.#arm(w);
   }
 
@@ -152,7 +160,11 @@ export class KeyGate<G extends Gated> {
             this.#size++;
           }
         }
-        if (got !== true) break;
+        if (got !== true) {
+          this.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
+          break;
+        }
+        this.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - h.row.dueMs));
         admitted.push(h);
       }
     } catch (err) {

@@ -1,6 +1,7 @@
 import { sleep } from '../util/index.js';
 import { type ShardMarks, shardsOfGroup } from '../model/index.js';
 import { dispatchRound, emptyRoundReport, type DispatchDeps, type RoundOptions, type RoundReport } from './round.js';
+import type { KeyDispatch } from './keyTally.js';
 import type { TenantDispatch } from './tenantTally.js';
 
 /** Input of one dispatch step (the `dispatch` Lambda's event, one Map iteration's task). */
@@ -19,7 +20,7 @@ export interface DispatchStepInput {
   readonly idleWaitSeconds?: number;
 }
 
-export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs' | 'byTenant'> {
+export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs' | 'byTenant' | 'byKey'> {
   /** The groups still held, for the next step (those lost to a newer execution are dropped). */
   readonly groups: number[];
   /**
@@ -60,6 +61,8 @@ export interface StepOptions {
   readonly onLateness?: (latenessMs: readonly number[]) => void;
   /** Receives what the step did per tenant (for per-tenant metrics), once, when it sent anything or a send failed. */
   readonly onTenants?: (tenants: ReadonlyMap<string, TenantDispatch>) => void;
+  /** Per concurrency key, the busiest keys of the step (core/dispatch/keyTally.ts), when any keyed row was dispatched. */
+  readonly onKeys?: (keys: readonly KeyDispatch[]) => void;
   /** Caps and page size of the round (defaults otherwise). */
   readonly limits?: Pick<RoundOptions, 'maxHeldRows' | 'maxHeldBytes' | 'pageRows'>;
 }
@@ -132,7 +135,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
     return { ...emptyReport(), ...pass, groups: [], lostGroup: true, done: true, lateness: summarize([]) };
   }
   const lostAtStart = held.length < wanted.length;
-  const { latenessMs, byTenant, ...report } = await dispatchRound(deps, {
+  const { latenessMs, byTenant, byKey, ...report } = await dispatchRound(deps, {
     shards: held.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
     marks: taken.marks,
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
@@ -153,6 +156,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
     held = (await takeLeases(held, report.marks).catch(() => ({ held }))).held;
   }
   if (byTenant && byTenant.tenants.size > 0) opts.onTenants?.(byTenant.tenants);
+  if (byKey && byKey.size > 0) opts.onKeys?.(byKey.busiest());
   const lostGroup = lostAtStart || report.lostGroup;
   const done = held.length === 0 || clock.now() >= input.untilMs - END_MARGIN_MS;
   return { ...report, ...pass, groups: held, lostGroup, done, lateness: summarize(latenessMs) };

@@ -3,6 +3,7 @@
  * (lease keeping, marker writing) and the round's report.
  */
 import type { AcquiredRow, RowKey } from '../model/index.js';
+import type { KeyTally } from './keyTally.js';
 import type { TenantTally } from './tenantTally.js';
 
 /** A row's identity in the round's maps: `<shard>|<dueMs>|<jobId>`. */
@@ -25,6 +26,8 @@ export interface ReleaseStats {
   latenessMs: number[];
   /** The same per tenant (sent, failed sends, a lateness sample), made on the first send. */
   byTenant?: TenantTally;
+  /** Per concurrency key (slots taken, asks refused, waits), made on the first keyed row. */
+  byKey?: KeyTally;
   /** Sends put off by a tenant's delivery rate limit (a row counts each time). */
   deferred: number;
   /** Acquired rows given back unsent because their tenant was paused. */

@@ -17,6 +17,7 @@ import { FairShare, type FairLane } from './fairShare.js';
 import { LeaseKeeper, type Leased } from './leaseKeeper.js';
 import { MarkerWriter, type Sent } from './markerWriter.js';
 import { type Gated, KeyGate } from './keyGate.js';
+import { KeyTally } from './keyTally.js';
 
 /** What a releaser runs on: of the table, only a row's lease (renew, give back, mark delivered). */
 export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots'> & {
@@ -108,6 +109,7 @@ export class Releaser {
           slots: deps.keySlots,
           clock: deps.clock,
           keyLeaseSeconds: (tenant) => deps.controls?.peek(tenant).keyLeaseSeconds,
+          tally: () => (this.stats.byKey ??= new KeyTally()),
           ...(deps.log ? { log: deps.log } : {}),
         },
         (rows) => this.#admitted(rows),

@@ -42,6 +42,16 @@ export interface Telemetry {
    * call, so callers aggregate per invocation (counts, and millisecond values already sampled).
    */
   tenantMetrics?(tenant: string, counts: Readonly<Record<string, number>>, milliseconds: Readonly<Record<string, readonly number[]>>): void;
+  /**
+   * Metrics of one concurrency key of a tenant (dimensions `Tenant` and `ConcurrencyKey`): one line
+   * per call, for the busiest keys of a dispatch step only (docs/flow-control.md, "Metrics").
+   */
+  keyMetrics?(
+    tenant: string,
+    key: string,
+    counts: Readonly<Record<string, number>>,
+    milliseconds: Readonly<Record<string, readonly number[]>>,
+  ): void;
   /** Adds `{service, name: value}` as a second dimension set of this invocation's metrics (the same line, no extra metric line). */
   dimensionSet?(name: string, value: string): void;
 }
@@ -508,6 +518,16 @@ export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
             tenant,
             { JobsDispatched: s.sent, DeliveryFailures: s.failedSends, JobsHeld: s.held, DeliveriesDeferred: s.deferred },
             { LatenessMs: s.latenessSampleMs },
+          );
+      },
+      // The busiest concurrency keys: one line each (at most BUSIEST_KEYS a step).
+      onKeys: (keys) => {
+        for (const k of keys)
+          t.keyMetrics?.(
+            k.tenant,
+            k.key,
+            { KeyJobsStarted: k.started, KeySlotAsksRefused: k.refused, KeyJobsWaiting: k.waitingMax },
+            { KeyWaitMs: k.waitSampleMs },
           );
       },
     });

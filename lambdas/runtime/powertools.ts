@@ -24,24 +24,32 @@ export function powertools(service: string): { logger: Logger; metrics: Metrics;
     error: (message, err) => logger.error(message, err as Error),
     warn: (message, fields) => logger.warn(message, fields),
     info: (message, fields) => logger.info(message, fields),
-    tenantMetrics: (tenant, counts, milliseconds) => {
-      const m = new Metrics({ namespace: NAMESPACE, serviceName: `dynein-${service}` });
-      m.addDimension('Tenant', tenant);
-      let any = false;
-      for (const [name, n] of Object.entries(counts)) {
-        if (n <= 0) continue;
-        m.addMetric(name, MetricUnit.Count, n);
-        any = true;
-      }
-      for (const [name, values] of Object.entries(milliseconds)) {
-        for (const v of values) m.addMetric(name, MetricUnit.Milliseconds, v);
-        any ||= values.length > 0;
-      }
-      if (any) m.publishStoredMetrics();
-    },
+    tenantMetrics: (tenant, counts, milliseconds) => publishLine({ Tenant: tenant }, counts, milliseconds),
+    keyMetrics: (tenant, key, counts, milliseconds) => publishLine({ Tenant: tenant, ConcurrencyKey: key }, counts, milliseconds),
     // An empty set keeps the {service} metrics of the line; the second adds {service, name}.
     dimensionSet: (name, value) => void metrics.addDimensions({}).addDimensions({ [name]: value }),
   };
+  /** One metrics line with its own dimensions (besides `service`), only when it holds a value. */
+  function publishLine(
+    dimensions: Readonly<Record<string, string>>,
+    counts: Readonly<Record<string, number>>,
+    milliseconds: Readonly<Record<string, readonly number[]>>,
+  ): void {
+    const m = new Metrics({ namespace: NAMESPACE, serviceName: `dynein-${service}` });
+    // One dimension set {service, ...dimensions} (addDimensions would start another set).
+    for (const [name, value] of Object.entries(dimensions)) m.addDimension(name, value);
+    let any = false;
+    for (const [name, n] of Object.entries(counts)) {
+      if (n <= 0) continue;
+      m.addMetric(name, MetricUnit.Count, n);
+      any = true;
+    }
+    for (const [name, values] of Object.entries(milliseconds)) {
+      for (const v of values) m.addMetric(name, MetricUnit.Milliseconds, v);
+      any ||= values.length > 0;
+    }
+    if (any) m.publishStoredMetrics();
+  }
   return { logger, metrics, telemetry };
 }
 

@@ -59,9 +59,7 @@ const row = (jobId: string, dueMs: number, key?: string, priority?: number, limi
 
 function gate(slots: MemorySlots, now = () => Date.now()) {
   const admitted: Gated[] = [];
-  const g = new KeyGate<Gated>({ slots: slots as unknown as KeySlots, clock: { now }, keyLeaseSeconds: () => undefined }, (rows) =>
-    admitted.push(...rows),
-  );
+  const g = new KeyGate<Gated>({ slots, clock: { now }, keyLeaseSeconds: () => undefined }, (rows) => admitted.push(...rows));
   return { g, admitted };
 }
 

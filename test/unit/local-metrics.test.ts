@@ -106,3 +106,17 @@ describe('the local dashboard per tenant', () => {
     expect(metrics.snapshot().heldAfterResumeMs).toBe(0);
   });
 });
+
+describe('the local dashboard per concurrency key', () => {
+  it('adds up what dispatch steps report per key and shows the busiest first, the latest waiting and a wait p95', () => {
+    const metrics = new LocalMetrics(new RequestCounter());
+    const t = metrics.telemetry();
+    t.keyMetrics!('alpha', 'quiet', { KeyJobsStarted: 9, KeySlotAsksRefused: 0, KeyJobsWaiting: 0 }, { KeyWaitMs: [] });
+    t.keyMetrics!('alpha', 'busy <b>', { KeyJobsStarted: 2, KeySlotAsksRefused: 7, KeyJobsWaiting: 5 }, { KeyWaitMs: [40, 900] });
+    t.keyMetrics!('alpha', 'busy <b>', { KeyJobsStarted: 1, KeySlotAsksRefused: 3, KeyJobsWaiting: 4 }, { KeyWaitMs: [60] });
+    expect(metrics.snapshot().keys).toEqual([
+      { tenant: 'alpha', key: 'busy <b>', started: 3, refused: 10, waiting: 4, waitP95Ms: 900 },
+      { tenant: 'alpha', key: 'quiet', started: 9, refused: 0, waiting: 0, waitP95Ms: null },
+    ]);
+  });
+});
