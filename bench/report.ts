@@ -119,6 +119,14 @@ export function targets(r: BenchResult): Target[] {
       value: `${bc.seconds} s; matched ${bc.matched}, cancelled ${bc.cancelled}, already queued ${bc.alreadyQueued}; delivered ${bc.delivered} (untagged beside them: ${bc.untaggedDelivered} of ${bc.untaggedJobs} delivered)`,
       met: bc.delivered === 0 && bc.seconds <= 30 && bc.matched === bc.jobs && bc.untaggedDelivered === bc.untaggedJobs,
     });
+  const fc = r.flowControl;
+  if (fc)
+    t.push({
+      name: `Concurrency by key: ${fc.jobs.toLocaleString('en-US')} jobs due at once over ${fc.keys} keys of limit ${fc.keyLimit}, ${fc.workMs} ms each`,
+      target: 'maxConcurrentPerKey ≤ the limit, early 0, lost 0, throughput ≥ 0.8 of keys × limit ÷ work time',
+      value: `max ${fc.maxConcurrentPerKey} of a key at once; early ${fc.early}, lost ${fc.lost}; ratio ${fc.throughputRatio} (${fc.jobsPerSec} of ${fc.idealJobsPerSec} jobs/s)`,
+      met: fc.maxConcurrentPerKey <= fc.keyLimit && fc.early === 0 && fc.lost === 0 && fc.throughputRatio >= 0.8,
+    });
   if (r.backlog)
     t.push({
       name: 'Backlog ratio',
@@ -484,6 +492,22 @@ export function markdown(r: BenchResult): string {
       `## Bulk cancel (phase 17: ${b.jobs.toLocaleString('en-US')} tagged jobs and ${b.untaggedJobs} untagged, cancelled by tag once stored)`,
       '',
       `Submitted and stored in ${b.storedSeconds} s; from the request until the operation was DONE with every tagged job counted: ${b.seconds} s. Matched ${b.matched}, cancelled ${b.cancelled}, already queued ${b.alreadyQueued}, not cancellable ${b.notCancellable}. At their due time, with the dispatchers running: ${b.delivered} tagged jobs delivered, ${b.untaggedDelivered} of the ${b.untaggedJobs} untagged ones.`,
+      '',
+    );
+  }
+
+  if (r.flowControl) {
+    const f = r.flowControl;
+    const h = f.handoff;
+    const cpu = f.cpuShareWhileRunning;
+    lines.push(
+      `## Concurrency by key (phase 18: ${f.jobs.toLocaleString('en-US')} jobs due at once over ${f.keys} keys of limit ${f.keyLimit}, a worker with no cap of its own taking ${f.workMs} ms per job)`,
+      '',
+      `Delivered ${f.delivered.toLocaleString('en-US')} (lost ${f.lost}, early ${f.early}, duplicates ${f.duplicates}); at most ${f.maxConcurrentPerKey} runs of one key at once. All ran ${f.drainSeconds} s after their due time (the first ${f.firstStartMs} ms after it): ${f.jobsPerSec} jobs/s against the ideal ${f.idealJobsPerSec} (keys × limit ÷ work time), ratio ${f.throughputRatio}. A slot between two jobs of its key: the report answered ${h.report.p50Ms} ms after the work (p95 ${h.report.p95Ms}), the next take ${h.wait.p50Ms} ms after that (p95 ${h.wait.p95Ms}), the job received ${h.delivery.p50Ms} ms after its take (p95 ${h.delivery.p95Ms}). The dispatchers' takes: ${f.takes.granted.toLocaleString('en-US')} granted, ${f.takes.refused.toLocaleString('en-US')} refused, ${f.takes.evicted} holders evicted, ${f.takes.meanMs} ms each; ${f.reports.requests.toLocaleString('en-US')} outcome report requests (${f.reports.handlerMsMean} ms each, ${f.reports.failed} given up). While the jobs ran: ${f.requestsWhileRunning.dynamodbPerSec} DynamoDB requests/s; CPU (share of one core) dynalite ${cpu.dynalite ?? '?'}, fauxqs ${cpu.fauxqs ?? '?'}, the bench's process ${cpu.bench}.${
+        f.lostJobs.length > 0
+          ? ` Lost at the timeout (${f.timeoutSeconds} s after the due time): ${f.lostJobs.map((j) => `${j.jobId} (${j.key}, ${j.state}${j.holdsSlot ? ', holding its slot' : ''})`).join(', ')}.`
+          : ''
+      }`,
       '',
     );
   }
