@@ -7,6 +7,10 @@ type Item = Record<string, AttributeValue>;
 /** The partition of a tenant's key (IAM: `dynamodb:LeadingKeys` `ck#*`). */
 export const keySlotsPartition = (tenant: string, key: string): string => `ck#${tenant}#${key}`;
 
+/** How long a key item read after a refused take serves the next refusals, and how many are kept. */
+const COPY_MS = 1_000;
+const MAX_COPIES = 1_000;
+
 /** A key item is kept this long past its last write (its TTL): then a take starts it afresh. */
 const KEEP_MS = 86_400_000;
 
@@ -16,6 +20,9 @@ const KEEP_MS = 86_400_000;
  * submitted) and `h`, the map of the jobs holding a slot to their lease's end.
  */
 export class DynamoKeySlots implements KeySlots {
+  /** Key items read after a refused take, where the refusal did not carry the item (emulators). */
+  readonly #copies = new Map<string, { item: Item; at: number }>();
+
   constructor(
     private readonly tableName: string,
     private readonly client: DynamoDBClient = new DynamoDBClient({}),
@@ -48,8 +55,10 @@ export class DynamoKeySlots implements KeySlots {
         return true;
       } catch (err) {
         if (!isConditionFailure(err)) rethrow(err);
-        // DynamoDB answers the item with the failure; an emulator without that gets one read.
-        const old = (err as { Item?: Item }).Item ?? (await this.#read(tenant, key));
+        // DynamoDB answers the item with the failure; an emulator without that reads it, at most
+        // once a second per key (the holders serve only to evict expired leases, each conditional
+        // on the lease read, so a copy a second old is safe).
+        const old = (err as { Item?: Item }).Item ?? (await this.#recent(tenant, key));
         if (old?.h?.M !== undefined && old.lim?.N !== undefined) return fullOf(old);
         // No item (or one without slots): start it with this job's limit, then take again.
         if (attempt > 0) return { holders: new Map(), limit };
@@ -108,6 +117,19 @@ export class DynamoKeySlots implements KeySlots {
       if (isConditionFailure(err)) return false;
       return rethrow(err);
     }
+  }
+
+  async #recent(tenant: string, key: string): Promise<Item | undefined> {
+    const id = keySlotsPartition(tenant, key);
+    const now = Date.now();
+    const copy = this.#copies.get(id);
+    if (copy && now - copy.at < COPY_MS) return copy.item;
+    const item = await this.#read(tenant, key);
+    if (item?.h?.M !== undefined && item.lim?.N !== undefined) {
+      if (this.#copies.size >= MAX_COPIES) this.#copies.delete(this.#copies.keys().next().value!);
+      this.#copies.set(id, { item, at: now });
+    }
+    return item;
   }
 
   async holds(tenant: string, key: string, jobId: string): Promise<boolean> {

@@ -212,7 +212,7 @@ export class DynamoOperationStore implements OperationStore {
           // The operation's own marks stay visible whatever the row became: a retried pass counts them again.
           // Jobs accepted after the request (their message sent after it, `sa`) are not the operation's.
           FilterExpression: `tenant = :tenant AND (((${match}) AND (attribute_not_exists(sa) OR sa < :created)) OR attribute_exists(#mark))`,
-          ProjectionExpression: 'sk, #state, #mark, tags, sched, sa',
+          ProjectionExpression: 'sk, #state, #mark, tags, sched, sa, leaseUntil, ck',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ConsistentRead: true,
@@ -239,7 +239,7 @@ export class DynamoOperationStore implements OperationStore {
           TableName: this.tableName,
           Key: keys.row(key),
           ConsistentRead: true,
-          ProjectionExpression: 'sk, tenant, #state, #mark',
+          ProjectionExpression: 'sk, tenant, #state, #mark, leaseUntil, ck',
           ExpressionAttributeNames: { '#state': 'state', '#mark': mark },
         }),
       );
@@ -260,6 +260,24 @@ export class DynamoOperationStore implements OperationStore {
         ':cancelled': { S: 'CANCELLED' },
         ':scheduled': { S: 'SCHEDULED' },
         ':dead': { S: 'DEAD' },
+        ':tenant': { S: head.tenant },
+        ':mark': { S: mark },
+        ':exp': ttl(expiresAtMs),
+      },
+    });
+  }
+
+  async cancelWaitingRow(key: RowKey, head: OperationHead, mark: string, heldLeaseUntil: number, expiresAtMs: number): Promise<boolean> {
+    return this.#update(key, {
+      UpdateExpression: 'SET #state = :cancelled, #mark = :mark, expiresAt = :exp REMOVE payload, payloadZ, leaseUntil, deadAt, prio',
+      // The dispatcher renews this lease once the row holds its slot, before the send: one of the two fails.
+      ConditionExpression:
+        'tenant = :tenant AND #state = :acquired AND leaseUntil = :held AND attribute_exists(ck) AND attribute_not_exists(#mark)',
+      ExpressionAttributeNames: { '#state': 'state', '#mark': markAttribute(head.operationId) },
+      ExpressionAttributeValues: {
+        ':cancelled': { S: 'CANCELLED' },
+        ':acquired': { S: 'ACQUIRED' },
+        ':held': { N: String(heldLeaseUntil) },
         ':tenant': { S: head.tenant },
         ':mark': { S: mark },
         ':exp': ttl(expiresAtMs),
@@ -374,6 +392,8 @@ function seenOf(shard: number, item: Item, mark: string): SeenRow | undefined {
     ...(tags !== undefined ? { tags } : {}),
     ...(item.sched?.S !== undefined ? { schedule: item.sched.S } : {}),
     ...(item.sa?.N !== undefined ? { sentAtMs: Number(item.sa.N) } : {}),
+    ...(item.leaseUntil?.N !== undefined ? { leaseUntil: Number(item.leaseUntil.N) } : {}),
+    ...(item.ck?.S !== undefined ? { concurrencyKey: item.ck.S } : {}),
   };
 }
 

@@ -435,11 +435,19 @@ export class Releaser {
     return pass.filter((h) => !lost.has(h));
   }
 
-  /** Keyed rows that took their slot while waiting: sent as soon as a send slot is free. */
+  /**
+   * Keyed rows that took their slot while waiting: sent as soon as a send slot is free. A row may
+   * take its slot while the release that sent it to wait is still checking the batch's other
+   * keys (its busy flag still set): it is not that release's any more, so the flag goes now, or
+   * the send slots would skip it for good.
+   */
   #admitted(rows: Held[]): void {
     const now = this.deps.clock.now();
     const held = rows.filter((h) => this.#held.get(h.key) === h);
-    for (const h of held) h.readyAt = now;
+    for (const h of held) {
+      h.busy = false;
+      h.readyAt = now;
+    }
     this.#enqueueAll(held, now);
   }
 

@@ -5,6 +5,7 @@ import {
   type Clock,
   INBOUND_MESSAGE_LIFETIME_MS,
   type InboundJob,
+  type KeySlots,
   isoMs,
   type QueueSender,
   type SchedulerSettings,
@@ -65,6 +66,8 @@ export interface OperationDeps {
   readonly store: OperationStore;
   readonly settings: SchedulerSettings;
   readonly clock: Clock;
+  /** Concurrency keys' slots: a keyed row waiting for its slot (holding none) is still cancelled. Absent: it counts as queued. */
+  readonly keySlots?: Pick<KeySlots, 'holds'>;
 }
 
 /**

@@ -46,10 +46,18 @@ export interface SeenRow {
   readonly tags?: readonly string[];
   readonly schedule?: string;
   readonly sentAtMs?: number;
+  /** An ACQUIRED row's lease and a keyed row's key, as read: a keyed row waiting for its slot can still be cancelled. */
+  readonly leaseUntil?: number;
+  readonly concurrencyKey?: string;
 }
 
 /** The table as a bulk cancel uses it (DynamoOperationStore implements it). */
 export interface OperationStore {
+  /**
+   * Cancels (with the mark) a keyed row a dispatcher holds while it waits for its key's slot, if
+   * it is still held with the lease read (core/jobs/jobsService.ts does the same for one job).
+   */
+  cancelWaitingRow(key: RowKey, head: OperationHead, mark: string, heldLeaseUntil: number, expiresAtMs: number): Promise<boolean>;
   /** Stores the operation and its entry in the tenant's index that ingest reads. */
   create(head: OperationHead, expiresAtMs: number): Promise<void>;
   /** Removes what {@link create} wrote (its passes could not be started). */

@@ -1,4 +1,4 @@
-import { type SchedulerSettings, tombstoneExpiresAtMs } from '../model/index.js';
+import { type KeySlots, type SchedulerSettings, tombstoneExpiresAtMs } from '../model/index.js';
 import type { OperationCounts, OperationHead, OperationStore, SeenRow } from './ports.js';
 
 /** How a matching job counts for an operation; `none` when another part counts it, or it is not pending. */
@@ -25,7 +25,7 @@ const MAX_SETTLE_TRIES = 4;
  * mark it carries. `seen` is the row as read, or a guess (ingest tries the cancel first).
  */
 export async function settle(
-  deps: { readonly store: OperationStore; readonly settings: SchedulerSettings },
+  deps: { readonly store: OperationStore; readonly settings: SchedulerSettings; readonly keySlots?: Pick<KeySlots, 'holds'> },
   head: OperationHead,
   claimer: string,
   seen: SeenRow,
@@ -45,11 +45,21 @@ export async function settle(
     if (cancellable && row.state !== 'ACQUIRED') {
       const expiresAt = tombstoneExpiresAtMs(row.key.dueMs, nowMs, settings);
       if (await store.cancelRow(row.key, head, `c|${claimer}`, expiresAt)) return 'cancelled';
+    } else if (cancellable && (await waitingForSlot(deps, head, row))) {
+      // A keyed row waiting for its key's slot is not being sent: cancelled on the lease read.
+      const expiresAt = tombstoneExpiresAtMs(row.key.dueMs, nowMs, settings);
+      if (await store.cancelWaitingRow(row.key, head, `c|${claimer}`, row.leaseUntil!, expiresAt)) return 'cancelled';
     } else if (await store.markRow(row.key, head, `q|${claimer}`, row.state)) return counted;
     row = await store.getRow(row.key, head);
   }
   if (!row) return 'none';
   throw new Error(`job ${seen.key.jobId} changed state under operation ${head.operationId} ${MAX_SETTLE_TRIES} times: its part is retried`);
+}
+
+/** Whether `row` is a keyed row a dispatcher holds while it waits for its key's slot (it holds none). */
+async function waitingForSlot(deps: { readonly keySlots?: Pick<KeySlots, 'holds'> }, head: OperationHead, row: SeenRow): Promise<boolean> {
+  if (!deps.keySlots || row.state !== 'ACQUIRED' || row.concurrencyKey === undefined || row.leaseUntil === undefined) return false;
+  return !(await deps.keySlots.holds(head.tenant, row.concurrencyKey, row.key.jobId));
 }
 
 /** `counts` plus one job settled as `how`. */

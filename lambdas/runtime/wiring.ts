@@ -127,10 +127,10 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const handOff = { sender, inboundQueueUrl: config.inboundQueueUrl, controls };
   const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
   const edits = new DynamoDeadLetterEdits(config.tableName, dynamo);
-  const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock };
   const cancelRequests = new DynamoCancelRequests(config.tableName, dynamo);
   // Concurrency keys' slots (docs/flow-control.md): ingest keeps their limits, dispatch takes them, reports free them.
   const keySlots = new DynamoKeySlots(config.tableName, dynamo);
+  const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock, keySlots };
   const jobs = new JobsService({
     store,
     codec,

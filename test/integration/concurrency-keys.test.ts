@@ -282,4 +282,38 @@ describe('concurrency by key', () => {
     expect((await get()).state).toBe('CANCELLED');
     expect(await slots.holds('beta', 'customer-7', job!.jobId)).toBe(false);
   });
+
+  it('a bulk cancel by concurrencyKey cancels the key’s jobs waiting for a slot past their due time too', async () => {
+    const slots = sys.w.dispatch.keySlots!;
+    const now = Date.now();
+    await slots.setLimit('beta', 'customer-8', 1, now);
+    expect(await slots.take('beta', 'customer-8', 'running', now + 3_600_000, 1, now)).toBe(true);
+    const jobs = await submitJobs(sys, 'beta', [
+      { payload: 'w1', delaySeconds: 1, concurrencyKey: 'customer-8' },
+      { payload: 'w2', delaySeconds: 1, concurrencyKey: 'customer-8' },
+    ]);
+    const get = async (jobId: string) =>
+      (await call(statusHandler(sys.w), 'GET', `/v1/tenants/beta/jobs/${jobId}`, { tenant: 'beta', jobId })).body;
+    for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      const states = await Promise.all(jobs.map((j) => get(j.jobId)));
+      if (states.every((st) => st.state === 'ACQUIRED' && Date.now() > Date.parse(st.runAt) + 500)) break;
+    }
+    const start = await call(
+      cancelHandler(sys.w),
+      'POST',
+      '/v1/tenants/beta/jobs/cancel',
+      { tenant: 'beta' },
+      { concurrencyKey: 'customer-8' },
+    );
+    expect(start.status).toBe(202);
+    const operationId = start.body.operationId as string;
+    let op: Record<string, any> = {};
+    for (const until = Date.now() + 30_000; op.state !== 'DONE' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+      op = (await call(cancelHandler(sys.w), 'GET', `/v1/tenants/beta/operations/${operationId}`, { tenant: 'beta', operationId })).body;
+    expect(op).toMatchObject({ state: 'DONE', matched: 2, cancelled: 2, alreadyQueued: 0 });
+    await slots.release('beta', 'customer-8', 'running');
+    const res = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.tenants.beta!.url, WaitTimeSeconds: 2 }));
+    expect(res.Messages ?? []).toEqual([]);
+    expect((await Promise.all(jobs.map((j) => get(j.jobId)))).map((st) => st.state)).toEqual(['CANCELLED', 'CANCELLED']);
+  });
 });
