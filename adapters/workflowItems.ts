@@ -2,7 +2,15 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { DEFAULT_PRIORITY, type RowKey } from '../core/model/index.js';
 import type { WorkflowJobSpec, WorkflowTiming } from '../core/workflows/index.js';
-import { payloadAttribute, payloadOf, prioAttribute, tagsAttribute, tagsOf } from './dynamoJobStore.js';
+import {
+  concurrencyAttributes,
+  concurrencyOf,
+  payloadAttribute,
+  payloadOf,
+  prioAttribute,
+  tagsAttribute,
+  tagsOf,
+} from './dynamoJobStore.js';
 
 /**
  * How workflow items encode what both a job's spec and its waiting record hold (the same
@@ -38,6 +46,7 @@ export function specAttributes(s: WorkflowJobSpec): Item {
     ...payloadAttribute(s.payload),
     ...prioAttribute(s.priority),
     ...tagsAttribute(s.tags),
+    ...concurrencyAttributes(s.concurrency),
     ...(s.cancellable ? {} : { nc: { BOOL: true } }),
     ...(s.shardCount !== undefined ? { shards: { N: String(s.shardCount) } } : {}),
     links: { B: deflateRawSync(JSON.stringify(links)) },
@@ -58,6 +67,7 @@ export function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
     payload: payloadOf(item),
     priority: item.prio?.N !== undefined ? Number(item.prio.N) : DEFAULT_PRIORITY,
     ...tagsOf(item),
+    ...concurrencyOf(item),
     cancellable: item.nc?.BOOL !== true,
     parents: links.p,
     children: links.c.map(([jobKey, index]) => ({ jobKey, index })),

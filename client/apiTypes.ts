@@ -460,6 +460,10 @@ export interface WorkflowJobRequest<P = unknown> {
   readonly priority?: number;
   /** Up to 10 names to find it by once it is handed to the table (`listJobs({ tag })`). */
   readonly tags?: readonly string[];
+  /** Jobs of the tenant with this key (of workflows or not) run at most `concurrencyLimit` at a time (see {@link JobRequest.concurrencyKey}). */
+  readonly concurrencyKey?: string;
+  /** With `concurrencyKey`: 1 to 1,000. @default 1 */
+  readonly concurrencyLimit?: number;
   /** @default true */
   readonly cancellable?: boolean;
 }

@@ -55,6 +55,8 @@ function jobText<P>(job: WorkflowJobRequest<P>, i: number): string {
     ...(job.onParentFailure !== undefined ? { onParentFailure: job.onParentFailure } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
     ...(job.tags !== undefined ? { tags: job.tags } : {}),
+    ...(job.concurrencyKey !== undefined ? { concurrencyKey: job.concurrencyKey } : {}),
+    ...(job.concurrencyLimit !== undefined ? { concurrencyLimit: job.concurrencyLimit } : {}),
     ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
   });
   return `{"payload":${payloadText(job)},${fields.slice(1)}`;
@@ -71,6 +73,8 @@ const JOB_FIELDS = new Set([
   'onParentFailure',
   'priority',
   'tags',
+  'concurrencyKey',
+  'concurrencyLimit',
   'cancellable',
 ]);
 

@@ -136,7 +136,14 @@ export async function sendMoved(
  * this one fails for its caller to try again later, when the note of the one under way answers it.
  */
 async function moveRecord(deps: HandOffDeps, job: ReadyJob, now: number, held: boolean): Promise<Route | undefined> {
-  const direct = place({ dueMs: job.dueMs, cancellable: job.spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
+  // A keyed job goes through the table, always: only a dispatcher holding a slot of its key sends it.
+  const direct =
+    place(
+      { dueMs: job.dueMs, cancellable: job.spec.cancellable },
+      now,
+      deps.settings.lookaheadMs,
+      held || job.spec.concurrency !== undefined,
+    ).path === 'd';
   const to: WaitingState = direct ? 'QUEUING' : 'RELEASING';
   if (await deps.waiting.transition(job.spec.key, 'WAITING', to, job.dueMs, direct ? now : undefined, job.releasedBy))
     return { job, direct, dueMs: job.dueMs };
@@ -171,6 +178,7 @@ function parcels(
       payload: spec.payload,
       priority: spec.priority,
       ...(spec.tags && spec.tags.length > 0 ? { tags: spec.tags } : {}),
+      ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
       workflow: spec.workflowId,
       ...(r.job.parents !== undefined ? { parents: r.job.parents } : {}),
     };

@@ -189,6 +189,8 @@ export interface WorkflowJobSpec {
   readonly priority: number;
   /** Its tags, when it has some (on its row once handed to the table). */
   readonly tags?: readonly string[];
+  /** Its concurrency key and limit, when it has one: handed over through the table, always (docs/flow-control.md). */
+  readonly concurrency?: { readonly key: string; readonly limit: number };
   readonly cancellable: boolean;
   /** The parents' keys, in `after`'s order (their ids are the workflow's: {@link WorkflowRecord}). */
   readonly parents: readonly string[];

@@ -197,7 +197,9 @@ function onlyParentRoute(
   now: number,
   held: boolean,
 ): Route {
-  const direct = place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held).path === 'd';
+  // A keyed job goes through the table, always (docs/flow-control.md).
+  const direct =
+    place({ dueMs, cancellable: spec.cancellable }, now, deps.settings.lookaheadMs, held || spec.concurrency !== undefined).path === 'd';
   const parentId = ended.key.jobId;
   const results = new Map(ended.result !== undefined ? [[parentId, ended.result]] : []);
   const parents = summary(spec, ids, new Map([[parentId, { end: ended.end }]]), results);

@@ -1,5 +1,7 @@
 import {
   assertNoDuplicateFields,
+  type JobConcurrency,
+  parseConcurrency,
   parseDelaySeconds,
   parseIdempotencyKey,
   parsePriority,
@@ -63,6 +65,8 @@ export interface WorkflowJob {
   readonly priority: number;
   /** Its tags (docs/flow-control.md), on its row once handed to the table; empty when none. */
   readonly tags: readonly string[];
+  /** Concurrency by key (docs/flow-control.md): its key and limit, when it has one. */
+  readonly concurrency?: JobConcurrency;
   readonly cancellable: boolean;
   readonly onParentFailure: ParentFailurePolicy;
 }
@@ -76,7 +80,19 @@ export interface WorkflowRequest {
 }
 
 const TOP_FIELDS = new Set(['idempotencyKey', 'jobs']);
-const JOB_FIELDS = new Set(['key', 'after', 'payload', 'runAt', 'delaySeconds', 'priority', 'tags', 'cancellable', 'onParentFailure']);
+const JOB_FIELDS = new Set([
+  'key',
+  'after',
+  'payload',
+  'runAt',
+  'delaySeconds',
+  'priority',
+  'tags',
+  'concurrencyKey',
+  'concurrencyLimit',
+  'cancellable',
+  'onParentFailure',
+]);
 const EXAMPLE = '{"jobs": [{"key": "extract", "payload": {...}, "runAt": "2030-02-01T02:00:00Z"}, {"key": "load", "after": ["extract"]}]}';
 
 /**
@@ -120,11 +136,6 @@ export function validateWorkflow(body: unknown, settings: SchedulerSettings, now
 function validateWorkflowJob(job: unknown, settings: SchedulerSettings, nowMs: number, source: string | undefined): WorkflowJob {
   if (!isObject(job)) throw new ValidationError(`must be a JSON object like {"key": "extract", "payload": {...}}`);
   assertNoDuplicateFields(job, 'it');
-  for (const field of ['concurrencyKey', 'concurrencyLimit'])
-    if (field in job)
-      throw new ValidationError(
-        `it has ${field}: concurrency by key is not available for workflow jobs yet (docs/flow-control.md): submit the job on its own, or leave the field out`,
-      );
   refuseUnknown(Object.keys(job), JOB_FIELDS, 'it');
   const key = job.key;
   if (typeof key !== 'string' || !WORKFLOW_KEY.test(key))
@@ -142,9 +153,15 @@ function validateWorkflowJob(job: unknown, settings: SchedulerSettings, nowMs: n
     payloadText: payloadTextOf(job.payload, settings, source),
     priority: parsePriority(job.priority),
     tags: parseTags(job.tags),
+    ...concurrencyOf(job),
     cancellable: parseCancellable(job.cancellable),
     onParentFailure: parseParentFailure(job.onParentFailure, job.after !== undefined),
   };
+}
+
+function concurrencyOf(job: Record<string, unknown>): { concurrency?: JobConcurrency } {
+  const concurrency = parseConcurrency(job.concurrencyKey, job.concurrencyLimit);
+  return concurrency ? { concurrency } : {};
 }
 
 function parseAfter(value: unknown, key: string): string[] {

@@ -286,7 +286,8 @@ export class WorkflowService {
     const held = await heldNow(this.deps.handOff.controls, tenant, due, now, lookaheadMs);
     const routes = new Map(
       roots.flatMap((job, i) =>
-        place(due[i]!, now, lookaheadMs, held).path === 'd'
+        // A keyed job goes through the table, always (docs/flow-control.md).
+        place(due[i]!, now, lookaheadMs, held || job.spec.concurrency !== undefined).path === 'd'
           ? []
           : [[job.spec.key.jobId, { job, direct: false, dueMs: job.dueMs }] as const],
       ),
@@ -344,6 +345,7 @@ function specsOf(
     payload: job.payloadText,
     priority: job.priority,
     ...(job.tags.length > 0 ? { tags: job.tags } : {}),
+    ...(job.concurrency ? { concurrency: job.concurrency } : {}),
     cancellable: job.cancellable,
     parents: job.after,
     children: children.get(job.key)!,
@@ -403,7 +405,7 @@ function order(request: WorkflowRequest, key: string): number {
 /**
  * What makes two workflow requests "the same" for an idempotency key: every job's key, parents,
  * time as given (an instant, or a delay, not the moment it moves with), priority, cancellable,
- * failure policy, tags (only when there are some: fingerprints from before tags stand) and payload
+ * failure policy, tags and concurrency key and limit (only when there are some: fingerprints from before they existed stand) and payload
  * text byte for byte, in the order sent. SHA-256, base64url.
  */
 export function workflowFingerprint(request: WorkflowRequest): string {
@@ -411,9 +413,17 @@ export function workflowFingerprint(request: WorkflowRequest): string {
   const jobs = [...request.jobs].sort((a, b) => order(request, a.key) - order(request, b.key));
   for (const j of jobs) {
     const tags = j.tags.length > 0 ? [`t${JSON.stringify(j.tags)}`] : [];
-    const head = [j.key, j.after.join(','), j.timingGiven, j.priority, j.cancellable ? 'c' : 'n', j.onParentFailure, ...tags].join(
-      '\u0000',
-    );
+    const keyed = j.concurrency ? [`k${JSON.stringify([j.concurrency.key, j.concurrency.limit])}`] : [];
+    const head = [
+      j.key,
+      j.after.join(','),
+      j.timingGiven,
+      j.priority,
+      j.cancellable ? 'c' : 'n',
+      j.onParentFailure,
+      ...tags,
+      ...keyed,
+    ].join('\u0000');
     h.update(`${head.length}:${head}\n${Buffer.byteLength(j.payloadText)}:`)
       .update(j.payloadText, 'utf8')
       .update('\n');

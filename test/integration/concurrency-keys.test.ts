@@ -316,4 +316,35 @@ describe('concurrency by key', () => {
     expect(res.Messages ?? []).toEqual([]);
     expect((await Promise.all(jobs.map((j) => get(j.jobId)))).map((st) => st.state)).toEqual(['CANCELLED', 'CANCELLED']);
   });
+
+  it('workflow jobs with a key: at most the limit at once, handed over through the table; their reports free the slot', async () => {
+    const w = worker('alpha', 200);
+    try {
+      const key = { concurrencyKey: 'wf-key', concurrencyLimit: 1 };
+      const body = {
+        jobs: [
+          // Roots due at once: without a key they would go straight to the queue; with one, one at a time.
+          { key: 'a', payload: 'a', delaySeconds: 1, ...key },
+          { key: 'b', payload: 'b', delaySeconds: 1, ...key },
+          { key: 'c', payload: 'c', delaySeconds: 1, ...key },
+          { key: 'last', payload: 'last', after: ['a', 'b', 'c'], ...key },
+        ],
+      };
+      const { status, reply } = await sys.w.workflows.submit('alpha', JSON.stringify(body));
+      expect(status).toBe(201);
+      await w.waitFor(4, 30_000);
+      const runs = w.runs.filter((r) => r.key === 'wf-key');
+      expect(runs.map((r) => r.jobId).sort()).toEqual(Object.values(reply.jobs).sort());
+      expect(maxConcurrent(runs, 'wf-key')).toBe(1);
+      const last = runs.find((r) => r.jobId === reply.jobs.last)!;
+      for (const r of runs) if (r !== last) expect(last.start).toBeGreaterThanOrEqual(r.end!);
+      // A retry of the request with another limit is another request: 409.
+      const other = { ...body, idempotencyKey: 'wk-1' };
+      expect((await sys.w.workflows.submit('alpha', JSON.stringify(other))).status).toBe(201);
+      const changed = { ...other, jobs: other.jobs.map((j) => ({ ...j, concurrencyLimit: 2 })) };
+      await expect(sys.w.workflows.submit('alpha', JSON.stringify(changed))).rejects.toMatchObject({ status: 409 });
+    } finally {
+      await w.stop();
+    }
+  });
 });
