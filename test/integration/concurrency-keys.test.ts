@@ -52,6 +52,17 @@ const report = (tenant: string, jobId: string, outcome: string, concurrencyKey?:
     },
   );
 
+/** A bulk cancel by concurrency key (`POST .../jobs/cancel`), followed until its operation is DONE. */
+async function cancelByKey(tenant: string, concurrencyKey: string): Promise<Record<string, any>> {
+  const start = await call(cancelHandler(sys.w), 'POST', `/v1/tenants/${tenant}/jobs/cancel`, { tenant }, { concurrencyKey });
+  expect(start.status).toBe(202);
+  const operationId = start.body.operationId as string;
+  let op: Record<string, any> = {};
+  for (const until = Date.now() + 30_000; op.state !== 'DONE' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+    op = (await call(cancelHandler(sys.w), 'GET', `/v1/tenants/${tenant}/operations/${operationId}`, { tenant, operationId })).body;
+  return op;
+}
+
 interface Run {
   readonly jobId: string;
   readonly key: string | undefined;
@@ -240,18 +251,7 @@ describe('concurrency by key', () => {
       (await call(statusHandler(sys.w), 'GET', `/v1/tenants/beta/jobs/${jobId}`, { tenant: 'beta', jobId })).body.state as string;
     for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50)))
       if ((await Promise.all([...stored, ...other].map((j) => get(j.jobId)))).every((st) => st === 'SCHEDULED')) break;
-    const start = await call(
-      cancelHandler(sys.w),
-      'POST',
-      '/v1/tenants/beta/jobs/cancel',
-      { tenant: 'beta' },
-      { concurrencyKey: 'order-42' },
-    );
-    expect(start.status).toBe(202);
-    const operationId = start.body.operationId as string;
-    let op: Record<string, any> = {};
-    for (const until = Date.now() + 30_000; op.state !== 'DONE' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
-      op = (await call(cancelHandler(sys.w), 'GET', `/v1/tenants/beta/operations/${operationId}`, { tenant: 'beta', operationId })).body;
+    const op = await cancelByKey('beta', 'order-42');
     expect(op).toMatchObject({ state: 'DONE', matched: 5, cancelled: 5 });
     expect(await Promise.all(stored.map((j) => get(j.jobId)))).toEqual(Array(5).fill('CANCELLED'));
     expect(await Promise.all(other.map((j) => get(j.jobId)))).toEqual(['SCHEDULED', 'SCHEDULED']);
@@ -298,18 +298,7 @@ describe('concurrency by key', () => {
       const states = await Promise.all(jobs.map((j) => get(j.jobId)));
       if (states.every((st) => st.state === 'ACQUIRED' && Date.now() > Date.parse(st.runAt) + 500)) break;
     }
-    const start = await call(
-      cancelHandler(sys.w),
-      'POST',
-      '/v1/tenants/beta/jobs/cancel',
-      { tenant: 'beta' },
-      { concurrencyKey: 'customer-8' },
-    );
-    expect(start.status).toBe(202);
-    const operationId = start.body.operationId as string;
-    let op: Record<string, any> = {};
-    for (const until = Date.now() + 30_000; op.state !== 'DONE' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
-      op = (await call(cancelHandler(sys.w), 'GET', `/v1/tenants/beta/operations/${operationId}`, { tenant: 'beta', operationId })).body;
+    const op = await cancelByKey('beta', 'customer-8');
     expect(op).toMatchObject({ state: 'DONE', matched: 2, cancelled: 2, alreadyQueued: 0 });
     await slots.release('beta', 'customer-8', 'running');
     const res = await em.sqs.send(new ReceiveMessageCommand({ QueueUrl: sys.tenants.beta!.url, WaitTimeSeconds: 2 }));
