@@ -4,6 +4,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { cutText, limiter } from '../core/util/index.js';
 import {
   DEFAULT_RETRY_BACKOFF,
+  JobCancelledError,
   UnrecoverableError,
   latenessMs,
   parseDelivery,
@@ -70,17 +71,21 @@ export interface LambdaConsumerOptions {
    * `heartbeats` (a DyneinClient has them; one request per tenant and 100 jobs) which of them a
    * `DELETE` asked to stop. Such a record is not run: it is reported `CANCELLED` and succeeds
    * (deleted from the queue; a workflow job's report given up on fails it, as above). A heartbeat
-   * request that fails is logged and its records run. A record already running is not stopped.
+   * request that fails is logged and its records run. While such records run, the wrapper asks
+   * again every `heartbeatMs`: a record a `DELETE` asked to stop meanwhile sees its handler's
+   * `signal` abort with a {@link JobCancelledError}, and whatever the handler then returns or
+   * throws, it is reported `CANCELLED` and succeeds.
    *
    * A keyed job (a record with the `concurrencyKey` attribute: concurrency by key,
    * docs/flow-control.md) holds one of its key's slots until its outcome is reported: its outcome
    * goes with its key whatever the history setting (in the invocation's request, as a history
-   * tenant's), and its key goes in that heartbeat (`concurrencyKeys`), renewing the slot's lease
-   * (once, before the records run: a record running longer than the key lease may see another job
-   * of its key take its slot). Without a client such records still run, with a warning once:
+   * tenant's), and its key goes in those heartbeats (`concurrencyKeys`), renewing the slot's lease
+   * before it runs and every `heartbeatMs` while it runs. Without a client such records still run, with a warning once:
    * their slots are then freed only when the key lease (`keyLeaseSeconds`, default 900 s) runs out.
    */
   readonly client?: OutcomeSink | OutcomeReporter;
+  /** How often the records whose outcomes are reported are heartbeated while they run (see `client`). @default 10_000 */
+  readonly heartbeatMs?: number;
   /** The queue's maxReceiveCount, when known: a failure on that receive is reported `DEAD`. @default unknown */
   readonly maxReceiveCount?: number;
   /** Failures, for logs (the handler's error, and the record). */
@@ -131,6 +136,25 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
     // checked before any runs, in one heartbeat request per tenant (and 100 jobs) for the batch.
     const parsed = new Map<SQSRecord, DeliveredJob<P>>();
     let stops: Promise<Set<string>> | undefined;
+    /** The reported records whose handlers run now: heartbeated every `heartbeatMs`, stopped when asked. */
+    const running = new Map<string, { job: DeliveredJob<P>; abort: AbortController }>();
+    let beating = false;
+    const beatRunning = async (): Promise<void> => {
+      if (beating || running.size === 0 || !heartbeats) return;
+      beating = true;
+      try {
+        const asked = await requestedStops(
+          heartbeats,
+          [...running.values()].map((r) => r.job),
+          (error, tenant, jobIds) =>
+            console.error(`dynein: the heartbeat of ${jobIds.length} running job(s) of tenant '${tenant}' failed`, error),
+          abort.signal,
+        );
+        for (const jobId of asked) running.get(jobId)?.abort.abort(new JobCancelledError(jobId));
+      } finally {
+        beating = false;
+      }
+    };
     if (heartbeats) {
       const reportable: DeliveredJob<P>[] = [];
       for (const record of event.Records) {
@@ -160,6 +184,11 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
      */
     const processRecord = async (record: SQSRecord): Promise<void> => {
       const receivedAt = now();
+      // The record's own signal: the invocation's (the function's timeout), or a stop asked while it runs.
+      const own = new AbortController();
+      const onTimeout = () => own.abort(abort.signal.reason);
+      if (abort.signal.aborted) onTimeout();
+      else abort.signal.addEventListener('abort', onTimeout, { once: true });
       const receiveCount = receiveCountOf(record.attributes as unknown as Record<string, string>);
       let job: DeliveredJob<P> | undefined;
       let report: RecordReport | undefined;
@@ -171,25 +200,35 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
         // A job a DELETE asked to stop is not run: reported CANCELLED below, and done.
         cancelled = report !== undefined && stops !== undefined && (await stops).has(job.jobId);
         const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
-        if (!cancelled)
+        if (!cancelled) {
+          if (report && heartbeats) running.set(job.jobId, { job, abort: own });
           value = await handler(job, {
-            signal: abort.signal,
+            signal: own.signal,
             receiveCount,
             latenessMs: latenessMs(runAt, receivedAt),
             receivedAt,
             messageId: record.messageId,
           });
+        }
       } catch (error) {
-        opts.onError?.(error, record, job);
-        const dead = error instanceof UnrecoverableError || (opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount);
-        // Reported before the record can come back, so a retry's report lands after it.
-        const unreported = await report?.send(dead ? 'DEAD' : 'FAILED', { error: errorText(error) });
-        if (unreported) opts.onError?.(unreported, record, job);
-        // A workflow job's DEAD not reported stays out of the DLQ: it comes back and reports again.
-        if (error instanceof UnrecoverableError && !unreported && (await toDeadLetterQueue(opts, record, error))) return;
-        if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
-        throw error;
+        if (stopped(own.signal)) cancelled = true;
+        else {
+          opts.onError?.(error, record, job);
+          const dead = error instanceof UnrecoverableError || (opts.maxReceiveCount !== undefined && receiveCount >= opts.maxReceiveCount);
+          // Reported before the record can come back, so a retry's report lands after it.
+          const unreported = await report?.send(dead ? 'DEAD' : 'FAILED', { error: errorText(error) });
+          if (unreported) opts.onError?.(unreported, record, job);
+          // A workflow job's DEAD not reported stays out of the DLQ: it comes back and reports again.
+          if (error instanceof UnrecoverableError && !unreported && (await toDeadLetterQueue(opts, record, error))) return;
+          if (opts.sqs) await backOff(opts, record, retryDelaySeconds(receiveCount, backoff, random));
+          throw error;
+        }
+      } finally {
+        if (job) running.delete(job.jobId);
+        abort.signal.removeEventListener('abort', onTimeout);
       }
+      // A stop asked while the handler ran: CANCELLED, whatever it returned.
+      if (stopped(own.signal)) cancelled = true;
       if (cancelled) {
         // Not run: CANCELLED is final (deleted, no retry); a workflow job's report given up on fails the record.
         if (!report!.workflow) return void report!.send('CANCELLED', {});
@@ -202,7 +241,7 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       if (!report?.workflow) return void report?.send('SUCCEEDED', { result: resultOf(value) });
       const result = resultOf(value, MAX_WORKFLOW_RESULT_BYTES);
       if (result === undefined && value !== undefined)
-        console.warn(`dynein: the result of workflow job ${job.jobId} is not JSON of at most 64 KiB: it is reported without one`);
+        console.warn(`dynein: the result of workflow job ${job?.jobId} is not JSON of at most 64 KiB: it is reported without one`);
       const unreported = await report.send('SUCCEEDED', { result });
       if (!unreported) return;
       opts.onError?.(unreported, record, job);
@@ -213,6 +252,7 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
     // A processor per invocation: invocations running at once in one process (Lambda's
     // multi-concurrency, or the local stack's event source) never share records.
     const processor = new BatchProcessor(EventType.SQS);
+    const beat = heartbeats ? setInterval(() => void beatRunning(), opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS) : undefined;
     try {
       // A batch where every record failed is reported as such, not thrown: each record has had
       // its own backoff, which an invocation error would override with the queue's timeout.
@@ -221,10 +261,19 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
       });
     } finally {
       clearTimeout(timer);
+      clearInterval(beat);
       // This invocation's outcomes, in one request before the function freezes.
       await reporter?.flush();
     }
   };
+}
+
+/** How often running records whose outcomes are reported are heartbeated, by default. */
+const DEFAULT_HEARTBEAT_MS = 10_000;
+
+/** Whether a record's signal aborted because a `DELETE` asked to stop its job. */
+function stopped(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof JobCancelledError;
 }
 
 /** A record's job, with its `concurrencyKey` attribute when it has one. */

@@ -196,7 +196,14 @@ export class JobsService {
       case 'CANCELLED':
         return { ...base, state: row.state, ...tagsOf(row) };
       case 'QUEUED':
-        return { ...base, state: 'QUEUED', ...(row.deliveredAtMs ? { deliveredAt: isoMs(row.deliveredAtMs) } : {}), ...tagsOf(row) };
+        return {
+          ...base,
+          state: 'QUEUED',
+          ...(row.deliveredAtMs ? { deliveredAt: isoMs(row.deliveredAtMs) } : {}),
+          ...tagsOf(row),
+          // The marker keeps a keyed job's key: its worker frees the slot, and a DELETE asks it to stop.
+          ...(row.concurrency ? { concurrencyKey: row.concurrency.key, concurrencyLimit: row.concurrency.limit } : {}),
+        };
       case 'DEAD':
         return {
           ...base,

@@ -40,6 +40,8 @@ let endpoint: string;
 const keys = {
   hist: { accessKeyId: 'AKIDHIST', secretAccessKey: 'hist-secret' },
   lam: { accessKeyId: 'AKIDLAM', secretAccessKey: 'lam-secret' },
+  // Its own queue: a stopped event source's last long poll may still take a message of the queue it polled.
+  lamrun: { accessKeyId: 'AKIDLAMRUN', secretAccessKey: 'lamrun-secret' },
   plain: { accessKeyId: 'AKIDPLAIN', secretAccessKey: 'plain-secret' },
   // Signed for, never registered: TenantNotFound.
   ghost: { accessKeyId: 'AKIDGHOST', secretAccessKey: 'ghost-secret' },
@@ -49,8 +51,8 @@ const dataDir = mkdtempSync(join(tmpdir(), 'dynein-cancel-running-'));
 
 beforeAll(async () => {
   em = await startEmulators();
-  sys = await createSystem(em, { tenants: ['hist', 'lam', 'plain'] });
-  for (const name of ['hist', 'lam'])
+  sys = await createSystem(em, { tenants: ['hist', 'lam', 'lamrun', 'plain'] });
+  for (const name of ['hist', 'lam', 'lamrun'])
     await sys.w.store.putTenant({ name, queueUrl: sys.tenants[name]!.url, dlqUrl: sys.tenants[name]!.dlqUrl, historyTtlMs: 86_400_000 });
   ({ server, endpoint } = await serveApi(em, sys, {
     keys,
@@ -230,6 +232,49 @@ describe('cancel a running job', () => {
       event: 'SUCCEEDED',
       result: { ran: kept },
     });
+  });
+
+  it('Lambda wrapper: a record already running is stopped at its next heartbeat, and reported CANCELLED whatever its handler did', async () => {
+    const client = api('lamrun');
+    const sink = recordingClient(client);
+    const { jobId } = await client.schedule('lamrun', { payload: { n: 3 }, delaySeconds: 0 });
+    let started = false;
+    let reason: unknown;
+    const handler = dyneinLambdaHandler(
+      async (_job, { signal }) => {
+        started = true;
+        // A long job: it runs until its signal aborts, then ends as if it had failed.
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        reason = signal.reason;
+        throw new Error('stopped half-way');
+      },
+      { client: sink, heartbeatMs: HEARTBEAT_MS },
+    );
+    const failures: string[][] = [];
+    const source = startSqsEventSource({
+      sqs: em.sqs,
+      queueUrl: sys.tenants.lamrun!.url,
+      pollers: 1,
+      handler: async (event) => {
+        const res = await handler(event, { getRemainingTimeInMillis: () => 30_000 });
+        failures.push(res.batchItemFailures.map((f) => f.itemIdentifier));
+        return res;
+      },
+    });
+    try {
+      await waitUntil(() => started, 10_000);
+      expect(await client.cancel('lamrun', jobId)).toEqual({ jobId, state: 'CANCEL_REQUESTED' });
+      await waitForEmptyQueue(em.sqs, sys.tenants.lamrun!.url, 10_000);
+    } finally {
+      await source.stop();
+    }
+    expect(reason).toBeInstanceOf(JobCancelledError);
+    expect(failures.flat()).toEqual([]);
+    // Heartbeated before it ran and while it ran (at least once more).
+    expect(sink.beats.filter((b) => b.includes(jobId)).length).toBeGreaterThanOrEqual(2);
+    const cancelled = await waitForState(client, 'lamrun', jobId, 'CANCELLED');
+    expect(cancelled.timeline?.at(-1)).toMatchObject({ event: 'CANCELLED', attempt: 1 });
+    expect(cancelled.timeline?.some((e) => e.event === 'FAILED')).toBe(false);
   });
 
   it('Worker, workflow job: a failed heartbeat is an error event and stops nothing; stopped at the next, its CANCELLED report is retried until answered, then the message is deleted', async () => {

@@ -29,6 +29,7 @@ interface DomElement {
   nextElementSibling: DomElement | null;
   querySelectorAll(selector: string): Iterable<DomElement> & ArrayLike<DomElement>;
   reset(): void;
+  click(): void;
 }
 type HTMLElement = DomElement;
 type HTMLButtonElement = DomElement;
@@ -399,6 +400,24 @@ describe('the job browser in Chromium', () => {
     await page.$eval('#cancel', (b) => ((b as HTMLButtonElement).disabled = false));
     await page.click('#cancel');
     await waitText('#detail-msg', /Not cancelled: AlreadyQueued: .*\(HTTP 409\)/);
+
+    // A keyed job running (101, given a key for this step): its worker can be asked to stop it, once.
+    const keyed = stub.jobs.find((j) => j.jobId === 'alpha-job-101')!;
+    keyed.concurrencyKey = 'customer-7';
+    try {
+      // Clicked in the page (the list may be redrawn between finding the row and a mouse click).
+      await page.waitForSelector('tr[data-job-id="alpha-job-101"]');
+      await page.$eval('tr[data-job-id="alpha-job-101"]', (tr) => (tr as HTMLElement).click());
+      await page.waitForFunction(() => document.querySelector('#detail-fields dd')?.textContent === 'alpha-job-101');
+      expect(await page.$eval('#cancel', (b) => [(b as HTMLButtonElement).disabled, b.textContent])).toEqual([false, 'Ask to stop']);
+      await page.click('#cancel');
+      await waitText('#detail-msg', /Asked the worker running alpha-job-101 to stop it \(CANCEL_REQUESTED\)/);
+      await page.waitForFunction(() => (document.querySelector('#cancel') as HTMLButtonElement).disabled);
+      expect(stub.requests.some((r) => r.method === 'DELETE' && r.url === '/v1/tenants/alpha/jobs/alpha-job-101')).toBe(true);
+    } finally {
+      delete keyed.concurrencyKey;
+      delete keyed.cancelRequested;
+    }
     await page.click('#prev');
     await waitText('#page', /^Page 2$/);
     await page.click('#prev');

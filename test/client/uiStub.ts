@@ -16,6 +16,9 @@ export interface StubJob {
   deliveredAt?: string;
   schedule?: string;
   tags?: string[];
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
+  cancelRequested?: true;
   timeline?: { at: string; event: string; [k: string]: unknown }[];
 }
 
@@ -128,6 +131,11 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
       if (method === 'GET') return reply(200, job);
       if (method === 'DELETE') {
         if (job.state === 'CANCELLED') return reply(200, { jobId: job.jobId, state: 'CANCELLED' });
+        // A keyed job running (docs/flow-control.md): its worker is asked to stop it.
+        if (job.state === 'QUEUED' && job.concurrencyKey !== undefined) {
+          job.cancelRequested = true;
+          return reply(202, { jobId: job.jobId, state: 'CANCEL_REQUESTED' });
+        }
         if (job.state !== 'SCHEDULED') return error(409, 'AlreadyQueued', `the job was delivered to its queue at ${job.deliveredAt}`);
         job.state = 'CANCELLED';
         job.timeline?.push({ at: new Date().toISOString(), event: 'CANCELLED' });

@@ -41,6 +41,8 @@ export interface JobStatus {
   /** A keyed job through the table (docs/flow-control.md "Concurrency by key"). */
   readonly concurrencyKey?: string;
   readonly concurrencyLimit?: number;
+  /** A delivered job a `DELETE` asked to stop, until its worker reports its end. */
+  readonly cancelRequested?: true;
   readonly timeline?: readonly TimelineEvent[];
 }
 

@@ -36,8 +36,29 @@ export async function loadJob(): Promise<void> {
   const job = reply.data;
   fields.replaceChildren(...(job ? fieldRows(job) : []));
   $('#detail-timeline').replaceChildren(...timeline(job?.timeline ?? []));
-  // Only a job still in the table can be cancelled; the API says why when it is too late.
-  $<HTMLButtonElement>('#cancel').disabled = job?.state !== 'SCHEDULED';
+  showCancel(job);
+}
+
+/**
+ * The cancel button: **Cancel job** for a job still in the table (`SCHEDULED`, or a keyed job
+ * `ACQUIRED` while it waits for its key's slot); **Ask to stop** for a delivered job whose worker
+ * reports its end (a history tenant's job without a final outcome, a keyed job, a workflow's
+ * job: docs/flow-control.md "Cancel a running job"), until a stop was asked; off otherwise. The
+ * API says why when it is too late.
+ */
+function showCancel(job: JobStatus | null): void {
+  const button = $<HTMLButtonElement>('#cancel');
+  const state = job?.state;
+  const reported = job !== null && (job.concurrencyKey !== undefined || isWorkflowJob(job.jobId));
+  const waiting = state === 'SCHEDULED' || (state === 'ACQUIRED' && job?.concurrencyKey !== undefined);
+  const running = state === 'DELIVERED' || state === 'FAILED' || (state === 'QUEUED' && reported);
+  button.textContent = running ? 'Ask to stop' : 'Cancel job';
+  button.disabled = !(waiting || (running && job?.cancelRequested !== true));
+}
+
+/** A workflow's job: its id's path is `w` (`j1.<tenant>.<shard>.<time>.w.…`). */
+function isWorkflowJob(jobId: string): boolean {
+  return jobId.split('.')[4] === 'w';
 }
 
 /** Every field of the job as the API gave it (a term and its value), the timeline apart. */
