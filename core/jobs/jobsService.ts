@@ -109,7 +109,19 @@ export class JobsService {
     const id = await this.#resolve(tenant, jobId);
     if (id.path === 'w') return this.#workflowJobStatus(id);
     if (record.historyTtlMs !== undefined && this.deps.history) return this.#withHistory(id, this.deps.history);
-    return this.#status(id);
+    const reply = await this.#status(id);
+    return reply.concurrencyKey !== undefined && reply.state === 'QUEUED' ? this.#withKeyedStop(id, reply.concurrencyKey, reply) : reply;
+  }
+
+  /**
+   * A keyed job delivered (no history): `cancelRequested` while it runs (holds its key's slot)
+   * after a `DELETE` asked its worker to stop it. Two more reads, for keyed jobs only.
+   */
+  async #withKeyedStop(id: ParsedJobId, key: string, reply: StatusReply): Promise<StatusReply> {
+    const { cancelRequests, keySlots } = this.deps;
+    if (!cancelRequests || !keySlots) return reply;
+    const [asked, running] = await Promise.all([cancelRequests.requestedAt(id), keySlots.holds(id.tenant, key, id.jobId)]);
+    return asked !== undefined && running ? { ...reply, cancelRequested: true } : reply;
   }
 
   /**

@@ -226,9 +226,17 @@ describe('concurrency by key', () => {
       },
     );
     expect(beat.body).toEqual({ cancelRequested: [job!.jobId] });
+    const getJob = async () =>
+      (await call(statusHandler(sys.w), 'GET', `/v1/tenants/alpha/jobs/${job!.jobId}`, { tenant: 'alpha', jobId: job!.jobId })).body;
+    // Its marker is written within a second or so of the send.
+    let shown: Record<string, any> = {};
+    for (const until = Date.now() + 10_000; shown.state !== 'QUEUED' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+      shown = await getJob();
+    expect(shown).toMatchObject({ state: 'QUEUED', concurrencyKey: 'customer-9', concurrencyLimit: 1, cancelRequested: true });
     // The worker stops it: CANCELLED frees the slot, and a second DELETE is a 409.
     expect((await report('alpha', job!.jobId, 'CANCELLED', 'customer-9')).body.results[0].state).toBe('CANCELLED');
     expect(await slots.holds('alpha', 'customer-9', job!.jobId)).toBe(false);
+    expect((await getJob()).cancelRequested).toBeUndefined();
     const again = await call(cancelHandler(sys.w), 'DELETE', `/v1/tenants/alpha/jobs/${job!.jobId}`, {
       tenant: 'alpha',
       jobId: job!.jobId,
