@@ -109,6 +109,18 @@ export class KeyGate<G extends Gated> {
     if (w.rows.size === 0) this.#forget(w);
   }
 
+  /** Takes every waiting row out of the gate (their timers stopped): the round gives them back as it ends. */
+  takeWaiting(): G[] {
+    const out: G[] = [];
+    for (const w of this.#waiting.values()) {
+      clearTimeout(w.timer);
+      for (let h = w.rows.pop(); h; h = w.rows.pop()) out.push(h);
+    }
+    this.#waiting.clear();
+    this.#size = 0;
+    return out;
+  }
+
   /** Stops every timer and forgets the waiting rows (the round ends: their leases run out). */
   stop(): void {
     this.#stopped = true;

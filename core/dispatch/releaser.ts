@@ -197,6 +197,22 @@ export class Releaser {
     await Promise.race([all, timeout]).finally(() => clearTimeout(timer));
   }
 
+  /**
+   * Gives back (SCHEDULED again) the keyed rows still waiting for a slot of their key as the round
+   * ends, so that the next round takes them at once rather than after their lease. A row a probe
+   * took meanwhile is not given back (its slot is held, and it is sent, or sent again after its lease).
+   */
+  async giveBackWaiting(): Promise<number> {
+    const rows = (this.#gate?.takeWaiting() ?? []).filter((h) => this.#held.get(h.key) === h && !h.busy && !h.slot);
+    const back = await Promise.all(
+      rows.map(async (h) => {
+        this.#forget(h);
+        return this.deps.store.unacquire(h.row, h.leaseUntil).catch(() => false);
+      }),
+    );
+    return back.filter(Boolean).length;
+  }
+
   /** Stops the timers and forgets what is held; returns how many rows were still held. */
   abandon(): number {
     this.#ended = true;

@@ -259,6 +259,8 @@ class DispatchRound implements RoundRows {
   /** Whatever ended the round: rows still held are abandoned (sent again once their lease ends), and the report completed. */
   async #finish(): Promise<void> {
     await this.#acquirer.stop();
+    // Keyed rows waiting for a slot go back to SCHEDULED: the next round takes them at once.
+    await this.#releaser.giveBackWaiting();
     this.report.abandoned = this.#releaser.abandon();
     await this.#releaser.settled(SETTLE_MS);
     this.report.marks = this.#currentMarks();

@@ -19,9 +19,10 @@ function harness(slots: KeySlots) {
       return [];
     },
   };
+  const givenBack: string[] = [];
   const store: ReleaserDeps['store'] = {
     renew: async (k) => (renewed.push(k.jobId), true),
-    unacquire: async () => true,
+    unacquire: async (k) => (givenBack.push(k.jobId), true),
     markDelivered: async () => [],
   };
   const tenants = new TenantRegistry({
@@ -47,7 +48,7 @@ function harness(slots: KeySlots) {
     leaseUntil: dueMs + 60_000,
     ...(key ? { concurrency: { key, limit: 1 } } : {}),
   });
-  return { sent, renewed, releaser, row };
+  return { sent, renewed, givenBack, releaser, row };
 }
 
 /** One slot per key in memory; `slowKey`'s takes answer after `slowMs`. */
@@ -102,5 +103,20 @@ describe('Releaser with concurrency keys', () => {
     await releaser.drain(Date.now() + 3_000);
     expect(sent.sort()).toEqual(['f1', 's1']);
     expect(releaser.size).toBe(0);
+  });
+
+  it('gives the rows still waiting for a slot back as the round ends, so that the next round takes them at once', async () => {
+    const { slots, holders } = slotsInMemory();
+    holders.set('k', 'other');
+    const { sent, givenBack, releaser, row } = harness(slots);
+    releaser.add(row('w1', Date.now(), 'k'));
+    releaser.add(row('w2', Date.now(), 'k'));
+    // Both due now: the first asks for the slot and waits, the second queues behind it.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await releaser.giveBackWaiting()).toBe(2);
+    expect(givenBack.sort()).toEqual(['w1', 'w2']);
+    expect(releaser.size).toBe(0);
+    expect(sent).toEqual([]);
+    releaser.abandon();
   });
 });
