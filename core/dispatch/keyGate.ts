@@ -25,12 +25,22 @@ export interface Gated {
 const FIRST_PROBE_MS = 10;
 const PROBE_GROWTH = 1.5;
 const MAX_PROBE_MS = 250;
+/**
+ * Once a key's slots have freed in this round, the first ask waits half the time a slot was held
+ * (its running job's time, learnt as a moving average), and asks then come at most a quarter of
+ * it apart (never more than 5 s): a key whose jobs run 200 ms is asked about twice per job, not
+ * six times, and one whose jobs run a minute about four times, not 240.
+ */
+const LEARNT_WEIGHT = 0.3;
+const MAX_LEARNT_PROBE_MS = 5_000;
 
 interface Waiting<G extends Gated> {
   readonly tenant: string;
   readonly key: string;
   readonly rows: Heap<G>;
   attempt: number;
+  /** When this wait began: the first refusal, or the latest slot taken. */
+  since: number;
   timer?: NodeJS.Timeout;
   probing: boolean;
 }
@@ -47,6 +57,8 @@ export interface KeyGateDeps {
 
 export class KeyGate<G extends Gated> {
   readonly #waiting = new Map<string, Waiting<G>>();
+  /** Per key, how long a slot stayed held before the next ask found it free (a moving average, ms). */
+  readonly #heldMs = new Map<string, number>();
   #size = 0;
   #stopped = false;
   /** Slots taken (rows let through), and failed takes (rows that waited), for the round's report. */
@@ -139,7 +151,7 @@ export class KeyGate<G extends Gated> {
     let w = this.#waiting.get(id);
     if (!w) {
       const c = h.row.concurrency!;
-      w = { tenant: h.row.tenant, key: c.key, rows: new Heap<G>(before), attempt: 0, probing: false };
+      w = { tenant: h.row.tenant, key: c.key, rows: new Heap<G>(before), attempt: 0, since: this.deps.clock.now(), probing: false };
       this.#waiting.set(id, w);
     }
     w.rows.push(h);
@@ -151,7 +163,10 @@ export class KeyGate<G extends Gated> {
 
   #arm(w: Waiting<G>): void {
     if (this.#stopped || w.timer || w.probing) return;
-    const delay = Math.min(MAX_PROBE_MS, FIRST_PROBE_MS * PROBE_GROWTH ** w.attempt);
+    const held = this.#heldMs.get(keyId(w.tenant, w.key));
+    const first = held === undefined ? FIRST_PROBE_MS : Math.min(MAX_LEARNT_PROBE_MS, Math.max(FIRST_PROBE_MS, held / 2));
+    const cap = held === undefined ? MAX_PROBE_MS : Math.min(MAX_LEARNT_PROBE_MS, Math.max(MAX_PROBE_MS, held / 4));
+    const delay = Math.min(cap, first * PROBE_GROWTH ** w.attempt);
     w.timer = setTimeout(() => void this.#probe(w), Math.round(delay * (0.75 + Math.random() / 2)));
   }
 
@@ -185,6 +200,7 @@ export class KeyGate<G extends Gated> {
       w.probing = false;
     }
     if (this.#stopped) return;
+    if (admitted.length > 0) this.#learn(w);
     w.attempt = admitted.length > 0 ? 0 : w.attempt + 1;
     if (admitted.length > 0) this.admit(admitted);
     if (w.rows.size === 0) this.#forget(w);
@@ -211,6 +227,16 @@ export class KeyGate<G extends Gated> {
       this.taken++;
     }
     return got;
+  }
+
+  /** A slot freed: how long it was held since the wait began counts in the key's average; the next wait begins now. */
+  #learn(w: Waiting<G>): void {
+    const now = this.deps.clock.now();
+    const id = keyId(w.tenant, w.key);
+    const seen = now - w.since;
+    const before = this.#heldMs.get(id);
+    this.#heldMs.set(id, before === undefined ? seen : before + LEARNT_WEIGHT * (seen - before));
+    w.since = now;
   }
 
   #forget(w: Waiting<G>): void {

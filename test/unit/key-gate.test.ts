@@ -139,4 +139,23 @@ describe('KeyGate', () => {
     expect(admitted).toEqual([]);
     g.stop();
   });
+
+  it('asks later once it learnt how long a key’s slot stays held', async () => {
+    const slots = new MemorySlots();
+    const { g, admitted } = gate(slots);
+    await g.pass([row('running', 0, 'k')]);
+    await g.pass([row('w1', 1, 'k'), row('w2', 2, 'k')]);
+    // The running job holds its slot 400 ms: w1 takes it soon after, learning the hold.
+    await new Promise((r) => setTimeout(r, 400));
+    slots.free('t', 'k', 'running');
+    await until(() => admitted.length === 1);
+    const before = slots.takes;
+    // w1 runs; within the next 150 ms the gate asks at most once (half the hold is 200 ms): before, it asked every 10 to 250 ms.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(slots.takes - before).toBeLessThanOrEqual(1);
+    slots.free('t', 'k', 'w1');
+    await until(() => admitted.length === 2, 3_000);
+    expect(admitted.map((h) => h.row.jobId)).toEqual(['w1', 'w2']);
+    g.stop();
+  });
 });
