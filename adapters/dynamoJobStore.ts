@@ -333,6 +333,10 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       values[':tag'] = { S: filter.tag };
       conditions.push('contains(tags, :tag)');
     }
+    if (filter.concurrencyKey !== undefined) {
+      values[':ck'] = { S: filter.concurrencyKey };
+      conditions.push('ck = :ck');
+    }
     let page: QueryCommandOutput;
     try {
       page = await this.client.send(
@@ -343,7 +347,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           FilterExpression: conditions.join(' AND '),
           // Never the payload: a listing shows status fields only (`prio` adds no cost: a Query is
           // billed by the items' sizes, not the projection's).
-          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio, tags',
+          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio, tags, ck, cl',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ScanIndexForward: !range.desc,
@@ -368,6 +372,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...(item.deliveredAt?.N ? { deliveredAtMs: Number(item.deliveredAt.N) } : {}),
       ...(item.expiresAt?.N ? { expiresAtMs: Number(item.expiresAt.N) * 1000 } : {}),
       ...priorityOf(item),
+      ...concurrencyOf(item),
       ...tagsOf(item),
     }));
     const last = page.LastEvaluatedKey?.sk?.S;

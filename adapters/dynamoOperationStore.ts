@@ -212,7 +212,7 @@ export class DynamoOperationStore implements OperationStore {
           // The operation's own marks stay visible whatever the row became: a retried pass counts them again.
           // Jobs accepted after the request (their message sent after it, `sa`) are not the operation's.
           FilterExpression: `tenant = :tenant AND (((${match}) AND (attribute_not_exists(sa) OR sa < :created)) OR attribute_exists(#mark))`,
-          ProjectionExpression: 'sk, #state, #mark, tags, sched, sa, leaseUntil, ck',
+          ProjectionExpression: 'sk, #state, #mark, tags, sched, sa, leaseUntil, ck, cl',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ConsistentRead: true,
@@ -317,6 +317,10 @@ export class DynamoOperationStore implements OperationStore {
                 tenant: { S: head.tenant },
                 state: { S: 'CANCELLED' },
                 ...(row.tags && row.tags.length > 0 ? { tags: { L: row.tags.map((t) => ({ S: t })) } } : {}),
+                // A keyed job's tombstone keeps its key, as a single cancel's does (listings by key find it).
+                ...(row.concurrencyKey !== undefined
+                  ? { ck: { S: row.concurrencyKey }, cl: { N: String(row.concurrencyLimit ?? 1) } }
+                  : {}),
                 ...(row.sentAtMs !== undefined ? { sa: { N: String(row.sentAtMs) } } : {}),
                 [markName]: { S: mark },
                 [TABLE_KEY.ttlAttribute]: ttl(expiresAtMs(row)),
@@ -393,7 +397,7 @@ function seenOf(shard: number, item: Item, mark: string): SeenRow | undefined {
     ...(item.sched?.S !== undefined ? { schedule: item.sched.S } : {}),
     ...(item.sa?.N !== undefined ? { sentAtMs: Number(item.sa.N) } : {}),
     ...(item.leaseUntil?.N !== undefined ? { leaseUntil: Number(item.leaseUntil.N) } : {}),
-    ...(item.ck?.S !== undefined ? { concurrencyKey: item.ck.S } : {}),
+    ...(item.ck?.S !== undefined ? { concurrencyKey: item.ck.S, concurrencyLimit: Number(item.cl?.N ?? 1) || 1 } : {}),
   };
 }
 

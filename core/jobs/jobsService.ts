@@ -206,7 +206,12 @@ export class JobsService {
           ...(row.concurrency ? { concurrencyKey: row.concurrency.key, concurrencyLimit: row.concurrency.limit } : {}),
         };
       case 'CANCELLED':
-        return { ...base, state: row.state, ...tagsOf(row) };
+        return {
+          ...base,
+          state: row.state,
+          ...tagsOf(row),
+          ...(row.concurrency ? { concurrencyKey: row.concurrency.key, concurrencyLimit: row.concurrency.limit } : {}),
+        };
       case 'QUEUED':
         return {
           ...base,

@@ -11,6 +11,7 @@ import {
   ValidationError,
 } from '../model/index.js';
 import { DEAD_LETTERED_MESSAGE, type JobPageReply, type ListedJob } from './replies.js';
+import { concurrencyKeyOf } from './keyedOutcomes.js';
 import { cutText, limiter } from '../util/index.js';
 import { SCHEDULE_NAME_PATTERN } from '../recurring/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
@@ -36,6 +37,8 @@ export interface ListedItem {
   readonly priority?: number;
   /** The row's tags, when it has some. */
   readonly tags?: readonly string[];
+  /** A keyed row's concurrency key and limit. */
+  readonly concurrency?: { readonly key: string; readonly limit: number };
   /** The item's TTL, epoch ms: readers ignore the item from then (DynamoDB deletes it late). */
   readonly expiresAtMs?: number;
 }
@@ -59,6 +62,8 @@ export interface ListFilter {
   readonly schedule?: string;
   /** Only items whose `tags` hold this one. */
   readonly tag?: string;
+  /** Only items with this concurrency key (`ck`). */
+  readonly concurrencyKey?: string;
 }
 
 export interface ListedPage {
@@ -137,7 +142,7 @@ export const LIST_MAX_LIMIT = 1000;
 const READ_CONCURRENCY = 16;
 /** Largest Limit of one Query. */
 const MAX_CHUNK = 1000;
-const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'tag', 'order', 'limit', 'cursor']);
+const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'tag', 'concurrencyKey', 'order', 'limit', 'cursor']);
 
 /** The parsed query of a listing. */
 export interface JobFilter {
@@ -147,6 +152,8 @@ export interface JobFilter {
   readonly schedule?: string;
   /** Only jobs whose tags hold this one. */
   readonly tag?: string;
+  /** Only jobs submitted with this concurrency key. */
+  readonly concurrencyKey?: string;
   readonly desc: boolean;
 }
 
@@ -213,6 +220,7 @@ export class JobLister {
         ...(filter.state !== undefined ? { states: stored } : {}),
         ...(filter.schedule ? { schedule: filter.schedule } : {}),
         ...(filter.tag !== undefined ? { tag: filter.tag } : {}),
+        ...(filter.concurrencyKey !== undefined ? { concurrencyKey: filter.concurrencyKey } : {}),
       },
       limit,
       now,
@@ -360,6 +368,7 @@ export class JobLister {
     const tag = query.tag;
     if (tag !== undefined && (tag.length === 0 || tag.length > MAX_TAG_LENGTH))
       throw new ValidationError(`tag must be 1 to ${MAX_TAG_LENGTH} characters, got ${JSON.stringify(cutText(tag, 70))}`);
+    const concurrencyKey = concurrencyKeyOf(query.concurrencyKey);
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw new ValidationError(`order ${JSON.stringify(order)} must be asc or desc`);
     const limit = listLimit(query.limit);
@@ -371,6 +380,7 @@ export class JobLister {
         ...(state !== undefined ? { state } : {}),
         ...(schedule !== undefined ? { schedule } : {}),
         ...(tag !== undefined ? { tag } : {}),
+        ...(concurrencyKey !== undefined ? { concurrencyKey } : {}),
       },
       limit,
     };
@@ -383,7 +393,7 @@ export class JobLister {
   /** The sort key a cursor carries, if this deployment issued it for this tenant and these filters. */
   #readCursor(tenant: string, canonical: string, cursor: string): string {
     const bad = new ValidationError(
-      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule, tag and order',
+      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule, tag, concurrencyKey and order',
     );
     const m = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
     if (!m) throw bad;
@@ -406,21 +416,27 @@ export function renderLive(base: { readonly jobId: string; readonly tenant: stri
         ...(item.deliveredAtMs ? { deliveredAt: isoMs(item.deliveredAtMs) } : {}),
         ...sched,
         ...tags(item),
+        ...keyOf(item),
       };
     case 'DEAD':
       return { ...base, state: 'DEAD_LETTERED', message: DEAD_LETTERED_MESSAGE, ...sched };
     case 'ACQUIRED':
-      return { ...base, state: item.state, ...prio(item), ...sched, ...tags(item) };
+      return { ...base, state: item.state, ...prio(item), ...sched, ...tags(item), ...keyOf(item) };
     case 'CANCELLED':
-      return { ...base, state: item.state, ...sched, ...tags(item) };
+      return { ...base, state: item.state, ...sched, ...tags(item), ...keyOf(item) };
     default:
-      return { ...base, state: 'SCHEDULED', ...prio(item), ...sched, ...tags(item) };
+      return { ...base, state: 'SCHEDULED', ...prio(item), ...sched, ...tags(item), ...keyOf(item) };
   }
 }
 
 /** A row's tags, as GET shows them: only when it has some. */
 function tags(item: ListedItem): { tags?: string[] } {
   return item.tags !== undefined && item.tags.length > 0 ? { tags: [...item.tags] } : {};
+}
+
+/** A keyed row's key and limit, as GET shows them. */
+function keyOf(item: ListedItem): { concurrencyKey?: string; concurrencyLimit?: number } {
+  return item.concurrency ? { concurrencyKey: item.concurrency.key, concurrencyLimit: item.concurrency.limit } : {};
 }
 
 /** A live row's priority, as GET shows it: only when not the default 5. */
@@ -446,6 +462,7 @@ function canonicalFilter(f: JobFilter): string {
     f.schedule ?? '',
     f.desc ? 'desc' : 'asc',
     ...(f.tag !== undefined ? [`tag:${f.tag}`] : []),
+    ...(f.concurrencyKey !== undefined ? [`key:${f.concurrencyKey}`] : []),
   ].join('\n');
 }
 

@@ -63,7 +63,7 @@ export interface StatusReply {
   readonly priority?: number;
   /** Through the table (`SCHEDULED`, `ACQUIRED`, `CANCELLED`, and once delivered): the job's tags, when it has some. */
   readonly tags?: string[];
-  /** A keyed job (`SCHEDULED`, `ACQUIRED`, and `QUEUED` once its marker is written): its concurrency key and the limit submitted with it. */
+  /** A keyed job (`SCHEDULED`, `ACQUIRED`, `CANCELLED`, and `QUEUED` once its marker is written): its concurrency key and the limit submitted with it. */
   readonly concurrencyKey?: string;
   readonly concurrencyLimit?: number;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */

@@ -49,6 +49,7 @@ export interface SeenRow {
   /** An ACQUIRED row's lease and a keyed row's key, as read: a keyed row waiting for its slot can still be cancelled. */
   readonly leaseUntil?: number;
   readonly concurrencyKey?: string;
+  readonly concurrencyLimit?: number;
 }
 
 /** The table as a bulk cancel uses it (DynamoOperationStore implements it). */

@@ -259,8 +259,24 @@ describe('concurrency by key', () => {
       (await call(statusHandler(sys.w), 'GET', `/v1/tenants/beta/jobs/${jobId}`, { tenant: 'beta', jobId })).body.state as string;
     for (const until = Date.now() + 20_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50)))
       if ((await Promise.all([...stored, ...other].map((j) => get(j.jobId)))).every((st) => st === 'SCHEDULED')) break;
+    // Listed by key: the key's five jobs, each with its key and limit; another key's and unkeyed jobs not.
+    const list = async (query: Record<string, string>) => {
+      const event = {
+        ...httpEvent('GET', '/v1/tenants/beta/jobs', { pathParameters: { tenant: 'beta' }, routeKey: 'GET /v1/tenants/{tenant}/jobs' }),
+        queryStringParameters: query,
+      };
+      const res = await statusHandler(sys.w)(event);
+      return { status: res.statusCode, body: JSON.parse(res.body) as { jobs: Record<string, any>[] } };
+    };
+    const listed = await list({ concurrencyKey: 'order-42', limit: '100' });
+    expect(listed.body.jobs.map((j) => j.jobId).sort()).toEqual(stored.map((j) => j.jobId).sort());
+    for (const j of listed.body.jobs) expect(j).toMatchObject({ state: 'SCHEDULED', concurrencyKey: 'order-42', concurrencyLimit: 1 });
+    expect((await list({ concurrencyKey: '' })).status).toBe(400);
     const op = await cancelByKey('beta', 'order-42');
     expect(op).toMatchObject({ state: 'DONE', matched: 5, cancelled: 5 });
+    const after = await list({ concurrencyKey: 'order-42', state: 'CANCELLED', limit: '100' });
+    expect(after.body.jobs).toHaveLength(5);
+    for (const j of after.body.jobs) expect(j).toMatchObject({ state: 'CANCELLED', concurrencyKey: 'order-42' });
     expect(await Promise.all(stored.map((j) => get(j.jobId)))).toEqual(Array(5).fill('CANCELLED'));
     expect(await Promise.all(other.map((j) => get(j.jobId)))).toEqual(['SCHEDULED', 'SCHEDULED']);
   });
