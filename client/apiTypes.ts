@@ -136,7 +136,10 @@ export interface JobStatus {
   readonly cancelRequested?: true;
 }
 
-/** One job of `listJobs`: the fields of `get`, and the schedule of a recurring schedule's occurrence. */
+/**
+ * One job of `listJobs`: the fields of `get` (a keyed job's `concurrencyKey` and `concurrencyLimit`
+ * among them), and the schedule of a recurring schedule's occurrence.
+ */
 export interface ListedJob extends Omit<JobStatus, 'state'> {
   /** `SCHEDULED`, `ACQUIRED`, `QUEUED`, `CANCELLED`, `DEAD_LETTERED`, or a history state where history is on. */
   readonly state: JobState | (string & {});

@@ -27,6 +27,11 @@ export interface JobFilter {
   readonly schedule?: string;
   /** Jobs whose tags hold this one (tags are kept on rows: jobs sent straight to their queue have none). */
   readonly tag?: string;
+  /**
+   * Jobs submitted with this concurrency key (1 to 128 characters, no control characters; the API
+   * checks it: 400 `ValidationError` otherwise). Each listed keyed job shows `concurrencyKey` and `concurrencyLimit`.
+   */
+  readonly concurrencyKey?: string;
   /** @default 'asc' */
   readonly order?: 'asc' | 'desc';
   /**

@@ -75,14 +75,16 @@ export const PAGE_HTML = `<!doctype html>
    <label>to<input type="datetime-local" name="to" step="1"></label>
    <label>Schedule<input name="schedule" size="12" placeholder="any"></label>
    <label>Tag<input name="tag" size="12" placeholder="any"></label>
+   <label>Key<input name="key" size="12" placeholder="any" title="concurrency key"></label>
    <label>Order<select name="order"><option value="asc">soonest first</option><option value="desc">latest first</option></select></label>
    <label>Per page<select name="limit"><option>10</option><option selected>25</option><option>50</option><option>100</option></select></label>
    <button class="primary" type="submit">Show</button>
    <button type="button" id="cancel-tag" title="Cancel every pending job with the tag entered (POST .../jobs/cancel)">Cancel all with this tag</button>
+   <button type="button" id="cancel-key" title="Cancel every pending job with the concurrency key entered (POST .../jobs/cancel)">Cancel all with this key</button>
   </form>
   <form class="filters" id="open"><label>Open a job by id<input name="jobId" size="44" placeholder="j1.…" spellcheck="false"></label><button type="submit">Open</button></form>
   <div class="msg" id="jobs-msg"></div>
-  <table id="jobs"><thead><tr><th>Job</th><th>Run at</th><th>State</th><th>Delivered at</th><th>Schedule</th><th>Tags</th></tr></thead><tbody></tbody></table>
+  <table id="jobs"><thead><tr><th>Job</th><th>Run at</th><th>State</th><th>Delivered at</th><th>Schedule</th><th>Key</th><th>Tags</th></tr></thead><tbody></tbody></table>
   <div class="bar"><button type="button" id="prev">◀ Previous</button><span id="page">Page 1</span><button type="button" id="next">Next ▶</button>
    <span class="muted small">Times are your browser's local time in the filters, UTC in the table.</span></div>
  </section>

@@ -50,7 +50,7 @@ let api: EditRoutes;
 let ui: UiServer;
 let page: Page;
 
-/** The list's rows: job, run at, state, delivered at, schedule (the tags column apart: {@link tagsColumn}). */
+/** The list's rows: job, run at, state, delivered at, schedule (the key and tags columns apart: {@link tagsColumn}, the last). */
 const rows = () =>
   page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent).slice(0, 5)));
 const tagsColumn = () => page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].at(-1)?.textContent));
@@ -779,6 +779,79 @@ describe('the job browser in Chromium', () => {
       await p.close();
       await oldUi.close();
       await old.close();
+    }
+  });
+
+  it('filters by concurrency key (with the other filters), shows each job’s key, and cancels every pending job with the key once confirmed', async () => {
+    const keyed = [
+      stubJob('alpha', 200, 'SCHEDULED', { concurrencyKey: 'customer-7', concurrencyLimit: 2 }),
+      stubJob('alpha', 201, 'SCHEDULED', { concurrencyKey: 'customer-7', concurrencyLimit: 2, tags: ['eu'] }),
+      stubJob('alpha', 202, 'QUEUED', {
+        concurrencyKey: 'customer-7',
+        concurrencyLimit: 2,
+        deliveredAt: new Date(T0 + 202 * 60_000 + 5).toISOString(),
+      }),
+      stubJob('alpha', 203, 'SCHEDULED', { concurrencyKey: 'customer-8', concurrencyLimit: 1 }),
+    ];
+    stub.jobs.push(...keyed);
+    const keyColumn = () => page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')][5]?.textContent));
+    const listed = () =>
+      stub.requests.filter((r) => r.url.startsWith('/v1/tenants/alpha/jobs?')).map((r) => new URL(r.url, 'http://x').searchParams);
+    try {
+      await page.click('nav button[data-tab=jobs]');
+      await page.$eval('#filters input[name=key]', (e) => ((e as HTMLInputElement).value = 'customer-7'));
+      await page.click('#filters button[type=submit]');
+      await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
+      expect((await rows()).map((r) => [r[0], r[2]])).toEqual([
+        ['alpha-job-200', 'SCHEDULED'],
+        ['alpha-job-201', 'SCHEDULED'],
+        ['alpha-job-202', 'QUEUED'],
+      ]);
+      expect(await keyColumn()).toEqual(['customer-7 (limit 2)', 'customer-7 (limit 2)', 'customer-7 (limit 2)']);
+      expect(await tagsColumn()).toEqual(['', 'eu', '']);
+      expect(listed().at(-1)!.get('concurrencyKey')).toBe('customer-7');
+
+      // With another filter: both sent, both applied.
+      await page.select('#filters select[name=state]', 'SCHEDULED');
+      await page.click('#filters button[type=submit]');
+      await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 2);
+      expect((await rows()).map((r) => r[0])).toEqual(['alpha-job-200', 'alpha-job-201']);
+      const both = listed().at(-1)!;
+      expect([both.get('concurrencyKey'), both.get('state')]).toEqual(['customer-7', 'SCHEDULED']);
+      await page.select('#filters select[name=state]', '');
+      await page.click('#filters button[type=submit]');
+      await page.waitForFunction(() => document.querySelectorAll('#jobs tbody tr').length === 3);
+
+      // Declined: nothing sent. Accepted: POST .../jobs/cancel by key, its operation followed to DONE, the list read again.
+      const cancels = () => stub.requests.filter((r) => r.url === '/v1/tenants/alpha/jobs/cancel');
+      const before = cancels().length;
+      page.once('dialog', (d) => void d.dismiss());
+      await page.click('#cancel-key');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(cancels()).toHaveLength(before);
+      page.once('dialog', (d) => {
+        expect(d.message()).toContain('with concurrency key "customer-7"');
+        void d.accept();
+      });
+      await page.click('#cancel-key');
+      await waitText('#jobs-msg', /Cancelled by key "customer-7": matched 2, cancelled 2, already queued 0, not cancellable 0\./);
+      expect(cancels()).toHaveLength(before + 1);
+      const sent = cancels().at(-1)!;
+      expect([sent.method, JSON.parse(sent.body)]).toEqual(['POST', { concurrencyKey: 'customer-7' }]);
+      await page.waitForFunction(() => document.querySelector('#jobs tbody tr td:nth-child(3)')?.textContent === 'CANCELLED');
+      expect((await rows()).map((r) => r[2])).toEqual(['CANCELLED', 'CANCELLED', 'QUEUED']);
+      expect(keyed[3]!.state).toBe('SCHEDULED'); // another key's job is left alone
+
+      // Without a key, the button says what it needs and sends nothing.
+      await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
+      await page.click('#cancel-key');
+      await waitText('#jobs-msg', /Enter a concurrency key first/);
+      expect(cancels()).toHaveLength(before + 1);
+    } finally {
+      for (const j of keyed) stub.jobs.splice(stub.jobs.indexOf(j), 1);
+      await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
+      await page.click('#filters button[type=submit]');
+      await page.waitForFunction(() => document.querySelector('#jobs tbody tr td')?.textContent === 'alpha-job-000');
     }
   });
 });

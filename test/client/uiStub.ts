@@ -2,10 +2,10 @@ import { startSignedStub } from '../support/signedStub.js';
 
 /**
  * An in-memory stand-in for the API routes the job browser reads (docs/api.md): the listing
- * (`GET /jobs` with state, from, to, schedule, tag, order, limit, cursor), one job with its timeline,
- * cancel, bulk cancel by tag (`POST /jobs/cancel`, done at once, and `GET /operations/{id}`), the
- * schedules list, and the dead-letter queue with redrive. It checks SigV4 as the
- * gateway does and records every request. With `listing: false` / `dlq: false` those routes
+ * (`GET /jobs` with state, from, to, schedule, tag, concurrencyKey, order, limit, cursor), one job with
+ * its timeline, cancel, bulk cancel by tag or concurrency key (`POST /jobs/cancel`, done at once, and
+ * `GET /operations/{id}`), the schedules list, and the dead-letter queue with redrive. It checks SigV4
+ * as the gateway does and records every request. With `listing: false` / `dlq: false` those routes
  * answer API Gateway's own 404 (`{"message":"Not Found"}`), as a stack deployed before them does.
  */
 export interface StubJob {
@@ -61,6 +61,9 @@ export function stubJob(tenant: string, i: number, state = 'SCHEDULED', extra: P
   };
 }
 
+/** A concurrency key as the API takes it: 1 to 128 characters, no control characters. */
+const validKey = (key: unknown): key is string => typeof key === 'string' && key.length >= 1 && key.length <= 128 && !/\p{Cc}/u.test(key);
+
 export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {}): Promise<UiStub> {
   const jobs: StubJob[] = [];
   const dlq: StubDeadLetter[] = [];
@@ -77,6 +80,9 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
     if (kind === 'jobs' && rest === undefined && method === 'GET') {
       if (opts.listing === false) return reply(404, { message: 'Not Found' });
       const state = params.get('state');
+      const concurrencyKey = params.get('concurrencyKey');
+      if (concurrencyKey !== null && !validKey(concurrencyKey))
+        return error(400, 'ValidationError', 'concurrencyKey must be a string of 1 to 128 characters without control characters');
       if (state !== null && !/^(SCHEDULED|QUEUED|CANCELLED|DELIVERED|SUCCEEDED|FAILED|DEAD)$/.test(state))
         return error(400, 'ValidationError', `state '${state}' is not a job state`);
       const limit = Number(params.get('limit') ?? 100);
@@ -89,6 +95,7 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
         .filter((j) => j.tenant === tenant && (state === null || j.state === state))
         .filter((j) => !params.has('schedule') || j.schedule === params.get('schedule'))
         .filter((j) => !params.has('tag') || (j.tags ?? []).includes(params.get('tag')!))
+        .filter((j) => !params.has('concurrencyKey') || j.concurrencyKey === params.get('concurrencyKey'))
         .filter((j) => Date.parse(j.runAt) >= from && Date.parse(j.runAt) <= to)
         .sort((a, b) => (key(a) < key(b) ? -1 : 1));
       if (desc) matching.reverse();
@@ -105,17 +112,23 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
       });
     }
     if (kind === 'jobs' && rest === 'cancel' && method === 'POST') {
-      const { tag } = JSON.parse(raw) as { tag?: string };
-      if (typeof tag !== 'string' || tag === '') return error(400, 'ValidationError', 'tag must be a string of 1 to 64 characters');
-      const tagged = jobs.filter((j) => j.tenant === tenant && (j.tags ?? []).includes(tag) && j.state === 'SCHEDULED');
-      for (const j of tagged) j.state = 'CANCELLED';
+      const { tag, concurrencyKey, ...other } = JSON.parse(raw) as { tag?: unknown; concurrencyKey?: unknown };
+      if ((tag === undefined) === (concurrencyKey === undefined) || Object.keys(other).length > 0)
+        return error(400, 'ValidationError', 'give exactly one of tag or concurrencyKey');
+      if (tag !== undefined && (typeof tag !== 'string' || tag === ''))
+        return error(400, 'ValidationError', 'tag must be a string of 1 to 64 characters');
+      if (concurrencyKey !== undefined && !validKey(concurrencyKey))
+        return error(400, 'ValidationError', 'concurrencyKey must be a string of 1 to 128 characters without control characters');
+      const selected = (j: StubJob) => (tag !== undefined ? (j.tags ?? []).includes(tag as string) : j.concurrencyKey === concurrencyKey);
+      const chosen = jobs.filter((j) => j.tenant === tenant && selected(j) && j.state === 'SCHEDULED');
+      for (const j of chosen) j.state = 'CANCELLED';
       const operationId = `op1.${String(operations.size).padStart(22, 'A')}`;
       operations.set(operationId, {
         operationId,
         tenant,
         state: 'DONE',
-        matched: tagged.length,
-        cancelled: tagged.length,
+        matched: chosen.length,
+        cancelled: chosen.length,
         alreadyQueued: 0,
         notCancellable: 0,
       });

@@ -83,9 +83,9 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
     default: {
       brief: "list the tenant's jobs by state and time, one line each",
       usage:
-        '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--order asc|desc] [--limit <n> | --all] [options]',
+        '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--key <concurrencyKey>] [--order asc|desc] [--limit <n> | --all] [options]',
       summary:
-        "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at, tags): one page\n" +
+        "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at, tags, key): one page\n" +
         'of --limit (default 100) and the command for the next one on stderr, or every page with --all.\n' +
         'dynein jobs cancel --help: cancel every job with a tag, a key, or pending in a due-time range.',
       targeted: true,
@@ -100,6 +100,11 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
         to: { type: 'string', arg: '<time>', help: 'runAt at or before this RFC 3339 time' },
         schedule: { type: 'string', arg: '<name>', help: 'occurrences of this recurring schedule only' },
         tag: { type: 'string', arg: '<tag>', help: 'jobs with this tag only (kept while a job waits or once cancelled)' },
+        key: {
+          type: 'string',
+          arg: '<concurrencyKey>',
+          help: 'jobs submitted with this concurrency key only (combines with the other filters)',
+        },
         order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
         limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
         cursor: { type: 'string', arg: '<c>', help: 'the page after the one that printed this cursor (same filters)' },
@@ -220,6 +225,7 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
     ...optional('to', str('to')),
     ...optional('schedule', str('schedule')),
     ...optional('tag', str('tag')),
+    ...optional('concurrencyKey', str('key')),
     ...(order !== undefined ? { order: order as 'asc' | 'desc' } : {}),
     ...(limitText !== undefined ? { limit: Number(limitText) } : {}),
   };
@@ -249,7 +255,7 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
       j.state,
       j.jobId,
       j.schedule ?? '',
-      [j.deliveredAt ? `delivered ${j.deliveredAt}` : '', j.tags ? `tags ${j.tags.join(', ')}` : ''].filter(Boolean).join('  '),
+      [j.deliveredAt ? `delivered ${j.deliveredAt}` : '', j.tags ? `tags ${j.tags.join(', ')}` : '', keyText(j)].filter(Boolean).join('  '),
     ]);
     const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
     for (const r of rows)
@@ -279,8 +285,17 @@ function jobIdOf(command: string, rest: readonly string[]): string {
   return rest[0]!;
 }
 
+/** A listed keyed job's key and limit, as its line shows them: `key acct-7 (limit 2)`; '' for a job without one. */
+function keyText(j: ListedJob): string {
+  if (j.concurrencyKey === undefined) return '';
+  return `key ${j.concurrencyKey}${j.concurrencyLimit !== undefined ? ` (limit ${j.concurrencyLimit})` : ''}`;
+}
+
+/** The flag of each filter whose SDK name is not its flag's. */
+const FLAG_OF: Readonly<Record<string, string>> = { concurrencyKey: 'key' };
+
 /** The `dynein jobs` command line of these filters (for the next page's hint). */
 function jobsCommandLine(tenant: string, f: Readonly<Record<string, string | number>>): string {
   const quote = (v: string | number) => (/^[\w.:+-]+$/.test(String(v)) ? String(v) : `'${String(v)}'`);
-  return [`dynein jobs --tenant ${tenant}`, ...Object.entries(f).map(([k, v]) => `--${k} ${quote(v)}`)].join(' ');
+  return [`dynein jobs --tenant ${tenant}`, ...Object.entries(f).map(([k, v]) => `--${FLAG_OF[k] ?? k} ${quote(v)}`)].join(' ');
 }

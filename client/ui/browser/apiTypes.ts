@@ -55,6 +55,9 @@ export interface ListedJob {
   readonly deliveredAt?: string;
   readonly schedule?: string;
   readonly tags?: readonly string[];
+  /** A keyed job (docs/flow-control.md "Concurrency by key"): its key and the limit it was submitted with. */
+  readonly concurrencyKey?: string;
+  readonly concurrencyLimit?: number;
 }
 
 /** `POST .../jobs/cancel`'s reply (docs/flow-control.md). */

@@ -15,12 +15,13 @@ function filterQuery(): URLSearchParams {
   const form = $<HTMLFormElement>('#filters');
   const value = (name: string) => fieldValue(form, name);
   const query = new URLSearchParams();
-  const [from, to, schedule, tag] = [value('from'), value('to'), value('schedule').trim(), value('tag').trim()];
+  const [from, to, schedule, tag, key] = [value('from'), value('to'), value('schedule').trim(), value('tag').trim(), value('key').trim()];
   if (value('state')) query.set('state', value('state'));
   if (from) query.set('from', new Date(from).toISOString());
   if (to) query.set('to', new Date(to).toISOString());
   if (schedule) query.set('schedule', schedule);
   if (tag) query.set('tag', tag);
+  if (key) query.set('concurrencyKey', key);
   if (value('order') !== 'asc') query.set('order', value('order'));
   query.set('limit', value('limit'));
   return query;
@@ -69,6 +70,12 @@ function jobRow(job: ListedJob): HTMLTableRowElement {
     el('td', {}, [stateBadge(job.state)]),
     el('td', { class: 'mono', text: job.deliveredAt ?? '' }),
     el('td', { text: job.schedule ?? '' }),
+    el('td', { class: 'mono' }, [
+      job.concurrencyKey,
+      job.concurrencyKey !== undefined && job.concurrencyLimit !== undefined
+        ? el('span', { class: 'muted small', text: ` (limit ${job.concurrencyLimit})` })
+        : null,
+    ]),
     el('td', { class: 'small', text: (job.tags ?? []).join(', ') }),
   ]);
   row.addEventListener('click', () => void openJob(job.jobId));
@@ -109,37 +116,94 @@ export function nextPage(): void {
 /** How long the page follows a bulk cancel before it leaves the rest to `dynein operation`. */
 const FOLLOW_OPERATION_MS = 60_000;
 
+/** A bulk cancel the Jobs tab offers: which filter field selects the jobs, and how its messages name them. */
+interface CancelSelector {
+  /** The field of the filters form that holds the value. */
+  readonly field: string;
+  /** The selector of the `POST .../jobs/cancel` body (docs/flow-control.md "Bulk cancel"). */
+  readonly body: 'tag' | 'concurrencyKey';
+  /** The button, disabled while its cancel runs. */
+  readonly button: string;
+  /** `tag` / `key`, as in "Cancelled by tag "order-42"". */
+  readonly noun: string;
+  /** What the confirmation says the jobs are: `tagged "order-42"`. */
+  readonly described: (value: string) => string;
+  /** What the message asks for when the field is empty. */
+  readonly missing: string;
+}
+
+const BY_TAG: CancelSelector = {
+  field: 'tag',
+  body: 'tag',
+  button: '#cancel-tag',
+  noun: 'tag',
+  described: (tag) => `tagged "${tag}"`,
+  missing: 'Enter a tag first: every pending job with that tag is cancelled.',
+};
+
+const BY_KEY: CancelSelector = {
+  field: 'key',
+  body: 'concurrencyKey',
+  button: '#cancel-key',
+  noun: 'key',
+  described: (key) => `with concurrency key "${key}"`,
+  missing: 'Enter a concurrency key first: every pending job with that key is cancelled.',
+};
+
+/** Cancel all with this tag: {@link cancelAllWith} the tag filter's value. */
+export function cancelByTag(): Promise<void> {
+  return cancelAllWith(BY_TAG);
+}
+
+/** Cancel all with this key: {@link cancelAllWith} the key filter's value. */
+export function cancelByKey(): Promise<void> {
+  return cancelAllWith(BY_KEY);
+}
+
 /**
- * Cancels every pending job with the tag in the filters (`POST .../jobs/cancel`, docs/flow-control.md),
- * once the user confirms, then follows the operation until it is done, its counts in the message.
+ * Cancels every pending job selected by the filter's value, the tag or the concurrency key
+ * (`POST .../jobs/cancel`, docs/flow-control.md), once the user confirms, then follows the operation
+ * until it is done, its counts in the message.
  */
-export async function cancelByTag(): Promise<void> {
-  const tag = fieldValue($<HTMLFormElement>('#filters'), 'tag').trim();
-  if (!tag) return showMessage('#jobs-msg', 'err', 'Enter a tag first: every pending job with that tag is cancelled.');
-  if (!window.confirm(`Cancel every pending job of ${state.tenant} tagged "${tag}"? Jobs already delivered are not affected.`)) return;
-  const button = $<HTMLButtonElement>('#cancel-tag');
+async function cancelAllWith(by: CancelSelector): Promise<void> {
+  const value = fieldValue($<HTMLFormElement>('#filters'), by.field).trim();
+  if (!value) return showMessage('#jobs-msg', 'err', by.missing);
+  if (!window.confirm(`Cancel every pending job of ${state.tenant} ${by.described(value)}? Jobs already delivered are not affected.`))
+    return;
+  const button = $<HTMLButtonElement>(by.button);
   button.disabled = true;
   try {
-    const started = await callApi<CancelJobsStarted>('POST', '/jobs/cancel', { tag });
+    const started = await callApi<CancelJobsStarted>('POST', '/jobs/cancel', { [by.body]: value });
     if (!started.ok) return showMessage('#jobs-msg', 'err', `Not cancelled: ${errorText(started)}`);
     if (!started.data) return showMessage('#jobs-msg', 'err', 'Not cancelled: the reply had no operation id');
-    const id = started.data.operationId;
-    for (const until = Date.now() + FOLLOW_OPERATION_MS; ;) {
-      const op = await callApi<Operation>('GET', `/operations/${encodeURIComponent(id)}`);
-      if (!op.ok) return showMessage('#jobs-msg', 'err', `Cancel ${id} started; its progress could not be read: ${errorText(op)}`);
-      if (!op.data) return showMessage('#jobs-msg', 'err', `Cancel ${id} started; its progress came back empty`);
-      const counts = `matched ${op.data.matched}, cancelled ${op.data.cancelled}, already queued ${op.data.alreadyQueued}, not cancellable ${op.data.notCancellable}`;
-      if (op.data.state === 'DONE') {
-        showMessage('#jobs-msg', 'ok', `Cancelled by tag "${tag}": ${counts}.`);
-        break;
-      }
-      if (Date.now() > until)
-        return showMessage('#jobs-msg', 'info', `Still cancelling (${counts}): follow it with dynein operation ${id}.`);
-      showMessage('#jobs-msg', 'info', `Cancelling by tag "${tag}": ${counts}...`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    await loadJobs();
+    if (await followOperation(started.data.operationId, `by ${by.noun} "${value}"`)) await loadJobs();
   } finally {
     button.disabled = false;
+  }
+}
+
+/**
+ * Follows a bulk cancel until it is `DONE` (true), its counts in the message as they grow, for up to
+ * {@link FOLLOW_OPERATION_MS}; false when its progress could not be read, or it still runs then.
+ */
+async function followOperation(id: string, what: string): Promise<boolean> {
+  for (const until = Date.now() + FOLLOW_OPERATION_MS; ;) {
+    const op = await callApi<Operation>('GET', `/operations/${encodeURIComponent(id)}`);
+    if (!op.ok || !op.data) {
+      const why = op.ok ? 'came back empty' : `could not be read: ${errorText(op)}`;
+      showMessage('#jobs-msg', 'err', `Cancel ${id} started; its progress ${why}`);
+      return false;
+    }
+    const counts = `matched ${op.data.matched}, cancelled ${op.data.cancelled}, already queued ${op.data.alreadyQueued}, not cancellable ${op.data.notCancellable}`;
+    if (op.data.state === 'DONE') {
+      showMessage('#jobs-msg', 'ok', `Cancelled ${what}: ${counts}.`);
+      return true;
+    }
+    if (Date.now() > until) {
+      showMessage('#jobs-msg', 'info', `Still cancelling (${counts}): follow it with dynein operation ${id}.`);
+      return false;
+    }
+    showMessage('#jobs-msg', 'info', `Cancelling ${what}: ${counts}...`);
+    await new Promise((r) => setTimeout(r, 500));
   }
 }

@@ -10,7 +10,7 @@ import { closeEditor, openEditor, saveEdit, toggleEdits } from './deadLetterEdit
 import { deleteTicked, redrive, tickAll } from './deadLetters.js';
 import { $, el, fieldValue, on, showMessage } from './dom.js';
 import { cancelJob, closeJob, loadJob, openJob } from './job.js';
-import { cancelByTag, loadJobs, nextPage, previousPage, showFilteredJobs } from './jobs.js';
+import { cancelByKey, cancelByTag, loadJobs, nextPage, previousPage, showFilteredJobs } from './jobs.js';
 import { showLiveLabel } from './liveLabel.js';
 import { showTab, showTenant, tick } from './live.js';
 import { loadSchedules } from './schedules.js';
@@ -68,6 +68,7 @@ function wireJobs(): void {
     if (jobId) void openJob(jobId);
   });
   on('#cancel-tag', 'click', () => void cancelByTag());
+  on('#cancel-key', 'click', () => void cancelByKey());
   on('#prev', 'click', previousPage);
   on('#next', 'click', nextPage);
   on('#cancel', 'click', () => void cancelAndReload());
