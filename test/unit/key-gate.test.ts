@@ -158,4 +158,44 @@ describe('KeyGate', () => {
     expect(admitted.map((h) => h.row.jobId)).toEqual(['w1', 'w2']);
     g.stop();
   });
+
+  it('two gates (two dispatchers) over the same slots: never more holders than a key’s limit, and every row gets its turn', async () => {
+    const slots = new MemorySlots();
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const limits: Record<string, number> = { a: 1, b: 2, c: 3 };
+    for (const [key, limit] of Object.entries(limits)) slots.key('t', key, limit);
+    let most = 0;
+    const running = new Map<string, number>();
+    const finished: string[] = [];
+    const run = (rows: Gated[]) => {
+      for (const h of rows) {
+        const key = h.row.concurrency!.key;
+        running.set(key, (running.get(key) ?? 0) + 1);
+        most = Math.max(most, ...Object.keys(limits).map((k) => (running.get(k) ?? 0) - limits[k]!));
+        // Each job runs 5 to 40 ms, then its worker reports: the slot is freed.
+        setTimeout(
+          () => {
+            running.set(key, running.get(key)! - 1);
+            slots.free('t', key, h.row.jobId);
+            finished.push(h.row.jobId);
+          },
+          5 + Math.floor(random() * 35),
+        );
+      }
+    };
+    const gates = [0, 1].map(
+      () => new KeyGate<Gated>({ slots, clock: { now: () => Date.now() }, keyLeaseSeconds: () => undefined }, (rows) => run(rows)),
+    );
+    const rows = Array.from({ length: 30 }, (_, i) => {
+      const key = ['a', 'b', 'c'][i % 3]!;
+      return row(`j${i}`, i, key, undefined, limits[key]);
+    });
+    // The rows reach the two gates in batches, as two rounds' releases would send them.
+    for (let i = 0; i < rows.length; i += 5) run(await gates[(i / 5) % 2]!.pass(rows.slice(i, i + 5)));
+    await until(() => finished.length === rows.length, 10_000);
+    for (const g of gates) g.stop();
+    expect(most).toBeLessThanOrEqual(0);
+    expect(finished.sort()).toEqual(rows.map((h) => h.row.jobId).sort());
+  });
 });
