@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -14,12 +13,11 @@ import {
   type WorkerEvent,
   type WorkerOptions,
 } from '../../client/index.js';
-import { main } from '../../client/cli/index.js';
 import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { sqsRecordFor } from '../support/lambdaEvents.js';
 import { STUB_CREDENTIALS, STUB_REGION, startSignedStub, type StubRequest } from '../support/signedStub.js';
-import { waitUntil } from './support.js';
+import { runMain, stubDataDir, waitUntil } from './support.js';
 
 /**
  * Concurrency by key (issue #26), the client's side: the SDK sends `concurrencyKey` and
@@ -354,27 +352,13 @@ describe('dyneinLambdaHandler with keyed records', () => {
 });
 
 describe('dynein schedule --key --limit', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'dynein-ck-cli-'));
+  let dataDir = '';
   beforeAll(() => {
-    writeFileSync(
-      join(dataDir, 'local.json'),
-      JSON.stringify({
-        endpoint: api.endpoint,
-        region: STUB_REGION,
-        sqsEndpoint: 'http://127.0.0.1:9',
-        tenants: { demo: { ...STUB_CREDENTIALS, queueUrl: 'http://127.0.0.1:9/q', dlqUrl: 'http://127.0.0.1:9/dlq' } },
-      }),
-    );
+    dataDir = stubDataDir('dynein-ck-cli-', api.endpoint, 'demo');
   });
 
   /** `dynein <args>` in process, with local.json pointing at the stub (but for `completion`, which takes no options). */
-  async function run(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const argv = args[0] === 'completion' ? args : [...args, '--data-dir', dataDir];
-    const code = await main(argv, { out: (l) => out.push(...l.split('\n')), err: (l) => err.push(l) }, {});
-    return { code, out, err };
-  }
+  const run = (...args: string[]) => runMain(args[0] === 'completion' ? args : [...args, '--data-dir', dataDir]);
   const schedule = (...flags: string[]) => run('schedule', '--tenant', 'demo', '--in', '1h', ...flags);
 
   it('sends the key, and the limit with it', async () => {

@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient, ValidationError, type ListedJob } from '../../client/index.js';
-import { main } from '../../client/cli/index.js';
 import { STUB_CREDENTIALS, STUB_REGION, startSignedStub } from '../support/signedStub.js';
+import { runMain, stubDataDir } from './support.js';
 
 /**
  * Listing a tenant's jobs by concurrency key, the client's side: the SDK's `listJobs` and `jobs`
@@ -153,27 +150,14 @@ describe('listJobs({ concurrencyKey }) and jobs()', () => {
 });
 
 describe('dynein jobs --key', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'dynein-list-by-key-'));
+  let dataDir = '';
   beforeAll(() => {
     jobs = JOBS.map((j) => ({ ...j }));
-    writeFileSync(
-      join(dataDir, 'local.json'),
-      JSON.stringify({
-        endpoint: api.endpoint,
-        region: STUB_REGION,
-        sqsEndpoint: 'http://127.0.0.1:9',
-        tenants: { demo: { ...STUB_CREDENTIALS, queueUrl: 'http://127.0.0.1:9/q', dlqUrl: 'http://127.0.0.1:9/dlq' } },
-      }),
-    );
+    dataDir = stubDataDir('dynein-list-by-key-', api.endpoint, 'demo');
   });
 
   /** `dynein <args>` in process, with local.json pointing at the stub. */
-  async function run(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await main([...args, '--data-dir', dataDir], { out: (l) => out.push(...l.split('\n')), err: (l) => err.push(l) }, {});
-    return { code, out, err };
-  }
+  const run = (...args: string[]) => runMain([...args, '--data-dir', dataDir]);
 
   it('lists the key’s jobs with the other filters, each line ending with its tags and key', async () => {
     const r = await run('jobs', '--tenant', 'demo', '--key', KEY, '--state', 'SCHEDULED');

@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../client/cli/index.js';
-import { STUB_CREDENTIALS, STUB_REGION, startScheduleStub, type StubApi } from './scheduleStub.js';
+import { startScheduleStub, type StubApi } from './scheduleStub.js';
+import { runMain, stubDataDir } from './support.js';
 
 /**
  * `dynein schedules ...` in process (the same main() as bin/dynein.js), against the in-memory
@@ -12,32 +12,16 @@ import { STUB_CREDENTIALS, STUB_REGION, startScheduleStub, type StubApi } from '
  * schedules-e2e.test.ts.
  */
 let api: StubApi;
-const dataDir = mkdtempSync(join(tmpdir(), 'dynein-schedules-cli-'));
+let dataDir = '';
 const empty = mkdtempSync(join(tmpdir(), 'dynein-schedules-none-'));
 
 beforeAll(async () => {
   api = await startScheduleStub(['alpha']);
-  writeFileSync(
-    join(dataDir, 'local.json'),
-    JSON.stringify({
-      endpoint: api.endpoint,
-      region: STUB_REGION,
-      sqsEndpoint: 'http://127.0.0.1:9',
-      tenants: { alpha: { ...STUB_CREDENTIALS, queueUrl: 'http://127.0.0.1:9/q', dlqUrl: 'http://127.0.0.1:9/dlq' } },
-    }),
-  );
+  dataDir = stubDataDir('dynein-schedules-cli-', api.endpoint, 'alpha');
 });
 afterAll(() => api?.close());
 
-async function run(args: string[], dir: string | null = dataDir): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(dir === null ? args : [...args, '--data-dir', dir], {
-    out: (l) => out.push(...l.split('\n')),
-    err: (l) => err.push(l),
-  });
-  return { code, out, err };
-}
+const run = (args: string[], dir: string | null = dataDir) => runMain(dir === null ? args : [...args, '--data-dir', dir]);
 
 const S = (...args: string[]) => ['schedules', ...args, '--tenant', 'alpha'];
 

@@ -1,7 +1,12 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { inject } from 'vitest';
+import { main } from '../../client/cli/index.js';
+import { STUB_CREDENTIALS, STUB_REGION } from '../support/signedStub.js';
 
 /** One SDK call as the client made it (command name and input), captured by a middleware: the real call still goes out. */
 export interface SentCall {
@@ -131,4 +136,30 @@ export function runCli(args: readonly string[], env: Record<string, string | und
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * A data directory whose local.json points the CLI at a signed API stub (`endpoint`), with one
+ * tenant signed with the stub's credentials; no SQS behind it.
+ */
+export function stubDataDir(prefix: string, endpoint: string, tenant: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  writeFileSync(
+    join(dir, 'local.json'),
+    JSON.stringify({
+      endpoint,
+      region: STUB_REGION,
+      sqsEndpoint: 'http://127.0.0.1:9',
+      tenants: { [tenant]: { ...STUB_CREDENTIALS, queueUrl: 'http://127.0.0.1:9/q', dlqUrl: 'http://127.0.0.1:9/dlq' } },
+    }),
+  );
+  return dir;
+}
+
+/** `dynein <argv>` in process: its exit code, and its output and error lines. */
+export async function runMain(argv: readonly string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main([...argv], { out: (l) => out.push(...l.split('\n')), err: (l) => err.push(l) }, {});
+  return { code, out, err };
 }
