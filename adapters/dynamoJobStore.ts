@@ -131,6 +131,17 @@ export function concurrencyAttributes(c: JobRow['concurrency']): Item {
   return c ? { ck: { S: c.key }, cl: { N: String(c.limit) } } : {};
 }
 
+/** A debounced row's `dkey` and `dver` attributes (docs/flow-control.md#debounce). */
+export function debounceAttributes(d: JobRow['debounce']): Item {
+  return d ? { dkey: { S: d.key }, ...(d.ver !== '' ? { dver: { S: d.ver } } : {}) } : {};
+}
+
+/** `{debounce}` of an item with a `dkey` attribute (a marker's has no `dver`: empty). */
+export function debounceOf(item: Item): { debounce?: { key: string; ver: string } } {
+  const key = item.dkey?.S;
+  return key !== undefined ? { debounce: { key, ver: item.dver?.S ?? '' } } : {};
+}
+
 /** `{concurrency}` of an item with a `ck` attribute; nothing for one without. */
 export function concurrencyOf(item: Item): { concurrency?: { key: string; limit: number } } {
   const key = item.ck?.S;
@@ -206,6 +217,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...prioAttribute(row.priority),
             ...tagsAttribute(row.tags),
             ...concurrencyAttributes(row.concurrency),
+            ...debounceAttributes(row.debounce),
             ...workflowAttributes(row),
             ...(row.sentAtMs !== undefined ? { sa: { N: String(row.sentAtMs) } } : {}),
           },
@@ -519,6 +531,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         ...(a.wpar !== undefined ? { parents: textOf(a.wpar) } : {}),
         ...tagsOf(a),
         ...concurrencyOf(a),
+        ...debounceOf(a),
       };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
@@ -560,6 +573,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       readonly schedule?: string;
       readonly tags?: readonly string[];
       readonly concurrency?: { readonly key: string; readonly limit: number };
+      readonly debounce?: { readonly key: string };
     })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]> {
@@ -580,6 +594,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...(r.schedule !== undefined ? { sched: { S: r.schedule } } : {}),
             ...tagsAttribute(r.tags),
             ...concurrencyAttributes(r.concurrency),
+            ...(r.debounce ? { dkey: { S: r.debounce.key } } : {}),
           },
         },
       }),
@@ -675,7 +690,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         Key: keys.row(key),
         ConsistentRead: true,
         // `prio` costs nothing more: a GetItem is billed by the item's size, not the projection's.
-        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags, ck, cl',
+        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags, ck, cl, dkey, dver',
         ExpressionAttributeNames: { '#state': 'state' },
       }),
     );
@@ -690,6 +705,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...priorityOf(item),
       ...tagsOf(item),
       ...concurrencyOf(item),
+      ...debounceOf(item),
     };
   }
 

@@ -52,6 +52,24 @@ export interface JobRequest<P = unknown> {
    * `concurrencyKey`. The latest submitted value for a key applies. @default 1
    */
   readonly concurrencyLimit?: number;
+  /**
+   * Debounce (docs/flow-control.md#debounce): the tenant's pending job of `debounce.key` takes
+   * this payload and moves to now + `periodSeconds` (never past its first submit +
+   * `maxWaitSeconds`); without one, this job starts it. The job is due `periodSeconds` after its
+   * latest submit, so give neither `runAt` nor `delaySeconds`; not with `idempotencyKey`,
+   * `cancellable: false` or `concurrencyKey`. The reply's `debounced` says which happened.
+   */
+  readonly debounce?: JobDebounce;
+}
+
+/** A job's `debounce`: its key, its period and the longest its first submit may wait. */
+export interface JobDebounce {
+  /** 1 to 128 characters, no control characters. */
+  readonly key: string;
+  /** 1 to 86,400 seconds: the job is due this long after the latest submit of its key. */
+  readonly periodSeconds: number;
+  /** `periodSeconds` to 604,800: never due later than this after the pending job's first submit. */
+  readonly maxWaitSeconds?: number;
 }
 
 /**
@@ -102,6 +120,8 @@ export interface ScheduledJob {
   readonly tenant: string;
   readonly runAt: string;
   readonly state: 'SCHEDULED' | 'QUEUED';
+  /** A job with `debounce`: true when it replaced its key's pending job (whose id this is), false when it started one. */
+  readonly debounced?: boolean;
 }
 
 /** Reply of `get`. */
@@ -121,6 +141,8 @@ export interface JobStatus {
    */
   readonly concurrencyKey?: string;
   readonly concurrencyLimit?: number;
+  /** A debounced job: its debounce key; `runAt` is its current due time (each replace moves it). */
+  readonly debounceKey?: string;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */

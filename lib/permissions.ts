@@ -61,6 +61,9 @@ export interface Permission {
   readonly wildcardReason?: string;
 }
 
+/** Job rows' partition keys are bare shard numbers: `dynamodb:LeadingKeys` patterns `0*` to `9*` name them and nothing else. */
+const SHARD_DIGITS = ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'];
+
 const ID_KEY: Permission = { on: 'jobIdKey', actions: ['secretsmanager:GetSecretValue'] };
 const SEND_TO_TENANT_QUEUES: Permission = {
   sid: 'SendToTenantQueues',
@@ -85,6 +88,15 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     // Submit-rate counters (pk `rate#<tenant>#<slot>`, docs/tenant-controls.md): one conditional
     // UpdateItem per request of a tenant with maxSubmitsPerSecond, and only these items.
     { on: 'table', actions: ['dynamodb:UpdateItem'], leadingKeys: ['rate#'] },
+    // Debounced jobs (docs/flow-control.md#debounce), which submit writes itself: the key's pointer
+    // (db#) and the job's generation (dg#), its rows (pk = the bare shard number: a digit first)
+    // and, for a row due soon, its late-lane pointer (l#<shard>).
+    {
+      sid: 'DebouncedJobs',
+      on: 'table',
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+      leadingKeys: ['db#', 'dg#', 'l#', ...SHARD_DIGITS],
+    },
     ID_KEY,
     // Jobs due beyond the lookahead go to ingest through the inbound queue.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
@@ -201,6 +213,9 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem); takes
     // the slots of concurrency keys (ck#<tenant>#<key>: UpdateItem, GetItem; docs/flow-control.md).
     { on: 'table', actions: ['dynamodb:Query', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:BatchWriteItem'] },
+    // A debounced job's row that a later version replaced (or whose job was cancelled) is deleted
+    // unsent (docs/flow-control.md#debounce): rows only (pk = the bare shard number).
+    { sid: 'DropsReplacedRows', on: 'table', actions: ['dynamodb:DeleteItem'], leadingKeys: SHARD_DIGITS },
     SEND_TO_TENANT_QUEUES,
   ],
   schedules: [

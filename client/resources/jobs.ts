@@ -166,9 +166,16 @@ export function listJobs(api: ApiTransport, tenant: string, filter: ListJobsOpti
  * in as text (`payloadJson` as given).
  */
 function jobBody<P>(api: ApiTransport, job: JobRequest<P>): string {
+  // A debounced job is due periodSeconds after its latest submit and needs no idempotency key (a
+  // retry replaces the pending job with the same payload): the server refuses either with it.
   const envelope = JSON.stringify({
-    runAt: absoluteRunAt(api, job),
-    idempotencyKey: job.idempotencyKey ?? `sdk-${randomUUID()}`,
+    ...(job.debounce !== undefined
+      ? {
+          debounce: job.debounce,
+          ...(job.runAt !== undefined || job.delaySeconds !== undefined ? { runAt: absoluteRunAt(api, job) } : {}),
+          ...(job.idempotencyKey !== undefined ? { idempotencyKey: job.idempotencyKey } : {}),
+        }
+      : { runAt: absoluteRunAt(api, job), idempotencyKey: job.idempotencyKey ?? `sdk-${randomUUID()}` }),
     ...(job.cancellable !== undefined ? { cancellable: job.cancellable } : {}),
     ...(job.priority !== undefined ? { priority: job.priority } : {}),
     ...(job.tags !== undefined ? { tags: job.tags } : {}),

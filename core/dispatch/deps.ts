@@ -1,3 +1,4 @@
+import type { Debounces } from '../debounce/index.js';
 import { AdaptiveLimit } from './adaptiveLimit.js';
 import type { Clock, GroupLeases, KeySlots, LanePointers, QueueSender, RowLeases, SchedulerSettings, ShardReads } from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
@@ -33,6 +34,12 @@ export interface DispatchDeps {
    * Absent: a keyed row is sent as any other (a wiring without keys, the simulation).
    */
   readonly keySlots?: KeySlots;
+  /**
+   * Debounced jobs' generations (docs/flow-control.md#debounce): a debounced row is sent only
+   * once its generation names its version (a claim); a replaced row is deleted unsent. Absent: a
+   * debounced row is sent as any other (a wiring without debounce, the simulation).
+   */
+  readonly debounces?: Pick<Debounces, 'claim' | 'dropAcquired'>;
 }
 
 /** Acquires and sends in flight across a process's dispatch rounds (docs/tenant-controls.md, "Fair share under saturation"). */

@@ -32,6 +32,8 @@ export interface ReleaseStats {
   deferred: number;
   /** Acquired rows given back unsent because their tenant was paused. */
   givenBack: number;
+  /** Debounced rows deleted unsent: a later version replaced them, or their job was cancelled. */
+  superseded?: number;
 }
 
 /** What the round learns from its releaser, to track the rows it read until they are final. */

@@ -20,7 +20,7 @@ import { type Gated, KeyGate } from './keyGate.js';
 import { KeyTally } from './keyTally.js';
 
 /** What a releaser runs on: of the table, only a row's lease (renew, give back, mark delivered). */
-export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots'> & {
+export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots' | 'debounces'> & {
   readonly store: Pick<RowLeases, 'renew' | 'unacquire' | 'markDelivered'>;
 };
 
@@ -28,6 +28,8 @@ interface Held extends Leased, Gated {
   readonly bytes: number;
   /** A keyed row's lease renewed since it took its slot ({@link Releaser.#confirmKeyed}). */
   confirmed?: boolean;
+  /** A debounced row whose generation names it, claimed for the send ({@link Releaser.#claimDebounced}). */
+  claimed?: boolean;
   attempts: number;
   /** Not before this (epoch ms): the due time, later after a failed send. */
   readyAt: number;
@@ -467,6 +469,42 @@ export class Releaser {
     this.#enqueueAll(held, now);
   }
 
+  /**
+   * Debounced rows (docs/flow-control.md#debounce) go only as the version their generation names:
+   * the claim (one conditional write, right before the first send) ends the job's replaces and
+   * cancels. A row another version replaced, or whose job was cancelled, is deleted unsent.
+   */
+  async #claimDebounced(list: Held[]): Promise<Held[]> {
+    const debounces = this.deps.debounces;
+    const fresh = debounces ? list.filter((h) => h.row.debounce && h.row.debounce.ver !== '' && !h.claimed) : [];
+    if (fresh.length === 0) return list;
+    const stale = new Set<Held>();
+    const failed = new Set<Held>();
+    await Promise.all(
+      fresh.map(async (h) => {
+        try {
+          if (await debounces!.claim(h.row.jobId, h.row.debounce!.ver)) h.claimed = true;
+          else stale.add(h);
+        } catch (err) {
+          this.deps.log?.('debounce claim failed', { jobId: h.row.jobId, error: (err as Error).message });
+          failed.add(h);
+        }
+      }),
+    );
+    this.#retryLater([...failed]);
+    for (const h of stale) {
+      this.#forget(h);
+      this.stats.superseded = (this.stats.superseded ?? 0) + 1;
+      this.#track(
+        debounces!.dropAcquired(h.row, h.leaseUntil).then(
+          (dropped) => (dropped ? this.hooks.onRecorded?.([h.row]) : this.hooks.onDropped?.(h.row, h.leaseUntil + 1)),
+          () => this.hooks.onDropped?.(h.row, h.leaseUntil + 1),
+        ),
+      );
+    }
+    return list.filter((h) => !stale.has(h) && !failed.has(h));
+  }
+
   #retryLater(rows: Held[]): void {
     for (const h of rows) {
       h.busy = false;
@@ -535,7 +573,7 @@ export class Releaser {
         this.#track(this.#giveBack(tenant, list));
         continue;
       }
-      const allowed = this.#allowed(tenant, await this.#keyed(list), at);
+      const allowed = await this.#claimDebounced(this.#allowed(tenant, await this.#keyed(list), at));
       if (allowed.length === 0) byTenant.delete(tenant);
       else byTenant.set(tenant, allowed);
     }

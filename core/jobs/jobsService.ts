@@ -21,6 +21,7 @@ import {
 import { concurrencyKeyOf, type KeyedDeps, type KeyedEnd, settleKeys } from './keyedOutcomes.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { RawJson } from '../util/index.js';
+import type { Debounces } from '../debounce/index.js';
 import { type JobEdits, MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type HeartbeatsReply, type StatusReply, type TimelineEvent } from './replies.js';
 
@@ -94,6 +95,8 @@ export interface JobsDeps {
   readonly cancelRequests?: CancelRequests;
   /** Concurrency keys' slots: a heartbeat naming a job's key renews its slot's lease. Absent: keys are ignored. */
   readonly keySlots?: KeyedDeps['keySlots'] & Pick<KeySlots, 'holds'>;
+  /** Debounced jobs' generations (ids of path `b`). Absent: such an id is answered as a job the table has no record of. */
+  readonly debounces?: Pick<Debounces, 'generation' | 'cancel'>;
 }
 
 /** Status and cancel: `GET` and `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
@@ -108,9 +111,33 @@ export class JobsService {
     const record = await this.deps.tenants.require(tenant);
     const id = await this.#resolve(tenant, jobId);
     if (id.path === 'w') return this.#workflowJobStatus(id);
+    if (id.path === 'b') return this.#debouncedStatus(record, id);
     if (record.historyTtlMs !== undefined && this.deps.history) return this.#withHistory(id, this.deps.history);
     const reply = await this.#status(id);
     return reply.concurrencyKey !== undefined && reply.state === 'QUEUED' ? this.#withKeyedStop(id, reply.concurrencyKey, reply) : reply;
+  }
+
+  /**
+   * A debounced job (docs/flow-control.md#debounce): its generation item says where its row is
+   * now and whether it was cancelled; the row (or its delivered marker) at that due time, the rest.
+   */
+  async #debouncedStatus(record: TenantRecord, id: ParsedJobId): Promise<StatusReply> {
+    const gen = await this.deps.debounces?.generation(id.jobId);
+    if (!gen || gen.tenant !== id.tenant)
+      return {
+        jobId: id.jobId,
+        tenant: id.tenant,
+        state: 'UNKNOWN',
+        message:
+          'the scheduler has no record of this debounced job: its submit did not complete (a 5xx answered it), or its records expired',
+      };
+    const key = { debounceKey: gen.key };
+    if (gen.state === 'CANCELLED') return { jobId: id.jobId, tenant: id.tenant, runAt: isoMs(gen.dueMs), state: 'CANCELLED', ...key };
+    const reply =
+      record.historyTtlMs !== undefined && this.deps.history
+        ? await this.#withHistory(id, this.deps.history, gen.dueMs)
+        : await this.#status({ ...id, dueMs: gen.dueMs });
+    return { ...reply, ...key };
   }
 
   /**
@@ -159,9 +186,10 @@ export class JobsService {
    * A history tenant's job: the row (or marker) and the outcome record, read at once. The latest
    * reported outcome is the state; a delivered marker without one is `DELIVERED`.
    */
-  async #withHistory(id: ParsedJobId, history: HistoryStore): Promise<StatusReply> {
+  async #withHistory(id: ParsedJobId, history: HistoryStore, rowDueMs = id.dueMs): Promise<StatusReply> {
     let row: StoredRow | undefined;
-    const [reply, outcome] = await Promise.all([this.#status(id, (r) => (row = r)), history.getOutcome(id)]);
+    // A debounced job's row moved (rowDueMs); its outcome records stay under the key its id names.
+    const [reply, outcome] = await Promise.all([this.#status({ ...id, dueMs: rowDueMs }, (r) => (row = r)), history.getOutcome(id)]);
     // An outcome shows only over a delivered job (a marker, or no row: sent straight from submit,
     // or its marker expired): never over a row still SCHEDULED, ACQUIRED, CANCELLED or DEAD.
     const delivered = reply.state === 'QUEUED' || reply.state === 'UNKNOWN';
@@ -177,7 +205,7 @@ export class JobsService {
       live && this.deps.edits ? this.deps.edits.ofJob(id) : [],
       running || stopped ? this.deps.cancelRequests?.requestedAt(id) : undefined,
     ]);
-    const timeline = withStopRequest(timelineOf(id.dueMs, row, live, attempts, edits), stopAt);
+    const timeline = withStopRequest(timelineOf(rowDueMs, row, live, attempts, edits), stopAt);
     const stop = running && stopAt !== undefined ? { cancelRequested: true as const } : {};
     if (live) {
       // The outcome replaces the row's answer: UNKNOWN's explanation (the row is gone) does not apply.
@@ -249,6 +277,7 @@ export class JobsService {
     const id = await this.#resolve(tenant, jobId);
     try {
       if (id.path === 'w') return await this.#cancelWorkflowJob(id);
+      if (id.path === 'b') return await this.#cancelDebounced(id);
       return await this.#cancel(id);
     } catch (err) {
       // Delivered (or on its way): a job whose outcomes are reported can still be asked to stop.
@@ -379,6 +408,23 @@ export class JobsService {
       if (await workflows.cancelWaiting(record, key, 'cancelled (DELETE of the job)')) return done;
     }
     throw new Error(`workflow job ${id.jobId}: its waiting record is neither WAITING nor moved on after a cancel lost its race`);
+  }
+
+  /**
+   * A debounced job (docs/flow-control.md#debounce): cancelled while its generation is `OPEN`,
+   * up to the moment a dispatcher claims it to send it (at its due time). The generation's write
+   * decides (the dispatcher's claim is conditional on `OPEN`); the row's tombstone follows, best
+   * effort (a row a dispatcher holds is deleted by it when its claim fails).
+   */
+  async #cancelDebounced(id: ParsedJobId): Promise<CancelReply> {
+    const gen = await this.deps.debounces?.cancel(id.jobId);
+    if (!gen || gen.tenant !== id.tenant) throw new JobNotFoundError(id.tenant);
+    if (gen.state === 'SENDING')
+      throw new AlreadyQueuedError(`the job was taken to be sent at its due time (${isoMs(gen.dueMs)}): it can no longer be cancelled`);
+    const { store, clock, settings } = this.deps;
+    const now = clock.now();
+    await store.cancel({ ...id, dueMs: gen.dueMs }, id.tenant, tombstoneExpiresAtMs(gen.dueMs, now, settings)).catch(() => undefined);
+    return { jobId: id.jobId, state: 'CANCELLED' };
   }
 
   async #cancel(id: ParsedJobId): Promise<CancelReply> {

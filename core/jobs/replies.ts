@@ -66,6 +66,8 @@ export interface StatusReply {
   /** A keyed job (`SCHEDULED`, `ACQUIRED`, `CANCELLED`, and `QUEUED` once its marker is written): its concurrency key and the limit submitted with it. */
   readonly concurrencyKey?: string;
   readonly concurrencyLimit?: number;
+  /** A debounced job (docs/flow-control.md#debounce): its debounce key; `runAt` is its current due time. */
+  readonly debounceKey?: string;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */

@@ -9,14 +9,16 @@ import { InvalidJobIdError } from './errors.js';
  * - `path` is `t` (table, cancellable), `u` (table, not cancellable), `d` (sent straight to
  *   the tenant queue) or `w` (a job of a workflow: the time field is the workflow's creation,
  *   since its due time is not known until its parents end; its waiting record, `w#<shard>` at
- *   that sort key, says where it went);
+ *   that sort key, says where it went) or `b` (a debounced job, docs/flow-control.md#debounce:
+ *   the time field is its first due time; its generation item, `dg#<jobId>`, holds where its row
+ *   is now and whether it is still pending);
  * - `random` is 12 random bytes in base64url;
  * - `mac` is the first 16 bytes of HMAC-SHA256(key, everything before it), base64url.
  *
  * Status and cancel therefore find the row with one key lookup (`pk = shard`,
  * `sk = dueMs#jobId`) and tell a forged or altered id apart from a real one without reading.
  */
-export type JobPath = 't' | 'u' | 'd' | 'w';
+export type JobPath = 't' | 'u' | 'd' | 'w' | 'b';
 
 export interface JobIdParts {
   readonly tenant: string;
@@ -32,7 +34,7 @@ export interface ParsedJobId extends JobIdParts {
 
 export const TENANT_PATTERN = /^[a-z0-9][a-z0-9-]{0,39}$/;
 const ID_PATTERN =
-  /^j1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,14})\.([tudw])\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
+  /^j1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,3})\.(0|[1-9]\d{0,14})\.([tudwb])\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 const MAX_ID_LENGTH = 120;
 const WORKFLOW_ID_PATTERN = /^wf1\.([a-z0-9][a-z0-9-]{0,39})\.(0|[1-9]\d{0,14})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$/;
 

@@ -25,6 +25,12 @@ export interface JobRow {
    * with a slot of its key, which it holds until the worker reports its end.
    */
   readonly concurrency?: { readonly key: string; readonly limit: number };
+  /**
+   * A debounced job's row (docs/flow-control.md#debounce; attributes `dkey`, `dver`): its key, and
+   * the version of the job this row holds. The dispatcher sends it only while the job's generation
+   * item names this version (a replace writes a new row of a new version first).
+   */
+  readonly debounce?: RowDebounce;
   /** A job of a workflow: the workflow's id (delivered in the body and as the `workflow` attribute). */
   readonly workflow?: string;
   /** A workflow job with parents: their summary, the JSON array text delivered as `parents`. */
@@ -34,6 +40,12 @@ export interface JobRow {
    * reaches only jobs accepted before it (docs/flow-control.md). Absent: accepted before any.
    */
   readonly sentAtMs?: number;
+}
+
+/** A debounced job's row: its debounce key and the version (random) it holds. */
+export interface RowDebounce {
+  readonly key: string;
+  readonly ver: string;
 }
 
 /** Priority of a job that names none: the middle of 1..9. */
@@ -113,6 +125,8 @@ export interface StoredRow {
   readonly tags?: readonly string[];
   /** A live row's concurrency key and limit, when it has one. */
   readonly concurrency?: { readonly key: string; readonly limit: number };
+  /** A debounced job's row (or its delivered marker: the key only, `ver` empty). */
+  readonly debounce?: RowDebounce;
 }
 
 /** The cancel-record key: a cancel record (`CANCELLED`) or a late ingest's claim (`INGESTED`). */

@@ -35,6 +35,60 @@ export interface JobRequest {
   readonly tags: readonly string[];
   /** Concurrency by key (docs/flow-control.md): jobs of the tenant with this key run at most `limit` at a time. */
   readonly concurrency?: JobConcurrency;
+  /**
+   * Debounce (docs/flow-control.md#debounce): the pending job of this key takes this job's
+   * payload and moves to `dueMs`; without one, this job starts it. Its `dueMs` is the submit's
+   * time plus the period.
+   */
+  readonly debounce?: JobDebounce;
+}
+
+/** A job's `debounce`: its key, its period and the longest it may wait after its first submit. */
+export interface JobDebounce {
+  readonly key: string;
+  readonly periodMs: number;
+  /** From the first submit of the pending job: it is never due later than that plus this. */
+  readonly maxWaitMs?: number;
+}
+
+/** Bounds of a debounce's `periodSeconds` and `maxWaitSeconds`. */
+export const MAX_DEBOUNCE_PERIOD_SECONDS = 86_400;
+export const MAX_DEBOUNCE_WAIT_SECONDS = 604_800;
+
+const DEBOUNCE_SHAPE = '{"key": "profile-7", "periodSeconds": 30, "maxWaitSeconds"?: 300}';
+
+/**
+ * A job's `debounce`: absent is none; else an object of a `key` (1 to 128 characters, no control
+ * characters), a `periodSeconds` from 1 to 86,400 and an optional `maxWaitSeconds` from the
+ * period to 604,800 (fractions of a second round up: never early).
+ *
+ * @throws ValidationError naming the field at fault
+ */
+export function parseDebounce(value: unknown): JobDebounce | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof RawJson)
+    throw new ValidationError(`debounce must be an object like ${DEBOUNCE_SHAPE}`);
+  assertNoDuplicateFields(value, 'debounce');
+  const o = value as Record<string, unknown>;
+  const unknown = Object.keys(o).filter((k) => k !== 'key' && k !== 'periodSeconds' && k !== 'maxWaitSeconds');
+  if (unknown.length > 0)
+    throw new ValidationError(`unknown field ${unknown.map((k) => `'${k}'`).join(', ')} in debounce: send ${DEBOUNCE_SHAPE}`);
+  const key = o.key;
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_CONCURRENCY_KEY_LENGTH)
+    throw new ValidationError(
+      `debounce.key must be a string of 1 to ${MAX_CONCURRENCY_KEY_LENGTH} characters, like "profile-7", got ${JSON.stringify(key)?.slice(0, 80)}`,
+    );
+  if (/\p{Cc}/u.test(key) || !isWellFormed(key))
+    throw new ValidationError('debounce.key holds a control character or an unpaired surrogate: keys are names, use printable characters');
+  const seconds = (v: unknown, field: string, min: number, max: number): number => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
+      throw new ValidationError(`debounce.${field} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(v)?.slice(0, 40)}`);
+    return Math.ceil(v * 1000);
+  };
+  const periodMs = seconds(o.periodSeconds, 'periodSeconds', 1, MAX_DEBOUNCE_PERIOD_SECONDS);
+  if (o.maxWaitSeconds === undefined) return { key, periodMs };
+  const maxWaitMs = seconds(o.maxWaitSeconds, 'maxWaitSeconds', periodMs / 1000, MAX_DEBOUNCE_WAIT_SECONDS);
+  return { key, periodMs, maxWaitMs };
 }
 
 /** A job's `concurrencyKey` and `concurrencyLimit` (default 1). */
@@ -109,6 +163,7 @@ const FIELDS = new Set([
   'tags',
   'concurrencyKey',
   'concurrencyLimit',
+  'debounce',
 ]);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,30}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -185,11 +240,12 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
   const unknown = Object.keys(job).filter((k) => !FIELDS.has(k));
   if (unknown.length > 0) {
     throw new ValidationError(
-      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority, tags, concurrencyKey, concurrencyLimit`,
+      `unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}: allowed are payload, runAt, delaySeconds, idempotencyKey, cancellable, priority, tags, concurrencyKey, concurrencyLimit, debounce`,
     );
   }
   const hasRunAt = job.runAt !== undefined;
   const hasDelay = job.delaySeconds !== undefined;
+  if (job.debounce !== undefined) return debouncedJob(job, settings, nowMs, source);
   if (hasRunAt === hasDelay) {
     throw new ValidationError(
       hasRunAt
@@ -224,6 +280,37 @@ export function validateJob(body: unknown, settings: SchedulerSettings, nowMs: n
     tags,
     ...(concurrency ? { concurrency } : {}),
   };
+}
+
+/**
+ * A job with `debounce` (docs/flow-control.md#debounce): due `periodSeconds` after its submit, so
+ * it takes neither `runAt` nor `delaySeconds`; a pending job of its key is replaced, so it takes
+ * no `idempotencyKey` (the key already names the job), no `cancellable: false` and no
+ * `concurrencyKey` either.
+ */
+function debouncedJob(job: Record<string, unknown>, settings: SchedulerSettings, nowMs: number, source?: string): JobRequest {
+  const debounce = parseDebounce(job.debounce)!;
+  const refused = (['runAt', 'delaySeconds', 'idempotencyKey', 'concurrencyKey', 'concurrencyLimit'] as const).find(
+    (f) => job[f] !== undefined,
+  );
+  if (refused === 'runAt' || refused === 'delaySeconds')
+    throw new ValidationError(
+      `a debounced job is due debounce.periodSeconds after its latest submit: leave out ${refused} (or leave out debounce for a job due at a time of its own)`,
+    );
+  if (refused === 'idempotencyKey')
+    throw new ValidationError(
+      'debounce and idempotencyKey cannot be combined: a retried debounced submit replaces the pending job with the same payload, so it needs no idempotency key; leave one out',
+    );
+  if (refused !== undefined)
+    throw new ValidationError(`debounce and ${refused} cannot be combined yet: leave one out`);
+  if (job.cancellable !== undefined && typeof job.cancellable !== 'boolean') throw new ValidationError('cancellable must be true or false');
+  if (job.cancellable === false)
+    throw new ValidationError('debounce and cancellable: false cannot be combined: a debounced job is replaced (and cancelled) until it is due');
+  const priority = parsePriority(job.priority);
+  const tags = parseTags(job.tags);
+  const payloadText = payloadTextOf(job.payload, settings, source);
+  const dueMs = nowMs + debounce.periodMs;
+  return { dueMs, payloadText, cancellable: true, schedule: `debounce:${debounce.periodMs}`, priority, tags, debounce };
 }
 
 /**

@@ -16,7 +16,7 @@ import type { TenantRegistry } from '../tenants/index.js';
 import { limiter } from '../util/index.js';
 import { type CancelFilter, filterJson, matches, parseCancelRequest } from './filter.js';
 import { NO_COUNTS, type OperationCounts, type OperationHead, type OperationStore, type PartProgress, type SeenRow } from './ports.js';
-import { bulkCancellable, settle, type Settled, tally } from './settle.js';
+import { bulkCancellable, settle, type SettleDeps, type Settled, tally } from './settle.js';
 
 /**
  * Bulk cancel (docs/flow-control.md): `POST /v1/tenants/{tenant}/jobs/cancel` stores the
@@ -68,6 +68,8 @@ export interface OperationDeps {
   readonly clock: Clock;
   /** Concurrency keys' slots: a keyed row waiting for its slot (holding none) is still cancelled. Absent: it counts as queued. */
   readonly keySlots?: Pick<KeySlots, 'holds'>;
+  /** Debounced jobs' generations (docs/flow-control.md#debounce). Absent: their rows count as not cancellable. */
+  readonly debounces?: SettleDeps['debounces'];
 }
 
 /**

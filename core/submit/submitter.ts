@@ -25,12 +25,15 @@ import { fingerprint, IDEMPOTENCY_WINDOW_MS, type IdempotencyEntry, type Idempot
 import { limiter, shortText } from '../util/index.js';
 import type { SubmitRateLimiter } from './submitRateLimit.js';
 import { sendParcels, type Parcel, type SendOptions, type SendProblem } from './sendParcels.js';
+import { type DebounceDeps, submitDebounced } from '../debounce/index.js';
 
 export interface JobReply {
   readonly jobId: string;
   readonly tenant: string;
   readonly runAt: string;
   readonly state: 'SCHEDULED' | 'QUEUED';
+  /** A job with `debounce`: true when it replaced the key's pending job (200), false when it started one (201). */
+  readonly debounced?: boolean;
 }
 
 export interface ErrorReply {
@@ -64,6 +67,8 @@ export interface SubmitDeps {
    * (docs/tenant-controls.md#every-path-is-held). Absent: no tenant is ever paused.
    */
   readonly controls?: ControlsCache;
+  /** Debounced jobs (docs/flow-control.md#debounce): their items and rows, which submit writes itself. Absent: a job with `debounce` is refused. */
+  readonly debounce?: Omit<DebounceDeps, 'codec' | 'clock' | 'settings'>;
 }
 
 /**
@@ -222,6 +227,34 @@ export class Submitter {
   async #accept(tenant: TenantRecord, jobs: readonly JobRequest[]): Promise<Outcome[]> {
     const now = this.deps.clock.now();
     const held = await this.#held(tenant.name, jobs, now);
+    if (!jobs.some((job) => job.debounce)) return this.#acceptPlain(tenant, jobs, held);
+    const plain: number[] = [];
+    jobs.forEach((job, i) => job.debounce || plain.push(i));
+    const outcomes: Outcome[] = new Array(jobs.length);
+    (await this.#acceptPlain(tenant, plain.map((i) => jobs[i]!), held)).forEach((o, k) => (outcomes[plain[k]!] = o));
+    // One at a time, in request order: a later job of the same key replaces an earlier one.
+    for (const [i, job] of jobs.entries()) if (job.debounce) outcomes[i] = await this.#acceptDebounced(tenant, job, held);
+    return outcomes;
+  }
+
+  /** A job with `debounce`: it replaces its key's pending job (200) or starts one (201). */
+  async #acceptDebounced(tenant: TenantRecord, job: JobRequest, held: boolean): Promise<Outcome> {
+    const { debounce, codec, clock, settings } = this.deps;
+    if (!debounce) return new ValidationError('this deployment does not take debounced jobs (no debounce store is configured): leave out debounce');
+    try {
+      const notBeforeMs = held ? clock.now() + HELD_INBOUND_DELAY_SECONDS * 1000 : 0;
+      const reply = await submitDebounced({ ...debounce, codec, clock, settings }, tenant.name, job, notBeforeMs);
+      return { reply, replayed: reply.debounced };
+    } catch (err) {
+      if (err instanceof ApiError) return err;
+      return new SubmitFailedError(`debounce: ${(err as Error)?.message ?? err}`);
+    }
+  }
+
+  /** Jobs without `debounce`: see {@link #accept}. */
+  async #acceptPlain(tenant: TenantRecord, jobs: readonly JobRequest[], held: boolean): Promise<Outcome[]> {
+    if (jobs.length === 0) return [];
+    const now = this.deps.clock.now();
     const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
     const planned: (Planned | undefined)[] = jobs.map((job) => this.#plan(tenant.name, job, now, held));
     const { leaders, followers } = this.#matchKeys(tenant.name, jobs, planned, outcomes, now);

@@ -22,6 +22,7 @@ import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispat
 import { type Clock, ConfigError, JobIdCodec, type QueueSender, systemClock } from '../../core/model/index.js';
 import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
 import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
+import { DynamoDebounces } from '../../adapters/dynamoDebounces.js';
 import { DynamoKeySlots } from '../../adapters/dynamoKeySlots.js';
 import { DynamoCancelRequests } from '../../adapters/dynamoCancelRequests.js';
 import type { IngestDeps } from '../../core/ingest/index.js';
@@ -130,7 +131,10 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const cancelRequests = new DynamoCancelRequests(config.tableName, dynamo);
   // Concurrency keys' slots (docs/flow-control.md): ingest keeps their limits, dispatch takes them, reports free them.
   const keySlots = new DynamoKeySlots(config.tableName, dynamo);
-  const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock, keySlots };
+  // Debounced jobs' pointers and generations (docs/flow-control.md#debounce): submit writes them,
+  // dispatch claims them, status, cancel and bulk cancels read and cancel them.
+  const debounces = new DynamoDebounces(config.tableName, dynamo);
+  const operations: OperationDeps = { store: new DynamoOperationStore(config.tableName, dynamo), settings, clock, keySlots, debounces };
   const jobs = new JobsService({
     store,
     codec,
@@ -143,6 +147,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     workflows: workflowJobs(progress),
     cancelRequests,
     keySlots,
+    debounces,
   });
   return {
     ...(config.inboundQueueUrl
@@ -188,6 +193,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         counters: new DynamoRateCounterStore(config.tableName, dynamo),
         clock,
       }),
+      debounce: { debounces, rows: store },
     }),
     jobs,
     outcomes: new OutcomesService({
@@ -232,6 +238,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       holdScans: new Map(),
       flow: new ProcessFlow(() => clock.now()),
       keySlots,
+      debounces,
     },
   };
 }
