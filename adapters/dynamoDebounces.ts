@@ -1,4 +1,11 @@
-import { DeleteItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+} from '@aws-sdk/client-dynamodb';
 import type { Debounces, Generation, GenerationState } from '../core/debounce/index.js';
 import { type RowKey, TABLE_KEY } from '../core/model/index.js';
 import { isConditionFailure, keys, rethrow } from './dynamoJobStore.js';
@@ -30,13 +37,26 @@ export class DynamoDebounces implements Debounces {
 
   async pointer(tenant: string, key: string): Promise<{ jobId: string; atMs: number } | undefined> {
     const res = await this.client.send(
-      new GetItemCommand({ TableName: this.tableName, Key: pointerKey(tenant, key), ConsistentRead: true, ProjectionExpression: 'jobId, #at', ExpressionAttributeNames: { '#at': 'at' } }),
+      new GetItemCommand({
+        TableName: this.tableName,
+        Key: pointerKey(tenant, key),
+        ConsistentRead: true,
+        ProjectionExpression: 'jobId, #at',
+        ExpressionAttributeNames: { '#at': 'at' },
+      }),
     );
     const jobId = res.Item?.jobId?.S;
     return jobId !== undefined ? { jobId, atMs: Number(res.Item?.at?.N ?? 0) } : undefined;
   }
 
-  async setPointer(tenant: string, key: string, jobId: string, expected: string | undefined, atMs: number, expiresAtMs: number): Promise<boolean> {
+  async setPointer(
+    tenant: string,
+    key: string,
+    jobId: string,
+    expected: string | undefined,
+    atMs: number,
+    expiresAtMs: number,
+  ): Promise<boolean> {
     return this.#conditional(
       new PutItemCommand({
         TableName: this.tableName,
@@ -85,7 +105,13 @@ export class DynamoDebounces implements Debounces {
         // or another replace since makes this one read again.
         ConditionExpression: 'gstate = :open AND ver = :from',
         ExpressionAttributeNames: { '#ttl': TABLE_KEY.ttlAttribute },
-        ExpressionAttributeValues: { ':ver': { S: to.ver }, ':due': n(to.dueMs), ':ttl': ttl(expiresAtMs), ':open': state('OPEN'), ':from': { S: fromVer } },
+        ExpressionAttributeValues: {
+          ':ver': { S: to.ver },
+          ':due': n(to.dueMs),
+          ':ttl': ttl(expiresAtMs),
+          ':open': state('OPEN'),
+          ':from': { S: fromVer },
+        },
       }),
     );
   }

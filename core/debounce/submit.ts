@@ -81,7 +81,13 @@ export async function submitDebounced(deps: DebounceDeps, tenant: string, job: J
 }
 
 /** A new pending job `jobId`: its first row, then its generation item (unless another submit wrote it first: undefined). */
-async function start(deps: DebounceDeps, tenant: string, jobId: string, job: JobRequest, notBeforeMs: number): Promise<DebouncedReply | undefined> {
+async function start(
+  deps: DebounceDeps,
+  tenant: string,
+  jobId: string,
+  job: JobRequest,
+  notBeforeMs: number,
+): Promise<DebouncedReply | undefined> {
   const { codec, clock, debounces, settings } = deps;
   const debounce = job.debounce!;
   const now = clock.now();
@@ -89,7 +95,17 @@ async function start(deps: DebounceDeps, tenant: string, jobId: string, job: Job
   const capMs = debounce.maxWaitMs !== undefined ? now + debounce.maxWaitMs : undefined;
   const ver = newVersion();
   const dueMs = await putRow(deps, tenant, jobId, shard, dueOf(now, debounce.periodMs, capMs, notBeforeMs), capMs, ver, job);
-  const gen: Generation = { jobId, tenant, key: debounce.key, shard, state: 'OPEN', ver, dueMs, firstMs: now, ...(capMs !== undefined ? { capMs } : {}) };
+  const gen: Generation = {
+    jobId,
+    tenant,
+    key: debounce.key,
+    shard,
+    state: 'OPEN',
+    ver,
+    dueMs,
+    firstMs: now,
+    ...(capMs !== undefined ? { capMs } : {}),
+  };
   if (!(await debounces.create(gen, tombstoneExpiresAtMs(dueMs, now, settings)))) {
     await debounces.deleteRow({ shard, dueMs, jobId }, ver).catch(() => undefined);
     return undefined;
@@ -102,7 +118,16 @@ async function replace(deps: DebounceDeps, gen: Generation, job: JobRequest, not
   const { clock, debounces, settings } = deps;
   const now = clock.now();
   const ver = newVersion();
-  const dueMs = await putRow(deps, gen.tenant, gen.jobId, gen.shard, dueOf(now, job.debounce!.periodMs, gen.capMs, notBeforeMs), gen.capMs, ver, job);
+  const dueMs = await putRow(
+    deps,
+    gen.tenant,
+    gen.jobId,
+    gen.shard,
+    dueOf(now, job.debounce!.periodMs, gen.capMs, notBeforeMs),
+    gen.capMs,
+    ver,
+    job,
+  );
   const row: RowKey = { shard: gen.shard, dueMs, jobId: gen.jobId };
   if (!(await debounces.move(gen.jobId, gen.ver, { ver, dueMs }, tombstoneExpiresAtMs(dueMs, now, settings)))) {
     await debounces.deleteRow(row, ver).catch(() => undefined);

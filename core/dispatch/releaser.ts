@@ -20,7 +20,10 @@ import { type Gated, KeyGate } from './keyGate.js';
 import { KeyTally } from './keyTally.js';
 
 /** What a releaser runs on: of the table, only a row's lease (renew, give back, mark delivered). */
-export type ReleaserDeps = Pick<DispatchDeps, 'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots' | 'debounces'> & {
+export type ReleaserDeps = Pick<
+  DispatchDeps,
+  'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots' | 'debounces'
+> & {
   readonly store: Pick<RowLeases, 'renew' | 'unacquire' | 'markDelivered'>;
 };
 

@@ -82,7 +82,9 @@ export function parseDebounce(value: unknown): JobDebounce | undefined {
     throw new ValidationError('debounce.key holds a control character or an unpaired surrogate: keys are names, use printable characters');
   const seconds = (v: unknown, field: string, min: number, max: number): number => {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
-      throw new ValidationError(`debounce.${field} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(v)?.slice(0, 40)}`);
+      throw new ValidationError(
+        `debounce.${field} must be a number of seconds from ${min} to ${max}, got ${JSON.stringify(v)?.slice(0, 40)}`,
+      );
     return Math.ceil(v * 1000);
   };
   const periodMs = seconds(o.periodSeconds, 'periodSeconds', 1, MAX_DEBOUNCE_PERIOD_SECONDS);
@@ -301,11 +303,12 @@ function debouncedJob(job: Record<string, unknown>, settings: SchedulerSettings,
     throw new ValidationError(
       'debounce and idempotencyKey cannot be combined: a retried debounced submit replaces the pending job with the same payload, so it needs no idempotency key; leave one out',
     );
-  if (refused !== undefined)
-    throw new ValidationError(`debounce and ${refused} cannot be combined yet: leave one out`);
+  if (refused !== undefined) throw new ValidationError(`debounce and ${refused} cannot be combined yet: leave one out`);
   if (job.cancellable !== undefined && typeof job.cancellable !== 'boolean') throw new ValidationError('cancellable must be true or false');
   if (job.cancellable === false)
-    throw new ValidationError('debounce and cancellable: false cannot be combined: a debounced job is replaced (and cancelled) until it is due');
+    throw new ValidationError(
+      'debounce and cancellable: false cannot be combined: a debounced job is replaced (and cancelled) until it is due',
+    );
   const priority = parsePriority(job.priority);
   const tags = parseTags(job.tags);
   const payloadText = payloadTextOf(job.payload, settings, source);

@@ -34,15 +34,10 @@ const MAX_SETTLE_TRIES = 4;
  * whichever of the pass and ingest reaches the row first: the row counts for the claimer whose
  * mark it carries. `seen` is the row as read, or a guess (ingest tries the cancel first).
  */
-export async function settle(
-  deps: SettleDeps,
-  head: OperationHead,
-  claimer: string,
-  seen: SeenRow,
-  nowMs: number,
-): Promise<Settled> {
+export async function settle(deps: SettleDeps, head: OperationHead, claimer: string, seen: SeenRow, nowMs: number): Promise<Settled> {
   const { store, settings } = deps;
-  if (seen.key.jobId.split('.')[4] === 'b' && deps.debounces) return settleDebounced({ ...deps, debounces: deps.debounces }, head, claimer, seen, nowMs);
+  if (seen.key.jobId.split('.')[4] === 'b' && deps.debounces)
+    return settleDebounced({ ...deps, debounces: deps.debounces }, head, claimer, seen, nowMs);
   const cancellable = bulkCancellable(seen.key.jobId);
   const counted = cancellable ? 'alreadyQueued' : 'notCancellable';
   let row: SeenRow | undefined = seen;

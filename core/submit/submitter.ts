@@ -231,7 +231,13 @@ export class Submitter {
     const plain: number[] = [];
     jobs.forEach((job, i) => job.debounce || plain.push(i));
     const outcomes: Outcome[] = new Array(jobs.length);
-    (await this.#acceptPlain(tenant, plain.map((i) => jobs[i]!), held)).forEach((o, k) => (outcomes[plain[k]!] = o));
+    (
+      await this.#acceptPlain(
+        tenant,
+        plain.map((i) => jobs[i]!),
+        held,
+      )
+    ).forEach((o, k) => (outcomes[plain[k]!] = o));
     // One at a time, in request order: a later job of the same key replaces an earlier one.
     for (const [i, job] of jobs.entries()) if (job.debounce) outcomes[i] = await this.#acceptDebounced(tenant, job, held);
     return outcomes;
@@ -240,7 +246,8 @@ export class Submitter {
   /** A job with `debounce`: it replaces its key's pending job (200) or starts one (201). */
   async #acceptDebounced(tenant: TenantRecord, job: JobRequest, held: boolean): Promise<Outcome> {
     const { debounce, codec, clock, settings } = this.deps;
-    if (!debounce) return new ValidationError('this deployment does not take debounced jobs (no debounce store is configured): leave out debounce');
+    if (!debounce)
+      return new ValidationError('this deployment does not take debounced jobs (no debounce store is configured): leave out debounce');
     try {
       const notBeforeMs = held ? clock.now() + HELD_INBOUND_DELAY_SECONDS * 1000 : 0;
       const reply = await submitDebounced({ ...debounce, codec, clock, settings }, tenant.name, job, notBeforeMs);

@@ -137,7 +137,9 @@ function validateWorkflowJob(job: unknown, settings: SchedulerSettings, nowMs: n
   if (!isObject(job)) throw new ValidationError(`must be a JSON object like {"key": "extract", "payload": {...}}`);
   assertNoDuplicateFields(job, 'it');
   if (job.debounce !== undefined)
-    throw new ValidationError('debounce is for single and batch submits: a workflow job runs once its parents end, so it is not replaced by later submits; leave debounce out');
+    throw new ValidationError(
+      'debounce is for single and batch submits: a workflow job runs once its parents end, so it is not replaced by later submits; leave debounce out',
+    );
   refuseUnknown(Object.keys(job), JOB_FIELDS, 'it');
   const key = job.key;
   if (typeof key !== 'string' || !WORKFLOW_KEY.test(key))

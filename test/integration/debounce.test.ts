@@ -28,7 +28,13 @@ afterAll(async () => {
   await em?.stop();
 });
 
-async function call(handler: ReturnType<typeof submitHandler>, method: string, path: string, params: Record<string, string>, body?: string) {
+async function call(
+  handler: ReturnType<typeof submitHandler>,
+  method: string,
+  path: string,
+  params: Record<string, string>,
+  body?: string,
+) {
   const res = await handler(httpEvent(method, path, { pathParameters: params, ...(body !== undefined ? { body } : {}) }));
   return { status: res.statusCode, body: JSON.parse(res.body) as Record<string, any> };
 }
@@ -45,7 +51,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Items of the debounce partitions (pointers and generations). */
 async function debounceItems(): Promise<number> {
   const res = await em.dynamo.send(
-    new ScanCommand({ TableName: sys.tableName, FilterExpression: 'begins_with(pk, :a) OR begins_with(pk, :b)', ExpressionAttributeValues: { ':a': { S: 'db#' }, ':b': { S: 'dg#' } } }),
+    new ScanCommand({
+      TableName: sys.tableName,
+      FilterExpression: 'begins_with(pk, :a) OR begins_with(pk, :b)',
+      ExpressionAttributeValues: { ':a': { S: 'db#' }, ':b': { S: 'dg#' } },
+    }),
   );
   return res.Count ?? 0;
 }
@@ -166,7 +176,13 @@ describe('debounce', () => {
     const mine = await debounced('bulk-a', '{"n":0}', 4);
     await debounced('bulk-a', '{"n":1}', 4);
     const other = await debounced('bulk-b', '{"n":0}', 3);
-    const start = await call(cancelHandler(sys.w), 'POST', '/v1/tenants/alpha/jobs/cancel', { tenant: 'alpha' }, '{"debounceKey":"bulk-a"}');
+    const start = await call(
+      cancelHandler(sys.w),
+      'POST',
+      '/v1/tenants/alpha/jobs/cancel',
+      { tenant: 'alpha' },
+      '{"debounceKey":"bulk-a"}',
+    );
     expect(start.status).toBe(202);
     const operationId = start.body.operationId as string;
     let op: Record<string, any> = {};

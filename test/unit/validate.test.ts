@@ -454,3 +454,59 @@ describe('a batch body as parsed', () => {
     expect(validateJob(parsed.jobs[0], settings, NOW, deepPayload).payloadText).toHaveLength(2_000);
   });
 });
+
+describe('validateJob with debounce (docs/flow-control.md#debounce)', () => {
+  const settings = resolveSettings();
+  const now = 1_900_000_000_000;
+  const job = (debounce: unknown, extra: object = {}) => validateJob({ payload: { a: 1 }, debounce, ...extra }, settings, now);
+
+  it('is due periodSeconds after the submit (a fraction of a ms rounds up), and keeps key, period and maxWait', () => {
+    expect(job({ key: 'k', periodSeconds: 30 })).toMatchObject({
+      dueMs: now + 30_000,
+      debounce: { key: 'k', periodMs: 30_000 },
+      cancellable: true,
+    });
+    expect(job({ key: 'k', periodSeconds: 1.0001 }).dueMs).toBe(now + 1_001);
+    expect(job({ key: 'k', periodSeconds: 86_400, maxWaitSeconds: 604_800 }).debounce).toEqual({
+      key: 'k',
+      periodMs: 86_400_000,
+      maxWaitMs: 604_800_000,
+    });
+    // maxWaitSeconds may equal the period: every submit after the first is due at the same cap.
+    expect(job({ key: 'k', periodSeconds: 5, maxWaitSeconds: 5 }).debounce?.maxWaitMs).toBe(5_000);
+    expect(job({ key: 'x'.repeat(128), periodSeconds: 1 }).debounce?.key).toHaveLength(128);
+    expect(job({ key: 'k', periodSeconds: 1 }, { tags: ['t'], priority: 9 })).toMatchObject({ tags: ['t'], priority: 9 });
+  });
+
+  it.each([
+    [{ key: 'k', periodSeconds: 0.5 }, /periodSeconds must be a number of seconds from 1 to 86400/],
+    [{ key: 'k', periodSeconds: Number.NaN }, /periodSeconds/],
+    [{ key: 'k', periodSeconds: '30' }, /periodSeconds/],
+    [{ key: 'k' }, /periodSeconds/],
+    [{ periodSeconds: 3 }, /debounce.key must be a string of 1 to 128/],
+    [{ key: 'x'.repeat(129), periodSeconds: 3 }, /debounce.key/],
+    [{ key: 7, periodSeconds: 3 }, /debounce.key/],
+    [{ key: 'a\nb', periodSeconds: 3 }, /control character/],
+    [{ key: '\ud800', periodSeconds: 3 }, /unpaired surrogate/],
+    [{ key: 'k', periodSeconds: 10, maxWaitSeconds: 9 }, /maxWaitSeconds must be a number of seconds from 10 to 604800/],
+    [{ key: 'k', periodSeconds: 10, maxWaitSeconds: 604_801 }, /maxWaitSeconds/],
+    [{ key: 'k', periodSeconds: 10, wait: 1 }, /unknown field 'wait' in debounce/],
+    [null, /debounce must be an object/],
+    [['k', 10], /debounce must be an object/],
+  ])('refuses debounce %j', (debounce, message) => {
+    expect(() => job(debounce)).toThrow(ValidationError);
+    expect(() => job(debounce)).toThrow(message);
+  });
+
+  it.each([
+    [{ runAt: '2030-01-01T00:00:00Z' }, /leave out runAt/],
+    [{ delaySeconds: 0 }, /leave out delaySeconds/],
+    [{ idempotencyKey: 'i' }, /debounce and idempotencyKey cannot be combined/],
+    [{ cancellable: false }, /debounce and cancellable: false/],
+    [{ cancellable: 'no' }, /cancellable must be true or false/],
+    [{ concurrencyKey: 'c' }, /debounce and concurrencyKey cannot be combined/],
+    [{ concurrencyLimit: 2 }, /debounce and concurrencyLimit cannot be combined/],
+  ])('refuses debounce with %j', (extra, message) => {
+    expect(() => job({ key: 'k', periodSeconds: 3 }, extra)).toThrow(message);
+  });
+});
