@@ -133,13 +133,13 @@ describe('the permission table', () => {
 
   it('dispatch: the table and the tenant queues only, never the id key', () => {
     const s = plain.scheduler;
-    const byResource = new Map(statementsOf(plain, 'dispatch').map((st) => [st.Resource.join(','), [...st.Action].sort()]));
-    expect(byResource).toEqual(
-      new Map([
-        [rendered(s, 'table'), ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']],
-        [rendered(s, 'tenantQueues'), ['sqs:SendMessage']],
-      ]),
-    );
+    const byResource = statementsOf(plain, 'dispatch').map((st) => [st.Resource.join(','), [...st.Action].sort()]);
+    expect(byResource).toEqual([
+      [rendered(s, 'table'), ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']],
+      // A debounced job's replaced row, deleted unsent: rows only (pk = the bare shard number).
+      [rendered(s, 'table'), ['dynamodb:DeleteItem']],
+      [rendered(s, 'tenantQueues'), ['sqs:SendMessage']],
+    ]);
   });
 
   it('schedules: the clocks of its own group, and passes the execution role to EventBridge Scheduler only', () => {

@@ -376,8 +376,16 @@ describe('functions', () => {
     tick: { required: ['dynamodb:Query'], allowed: [] },
     // Query the due range and pointers, CAS acquire and lease renewals, delivered markers and
     // pointers in batches; sends to tenant queues; never the id key, never a single put or delete.
+    // DeleteItem: a debounced job's replaced row, deleted unsent (rows only: its own test).
     dispatch: {
-      required: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:GetItem', 'dynamodb:BatchWriteItem', 'sqs:SendMessage'],
+      required: [
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'dynamodb:GetItem',
+        'dynamodb:BatchWriteItem',
+        'dynamodb:DeleteItem',
+        'sqs:SendMessage',
+      ],
       allowed: [],
     },
     // Recurring schedules: definitions, first occurrences and cancels in the table; the ids of the
@@ -481,7 +489,14 @@ describe('functions', () => {
       'sqs:SendMessage',
     ],
     tick: ['dynamodb:Query'],
-    dispatch: ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem', 'sqs:SendMessage'],
+    dispatch: [
+      'dynamodb:BatchWriteItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+      'sqs:SendMessage',
+    ],
     schedules: [
       'dynamodb:DeleteItem',
       'dynamodb:GetItem',
@@ -518,11 +533,16 @@ describe('functions', () => {
     expect([...roleActions(f).keys()].filter((a) => !LOGS.includes(a)).sort()).toEqual([...EXACT[n]].sort());
   });
 
+  /** `dynamodb:LeadingKeys` patterns of job rows: their partition key is the bare shard number. */
+  const DIGITS = ['0*', '1*', '2*', '3*', '4*', '5*', '6*', '7*', '8*', '9*'];
+
   it('GetItem is limited to the key prefixes a function reads wherever those have a prefix', () => {
     const s = main.scheduler;
     const getItem = (f: IConstruct) => roleActions(f).get('dynamodb:GetItem');
-    // Registry and controls items, idempotency records.
-    expect(getItem(s.functions.submit)).toEqual(['idem#*', 'tenant#*']);
+    // Registry and controls items, idempotency records; debounced jobs' pointers, generations and
+    // rows (a digit first: the bare shard number) and late pointers (docs/flow-control.md#debounce).
+    expect(getItem(s.functions.submit)).toEqual([...DIGITS, 'db#*', 'dg#*', 'idem#*', 'l#*', 'tenant#*']);
+    expect(roleActions(s.functions.dispatch).get('dynamodb:DeleteItem')).toEqual(DIGITS);
     // Ingest reads job rows (a bulk cancel's passes look one up again), whose partition is the bare
     // shard number: no prefix; its other reads (cancel records, definitions) are under that grant.
     expect(getItem(s.functions.ingest)).toEqual(['*']);
@@ -544,21 +564,15 @@ describe('functions', () => {
     for (const a of ['dynamodb:PutItem', 'dynamodb:DeleteItem']) expect(roleActions(s.registrationFunction).get(a)).toEqual(['tenant#*']);
   });
 
-  it('submit writes idempotency records only: its table writes are limited to idem# leading keys', () => {
-    const f = resource(mainT, idOf(main.scheduler.functions.submit));
-    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(f.Properties.Role))?.[1];
-    const writes = roleStatements(mainT, roleId!).filter((st) => JSON.stringify(st).includes('dynamodb:PutItem'));
-    expect(writes.length).toBeGreaterThan(0);
-    for (const st of writes) expect(JSON.stringify(st)).toContain('"dynamodb:LeadingKeys":["idem#*"]');
+  it('submit writes idempotency records and debounced jobs only: its table writes are limited to their leading keys', () => {
+    const actions = roleActions(main.scheduler.functions.submit);
+    expect(actions.get('dynamodb:PutItem')).toEqual([...DIGITS, 'db#*', 'dg#*', 'idem#*', 'l#*']);
+    expect(actions.get('dynamodb:DeleteItem')).toEqual([...DIGITS, 'db#*', 'dg#*', 'idem#*', 'l#*']);
+    expect(actions.get('dynamodb:BatchWriteItem')).toEqual(['idem#*']);
   });
 
-  it('submit updates submit-rate counters only: its UpdateItem is limited to rate# leading keys', () => {
-    const f = resource(mainT, idOf(main.scheduler.functions.submit));
-    const roleId = /^\{GetAtt:(.+)\.Arn\}$/.exec(render(f.Properties.Role))?.[1];
-    const updates = roleStatements(mainT, roleId!).filter((st) => JSON.stringify(st).includes('dynamodb:UpdateItem'));
-    expect(updates.length).toBe(1);
-    expect(JSON.stringify(updates[0])).toContain('"dynamodb:LeadingKeys":["rate#*"]');
-    expect(JSON.stringify(updates[0])).not.toContain('PutItem');
+  it('submit updates submit-rate counters and debounced jobs only: its UpdateItem is limited to their leading keys', () => {
+    expect(roleActions(main.scheduler.functions.submit).get('dynamodb:UpdateItem')).toEqual([...DIGITS, 'db#*', 'dg#*', 'l#*', 'rate#*']);
   });
 
   it.each(FUNCTIONS)('%s: its role grants only what its flow needs, on the scheduler resources only', (n) => {
