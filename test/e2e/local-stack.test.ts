@@ -109,6 +109,32 @@ describe('npm start', () => {
     expect(metrics.jobs.cancelled).toBe(cancelled.size);
   }, 90_000);
 
+  it('collapses debounced submits into one job, delivered once with the last payload (replies checked against the OpenAPI document)', async () => {
+    const alpha = local.tenants.alpha!;
+    const queue = consume(sqs, alpha.queueUrl);
+    const submit = (n: number) =>
+      signedFetch(
+        local.endpoint,
+        alpha,
+        'POST',
+        '/v1/tenants/alpha/jobs',
+        `{"payload":{"n":${n}},"debounce":{"key":"e2e","periodSeconds":2}}`,
+      );
+    const replies = [await submit(0), await submit(1), await submit(2)];
+    expect(replies.map((r) => [r.status, r.json.debounced])).toEqual([
+      [201, false],
+      [200, true],
+      [200, true],
+    ]);
+    const jobId = replies[0]!.json.jobId as string;
+    const got = await signedFetch(local.endpoint, alpha, 'GET', `/v1/tenants/alpha/jobs/${jobId}`);
+    expect(got.json).toMatchObject({ jobId, state: 'SCHEDULED', debounceKey: 'e2e', runAt: replies[2]!.json.runAt });
+    await queue.waitFor((d) => d.some((x) => x.jobId === jobId), 20_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    await queue.stop();
+    expect(queue.deliveries.filter((d) => d.jobId === jobId).map((d) => d.payload)).toEqual([{ n: 2 }]);
+  }, 40_000);
+
   it('answers the auth matrix as API Gateway does', async () => {
     const alpha = local.tenants.alpha!;
     const beta = local.tenants.beta!;
