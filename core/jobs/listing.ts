@@ -39,6 +39,8 @@ export interface ListedItem {
   readonly tags?: readonly string[];
   /** A keyed row's concurrency key and limit. */
   readonly concurrency?: { readonly key: string; readonly limit: number };
+  /** A debounced job's row or marker: its debounce key (`dkey`). */
+  readonly debounceKey?: string;
   /** The item's TTL, epoch ms: readers ignore the item from then (DynamoDB deletes it late). */
   readonly expiresAtMs?: number;
 }
@@ -434,9 +436,12 @@ function tags(item: ListedItem): { tags?: string[] } {
   return item.tags !== undefined && item.tags.length > 0 ? { tags: [...item.tags] } : {};
 }
 
-/** A keyed row's key and limit, as GET shows them. */
-function keyOf(item: ListedItem): { concurrencyKey?: string; concurrencyLimit?: number } {
-  return item.concurrency ? { concurrencyKey: item.concurrency.key, concurrencyLimit: item.concurrency.limit } : {};
+/** A keyed row's key and limit, and a debounced job's key, as GET shows them. */
+function keyOf(item: ListedItem): { concurrencyKey?: string; concurrencyLimit?: number; debounceKey?: string } {
+  return {
+    ...(item.concurrency ? { concurrencyKey: item.concurrency.key, concurrencyLimit: item.concurrency.limit } : {}),
+    ...(item.debounceKey !== undefined ? { debounceKey: item.debounceKey } : {}),
+  };
 }
 
 /** A live row's priority, as GET shows it: only when not the default 5. */
