@@ -19,6 +19,7 @@ export {
   type DeadLetterRedrive,
   type DeadLettersDeleted,
   type DeletedSchedule,
+  type JobDebounce,
   type JobHeartbeats,
   type JobPage,
   type JobRequest,

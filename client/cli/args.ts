@@ -35,13 +35,13 @@ export const optional = <K extends string, V>(key: K, value: V | undefined) =>
 const UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400 };
 
 /**
- * Seconds in a duration like `30s`, `5m`, `2h`, `3d`, `1h30m` or `1.5h`.
+ * Seconds in a duration like `30s`, `5m`, `2h`, `3d`, `1h30m` or `1.5h`; `flag` names the flag in the error.
  * @example parseDuration('1h30m') // 5400
  */
-export function parseDuration(text: string): number {
+export function parseDuration(text: string, flag = '--in'): number {
   const parts = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/.test(text.trim()) ? text.trim().match(/\d+(?:\.\d+)?(?:ms|s|m|h|d)/g)! : undefined;
   if (!parts)
-    throw new UsageError(`--in '${text}' is not a duration: use a number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 2h, 3d, 1h30m`);
+    throw new UsageError(`${flag} '${text}' is not a duration: use a number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 2h, 3d, 1h30m`);
   return parts.reduce((sum, p) => {
     const [, n, unit] = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(p)!;
     return sum + Number(n) * UNITS[unit!]!;

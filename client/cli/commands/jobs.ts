@@ -2,8 +2,9 @@
  * The commands on one-off jobs: `schedule`, `batch`, `get`, `show`, `cancel`, `jobs` (the
  * tenant's jobs listed by state and time) with `jobs cancel` (bulk cancel), and `operation`.
  */
+import { MAX_DEBOUNCE_PERIOD_SECONDS, MAX_DEBOUNCE_WAIT_SECONDS } from '../../../core/model/index.js';
 import { isJson } from '../../../core/util/index.js';
-import type { JobRequest, ListedJob } from '../../apiTypes.js';
+import type { JobDebounce, JobRequest, ListedJob, ScheduledJob } from '../../apiTypes.js';
 import { noPositionals, optional, parseDuration, readJsonl, readText } from '../args.js';
 import { client, type Command, type Ctx, type Group } from '../command.js';
 import { UsageError } from '../errors.js';
@@ -14,8 +15,11 @@ import { cancelJobsCommand, operationCommand } from './operations.js';
 export const jobCommands: Readonly<Record<string, Command | Group>> = {
   schedule: {
     brief: 'schedule a job, print its id',
-    usage: '--tenant <name> (--at <time> | --in <duration>) [--payload <JSON> | @file] [options]',
-    summary: 'Schedule a job; print its id.',
+    usage:
+      '--tenant <name> (--at <time> | --in <duration> | --debounce-key <key> --debounce-period <seconds>) [--payload <JSON> | @file] [options]',
+    summary:
+      'Schedule a job; print its id. With --debounce-key: the pending job of that key, if any, takes this payload and is\n' +
+      "due --debounce-period after this submit (stderr says whether it replaced one); the id is that job's.",
     targeted: true,
     flags: {
       ...TENANT,
@@ -27,6 +31,21 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
       tag: { type: 'string', multiple: true, arg: '<tag>', help: 'a tag, to find the job by (repeat for more, up to 10)' },
       key: { type: 'string', arg: '<concurrencyKey>', help: 'a concurrency key: jobs with the same key run at most --limit at a time' },
       limit: { type: 'string', arg: '<n>', help: 'with --key: how many of its jobs may run at once, 1 to 1000 (default 1)' },
+      'debounce-key': {
+        type: 'string',
+        arg: '<key>',
+        help: "replace the key's pending job (or start one), due --debounce-period after this submit; no --at or --in",
+      },
+      'debounce-period': {
+        type: 'string',
+        arg: '<seconds>',
+        help: `with --debounce-key: seconds (or 30s, 5m, 2h) from the latest submit, 1 to ${MAX_DEBOUNCE_PERIOD_SECONDS}`,
+      },
+      'debounce-max-wait': {
+        type: 'string',
+        arg: '<seconds>',
+        help: `with --debounce-key: never due later than this after its pending job's first submit (the period to ${MAX_DEBOUNCE_WAIT_SECONDS})`,
+      },
       ...JSON_OUT,
       ...WHERE,
       ...HELP,
@@ -123,7 +142,8 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
 async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Promise<number> {
   noPositionals('schedule', rest);
   const [at, inText, payloadText, key] = [str('at'), str('in'), str('payload'), str('idempotency-key')];
-  if ((at === undefined) === (inText === undefined))
+  const debounce = debounceOf(values, str);
+  if (debounce === undefined && (at === undefined) === (inText === undefined))
     throw new UsageError('schedule needs exactly one of --at <RFC 3339 time> or --in <duration>');
   // The payload travels as the text given (payloadJson), byte for byte.
   let payloadJson = 'null';
@@ -134,7 +154,7 @@ async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Prom
   }
   const job: JobRequest = {
     payloadJson,
-    ...(at !== undefined ? { runAt: at } : { delaySeconds: parseDuration(inText ?? '') }),
+    ...(debounce !== undefined ? { debounce } : at !== undefined ? { runAt: at } : { delaySeconds: parseDuration(inText ?? '') }),
     ...(key !== undefined ? { idempotencyKey: key } : {}),
     ...(values['not-cancellable'] ? { cancellable: false } : {}),
     ...(Array.isArray(values.tag) ? { tags: values.tag } : {}),
@@ -142,7 +162,64 @@ async function runSchedule({ values, str, rest, target, tenant, io }: Ctx): Prom
   };
   const reply = await client(target()).schedule(tenant, job);
   io.out(values.json ? JSON.stringify(reply) : reply.jobId);
+  // The id alone on stdout (for `id=$(dynein schedule ...)`); what the debounce did on stderr.
+  if (debounce !== undefined && !values.json) io.err(debouncedText(debounce.key, reply));
   return 0;
+}
+
+/**
+ * `--debounce-key`, `--debounce-period` and `--debounce-max-wait` as the job's `debounce`, or
+ * undefined without them. The combinations the API refuses are refused here, before anything is
+ * sent (core/model/validate.ts debouncedJob); the key itself is the API's to check.
+ */
+function debounceOf(values: Ctx['values'], str: Ctx['str']): JobDebounce | undefined {
+  const [key, periodText, maxWaitText] = [str('debounce-key'), str('debounce-period'), str('debounce-max-wait')];
+  if (key === undefined) {
+    const orphan = periodText !== undefined ? '--debounce-period' : maxWaitText !== undefined ? '--debounce-max-wait' : undefined;
+    if (orphan !== undefined)
+      throw new UsageError(`${orphan} needs --debounce-key: it is the debounce of that key's job; nothing was sent`);
+    return undefined;
+  }
+  if (periodText === undefined)
+    throw new UsageError(
+      "--debounce-key needs --debounce-period <seconds>: the job is due that long after the key's latest submit; nothing was sent",
+    );
+  const clash = [...(str('at') !== undefined ? ['--at'] : []), ...(str('in') !== undefined ? ['--in'] : [])];
+  if (clash.length > 0)
+    throw new UsageError(
+      `--debounce-key takes no ${clash.join(' or ')}: a debounced job is due --debounce-period after the key's latest submit; nothing was sent`,
+    );
+  if (str('idempotency-key') !== undefined)
+    throw new UsageError(
+      '--debounce-key and --idempotency-key cannot be combined: a retried debounced submit replaces the pending job with the same payload; nothing was sent',
+    );
+  if (values['not-cancellable'])
+    throw new UsageError(
+      '--debounce-key and --not-cancellable cannot be combined: a debounced job is replaced (and cancelled) until it is due; nothing was sent',
+    );
+  if (str('key') !== undefined || str('limit') !== undefined)
+    throw new UsageError(
+      `--debounce-key and ${str('key') !== undefined ? '--key' : '--limit'} cannot be combined yet: leave one out; nothing was sent`,
+    );
+  const periodSeconds = secondsOf('--debounce-period', periodText, 1, MAX_DEBOUNCE_PERIOD_SECONDS);
+  if (maxWaitText === undefined) return { key, periodSeconds };
+  const maxWaitSeconds = secondsOf('--debounce-max-wait', maxWaitText, Math.ceil(periodSeconds * 1000) / 1000, MAX_DEBOUNCE_WAIT_SECONDS);
+  return { key, periodSeconds, maxWaitSeconds };
+}
+
+/** A number of seconds (`30`, `1.5`) or a duration (`30s`, `5m`, `1h30m`), from `min` to `max`. */
+function secondsOf(flag: string, text: string, min: number, max: number): number {
+  const seconds = /^\d+(?:\.\d+)?$/.test(text.trim()) ? Number(text) : parseDuration(text, flag);
+  if (seconds < min || seconds > max)
+    throw new UsageError(`${flag} must be from ${min} to ${max} seconds, got '${text}'; nothing was sent`);
+  return seconds;
+}
+
+/** What a debounced submit did: replaced the key's pending job, or started one. */
+function debouncedText(key: string, reply: ScheduledJob): string {
+  return reply.debounced
+    ? `replaced the pending job of debounce key ${key}: ${reply.jobId} now due ${reply.runAt}`
+    : `scheduled ${reply.jobId} for debounce key ${key}: due ${reply.runAt}`;
 }
 
 async function runBatch({ values, rest, target, tenant, io }: Ctx): Promise<number> {
@@ -187,6 +264,7 @@ async function runShow({ values, rest, target, tenant, io }: Ctx): Promise<numbe
   if (reply.message) io.out(`  ${reply.message}`);
   if (reply.concurrencyKey !== undefined)
     io.out(`  concurrencyKey  ${reply.concurrencyKey}${reply.concurrencyLimit !== undefined ? `  (limit ${reply.concurrencyLimit})` : ''}`);
+  if (reply.debounceKey !== undefined) io.out(`  debounceKey  ${reply.debounceKey}`);
   if (reply.cancelRequested) io.out('  cancel requested: its worker stops it at its next heartbeat and reports CANCELLED');
   if (!reply.timeline) {
     if (reply.deliveredAt) io.out(`  deliveredAt  ${reply.deliveredAt}`);
