@@ -127,6 +127,14 @@ export function targets(r: BenchResult): Target[] {
       value: `max ${fc.maxConcurrentPerKey} of a key at once; early ${fc.early}, lost ${fc.lost}; ratio ${fc.throughputRatio} (${fc.jobsPerSec} of ${fc.idealJobsPerSec} jobs/s)`,
       met: fc.maxConcurrentPerKey <= fc.keyLimit && fc.early === 0 && fc.lost === 0 && fc.throughputRatio >= 0.8,
     });
+  const db = r.debounce;
+  if (db)
+    t.push({
+      name: `Debounce: ${db.keys.toLocaleString('en-US')} keys × ${db.submitsPerKey} submits`,
+      target: 'deliveries = keys, each the last payload (lastPayload = deliveries), early 0',
+      value: `${db.deliveries.toLocaleString('en-US')} deliveries, lastPayload ${db.lastPayload.toLocaleString('en-US')}, early ${db.early}; ${db.jobs.toLocaleString('en-US')} jobs (${db.splitKeys} keys split), ${db.duplicates} duplicates, ${db.undelivered} undelivered, ${db.failed} submits failed`,
+      met: db.deliveries === db.keys && db.lastPayload === db.deliveries && db.early === 0,
+    });
   if (r.backlog)
     t.push({
       name: 'Backlog ratio',
@@ -508,6 +516,19 @@ export function markdown(r: BenchResult): string {
           ? ` Lost at the timeout (${f.timeoutSeconds} s after the due time): ${f.lostJobs.map((j) => `${j.jobId} (${j.key}, ${j.state}${j.holdsSlot ? ', holding its slot' : ''})`).join(', ')}.`
           : ''
       }`,
+      '',
+    );
+  }
+
+  if (r.debounce) {
+    const d = r.debounce;
+    const ops = Object.entries(d.dynamodbRequestsPerSubmit.byOperation)
+      .map(([op, n]) => `${op} ${n}`)
+      .join(', ');
+    lines.push(
+      `## Debounce (phase 19: ${d.keys.toLocaleString('en-US')} keys × ${d.submitsPerKey} submits in rounds through the batch route, periodSeconds ${d.periodSeconds})`,
+      '',
+      `${d.submits.toLocaleString('en-US')} submits accepted (${d.failed} failed${d.firstError ? `, the first: ${d.firstError}` : ''}) in ${d.seconds} s (${d.submitsPerSecond} submits/s; ${d.dynamodbRequestsPerSubmit.total} DynamoDB requests a submit: ${ops}); ${d.started.toLocaleString('en-US')} started a job, the others replaced their key's pending one; the largest gap between two submits of a key ${d.maxGapSeconds} s. The replies named ${d.jobs.toLocaleString('en-US')} jobs (${d.splitKeys} keys delivered before their last submit, each then starting a new job). Delivered: ${d.deliveries.toLocaleString('en-US')} messages (target ${d.keys.toLocaleString('en-US')}), ${d.lastPayload.toLocaleString('en-US')} with their key's last payload, ${d.duplicates} duplicates, ${d.undelivered} jobs undelivered ${d.timeoutSeconds} s after the last one's due time, ${d.early} early; received after the job's last runAt p50 ${d.latenessMs.p50Ms} ms, p95 ${d.latenessMs.p95Ms} ms, max ${d.latenessMs.maxMs} ms.`,
       '',
     );
   }

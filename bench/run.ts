@@ -26,9 +26,11 @@
  *  18. flowControl: jobs of many concurrency keys due at once, a worker taking `workMs` per job: the
  *      most runs of a key at once against its limit, early and lost, and the jobs per second over
  *      the keys' ideal (bench/flowControl.ts)
+ *  19. debounce: many keys each submitted again and again with `debounce`: one delivery per key,
+ *      each the key's last payload (bench/debounce.ts)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel,flowControl` for a subset
+ * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel,flowControl,debounce` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -40,6 +42,7 @@ import { runHistory, type HistoryResult } from './history.js';
 import { runWorkflows, type WorkflowsResult, type WorkflowsShape } from './workflows.js';
 import { type BulkCancelResult, type BulkCancelShape, runBulkCancel } from './bulkCancel.js';
 import { type FlowControlResult, type FlowControlShape, runFlowControl } from './flowControl.js';
+import { type DebounceResult, type DebounceShape, runDebounce } from './debounce.js';
 import { runRecovery, type RecoveryResult } from './recovery.js';
 import { runRecurring, type RecurringResult, type RecurringShape } from './recurring.js';
 import { runFaults, type FaultsResult, type FaultsShape } from './faults.js';
@@ -105,6 +108,7 @@ const PHASES = [
   'workflows',
   'bulkCancel',
   'flowControl',
+  'debounce',
 ] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -134,6 +138,8 @@ export interface BenchResult {
     bulkCancel: BulkCancelShape;
     /** Phase 18: jobs of many concurrency keys due at once. */
     flowControl: FlowControlShape;
+    /** Phase 19: debounce keys, each submitted `submits` times. */
+    debounce: DebounceShape;
     tenantControls: TenantControlsShape;
     /** Phase 15: the local stack under AWS faults. */
     faults: FaultsShape;
@@ -222,6 +228,8 @@ export interface BenchResult {
   bulkCancel?: BulkCancelResult;
   /** Phase 18: concurrency by key (docs/flow-control.md): a key's runs at once, and the throughput over its ideal. */
   flowControl?: FlowControlResult;
+  /** Phase 19: debounce (docs/flow-control.md#debounce): one delivery per key, its last payload. */
+  debounce?: DebounceResult;
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
   listing?: ListingResult;
@@ -261,7 +269,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 
 const smokeSizes: BenchResult['sizes'] = {
   description:
-    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults, 100 jobs over 10 concurrency keys of limit 2 worked 50 ms each); its figures are not measurements',
+    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults, 100 jobs over 10 concurrency keys of limit 2 worked 50 ms each, 20 debounce keys × 5 submits with a 3 s period); its figures are not measurements',
   lateness: { rate: 50, durationMs: 10_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
   peerDurationMs: 5_000,
   burst: 300,
@@ -276,6 +284,7 @@ const smokeSizes: BenchResult['sizes'] = {
   workflows: { fan: 20, depth: 5 },
   bulkCancel: { jobs: 300, dueInMs: 6_000 },
   flowControl: { keys: 10, limit: 2, jobs: 100, workMs: 50 },
+  debounce: { keys: 20, submits: 5, periodSeconds: 3 },
   tenantControls: {
     noisyNeighbour: {
       quiet: { rate: 10, durationMs: 3_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
@@ -297,7 +306,7 @@ const sizes: BenchResult['sizes'] = smoke
   : quick
     ? {
         description:
-          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000), 1,000 jobs over 50 concurrency keys of limit 2 worked 200 ms each (full: 5,000 over 200 keys)',
+          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000), 1,000 jobs over 50 concurrency keys of limit 2 worked 200 ms each (full: 5,000 over 200 keys), 200 debounce keys × 20 submits with a 15 s period (full: 1,000 × 20, 30 s)',
         lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
         peerDurationMs: 15_000,
         burst: 1_500,
@@ -312,6 +321,9 @@ const sizes: BenchResult['sizes'] = smoke
         workflows: { fan: 200, depth: 20 },
         bulkCancel: { jobs: 2_000, dueInMs: 20_000 },
         flowControl: { keys: 50, limit: 2, jobs: 1_000, workMs: 200 },
+        // A round of 200 submits takes 1–3 s here: the period leaves room for a busy machine (at 5 s, a
+        // round slowed past it, jobs fell due between submits and their dispatch slowed the next rounds).
+        debounce: { keys: 200, submits: 20, periodSeconds: 15 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -329,7 +341,7 @@ const sizes: BenchResult['sizes'] = smoke
       }
     : {
         description:
-          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota, 20,000 tagged jobs cancelled by their tag, 5,000 jobs due at once over 200 concurrency keys of limit 2 worked 200 ms each',
+          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota, 20,000 tagged jobs cancelled by their tag, 5,000 jobs due at once over 200 concurrency keys of limit 2 worked 200 ms each, 1,000 debounce keys × 20 submits with a 30 s period',
         lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
         peerDurationMs: 60_000,
         burst: 10_000,
@@ -347,6 +359,8 @@ const sizes: BenchResult['sizes'] = smoke
         bulkCancel: { jobs: 20_000, dueInMs: 35_000 },
         // The issue's size: 200 keys × 2 slots ÷ 0.2 s, an ideal 2,000 jobs/s.
         flowControl: { keys: 200, limit: 2, jobs: 5_000, workMs: 200 },
+        // The issue's size: 1,000 keys × 20 submits; a round of 1,000 submits about 6 s at 165 submits/s.
+        debounce: { keys: 1_000, submits: 20, periodSeconds: 30 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -424,7 +438,7 @@ if (only.has('bullmq')) {
   }
 }
 
-// 2, 4, 7, 3, 9, 10, 16, 17 and 18: the core over dynalite and fauxqs, each in a process of its own.
+// 2, 4, 7, 3, 9, 10, 16, 17, 18 and 19: the core over dynalite and fauxqs, each in a process of its own.
 if (
   only.has('dispatch') ||
   only.has('requests') ||
@@ -433,7 +447,8 @@ if (
   only.has('history') ||
   only.has('workflows') ||
   only.has('bulkCancel') ||
-  only.has('flowControl')
+  only.has('flowControl') ||
+  only.has('debounce')
 ) {
   progress('starting dynalite and fauxqs (one process each)');
   const em = await startRemoteEmulators();
@@ -465,6 +480,7 @@ if (
     r.workflows = await phase('workflows', () => runWorkflows(em, sizes.workflows));
     r.bulkCancel = await phase('bulkCancel', () => runBulkCancel(em, sizes.bulkCancel));
     r.flowControl = await phase('flowControl', () => runFlowControl(em, sizes.flowControl));
+    r.debounce = await phase('debounce', () => runDebounce(em, sizes.debounce));
   } finally {
     await em.stop();
   }
