@@ -36,6 +36,7 @@ import {
   ThrottledError,
 } from '../core/model/index.js';
 import type { ListedItem, ListedPage, ListFilter, ListingStore, ListRange } from '../core/jobs/index.js';
+import { packTrace, type TraceContext, unpackTrace } from '../core/model/index.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -131,6 +132,18 @@ export function concurrencyAttributes(c: JobRow['concurrency']): Item {
   return c ? { ck: { S: c.key }, cl: { N: String(c.limit) } } : {};
 }
 
+/** A job's trace, when its submit carried one (`tc`, `ts`: docs/tracing.md); nothing for one whose trace its id derives. */
+export function traceAttributes(trace: JobRow['trace']): Item {
+  if (!trace) return {};
+  return { tc: { S: packTrace(trace) }, ...(trace.state !== undefined ? { ts: { S: trace.state } } : {}) };
+}
+
+/** `{trace}` of an item with a `tc` attribute. */
+export function traceOf(item: Item): { trace?: TraceContext } {
+  const trace = unpackTrace(item.tc?.S, item.ts?.S);
+  return trace ? { trace } : {};
+}
+
 /** A debounced row's `dkey` and `dver` attributes (docs/flow-control.md#debounce). */
 export function debounceAttributes(d: JobRow['debounce']): Item {
   return d ? { dkey: { S: d.key }, ...(d.ver !== '' ? { dver: { S: d.ver } } : {}) } : {};
@@ -218,6 +231,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...tagsAttribute(row.tags),
             ...concurrencyAttributes(row.concurrency),
             ...debounceAttributes(row.debounce),
+            ...traceAttributes(row.trace),
             ...workflowAttributes(row),
             ...(row.sentAtMs !== undefined ? { sa: { N: String(row.sentAtMs) } } : {}),
           },
@@ -533,6 +547,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         ...tagsOf(a),
         ...concurrencyOf(a),
         ...debounceOf(a),
+        ...traceOf(a),
       };
     } catch (err) {
       if (isConditionFailure(err)) return undefined;
@@ -575,6 +590,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       readonly tags?: readonly string[];
       readonly concurrency?: { readonly key: string; readonly limit: number };
       readonly debounce?: { readonly key: string };
+      readonly trace?: TraceContext;
     })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]> {
@@ -596,6 +612,8 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
             ...tagsAttribute(r.tags),
             ...concurrencyAttributes(r.concurrency),
             ...(r.debounce ? { dkey: { S: r.debounce.key } } : {}),
+            // The trace its submit carried (50 bytes, still one write unit): GET shows its id once delivered.
+            ...traceAttributes(r.trace),
           },
         },
       }),
@@ -691,7 +709,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
         Key: keys.row(key),
         ConsistentRead: true,
         // `prio` costs nothing more: a GetItem is billed by the item's size, not the projection's.
-        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags, ck, cl, dkey, dver',
+        ProjectionExpression: '#state, tenant, leaseUntil, deliveredAt, expiresAt, prio, tags, ck, cl, dkey, dver, tc',
         ExpressionAttributeNames: { '#state': 'state' },
       }),
     );
@@ -707,6 +725,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...tagsOf(item),
       ...concurrencyOf(item),
       ...debounceOf(item),
+      ...traceOf(item),
     };
   }
 

@@ -143,6 +143,12 @@ export interface JobStatus {
   readonly concurrencyLimit?: number;
   /** A debounced job: its debounce key; `runAt` is its current due time (each replace moves it). */
   readonly debounceKey?: string;
+  /**
+   * The job's trace id (docs/tracing.md): the trace of the `traceparent` its submit carried, or the
+   * one the scheduler started for it. Shown for a job the table holds (not one sent straight to its
+   * queue: its message's `traceparent` attribute carries it).
+   */
+  readonly traceId?: string;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do. */

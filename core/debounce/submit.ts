@@ -10,6 +10,7 @@ import {
   type SchedulerSettings,
   tombstoneExpiresAtMs,
 } from '../model/index.js';
+import type { TraceContext } from '../model/index.js';
 import type { Debounces, Generation } from './ports.js';
 
 export interface DebounceDeps {
@@ -56,7 +57,13 @@ const POINTER_TTL_MS = 400 * 86_400_000;
  *
  * @throws Error when the key kept changing under it (the caller answers 500: retry)
  */
-export async function submitDebounced(deps: DebounceDeps, tenant: string, job: JobRequest, notBeforeMs: number): Promise<DebouncedReply> {
+export async function submitDebounced(
+  deps: DebounceDeps,
+  tenant: string,
+  job: JobRequest,
+  notBeforeMs: number,
+  trace?: TraceContext,
+): Promise<DebouncedReply> {
   const debounce = job.debounce!;
   const { debounces, clock } = deps;
   for (let tries = 0; tries < MAX_TRIES; tries++) {
@@ -64,7 +71,7 @@ export async function submitDebounced(deps: DebounceDeps, tenant: string, job: J
     const pointer = await debounces.pointer(tenant, debounce.key);
     const gen = pointer ? await debounces.generation(pointer.jobId) : undefined;
     if (gen?.state === 'OPEN') {
-      const moved = await replace(deps, gen, job, notBeforeMs);
+      const moved = await replace(deps, gen, job, notBeforeMs, trace);
       if (moved) return moved;
       continue;
     }
@@ -74,7 +81,7 @@ export async function submitDebounced(deps: DebounceDeps, tenant: string, job: J
       jobId = newJobId(deps, tenant, now + debounce.periodMs);
       if (!(await debounces.setPointer(tenant, debounce.key, jobId, pointer?.jobId, now, now + POINTER_TTL_MS))) continue;
     }
-    const started = await start(deps, tenant, jobId, job, notBeforeMs);
+    const started = await start(deps, tenant, jobId, job, notBeforeMs, trace);
     if (started) return started;
   }
   throw new Error(`debounce key ${JSON.stringify(debounce.key.slice(0, 40))} kept changing under the submit`);
@@ -87,6 +94,7 @@ async function start(
   jobId: string,
   job: JobRequest,
   notBeforeMs: number,
+  trace: TraceContext | undefined,
 ): Promise<DebouncedReply | undefined> {
   const { codec, clock, debounces, settings } = deps;
   const debounce = job.debounce!;
@@ -94,7 +102,7 @@ async function start(
   const { shard } = codec.parse(jobId);
   const capMs = debounce.maxWaitMs !== undefined ? now + debounce.maxWaitMs : undefined;
   const ver = newVersion();
-  const dueMs = await putRow(deps, tenant, jobId, shard, dueOf(now, debounce.periodMs, capMs, notBeforeMs), capMs, ver, job);
+  const dueMs = await putRow(deps, tenant, jobId, shard, dueOf(now, debounce.periodMs, capMs, notBeforeMs), capMs, ver, job, trace);
   const gen: Generation = {
     jobId,
     tenant,
@@ -114,7 +122,13 @@ async function start(
 }
 
 /** The pending job `gen` takes this payload at its new due time (undefined: it changed first; read it again). */
-async function replace(deps: DebounceDeps, gen: Generation, job: JobRequest, notBeforeMs: number): Promise<DebouncedReply | undefined> {
+async function replace(
+  deps: DebounceDeps,
+  gen: Generation,
+  job: JobRequest,
+  notBeforeMs: number,
+  trace: TraceContext | undefined,
+): Promise<DebouncedReply | undefined> {
   const { clock, debounces, settings } = deps;
   const now = clock.now();
   const ver = newVersion();
@@ -127,6 +141,7 @@ async function replace(deps: DebounceDeps, gen: Generation, job: JobRequest, not
     gen.capMs,
     ver,
     job,
+    trace,
   );
   const row: RowKey = { shard: gen.shard, dueMs, jobId: gen.jobId };
   if (!(await debounces.move(gen.jobId, gen.ver, { ver, dueMs }, tombstoneExpiresAtMs(dueMs, now, settings)))) {
@@ -160,6 +175,7 @@ async function putRow(
   capMs: number | undefined,
   ver: string,
   job: JobRequest,
+  trace: TraceContext | undefined,
 ): Promise<number> {
   for (const offset of SAME_MS_OFFSETS) {
     const due = dueMs + offset;
@@ -173,6 +189,7 @@ async function putRow(
       priority: job.priority,
       ...(job.tags.length > 0 ? { tags: job.tags } : {}),
       debounce: { key: job.debounce!.key, ver },
+      ...(trace ? { trace } : {}),
     });
     if (created !== 'created') continue;
     if (isLateRow(due, deps.clock.now(), deps.settings)) await deps.rows.putLatePointer({ shard, dueMs: due, jobId });

@@ -22,6 +22,7 @@ import { concurrencyKeyOf, type KeyedDeps, type KeyedEnd, settleKeys } from './k
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { RawJson } from '../util/index.js';
 import type { Debounces } from '../debounce/index.js';
+import { jobTrace } from '../model/index.js';
 import { type JobEdits, MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type HeartbeatsReply, type StatusReply, type TimelineEvent } from './replies.js';
 
@@ -222,7 +223,15 @@ export class JobsService {
     if (id.path === 'd') return { ...base, state: 'QUEUED' };
     const row = await this.#row(id);
     seen?.(row);
-    switch (row?.state) {
+    if (!row) return this.#statusWithoutRow(id, base);
+    // The job's trace (docs/tracing.md): the one its submit carried, kept on its row, tombstone and
+    // marker; else the one its id derives.
+    return { ...this.#statusOfRow(row, base), traceId: (row.trace ?? jobTrace(id.jobId)).traceId };
+  }
+
+  /** What the item at the job's key says. */
+  #statusOfRow(row: StoredRow, base: { jobId: string; tenant: string; runAt: string }): StatusReply {
+    switch (row.state) {
       case 'SCHEDULED':
       case 'ACQUIRED':
         // The row is read anyway: its priority (only stored when ≠ 5) and tags cost nothing to show.
@@ -256,6 +265,10 @@ export class JobsService {
           message: DEAD_LETTERED_MESSAGE,
         };
     }
+  }
+
+  /** No item at the job's key: cancelled by an earlier release's record, or not stored (yet, or any more). */
+  async #statusWithoutRow(id: ParsedJobId, base: { jobId: string; tenant: string; runAt: string }): Promise<StatusReply> {
     if (await this.#cancelledBefore(id)) return { ...base, state: 'CANCELLED' };
     const retentionDays = Math.round(this.deps.settings.cancelRecordRetentionMs / 86_400_000);
     return {

@@ -68,6 +68,8 @@ export interface StatusReply {
   readonly concurrencyLimit?: number;
   /** A debounced job (docs/flow-control.md#debounce): its debounce key; `runAt` is its current due time. */
   readonly debounceKey?: string;
+  /** The job's trace id (docs/tracing.md): whatever the table holds of it (not for a job sent straight to its queue, nor one not stored). */
+  readonly traceId?: string;
   /** `QUEUED` through the table: when the dispatcher recorded the send (RFC 3339, ms). */
   readonly deliveredAt?: string;
   /** `DEAD_LETTERED` and `UNKNOWN`: what the state means and what to do about it. */

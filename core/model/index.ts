@@ -1,4 +1,4 @@
-/** The shared vocabulary: settings, API errors, job ids, the wire format, the ports, the schema, shard lanes, job validation, tombstones. */
+/** The shared vocabulary: settings, API errors, job ids, the wire format, the ports, the schema, shard lanes, job validation, tombstones, trace context. */
 export * from './config.js';
 export * from './errors.js';
 export * from './jobId.js';
@@ -8,3 +8,4 @@ export * from './ports.js';
 export * from './schema.js';
 export * from './tombstones.js';
 export * from './validate.js';
+export * from './traceContext.js';

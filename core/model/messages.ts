@@ -2,6 +2,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { parseJson, RawJson, type JsonPath } from '../util/index.js';
 import type { ParsedJobId } from './jobId.js';
 import { DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, type OutgoingMessage } from './ports.js';
+import { jobTrace, MAX_TRACESTATE_LENGTH, newSpanId, packTrace, type TraceContext, traceparent, unpackTrace } from './traceContext.js';
 
 /** Largest total size of one SendMessageBatch call we build (SQS's classic 256 KiB limit). */
 export const MAX_BATCH_BYTES = 256 * 1024;
@@ -20,6 +21,8 @@ export function isoMs(ms: number): string {
  * For a tenant with history on (`history`), the attribute `dynein-history` = `1` asks the worker
  * to report the outcome (docs/history.md). A job with a `concurrencyKey` carries it as an
  * attribute: the worker reports its outcome (and heartbeats) with it, whatever the history setting.
+ * Every message carries the job's trace (docs/tracing.md): the attribute `traceparent`, whose
+ * parent span is this send (a new span id), and `tracestate` when the submit had one.
  */
 export function deliveryMessage(
   id: string,
@@ -32,11 +35,13 @@ export function deliveryMessage(
     workflow?: string;
     parents?: string;
     concurrency?: { readonly key: string };
+    trace?: TraceContext;
   },
   delaySeconds?: number,
   opts: { history?: boolean } = {},
 ): OutgoingMessage {
   const runAt = isoMs(job.dueMs);
+  const trace = job.trace ?? jobTrace(job.jobId);
   const schedule = job.schedule === undefined ? '' : `"schedule":${JSON.stringify(job.schedule)},`;
   const workflow =
     (job.workflow === undefined ? '' : `"workflow":${JSON.stringify(job.workflow)},`) +
@@ -51,6 +56,8 @@ export function deliveryMessage(
       // A keyed job holds its key's slot until the worker reports its end (docs/flow-control.md).
       ...(job.concurrency === undefined ? {} : { concurrencyKey: job.concurrency.key }),
       ...(opts.history ? { 'dynein-history': '1' } : {}),
+      traceparent: traceparent(trace, newSpanId()),
+      ...(trace.state !== undefined ? { tracestate: trace.state } : {}),
     },
     ...(delaySeconds !== undefined ? { delaySeconds } : {}),
   };
@@ -75,6 +82,8 @@ export interface InboundJob {
   readonly concurrency?: { readonly key: string; readonly limit: number };
   /** Its parents' summary, a JSON array's text (`"parents"`, spliced in and read back as text). */
   readonly parents?: string;
+  /** The trace its submit carried (`"tc"`, `"ts"`: docs/tracing.md); absent: the trace its id derives. */
+  readonly trace?: TraceContext;
 }
 
 /**
@@ -102,7 +111,10 @@ function inboundJobJson(job: InboundJob): string {
   const workflow =
     (job.workflow === undefined ? '' : `"workflow":${JSON.stringify(job.workflow)},`) +
     (job.parents === undefined ? '' : `"parents":${job.parents},`);
-  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${tags}${keyed}${workflow}"payload":${job.payload}}`;
+  const trace = job.trace
+    ? `"tc":"${packTrace(job.trace)}",${job.trace.state !== undefined ? `"ts":${JSON.stringify(job.trace.state)},` : ''}`
+    : '';
+  return `{"jobId":${JSON.stringify(job.jobId)},"tenant":${JSON.stringify(job.tenant)},"shard":${job.shard},"dueMs":${job.dueMs},${prio}${tags}${keyed}${workflow}${trace}"payload":${job.payload}}`;
 }
 
 /** An inbound message body carrying `jobs` (version 2: `{"v":2,"jobs":[...]}`). */
@@ -215,7 +227,15 @@ function parseInboundJob(m: unknown): InboundJob | undefined {
     ...(typeof o.ck === 'string' ? { concurrency: { key: o.ck, limit: o.cl as number } } : {}),
     ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
     ...(o.parents instanceof RawJson ? { parents: o.parents.text } : {}),
+    ...traceOf(o.tc, o.ts),
   };
+}
+
+/** An inbound entry's trace (`tc`, `ts`); a malformed one is dropped (the job keeps the trace its id derives). */
+function traceOf(tc: unknown, ts: unknown): { trace?: TraceContext } {
+  const state = typeof ts === 'string' && ts.length <= MAX_TRACESTATE_LENGTH ? ts : undefined;
+  const trace = unpackTrace(typeof tc === 'string' ? tc : undefined, state);
+  return trace ? { trace } : {};
 }
 
 /**

@@ -1,3 +1,5 @@
+import type { TraceContext } from './traceContext.js';
+
 /**
  * The interfaces the core talks through. `adapters/` implements them with the AWS SDK v3; tests
  * wrap them to inject faults. The core imports no AWS SDK.
@@ -40,6 +42,8 @@ export interface JobRow {
    * reaches only jobs accepted before it (docs/flow-control.md). Absent: accepted before any.
    */
   readonly sentAtMs?: number;
+  /** The trace its submit carried (attributes `tc`, `ts`: docs/tracing.md); absent: the trace its id derives. */
+  readonly trace?: TraceContext;
 }
 
 /** A debounced job's row: its debounce key and the version (random) it holds. */
@@ -127,6 +131,8 @@ export interface StoredRow {
   readonly concurrency?: { readonly key: string; readonly limit: number };
   /** A debounced job's row (or its delivered marker: the key only, `ver` empty). */
   readonly debounce?: RowDebounce;
+  /** The trace its submit carried, when it carried one (docs/tracing.md). */
+  readonly trace?: TraceContext;
 }
 
 /** The cancel-record key: a cancel record (`CANCELLED`) or a late ingest's claim (`INGESTED`). */
@@ -217,6 +223,8 @@ export interface RowLeases {
       readonly tags?: readonly string[];
       /** A keyed job's key and limit: kept on its marker (a `DELETE` while it runs asks its worker to stop it). */
       readonly concurrency?: { readonly key: string; readonly limit: number };
+      /** The trace its submit carried: kept on its marker (GET shows its id). */
+      readonly trace?: TraceContext;
     })[],
     deliveredAtMs: number,
   ): Promise<RowKey[]>;

@@ -26,6 +26,7 @@ import { limiter, shortText } from '../util/index.js';
 import type { SubmitRateLimiter } from './submitRateLimit.js';
 import { sendParcels, type Parcel, type SendOptions, type SendProblem } from './sendParcels.js';
 import { type DebounceDeps, submitDebounced } from '../debounce/index.js';
+import { newSpanId, type TraceContext } from '../model/index.js';
 
 export interface JobReply {
   readonly jobId: string;
@@ -148,6 +149,8 @@ interface Planned {
   readonly tags: readonly string[];
   /** Its concurrency key and limit, when it has one. */
   readonly concurrency?: JobRequest['concurrency'];
+  /** The trace its submit carried (absent: the trace its id derives). */
+  readonly trace?: TraceContext;
   /** With a key: its record. */
   readonly entry?: IdempotencyEntry;
   /** This request wrote the record (so it releases it if SQS refuses the job). */
@@ -164,13 +167,16 @@ type Outcome = { readonly reply: JobReply; readonly replayed: boolean } | ApiErr
 export class Submitter {
   constructor(readonly deps: SubmitDeps) {}
 
-  /** One job; the raw request body. Throws an {@link ApiError} for bad input or a job not accepted. */
-  async submit(tenantName: string, rawBody: string | undefined): Promise<SubmitResult> {
+  /**
+   * One job; the raw request body, and the trace context of its `traceparent` header, when it
+   * had a valid one (docs/tracing.md). Throws an {@link ApiError} for bad input or a job not accepted.
+   */
+  async submit(tenantName: string, rawBody: string | undefined, caller?: TraceContext): Promise<SubmitResult> {
     const tenant = await this.deps.tenants.require(tenantName);
     const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, JOB_PAYLOAD);
     const job = validateJob(body, this.deps.settings, this.deps.clock.now(), rawBody);
     await this.deps.rateLimit?.admit(tenant.name, 1);
-    const [outcome] = await this.#accept(tenant, [job]);
+    const [outcome] = await this.#accept(tenant, [job], submitTrace(caller));
     if (outcome === undefined) throw new SubmitFailedError('no result');
     if (outcome instanceof ApiError) throw outcome;
     return { status: outcome.replayed ? 200 : 201, job: outcome.reply };
@@ -181,7 +187,11 @@ export class Submitter {
    * reused key or a job SQS refused answers an error in its place and the others are accepted.
    * Throws only for a bad request as a whole.
    */
-  async submitBatch(tenantName: string, rawBody: string | undefined): Promise<{ results: (JobReply | ErrorReply)[] }> {
+  async submitBatch(
+    tenantName: string,
+    rawBody: string | undefined,
+    caller?: TraceContext,
+  ): Promise<{ results: (JobReply | ErrorReply)[] }> {
     const tenant = await this.deps.tenants.require(tenantName);
     const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, BATCH_PAYLOADS);
     if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray((body as { jobs?: unknown }).jobs)) {
@@ -211,7 +221,7 @@ export class Submitter {
     });
     // The limit counts each valid job, and admits the request whole or refuses it whole (429).
     if (valid.length > 0) await this.deps.rateLimit?.admit(tenant.name, valid.length);
-    (await this.#accept(tenant, valid)).forEach((o, k) => (outcomes[validIndex[k]!] = o));
+    (await this.#accept(tenant, valid, submitTrace(caller))).forEach((o, k) => (outcomes[validIndex[k]!] = o));
     return {
       results: outcomes.map((o, i) => {
         if (o === undefined) return { error: { code: 'InternalError', message: `jobs[${i}]: no result: retry the request` } };
@@ -224,10 +234,10 @@ export class Submitter {
    * Accepts valid jobs: claims their idempotency keys, hands them to SQS (each job on its own:
    * see {@link sendParcels}) and answers an outcome per job.
    */
-  async #accept(tenant: TenantRecord, jobs: readonly JobRequest[]): Promise<Outcome[]> {
+  async #accept(tenant: TenantRecord, jobs: readonly JobRequest[], trace: TraceContext | undefined): Promise<Outcome[]> {
     const now = this.deps.clock.now();
     const held = await this.#held(tenant.name, jobs, now);
-    if (!jobs.some((job) => job.debounce)) return this.#acceptPlain(tenant, jobs, held);
+    if (!jobs.some((job) => job.debounce)) return this.#acceptPlain(tenant, jobs, held, trace);
     const plain: number[] = [];
     jobs.forEach((job, i) => job.debounce || plain.push(i));
     const outcomes: Outcome[] = new Array(jobs.length);
@@ -236,21 +246,22 @@ export class Submitter {
         tenant,
         plain.map((i) => jobs[i]!),
         held,
+        trace,
       )
     ).forEach((o, k) => (outcomes[plain[k]!] = o));
     // One at a time, in request order: a later job of the same key replaces an earlier one.
-    for (const [i, job] of jobs.entries()) if (job.debounce) outcomes[i] = await this.#acceptDebounced(tenant, job, held);
+    for (const [i, job] of jobs.entries()) if (job.debounce) outcomes[i] = await this.#acceptDebounced(tenant, job, held, trace);
     return outcomes;
   }
 
   /** A job with `debounce`: it replaces its key's pending job (200) or starts one (201). */
-  async #acceptDebounced(tenant: TenantRecord, job: JobRequest, held: boolean): Promise<Outcome> {
+  async #acceptDebounced(tenant: TenantRecord, job: JobRequest, held: boolean, trace: TraceContext | undefined): Promise<Outcome> {
     const { debounce, codec, clock, settings } = this.deps;
     if (!debounce)
       return new ValidationError('this deployment does not take debounced jobs (no debounce store is configured): leave out debounce');
     try {
       const notBeforeMs = held ? clock.now() + HELD_INBOUND_DELAY_SECONDS * 1000 : 0;
-      const reply = await submitDebounced({ ...debounce, codec, clock, settings }, tenant.name, job, notBeforeMs);
+      const reply = await submitDebounced({ ...debounce, codec, clock, settings }, tenant.name, job, notBeforeMs, trace);
       return { reply, replayed: reply.debounced };
     } catch (err) {
       if (err instanceof ApiError) return err;
@@ -259,11 +270,16 @@ export class Submitter {
   }
 
   /** Jobs without `debounce`: see {@link #accept}. */
-  async #acceptPlain(tenant: TenantRecord, jobs: readonly JobRequest[], held: boolean): Promise<Outcome[]> {
+  async #acceptPlain(
+    tenant: TenantRecord,
+    jobs: readonly JobRequest[],
+    held: boolean,
+    trace: TraceContext | undefined,
+  ): Promise<Outcome[]> {
     if (jobs.length === 0) return [];
     const now = this.deps.clock.now();
     const outcomes: (Outcome | undefined)[] = new Array(jobs.length);
-    const planned: (Planned | undefined)[] = jobs.map((job) => this.#plan(tenant.name, job, now, held));
+    const planned: (Planned | undefined)[] = jobs.map((job) => this.#plan(tenant.name, job, now, held, trace));
     const { leaders, followers } = this.#matchKeys(tenant.name, jobs, planned, outcomes, now);
     await this.#claimKeys(leaders, jobs, planned, outcomes, now);
     const problems = await sendParcels(this.deps.sender, this.#parcels(tenant, planned, held), this.deps.send);
@@ -279,7 +295,7 @@ export class Submitter {
   }
 
   /** Where a job goes (straight to its queue, or through the table) and its id. */
-  #plan(tenant: string, job: JobRequest, now: number, held: boolean): Planned {
+  #plan(tenant: string, job: JobRequest, now: number, held: boolean, trace: TraceContext | undefined): Planned {
     const { settings, codec } = this.deps;
     // A keyed job goes through the table, however soon it is due: only a dispatcher holding a slot of its key sends it.
     const { path } = place(job, now, settings.lookaheadMs, held || job.concurrency !== undefined);
@@ -294,6 +310,7 @@ export class Submitter {
       priority: job.priority,
       tags: job.tags,
       ...(job.concurrency ? { concurrency: job.concurrency } : {}),
+      ...(trace ? { trace } : {}),
       claimed: false,
       replayed: false,
       send: true,
@@ -382,6 +399,7 @@ export class Submitter {
         priority: p.priority,
         ...(p.tags.length > 0 ? { tags: p.tags } : {}),
         ...(p.concurrency ? { concurrency: p.concurrency } : {}),
+        ...(p.trace ? { trace: p.trace } : {}),
       };
       if (p.path === 'd') {
         parcels.push({
@@ -453,6 +471,7 @@ export class Submitter {
         priority: p.priority,
         tags: p.tags,
         ...(p.concurrency ? { concurrency: p.concurrency } : {}),
+        ...(p.trace ? { trace: p.trace } : {}),
         entry: { ...entry, jobId: id.jobId, expiresAtMs: existing.expiresAtMs },
         claimed: false,
         replayed: true,
@@ -461,6 +480,15 @@ export class Submitter {
     }
     return new SubmitFailedError('the idempotency record kept changing');
   }
+}
+
+/**
+ * The trace context a request's jobs carry: the caller's trace and flags, with this submit as
+ * the parent span (a new span id: the scheduler's `dynein.submit` span); none without a caller's
+ * (each job then carries the trace its id derives).
+ */
+function submitTrace(caller: TraceContext | undefined): TraceContext | undefined {
+  return caller ? { ...caller, spanId: newSpanId() } : undefined;
 }
 
 /** The SQS delay of a direct job: rounded up, never early; 0 once due. */

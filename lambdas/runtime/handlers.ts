@@ -1,3 +1,4 @@
+import { parseTraceparent } from '../../core/model/index.js';
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { INGEST_RETRY_SECONDS, INGEST_TIMEOUT_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
 import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLetters } from '../../core/ingest/index.js';
@@ -63,6 +64,8 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
     const tenant = pathParam(event, 'tenant');
     const isBatch = (event.routeKey ?? '').endsWith('/batch') || (event.rawPath ?? '').endsWith('/jobs/batch');
+    // W3C trace context (docs/tracing.md): the caller's trace, when its headers carry a valid one.
+    const caller = parseTraceparent(event.headers?.traceparent, event.headers?.tracestate);
     const unexpected = (err: unknown) => {
       countControlReadFailures(w, t);
       t.error('submit failed', err);
@@ -81,7 +84,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         event,
         200,
         async () => {
-          const reply = await throttled(() => w.submitter.submitBatch(tenant, bodyOf(event)));
+          const reply = await throttled(() => w.submitter.submitBatch(tenant, bodyOf(event), caller));
           t.dimensionSet?.('Tenant', tenant);
           countStates(
             t,
@@ -97,7 +100,7 @@ export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       event,
       201,
       async () => {
-        const { status, job } = await throttled(() => w.submitter.submit(tenant, bodyOf(event)));
+        const { status, job } = await throttled(() => w.submitter.submit(tenant, bodyOf(event), caller));
         t.dimensionSet?.('Tenant', tenant);
         countStates(t, [job]);
         countControlReadFailures(w, t);
