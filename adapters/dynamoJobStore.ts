@@ -373,7 +373,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           FilterExpression: conditions.join(' AND '),
           // Never the payload: a listing shows status fields only (`prio` adds no cost: a Query is
           // billed by the items' sizes, not the projection's).
-          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio, tags, ck, cl, dkey',
+          ProjectionExpression: 'sk, tenant, #state, sched, deliveredAt, expiresAt, prio, tags, ck, cl, dkey, tc',
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
           ScanIndexForward: !range.desc,
@@ -401,6 +401,7 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       ...concurrencyOf(item),
       ...tagsOf(item),
       ...(item.dkey?.S !== undefined ? { debounceKey: item.dkey.S } : {}),
+      ...traceOf(item),
     }));
     const last = page.LastEvaluatedKey?.sk?.S;
     return { items, more: last !== undefined, read, ...(last !== undefined ? { last } : {}) };

@@ -35,6 +35,14 @@ export interface DeliveredJob<P = unknown> {
    * run at a time; its slot is freed once its outcome is reported (docs/flow-control.md).
    */
   readonly concurrencyKey?: string;
+  /**
+   * The job's W3C trace context (the `traceparent` message attribute, and `tracestate` when the
+   * submit sent one: docs/tracing.md): the trace of the service that scheduled the job, with the
+   * scheduler's send as parent span. Start the handler's span from it (a child on the first
+   * attempt, a new trace linked to it on a retry). Absent on messages of earlier releases.
+   */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 /**
@@ -131,12 +139,17 @@ export class MalformedMessageError extends UnrecoverableError {
 const PAYLOAD = (path: JsonPath) => path.length === 1 && path[0] === 'payload';
 
 /**
- * Parses a delivered message body, keeping the payload's text; `concurrencyKey` is the message's
- * `concurrencyKey` attribute, when it has one. Throws {@link MalformedMessageError}.
+ * Parses a delivered message body, keeping the payload's text; `attributes` are the message's
+ * string attributes the job takes (`concurrencyKey`, `traceparent`, `tracestate`), when it has
+ * them. Throws {@link MalformedMessageError}.
  */
 export function parseDelivery<P>(
   body: string | undefined,
-  attributes: { readonly concurrencyKey?: string | undefined } = {},
+  attributes: {
+    readonly concurrencyKey?: string | undefined;
+    readonly traceparent?: string | undefined;
+    readonly tracestate?: string | undefined;
+  } = {},
 ): DeliveredJob<P> {
   let m: unknown;
   try {
@@ -169,6 +182,8 @@ export function parseDelivery<P>(
     ...(typeof o.workflow === 'string' ? { workflow: o.workflow } : {}),
     ...(parents !== undefined ? { parents } : {}),
     ...(attributes.concurrencyKey !== undefined ? { concurrencyKey: attributes.concurrencyKey } : {}),
+    ...(attributes.traceparent !== undefined ? { traceparent: attributes.traceparent } : {}),
+    ...(attributes.tracestate !== undefined ? { tracestate: attributes.tracestate } : {}),
   };
 }
 

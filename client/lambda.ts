@@ -278,7 +278,12 @@ function stopped(signal: AbortSignal): boolean {
 
 /** A record's job, with its `concurrencyKey` attribute when it has one. */
 function parseRecord<P>(record: SQSRecord): DeliveredJob<P> {
-  return parseDelivery<P>(record.body, { concurrencyKey: record.messageAttributes?.[CONCURRENCY_KEY_ATTRIBUTE]?.stringValue });
+  const attrs = record.messageAttributes;
+  return parseDelivery<P>(record.body, {
+    concurrencyKey: attrs?.[CONCURRENCY_KEY_ATTRIBUTE]?.stringValue,
+    traceparent: attrs?.traceparent?.stringValue,
+    tracestate: attrs?.tracestate?.stringValue,
+  });
 }
 
 /** Whether a record's outcome is reported: a workflow's job, a history tenant's, or a keyed job. */

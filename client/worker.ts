@@ -409,7 +409,12 @@ export class Worker<P = unknown> {
     }
     let job: DeliveredJob<P>;
     try {
-      job = parseDelivery<P>(msg.Body, { concurrencyKey: msg.MessageAttributes?.[CONCURRENCY_KEY_ATTRIBUTE]?.StringValue });
+      const attrs = msg.MessageAttributes;
+      job = parseDelivery<P>(msg.Body, {
+        concurrencyKey: attrs?.[CONCURRENCY_KEY_ATTRIBUTE]?.StringValue,
+        traceparent: attrs?.traceparent?.StringValue,
+        tracestate: attrs?.tracestate?.StringValue,
+      });
     } catch (error) {
       return this.#dead(msg, undefined, receiveCount, error);
     }

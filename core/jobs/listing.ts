@@ -9,6 +9,8 @@ import {
   type SchedulerSettings,
   type TenantRecord,
   ValidationError,
+  jobTrace,
+  type TraceContext,
 } from '../model/index.js';
 import { DEAD_LETTERED_MESSAGE, type JobPageReply, type ListedJob } from './replies.js';
 import { concurrencyKeyOf } from './keyedOutcomes.js';
@@ -41,6 +43,8 @@ export interface ListedItem {
   readonly concurrency?: { readonly key: string; readonly limit: number };
   /** A debounced job's row or marker: its debounce key (`dkey`). */
   readonly debounceKey?: string;
+  /** The trace its submit carried (`tc`, `ts`), when it carried one. */
+  readonly trace?: TraceContext;
   /** The item's TTL, epoch ms: readers ignore the item from then (DynamoDB deletes it late). */
   readonly expiresAtMs?: number;
 }
@@ -409,6 +413,10 @@ export class JobLister {
 
 /** The status object of a row, marker, tombstone or DEAD record, as GET of one job answers it. */
 export function renderLive(base: { readonly jobId: string; readonly tenant: string; readonly runAt: string }, item: ListedItem): ListedJob {
+  return { ...renderItem(base, item), traceId: (item.trace ?? jobTrace(base.jobId)).traceId };
+}
+
+function renderItem(base: { readonly jobId: string; readonly tenant: string; readonly runAt: string }, item: ListedItem): ListedJob {
   const sched = item.schedule !== undefined ? { schedule: item.schedule } : {};
   switch (item.state) {
     case 'QUEUED':

@@ -52,6 +52,7 @@ describe('DyneinClient against the local stack', () => {
       tenant: 'alpha',
       runAt: job.runAt,
       state: 'SCHEDULED',
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
     });
     expect(await alpha.cancel('alpha', job.jobId)).toEqual({ jobId: job.jobId, state: 'CANCELLED' });
     expect(await alpha.cancel('alpha', job.jobId)).toEqual({ jobId: job.jobId, state: 'CANCELLED' });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnrecoverableError, Worker, type DeliveredJob, type JobContext, type WorkerEvent } from '../../client/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -21,6 +21,34 @@ afterAll(async () => em?.stop());
 const ids = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ jobId: `${prefix}-${i}`, payload: { i } }));
 
 describe.concurrent('Worker', () => {
+  it("hands the handler the message's trace context (traceparent, tracestate: docs/tracing.md)", async () => {
+    const q = await em.createQueue('w-trace');
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    await em.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: q.url,
+        MessageBody: '{"jobId":"j-t","tenant":"demo","runAt":"2030-01-01T00:00:00.000Z","payload":1}',
+        MessageAttributes: {
+          traceparent: { DataType: 'String', StringValue: traceparent },
+          tracestate: { DataType: 'String', StringValue: 'v=1' },
+        },
+      }),
+    );
+    const seen: DeliveredJob[] = [];
+    const worker = new Worker({
+      queueUrl: q.url,
+      sqs: em.newClients().sqs,
+      handleSignals: false,
+      waitTimeSeconds: 1,
+      handler: (job) => void seen.push(job),
+    });
+    const running = worker.run();
+    await waitUntil(() => seen.length === 1, 5_000, 'the delivery');
+    await worker.stop();
+    await running;
+    expect(seen[0]).toMatchObject({ jobId: 'j-t', traceparent, tracestate: 'v=1' });
+  });
+
   it('hands each job to the handler with its context and deletes it on success', async () => {
     const q = await em.createQueue('w-basic', { dlq: true });
     const runAtMs = Date.now() - 1_500;

@@ -98,7 +98,11 @@ describe.concurrent('recurring schedules on the local stack', () => {
     expect(m.json.runAt).toBe(startAt);
     expect(m.json.schedule).toBe('report');
     expect(m.body.endsWith(`"schedule":"report","payload":{"n": 1.0, "id": 9007199254740993}}`)).toBe(true);
-    expect(m.attributes).toEqual({ runAt: startAt, schedule: 'report' });
+    expect(m.attributes).toEqual({
+      runAt: startAt,
+      schedule: 'report',
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
+    });
     expect(m.receivedAt).toBeGreaterThanOrEqual(Date.parse(startAt));
     // The delivered marker follows the send (written in batches, within a second or so).
     let state = '';

@@ -126,7 +126,7 @@ describe('editing a dead letter', () => {
     expect(sent!.Body).toBe(body.slice(0, body.length - oldPayload.length - 1) + newPayload + '}');
     expect(JSON.parse(sent!.Body!).schedule).toBe('nightly');
     // Its attributes, the worker's error of the failed attempt apart.
-    expect(Object.keys(sent!.MessageAttributes ?? {}).sort()).toEqual(['runAt', 'schedule']);
+    expect(Object.keys(sent!.MessageAttributes ?? {}).sort()).toEqual(['runAt', 'schedule', 'traceparent']);
     expect(await depth(sys.tenants.other!.dlqUrl)).toBe(0);
 
     // The audit: the caller, the payloads' hashes, the message edited; newest first.

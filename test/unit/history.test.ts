@@ -68,8 +68,13 @@ describe('timeline', () => {
 describe('delivery attribute', () => {
   it('dynein-history = 1 only when asked', () => {
     const job = { jobId: 'j', tenant: 't', dueMs: 0, payload: '1' };
-    expect(deliveryMessage('0', job, undefined, { history: true }).attributes).toEqual({ runAt: iso(0), 'dynein-history': '1' });
-    expect(deliveryMessage('0', job).attributes).toEqual({ runAt: iso(0) });
+    const traceparent = expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(deliveryMessage('0', job, undefined, { history: true }).attributes).toEqual({
+      runAt: iso(0),
+      'dynein-history': '1',
+      traceparent,
+    });
+    expect(deliveryMessage('0', job).attributes).toEqual({ runAt: iso(0), traceparent });
   });
 });
 

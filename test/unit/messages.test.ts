@@ -18,6 +18,7 @@ import {
   type InboundJob,
 } from '../../core/model/messages.js';
 import type { OutgoingMessage } from '../../core/model/ports.js';
+import { jobTrace } from '../../core/model/traceContext.js';
 import { ALTERED_BY_PARSE } from '../support/payloads.js';
 
 const KIB = 1024;
@@ -186,7 +187,12 @@ describe('deliveryMessage', () => {
           expect(body.runAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
           expect(Date.parse(body.runAt as string)).toBe(dueMs);
           // The attribute carries the same value, so that a consumer need not parse the body.
-          expect(m.attributes).toEqual({ runAt: body.runAt });
+          // And the job's trace (docs/tracing.md): the one its id derives, the send as parent span.
+          expect(m.attributes).toEqual({
+            runAt: body.runAt,
+            traceparent: `00-${jobTrace(jobId).traceId}-${m.attributes!.traceparent!.slice(36, 52)}-01`,
+          });
+          expect(m.attributes!.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
           expect(m.id).toBe('7');
           if (delaySeconds === undefined) expect('delaySeconds' in m).toBe(false);
           else expect(m.delaySeconds).toBe(delaySeconds);
@@ -218,7 +224,10 @@ describe('deliveryMessage', () => {
       runAt: '2030-01-01T00:00:00.250Z',
       payload: { a: [1, 'x'] },
     });
-    expect(m.attributes).toEqual({ runAt: '2030-01-01T00:00:00.250Z' });
+    expect(m.attributes).toEqual({
+      runAt: '2030-01-01T00:00:00.250Z',
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
+    });
   });
 
   it("carries a workflow job's workflow id and its parents' summary, as text, between runAt and the payload", () => {
@@ -234,7 +243,11 @@ describe('deliveryMessage', () => {
     expect(m.body).toBe(
       `{"jobId":"j1.demo.3.1893456000000.w.abc.def","tenant":"demo","runAt":"2030-01-01T00:00:00.000Z","workflow":"wf1.demo.1.abc.def","parents":${parents},"payload":{"b" : 2}}`,
     );
-    expect(m.attributes).toEqual({ runAt: '2030-01-01T00:00:00.000Z', workflow: 'wf1.demo.1.abc.def' });
+    expect(m.attributes).toEqual({
+      runAt: '2030-01-01T00:00:00.000Z',
+      workflow: 'wf1.demo.1.abc.def',
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
+    });
     // A root job of a workflow: the id and the attribute, no parents.
     const root = deliveryMessage('0', { jobId: 'j', tenant: 'demo', dueMs: 0, workflow: 'wf1.x', payload: 'null' });
     expect(JSON.parse(root.body)).toEqual({
