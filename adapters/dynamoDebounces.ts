@@ -9,6 +9,7 @@ import {
 import type { Debounces, Generation, GenerationState } from '../core/debounce/index.js';
 import { type RowKey, TABLE_KEY } from '../core/model/index.js';
 import { isConditionFailure, keys, rethrow } from './dynamoJobStore.js';
+import { markAttribute } from './dynamoOperationStore.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -17,9 +18,8 @@ export const debouncePointerPartition = (tenant: string, key: string): string =>
 /** The partition of a debounced job's generation item (IAM: `dg#*`). */
 export const generationPartition = (jobId: string): string => `dg#${jobId}`;
 
-/** A bulk cancel's mark on a generation: one attribute per operation (as on rows). */
-const MARK_PREFIX = 'o_';
-const markAttribute = (operationId: string) => `${MARK_PREFIX}${operationId.slice(4)}`;
+/** A bulk cancel's mark on a generation: one attribute per operation, as on rows. */
+const MARK_PREFIX = markAttribute('op1.');
 
 const n = (v: number): AttributeValue => ({ N: String(v) });
 const ttl = (ms: number): AttributeValue => n(Math.ceil(ms / 1000));

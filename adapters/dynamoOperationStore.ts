@@ -30,7 +30,8 @@ const at13 = (ms: number) => String(ms).padStart(13, '0');
 const THROTTLES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 const ttl = (ms: number): AttributeValue => ({ N: String(Math.ceil(ms / 1000)) });
 /** The attribute a row carries an operation's mark in: one per operation, so operations never meet. */
-const markAttribute = (operationId: string) => `o_${operationId.slice(4)}`;
+/** A bulk cancel's mark on an item: one attribute per operation (`o_<id without op1.>`). */
+export const markAttribute = (operationId: string) => `o_${operationId.slice(4)}`;
 
 /**
  * Bulk cancels' items in the scheduler table, and their reads and writes of job rows: the rows of

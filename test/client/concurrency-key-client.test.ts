@@ -1,6 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -17,7 +14,7 @@ import { dyneinLambdaHandler } from '../../client/lambda.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { sqsRecordFor } from '../support/lambdaEvents.js';
 import { STUB_CREDENTIALS, STUB_REGION, startSignedStub, type StubRequest } from '../support/signedStub.js';
-import { runMain, stubDataDir, waitUntil } from './support.js';
+import { bashOffers, runMain, stubDataDir, waitUntil } from './support.js';
 
 /**
  * Concurrency by key (issue #26), the client's side: the SDK sends `concurrencyKey` and
@@ -394,16 +391,7 @@ describe('dynein schedule --key --limit', () => {
 
     const completion = await run('completion', 'bash');
     expect(completion.code).toBe(0);
-    const file = join(dataDir, 'dynein.bash');
-    writeFileSync(file, `${completion.out.join('\n')}\n`);
-    const offered = (...typed: string[]) =>
-      execFileSync('bash', [
-        '-c',
-        `source '${file}'; COMP_WORDS=(dynein ${typed.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${typed.length}; _dynein; printf '%s\\n' "\${COMPREPLY[@]}"`,
-      ])
-        .toString()
-        .split('\n')
-        .filter(Boolean);
+    const offered = bashOffers(completion.out.join('\n'), dataDir);
     expect(offered('schedule', '--ke')).toEqual(['--key']);
     expect(offered('schedule', '--lim')).toEqual(['--limit']);
 

@@ -1,10 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DyneinClient, type JobDebounce } from '../../client/index.js';
 import { STUB_CREDENTIALS, STUB_REGION, startSignedStub } from '../support/signedStub.js';
-import { runMain, stubDataDir } from './support.js';
+import { bashOffers, runMain, stubDataDir } from './support.js';
 
 /**
  * Debounce (issue #26), the client's side: the SDK sends `debounce` without `runAt` or an
@@ -196,16 +193,7 @@ describe('dynein schedule --debounce-key', () => {
 
     const completion = await run('completion', 'bash');
     expect(completion.code).toBe(0);
-    const file = join(dataDir, 'dynein.bash');
-    writeFileSync(file, `${completion.out.join('\n')}\n`);
-    const offered = (...typed: string[]) =>
-      execFileSync('bash', [
-        '-c',
-        `source '${file}'; COMP_WORDS=(dynein ${typed.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${typed.length}; _dynein; printf '%s\\n' "\${COMPREPLY[@]}"`,
-      ])
-        .toString()
-        .split('\n')
-        .filter(Boolean);
+    const offered = bashOffers(completion.out.join('\n'), dataDir);
     expect(offered('schedule', '--debounce-')).toEqual(['--debounce-key', '--debounce-period', '--debounce-max-wait']);
 
     const shown = await run('show', '--tenant', 'demo', 'deb-1');

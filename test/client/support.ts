@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -162,4 +162,21 @@ export async function runMain(argv: readonly string[]): Promise<{ code: number; 
   const err: string[] = [];
   const code = await main([...argv], { out: (l) => out.push(...l.split('\n')), err: (l) => err.push(l) }, {});
   return { code, out, err };
+}
+
+/**
+ * The bash completion `dynein completion bash` printed (`script`), written into `dataDir` and
+ * sourced: what it offers after the words typed, as bash would.
+ */
+export function bashOffers(script: string, dataDir: string): (...typed: string[]) => string[] {
+  const file = join(dataDir, 'dynein.bash');
+  writeFileSync(file, `${script}\n`);
+  return (...typed) =>
+    execFileSync('bash', [
+      '-c',
+      `source '${file}'; COMP_WORDS=(dynein ${typed.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${typed.length}; _dynein; printf '%s\\n' "\${COMPREPLY[@]}"`,
+    ])
+      .toString()
+      .split('\n')
+      .filter(Boolean);
 }
