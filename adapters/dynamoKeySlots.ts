@@ -7,8 +7,13 @@ type Item = Record<string, AttributeValue>;
 /** The partition of a tenant's key (IAM: `dynamodb:LeadingKeys` `ck#*`). */
 export const keySlotsPartition = (tenant: string, key: string): string => `ck#${tenant}#${key}`;
 
-/** How long a key item read after a refused take serves the next refusals, and how many are kept. */
-const COPY_MS = 1_000;
+/**
+ * How long a key item read after a refused take serves the next refusals, and how many are kept.
+ * The holders serve only to evict a lease that ran out (10 s at the least, 900 s by default):
+ * a copy half the shortest lease old finds it at most 5 s late, and a key whose slots stay full
+ * costs one read per 5 s rather than one per refused ask.
+ */
+const COPY_MS = 5_000;
 const MAX_COPIES = 1_000;
 
 /** A key item is kept this long past its last write (its TTL): then a take starts it afresh. */
@@ -56,8 +61,8 @@ export class DynamoKeySlots implements KeySlots {
       } catch (err) {
         if (!isConditionFailure(err)) rethrow(err);
         // DynamoDB answers the item with the failure; an emulator without that reads it, at most
-        // once a second per key (the holders serve only to evict expired leases, each conditional
-        // on the lease read, so a copy a second old is safe).
+        // once per COPY_MS per key (the holders serve only to evict expired leases, each
+        // conditional on the lease read, so an older copy is safe: at worst an eviction fails).
         const old = (err as { Item?: Item }).Item ?? (await this.#recent(tenant, key));
         if (old?.h?.M !== undefined && old.lim?.N !== undefined) return fullOf(old);
         // No item (or one without slots): start it with this job's limit, then take again.

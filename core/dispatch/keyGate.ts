@@ -2,9 +2,13 @@
  * Concurrency by key (docs/flow-control.md) in a releaser: a row with a `concurrencyKey` is sent
  * only once it holds one of its key's slots (a conditional write on the key's item, so rounds and
  * dispatchers never give out more than the limit between them). The rows of a key whose slots are
- * all held wait here, in due order then priority, still acquired (the releaser keeps renewing
- * their leases); the first of them asks again, sooner after a recent failure and less often as the
- * wait goes on, and takes over a slot whose lease ran out without an outcome or a heartbeat.
+ * all held wait, in due order then priority, still acquired (not renewed meanwhile: see
+ * LeaseKeeper); the first of them asks again when the key's oldest slot should free, and takes
+ * over a slot whose lease ran out without an outcome or a heartbeat.
+ *
+ * The waits are shared by every gate of a process over the same key slots (the rounds of the
+ * groups one dispatcher runs): a key is asked by one timer, not one per group, and a slot that
+ * frees goes to the earliest waiting row of the key whichever round holds it.
  */
 import { type AcquiredRow, DEFAULT_KEY_LEASE_SECONDS, DEFAULT_PRIORITY, type KeyFull, type KeySlots } from '../model/index.js';
 import { Heap } from '../util/index.js';
@@ -14,36 +18,28 @@ import type { KeyTally } from './keyTally.js';
 export interface Gated {
   readonly row: AcquiredRow;
   slot?: boolean;
+  /** In the gate, waiting for a slot (its lease is not renewed meanwhile: see LeaseKeeper). */
+  waiting?: boolean;
 }
 
 /**
- * The first ask after a failed take, how much longer each next wait is, and the longest wait
- * between two asks. Growing by half, the ask that finds a slot freed comes about a sixth of the
- * running job's time after (a tenth of a second at most): the key's throughput stays above 80 %
- * of its limit's, for at most one refused conditional write per ask.
+ * Asks for a key whose slot time is not known yet: the first 10 ms after a failed take, each next
+ * one half as long again, 250 ms apart at most.
  */
 const FIRST_PROBE_MS = 10;
 const PROBE_GROWTH = 1.5;
 const MAX_PROBE_MS = 250;
 /**
- * Once a key's slots have freed in this round, the first ask waits half the time a slot was held
- * (its running job's time, learnt as a moving average), and asks then come at most a quarter of
- * it apart (never more than 5 s): a key whose jobs run 200 ms is asked about twice per job, not
- * six times, and one whose jobs run a minute about four times, not 240.
+ * Once slots of a key have freed, the waits know how long one stays held (from its take until it
+ * freed: its job's send, run and outcome report; a moving average per key): the first ask comes
+ * when the oldest slot taken should free, and asks after a refusal an eighth of that time apart,
+ * growing by half, half of it apart at most (never more than 5 s). A key whose jobs hold their
+ * slot 300 ms is asked about once or twice per job, and a refusal costs the slot ~40 ms at most.
  */
 const LEARNT_WEIGHT = 0.3;
 const MAX_LEARNT_PROBE_MS = 5_000;
-
-interface Waiting<G extends Gated> {
-  readonly tenant: string;
-  readonly key: string;
-  readonly rows: Heap<G>;
-  attempt: number;
-  /** When this wait began: the first refusal, or the latest slot taken. */
-  since: number;
-  timer?: NodeJS.Timeout;
-  probing: boolean;
-}
+/** Keys whose slot takes are remembered (the oldest forgotten first). */
+const MAX_KEYS_REMEMBERED = 10_000;
 
 export interface KeyGateDeps {
   readonly slots: Pick<KeySlots, 'take' | 'evict'>;
@@ -55,30 +51,54 @@ export interface KeyGateDeps {
   readonly tally?: () => KeyTally;
 }
 
+/** A waiting row and the gate (round) it belongs to. */
+interface Entry<G extends Gated> {
+  readonly h: G;
+  readonly gate: KeyGate<G>;
+}
+
+interface Waiting<G extends Gated> {
+  readonly tenant: string;
+  readonly key: string;
+  readonly rows: Heap<Entry<G>>;
+  attempt: number;
+  /** When this wait began (the first refusal). */
+  readonly since: number;
+  /** The latest refused ask (a slot that then frees freed after it). */
+  refusedAt: number;
+  timer?: NodeJS.Timeout;
+  probing: boolean;
+}
+
+/** The gates of a process over one key slots store share one {@link KeyWaits}. */
+const shared = new WeakMap<object, KeyWaits>();
+
 export class KeyGate<G extends Gated> {
-  readonly #waiting = new Map<string, Waiting<G>>();
-  /** Per key, how long a slot stayed held before the next ask found it free (a moving average, ms). */
-  readonly #heldMs = new Map<string, number>();
-  #size = 0;
+  readonly #waits: KeyWaits<G>;
   #stopped = false;
+  /** Rows of this gate waiting for a slot. */
+  size = 0;
   /** Slots taken (rows let through), and failed takes (rows that waited), for the round's report. */
   taken = 0;
   refused = 0;
 
   /** @param admit called with rows that took a slot while they waited: they go to be sent. */
   constructor(
-    private readonly deps: KeyGateDeps,
-    private readonly admit: (rows: G[]) => void,
-  ) {}
+    readonly deps: KeyGateDeps,
+    readonly admit: (rows: G[]) => void,
+  ) {
+    let waits = shared.get(deps.slots);
+    if (!waits) shared.set(deps.slots, (waits = new KeyWaits(deps)));
+    this.#waits = waits as unknown as KeyWaits<G>;
+  }
 
-  /** Rows waiting for a slot. */
-  get size(): number {
-    return this.#size;
+  get stopped(): boolean {
+    return this.#stopped;
   }
 
   /**
    * The rows of `list` that may be sent now: those without a key, those holding their slot, and
-   * those that take one now. The others wait here (and come back through `admit`).
+   * those that take one now. The others wait (and come back through `admit`).
    */
   async pass(list: readonly G[]): Promise<G[]> {
     const out: G[] = [];
@@ -88,21 +108,23 @@ export class KeyGate<G extends Gated> {
       if (!c || h.slot) out.push(h);
       else {
         const id = keyId(h.row.tenant, c.key);
-        byKey.set(id, [...(byKey.get(id) ?? []), h]);
+        const rows = byKey.get(id);
+        if (rows) rows.push(h);
+        else byKey.set(id, [h]);
       }
     }
     await Promise.all(
       [...byKey].map(async ([id, rows]) => {
         rows.sort((a, b) => (before(a, b) ? -1 : 1));
-        const w = this.#waiting.get(id);
         // Rows of a key that already waits queue behind it: due order holds within the round.
         let i = 0;
-        if (!w)
-          for (; i < rows.length && (await this.#take(rows[i]!)) === true; i++) {
+        if (!this.#waits.waits(id))
+          for (; i < rows.length && (await this.#waits.take(this, rows[i]!)) === true; i++) {
+            this.#waits.took(rows[i]!);
             out.push(rows[i]!);
             this.deps.tally?.().started(rows[i]!.row.tenant, rows[i]!.row.concurrency!.key);
           }
-        for (const h of rows.slice(i)) this.#wait(id, h);
+        for (const h of rows.slice(i)) this.#waits.wait(this, h);
       }),
     );
     return out;
@@ -110,105 +132,152 @@ export class KeyGate<G extends Gated> {
 
   /** Forgets a waiting row (its lease was lost, or the round let it go). */
   drop(h: G): void {
+    this.#waits.drop(this, h);
+  }
+
+  /** Takes this gate's waiting rows out of the waits: the round gives them back as it ends. */
+  takeWaiting(): G[] {
+    return this.#waits.takeAll(this);
+  }
+
+  /** Forgets this gate's waiting rows (the round ends: their leases run out). */
+  stop(): void {
+    this.#stopped = true;
+    this.#waits.takeAll(this);
+  }
+}
+
+/** The rows waiting for their keys' slots, of every gate over one key slots store, and the asks for them. */
+class KeyWaits<G extends Gated = Gated> {
+  readonly #waiting = new Map<string, Waiting<G>>();
+  /** Per key, how long a slot stays held from its take until it frees (a moving average, ms). */
+  readonly #heldMs = new Map<string, number>();
+  /** Per key, when the slots still counted as held were taken here (oldest first, `limit` at most). */
+  readonly #takenAt = new Map<string, number[]>();
+
+  constructor(private readonly deps: Omit<KeyGateDeps, 'tally'>) {}
+
+  waits(id: string): boolean {
+    return this.#waiting.has(id);
+  }
+
+  wait(gate: KeyGate<G>, h: G): void {
+    const c = h.row.concurrency!;
+    const id = keyId(h.row.tenant, c.key);
+    let w = this.#waiting.get(id);
+    if (!w) {
+      const now = this.deps.clock.now();
+      w = {
+        tenant: h.row.tenant,
+        key: c.key,
+        rows: new Heap<Entry<G>>((a, b) => before(a.h, b.h)),
+        attempt: 0,
+        since: now,
+        refusedAt: now,
+        probing: false,
+      };
+      this.#waiting.set(id, w);
+    }
+    h.waiting = true;
+    w.rows.push({ h, gate });
+    gate.size++;
+    gate.refused++;
+    gate.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
+    this.#arm(w);
+  }
+
+  drop(gate: KeyGate<G>, h: G): void {
     const c = h.row.concurrency;
     if (!c) return;
     const w = this.#waiting.get(keyId(h.row.tenant, c.key));
     if (!w) return;
-    const kept: G[] = [];
-    for (let x = w.rows.pop(); x; x = w.rows.pop()) if (x !== h) kept.push(x);
-    for (const x of kept) w.rows.push(x);
-    this.#recount();
-    if (w.rows.size === 0) this.#forget(w);
+    this.#remove(w, (e) => e.h === h && e.gate === gate);
   }
 
-  /** Takes every waiting row out of the gate (their timers stopped): the round gives them back as it ends. */
-  takeWaiting(): G[] {
+  takeAll(gate: KeyGate<G>): G[] {
     const out: G[] = [];
-    for (const w of this.#waiting.values()) {
-      clearTimeout(w.timer);
-      for (let h = w.rows.pop(); h; h = w.rows.pop()) out.push(h);
-    }
-    this.#waiting.clear();
-    this.#size = 0;
+    for (const w of [...this.#waiting.values()]) out.push(...this.#remove(w, (e) => e.gate === gate));
     return out;
   }
 
-  /** Stops every timer and forgets the waiting rows (the round ends: their leases run out). */
-  stop(): void {
-    this.#stopped = true;
-    for (const w of this.#waiting.values()) clearTimeout(w.timer);
-    this.#waiting.clear();
-    this.#size = 0;
-  }
-
-  #recount(): void {
-    let n = 0;
-    for (const w of this.#waiting.values()) n += w.rows.size;
-    this.#size = n;
-  }
-
-  #wait(id: string, h: G): void {
-    let w = this.#waiting.get(id);
-    if (!w) {
-      const c = h.row.concurrency!;
-      w = { tenant: h.row.tenant, key: c.key, rows: new Heap<G>(before), attempt: 0, since: this.deps.clock.now(), probing: false };
-      this.#waiting.set(id, w);
-    }
-    w.rows.push(h);
-    this.#size++;
-    this.refused++;
-    this.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
-    this.#arm(w);
+  /** Takes the entries `which` out of `w` (their gates' counts with them): their rows. */
+  #remove(w: Waiting<G>, which: (e: Entry<G>) => boolean): G[] {
+    const kept: Entry<G>[] = [];
+    const out: G[] = [];
+    for (let e = w.rows.pop(); e; e = w.rows.pop())
+      if (which(e)) {
+        e.h.waiting = false;
+        e.gate.size--;
+        out.push(e.h);
+      } else kept.push(e);
+    for (const e of kept) w.rows.push(e);
+    if (w.rows.size === 0 && !w.probing) this.#forget(w);
+    return out;
   }
 
   #arm(w: Waiting<G>): void {
-    if (this.#stopped || w.timer || w.probing) return;
-    const held = this.#heldMs.get(keyId(w.tenant, w.key));
-    const first = held === undefined ? FIRST_PROBE_MS : Math.min(MAX_LEARNT_PROBE_MS, Math.max(FIRST_PROBE_MS, held / 2));
-    const cap = held === undefined ? MAX_PROBE_MS : Math.min(MAX_LEARNT_PROBE_MS, Math.max(MAX_PROBE_MS, held / 4));
-    const delay = Math.min(cap, first * PROBE_GROWTH ** w.attempt);
+    if (w.timer || w.probing) return;
+    const delay = this.#nextAsk(w);
     w.timer = setTimeout(() => void this.#probe(w), Math.round(delay * (0.75 + Math.random() / 2)));
+  }
+
+  /** How long until the key's next ask (see FIRST_PROBE_MS and LEARNT_WEIGHT). */
+  #nextAsk(w: Waiting<G>): number {
+    const id = keyId(w.tenant, w.key);
+    const held = this.#heldMs.get(id);
+    if (held === undefined) return Math.min(MAX_PROBE_MS, FIRST_PROBE_MS * PROBE_GROWTH ** w.attempt);
+    if (w.attempt === 0) {
+      const oldest = this.#takenAt.get(id)?.[0] ?? w.since;
+      return Math.min(MAX_LEARNT_PROBE_MS, Math.max(FIRST_PROBE_MS, oldest + held - this.deps.clock.now()));
+    }
+    const cap = Math.min(MAX_LEARNT_PROBE_MS, Math.max(MAX_PROBE_MS, held / 2));
+    return Math.min(cap, Math.max(FIRST_PROBE_MS, held / 8) * PROBE_GROWTH ** (w.attempt - 1));
   }
 
   /** The first waiting row asks for a slot; while it gets one, the next asks too. */
   async #probe(w: Waiting<G>): Promise<void> {
     w.timer = undefined;
     w.probing = true;
-    const admitted: G[] = [];
+    const refusedAt = w.refusedAt; // the refusal before this ask (its own next rows' refusals come after the slots freed)
+    const admitted = new Map<KeyGate<G>, G[]>();
+    const all: G[] = [];
     try {
-      for (let h = w.rows.pop(); h && !this.#stopped; h = w.rows.pop()) {
-        this.#size--;
+      for (let e = w.rows.pop(); e; e = w.rows.pop()) {
+        e.gate.size--;
+        if (e.gate.stopped) continue;
         let got: true | KeyFull = { holders: new Map(), limit: 0 };
         try {
-          got = await this.#take(h);
+          got = await this.take(e.gate, e.h);
         } finally {
           if (got !== true) {
-            w.rows.push(h);
-            this.#size++;
+            w.rows.push(e);
+            e.gate.size++;
           }
         }
         if (got !== true) {
-          this.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
+          w.refusedAt = this.deps.clock.now();
+          e.gate.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
           break;
         }
-        this.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - h.row.dueMs));
-        admitted.push(h);
+        e.gate.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - e.h.row.dueMs));
+        e.h.waiting = false;
+        admitted.set(e.gate, [...(admitted.get(e.gate) ?? []), e.h]);
+        all.push(e.h);
       }
     } catch (err) {
       this.deps.log?.('key slot take failed', { tenant: w.tenant, error: (err as Error).message });
     } finally {
       w.probing = false;
     }
-    if (this.#stopped) return;
-    if (admitted.length > 0) this.#learn(w);
-    w.attempt = admitted.length > 0 ? 0 : w.attempt + 1;
-    if (admitted.length > 0) this.admit(admitted);
+    if (all.length > 0) this.#learn(w, all, refusedAt);
+    w.attempt = all.length > 0 ? 0 : w.attempt + 1;
+    for (const [gate, rows] of admitted) if (!gate.stopped) gate.admit(rows);
     if (w.rows.size === 0) this.#forget(w);
     else this.#arm(w);
   }
 
   /** One take for `h`; a slot whose lease ran out is taken over (its holder evicted as read). */
-  async #take(h: G): Promise<true | KeyFull> {
+  async take(gate: KeyGate<G>, h: G): Promise<true | KeyFull> {
     const { slots, clock } = this.deps;
     const { tenant, jobId, concurrency } = h.row;
     const c = concurrency!;
@@ -224,19 +293,48 @@ export class KeyGate<G extends Gated> {
     }
     if (got === true) {
       h.slot = true;
-      this.taken++;
+      gate.taken++;
     }
     return got;
   }
 
-  /** A slot freed: how long it was held since the wait began counts in the key's average; the next wait begins now. */
-  #learn(w: Waiting<G>): void {
+  /**
+   * `admitted` took slots that freed since their oldest counted take (the wait's start stands for
+   * a take not seen here: another dispatcher's, or one before the wait). A slot found free after a
+   * refusal freed between that refusal and now: about halfway, which counts in the average. One
+   * found free at the first ask freed some time before it: the time held is taken as half of what
+   * it seemed, at once, so that a key asked too late (the average too long, learnt while the
+   * table was busy) is asked in time again within a few jobs.
+   */
+  #learn(w: Waiting<G>, admitted: readonly G[], refusedAt: number): void {
     const now = this.deps.clock.now();
     const id = keyId(w.tenant, w.key);
-    const seen = now - w.since;
-    const before = this.#heldMs.get(id);
-    this.#heldMs.set(id, before === undefined ? seen : before + LEARNT_WEIGHT * (seen - before));
-    w.since = now;
+    const taken = this.#takenAt.get(id) ?? [];
+    for (const h of admitted) {
+      const from = taken.shift() ?? w.since;
+      const refused = refusedAt > from;
+      const seen = Math.max(0, ((refused ? refusedAt : from) + now) / 2 - from);
+      const before = this.#heldMs.get(id);
+      this.#heldMs.set(id, before === undefined || !refused ? seen : before + LEARNT_WEIGHT * (seen - before));
+      this.took(h);
+    }
+  }
+
+  /** Counts `h`'s slot as taken now (the key's latest `limit` takes are kept). */
+  took(h: G): void {
+    const { tenant, concurrency } = h.row;
+    const id = keyId(tenant, concurrency!.key);
+    let taken = this.#takenAt.get(id);
+    if (!taken) {
+      if (this.#takenAt.size >= MAX_KEYS_REMEMBERED) {
+        const oldest = this.#takenAt.keys().next().value!;
+        this.#takenAt.delete(oldest);
+        this.#heldMs.delete(oldest);
+      }
+      this.#takenAt.set(id, (taken = []));
+    }
+    taken.push(this.deps.clock.now());
+    while (taken.length > concurrency!.limit) taken.shift();
   }
 
   #forget(w: Waiting<G>): void {

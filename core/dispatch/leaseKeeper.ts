@@ -1,8 +1,8 @@
 /**
  * Keeps the leases of the rows a releaser holds: a row is never sent with less than `safetyMs` of
  * its lease left (renewed first, with a conditional write), and rows waiting for their time are
- * renewed once they have used half of their lease. A row whose renewal fails belongs to another
- * round now: the releaser lets it go.
+ * renewed once they have used half of their lease (not those waiting for a key's slot, see
+ * {@link Leased.waiting}). A row whose renewal fails belongs to another round now: the releaser lets it go.
  */
 import type { AcquiredRow, RowLeases } from '../model/index.js';
 import type { DispatchDeps } from './deps.js';
@@ -15,6 +15,13 @@ export interface Leased {
   leaseUntil: number;
   /** Being sent: its renewal is the send's business. */
   busy: boolean;
+  /**
+   * Waiting for a slot of its concurrency key: not renewed while it waits. Its round tracks it, so
+   * no other round of the group acquires it (only one that takes over after this round ends or
+   * dies, as with any lease), and the renewal after its take is conditional on the lease read:
+   * a row whose lease ran out while waiting is still sent once, or given back when it was taken.
+   */
+  waiting?: boolean;
   /** A renewal in flight, shared by whoever asks for one meanwhile. */
   renewing?: Promise<boolean>;
 }
@@ -78,7 +85,7 @@ export class LeaseKeeper<H extends Leased> {
     }
     const { clock, settings } = this.deps;
     const now = clock.now();
-    const due = [...held.values()].filter((h) => !h.busy && h.leaseUntil - now < settings.leaseMs / 2);
+    const due = [...held.values()].filter((h) => !h.busy && !h.waiting && h.leaseUntil - now < settings.leaseMs / 2);
     await Promise.all(
       due.map(async (h) => {
         if (!(await this.renew(h, now + settings.leaseMs))) lost(h);

@@ -378,6 +378,17 @@ export class Releaser {
     this.#inflight.add(tracked);
   }
 
+  /**
+   * A keyed row that took its slot and is let go unsent (its lease lost, its tenant paused or
+   * unknown) gives the slot back: whoever sends it later takes one again.
+   */
+  #freeSlot(h: Held): void {
+    const c = h.slot ? h.row.concurrency : undefined;
+    if (!c) return;
+    h.slot = false;
+    void this.deps.keySlots?.release(h.row.tenant, c.key, h.row.jobId).catch(() => undefined);
+  }
+
   #forget(h: Held): void {
     if (!this.#held.delete(h.key)) return;
     this.#bytes -= h.bytes;
@@ -434,7 +445,7 @@ export class Releaser {
   /**
    * A keyed row's lease is renewed once it holds its slot, before its first send: a cancel of a
    * row waiting for its key writes on the lease it read (JobsService), so either that cancel or
-   * this renewal fails, and a cancelled row is never sent. A row whose renewal fails gives its slot back.
+   * this renewal fails, and a cancelled row is never sent. A row whose renewal fails gives its slot back ({@link #settle}).
    */
   async #confirmKeyed(pass: Held[]): Promise<Held[]> {
     const fresh = pass.filter((h) => h.row.concurrency && h.slot && !h.confirmed);
@@ -449,10 +460,6 @@ export class Releaser {
     );
     if (lost.size === 0) return pass;
     this.#settle(lost, { sent: [], retry: [] });
-    for (const h of lost) {
-      const c = h.row.concurrency!;
-      void this.deps.keySlots?.release(h.row.tenant, c.key, h.row.jobId).catch(() => undefined);
-    }
     return pass.filter((h) => !lost.has(h));
   }
 
@@ -523,6 +530,7 @@ export class Releaser {
     await Promise.all(
       list.map(async (h) => {
         this.#forget(h);
+        this.#freeSlot(h);
         const back = await this.deps.store.unacquire(h.row, h.leaseUntil).catch(() => false);
         if (back) this.stats.givenBack++;
         // Given back: look at it again now (it will be held); otherwise after its lease.
@@ -592,6 +600,7 @@ export class Releaser {
       this.deps.log?.('no queue for tenant; row left for a later round', { tenant, rows: list.length });
       for (const h of list) {
         this.#forget(h);
+        this.#freeSlot(h);
         this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
       }
       return;
@@ -648,6 +657,7 @@ export class Releaser {
     for (const h of lost) {
       this.#forget(h);
       this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
+      this.#freeSlot(h); // cancelled while it waited, or taken over by another round
     }
     this.stats.leaseLost += lost.size;
     for (const h of outcome.retry) {

@@ -159,8 +159,56 @@ describe('KeyGate', () => {
     g.stop();
   });
 
-  it('two gates (two dispatchers) over the same slots: never more holders than a key’s limit, and every row gets its turn', async () => {
+  it('gates of one process share a key’s asks, and a freed slot goes to the earliest row whichever gate holds it', async () => {
     const slots = new MemorySlots();
+    const a = gate(slots);
+    const b = gate(slots);
+    await a.g.pass([row('running', 0, 'k')]);
+    await a.g.pass([row('a1', 2, 'k')]);
+    await b.g.pass([row('b1', 1, 'k')]);
+    expect([a.g.size, b.g.size]).toEqual([1, 1]);
+    const before = slots.takes;
+    await new Promise((r) => setTimeout(r, 600));
+    // One timer for the key, as for one gate (about 8 asks in 600 ms), not one per gate.
+    expect(slots.takes - before).toBeLessThanOrEqual(15);
+    slots.free('t', 'k', 'running');
+    await until(() => b.admitted.length === 1);
+    expect(b.admitted.map((h) => h.row.jobId)).toEqual(['b1']);
+    expect(a.admitted).toEqual([]);
+    slots.free('t', 'k', 'b1');
+    await until(() => a.admitted.length === 1);
+    expect(a.admitted.map((h) => h.row.jobId)).toEqual(['a1']);
+    expect([a.g.size, b.g.size]).toEqual([0, 0]);
+    a.g.stop();
+    b.g.stop();
+  });
+
+  it('a key asked later than its slots free (its hold time learnt too long) is asked in time again within a few jobs', async () => {
+    const slots = new MemorySlots();
+    const admittedAt: number[] = [];
+    const g = new KeyGate<Gated>({ slots, clock: { now: () => Date.now() }, keyLeaseSeconds: () => undefined }, (rows) => {
+      for (const h of rows) {
+        admittedAt.push(Date.now());
+        setTimeout(() => slots.free('t', 'k', h.row.jobId), 40); // each job holds its slot 40 ms
+      }
+    });
+    await g.pass([row('slow', 0, 'k')]);
+    await g.pass(Array.from({ length: 8 }, (_, i) => row(`w${i}`, i + 1, 'k')));
+    await new Promise((r) => setTimeout(r, 800));
+    slots.free('t', 'k', 'slow'); // held 800 ms: the gate learns about that much
+    await until(() => admittedAt.length === 8, 8_000);
+    expect(admittedAt).toHaveLength(8);
+    const gaps = admittedAt.slice(1).map((t, i) => t - admittedAt[i]!);
+    // Asked at the learnt time, each first ask finds the slot free and halves it: 800, 400, 200, 100, ...
+    expect(Math.min(...gaps.slice(-2))).toBeLessThan(250);
+    g.stop();
+  });
+
+  it('two gates (two dispatchers) over the same slots: never more holders than a key’s limit, and every row gets its turn', async () => {
+    const memory = new MemorySlots();
+    // Two processes: each its own view of the one store (gates over one view share their waits).
+    const views = [0, 1].map(() => ({ take: memory.take.bind(memory), evict: memory.evict.bind(memory) }));
+    const slots = memory;
     let seed = 7;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     const limits: Record<string, number> = { a: 1, b: 2, c: 3 };
@@ -184,8 +232,9 @@ describe('KeyGate', () => {
         );
       }
     };
-    const gates = [0, 1].map(
-      () => new KeyGate<Gated>({ slots, clock: { now: () => Date.now() }, keyLeaseSeconds: () => undefined }, (rows) => run(rows)),
+    const gates = views.map(
+      (view) =>
+        new KeyGate<Gated>({ slots: view, clock: { now: () => Date.now() }, keyLeaseSeconds: () => undefined }, (rows) => run(rows)),
     );
     const rows = Array.from({ length: 30 }, (_, i) => {
       const key = ['a', 'b', 'c'][i % 3]!;
