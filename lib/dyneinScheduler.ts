@@ -215,6 +215,25 @@ export interface DyneinSchedulerProps {
    * @default 5
    */
   readonly workflowChildrenWaitingAlarmMinutes?: number;
+  /**
+   * Export the scheduler's spans (`dynein.submit`, `dynein.ingest`, `dynein.dispatch`) over
+   * OTLP/HTTP JSON (docs/tracing.md). Off by default: no span is built.
+   */
+  readonly tracing?: DyneinTracing;
+}
+
+/** Where the submit, ingest and dispatch functions export their spans (docs/tracing.md#on-aws). */
+export interface DyneinTracing {
+  /**
+   * The OTLP/HTTP endpoint (`http(s)://host:port`): spans are POSTed to its `/v1/traces`. With the
+   * ADOT collector Lambda layer, `http://localhost:4318`; or a collector the team runs (in a VPC
+   * the functions reach, or behind a public HTTPS endpoint).
+   */
+  readonly otlpEndpoint: string;
+  /** Layers added to the three functions (the ADOT collector layer). @default none */
+  readonly layers?: lambda.ILayerVersion[];
+  /** Environment added to the three functions (the collector layer's configuration). @default none */
+  readonly environment?: Record<string, string>;
 }
 
 export type { FunctionName } from './permissions.js';
@@ -540,6 +559,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const registrationFunction = this.#function('register', retention, logLevel, { timeout: Duration.seconds(60), environment: env });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
+    if (props.tracing) addTracing(props.tracing, [submit, ingest, dispatch]);
     return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin, workflows }, registrationFunction };
   }
 
@@ -1018,4 +1038,16 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
     );
   if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
   return settings;
+}
+
+/** The functions that record spans export them to `tracing.otlpEndpoint` (docs/tracing.md#on-aws). */
+function addTracing(tracing: DyneinTracing, functions: readonly lambda.Function[]): void {
+  const endpoint = tracing.otlpEndpoint;
+  if (!Token.isUnresolved(endpoint) && !/^https?:\/\/[^\s/]+(\/\S*)?$/.test(endpoint))
+    throw new Error(`DyneinScheduler: tracing.otlpEndpoint must be an http(s) URL like http://localhost:4318, got '${endpoint}'`);
+  for (const f of functions) {
+    f.addEnvironment('DYNEIN_OTLP_ENDPOINT', endpoint);
+    for (const [k, v] of Object.entries(tracing.environment ?? {})) f.addEnvironment(k, v);
+    if (tracing.layers?.length) f.addLayers(...tracing.layers);
+  }
 }

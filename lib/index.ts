@@ -8,6 +8,7 @@ export {
   type DyneinLogLevel,
   type DyneinSchedulerProps,
   type DyneinTableCapacity,
+  type DyneinTracing,
   type FunctionName,
 } from './dyneinScheduler.js';
 export { DyneinTenant, type DyneinTenantProps, type IDyneinScheduler, type SchedulerAttributes } from './tenant.js';

@@ -33,6 +33,8 @@ export interface ApiServerOptions {
   };
   /** `GET /local/metrics` (unsigned, local only). */
   readonly metrics: () => unknown;
+  /** `GET /local/traces/<traceId>`: the spans of a trace the stack kept (unsigned, local only; none without). */
+  readonly trace?: (traceId: string) => unknown[];
   /** Default route throttling, as the stage's. @default { rateLimit: 1000, burstLimit: 2000 } */
   readonly throttle?: { rateLimit: number; burstLimit: number };
   readonly now?: () => number;
@@ -239,6 +241,8 @@ export function startApiServer(opts: ApiServerOptions): Promise<Server> {
     if (declaredLength(req) > MAX_BODY_BYTES) return refuse(req, res, requestId, 413, 'Request Entity Too Large');
     if (method === 'GET' && target.path === '/local/metrics')
       return send(res, 200, { 'content-type': 'application/json' }, JSON.stringify(opts.metrics(), null, 2));
+    const traced = method === 'GET' ? /^\/local\/traces\/([0-9a-f]{32})$/.exec(target.path) : null;
+    if (traced) return send(res, 200, { 'content-type': 'application/json' }, JSON.stringify({ spans: opts.trace?.(traced[1]!) ?? [] }));
     if (method === 'GET' && target.path === '/') return send(res, 200, { 'content-type': 'text/html; charset=utf-8' }, DASHBOARD_HTML);
 
     const route = ROUTES.find((r) => r.method === method && r.pattern.test(target.path));

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoJobStore } from '../adapters/dynamoJobStore.js';
+import { fanOut, MemorySpanSink } from '../adapters/memorySpans.js';
+import { OtlpHttpSpanSink } from '../adapters/otlpSpans.js';
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { readConfig, type LambdaConfig } from '../lambdas/runtime/config.js';
 import {
@@ -63,9 +65,22 @@ const t = metrics.telemetry();
 const scheduler = config.scheduler?.endpoint
   ? client(new SchedulerClient({ endpoint: config.scheduler.endpoint, region: settings.region, credentials }))
   : undefined;
+// The last 10,000 spans (`GET /local/traces/<traceId>`, `dynein show --trace`), and an OTLP
+// receiver's when DYNEIN_OTLP_ENDPOINT names one (docs/tracing.md).
+const spans = new MemorySpanSink(10_000);
 const w = await wire(config, {
   dynamo,
   sqs,
+  spans: config.otlpEndpoint
+    ? fanOut([
+        spans,
+        new OtlpHttpSpanSink({
+          endpoint: config.otlpEndpoint,
+          serviceName: 'dynein-local',
+          log: (message, fields) => console.error(`dynein compute: ${message} ${JSON.stringify(fields ?? {})}`),
+        }),
+      ])
+    : spans,
   ...(scheduler ? { scheduler } : {}),
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
 });
@@ -125,6 +140,7 @@ const api = await startApiServer({
     workflows: workflowsHandler(w, t),
   },
   metrics: () => ({ ...metrics.snapshot(), reads: reads(), ...(faults ? { faults: faults.snapshot() } : {}) }),
+  trace: (traceId) => spans.trace(traceId),
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;
   console.error(`dynein compute: port ${settings.port} is in use: stop what uses it or set DYNEIN_PORT`);

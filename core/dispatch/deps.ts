@@ -1,6 +1,16 @@
 import type { Debounces } from '../debounce/index.js';
 import { AdaptiveLimit } from './adaptiveLimit.js';
-import type { Clock, GroupLeases, KeySlots, LanePointers, QueueSender, RowLeases, SchedulerSettings, ShardReads } from '../model/index.js';
+import type {
+  Clock,
+  GroupLeases,
+  KeySlots,
+  LanePointers,
+  QueueSender,
+  RowLeases,
+  SchedulerSettings,
+  ShardReads,
+  SpanSink,
+} from '../model/index.js';
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import type { ParkedTenants } from './parked.js';
 
@@ -40,6 +50,8 @@ export interface DispatchDeps {
    * debounced row is sent as any other (a wiring without debounce, the simulation).
    */
   readonly debounces?: Pick<Debounces, 'claim' | 'dropAcquired'>;
+  /** Where the `dynein.dispatch` spans go, one per job sent (docs/tracing.md). Absent: none are built. */
+  readonly spans?: SpanSink;
 }
 
 /** Acquires and sends in flight across a process's dispatch rounds (docs/tenant-controls.md, "Fair share under saturation"). */

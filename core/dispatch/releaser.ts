@@ -5,10 +5,14 @@ import {
   type AcquiredRow,
   DEFAULT_PRIORITY,
   deliveryMessage,
+  jobSpan,
   MAX_BATCH_ENTRIES,
+  type OutgoingMessage,
   packBatches,
   type RowKey,
   type RowLeases,
+  SPAN_KIND,
+  spanIdOfTraceparent,
 } from '../model/index.js';
 import { TenantTally } from './tenantTally.js';
 import { rowKeyString, type ReleaseHooks, type ReleaseStats } from './releaseStats.js';
@@ -22,7 +26,7 @@ import { KeyTally } from './keyTally.js';
 /** What a releaser runs on: of the table, only a row's lease (renew, give back, mark delivered). */
 export type ReleaserDeps = Pick<
   DispatchDeps,
-  'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots' | 'debounces'
+  'sender' | 'tenants' | 'clock' | 'settings' | 'log' | 'controls' | 'keySlots' | 'debounces' | 'spans'
 > & {
   readonly store: Pick<RowLeases, 'renew' | 'unacquire' | 'markDelivered'>;
 };
@@ -611,13 +615,14 @@ export class Releaser {
       packBatches(list.map((h, i) => deliveryMessage(String(i), h.row, undefined, opts))).map(async (batch) => {
         if (this.signal?.aborted) return;
         let failed: Set<string>;
+        const called = clock.now();
         try {
-          const called = clock.now();
           failed = new Set((await sender.sendBatch(record.queueUrl, batch)).map((f) => f.id));
           outcome.slowest = Math.max(outcome.slowest ?? 0, clock.now() - called);
         } catch {
           failed = new Set(batch.map((m) => m.id));
         }
+        if (this.deps.spans) this.#spans(record.queueUrl, batch, byId, failed, called);
         if (this.signal?.aborted) {
           // Stopped while the send was in flight: record what it delivered all the same.
           this.#markers.writeOnce(batch.filter((m) => !failed.has(m.id)).map((m) => ({ row: byId.get(m.id)!.row, leaseUntil: 0 })));
@@ -630,6 +635,36 @@ export class Releaser {
         );
       }),
     );
+  }
+
+  /** The `dynein.dispatch` span of each job a batch sent: the span its message's `traceparent` names as parent. */
+  #spans(
+    queueUrl: string,
+    batch: readonly OutgoingMessage[],
+    byId: ReadonlyMap<string, Held>,
+    failed: ReadonlySet<string>,
+    startMs: number,
+  ): void {
+    const endMs = this.deps.clock.now();
+    const queue = queueUrl.slice(queueUrl.lastIndexOf('/') + 1);
+    for (const m of batch) {
+      if (failed.has(m.id)) continue;
+      const row = byId.get(m.id)!.row;
+      const span = jobSpan(
+        'dynein.dispatch',
+        SPAN_KIND.producer,
+        row,
+        { startMs, endMs },
+        {
+          'messaging.system': 'aws_sqs',
+          'messaging.operation': 'publish',
+          'messaging.destination.name': queue,
+          'dynein.lateness_ms': endMs - row.dueMs,
+        },
+        spanIdOfTraceparent(m.attributes!.traceparent!),
+      );
+      if (span) this.deps.spans!.record(span);
+    }
   }
 
   /** Counts a batch's sends (lateness: due time to the send's acknowledgement) and its failed entries. */

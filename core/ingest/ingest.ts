@@ -4,10 +4,13 @@ import {
   inboundMatchesId,
   isLateRow,
   type JobIdCodec,
+  jobSpan,
   type JobWrites,
   type KeySlots,
   parseInboundJobs,
   type SchedulerSettings,
+  SPAN_KIND,
+  type SpanSink,
 } from '../model/index.js';
 import { unlimited, type Limit } from '../util/index.js';
 
@@ -28,6 +31,8 @@ export interface IngestDeps {
   readonly settings: SchedulerSettings;
   /** Concurrency keys' limits (docs/flow-control.md): set before a keyed job's row is written. Absent: not kept. */
   readonly keySlots?: Pick<KeySlots, 'setLimit'>;
+  /** Where the `dynein.ingest` spans go, one per job written (docs/tracing.md). Absent: none are built. */
+  readonly spans?: SpanSink;
 }
 
 /** What became of one inbound message: the outcome of each job written, and the first failure. */
@@ -61,6 +66,7 @@ export async function ingestMessage(
   } catch (error) {
     return { outcomes: [], written: [], error };
   }
+  const startMs = deps.clock.now();
   const settled = await Promise.allSettled(
     jobs.map((job, i) =>
       job
@@ -68,6 +74,7 @@ export async function ingestMessage(
         : Promise.reject(new MalformedInboundError(`job ${i} of the inbound message is not one written by submit`)),
     ),
   );
+  if (deps.spans) recordSpans(deps.spans, jobs, settled, { startMs, endMs: deps.clock.now() });
   const outcomes = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const written = settled.flatMap((r, i) => (r.status === 'fulfilled' && r.value !== 'cancelled' ? [jobs[i]!] : []));
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -86,6 +93,25 @@ async function setKeyLimits(deps: IngestDeps, jobs: readonly (InboundJob | undef
   for (const job of jobs)
     if (job?.concurrency) limits.set(`${job.tenant}\u0000${job.concurrency.key}`, { tenant: job.tenant, ...job.concurrency });
   await Promise.all([...limits.values()].map((k) => limit(() => keySlots.setLimit(k.tenant, k.key, k.limit, atMs))));
+}
+
+/** One `dynein.ingest` span per job of the message written (or found written: a redelivery). */
+function recordSpans(
+  spans: SpanSink,
+  jobs: readonly (InboundJob | undefined)[],
+  settled: readonly PromiseSettledResult<IngestOutcome>[],
+  at: { readonly startMs: number; readonly endMs: number },
+): void {
+  settled.forEach((r, i) => {
+    if (r.status !== 'fulfilled' || r.value === 'cancelled') return;
+    const job = jobs[i]!;
+    const span = jobSpan('dynein.ingest', SPAN_KIND.consumer, job, at, {
+      'messaging.system': 'aws_sqs',
+      'messaging.operation': 'process',
+      'dynein.outcome': r.value,
+    });
+    if (span) spans.record(span);
+  });
 }
 
 /** {@link ingestMessage}, throwing its failure: each job's outcome, in order. */

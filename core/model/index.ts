@@ -1,4 +1,4 @@
-/** The shared vocabulary: settings, API errors, job ids, the wire format, the ports, the schema, shard lanes, job validation, tombstones, trace context. */
+/** The shared vocabulary: settings, API errors, job ids, the wire format, the ports, the schema, shard lanes, job validation, tombstones, trace context and spans. */
 export * from './config.js';
 export * from './errors.js';
 export * from './jobId.js';
@@ -9,3 +9,4 @@ export * from './schema.js';
 export * from './tombstones.js';
 export * from './validate.js';
 export * from './traceContext.js';
+export * from './spans.js';

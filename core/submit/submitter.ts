@@ -26,7 +26,7 @@ import { limiter, shortText } from '../util/index.js';
 import type { SubmitRateLimiter } from './submitRateLimit.js';
 import { sendParcels, type Parcel, type SendOptions, type SendProblem } from './sendParcels.js';
 import { type DebounceDeps, submitDebounced } from '../debounce/index.js';
-import { newSpanId, type TraceContext } from '../model/index.js';
+import { jobSpan, newSpanId, SPAN_KIND, type SpanSink, spanIdOfTraceparent, submitSpans, type TraceContext } from '../model/index.js';
 
 export interface JobReply {
   readonly jobId: string;
@@ -70,6 +70,8 @@ export interface SubmitDeps {
   readonly controls?: ControlsCache;
   /** Debounced jobs (docs/flow-control.md#debounce): their items and rows, which submit writes itself. Absent: a job with `debounce` is refused. */
   readonly debounce?: Omit<DebounceDeps, 'codec' | 'clock' | 'settings'>;
+  /** Where the `dynein.submit` spans go (docs/tracing.md). Absent: none are built. */
+  readonly spans?: SpanSink;
 }
 
 /**
@@ -172,11 +174,15 @@ export class Submitter {
    * had a valid one (docs/tracing.md). Throws an {@link ApiError} for bad input or a job not accepted.
    */
   async submit(tenantName: string, rawBody: string | undefined, caller?: TraceContext): Promise<SubmitResult> {
+    const startMs = this.deps.clock.now();
     const tenant = await this.deps.tenants.require(tenantName);
     const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, JOB_PAYLOAD);
     const job = validateJob(body, this.deps.settings, this.deps.clock.now(), rawBody);
     await this.deps.rateLimit?.admit(tenant.name, 1);
-    const [outcome] = await this.#accept(tenant, [job], submitTrace(caller));
+    const trace = submitTrace(caller);
+    const outcomes = await this.#accept(tenant, [job], trace);
+    this.#span(tenant.name, outcomes, trace, caller, startMs);
+    const [outcome] = outcomes;
     if (outcome === undefined) throw new SubmitFailedError('no result');
     if (outcome instanceof ApiError) throw outcome;
     return { status: outcome.replayed ? 200 : 201, job: outcome.reply };
@@ -192,6 +198,7 @@ export class Submitter {
     rawBody: string | undefined,
     caller?: TraceContext,
   ): Promise<{ results: (JobReply | ErrorReply)[] }> {
+    const startMs = this.deps.clock.now();
     const tenant = await this.deps.tenants.require(tenantName);
     const body = parseJsonBody(rawBody, this.deps.settings.maxBatchBytes, BATCH_PAYLOADS);
     if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray((body as { jobs?: unknown }).jobs)) {
@@ -221,13 +228,34 @@ export class Submitter {
     });
     // The limit counts each valid job, and admits the request whole or refuses it whole (429).
     if (valid.length > 0) await this.deps.rateLimit?.admit(tenant.name, valid.length);
-    (await this.#accept(tenant, valid, submitTrace(caller))).forEach((o, k) => (outcomes[validIndex[k]!] = o));
+    const trace = submitTrace(caller);
+    const accepted = await this.#accept(tenant, valid, trace);
+    accepted.forEach((o, k) => (outcomes[validIndex[k]!] = o));
+    this.#span(tenant.name, accepted, trace, caller, startMs);
     return {
       results: outcomes.map((o, i) => {
         if (o === undefined) return { error: { code: 'InternalError', message: `jobs[${i}]: no result: retry the request` } };
         return o instanceof ApiError ? { error: { code: o.code, message: `jobs[${i}]: ${o.message}` } } : o.reply;
       }),
     };
+  }
+
+  /** The request's `dynein.submit` spans, for the jobs it accepted (not those a retry answered again). */
+  #span(
+    tenant: string,
+    outcomes: readonly Outcome[],
+    trace: TraceContext | undefined,
+    caller: TraceContext | undefined,
+    startMs: number,
+  ): void {
+    const { spans, clock } = this.deps;
+    if (!spans) return;
+    // A retry answered again is not a submit of the job; a debounced replace is (the job carries its trace now).
+    const jobIds = outcomes.flatMap((o) =>
+      o instanceof ApiError || (o.replayed && o.reply.debounced === undefined) ? [] : [o.reply.jobId],
+    );
+    const at = { startMs, endMs: clock.now() };
+    for (const span of submitSpans(jobIds, trace, caller, at, { 'dynein.tenant': tenant })) spans.record(span);
   }
 
   /**
@@ -282,7 +310,9 @@ export class Submitter {
     const planned: (Planned | undefined)[] = jobs.map((job) => this.#plan(tenant.name, job, now, held, trace));
     const { leaders, followers } = this.#matchKeys(tenant.name, jobs, planned, outcomes, now);
     await this.#claimKeys(leaders, jobs, planned, outcomes, now);
-    const problems = await sendParcels(this.deps.sender, this.#parcels(tenant, planned, held), this.deps.send);
+    const sends = new Map<number, { spanId: string; startMs: number }>();
+    const problems = await sendParcels(this.deps.sender, this.#parcels(tenant, planned, held, sends), this.deps.send);
+    this.#directSpans(tenant, planned, problems, sends);
     await this.#settleRecords(planned, problems);
     planned.forEach((p, i) => {
       if (p) outcomes[i] = outcomeOf(tenant.name, p, problems.get(i));
@@ -383,7 +413,42 @@ export class Submitter {
   }
 
   /** What to send: direct jobs to the tenant queue, the table-path jobs of the request packed into shared inbound messages. */
-  #parcels(tenant: TenantRecord, planned: readonly (Planned | undefined)[], held: boolean): Parcel[] {
+  /**
+   * The `dynein.dispatch` span of each job sent straight to its queue (the submit is its
+   * dispatcher): the span its message's `traceparent` names, from the (last) send to its answer.
+   */
+  #directSpans(
+    tenant: TenantRecord,
+    planned: readonly (Planned | undefined)[],
+    problems: ReadonlyMap<number, SendProblem>,
+    sends: ReadonlyMap<number, { spanId: string; startMs: number }>,
+  ): void {
+    const { spans, clock } = this.deps;
+    if (!spans) return;
+    const endMs = clock.now();
+    const queue = tenant.queueUrl.slice(tenant.queueUrl.lastIndexOf('/') + 1);
+    for (const [i, send] of sends) {
+      const p = planned[i];
+      if (!p || problems.has(i)) continue;
+      const job = { jobId: p.jobId, tenant: tenant.name, ...(p.trace ? { trace: p.trace } : {}) };
+      const at = { startMs: send.startMs, endMs };
+      const attributes = {
+        'messaging.system': 'aws_sqs',
+        'messaging.operation': 'publish',
+        'messaging.destination.name': queue,
+        'dynein.lateness_ms': Math.max(0, endMs - p.dueMs),
+      };
+      const span = jobSpan('dynein.dispatch', SPAN_KIND.producer, job, at, attributes, send.spanId);
+      if (span) spans.record(span);
+    }
+  }
+
+  #parcels(
+    tenant: TenantRecord,
+    planned: readonly (Planned | undefined)[],
+    held: boolean,
+    sends?: Map<number, { spanId: string; startMs: number }>,
+  ): Parcel[] {
     const { clock } = this.deps;
     const parcels: Parcel[] = [];
     const inbound: InboundJob[] = [];
@@ -405,7 +470,11 @@ export class Submitter {
         parcels.push({
           queueUrl: tenant.queueUrl,
           jobs: [i],
-          build: () => deliveryMessage('', job, delayOf(p.dueMs, clock.now()), { history: tenant.historyTtlMs !== undefined }),
+          build: () => {
+            const m = deliveryMessage('', job, delayOf(p.dueMs, clock.now()), { history: tenant.historyTtlMs !== undefined });
+            sends?.set(i, { spanId: spanIdOfTraceparent(m.attributes!.traceparent!), startMs: clock.now() });
+            return m;
+          },
         });
       } else {
         inbound.push(job);

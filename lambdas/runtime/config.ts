@@ -21,6 +21,8 @@ export interface LambdaConfig {
    * @default - registry items are used as they are (tests with queues of their own names)
    */
   readonly tenantQueues?: TenantQueueUrls;
+  /** Where the scheduler's spans are exported over OTLP/HTTP (docs/tracing.md); absent: none are built. */
+  readonly otlpEndpoint?: string;
 }
 
 /** Where the schedules function keeps each schedule's clock (EventBridge Scheduler). */
@@ -47,6 +49,7 @@ export interface SchedulerClockConfig {
  * | `DYNEIN_DYNAMODB_ENDPOINT`, `DYNEIN_SQS_ENDPOINT` | emulator endpoints (local stack only) |
  * | `DYNEIN_SCHEDULE_GROUP`, `DYNEIN_SCHEDULER_ROLE_ARN`, `DYNEIN_INBOUND_QUEUE_ARN` | the recurring schedules' clock: EventBridge Scheduler group, execution role, target (the schedules function) |
  * | `DYNEIN_SCHEDULER_DLQ_ARN`, `DYNEIN_SCHEDULER_ENDPOINT` | the firings' dead-letter queue; the local Scheduler stand-in's endpoint |
+ * | `DYNEIN_OTLP_ENDPOINT` | an OTLP/HTTP endpoint (`http(s)://host:port`): the scheduler's spans are POSTed to its `/v1/traces` (docs/tracing.md) |
  * | `DYNEIN_TENANT_QUEUE_URL`, `DYNEIN_TENANT_DLQ_URL` | the tenant queue and DLQ URLs, `{tenant}` for the name (both or neither): registrations naming others are refused |
  */
 export function readConfig(
@@ -117,6 +120,9 @@ export function readConfig(
   } catch (err) {
     problems.push((err as Error).message);
   }
+  const otlpEndpoint = str('DYNEIN_OTLP_ENDPOINT', false);
+  if (otlpEndpoint !== undefined && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(otlpEndpoint))
+    problems.push(`DYNEIN_OTLP_ENDPOINT must be an http(s) URL like http://127.0.0.1:4318, got '${otlpEndpoint}'`);
   if (problems.length > 0 || !settings) throw new ConfigError(`invalid Lambda configuration:\n- ${problems.join('\n- ')}`);
   return {
     tableName,
@@ -128,5 +134,6 @@ export function readConfig(
     sqsEndpoint: str('DYNEIN_SQS_ENDPOINT', false),
     ...(scheduler ? { scheduler } : {}),
     ...(tenantQueues ? { tenantQueues } : {}),
+    ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}),
   };
 }

@@ -61,6 +61,18 @@ export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} 
 
 /** `POST /v1/tenants/{tenant}/jobs` (201; 200 for a retry naming an existing job) and `POST /v1/tenants/{tenant}/jobs/batch` (200). */
 export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  const handle = submitRequest(w, t);
+  // The spans of the request leave before the function returns (it may be frozen after).
+  return w.spans ? async (event: APIGatewayProxyEventV2) => flushed(w, await handle(event)) : handle;
+}
+
+/** Sends the spans waiting (never throws: a failed export is dropped), then answers `result`. */
+async function flushed<T>(w: Pick<Wiring, 'spans'>, result: T): Promise<T> {
+  await w.spans?.flush();
+  return result;
+}
+
+function submitRequest(w: Wiring, t: Telemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
     const tenant = pathParam(event, 'tenant');
     const isBatch = (event.routeKey ?? '').endsWith('/batch') || (event.rawPath ?? '').endsWith('/jobs/batch');
@@ -376,6 +388,13 @@ const INGEST_CONCURRENCY = 32;
  * and so ends in the DLQ.
  */
 export function ingestHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  const handle = ingestBatch(w, t);
+  return w.spans
+    ? async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>) => flushed(w, await handle(event, context))
+    : handle;
+}
+
+function ingestBatch(w: Wiring, t: Telemetry) {
   return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const limit = limiter(INGEST_CONCURRENCY);
     const failures: string[] = [];
@@ -504,6 +523,13 @@ async function retrySoon(w: Wiring, t: Telemetry, r: SQSEvent['Records'][number]
 
 /** One dispatch step for one shard group; returns before the function's own timeout. */
 export function dispatchHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  const handle = dispatchStepHandler(w, t);
+  return w.spans
+    ? async (input: DispatchStepInput, context?: Pick<Context, 'getRemainingTimeInMillis'>) => flushed(w, await handle(input, context))
+    : handle;
+}
+
+function dispatchStepHandler(w: Wiring, t: Telemetry) {
   return async (input: DispatchStepInput, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<DispatchStepResult> => {
     const remaining = context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
     const result = await dispatchStep(w.dispatch, input, {

@@ -19,7 +19,8 @@ import { SubmitRateLimiter, Submitter } from '../../core/submit/index.js';
 import { HISTORY_STATES, JobLister, JobsService, OutcomesService } from '../../core/jobs/index.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispatch/index.js';
-import { type Clock, ConfigError, JobIdCodec, type QueueSender, systemClock } from '../../core/model/index.js';
+import { type Clock, ConfigError, JobIdCodec, type QueueSender, type SpanSink, systemClock } from '../../core/model/index.js';
+import { OtlpHttpSpanSink } from '../../adapters/otlpSpans.js';
 import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
 import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
 import { DynamoDebounces } from '../../adapters/dynamoDebounces.js';
@@ -72,6 +73,8 @@ export interface Wiring {
   readonly sender: QueueSender;
   /** Makes an inbound message (its receipt handle) visible again in `seconds` (ingest, after a failure). */
   readonly inboundRetry?: (receiptHandle: string, seconds: number) => Promise<void>;
+  /** Where the scheduler's spans go (docs/tracing.md): flushed by each function before it returns. Absent: tracing off. */
+  readonly spans?: SpanSink;
 }
 
 export interface WiringOptions {
@@ -82,6 +85,8 @@ export interface WiringOptions {
   /** The job id key itself (skips Secrets Manager). */
   readonly idKey?: Buffer;
   readonly log?: DispatchDeps['log'];
+  /** Where the spans go (the local stack's memory and exporter); default: an OTLP exporter when `config.otlpEndpoint` is set. */
+  readonly spans?: SpanSink;
 }
 
 /** Builds the core over the AWS adapters. Reads the id key from Secrets Manager when configured so. */
@@ -90,6 +95,15 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const sqs = opts.sqs ?? new SQSClient(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {});
   const clock = opts.clock ?? systemClock;
   const store = new DynamoJobStore(config.tableName, dynamo);
+  const spans =
+    opts.spans ??
+    (config.otlpEndpoint
+      ? new OtlpHttpSpanSink({
+          endpoint: config.otlpEndpoint,
+          resource: process.env.AWS_LAMBDA_FUNCTION_NAME ? { 'faas.name': process.env.AWS_LAMBDA_FUNCTION_NAME } : {},
+          log: (message, fields) => console.error(JSON.stringify({ level: 'WARN', message, ...fields })),
+        })
+      : undefined);
   const codec = new JobIdCodec(opts.idKey ?? (await loadIdKey(config)));
   // Registry items naming queues that are not the tenant's own are not used (parked, 404).
   const tenants = new TenantRegistry(store, {
@@ -194,6 +208,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         clock,
       }),
       debounce: { debounces, rows: store },
+      ...(spans ? { spans } : {}),
     }),
     jobs,
     outcomes: new OutcomesService({
@@ -208,7 +223,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
-    ingest: { store, codec, clock, settings, keySlots },
+    ingest: { store, codec, clock, settings, keySlots, ...(spans ? { spans } : {}) },
     operations,
     operationsService: new OperationsService({ ...operations, tenants, sender, inboundQueueUrl: config.inboundQueueUrl }),
     sender,
@@ -239,7 +254,9 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       flow: new ProcessFlow(() => clock.now()),
       keySlots,
       debounces,
+      ...(spans ? { spans } : {}),
     },
+    ...(spans ? { spans } : {}),
   };
 }
 

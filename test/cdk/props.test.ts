@@ -4,6 +4,7 @@
  */
 import { type App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { CfnStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { DyneinScheduler } from '../../lib/dyneinScheduler.js';
@@ -57,6 +58,37 @@ describe('DyneinScheduler props', () => {
     );
     expect(values.filter((v) => v !== undefined).length).toBeGreaterThanOrEqual(6);
     expect(new Set(values.filter((v) => v !== undefined))).toEqual(new Set(['0']));
+  });
+
+  it('tracing: the submit, ingest and dispatch functions (no other) export to the endpoint, with the layers and environment given', () => {
+    expect(() => new DyneinScheduler(stack(), 'X', { tracing: { otlpEndpoint: 'localhost:4318' } })).toThrow(
+      /tracing\.otlpEndpoint must be an http\(s\) URL/,
+    );
+    const st = stack();
+    const layer = lambda.LayerVersion.fromLayerVersionArn(
+      st,
+      'Adot',
+      'arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1',
+    );
+    new DyneinScheduler(st, 'X', {
+      tracing: {
+        otlpEndpoint: 'http://localhost:4318',
+        layers: [layer],
+        environment: { OPENTELEMETRY_COLLECTOR_CONFIG_URI: '/var/task/collector.yaml' },
+      },
+    });
+    type Fn = { Properties: { Environment?: { Variables?: Record<string, string> }; Layers?: string[] } };
+    const functions = Object.entries(Template.fromStack(st).findResources('AWS::Lambda::Function')) as [string, Fn][];
+    const traced = functions.filter(([, f]) => f.Properties.Environment?.Variables?.DYNEIN_OTLP_ENDPOINT !== undefined);
+    expect(traced.map(([id]) => /^X(Submit|Ingest|Dispatch)[0-9A-F]{8}$/.exec(id)?.[1]).sort()).toEqual(['Dispatch', 'Ingest', 'Submit']);
+    for (const [, f] of traced) {
+      expect(f.Properties.Environment!.Variables!.DYNEIN_OTLP_ENDPOINT).toBe('http://localhost:4318');
+      expect(f.Properties.Environment!.Variables!.OPENTELEMETRY_COLLECTOR_CONFIG_URI).toBe('/var/task/collector.yaml');
+      expect(f.Properties.Layers).toEqual([layer.layerVersionArn]);
+    }
+    const untraced = new DyneinScheduler(stack(), 'Y');
+    const none = Object.values(Template.fromStack(Stack.of(untraced)).findResources('AWS::Lambda::Function')) as Fn[];
+    expect(none.filter((f) => f.Properties.Environment?.Variables?.DYNEIN_OTLP_ENDPOINT !== undefined)).toEqual([]);
   });
 
   it('rejects a dispatch reserved concurrency that is not a whole number', () => {

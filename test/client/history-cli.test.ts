@@ -6,7 +6,8 @@ import { waitUntil, runCli } from './support.js';
 /**
  * History end to end on the local stack (DYNEIN_HISTORY): a Worker with a client reports outcomes
  * through the local API, `GET` shows the timeline and `dynein show` prints it; a tenant without
- * history gets no timeline and its worker reports nothing.
+ * history gets no timeline and its worker reports nothing. `dynein show --trace` prints the
+ * spans the local stack kept of a job.
  */
 let stack: Awaited<ReturnType<typeof startLocalStack>>;
 let local: LocalJson;
@@ -95,6 +96,36 @@ describe('job history on the local stack', () => {
     expect(listed.stdout).toContain(direct.jobId);
     expect(listed.stdout).toContain(viaTable.jobId);
     expect(listed.stdout).toContain('SUCCEEDED');
+  }, 60_000);
+
+  it('dynein show --trace prints the waterfall of the spans the local stack kept of the job (docs/tracing.md)', async () => {
+    const beta = clientOf('beta');
+    const job = await beta.schedule('beta', { payload: { n: 'traced' }, delaySeconds: 3 });
+    const done = new Set<string>();
+    await runWorker(
+      'beta',
+      beta,
+      (jobId) => done.add(jobId),
+      () => done.has(job.jobId),
+    );
+    const { traceId } = await beta.get('beta', job.jobId);
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+
+    const shown = await dynein(['show', '--tenant', 'beta', '--trace', job.jobId]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`traceId  ${traceId}`);
+    const lines = shown.stdout.split('\n').filter((l) => l.includes('|'));
+    expect(lines.map((l) => /dynein\.\w+/.exec(l)?.[0])).toEqual(['dynein.submit', 'dynein.ingest', 'dynein.dispatch']);
+    expect(lines[2]).toMatch(/lateness \d+ ms {2}to \S*t-beta$/);
+
+    const json = JSON.parse((await dynein(['show', '--tenant', 'beta', '--trace', '--json', job.jobId])).stdout);
+    expect(json.traceId).toBe(traceId);
+    expect(json.spans.map((s: { name: string }) => s.name)).toEqual(['dynein.submit', 'dynein.ingest', 'dynein.dispatch']);
+    expect(new Set(json.spans.map((s: { traceId: string }) => s.traceId))).toEqual(new Set([traceId]));
+    // The same, unsigned, from the local stack: and nothing for a trace it never saw.
+    const raw = (await (await fetch(`${local.endpoint}/local/traces/${traceId}`)).json()) as { spans: unknown[] };
+    expect(raw.spans).toHaveLength(3);
+    expect(await (await fetch(`${local.endpoint}/local/traces/${'1'.repeat(32)}`)).json()).toEqual({ spans: [] });
   }, 60_000);
 
   it('a tenant without history: no attribute, no report, no timeline; reporting answers 409', async () => {

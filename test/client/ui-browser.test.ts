@@ -346,7 +346,7 @@ describe('the job browser in Chromium', () => {
       void d.accept();
     });
     await page.click('#cancel-tag');
-    await waitText('#jobs-msg', /Cancelled by tag "order-42": matched 2, cancelled 2, already queued 0, not cancellable 0\./);
+    await waitText('#jobs-msg', /Cancelled by tag "order-42": matched 2, cancelled 2, already queued 0, not cancellable 0\./, 15_000); // polled every 500 ms: slow on a busy machine
     const sent = stub.requests.find((r) => r.url === '/v1/tenants/alpha/jobs/cancel')!;
     expect([sent.method, JSON.parse(sent.body)]).toEqual(['POST', { tag: 'order-42' }]);
     expect(stub.requests.some((r) => r.method === 'GET' && r.url.startsWith('/v1/tenants/alpha/operations/op1.'))).toBe(true);
@@ -834,7 +834,7 @@ describe('the job browser in Chromium', () => {
         void d.accept();
       });
       await page.click('#cancel-key');
-      await waitText('#jobs-msg', /Cancelled by key "customer-7": matched 2, cancelled 2, already queued 0, not cancellable 0\./);
+      await waitText('#jobs-msg', /Cancelled by key "customer-7": matched 2, cancelled 2, already queued 0, not cancellable 0\./, 15_000); // polled every 500 ms: slow on a busy machine
       expect(cancels()).toHaveLength(before + 1);
       const sent = cancels().at(-1)!;
       expect([sent.method, JSON.parse(sent.body)]).toEqual(['POST', { concurrencyKey: 'customer-7' }]);

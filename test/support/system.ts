@@ -40,6 +40,8 @@ export async function createSystem(
     dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient;
     /** The table to create (default: the scheduler's, `createTableInput`). */
     tableInput?: (tableName: string) => import('@aws-sdk/client-dynamodb').CreateTableCommandInput;
+    /** Where the wiring's spans go (docs/tracing.md); default none. */
+    spans?: import('../../core/model/index.js').SpanSink;
   } = {},
 ): Promise<TestSystem> {
   const settings = resolveSettings(opts.settings);
@@ -49,7 +51,13 @@ export async function createSystem(
   const idKey = randomBytes(32);
   const config: LambdaConfig = { tableName, inboundQueueUrl: inbound.url, settings, idKey: { base64: idKey.toString('base64') } };
   const make = (o: { dynamo?: import('@aws-sdk/client-dynamodb').DynamoDBClient; sqs?: SQSClient; clock?: Clock } = {}) =>
-    wire(config, { dynamo: o.dynamo ?? opts.dynamo ?? em.dynamo, sqs: o.sqs ?? em.sqs, clock: o.clock ?? opts.clock, idKey });
+    wire(config, {
+      dynamo: o.dynamo ?? opts.dynamo ?? em.dynamo,
+      sqs: o.sqs ?? em.sqs,
+      clock: o.clock ?? opts.clock,
+      idKey,
+      ...(opts.spans ? { spans: opts.spans } : {}),
+    });
   const w = await make();
   const tenants: TestSystem['tenants'] = {};
   for (const name of opts.tenants ?? ['demo']) {

@@ -77,9 +77,16 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
     usage: '--tenant <name> <jobId> [options]',
     summary:
       "Print a job's state and, for a tenant with history on (docs/history.md), its timeline: scheduled, delivered,\n" +
-      'and the outcome the worker reported (attempt, duration, error, result).',
+      'and the outcome the worker reported (attempt, duration, error, result). With --trace, the scheduler spans of its\n' +
+      'trace the local stack kept (submit, ingest, dispatch; docs/tracing.md) as a waterfall.',
     targeted: true,
-    flags: { ...TENANT, ...JSON_OUT, ...WHERE, ...HELP },
+    flags: {
+      ...TENANT,
+      trace: { type: 'boolean', help: "print the job's trace: the local stack's spans of it, with durations and lateness" },
+      ...JSON_OUT,
+      ...WHERE,
+      ...HELP,
+    },
     run: runShow,
   },
 
@@ -256,6 +263,7 @@ async function runGet({ values, rest, target, tenant, io }: Ctx): Promise<number
 async function runShow({ values, rest, target, tenant, io }: Ctx): Promise<number> {
   const jobId = jobIdOf('show', rest);
   const reply = await client(target()).get(tenant, jobId);
+  if (values.trace) return showTrace(target().endpoint, reply, values.json === true, io);
   if (values.json) {
     io.out(JSON.stringify(reply));
     return 0;
@@ -282,6 +290,68 @@ async function runShow({ values, rest, target, tenant, io }: Ctx): Promise<numbe
   }
   return 0;
 }
+
+/** A span as `GET /local/traces/<traceId>` answers it (adapters' SpanRecord). */
+interface LocalSpan {
+  readonly spanId: string;
+  readonly parentSpanId?: string;
+  readonly name: string;
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly attributes: Record<string, string | number | boolean>;
+}
+
+/** `show --trace`: the job's trace id, and the spans of it the local stack kept as a waterfall. */
+async function showTrace(endpoint: string, reply: { jobId: string; traceId?: string }, json: boolean, io: Ctx['io']): Promise<number> {
+  if (reply.traceId === undefined)
+    throw new UsageError(`${reply.jobId} has no stored trace (a job sent straight to its queue): its message's traceparent carries it`);
+  let spans: LocalSpan[] | undefined;
+  try {
+    const res = await fetch(`${endpoint.replace(/\/+$/, '')}/local/traces/${reply.traceId}`);
+    if (res.ok) spans = ((await res.json()) as { spans: LocalSpan[] }).spans;
+  } catch {
+    spans = undefined;
+  }
+  if (json) {
+    io.out(JSON.stringify({ jobId: reply.jobId, traceId: reply.traceId, ...(spans ? { spans } : {}) }));
+    return 0;
+  }
+  io.out(`${reply.jobId}\n  traceId  ${reply.traceId}`);
+  if (spans === undefined) {
+    io.out('  (not the local stack: its spans are in the tracing tool the scheduler exports to, see docs/tracing.md)');
+    return 0;
+  }
+  if (spans.length === 0) {
+    io.out('  (no spans kept: the local stack keeps the last 10,000, of sampled traces, since it started)');
+    return 0;
+  }
+  for (const line of waterfall(spans)) io.out(`  ${line}`);
+  return 0;
+}
+
+/** One line per span, by start: offset from the first, name, duration, and what says most about it. */
+export function waterfall(spans: readonly LocalSpan[], width = 30): string[] {
+  const t0 = Math.min(...spans.map((s) => s.startMs));
+  const t1 = Math.max(...spans.map((s) => s.endMs));
+  const scale = width / Math.max(1, t1 - t0);
+  return [...spans]
+    .sort((a, b) => a.startMs - b.startMs)
+    .map((s) => {
+      const from = Math.min(width - 1, Math.floor((s.startMs - t0) * scale));
+      const len = Math.max(1, Math.round((s.endMs - s.startMs) * scale));
+      const bar = `${' '.repeat(from)}${'#'.repeat(Math.min(len, width - from))}`.padEnd(width);
+      const a = s.attributes;
+      const extra = [
+        a['dynein.lateness_ms'] !== undefined ? `lateness ${a['dynein.lateness_ms']} ms` : '',
+        a['dynein.outcome'] !== undefined ? String(a['dynein.outcome']) : '',
+        a['messaging.destination.name'] !== undefined ? `to ${a['messaging.destination.name']}` : '',
+      ].filter(Boolean);
+      const at = `+${formatMs(s.startMs - t0)}`.padStart(9);
+      return `${at}  |${bar}|  ${s.name.padEnd(16)} ${formatMs(s.endMs - s.startMs).padStart(8)}${extra.length ? `  ${extra.join('  ')}` : ''}`;
+    });
+}
+
+const formatMs = (ms: number): string => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
 
 async function runCancel({ values, rest, target, tenant, io }: Ctx): Promise<number> {
   const jobId = jobIdOf('cancel', rest);

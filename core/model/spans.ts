@@ -1,0 +1,102 @@
+import { jobTrace, newSpanId, sampled, type TraceContext } from './traceContext.js';
+
+/**
+ * The scheduler's own spans (docs/tracing.md): each in the trace of the job it is about, none
+ * holding payload text. A {@link SpanSink} takes them (the OTLP/HTTP exporter, the local stack's
+ * memory); without one nothing is built.
+ */
+export type SpanName = 'dynein.submit' | 'dynein.ingest' | 'dynein.dispatch';
+
+/** OpenTelemetry's span kinds, as OTLP numbers them. */
+export const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+export interface SpanRecord {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly parentSpanId?: string;
+  readonly name: SpanName;
+  readonly kind: (typeof SPAN_KIND)[keyof typeof SPAN_KIND];
+  /** Epoch milliseconds (fractions kept). */
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly attributes: Readonly<Record<string, string | number | boolean>>;
+  /** Other spans this one stands for too (a batch span's jobs). */
+  readonly links?: readonly { readonly traceId: string; readonly spanId: string }[];
+  /** Set when what the span covers failed: its message. */
+  readonly error?: string;
+}
+
+/** Where the scheduler's spans go. `record` never throws and never waits; `flush` sends what is buffered. */
+export interface SpanSink {
+  record(span: SpanRecord): void;
+  flush(): Promise<void>;
+}
+
+/**
+ * The trace a job's spans go in and their parent: the submit's span (the caller's trace), or,
+ * for a job submitted without one, the span its id derives; undefined when the trace is not
+ * sampled (nothing is recorded for it).
+ */
+export function jobSpanParent(jobId: string, trace: TraceContext | undefined): TraceContext | undefined {
+  const t = trace ?? jobTrace(jobId);
+  return sampled(t) ? t : undefined;
+}
+
+/** The span id a delivered message's `traceparent` names as its parent: the send's `dynein.dispatch` span. */
+export function spanIdOfTraceparent(header: string): string {
+  return header.slice(36, 52);
+}
+
+/**
+ * The `dynein.submit` spans of one request: one for a caller's trace (its span the parent), or
+ * one per job for jobs without (each the root of its own trace, its span id the one the job's id
+ * derives).
+ */
+export function submitSpans(
+  jobIds: readonly string[],
+  trace: TraceContext | undefined,
+  caller: TraceContext | undefined,
+  at: { readonly startMs: number; readonly endMs: number },
+  attributes: Readonly<Record<string, string | number | boolean>>,
+): SpanRecord[] {
+  const base = { name: 'dynein.submit' as const, kind: SPAN_KIND.server, startMs: at.startMs, endMs: at.endMs };
+  if (trace && caller) {
+    if (!sampled(trace) || jobIds.length === 0) return [];
+    return [
+      {
+        ...base,
+        traceId: trace.traceId,
+        spanId: trace.spanId,
+        parentSpanId: caller.spanId,
+        attributes: { ...attributes, 'dynein.jobs': jobIds.length, ...(jobIds.length === 1 ? { 'dynein.job_id': jobIds[0]! } : {}) },
+      },
+    ];
+  }
+  return jobIds.map((jobId) => {
+    const t = jobTrace(jobId);
+    return { ...base, traceId: t.traceId, spanId: t.spanId, attributes: { ...attributes, 'dynein.job_id': jobId } };
+  });
+}
+
+/** A span in a job's trace under its submit (`dynein.ingest`, `dynein.dispatch`), or undefined when not sampled. */
+export function jobSpan(
+  name: SpanName,
+  kind: SpanRecord['kind'],
+  job: { readonly jobId: string; readonly tenant: string; readonly trace?: TraceContext },
+  at: { readonly startMs: number; readonly endMs: number },
+  attributes: Readonly<Record<string, string | number | boolean>> = {},
+  spanId: string = newSpanId(),
+): SpanRecord | undefined {
+  const parent = jobSpanParent(job.jobId, job.trace);
+  if (!parent) return undefined;
+  return {
+    traceId: parent.traceId,
+    spanId,
+    parentSpanId: parent.spanId,
+    name,
+    kind,
+    startMs: at.startMs,
+    endMs: at.endMs,
+    attributes: { 'dynein.job_id': job.jobId, 'dynein.tenant': job.tenant, ...attributes },
+  };
+}
