@@ -104,10 +104,18 @@ export function readsPerJob(samples: readonly ReadSample[], fromMs: number, toMs
 }
 
 /** Runs the local stack (`npm start`), drives the steady load through its API and measures. */
-export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
+export async function runLateness(
+  shape: LoadShape,
+  opts: {
+    /** More of the local stack's environment (the tracing phase's DYNEIN_OTLP_ENDPOINT, DYNEIN_SPANS). */
+    readonly env?: Readonly<Record<string, string>>;
+    /** Called with the ids of the jobs accepted, once delivered. */
+    readonly onJobs?: (jobIds: readonly string[]) => void;
+  } = {},
+): Promise<LatenessResult> {
   const loadBefore = load();
   progress('lateness: starting the local stack (npm start)');
-  const stack = await startLocalStack({ DYNEIN_TENANTS: 'demo' });
+  const stack = await startLocalStack({ DYNEIN_TENANTS: 'demo', ...opts.env });
   try {
     const local = await stack.waitForLocalJson(undefined, 90_000);
     const tenant = local.tenants.demo!;
@@ -225,6 +233,7 @@ export async function runLateness(shape: LoadShape): Promise<LatenessResult> {
       load: { ...shape, payloadBytes, report },
       loadAvg: { before: loadBefore, after: load() },
     };
+    opts.onJobs?.([...accepted.keys()]);
     const rd = result.reads;
     progress(
       `lateness: dispatch read ${rd.itemsRead} items for ${rd.jobs} jobs sent over ${(rd.windowMs / 1000).toFixed(1)} s of steady load: ${rd.itemsReadPerJobSteady} per job (${Object.entries(

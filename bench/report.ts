@@ -127,6 +127,14 @@ export function targets(r: BenchResult): Target[] {
       value: `max ${fc.maxConcurrentPerKey} of a key at once; early ${fc.early}, lost ${fc.lost}; ratio ${fc.throughputRatio} (${fc.jobsPerSec} of ${fc.idealJobsPerSec} jobs/s)`,
       met: fc.maxConcurrentPerKey <= fc.keyLimit && fc.early === 0 && fc.lost === 0 && fc.throughputRatio >= 0.8,
     });
+  const tr = r.tracing;
+  if (tr)
+    t.push({
+      name: 'Tracing: the lateness load with every span exported over OTLP/HTTP, against none',
+      target: 'tracedJobs = jobs, p95 within 10 ms of untraced, early 0, lost 0, the added cost stated',
+      value: `${tr.tracedJobs} of ${tr.jobs} traced, ${tr.spansPerJob} spans a job; p95 ${tr.latenessP95Ms} ms traced, ${tr.latenessP95MsOff} ms untraced; early ${tr.early}, lost ${tr.lost}; +$${tr.costPerMillionUsd.total} per million jobs (X-Ray $${tr.costPerMillionUsd.xray}, export time $${tr.costPerMillionUsd.lambdaExport})`,
+      met: tr.tracedJobs === tr.jobs && tr.jobs > 0 && tr.latenessP95Ms - tr.latenessP95MsOff <= 10 && tr.early === 0 && tr.lost === 0,
+    });
   const db = r.debounce;
   if (db)
     t.push({
@@ -516,6 +524,22 @@ export function markdown(r: BenchResult): string {
           ? ` Lost at the timeout (${f.timeoutSeconds} s after the due time): ${f.lostJobs.map((j) => `${j.jobId} (${j.key}, ${j.state}${j.holdsSlot ? ', holding its slot' : ''})`).join(', ')}.`
           : ''
       }`,
+      '',
+    );
+  }
+
+  if (r.tracing) {
+    const tr = r.tracing;
+    lines.push(
+      '## Tracing (phase 20: the lateness load with no span, and with every span exported over OTLP/HTTP JSON to a receiver)',
+      '',
+      `${tr.tracedJobs} of ${tr.jobs} jobs of the traced runs have their \`dynein.dispatch\` span at the receiver; ${tr.spansPerJob} spans a job (${Object.entries(
+        tr.spansByName,
+      )
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ', ',
+        )}) in ${tr.exportRequests} requests (${tr.spansPerRequest} spans each). Lateness p95 ${tr.latenessP95Ms} ms traced (repeats ${tr.repeats.on.join(', ')}), ${tr.latenessP95MsOff} ms untraced (${tr.repeats.off.join(', ')}); early ${tr.early}, lost ${tr.lost}. Added cost per million jobs: $${tr.costPerMillionUsd.total} (${tr.costPerMillionUsd.note})`,
       '',
     );
   }

@@ -28,9 +28,11 @@
  *      the keys' ideal (bench/flowControl.ts)
  *  19. debounce: many keys each submitted again and again with `debounce`: one delivery per key,
  *      each the key's last payload (bench/debounce.ts)
+ *  20. tracing: the lateness load with no span and with every span exported over OTLP/HTTP to a
+ *      receiver, interleaved: jobs traced, spans per job, p95 both ways, the added cost (bench/tracing.ts)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel,flowControl,debounce` for a subset
+ * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel,flowControl,debounce,tracing` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -81,6 +83,7 @@ import {
 } from './cost.js';
 import { dispatchSystem, runDispatch, type DispatchResult } from './dispatch.js';
 import { runLateness, type LatenessResult } from './lateness.js';
+import { runTracing, type TracingResult } from './tracing.js';
 import { runListing, type ListingResult } from './listing.js';
 import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices.js';
 import { markdown, targets, type Target } from './report.js';
@@ -109,6 +112,7 @@ const PHASES = [
   'bulkCancel',
   'flowControl',
   'debounce',
+  'tracing',
 ] as const;
 type Phase = (typeof PHASES)[number];
 
@@ -140,6 +144,8 @@ export interface BenchResult {
     flowControl: FlowControlShape;
     /** Phase 19: debounce keys, each submitted `submits` times. */
     debounce: DebounceShape;
+    /** Phase 20: the lateness load, `repeats` times with spans and without. */
+    tracing: { load: LoadShape; repeats: number };
     tenantControls: TenantControlsShape;
     /** Phase 15: the local stack under AWS faults. */
     faults: FaultsShape;
@@ -230,6 +236,7 @@ export interface BenchResult {
   flowControl?: FlowControlResult;
   /** Phase 19: debounce (docs/flow-control.md#debounce): one delivery per key, its last payload. */
   debounce?: DebounceResult;
+  tracing?: TracingResult;
   bundles?: Record<string, BundleResult>;
   /** Phase 9: read cost of listing a tenant's jobs per page (docs/listing.md). */
   listing?: ListingResult;
@@ -285,6 +292,7 @@ const smokeSizes: BenchResult['sizes'] = {
   bulkCancel: { jobs: 300, dueInMs: 6_000 },
   flowControl: { keys: 10, limit: 2, jobs: 100, workMs: 50 },
   debounce: { keys: 20, submits: 5, periodSeconds: 3 },
+  tracing: { load: { rate: 20, durationMs: 5_000, minAheadMs: 5_500, maxAheadMs: 7_000 }, repeats: 1 },
   tenantControls: {
     noisyNeighbour: {
       quiet: { rate: 10, durationMs: 3_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
@@ -324,6 +332,7 @@ const sizes: BenchResult['sizes'] = smoke
         // A round of 200 submits takes 1–3 s here: the period leaves room for a busy machine (at 5 s, a
         // round slowed past it, jobs fell due between submits and their dispatch slowed the next rounds).
         debounce: { keys: 200, submits: 20, periodSeconds: 15 },
+        tracing: { load: { rate: 100, durationMs: 20_000, minAheadMs: 5_500, maxAheadMs: 8_000 }, repeats: 1 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 8_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -361,6 +370,7 @@ const sizes: BenchResult['sizes'] = smoke
         flowControl: { keys: 200, limit: 2, jobs: 5_000, workMs: 200 },
         // The issue's size: 1,000 keys × 20 submits; a round of 1,000 submits about 6 s at 165 submits/s.
         debounce: { keys: 1_000, submits: 20, periodSeconds: 30 },
+        tracing: { load: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 }, repeats: 3 },
         tenantControls: {
           noisyNeighbour: {
             quiet: { rate: 10, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
@@ -496,6 +506,9 @@ r.recurring = await phase('recurring', () => runRecurring(sizes.recurring));
 r.noisyNeighbour = await phase('noisyNeighbour', () => runNoisyNeighbour(sizes.tenantControls.noisyNeighbour));
 r.pause = await phase('pause', () => runPause(sizes.tenantControls.pause));
 r.rateLimit = await phase('rateLimit', () => runRateLimit(sizes.tenantControls.rateLimit));
+
+// 20: tracing, the lateness load on local stacks of their own, with spans and without.
+r.tracing = await phase('tracing', () => runTracing(sizes.tracing.load, sizes.tracing.repeats));
 
 // 15: AWS faults on a local stack of its own.
 r.faults = await phase('faults', () => runFaults(sizes.faults));

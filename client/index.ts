@@ -103,3 +103,4 @@ export {
   type RetryBackoff,
 } from './delivery.js';
 export { Worker, type WorkerEvent, type WorkerOptions } from './worker.js';
+export type { OtelApi, OtelSpan, OtelSpanContext } from './tracing.js';

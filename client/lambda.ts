@@ -2,6 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { cutText, limiter } from '../core/util/index.js';
+import { inHandlerSpan, otelApi, type OtelApi, queueNameOf } from './tracing.js';
 import {
   DEFAULT_RETRY_BACKOFF,
   JobCancelledError,
@@ -90,6 +91,13 @@ export interface LambdaConsumerOptions {
   readonly maxReceiveCount?: number;
   /** Failures, for logs (the handler's error, and the record). */
   readonly onError?: (error: unknown, record: SQSRecord, job?: DeliveredJob) => void;
+  /**
+   * OpenTelemetry: each record's handler runs in a span started from its message's `traceparent`
+   * (docs/tracing.md#the-workers-span). Pass the API module (`import * as otel from
+   * '@opentelemetry/api'`: a bundled function must), or `false` for none. @default
+   * `@opentelemetry/api` when it resolves at run time, else none
+   */
+  readonly otel?: OtelApi | false;
   readonly now?: () => number;
   readonly random?: () => number;
 }
@@ -120,6 +128,7 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
         : undefined;
   const reports = new RecordReports<P>(reporter, now, random);
   const heartbeats = heartbeatSinkOf(reporter);
+  const otel = otelApi(opts.otel);
   return async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
     const abort = new AbortController();
     const remaining = context?.getRemainingTimeInMillis?.();
@@ -202,13 +211,21 @@ export function dyneinLambdaHandler<P = unknown>(handler: JobHandler<P>, opts: L
         const runAt = record.messageAttributes?.runAt?.stringValue ?? job.runAt;
         if (!cancelled) {
           if (report && heartbeats) running.set(job.jobId, { job, abort: own });
-          value = await handler(job, {
+          const ctx = {
             signal: own.signal,
             receiveCount,
             latenessMs: latenessMs(runAt, receivedAt),
             receivedAt,
             messageId: record.messageId,
-          });
+          };
+          const info = {
+            queue: queueNameOf(record.eventSourceARN),
+            messageId: record.messageId,
+            attempt: receiveCount,
+            latenessMs: ctx.latenessMs,
+          };
+          const current = job;
+          value = await inHandlerSpan(await otel, current, info, async () => handler(current, ctx));
         }
       } catch (error) {
         if (stopped(own.signal)) cancelled = true;

@@ -22,6 +22,7 @@ import {
   type JobHandler,
   type RetryBackoff,
 } from './delivery.js';
+import { inHandlerSpan, otelApi, type OtelApi, queueNameOf } from './tracing.js';
 import {
   CONCURRENCY_KEY_ATTRIBUTE,
   errorText,
@@ -115,6 +116,13 @@ export interface WorkerOptions<P = unknown> {
   readonly maxReceiveCount?: number;
   /** Everything that happens, for logs and metrics. */
   readonly onEvent?: (event: WorkerEvent<P>) => void;
+  /**
+   * OpenTelemetry: each handler runs in a span started from its message's `traceparent`
+   * (docs/tracing.md#the-workers-span). Pass the API module (`import * as otel from
+   * '@opentelemetry/api'`), or `false` for none. @default `@opentelemetry/api` when it resolves
+   * from here, else none
+   */
+  readonly otel?: OtelApi | false;
   readonly now?: () => number;
   readonly random?: () => number;
 }
@@ -196,8 +204,12 @@ const MAX_DOOMED = 10_000;
  * await worker.run(); // until SIGTERM
  */
 export class Worker<P = unknown> {
-  readonly #o: Required<Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent' | 'client' | 'maxReceiveCount'>> &
+  readonly #o: Required<
+    Omit<WorkerOptions<P>, 'sqs' | 'deadLetterQueueUrl' | 'heartbeatMs' | 'onEvent' | 'client' | 'maxReceiveCount' | 'otel'>
+  > &
     Pick<WorkerOptions<P>, 'deadLetterQueueUrl' | 'onEvent' | 'maxReceiveCount'> & { heartbeatMs: number };
+  /** The OpenTelemetry API the handlers' spans are started with (none: no span). */
+  readonly #otel: Promise<OtelApi | undefined>;
   readonly #reporter: OutcomeReporter | undefined;
   /** The client's heartbeats, asked every `heartbeatMs` about {@link #stoppable}'s jobs. */
   readonly #heartbeats: HeartbeatSink | undefined;
@@ -257,6 +269,7 @@ export class Worker<P = unknown> {
           ? new OutcomeReporter(opts.client, { onError: (error) => this.#emit({ type: 'error', operation: 'report outcomes', error }) })
           : undefined;
     this.#heartbeats = heartbeatSinkOf(this.#reporter);
+    this.#otel = otelApi(opts.otel);
     this.#ownsClient = opts.sqs === undefined;
     const region = /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com/.exec(opts.queueUrl)?.[1];
     this.#sqs = opts.sqs ?? new SQSClient(region && !process.env.AWS_REGION ? { region } : {});
@@ -453,10 +466,12 @@ export class Worker<P = unknown> {
     await this.#backOff(msg, job, receiveCount, outcome.error);
   }
 
-  /** Runs the handler: what it returned, or what it threw. */
+  /** Runs the handler (in its span, with OpenTelemetry): what it returned, or what it threw. */
   async #run(job: DeliveredJob<P>, ctx: JobContext): Promise<HandlerOutcome> {
+    const otel = await this.#otel;
+    const info = { queue: queueNameOf(this.#o.queueUrl), messageId: ctx.messageId, attempt: ctx.receiveCount, latenessMs: ctx.latenessMs };
     try {
-      return { ok: true, value: await this.#o.handler(job, ctx) };
+      return { ok: true, value: await inHandlerSpan(otel, job, info, async () => this.#o.handler(job, ctx)) };
     } catch (error) {
       return { ok: false, error };
     }

@@ -67,20 +67,20 @@ const scheduler = config.scheduler?.endpoint
   : undefined;
 // The last 10,000 spans (`GET /local/traces/<traceId>`, `dynein show --trace`), and an OTLP
 // receiver's when DYNEIN_OTLP_ENDPOINT names one (docs/tracing.md).
-const spans = new MemorySpanSink(10_000);
+// DYNEIN_SPANS=false keeps none (with no endpoint either, no span is built, as on AWS by default).
+const spans = settings.keepSpans ? new MemorySpanSink(10_000) : undefined;
+const exporter = config.otlpEndpoint
+  ? new OtlpHttpSpanSink({
+      endpoint: config.otlpEndpoint,
+      serviceName: 'dynein-local',
+      log: (message, fields) => console.error(`dynein compute: ${message} ${JSON.stringify(fields ?? {})}`),
+    })
+  : undefined;
+const sinks = [spans, exporter].filter((s) => s !== undefined);
 const w = await wire(config, {
   dynamo,
   sqs,
-  spans: config.otlpEndpoint
-    ? fanOut([
-        spans,
-        new OtlpHttpSpanSink({
-          endpoint: config.otlpEndpoint,
-          serviceName: 'dynein-local',
-          log: (message, fields) => console.error(`dynein compute: ${message} ${JSON.stringify(fields ?? {})}`),
-        }),
-      ])
-    : spans,
+  ...(sinks.length > 0 ? { spans: sinks.length === 1 ? sinks[0]! : fanOut(sinks) } : {}),
   ...(scheduler ? { scheduler } : {}),
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
 });
@@ -140,7 +140,7 @@ const api = await startApiServer({
     workflows: workflowsHandler(w, t),
   },
   metrics: () => ({ ...metrics.snapshot(), reads: reads(), ...(faults ? { faults: faults.snapshot() } : {}) }),
-  trace: (traceId) => spans.trace(traceId),
+  trace: (traceId) => spans?.trace(traceId) ?? [],
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;
   console.error(`dynein compute: port ${settings.port} is in use: stop what uses it or set DYNEIN_PORT`);

@@ -23,6 +23,8 @@ export interface LocalSettings {
   readonly cells: number;
   /** Whether the inbound event source runs (an event source mapping's `Enabled`; `DYNEIN_INGEST_ENABLED`). */
   readonly ingestEnabled: boolean;
+  /** The last 10,000 spans kept in memory (`DYNEIN_SPANS`, default true; docs/tracing.md#locally). */
+  readonly keepSpans: boolean;
   /**
    * Tenants with history on and their retention, ms (`DYNEIN_HISTORY=<tenant,tenant>`,
    * `DYNEIN_HISTORY_DAYS`, default 7; docs/history.md).
@@ -108,6 +110,7 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
     cells,
     ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
+    keepSpans: bool('DYNEIN_SPANS', true),
     ...(Object.keys(history).length > 0 ? { history } : {}),
     ...(faults ? { faults } : {}),
   };

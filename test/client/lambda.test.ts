@@ -8,7 +8,7 @@ import { startSqsEventSource } from '../../local/sqsEventSource.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { sqsRecordFor } from '../support/lambdaEvents.js';
 import { waitForEmptyQueue } from '../support/system.js';
-import { receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support.js';
+import { fakeOtel, receiveAll, recordCalls, sendDeliveries, sendRaw, waitUntil } from './support.js';
 
 /** The event Lambda's SQS event source would pass for these received messages. */
 const sqsEventOf = (msgs: readonly Message[], withAttributes = true): SQSEvent => ({
@@ -39,6 +39,38 @@ beforeAll(async () => {
 afterAll(async () => em?.stop());
 
 describe('dyneinLambdaHandler', () => {
+  it('runs each record in its span (docs/tracing.md): the first attempt a child of its traceparent, a retry linked, an error recorded', async () => {
+    const otel = fakeOtel();
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const record = (id: string, receiveCount: string) =>
+      sqsRecordFor({
+        messageId: id,
+        body: JSON.stringify({ jobId: id, tenant: 'demo', runAt: '2030-01-01T00:00:00.000Z', payload: 1 }),
+        attributes: { ApproximateReceiveCount: receiveCount },
+        messageAttributes: { traceparent: { stringValue: traceparent, dataType: 'String' } },
+        eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:dynein-t-demo',
+      });
+    const active: (string | undefined)[] = [];
+    const handler = dyneinLambdaHandler(
+      async (job) => {
+        active.push(otel.active());
+        if (job.jobId === 'fails') throw new Error('card declined');
+      },
+      { otel: otel.api },
+    );
+    const res = await handler({ Records: [record('first', '1'), record('retry', '3'), record('fails', '1')] });
+    expect(res.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(['fails']);
+    expect(active).toEqual(['process dynein-t-demo', 'process dynein-t-demo', 'process dynein-t-demo']);
+    const remote = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: 1, isRemote: true };
+    expect(
+      otel.spans.map((s) => ({ root: s.root, parent: s.parent, links: s.links, attempt: s.attempt, ended: s.ended, error: s.error })),
+    ).toEqual([
+      { root: false, parent: remote, links: undefined, attempt: 1, ended: true, error: undefined },
+      { root: true, parent: undefined, links: [{ context: remote }], attempt: 3, ended: true, error: undefined },
+      { root: false, parent: remote, links: undefined, attempt: 1, ended: true, error: 'card declined' },
+    ]);
+  });
+
   it('reports only the failed records, backs them off, and sends unrecoverable ones to the DLQ', async () => {
     const q = await em.createQueue('l-batch', { dlq: true, maxReceiveCount: 5 });
     await sendDeliveries(em.sqs, q.url, [

@@ -1,3 +1,4 @@
+import type { OtelApi } from '../../client/index.js';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -179,4 +180,58 @@ export function bashOffers(script: string, dataDir: string): (...typed: string[]
       .toString()
       .split('\n')
       .filter(Boolean);
+}
+
+/** An `@opentelemetry/api` stand-in that records the spans started (with their errors) and which one is active. */
+export function fakeOtel() {
+  const spans: {
+    name: string;
+    kind?: number;
+    parent?: unknown;
+    root?: boolean;
+    links?: unknown;
+    attempt?: unknown;
+    ended: boolean;
+    error?: string;
+  }[] = [];
+  let active: string | undefined;
+  const api: OtelApi = {
+    ROOT_CONTEXT: {},
+    createTraceState: (raw) => raw,
+    trace: {
+      getTracer: () => ({
+        startSpan: (name, options, context) => {
+          const rec: (typeof spans)[number] = {
+            name,
+            kind: options?.kind,
+            parent: (context as { span?: unknown }).span,
+            root: options?.root,
+            links: options?.links,
+            attempt: options?.attributes?.['dynein.attempt'],
+            ended: false,
+          };
+          spans.push(rec);
+          return {
+            recordException: () => undefined,
+            setStatus: (status: { code: number; message?: string }) => void (rec.error = status.message),
+            end: () => void (rec.ended = true),
+            name,
+          };
+        },
+      }),
+      setSpanContext: (_context, spanContext) => ({ span: spanContext }),
+      setSpan: (_context, span) => ({ active: (span as { name?: string }).name }),
+    },
+    context: {
+      with: (context, fn) => {
+        active = (context as { active?: string }).active;
+        try {
+          return fn();
+        } finally {
+          active = undefined;
+        }
+      },
+    },
+  };
+  return { api, spans, active: () => active };
 }

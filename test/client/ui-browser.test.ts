@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import type * as Client from '../../client/index.js';
 import type * as PageTypes from '../../client/ui/browser/apiTypes.js';
@@ -55,8 +55,34 @@ const rows = () =>
   page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent).slice(0, 5)));
 const tagsColumn = () => page.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].at(-1)?.textContent));
 const text = (sel: string) => page.$eval(sel, (e) => e.textContent ?? '');
-const waitText = (sel: string, pattern: RegExp, timeout = 5_000) =>
-  page.waitForFunction((s, p) => new RegExp(p).test(document.querySelector(s)?.textContent ?? ''), { timeout }, sel, pattern.source);
+/**
+ * Clicks `sel`, which opens a confirm() dialog, and answers it: the dialog is awaited before it is
+ * answered and the click after (a handler registered beside a click could meet the next dialog
+ * on a slow machine, and a click that opened one does not end before it is answered). Its message.
+ */
+async function confirmClick(sel: string, answer: 'accept' | 'dismiss'): Promise<string> {
+  const opened = new Promise<Dialog>((resolve) => page.once('dialog', resolve));
+  const clicked = page.click(sel);
+  const dialog = await opened;
+  await (answer === 'accept' ? dialog.accept() : dialog.dismiss());
+  await clicked;
+  return dialog.message();
+}
+
+/** Waits for `sel`'s text to match; a timeout says what the text was. */
+const waitText = async (sel: string, pattern: RegExp, timeout = 5_000) => {
+  try {
+    await page.waitForFunction(
+      (s, p) => new RegExp(p).test(document.querySelector(s)?.textContent ?? ''),
+      { timeout },
+      sel,
+      pattern.source,
+    );
+  } catch (err) {
+    const now = await page.$eval(sel, (e) => e.textContent ?? '').catch(() => '(no such element)');
+    throw new Error(`${sel} never matched ${pattern} within ${timeout} ms: it says "${now}" (${(err as Error).message})`);
+  }
+};
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const EDITOR = 'arn:aws:iam::000000000000:user/dynein-alpha';
 
@@ -337,21 +363,18 @@ describe('the job browser in Chromium', () => {
     expect(stub.requests.some((r) => r.url.startsWith('/v1/tenants/alpha/jobs?') && r.url.includes('tag=order-42'))).toBe(true);
 
     // Declined: nothing sent. Accepted: POST .../jobs/cancel, its operation followed to DONE, the list read again.
-    page.once('dialog', (d) => void d.dismiss());
-    await page.click('#cancel-tag');
+    await confirmClick('#cancel-tag', 'dismiss');
     await new Promise((r) => setTimeout(r, 300));
     expect(stub.requests.some((r) => r.url === '/v1/tenants/alpha/jobs/cancel')).toBe(false);
-    page.once('dialog', (d) => {
-      expect(d.message()).toContain('tagged "order-42"');
-      void d.accept();
-    });
-    await page.click('#cancel-tag');
+    expect(await confirmClick('#cancel-tag', 'accept')).toContain('tagged "order-42"');
     await waitText('#jobs-msg', /Cancelled by tag "order-42": matched 2, cancelled 2, already queued 0, not cancellable 0\./, 15_000); // polled every 500 ms: slow on a busy machine
     const sent = stub.requests.find((r) => r.url === '/v1/tenants/alpha/jobs/cancel')!;
     expect([sent.method, JSON.parse(sent.body)]).toEqual(['POST', { tag: 'order-42' }]);
     expect(stub.requests.some((r) => r.method === 'GET' && r.url.startsWith('/v1/tenants/alpha/operations/op1.'))).toBe(true);
     await page.waitForFunction(() => document.querySelector('#jobs tbody tr td:nth-child(3)')?.textContent === 'CANCELLED');
     expect((await rows()).map((r) => r[2])).toEqual(['CANCELLED', 'CANCELLED', 'QUEUED']);
+    // The list read again keeps the outcome shown.
+    expect(await text('#jobs-msg')).toMatch(/^Cancelled by tag "order-42"/);
 
     // Without a tag, the button says what it needs and sends nothing.
     await page.$eval('#filters', (f) => (f as HTMLFormElement).reset());
@@ -525,14 +548,9 @@ describe('the job browser in Chromium', () => {
     await page.click('#dlq tbody tr[data-handle="h-2"] input');
     await page.click('#dlq tbody tr[data-handle="h-3"] input');
     await waitText('#delete-selected', /Delete selected \(2\)/);
-    const asked: string[] = [];
-    page.once('dialog', (d) => {
-      asked.push(d.message());
-      void d.accept();
-    });
-    await page.click('#delete-selected');
+    const asked = await confirmClick('#delete-selected', 'accept');
     await waitText('#dlq-msg', /^Deleted 2 messages\.$/);
-    expect(asked).toEqual(['Delete 2 messages from the dead-letter queue? They are gone for good.']);
+    expect(asked).toBe('Delete 2 messages from the dead-letter queue? They are gone for good.');
     expect(JSON.parse(stub.requests.find((r) => r.url === '/v1/tenants/alpha/dlq/delete')!.body)).toEqual({ handles: ['h-2', 'h-3'] });
     expect(stub.dlq).toHaveLength(10);
     await page.waitForFunction(() => document.querySelector('#dlq-depth')?.textContent === '');
@@ -573,8 +591,7 @@ describe('the job browser in Chromium', () => {
     // Back on the queue already: another edit would deliver it twice.
     expect(await page.$eval('#dlq tbody tr[data-handle="h-20"] button.edit', (b) => (b as HTMLButtonElement).disabled)).toBe(true);
     stub.failDeletes.clear();
-    page.once('dialog', (d) => void d.accept());
-    await page.click('#delete-selected');
+    await confirmClick('#delete-selected', 'accept');
     await waitText('#dlq-msg', /^Deleted 1 message\.$/);
     expect(JSON.parse(stub.requests.filter((r) => r.url === '/v1/tenants/alpha/dlq/delete').at(-1)!.body)).toEqual({ handles: ['h-20'] });
     expect(stub.dlq).toEqual([]);
@@ -825,21 +842,17 @@ describe('the job browser in Chromium', () => {
       // Declined: nothing sent. Accepted: POST .../jobs/cancel by key, its operation followed to DONE, the list read again.
       const cancels = () => stub.requests.filter((r) => r.url === '/v1/tenants/alpha/jobs/cancel');
       const before = cancels().length;
-      page.once('dialog', (d) => void d.dismiss());
-      await page.click('#cancel-key');
+      await confirmClick('#cancel-key', 'dismiss');
       await new Promise((r) => setTimeout(r, 300));
       expect(cancels()).toHaveLength(before);
-      page.once('dialog', (d) => {
-        expect(d.message()).toContain('with concurrency key "customer-7"');
-        void d.accept();
-      });
-      await page.click('#cancel-key');
+      expect(await confirmClick('#cancel-key', 'accept')).toContain('with concurrency key "customer-7"');
       await waitText('#jobs-msg', /Cancelled by key "customer-7": matched 2, cancelled 2, already queued 0, not cancellable 0\./, 15_000); // polled every 500 ms: slow on a busy machine
       expect(cancels()).toHaveLength(before + 1);
       const sent = cancels().at(-1)!;
       expect([sent.method, JSON.parse(sent.body)]).toEqual(['POST', { concurrencyKey: 'customer-7' }]);
       await page.waitForFunction(() => document.querySelector('#jobs tbody tr td:nth-child(3)')?.textContent === 'CANCELLED');
       expect((await rows()).map((r) => r[2])).toEqual(['CANCELLED', 'CANCELLED', 'QUEUED']);
+      expect(await text('#jobs-msg')).toMatch(/^Cancelled by key "customer-7"/);
       expect(keyed[3]!.state).toBe('SCHEDULED'); // another key's job is left alone
 
       // Without a key, the button says what it needs and sends nothing.

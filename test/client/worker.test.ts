@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnrecoverableError, Worker, type DeliveredJob, type JobContext, type WorkerEvent } from '../../client/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { waitForEmptyQueue } from '../support/system.js';
-import { receiveAll, receivedHandles, recordCalls, sendDeliveries, sendRaw, sequence, waitUntil } from './support.js';
+import { fakeOtel, receiveAll, receivedHandles, recordCalls, sendDeliveries, sendRaw, sequence, waitUntil } from './support.js';
 
 /**
  * The Worker against fauxqs with the real SQS client: what it deletes, the visibility timeouts it
@@ -35,18 +35,39 @@ describe.concurrent('Worker', () => {
       }),
     );
     const seen: DeliveredJob[] = [];
+    const otel = fakeOtel();
     const worker = new Worker({
       queueUrl: q.url,
       sqs: em.newClients().sqs,
       handleSignals: false,
       waitTimeSeconds: 1,
-      handler: (job) => void seen.push(job),
+      otel: otel.api,
+      handler: (job) => void seen.push({ ...job, inSpan: otel.active() } as DeliveredJob),
     });
     const running = worker.run();
     await waitUntil(() => seen.length === 1, 5_000, 'the delivery');
     await worker.stop();
     await running;
-    expect(seen[0]).toMatchObject({ jobId: 'j-t', traceparent, tracestate: 'v=1' });
+    const spanName = `process ${q.url.split('/').pop()}`;
+    expect(seen[0]).toMatchObject({ jobId: 'j-t', traceparent, tracestate: 'v=1', inSpan: spanName });
+    // The handler ran in its span: the first attempt, a child of the message's traceparent.
+    expect(otel.spans).toEqual([
+      {
+        name: spanName,
+        kind: 4,
+        parent: {
+          traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+          spanId: '00f067aa0ba902b7',
+          traceFlags: 1,
+          isRemote: true,
+          traceState: 'v=1',
+        },
+        root: false,
+        links: undefined,
+        attempt: 1,
+        ended: true,
+      },
+    ]);
   });
 
   it('hands each job to the handler with its context and deletes it on success', async () => {

@@ -84,7 +84,7 @@ describe.concurrent('pause', () => {
       const pausedJobs = await submitJobs(sys, 'paused', batch(20));
       const otherJobs = await submitJobs(sys, 'other', batch(20));
       await other.waitFor((d) => d.length === 20, 15_000);
-      await until(async () => (await heldPointers(sys)) === 20, 10_000, 'the paused jobs in the hold lane');
+      await until(async () => (await heldPointers(sys)) === 20, 20_000, 'the paused jobs in the hold lane'); // slow on a busy machine
       await sleep(1_000);
       expect(held.deliveries).toHaveLength(0);
 

@@ -35,8 +35,12 @@ function pageQuery(): string {
   return query.toString();
 }
 
-/** Loads the page shown now into the table. A reply for a page or tenant left meanwhile is dropped. */
-export async function loadJobs(): Promise<void> {
+/**
+ * Loads the page shown now into the table. A reply for a page or tenant left meanwhile is dropped.
+ * `keepMessage`: a refresh (live, or after a bulk cancel) leaves the message shown, the outcome
+ * of what the user did, unless the page is empty; a load the user asked for clears it.
+ */
+export async function loadJobs(keepMessage = false): Promise<void> {
   const query = pageQuery();
   const asked = `${state.tenant}?${query}`;
   const reply = await callApi<JobPage>('GET', `/jobs?${query}`);
@@ -57,7 +61,8 @@ export async function loadJobs(): Promise<void> {
   }
   const jobs = reply.data?.jobs ?? [];
   state.nextCursor = reply.data?.nextCursor || null;
-  showMessage('#jobs-msg', 'info', jobs.length > 0 ? '' : state.page === 0 ? 'No jobs match.' : 'No more jobs.');
+  if (jobs.length === 0) showMessage('#jobs-msg', 'info', state.page === 0 ? 'No jobs match.' : 'No more jobs.');
+  else if (!keepMessage) showMessage('#jobs-msg', 'info', '');
   body.replaceChildren(...jobs.map(jobRow));
   showPager();
 }
@@ -176,7 +181,7 @@ async function cancelAllWith(by: CancelSelector): Promise<void> {
     const started = await callApi<CancelJobsStarted>('POST', '/jobs/cancel', { [by.body]: value });
     if (!started.ok) return showMessage('#jobs-msg', 'err', `Not cancelled: ${errorText(started)}`);
     if (!started.data) return showMessage('#jobs-msg', 'err', 'Not cancelled: the reply had no operation id');
-    if (await followOperation(started.data.operationId, `by ${by.noun} "${value}"`)) await loadJobs();
+    if (await followOperation(started.data.operationId, `by ${by.noun} "${value}"`)) await loadJobs(true);
   } finally {
     button.disabled = false;
   }

@@ -14,7 +14,7 @@ const DLQ_REFRESH_MS = 10_000;
 
 /** Reloads what the open tab shows. */
 function refreshTab(): Promise<void> {
-  if (state.tab === 'jobs') return loadJobs();
+  if (state.tab === 'jobs') return loadJobs(true);
   if (state.tab === 'schedules') return loadSchedules(false);
   if (state.tab === 'workflows') return loadWorkflow();
   return loadDeadLetters();
