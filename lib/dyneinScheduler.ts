@@ -222,7 +222,7 @@ export interface DyneinSchedulerProps {
   readonly tracing?: DyneinTracing;
 }
 
-/** Where the submit, ingest and dispatch functions export their spans (docs/tracing.md#on-aws). */
+/** Where the submit, ingest, dispatch and schedules functions export their spans (docs/tracing.md#on-aws). */
 export interface DyneinTracing {
   /**
    * The OTLP/HTTP endpoint (`http(s)://host:port`): spans are POSTed to its `/v1/traces`. With the
@@ -230,9 +230,9 @@ export interface DyneinTracing {
    * the functions reach, or behind a public HTTPS endpoint).
    */
   readonly otlpEndpoint: string;
-  /** Layers added to the three functions (the ADOT collector layer). @default none */
+  /** Layers added to the four functions (the ADOT collector layer). @default none */
   readonly layers?: lambda.ILayerVersion[];
-  /** Environment added to the three functions (the collector layer's configuration). @default none */
+  /** Environment added to the four functions (the collector layer's configuration). @default none */
   readonly environment?: Record<string, string>;
 }
 
@@ -559,7 +559,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const registrationFunction = this.#function('register', retention, logLevel, { timeout: Duration.seconds(60), environment: env });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
-    if (props.tracing) addTracing(props.tracing, [submit, ingest, dispatch]);
+    if (props.tracing) addTracing(props.tracing, [submit, ingest, dispatch, schedules]);
     return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin, workflows }, registrationFunction };
   }
 

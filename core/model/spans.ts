@@ -5,7 +5,7 @@ import { jobTrace, newSpanId, sampled, type TraceContext } from './traceContext.
  * holding payload text. A {@link SpanSink} takes them (the OTLP/HTTP exporter, the local stack's
  * memory); without one nothing is built.
  */
-export type SpanName = 'dynein.submit' | 'dynein.ingest' | 'dynein.dispatch';
+export type SpanName = 'dynein.submit' | 'dynein.ingest' | 'dynein.dispatch' | 'dynein.schedule.fire';
 
 /** OpenTelemetry's span kinds, as OTLP numbers them. */
 export const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;

@@ -8,8 +8,8 @@
  * job each; a firing that comes late (ingest was down) writes the occurrences it missed, late,
  * once each.
  */
-import { type JobLookups, tombstoneExpiresAtMs } from '../model/index.js';
-import { ingestJob, type IngestDeps } from '../ingest/index.js';
+import { isoMs, type JobLookups, jobSpan, jobTrace, SPAN_KIND, type SpanSink, tombstoneExpiresAtMs, unpackTrace } from '../model/index.js';
+import { ingestJob, type IngestDeps, type IngestOutcome } from '../ingest/index.js';
 import { limiter } from '../util/index.js';
 import { END_OF_TIME } from './expression/index.js';
 import { occurrencesOf, type PendingCancel, type ScheduleRecord, type Timing } from './model.js';
@@ -142,16 +142,52 @@ export async function catchUp(
 async function writePass(deps: RecurringDeps, record: ScheduleRecord, horizon: number): Promise<{ created: number; through: number }> {
   const runs = occurrencesOf(record, record.throughMs + 1, MAX_OCCURRENCES_PER_PASS, horizon === END_OF_TIME ? undefined : horizon + 1);
   const limit = limiter(WRITE_CONCURRENCY);
+  const startMs = deps.clock.now();
+  const jobs = runs.map((dueMs) => ({ ...occurrenceJob(deps, record, dueMs), dueMs }));
   const outcomes = await Promise.all(
-    runs.map((dueMs) =>
-      limit(() => {
-        const { jobId, shard } = occurrenceJob(deps, record, dueMs);
-        return ingestJob(deps, { jobId, tenant: record.tenant, shard, dueMs, payload: record.payload, schedule: record.name });
-      }),
+    jobs.map(({ jobId, shard, dueMs }) =>
+      limit(() => ingestJob(deps, { jobId, tenant: record.tenant, shard, dueMs, payload: record.payload, schedule: record.name })),
     ),
   );
+  if (deps.spans) fireSpans(deps.spans, record, jobs, outcomes, { startMs, endMs: deps.clock.now() });
   const through = runs.length === MAX_OCCURRENCES_PER_PASS ? runs[runs.length - 1]! : horizon;
   return { created: outcomes.filter((o) => o === 'created').length, through };
+}
+
+/**
+ * Each occurrence written starts a trace of its own (the one its job id derives): its
+ * `dynein.schedule.fire` span is that trace's root, linked to the call that defined the schedule
+ * when it carried a `traceparent` (docs/tracing.md); its `dynein.ingest` span goes under it.
+ */
+function fireSpans(
+  spans: SpanSink,
+  record: ScheduleRecord,
+  jobs: readonly { readonly jobId: string; readonly dueMs: number }[],
+  outcomes: readonly IngestOutcome[],
+  at: { readonly startMs: number; readonly endMs: number },
+): void {
+  const definedBy = unpackTrace(record.definedBy);
+  jobs.forEach(({ jobId, dueMs }, i) => {
+    if (outcomes[i] !== 'created') return;
+    const trace = jobTrace(jobId);
+    const attributes = {
+      'dynein.tenant': record.tenant,
+      'dynein.job_id': jobId,
+      'dynein.schedule': record.name,
+      'dynein.occurrence_at': isoMs(dueMs),
+    };
+    spans.record({
+      traceId: trace.traceId,
+      spanId: trace.spanId,
+      name: 'dynein.schedule.fire',
+      kind: SPAN_KIND.internal,
+      ...at,
+      attributes,
+      ...(definedBy ? { links: [{ traceId: definedBy.traceId, spanId: definedBy.spanId }] } : {}),
+    });
+    const ingested = jobSpan('dynein.ingest', SPAN_KIND.internal, { jobId, tenant: record.tenant }, at, { 'dynein.outcome': 'created' });
+    if (ingested) spans.record(ingested);
+  });
 }
 
 /**

@@ -77,6 +77,12 @@ export interface ScheduleRecord extends ScheduleDefinition {
    */
   readonly clockPeriodMs?: number;
   readonly pending: readonly PendingCancel[];
+  /**
+   * The trace of the call that defined this revision, when it carried a `traceparent` (packed as
+   * a job's: core/model/traceContext.ts): each occurrence's `dynein.schedule.fire` span links to
+   * it (docs/tracing.md).
+   */
+  readonly definedBy?: string;
   /** A delete in progress: the schedule is gone for every reader. */
   readonly deleting?: boolean;
   /**

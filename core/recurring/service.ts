@@ -15,6 +15,9 @@ import {
   ScheduleCatchingUpError,
   ScheduleNotFoundError,
   type SchedulerSettings,
+  packTrace,
+  type SpanSink,
+  type TraceContext,
   ValidationError,
 } from '../model/index.js';
 import { MAX_RUNS_PER_CALL, parseSchedule } from './expression/index.js';
@@ -39,6 +42,8 @@ export interface SchedulesDeps {
   readonly codec: JobIdCodec;
   readonly clock: Clock;
   readonly settings: SchedulerSettings;
+  /** Where the occurrences' `dynein.schedule.fire` and `dynein.ingest` spans go (docs/tracing.md). Absent: none. */
+  readonly spans?: SpanSink;
 }
 
 /** How long a change spends catching up a schedule that is behind before it answers 503 `CatchingUp` (the function's timeout is 20 s). */
@@ -62,15 +67,26 @@ export class SchedulesService {
   readonly #recurring: RecurringDeps;
 
   constructor(private readonly deps: SchedulesDeps) {
-    this.#recurring = { store: deps.store, codec: deps.codec, clock: deps.clock, settings: deps.settings, schedules: deps.schedules };
+    this.#recurring = {
+      store: deps.store,
+      codec: deps.codec,
+      clock: deps.clock,
+      settings: deps.settings,
+      schedules: deps.schedules,
+      ...(deps.spans ? { spans: deps.spans } : {}),
+    };
   }
 
-  /** `PUT .../schedules/{name}` (`query`: `dryRun`, `count`). */
+  /**
+   * `PUT .../schedules/{name}` (`query`: `dryRun`, `count`); `caller`: the trace context of its
+   * `traceparent`, which the revision's occurrences link to (docs/tracing.md).
+   */
   async put(
     tenant: string,
     name: string,
     rawBody: string | undefined,
     query: Readonly<Record<string, string | undefined>> = {},
+    caller?: TraceContext,
   ): Promise<PutResult> {
     await this.deps.tenants.require(tenant);
     assertScheduleName(name);
@@ -87,7 +103,7 @@ export class SchedulesService {
       return { status: 200, schedule: { ...renderSchedule(preview, now, count), state: definition.state, dryRun: true } };
     }
     const { record, created } = await this.#change(tenant, name, (old, at) => ({
-      record: this.#record(tenant, name, definition, old, at, randomRev()),
+      record: { ...this.#record(tenant, name, definition, old, at, randomRev()), ...(caller ? { definedBy: packTrace(caller) } : {}) },
       created: old === undefined,
     }));
     return { status: created ? 201 : 200, schedule: renderSchedule(record, this.deps.clock.now()) };
@@ -154,7 +170,9 @@ export class SchedulesService {
       if (!old) throw new ScheduleNotFoundError(tenant, name);
       // Already so (and nothing left over): nothing to change.
       if (old.state === state && old.pending.length === 0) return undefined;
-      return { record: this.#record(tenant, name, { ...old, state }, old, at, randomRev()), created: false };
+      // Paused or resumed, it stays the definition it was: its occurrences keep linking to that call.
+      const record = this.#record(tenant, name, { ...old, state }, old, at, randomRev());
+      return { record: old.definedBy !== undefined ? { ...record, definedBy: old.definedBy } : record, created: false };
     });
     return renderSchedule(record, this.deps.clock.now());
   }

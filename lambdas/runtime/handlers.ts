@@ -291,6 +291,12 @@ export function bulkCancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
  * `GET /v1/tenants/{tenant}/schedules`, `POST .../schedules/{name}/pause` and `/resume`.
  */
 export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
+  const handle = scheduleRequest(w, t);
+  // A change materialises first occurrences: their spans leave before the function returns.
+  return w.spans ? async (event: APIGatewayProxyEventV2) => flushed(w, await handle(event)) : handle;
+}
+
+function scheduleRequest(w: Wiring, t: Telemetry) {
   return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
     const tenant = pathParam(event, 'tenant');
     const name = pathParam(event, 'name');
@@ -306,7 +312,8 @@ export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         event,
         200,
         async () => {
-          const { status, schedule } = await service.put(tenant, name, bodyOf(event), query);
+          const caller = parseTraceparent(event.headers?.traceparent, event.headers?.tracestate);
+          const { status, schedule } = await service.put(tenant, name, bodyOf(event), query, caller);
           if (!schedule.dryRun) t.count('SchedulesPut', 1);
           return new WithStatus(status, schedule);
         },

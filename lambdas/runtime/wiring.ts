@@ -133,6 +133,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         codec,
         clock,
         settings,
+        ...(spans ? { spans } : {}),
       })
     : undefined;
   // Workflows (docs/workflows.md): their jobs' status, cancel and outcomes go through the same
@@ -227,7 +228,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     operations,
     operationsService: new OperationsService({ ...operations, tenants, sender, inboundQueueUrl: config.inboundQueueUrl }),
     sender,
-    recurring: { store, codec, clock, settings, schedules: scheduleStore },
+    recurring: { store, codec, clock, settings, schedules: scheduleStore, ...(spans ? { spans } : {}) },
     ...(schedules ? { schedules } : {}),
     tenants,
     controlsStore,

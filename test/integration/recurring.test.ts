@@ -17,6 +17,7 @@ import { clockName } from '../../adapters/eventBridgeTrigger.js';
 import { keys } from '../../adapters/dynamoJobStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { resolveSettings } from '../../core/model/config.js';
+import { jobTrace, type SpanRecord } from '../../core/model/index.js';
 import type { JobStore } from '../../core/model/ports.js';
 import {
   COARSE_CLOCK_MS,
@@ -322,6 +323,69 @@ describe('creating a schedule', () => {
     expect(
       (await call('PUT', '/v1/tenants/acme/schedules/preview', { expression: 'rate(1 hour)' }, { dryRun: 'true', count: '101' })).status,
     ).toBe(400);
+  });
+});
+
+describe('tracing (docs/tracing.md)', () => {
+  it('each occurrence starts a trace of its own: its dynein.schedule.fire span, linked to the call that defined the schedule, and its ingest under it', async () => {
+    const recorded: SpanRecord[] = [];
+    const traced = await wire(base, {
+      dynamo: emu.dynamo,
+      sqs: emu.sqs,
+      scheduler: client,
+      clock,
+      idKey: Buffer.alloc(32, 7),
+      spans: { record: (s) => void recorded.push(s), flush: async () => undefined },
+    });
+    const definition = JSON.stringify({ expression: 'cron(* * * * ? *)', payload: { secret: 'not in a span' } });
+    const put = (name: string, headers: Record<string, string>) =>
+      schedulesHandler(traced)(
+        httpApiEvent({
+          method: 'PUT',
+          path: `/v1/tenants/acme/schedules/${name}`,
+          body: definition,
+          headers,
+          pathParameters: { tenant: 'acme', name },
+        }),
+      );
+    const caller = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+    expect((await put('traced', { traceparent: `00-${caller.traceId}-${caller.spanId}-01` })).statusCode).toBe(201);
+    const fires = recorded.filter((s) => s.name === 'dynein.schedule.fire');
+    expect(fires).toHaveLength(8); // 8 minutes ahead (see above)
+    for (const f of fires) {
+      const jobId = String(f.attributes['dynein.job_id']);
+      expect([f.traceId, f.spanId]).toEqual([jobTrace(jobId).traceId, jobTrace(jobId).spanId]);
+      expect(f.parentSpanId).toBeUndefined();
+      expect(f.links).toEqual([caller]);
+      expect(f.attributes['dynein.schedule']).toBe('traced');
+      const ingest = recorded.find((s) => s.name === 'dynein.ingest' && s.attributes['dynein.job_id'] === jobId);
+      expect(ingest).toMatchObject({ traceId: f.traceId, parentSpanId: f.spanId });
+    }
+    expect(new Set(fires.map((f) => f.traceId)).size).toBe(8);
+    expect(JSON.stringify(recorded)).not.toContain('not in a span');
+    // Paused and resumed, it is the same definition: the link stays. Defined again without a trace: none.
+    recorded.length = 0;
+    now += 60_000;
+    const action = (verb: string) =>
+      schedulesHandler(traced)(
+        httpApiEvent({
+          method: 'POST',
+          path: `/v1/tenants/acme/schedules/traced/${verb}`,
+          pathParameters: { tenant: 'acme', name: 'traced' },
+        }),
+      );
+    expect((await action('pause')).statusCode).toBe(200);
+    expect((await action('resume')).statusCode).toBe(200);
+    expect(
+      recorded.filter((s) => s.name === 'dynein.schedule.fire').every((f) => JSON.stringify(f.links) === JSON.stringify([caller])),
+    ).toBe(true);
+    expect(recorded.some((s) => s.name === 'dynein.schedule.fire')).toBe(true);
+    recorded.length = 0;
+    now += 60_000;
+    expect((await put('traced', {})).statusCode).toBe(200);
+    const again = recorded.filter((s) => s.name === 'dynein.schedule.fire');
+    expect(again.length).toBeGreaterThan(0);
+    expect(again.every((f) => f.links === undefined)).toBe(true);
   });
 });
 
