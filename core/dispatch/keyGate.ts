@@ -20,6 +20,8 @@ export interface Gated {
   slot?: boolean;
   /** In the gate, waiting for a slot (its lease is not renewed meanwhile: see LeaseKeeper). */
   waiting?: boolean;
+  /** The slot lease this row's take wrote: giving the slot back unsent is conditional on it. */
+  slotUntil?: number;
 }
 
 /**
@@ -283,16 +285,19 @@ class KeyWaits<G extends Gated = Gated> {
     const c = concurrency!;
     const leaseMs = (this.deps.keyLeaseSeconds(tenant) ?? DEFAULT_KEY_LEASE_SECONDS) * 1000;
     let now = clock.now();
-    let got = await slots.take(tenant, c.key, jobId, now + leaseMs, c.limit, now);
+    let until = now + leaseMs;
+    let got = await slots.take(tenant, c.key, jobId, until, c.limit, now);
     if (got !== true) {
-      const expired = new Map([...got.holders].filter(([, until]) => until < now));
+      const expired = new Map([...got.holders].filter(([, held]) => held < now));
       if (expired.size > 0 && (await slots.evict(tenant, c.key, expired)) > 0) {
         now = clock.now();
-        got = await slots.take(tenant, c.key, jobId, now + leaseMs, c.limit, now);
+        until = now + leaseMs;
+        got = await slots.take(tenant, c.key, jobId, until, c.limit, now);
       }
     }
     if (got === true) {
       h.slot = true;
+      h.slotUntil = until;
       gate.taken++;
     }
     return got;

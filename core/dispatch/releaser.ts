@@ -384,13 +384,20 @@ export class Releaser {
 
   /**
    * A keyed row that took its slot and is let go unsent (its lease lost, its tenant paused or
-   * unknown) gives the slot back: whoever sends it later takes one again.
+   * unknown) gives the slot back: whoever sends it later takes one again. Conditional on the slot
+   * lease its take wrote: a round that took the row over (and its slot, under the same job id)
+   * since keeps the slot it holds.
    */
   #freeSlot(h: Held): void {
     const c = h.slot ? h.row.concurrency : undefined;
     if (!c) return;
     h.slot = false;
-    void this.deps.keySlots?.release(h.row.tenant, c.key, h.row.jobId).catch(() => undefined);
+    const slots = this.deps.keySlots;
+    const given =
+      h.slotUntil !== undefined
+        ? slots?.evict(h.row.tenant, c.key, new Map([[h.row.jobId, h.slotUntil]]))
+        : slots?.release(h.row.tenant, c.key, h.row.jobId);
+    void given?.catch(() => undefined);
   }
 
   #forget(h: Held): void {

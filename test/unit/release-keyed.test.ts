@@ -10,7 +10,7 @@ import { TenantRegistry } from '../../core/tenants/registry.js';
  * once it holds its key's slot, its lease renewed after the take and before the send; a row that
  * takes its slot while its batch's other keys are still being checked is sent all the same.
  */
-function harness(slots: KeySlots) {
+function harness(slots: KeySlots, renewOk: (jobId: string) => boolean = () => true) {
   const sent: string[] = [];
   const renewed: string[] = [];
   const sender: QueueSender = {
@@ -21,7 +21,7 @@ function harness(slots: KeySlots) {
   };
   const givenBack: string[] = [];
   const store: ReleaserDeps['store'] = {
-    renew: async (k) => (renewed.push(k.jobId), true),
+    renew: async (k) => (renewed.push(k.jobId), renewOk(k.jobId)),
     unacquire: async (k) => (givenBack.push(k.jobId), true),
     markDelivered: async () => [],
   };
@@ -73,7 +73,61 @@ function slotsInMemory(opts: { slowKey?: string; slowMs?: number } = {}) {
   return { slots, holders };
 }
 
+/** Slots with their lease ends, as the table keeps them: a take writes its lease, an evict removes a holder only at the lease read. */
+function slotsWithLeases() {
+  const holders = new Map<string, { jobId: string; until: number }>();
+  const slots: KeySlots = {
+    setLimit: async () => {},
+    async take(_t, key, jobId, untilMs): Promise<true | KeyFull> {
+      const h = holders.get(key);
+      if (h === undefined || h.jobId === jobId) {
+        holders.set(key, { jobId, until: untilMs });
+        return true;
+      }
+      return { holders: new Map([[h.jobId, h.until]]), limit: 1 };
+    },
+    async evict(_t, key, held) {
+      const h = holders.get(key);
+      if (h && held.get(h.jobId) === h.until) return holders.delete(key) ? 1 : 0;
+      return 0;
+    },
+    release: async (_t, key, jobId) => void (holders.get(key)?.jobId === jobId && holders.delete(key)),
+    extend: async () => true,
+    holds: async (_t, key, jobId) => holders.get(key)?.jobId === jobId,
+  };
+  return { slots, holders };
+}
+
 describe('Releaser with concurrency keys', () => {
+  it('a row that took its slot but lost its lease (cancelled while it waited) gives the slot back unsent; one another round took over keeps it', async () => {
+    const { slots, holders } = slotsWithLeases();
+    holders.set('k', { jobId: 'other', until: Date.now() + 60_000 });
+    // 'cancelled': its renewal after the take fails (a DELETE wrote on the lease it read).
+    const { sent, releaser, row } = harness(slots, (jobId) => jobId !== 'cancelled');
+    releaser.add(row('cancelled', Date.now(), 'k'));
+    releaser.add(row('next', Date.now() + 1, 'k'));
+    await new Promise((r) => setTimeout(r, 50));
+    holders.delete('k'); // other's worker reported its end
+    await releaser.drain(Date.now() + 3_000);
+    expect(sent).toEqual(['next']);
+    expect(holders.get('k')?.jobId).toBe('next');
+
+    // Taken over: another round acquired the row and took the slot again (a later lease, the same
+    // job id) before this round's renewal failed: this round frees nothing.
+    const b = slotsWithLeases();
+    const takenOver = harness(b.slots, (jobId) => {
+      if (jobId !== 'moved') return true;
+      b.holders.set('k', { jobId: 'moved', until: Date.now() + 120_000 });
+      return false;
+    });
+    takenOver.releaser.add(takenOver.row('moved', Date.now(), 'k'));
+    takenOver.releaser.add(takenOver.row('after', Date.now() + 1, 'k'));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(takenOver.sent).toEqual([]);
+    expect(b.holders.get('k')?.jobId).toBe('moved');
+    takenOver.releaser.abandon();
+  });
+
   it('sends a keyed row once it holds its slot, renewing its lease after the take; the next waits for the slot', async () => {
     const { slots, holders } = slotsInMemory();
     const { sent, renewed, releaser, row } = harness(slots);
