@@ -79,7 +79,10 @@ describe.concurrent('pause', () => {
     const other = consume(em.sqs, sys.tenants.other!.url);
     let rounds = runAllGroups(deps, { owner: 'first' });
     try {
-      const due = Date.now() + 3_500;
+      // Well past the lookahead even when the submits are slow (a busy machine): the submitter here
+      // reads the table's controls, not the test's, so a job within the lookahead would go straight
+      // to the queue instead of being held.
+      const due = Date.now() + 8_000;
       const batch = (n: number) => Array.from({ length: n }, (_, i) => ({ payload: { i }, runAt: new Date(due + i * 40).toISOString() }));
       const pausedJobs = await submitJobs(sys, 'paused', batch(20));
       const otherJobs = await submitJobs(sys, 'other', batch(20));
