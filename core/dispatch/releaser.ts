@@ -722,6 +722,7 @@ export class Releaser {
     this.#queue = this.#queue.filter((q) => q !== h);
     this.#gate?.drop(h);
     this.#forget(h); // and skipped if it waits for a send slot
+    this.#freeSlot(h); // it took its slot, then lost its lease before its send (cancelled meanwhile)
     this.stats.leaseLost++;
     this.hooks.onDropped?.(h.row, h.leaseUntil + 1);
     this.#arm();
