@@ -17,7 +17,7 @@ import type {
   WaitingRecord,
   WaitingState,
 } from '../core/workflows/index.js';
-import { isConditionFailure, rethrow } from './dynamoJobStore.js';
+import { isConditionFailure, rethrow, traceAttributes, traceOf } from './dynamoJobStore.js';
 import { specAttributes, timingItem, timingOf } from './workflowItems.js';
 
 type Item = Record<string, AttributeValue>;
@@ -81,6 +81,8 @@ export class DynamoWaitingChildren implements WaitingChildren {
             ...(child.endsPerItem !== undefined ? { bk: { N: String(child.endsPerItem) } } : {}),
             // A small spec kept here (its attributes are the spec item's, none shared with the record's but equal ones).
             ...(child.spec ? specAttributes(child.spec) : {}),
+            // The same attributes a spec keeps its trace in (a spec kept here holds the same trace).
+            ...traceAttributes(child.trace),
             ...timingItem(child.timing),
             pol: { S: child.onParentFailure },
           },
@@ -468,6 +470,7 @@ function recordOf(key: RowKey, item: Item | undefined): WaitingRecord | undefine
     ...(item.cx?.SS !== undefined ? { heldBack: new Set(item.cx.SS) } : {}),
     ...(item.rat?.N !== undefined ? { releasingAtMs: Number(item.rat.N) } : {}),
     ...(item.rk?.BOOL === true ? { resultKept: true } : {}),
+    ...traceOf(item),
     ...(item.res?.S !== undefined ? { result: item.res.S } : {}),
   };
 }

@@ -10,6 +10,8 @@ import {
   prioAttribute,
   tagsAttribute,
   tagsOf,
+  traceAttributes,
+  traceOf,
 } from './dynamoJobStore.js';
 
 /**
@@ -52,6 +54,7 @@ export function specAttributes(s: WorkflowJobSpec): Item {
     links: { B: deflateRawSync(JSON.stringify(links)) },
     ...(s.release ? { ...timingItem(s.release.timing), pol: { S: s.release.onParentFailure } } : {}),
     ...(s.endsPerItem !== undefined ? { eb: { N: String(s.endsPerItem) } } : {}),
+    ...traceAttributes(s.trace),
   };
 }
 
@@ -74,5 +77,6 @@ export function specOf(key: RowKey, item: Item): WorkflowJobSpec | undefined {
     ...(item.shards?.N !== undefined ? { shardCount: Number(item.shards.N) } : {}),
     ...(item.pol?.S !== undefined ? { release: { timing: timingOf(item), onParentFailure: item.pol.S === 'run' ? 'run' : 'cancel' } } : {}),
     ...(item.eb?.N !== undefined ? { endsPerItem: Number(item.eb.N) } : {}),
+    ...traceOf(item),
   };
 }

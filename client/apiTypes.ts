@@ -527,6 +527,8 @@ export interface Workflow {
   readonly tenant: string;
   readonly state: 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
   readonly createdAt: string;
+  /** The trace every job of the workflow carries (docs/tracing.md). */
+  readonly traceId?: string;
   readonly jobs: readonly {
     readonly key: string;
     readonly jobId: string;

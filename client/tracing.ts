@@ -48,7 +48,9 @@ export interface OtelApi {
     setSpanContext(context: unknown, spanContext: OtelSpanContext): unknown;
     setSpan(context: unknown, span: OtelSpan): unknown;
   };
-  readonly context: { with<T>(context: unknown, fn: () => T): T };
+  readonly context: { with<T>(context: unknown, fn: () => T): T; active?(): unknown };
+  /** Writes a context's trace headers (DyneinClient's requests). */
+  readonly propagation?: { inject(context: unknown, carrier: Record<string, string>): void };
   readonly ROOT_CONTEXT: unknown;
   readonly createTraceState?: (raw?: string) => unknown;
 }

@@ -10,6 +10,7 @@ import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { backoffMs, cutText, sleep } from '../core/util/index.js';
 import { type DyneinError, DyneinApiError, NetworkError, errorFromResponse } from './errors.js';
+import { type OtelApi, otelApi } from './tracing.js';
 
 /** Static keys, or a provider of (refreshable) keys, as the AWS SDK takes them. */
 export type Credentials = ConstructorParameters<typeof SignatureV4>[0]['credentials'];
@@ -38,6 +39,13 @@ export interface DyneinClientOptions {
   /** Clock and randomness, for tests. */
   readonly now?: () => number;
   readonly random?: () => number;
+  /**
+   * OpenTelemetry (docs/tracing.md): each request carries the active context's trace headers
+   * (`traceparent`, `tracestate`, as the application's propagator writes them), so the jobs it
+   * submits go in the caller's trace. Default: `@opentelemetry/api` when the application has it
+   * (without a registered propagator it writes nothing); pass the module in a bundle; `false`: none.
+   */
+  readonly otel?: OtelApi | false;
 }
 
 /** One attempt's result: the parsed reply, or the typed error (and the server's `Retry-After`). */
@@ -51,6 +59,7 @@ export class ApiTransport {
   readonly random: () => number;
   readonly #base: URL;
   readonly #signer: SignatureV4;
+  readonly #otel: OtelApi | false | undefined;
 
   constructor(opts: DyneinClientOptions) {
     this.#base = new URL(opts.endpoint.endsWith('/') ? opts.endpoint : `${opts.endpoint}/`);
@@ -63,6 +72,7 @@ export class ApiTransport {
     this.retry = { maxAttempts: 5, baseMs: 100, capMs: 5_000, maxElapsedMs: 30_000, attemptTimeoutMs: 10_000, ...opts.retry };
     this.now = opts.now ?? Date.now;
     this.random = opts.random ?? Math.random;
+    this.#otel = opts.otel;
   }
 
   /** One API call with retries; resolves with the parsed 2xx body or throws a typed error. */
@@ -79,8 +89,9 @@ export class ApiTransport {
   ): Promise<{ status: number; value: T }> {
     const { maxAttempts, maxElapsedMs } = this.retry;
     const started = this.now();
+    const trace = await this.#traceHeaders();
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.#once<T>(method, path, body, signal);
+      const outcome = await this.#once<T>(method, path, body, signal, trace);
       if (outcome.ok) return { status: outcome.status, value: outcome.value };
       const { error, retryAfterMs } = outcome;
       error.attempts = attempt;
@@ -95,12 +106,30 @@ export class ApiTransport {
     }
   }
 
+  /** The active OpenTelemetry context's headers (`traceparent`, `tracestate`), when there is an API and a propagator. */
+  async #traceHeaders(): Promise<Record<string, string>> {
+    const api = await otelApi(this.#otel);
+    if (!api?.propagation || !api.context.active) return {};
+    const carrier: Record<string, string> = {};
+    api.propagation.inject(api.context.active(), carrier);
+    const out: Record<string, string> = {};
+    for (const name of ['traceparent', 'tracestate'])
+      if (typeof carrier[name] === 'string' && carrier[name] !== '') out[name] = carrier[name];
+    return out;
+  }
+
   /** One attempt: the parsed reply, or the typed error (and the server's `Retry-After`). */
-  async #once<T>(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Attempt<T>> {
+  async #once<T>(
+    method: string,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    extra: Record<string, string>,
+  ): Promise<Attempt<T>> {
     let res: Response;
     let text: string;
     try {
-      res = await this.#attempt(method, path, body, signal);
+      res = await this.#attempt(method, path, body, signal, extra);
       text = await res.text();
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
@@ -127,9 +156,16 @@ export class ApiTransport {
   }
 
   /** Signs (afresh: each attempt has its own date) and sends one HTTP request. */
-  async #attempt(method: string, path: string, body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+  async #attempt(
+    method: string,
+    path: string,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    extra: Record<string, string>,
+  ): Promise<Response> {
     const url = new URL(path, this.#base);
     const headers: Record<string, string> = {
+      ...extra,
       host: url.host,
       accept: 'application/json',
       ...(body !== undefined ? { 'content-type': 'application/json' } : {}),

@@ -216,13 +216,14 @@ export interface DyneinSchedulerProps {
    */
   readonly workflowChildrenWaitingAlarmMinutes?: number;
   /**
-   * Export the scheduler's spans (`dynein.submit`, `dynein.ingest`, `dynein.dispatch`) over
-   * OTLP/HTTP JSON (docs/tracing.md). Off by default: no span is built.
+   * Export the scheduler's spans (`dynein.submit`, `dynein.ingest`, `dynein.dispatch`,
+   * `dynein.schedule.fire`, `dynein.workflow.release`) over OTLP/HTTP JSON (docs/tracing.md). Off
+   * by default: no span is built.
    */
   readonly tracing?: DyneinTracing;
 }
 
-/** Where the submit, ingest, dispatch and schedules functions export their spans (docs/tracing.md#on-aws). */
+/** Where the functions that record spans (submit, ingest, dispatch, schedules, workflows, cancel) export them (docs/tracing.md#on-aws). */
 export interface DyneinTracing {
   /**
    * The OTLP/HTTP endpoint (`http(s)://host:port`): spans are POSTed to its `/v1/traces`. With the
@@ -230,9 +231,9 @@ export interface DyneinTracing {
    * the functions reach, or behind a public HTTPS endpoint).
    */
   readonly otlpEndpoint: string;
-  /** Layers added to the four functions (the ADOT collector layer). @default none */
+  /** Layers added to those functions (the ADOT collector layer). @default none */
   readonly layers?: lambda.ILayerVersion[];
-  /** Environment added to the four functions (the collector layer's configuration). @default none */
+  /** Environment added to those functions (the collector layer's configuration). @default none */
   readonly environment?: Record<string, string>;
 }
 
@@ -559,7 +560,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     const registrationFunction = this.#function('register', retention, logLevel, { timeout: Duration.seconds(60), environment: env });
     // Created (and answering requests) only once its group exists and the role it passes may send the firings.
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
-    if (props.tracing) addTracing(props.tracing, [submit, ingest, dispatch, schedules]);
+    if (props.tracing) addTracing(props.tracing, [submit, ingest, dispatch, schedules, workflows, cancel]);
     return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin, workflows }, registrationFunction };
   }
 

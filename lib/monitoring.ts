@@ -325,7 +325,7 @@ export class SchedulerMonitoring extends Construct {
 
   /**
    * Adds a tenant's row to the dashboard (its queue; jobs scheduled, delivered, failing to be
-   * delivered and, with `monitorFailedJobs`, failed by its workers; lateness p50/p99; DLQ depth)
+   * delivered and, with `monitorFailedJobs`, failed by its workers; lateness p50/p95/p99; DLQ depth)
    * and its alarms to the alarm list.
    */
   addTenant(tenant: DyneinTenant): void {
@@ -348,7 +348,7 @@ export class SchedulerMonitoring extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: `Tenant ${name}: lateness (ms)`,
-        left: ['p50', 'p99'].map((p) => tenant.metricLateness({ statistic: p, label: p })),
+        left: ['p50', 'p95', 'p99'].map((p) => tenant.metricLateness({ statistic: p, label: p })),
         leftAnnotations: [{ value: tenant.latenessAlarmThreshold.toMilliseconds(), label: 'p99 alarm' }],
         width: 8,
       }),

@@ -17,8 +17,13 @@ const KEYS_SHOWN = 10;
 
 /** The 95th percentile of `values`, or null for none. */
 function p95(values: readonly number[]): number | null {
+  return percentiles(values, [0.95])[0]!;
+}
+
+/** Percentiles (nearest rank) of `values`, one per fraction; null each when there are none. */
+function percentiles(values: readonly number[], fractions: readonly number[]): (number | null)[] {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]! : null;
+  return fractions.map((f) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * f))]! : null));
 }
 /** Cancelled job ids kept for de-duplication (beyond this, further cancels are not counted). */
 const MAX_TRACKED_CANCELS = 1_000_000;
@@ -151,11 +156,12 @@ export class LocalMetrics {
           waiting: k.waiting,
           waitP95Ms: p95(k.waits),
         })),
-      /** Per tenant, from dispatch: delivered, held (paused), sends deferred (delivery limit), lateness p95 of the latest sends. */
+      /** Per tenant, from dispatch: delivered, held (paused), sends deferred (delivery limit), lateness p50/p95/p99 of the latest sends. */
       tenants: Object.fromEntries(
         [...this.#tenants]
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([name, t]) => {
+            const [p50, p95of, p99] = percentiles(t.lateness, [0.5, 0.95, 0.99]);
             return [
               name,
               {
@@ -163,7 +169,9 @@ export class LocalMetrics {
                 held: t.counts.JobsHeld ?? 0,
                 deferred: t.counts.DeliveriesDeferred ?? 0,
                 failedSends: t.counts.DeliveryFailures ?? 0,
-                latenessP95Ms: p95(t.lateness),
+                latenessP50Ms: p50,
+                latenessP95Ms: p95of,
+                latenessP99Ms: p99,
                 /** Dispatch saw it paused with jobs held within the last 10 s. */
                 paused: t.pausedSeenAt !== undefined && Date.now() - t.pausedSeenAt < 10_000,
               },

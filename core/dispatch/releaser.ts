@@ -5,6 +5,7 @@ import {
   type AcquiredRow,
   DEFAULT_PRIORITY,
   deliveryMessage,
+  jobLogFields,
   jobSpan,
   MAX_BATCH_ENTRIES,
   type OutgoingMessage,
@@ -507,7 +508,7 @@ export class Releaser {
           if (await debounces!.claim(h.row.jobId, h.row.debounce!.ver)) h.claimed = true;
           else stale.add(h);
         } catch (err) {
-          this.deps.log?.('debounce claim failed', { jobId: h.row.jobId, error: (err as Error).message });
+          this.deps.log?.('debounce claim failed', { ...jobLogFields(h.row), error: (err as Error).message });
           failed.add(h);
         }
       }),

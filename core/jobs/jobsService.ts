@@ -22,7 +22,7 @@ import { concurrencyKeyOf, type KeyedDeps, type KeyedEnd, settleKeys } from './k
 import type { ControlsCache, TenantRegistry } from '../tenants/index.js';
 import { RawJson } from '../util/index.js';
 import type { Debounces } from '../debounce/index.js';
-import { jobTrace } from '../model/index.js';
+import { jobTraceId } from '../model/index.js';
 import { type JobEdits, MAX_TIMELINE_ATTEMPTS, timelineOf, type HistoryStore } from './history.js';
 import { DEAD_LETTERED_MESSAGE, type CancelReply, type HeartbeatsReply, type StatusReply, type TimelineEvent } from './replies.js';
 
@@ -42,6 +42,8 @@ export type WorkflowJobPlace =
       /** Ended: its `result` (JSON text), when `resultKept`; else its outcome record holds it. */
       readonly result?: string;
       readonly resultKept?: boolean;
+      /** The trace id its workflow's jobs carry (docs/tracing.md), when its record keeps it. */
+      readonly traceId?: string;
     };
 
 /** Workflow jobs (job id path `w`) as status and cancel see them (core/workflows implements it). */
@@ -170,11 +172,12 @@ export class JobsService {
     if (place.kind === 'row') return this.#withStop(key, await this.#status({ ...id, dueMs: place.dueMs, path: 't' }));
     const runAt = place.dueMs !== undefined ? { runAt: isoMs(place.dueMs) } : {};
     const message = place.message !== undefined ? { message: place.message } : {};
+    const traceId = place.traceId !== undefined ? { traceId: place.traceId } : {};
     if (place.state !== 'SUCCEEDED' && place.state !== 'DEAD')
-      return this.#withStop(key, { ...base, ...runAt, state: place.state, ...message });
+      return this.#withStop(key, { ...base, ...runAt, state: place.state, ...message, ...traceId });
     const text = place.resultKept ? place.result : (await this.deps.history?.getOutcome(key))?.result;
     const result = text !== undefined ? { result: new RawJson(text, 0, 0) } : {};
-    return { ...base, ...runAt, state: place.state, ...result };
+    return { ...base, ...runAt, state: place.state, ...result, ...traceId };
   }
 
   /** A workflow job handed to its queue (`QUEUED` or `ACQUIRED`): whether a `DELETE` asked its worker to stop it. */
@@ -226,7 +229,7 @@ export class JobsService {
     if (!row) return this.#statusWithoutRow(id, base);
     // The job's trace (docs/tracing.md): the one its submit carried, kept on its row, tombstone and
     // marker; else the one its id derives.
-    return { ...this.#statusOfRow(row, base), traceId: (row.trace ?? jobTrace(id.jobId)).traceId };
+    return { ...this.#statusOfRow(row, base), traceId: jobTraceId({ jobId: id.jobId, trace: row.trace }) };
   }
 
   /** What the item at the job's key says. */

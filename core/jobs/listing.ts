@@ -9,7 +9,7 @@ import {
   type SchedulerSettings,
   type TenantRecord,
   ValidationError,
-  jobTrace,
+  jobTraceId,
   type TraceContext,
 } from '../model/index.js';
 import { DEAD_LETTERED_MESSAGE, type JobPageReply, type ListedJob } from './replies.js';
@@ -413,7 +413,7 @@ export class JobLister {
 
 /** The status object of a row, marker, tombstone or DEAD record, as GET of one job answers it. */
 export function renderLive(base: { readonly jobId: string; readonly tenant: string; readonly runAt: string }, item: ListedItem): ListedJob {
-  return { ...renderItem(base, item), traceId: (item.trace ?? jobTrace(base.jobId)).traceId };
+  return { ...renderItem(base, item), traceId: jobTraceId({ jobId: base.jobId, trace: item.trace }) };
 }
 
 function renderItem(base: { readonly jobId: string; readonly tenant: string; readonly runAt: string }, item: ListedItem): ListedJob {

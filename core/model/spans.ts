@@ -5,7 +5,7 @@ import { jobTrace, newSpanId, sampled, type TraceContext } from './traceContext.
  * holding payload text. A {@link SpanSink} takes them (the OTLP/HTTP exporter, the local stack's
  * memory); without one nothing is built.
  */
-export type SpanName = 'dynein.submit' | 'dynein.ingest' | 'dynein.dispatch' | 'dynein.schedule.fire';
+export type SpanName = 'dynein.submit' | 'dynein.ingest' | 'dynein.dispatch' | 'dynein.schedule.fire' | 'dynein.workflow.release';
 
 /** OpenTelemetry's span kinds, as OTLP numbers them. */
 export const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
@@ -40,6 +40,19 @@ export interface SpanSink {
 export function jobSpanParent(jobId: string, trace: TraceContext | undefined): TraceContext | undefined {
   const t = trace ?? jobTrace(jobId);
   return sampled(t) ? t : undefined;
+}
+
+/** A job's trace id: the one its submit carried, else the one its id derives (docs/tracing.md). */
+export function jobTraceId(job: { readonly jobId: string; readonly trace?: TraceContext | undefined }): string {
+  return (job.trace ?? jobTrace(job.jobId)).traceId;
+}
+
+/** What every log line about one job carries (docs/tracing.md): its id and its trace id. */
+export function jobLogFields(job: { readonly jobId: string; readonly trace?: TraceContext | undefined }): {
+  jobId: string;
+  traceId: string;
+} {
+  return { jobId: job.jobId, traceId: jobTraceId(job) };
 }
 
 /** The span id a delivered message's `traceparent` names as its parent: the send's `dynein.dispatch` span. */

@@ -89,7 +89,20 @@ export function unpackTrace(packed: string | undefined, state?: string): TraceCo
  * it. Its span id stands for the submit that started the trace; sampled.
  */
 export function jobTrace(jobId: string): TraceContext {
-  const h = createHash('sha256').update(`trace\n${jobId}`).digest('hex');
+  return derivedTrace(`trace\n${jobId}`);
+}
+
+/**
+ * The trace of a workflow submitted without a `traceparent`: derived from its id as
+ * {@link jobTrace} from a job's, so that every job of the workflow is in one trace and nothing is
+ * stored for it. Its span id stands for the workflow's submit.
+ */
+export function workflowTrace(workflowId: string): TraceContext {
+  return derivedTrace(`workflow trace\n${workflowId}`);
+}
+
+function derivedTrace(seed: string): TraceContext {
+  const h = createHash('sha256').update(seed).digest('hex');
   const traceId = h.slice(0, 32) === ZERO_TRACE ? `${h.slice(0, 31)}1` : h.slice(0, 32);
   const spanId = h.slice(32, 48) === ZERO_SPAN ? `${h.slice(32, 47)}1` : h.slice(32, 48);
   return { traceId, spanId, flags: 1 };

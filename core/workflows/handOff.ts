@@ -3,10 +3,17 @@ import {
   deliveryMessage,
   type InboundJob,
   inboundMessageBody,
+  jobSpan,
+  newSpanId,
   packInbound,
   type QueueSender,
   type SchedulerSettings,
+  SPAN_KIND,
+  type SpanSink,
+  spanIdOfTraceparent,
   type TenantRecord,
+  type TraceContext,
+  workflowTrace,
 } from '../model/index.js';
 import { HELD_INBOUND_DELAY_SECONDS, heldNow, type Parcel, place, sendParcels } from '../submit/index.js';
 import type { ControlsCache } from '../tenants/index.js';
@@ -53,6 +60,8 @@ export interface HandOffDeps {
   readonly clock: Clock;
   /** Tenant controls: a paused tenant's jobs never take the direct path. Absent: never paused. */
   readonly controls?: ControlsCache;
+  /** Where the hand-overs' spans go (`dynein.workflow.release`, and `dynein.dispatch` of a job sent straight to its queue). */
+  readonly spans?: SpanSink;
 }
 
 /** Why a hand-over did not complete; the caller answers 5xx, and a retry completes it. */
@@ -112,13 +121,17 @@ export async function handOff(deps: HandOffDeps, tenant: TenantRecord, jobs: rea
  * @throws HandOffError when a job could not be handed to SQS
  */
 export async function sendMoved(
-  deps: Pick<HandOffDeps, 'sender' | 'inboundQueueUrl' | 'clock'>,
+  deps: Pick<HandOffDeps, 'sender' | 'inboundQueueUrl' | 'clock' | 'spans'>,
   tenant: TenantRecord,
   routes: readonly Route[],
   held: boolean,
 ): Promise<void> {
   if (routes.length === 0) return;
-  const problems = await sendParcels(deps.sender, parcels(deps, tenant, routes, held));
+  const startMs = deps.clock.now();
+  const traces = routes.map((r) => tracesOf(r.job, deps.spans !== undefined));
+  const sends = new Map<number, { spanId: string; startMs: number }>();
+  const problems = await sendParcels(deps.sender, parcels(deps, tenant, routes, traces, held, sends));
+  if (deps.spans) recordSpans(deps.spans, tenant, routes, traces, problems, sends, { startMs, endMs: deps.clock.now() });
   if (problems.size === 0) return;
   const [first] = problems.values();
   throw new HandOffError(`${problems.size} of ${routes.length} workflow jobs were not handed to SQS: ${first!.message}`);
@@ -158,12 +171,88 @@ async function moveRecord(deps: HandOffDeps, job: ReadyJob, now: number, held: b
   throw new HandOffError(`workflow job ${job.spec.key.jobId} is being handed to its queue by another request: report again shortly`);
 }
 
+/**
+ * A handed-over job's traces (docs/tracing.md): its workflow's (`workflow`: the caller's of its
+ * submit, else the one the workflow's id derives; its span the workflow's submit), and the one it
+ * carries on: a child released by a parent's end under its `dynein.workflow.release` span (a new
+ * span id, when spans are recorded), a job of the submit under the submit's.
+ */
+interface JobTraces {
+  readonly workflow: TraceContext;
+  readonly carried: TraceContext;
+}
+
+function tracesOf(job: ReadyJob, recording: boolean): JobTraces {
+  const workflow = job.spec.trace ?? workflowTrace(job.spec.workflowId);
+  const released = recording && job.releasedBy !== undefined;
+  return { workflow, carried: released ? { ...workflow, spanId: newSpanId() } : workflow };
+}
+
+/**
+ * The spans of the jobs handed over without a problem: a released child's `dynein.workflow.release`
+ * (from the hand-over's start to its sends' answers), and the `dynein.dispatch` span of a job sent
+ * straight to its queue (the span its message's `traceparent` names).
+ */
+function recordSpans(
+  spans: SpanSink,
+  tenant: TenantRecord,
+  routes: readonly Route[],
+  traces: readonly JobTraces[],
+  problems: ReadonlyMap<number, unknown>,
+  sends: ReadonlyMap<number, { spanId: string; startMs: number }>,
+  at: { readonly startMs: number; readonly endMs: number },
+): void {
+  const queue = tenant.queueUrl.slice(tenant.queueUrl.lastIndexOf('/') + 1);
+  routes.forEach((r, i) => {
+    if (problems.has(i)) return;
+    const { spec, releasedBy } = r.job;
+    const { workflow, carried } = traces[i]!;
+    const job = { jobId: spec.key.jobId, tenant: tenant.name };
+    if (releasedBy !== undefined && carried !== workflow) {
+      const release = jobSpan(
+        'dynein.workflow.release',
+        SPAN_KIND.internal,
+        { ...job, trace: workflow },
+        at,
+        {
+          'dynein.workflow_id': spec.workflowId,
+          'dynein.workflow.job_key': spec.jobKey,
+          'dynein.workflow.released_by': spec.parents[releasedBy] ?? '',
+          'dynein.path': r.direct ? 'queue' : 'table',
+        },
+        carried.spanId,
+      );
+      if (release) spans.record(release);
+    }
+    const send = sends.get(i);
+    if (!send) return;
+    const attributes = {
+      'messaging.system': 'aws_sqs',
+      'messaging.operation': 'publish',
+      'messaging.destination.name': queue,
+      'dynein.workflow_id': spec.workflowId,
+      'dynein.lateness_ms': Math.max(0, at.endMs - r.dueMs),
+    };
+    const dispatch = jobSpan(
+      'dynein.dispatch',
+      SPAN_KIND.producer,
+      { ...job, trace: carried },
+      { startMs: send.startMs, endMs: at.endMs },
+      attributes,
+      send.spanId,
+    );
+    if (dispatch) spans.record(dispatch);
+  });
+}
+
 /** Direct jobs to the tenant queue (each with its delay); table-path jobs packed into inbound messages. */
 function parcels(
   deps: Pick<HandOffDeps, 'inboundQueueUrl' | 'clock'>,
   tenant: TenantRecord,
   routes: readonly Route[],
+  traces: readonly JobTraces[],
   held: boolean,
+  sends: Map<number, { spanId: string; startMs: number }>,
 ): Parcel[] {
   const out: Parcel[] = [];
   const inbound: InboundJob[] = [];
@@ -181,16 +270,20 @@ function parcels(
       ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
       workflow: spec.workflowId,
       ...(r.job.parents !== undefined ? { parents: r.job.parents } : {}),
+      trace: traces[i]!.carried,
     };
     if (r.direct) {
       out.push({
         queueUrl: tenant.queueUrl,
         jobs: [i],
         // The delay as of each attempt, rounded up: never early.
-        build: () =>
-          deliveryMessage('', job, Math.max(0, Math.ceil((r.dueMs - deps.clock.now()) / 1000)), {
+        build: () => {
+          const m = deliveryMessage('', job, Math.max(0, Math.ceil((r.dueMs - deps.clock.now()) / 1000)), {
             history: tenant.historyTtlMs !== undefined,
-          }),
+          });
+          sends.set(i, { spanId: spanIdOfTraceparent(m.attributes!.traceparent!), startMs: deps.clock.now() });
+          return m;
+        },
       });
     } else {
       inbound.push(job);

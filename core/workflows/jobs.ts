@@ -36,15 +36,16 @@ export function workflowJobs(deps: ProgressDeps): WorkflowJobs {
 function placeOf(record: WaitingRecord): WorkflowJobPlace {
   const due = record.dueMs !== undefined ? { dueMs: record.dueMs } : {};
   const message = record.message !== undefined ? { message: record.message } : {};
+  const trace = record.trace ? { traceId: record.trace.traceId } : {};
   if (record.end) {
     const result = record.resultKept ? { resultKept: true, ...(record.result !== undefined ? { result: record.result } : {}) } : {};
-    return { kind: 'own', state: record.end.outcome, ...due, ...message, ...result };
+    return { kind: 'own', state: record.end.outcome, ...due, ...message, ...result, ...trace };
   }
   if (record.state === 'RELEASING' && record.dueMs !== undefined) return { kind: 'row', dueMs: record.dueMs };
   // Sent straight to its queue (or being sent: the send follows the move at once), as a job sent
   // straight from submit shows.
-  if (record.state === 'QUEUING') return { kind: 'own', state: 'QUEUED', ...due };
+  if (record.state === 'QUEUING') return { kind: 'own', state: 'QUEUED', ...due, ...trace };
   if (record.state === 'WAITING' || record.state === 'CANCELLED' || record.state === 'QUEUED')
-    return { kind: 'own', state: record.state, ...due, ...message };
+    return { kind: 'own', state: record.state, ...due, ...message, ...trace };
   throw new Error(`workflow job ${record.key.jobId}: waiting record in state ${record.state} without a due time`);
 }

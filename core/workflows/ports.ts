@@ -1,4 +1,4 @@
-import type { RowKey } from '../model/index.js';
+import type { RowKey, TraceContext } from '../model/index.js';
 import type { WaitingChild } from './release.js';
 import type { ParentFailurePolicy, WorkflowTiming } from './request.js';
 
@@ -36,6 +36,8 @@ export interface NewWaitingChild {
    * others apart): one write at submit, not two, and read where the spec is read.
    */
   readonly spec?: WorkflowJobSpec;
+  /** The trace its workflow's jobs carry (docs/tracing.md): GET shows its id before the job is handed over. */
+  readonly trace?: TraceContext;
 }
 
 /** A waiting child's record as stored. */
@@ -72,6 +74,8 @@ export interface WaitingRecord extends WaitingChild {
   readonly end?: JobEnd;
   /** Why it was cancelled (a failed parent, or a cancel). */
   readonly message?: string;
+  /** The trace its workflow's jobs carry, when its record keeps it (records written before do not). */
+  readonly trace?: TraceContext;
 }
 
 /** How a workflow job ended: `SUCCEEDED` or `DEAD` reported by its worker, or `CANCELLED`; when (epoch ms). */
@@ -208,6 +212,11 @@ export interface WorkflowJobSpec {
    * written before it was kept (their ids are read from the workflow record).
    */
   readonly shardCount?: number;
+  /**
+   * The trace its workflow's submit carried (docs/tracing.md), its span that submit's; absent:
+   * the trace the workflow's id derives (`workflowTrace`). Every job of a workflow is in one trace.
+   */
+  readonly trace?: TraceContext;
 }
 
 /** A child of a workflow job: its key, and the index the parent has in the child's `after`. */

@@ -11,7 +11,12 @@ import {
   type ParsedWorkflowId,
   type RowKey,
   type SchedulerSettings,
+  SPAN_KIND,
+  type SpanSink,
+  type TraceContext,
   ValidationError,
+  sampled,
+  workflowTrace,
 } from '../model/index.js';
 import { limiter } from '../util/index.js';
 import type { TenantRegistry } from '../tenants/index.js';
@@ -80,6 +85,8 @@ export interface WorkflowServiceDeps {
    * job's, and its listing shows each job as GET of it does.
    */
   readonly jobs: Pick<JobsService, 'cancel' | 'status'>;
+  /** Where the workflow's `dynein.submit` span goes (docs/tracing.md); absent: none. */
+  readonly spans?: SpanSink;
 }
 
 export class WorkflowService {
@@ -92,14 +99,23 @@ export class WorkflowService {
    * @throws ValidationError, PayloadTooLargeError (nothing stored), TenantNotFoundError,
    *   IdempotencyKeyReusedError, HandOffError (stored; a retry with the key completes it)
    */
-  async submit(tenant: string, body: string | undefined): Promise<{ status: 200 | 201; reply: WorkflowSubmitReply }> {
+  async submit(
+    tenant: string,
+    body: string | undefined,
+    caller?: TraceContext,
+  ): Promise<{ status: 200 | 201; reply: WorkflowSubmitReply }> {
     const { codec, settings, clock } = this.deps;
+    const startMs = clock.now();
     const record = await this.deps.tenants.require(tenant);
     const now = clock.now();
     const request = validateWorkflow(parseJsonBody(body, settings.maxBatchBytes, WORKFLOW_PAYLOADS), settings, now, body);
     const { workflow, shardCount, replayed, started } = await this.#claim(tenant, request, now);
     const ids = new Map(request.jobs.map((j) => [j.key, codec.workflowJobId(workflow, j.key, shardCount)]));
-    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId), shardCount);
+    // Every job in one trace: the caller's, else the one the workflow's id derives; their parent
+    // span is the workflow's submit, its id derived from the workflow's, so that a retry of the
+    // request (same trace) writes the same specs as the first.
+    const trace = caller ? { ...caller, spanId: workflowTrace(workflow.workflowId).spanId } : undefined;
+    const specs = specsOf(tenant, workflow.workflowId, request.jobs, ids, (jobId) => keyOfId(codec, jobId), shardCount, trace);
     // Small specs go on their waiting records (one write a job); the others apart, first.
     const onRecord = specs.map(fitsOnRecord);
     await this.deps.store.putSpecs(specs.filter((_, i) => !onRecord[i]));
@@ -113,7 +129,7 @@ export class WorkflowService {
     const first = !replayed && !started ? await this.#routes(tenant, roots, now) : undefined;
     await this.deps.waiting.create(
       request.jobs.map((job, i) => ({
-        ...waitingOf(tenant, job, specs[i]!.key, first?.routes.get(specs[i]!.key.jobId)),
+        ...waitingOf(tenant, job, specs[i]!.key, first?.routes.get(specs[i]!.key.jobId), trace ?? workflowTrace(workflow.workflowId)),
         ...(onRecord[i] ? { spec: specs[i]! } : {}),
       })),
     );
@@ -135,10 +151,39 @@ export class WorkflowService {
       // A retry (the answer lost) then sends none of them again.
       if (request.idempotencyKey !== undefined) await this.deps.store.markStarted(tenant, request.idempotencyKey);
     }
+    // The submit that started the jobs records the span (a retry answered again does not).
+    if (!started) this.#span(tenant, workflow.workflowId, request.jobs.length, trace, caller, startMs);
     return {
       status: replayed ? 200 : 201,
       reply: { workflowId: workflow.workflowId, tenant, state: 'RUNNING', jobs: Object.fromEntries(inOrder) },
     };
+  }
+
+  /**
+   * The workflow's `dynein.submit` span (docs/tracing.md): the parent of its jobs' spans, in the
+   * caller's trace (its span the parent) or as the root of the trace the workflow's id derives.
+   */
+  #span(
+    tenant: string,
+    workflowId: string,
+    jobs: number,
+    trace: TraceContext | undefined,
+    caller: TraceContext | undefined,
+    startMs: number,
+  ): void {
+    const { spans, clock } = this.deps;
+    const t = trace ?? workflowTrace(workflowId);
+    if (!spans || !sampled(t)) return;
+    spans.record({
+      traceId: t.traceId,
+      spanId: t.spanId,
+      ...(caller ? { parentSpanId: caller.spanId } : {}),
+      name: 'dynein.submit',
+      kind: SPAN_KIND.server,
+      startMs,
+      endMs: clock.now(),
+      attributes: { 'dynein.tenant': tenant, 'dynein.workflow_id': workflowId, 'dynein.jobs': jobs },
+    });
   }
 
   /**
@@ -334,6 +379,7 @@ function specsOf(
   ids: ReadonlyMap<string, string>,
   key: (jobId: string) => RowKey,
   shardCount: number,
+  trace: TraceContext | undefined,
 ): WorkflowJobSpec[] {
   const children = new Map<string, { jobKey: string; index: number }[]>(jobs.map((j) => [j.key, []]));
   for (const job of jobs) job.after.forEach((parent, index) => children.get(parent)!.push({ jobKey: job.key, index }));
@@ -352,6 +398,7 @@ function specsOf(
     shardCount,
     release: { timing: job.timing, onParentFailure: job.onParentFailure },
     ...endsPerItemOf(job),
+    ...(trace ? { trace } : {}),
   }));
 }
 
@@ -374,7 +421,8 @@ function fitsOnRecord(spec: WorkflowJobSpec): boolean {
     keys(spec.children.map((c) => c.jobKey)) +
     keys(spec.tags ?? []) +
     4 * spec.children.length +
-    ends;
+    ends +
+    (spec.trace ? 60 + (spec.trace.state?.length ?? 0) : 0);
   return bytes <= SPEC_ON_RECORD_BYTES;
 }
 
@@ -384,7 +432,7 @@ function endsPerItemOf(job: WorkflowJob): { endsPerItem?: number } {
 }
 
 /** A job's waiting record as first written: moved to the table path already when its submit decided so. */
-function waitingOf(tenant: string, job: WorkflowJob, key: RowKey, route: Route | undefined): NewWaitingChild {
+function waitingOf(tenant: string, job: WorkflowJob, key: RowKey, route: Route | undefined, trace: TraceContext): NewWaitingChild {
   const moved = route && { moved: { to: 'RELEASING' as const, dueMs: route.dueMs } };
   return {
     key,
@@ -394,6 +442,7 @@ function waitingOf(tenant: string, job: WorkflowJob, key: RowKey, route: Route |
     onParentFailure: job.onParentFailure,
     ...moved,
     ...endsPerItemOf(job),
+    trace,
   };
 }
 

@@ -31,6 +31,8 @@ export interface WorkflowView {
   readonly tenant: string;
   readonly state: WorkflowState;
   readonly createdAt: string;
+  /** The trace its jobs carry (docs/tracing.md), when its records keep it. */
+  readonly traceId?: string;
   readonly jobs: readonly WorkflowJobView[];
 }
 
@@ -52,11 +54,13 @@ export function workflowView(
   graph: ReadonlyMap<string, readonly string[]> = new Map(),
 ): WorkflowView {
   const jobs = [...workflow.jobs].map(([key, jobId]) => jobView(key, jobId, records.get(jobId), delivered.has(jobId), graph.get(key)));
+  const trace = [...records.values()].find((r) => r.trace)?.trace;
   return {
     workflowId: workflow.workflowId,
     tenant: workflow.tenant,
     state: stateOf(jobs),
     createdAt: isoMs(workflow.createdMs),
+    ...(trace ? { traceId: trace.traceId } : {}),
     jobs,
   };
 }

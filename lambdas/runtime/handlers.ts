@@ -61,8 +61,14 @@ export const silentTelemetry: Telemetry = { count() {}, values() {}, error() {} 
 
 /** `POST /v1/tenants/{tenant}/jobs` (201; 200 for a retry naming an existing job) and `POST /v1/tenants/{tenant}/jobs/batch` (200). */
 export function submitHandler(w: Wiring, t: Telemetry = silentTelemetry) {
-  const handle = submitRequest(w, t);
-  // The spans of the request leave before the function returns (it may be frozen after).
+  return flushing(w, submitRequest(w, t));
+}
+
+/**
+ * `handle`, whose spans leave before it answers (the function may be frozen after), when spans
+ * are recorded; `handle` itself when not.
+ */
+function flushing(w: Pick<Wiring, 'spans'>, handle: (event: APIGatewayProxyEventV2) => Promise<HttpResult>) {
   return w.spans ? async (event: APIGatewayProxyEventV2) => flushed(w, await handle(event)) : handle;
 }
 
@@ -176,7 +182,8 @@ export function listHandler(w: Wiring, t: Telemetry = silentTelemetry) {
 
 /** `POST /v1/tenants/{tenant}/jobs/outcomes`: a worker's outcome reports (docs/history.md). */
 export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
-  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+  // A workflow job's report may release its children (their `dynein.workflow.release` spans).
+  return flushing(w, (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
     (event.rawPath ?? '').endsWith('/jobs/heartbeats')
       ? respond(
           event,
@@ -202,7 +209,8 @@ export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
             return reply;
           },
           (err) => t.error('outcomes failed', err),
-        );
+        ),
+  );
 }
 
 /**
@@ -212,7 +220,7 @@ export function outcomesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
  * none of).
  */
 export function workflowsHandler(w: Wiring, t: Telemetry = silentTelemetry) {
-  return (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
+  return flushing(w, (event: APIGatewayProxyEventV2): Promise<HttpResult> => {
     const tenant = pathParam(event, 'tenant');
     const method = event.requestContext?.http?.method ?? event.routeKey?.split(' ')[0];
     const failed = (err: unknown) => t.error('workflows failed', err);
@@ -221,7 +229,9 @@ export function workflowsHandler(w: Wiring, t: Telemetry = silentTelemetry) {
         event,
         201,
         async () => {
-          const { status, reply } = await w.workflows.submit(tenant, bodyOf(event));
+          // W3C trace context (docs/tracing.md): every job of the workflow goes in the caller's trace.
+          const caller = parseTraceparent(event.headers?.traceparent, event.headers?.tracestate);
+          const { status, reply } = await w.workflows.submit(tenant, bodyOf(event), caller);
           t.count('WorkflowsSubmitted', status === 201 ? 1 : 0);
           t.count('WorkflowJobsSubmitted', status === 201 ? Object.keys(reply.jobs).length : 0);
           return new WithStatus(status, reply);
@@ -235,13 +245,14 @@ export function workflowsHandler(w: Wiring, t: Telemetry = silentTelemetry) {
     };
     if (method === 'DELETE') return respond(event, 200, async () => found(await w.workflows.cancel(tenant, workflowId)), failed);
     return respond(event, 200, async () => found(await w.workflows.get(tenant, workflowId)), failed);
-  };
+  });
 }
 
 /** `DELETE /v1/tenants/{tenant}/jobs/{jobId}`. */
 export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
   const bulk = bulkCancelHandler(w, t);
-  return (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
+  // A workflow parent's cancel may release children that run on a parent's failure (their spans).
+  return flushing(w, (event: APIGatewayProxyEventV2): Promise<HttpResult> =>
     BULK_ROUTES.has(routeOf(event)?.path ?? '')
       ? bulk(event)
       : respond(
@@ -258,7 +269,8 @@ export function cancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
             return reply;
           },
           (err) => t.error('cancel failed', err),
-        );
+        ),
+  );
 }
 
 const BULK_ROUTES = new Set(['/v1/tenants/{tenant}/jobs/cancel', '/v1/tenants/{tenant}/operations/{operationId}']);
@@ -291,9 +303,8 @@ export function bulkCancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
  * `GET /v1/tenants/{tenant}/schedules`, `POST .../schedules/{name}/pause` and `/resume`.
  */
 export function schedulesHandler(w: Wiring, t: Telemetry = silentTelemetry) {
-  const handle = scheduleRequest(w, t);
   // A change materialises first occurrences: their spans leave before the function returns.
-  return w.spans ? async (event: APIGatewayProxyEventV2) => flushed(w, await handle(event)) : handle;
+  return flushing(w, scheduleRequest(w, t));
 }
 
 function scheduleRequest(w: Wiring, t: Telemetry) {

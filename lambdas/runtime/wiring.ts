@@ -140,7 +140,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   // services as every job's, which hand a workflow job (id path w) to these.
   const waiting = new DynamoWaitingChildren(dynamo, config.tableName);
   const workflowStore = new DynamoWorkflowStore(dynamo, config.tableName);
-  const handOff = { sender, inboundQueueUrl: config.inboundQueueUrl, controls };
+  const handOff = { sender, inboundQueueUrl: config.inboundQueueUrl, controls, ...(spans ? { spans } : {}) };
   const progress: ProgressDeps = { store: workflowStore, waiting, codec, settings, clock, handOff, outcomes: history };
   const edits = new DynamoDeadLetterEdits(config.tableName, dynamo);
   const cancelRequests = new DynamoCancelRequests(config.tableName, dynamo);
@@ -191,6 +191,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       handOff,
       outcomes: history,
       jobs,
+      ...(spans ? { spans } : {}),
     }),
     submitter: new Submitter({
       settings,

@@ -60,7 +60,7 @@ describe('DyneinScheduler props', () => {
     expect(new Set(values.filter((v) => v !== undefined))).toEqual(new Set(['0']));
   });
 
-  it('tracing: the submit, ingest, dispatch and schedules functions (no other) export to the endpoint, with the layers and environment given', () => {
+  it('tracing: the functions that record spans (no other) export to the endpoint, with the layers and environment given', () => {
     expect(() => new DyneinScheduler(stack(), 'X', { tracing: { otlpEndpoint: 'localhost:4318' } })).toThrow(
       /tracing\.otlpEndpoint must be an http\(s\) URL/,
     );
@@ -80,11 +80,13 @@ describe('DyneinScheduler props', () => {
     type Fn = { Properties: { Environment?: { Variables?: Record<string, string> }; Layers?: string[] } };
     const functions = Object.entries(Template.fromStack(st).findResources('AWS::Lambda::Function')) as [string, Fn][];
     const traced = functions.filter(([, f]) => f.Properties.Environment?.Variables?.DYNEIN_OTLP_ENDPOINT !== undefined);
-    expect(traced.map(([id]) => /^X(Submit|Ingest|Dispatch|Schedules)[0-9A-F]{8}$/.exec(id)?.[1]).sort()).toEqual([
+    expect(traced.map(([id]) => /^X(Submit|Ingest|Dispatch|Schedules|Workflows|Cancel)[0-9A-F]{8}$/.exec(id)?.[1]).sort()).toEqual([
+      'Cancel',
       'Dispatch',
       'Ingest',
       'Schedules',
       'Submit',
+      'Workflows',
     ]);
     for (const [, f] of traced) {
       expect(f.Properties.Environment!.Variables!.DYNEIN_OTLP_ENDPOINT).toBe('http://localhost:4318');

@@ -93,13 +93,14 @@ describe('grantDeadLetters', () => {
 });
 
 describe('dashboard', () => {
-  it('has a row per tenant: scheduled, delivered, failed sends, lateness p50/p99, queue and DLQ depth', () => {
+  it('has a row per tenant: scheduled, delivered, failed sends, lateness p50/p95/p99, queue and DLQ depth', () => {
     const lines = dashboardLines();
     for (const tenant of ['alpha', 'beta']) {
       expect(tenantLine(lines, tenant, 'JobsSubmitted', 'dynein-submit', 'Sum'), `${tenant} scheduled`).toBe(true);
       expect(tenantLine(lines, tenant, 'JobsDispatched', 'dynein-dispatch', 'Sum'), `${tenant} delivered`).toBe(true);
       expect(tenantLine(lines, tenant, 'DeliveryFailures', 'dynein-dispatch', 'Sum'), `${tenant} failed sends`).toBe(true);
-      for (const p of ['p50', 'p99']) expect(tenantLine(lines, tenant, 'LatenessMs', 'dynein-dispatch', p), `${tenant} ${p}`).toBe(true);
+      for (const p of ['p50', 'p95', 'p99'])
+        expect(tenantLine(lines, tenant, 'LatenessMs', 'dynein-dispatch', p), `${tenant} ${p}`).toBe(true);
       expect(
         lines.some((l) => l.namespace === 'AWS/SQS' && l.name === 'ApproximateNumberOfMessagesVisible' && l.title.includes(tenant)),
       ).toBe(true);

@@ -1,3 +1,5 @@
+import * as otel from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -224,6 +226,42 @@ describe('DyneinClient over HTTP', () => {
     );
     await expect(client.schedule('demo', { payload: 1, delaySeconds: -1 })).rejects.toBeInstanceOf(ValidationError);
     expect(seen).toHaveLength(1);
+  });
+
+  it("carries the active OpenTelemetry context's trace headers, signed, on every attempt; none without a context or with otel: false", async () => {
+    const { endpoint, seen } = await stub([{ status: 503 }, { status: 201, body: job }]);
+    // The application's context manager and W3C propagator (a minimal one: the SDK's writes the same headers).
+    otel.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    otel.propagation.setGlobalPropagator({
+      inject(ctx, carrier, setter) {
+        const sc = otel.trace.getSpanContext(ctx);
+        if (!sc) return;
+        setter.set(carrier, 'traceparent', `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags}`);
+        setter.set(carrier, 'tracestate', 'team=billing');
+      },
+      extract: (ctx) => ctx,
+      fields: () => ['traceparent', 'tracestate'],
+    });
+    try {
+      const span = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: 1 };
+      const inSpan = otel.trace.setSpanContext(otel.ROOT_CONTEXT, span);
+      await otel.context.with(inSpan, () => make(endpoint, { otel }).schedule('demo', { payload: 1, runAt: '2030-01-01T00:00:00Z' }));
+      expect(seen).toHaveLength(2);
+      for (const s of seen) {
+        expect(s.headers.traceparent).toBe('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+        expect(s.headers.tracestate).toBe('team=billing');
+        expect(s.headers.authorization).toMatch(/SignedHeaders=[^,]*traceparent/);
+      }
+      // Outside any span, and with otel: false, no header.
+      await make(endpoint, { otel }).schedule('demo', { payload: 1, runAt: '2030-01-01T00:00:00Z' });
+      await otel.context.with(inSpan, () =>
+        make(endpoint, { otel: false }).schedule('demo', { payload: 1, runAt: '2030-01-01T00:00:00Z' }),
+      );
+      expect(seen.slice(2).map((s) => s.headers.traceparent)).toEqual([undefined, undefined]);
+    } finally {
+      otel.propagation.disable();
+      otel.context.disable();
+    }
   });
 
   it('batch: resends only the jobs that failed with a server error, with the same keys', async () => {

@@ -1,8 +1,8 @@
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelHandler, outcomesHandler, statusHandler } from '../../lambdas/runtime/handlers.js';
-import { startEmulators, type Emulators } from '../support/emulators.js';
-import { createSystem, httpEvent, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';
+import type { Emulators } from '../support/emulators.js';
+import { httpEvent, startRunningSystem, submitJobs, type RunningSystem, type TestSystem } from '../support/system.js';
 
 /**
  * Concurrency by key (docs/flow-control.md) through submit, ingest, dispatch and the outcomes
@@ -12,19 +12,12 @@ import { createSystem, httpEvent, runAllGroups, submitJobs, type TestSystem } fr
  */
 let em: Emulators;
 let sys: TestSystem;
-let ingest: { stop(): Promise<void> };
-let dispatch: { stop(): Promise<void> };
+let running: RunningSystem;
 beforeAll(async () => {
-  em = await startEmulators();
-  sys = await createSystem(em, { tenants: ['alpha', 'beta'] });
-  ingest = sys.startIngest();
-  dispatch = runAllGroups(sys.w.dispatch);
+  running = await startRunningSystem({ tenants: ['alpha', 'beta'] });
+  ({ em, sys } = running);
 });
-afterAll(async () => {
-  await dispatch?.stop();
-  await ingest?.stop();
-  await em?.stop();
-});
+afterAll(async () => running?.stop());
 
 async function call(
   handler: ReturnType<typeof outcomesHandler>,

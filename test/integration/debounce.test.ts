@@ -1,8 +1,8 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelHandler, listHandler, statusHandler, submitHandler, workflowsHandler } from '../../lambdas/runtime/handlers.js';
-import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, createSystem, httpEvent, runAllGroups, type Delivery, type TestSystem } from '../support/system.js';
+import type { Emulators } from '../support/emulators.js';
+import { consume, httpEvent, startRunningSystem, type Delivery, type RunningSystem, type TestSystem } from '../support/system.js';
 
 /**
  * Debounce (docs/flow-control.md#debounce) through submit, dispatch, status, cancel and bulk
@@ -11,21 +11,16 @@ import { consume, createSystem, httpEvent, runAllGroups, type Delivery, type Tes
  */
 let em: Emulators;
 let sys: TestSystem;
-let dispatch: { stop(): Promise<void> };
-let ingest: { stop(): Promise<void> };
+let running: RunningSystem;
 let queue: ReturnType<typeof consume>;
 beforeAll(async () => {
-  em = await startEmulators();
-  sys = await createSystem(em, { tenants: ['alpha'] });
-  ingest = sys.startIngest();
-  dispatch = runAllGroups(sys.w.dispatch);
+  running = await startRunningSystem({ tenants: ['alpha'] });
+  ({ em, sys } = running);
   queue = consume(em.sqs, sys.tenants.alpha!.url);
 });
 afterAll(async () => {
   await queue?.stop();
-  await dispatch?.stop();
-  await ingest?.stop();
-  await em?.stop();
+  await running?.stop();
 });
 
 async function call(

@@ -1,8 +1,8 @@
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelHandler, statusHandler } from '../../lambdas/runtime/handlers.js';
-import { startEmulators, type Emulators } from '../support/emulators.js';
-import { createSystem, httpEvent, runAllGroups, submitJobs, type TestSystem } from '../support/system.js';
+import type { Emulators } from '../support/emulators.js';
+import { httpEvent, startRunningSystem, submitJobs, type RunningSystem, type TestSystem } from '../support/system.js';
 
 /**
  * Keyed jobs that wait for their key's slot longer than the row lease (docs/flow-control.md,
@@ -11,20 +11,13 @@ import { createSystem, httpEvent, runAllGroups, submitJobs, type TestSystem } fr
  */
 let em: Emulators;
 let sys: TestSystem;
-let ingest: { stop(): Promise<void> };
-let dispatch: { stop(): Promise<void> };
+let running: RunningSystem;
 beforeAll(async () => {
-  em = await startEmulators();
   // A 2 s row lease (the lookahead 1 s): the jobs below wait through several.
-  sys = await createSystem(em, { tenants: ['gamma'], settings: { leaseMs: 2_000, lookaheadMs: 1_000 } });
-  ingest = sys.startIngest();
-  dispatch = runAllGroups(sys.w.dispatch);
+  running = await startRunningSystem({ tenants: ['gamma'], settings: { leaseMs: 2_000, lookaheadMs: 1_000 } });
+  ({ em, sys } = running);
 });
-afterAll(async () => {
-  await dispatch?.stop();
-  await ingest?.stop();
-  await em?.stop();
-});
+afterAll(async () => running?.stop());
 
 const get = async (jobId: string) =>
   JSON.parse(

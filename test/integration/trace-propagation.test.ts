@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OtlpHttpSpanSink } from '../../adapters/otlpSpans.js';
-import { jobTrace, type SpanRecord } from '../../core/model/index.js';
-import { statusHandler, submitHandler } from '../../lambdas/runtime/handlers.js';
+import { jobTrace, type SpanRecord, workflowTrace } from '../../core/model/index.js';
+import { outcomesHandler, statusHandler, submitHandler, workflowsHandler } from '../../lambdas/runtime/handlers.js';
 import { httpApiEvent } from '../support/lambdaEvents.js';
-import { startEmulators, type Emulators } from '../support/emulators.js';
+import type { Emulators } from '../support/emulators.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../support/otlpReceiver.js';
-import { consume, createSystem, httpEvent, runAllGroups, type TestSystem } from '../support/system.js';
+import { consume, httpEvent, startRunningSystem, type RunningSystem, type TestSystem } from '../support/system.js';
 
 /**
  * Trace context from the producer to the worker (docs/tracing.md): the submit's `traceparent`
@@ -21,14 +21,12 @@ import { consume, createSystem, httpEvent, runAllGroups, type TestSystem } from 
  */
 let em: Emulators;
 let sys: TestSystem;
-let ingest: { stop(): Promise<void> };
-let dispatch: { stop(): Promise<void> };
+let running: RunningSystem;
 let queue: ReturnType<typeof consume>;
 let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
 let sink: OtlpHttpSpanSink;
 let flushes = 0;
 beforeAll(async () => {
-  em = await startEmulators();
   // The scheduler's spans go to an OTLP/HTTP receiver, as to a collector at :4318.
   receiver = await startOtlpReceiver();
   sink = new OtlpHttpSpanSink({ endpoint: receiver.endpoint, intervalMs: 50 });
@@ -39,17 +37,14 @@ beforeAll(async () => {
       await sink.flush();
     },
   };
-  sys = await createSystem(em, { tenants: ['alpha'], spans: counted });
-  ingest = sys.startIngest();
-  dispatch = runAllGroups(sys.w.dispatch);
+  running = await startRunningSystem({ tenants: ['alpha'], spans: counted });
+  ({ em, sys } = running);
   queue = consume(em.sqs, sys.tenants.alpha!.url);
 });
 afterAll(async () => {
   await queue?.stop();
-  await dispatch?.stop();
-  await ingest?.stop();
+  await running?.stop();
   await receiver?.stop();
-  await em?.stop();
 });
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -242,5 +237,129 @@ describe('span export over OTLP/HTTP JSON', () => {
       1,
     );
     expect(sink.dropped).toBe(0);
+  });
+});
+
+const TRACE_3 = '5b8efff798038103d269b633813fc60c';
+const CALLER_SPAN_3 = 'eee19b7ec3c1b174';
+
+async function submitWorkflow(body: unknown, headers: Record<string, string> = {}) {
+  const res = await workflowsHandler(sys.w)(
+    httpApiEvent({
+      method: 'POST',
+      path: '/v1/tenants/alpha/workflows',
+      pathParameters: { tenant: 'alpha' },
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    }),
+  );
+  expect(res.statusCode, res.body).toBe(201);
+  return JSON.parse(res.body) as { workflowId: string; jobs: Record<string, string> };
+}
+
+async function succeeded(jobId: string) {
+  const res = await outcomesHandler(sys.w)(
+    httpEvent('POST', '/v1/tenants/alpha/jobs/outcomes', {
+      pathParameters: { tenant: 'alpha' },
+      body: JSON.stringify({
+        outcomes: [{ jobId, outcome: 'SUCCEEDED', attempts: 1, receivedAt: new Date().toISOString(), durationMs: 3 }],
+      }),
+    }),
+  );
+  expect(res.statusCode, res.body).toBe(200);
+}
+
+/** The workflow's `dynein.submit` span, once the receiver has it. */
+async function workflowSubmitSpan(workflowId: string): Promise<ReceivedSpan> {
+  const of = () => receiver.spans.find((s) => s.name === 'dynein.submit' && receiver.attribute(s, 'dynein.workflow_id') === workflowId);
+  for (const until = Date.now() + 10_000; !of() && Date.now() < until;) await new Promise((r) => setTimeout(r, 50));
+  return of()!;
+}
+
+describe('workflows', () => {
+  it("put every job in the caller's trace: children under a dynein.workflow.release span, GET naming the trace", async () => {
+    const { workflowId, jobs } = await submitWorkflow(
+      {
+        jobs: [
+          { key: 'extract', payload: 1 },
+          { key: 'load', payload: 2, after: ['extract'] },
+          { key: 'report', payload: 3, after: ['extract'], delaySeconds: 8 },
+        ],
+      },
+      { traceparent: `00-${TRACE_3}-${CALLER_SPAN_3}-01`, tracestate: 'team=billing' },
+    );
+    const submitSpan = await workflowSubmitSpan(workflowId);
+    expect(submitSpan).toMatchObject({ traceId: TRACE_3, parentSpanId: CALLER_SPAN_3, kind: 2 });
+    expect(receiver.attribute(submitSpan, 'dynein.jobs')).toBe('3');
+    // Waiting for its parent, a job already names its trace; so does the workflow.
+    expect((await status(jobs.load!)).traceId).toBe(TRACE_3);
+    const view = await workflowsHandler(sys.w)(
+      httpEvent('GET', `/v1/tenants/alpha/workflows/${workflowId}`, { pathParameters: { tenant: 'alpha', workflowId } }),
+    );
+    expect(JSON.parse(view.body).traceId).toBe(TRACE_3);
+
+    // The root goes straight to its queue, its dispatch span under the workflow's submit.
+    const root = await delivered(jobs.extract!);
+    expect(root).toMatchObject({ traceId: TRACE_3, flags: '01', tracestate: 'team=billing' });
+    const [rootDispatch] = await spansOf(jobs.extract!, 'dynein.dispatch');
+    expect(rootDispatch).toMatchObject({ spanId: root.parentSpan, parentSpanId: submitSpan.spanId });
+
+    // Its success releases both children: one at once (straight to its queue), one 8 s on (the table).
+    await succeeded(jobs.extract!);
+    const [release] = await spansOf(jobs.load!, 'dynein.workflow.release');
+    expect(release).toMatchObject({ traceId: TRACE_3, parentSpanId: submitSpan.spanId, kind: 1 });
+    expect(receiver.attribute(release!, 'dynein.workflow.released_by')).toBe('extract');
+    expect(receiver.attribute(release!, 'dynein.path')).toBe('queue');
+    const load = await delivered(jobs.load!);
+    expect(load.traceId).toBe(TRACE_3);
+    const [loadDispatch] = await spansOf(jobs.load!, 'dynein.dispatch');
+    expect(loadDispatch).toMatchObject({ spanId: load.parentSpan, parentSpanId: release!.spanId });
+
+    const [later] = await spansOf(jobs.report!, 'dynein.workflow.release');
+    expect(receiver.attribute(later!, 'dynein.path')).toBe('table');
+    const [ingested] = await spansOf(jobs.report!, 'dynein.ingest');
+    expect(ingested).toMatchObject({ traceId: TRACE_3, parentSpanId: later!.spanId });
+    const report = await delivered(jobs.report!);
+    expect(report.traceId).toBe(TRACE_3);
+    const [reportDispatch] = await spansOf(jobs.report!, 'dynein.dispatch');
+    expect(reportDispatch).toMatchObject({ spanId: report.parentSpan, parentSpanId: later!.spanId });
+    expect((await status(jobs.report!)).traceId).toBe(TRACE_3);
+  });
+
+  it("without a traceparent share the trace the workflow's id derives; an unsampled one exports nothing", async () => {
+    const own = await submitWorkflow({
+      jobs: [
+        { key: 'a', payload: 1 },
+        { key: 'b', payload: 2, after: ['a'] },
+      ],
+    });
+    const derived = workflowTrace(own.workflowId);
+    const submitSpan = await workflowSubmitSpan(own.workflowId);
+    expect(submitSpan).toMatchObject({ traceId: derived.traceId, spanId: derived.spanId });
+    expect(submitSpan.parentSpanId).toBeUndefined();
+    expect((await delivered(own.jobs.a!)).traceId).toBe(derived.traceId);
+    await succeeded(own.jobs.a!);
+    expect((await delivered(own.jobs.b!)).traceId).toBe(derived.traceId);
+
+    const unsampled = await submitWorkflow(
+      {
+        jobs: [
+          { key: 'a', payload: 1 },
+          { key: 'b', payload: 2, after: ['a'] },
+        ],
+      },
+      { traceparent: `00-${TRACE_3}-${CALLER_SPAN_3}-00` },
+    );
+    expect(await delivered(unsampled.jobs.a!)).toMatchObject({ traceId: TRACE_3, flags: '00' });
+    await succeeded(unsampled.jobs.a!);
+    expect(await delivered(unsampled.jobs.b!)).toMatchObject({ traceId: TRACE_3, flags: '00' });
+    await sink.flush();
+    await new Promise((r) => setTimeout(r, 200));
+    const ids = new Set([unsampled.workflowId, ...Object.values(unsampled.jobs)]);
+    expect(
+      receiver.spans.filter(
+        (s) => ids.has(String(receiver.attribute(s, 'dynein.job_id'))) || ids.has(String(receiver.attribute(s, 'dynein.workflow_id'))),
+      ),
+    ).toEqual([]);
   });
 });

@@ -14,7 +14,7 @@ import type { LambdaConfig } from '../../lambdas/runtime/config.js';
 import { ingestHandler } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { startSqsEventSource } from '../../local/sqsEventSource.js';
-import type { Emulators } from './emulators.js';
+import { startEmulators, type Emulators } from './emulators.js';
 import { httpApiEvent } from './lambdaEvents.js';
 
 export interface TestSystem {
@@ -226,6 +226,48 @@ export function runAllGroups(deps: Wiring['dispatch'], opts: { owner?: string; s
       await loops;
     },
   };
+}
+
+/** Runs the system as deployed: ingest from the inbound queue and every dispatch group; stop() ends both. */
+export function runSystem(sys: TestSystem, opts: { owner?: string } = {}): { stop(): Promise<void> } {
+  const ingest = sys.startIngest();
+  const dispatch = runAllGroups(sys.w.dispatch, opts);
+  return {
+    async stop() {
+      await dispatch.stop();
+      await ingest.stop();
+    },
+  };
+}
+
+export interface RunningSystem {
+  readonly em: Emulators;
+  readonly sys: TestSystem;
+  /** Stops dispatch, ingest and the emulators. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Emulators and a running system over them (`createSystem`, then `runSystem`): one call for a test
+ * file's `beforeAll`, one `stop()` for its `afterAll`, which also stops the emulators.
+ */
+export async function startRunningSystem(opts: Parameters<typeof createSystem>[1] = {}): Promise<RunningSystem> {
+  const em = await startEmulators();
+  try {
+    const sys = await createSystem(em, opts);
+    const running = runSystem(sys);
+    return {
+      em,
+      sys,
+      async stop() {
+        await running.stop();
+        await em.stop();
+      },
+    };
+  } catch (err) {
+    await em.stop();
+    throw err;
+  }
 }
 
 /** A queue's visible and in-flight messages (approximate, as SQS counts them). */

@@ -7,7 +7,7 @@ import type { JobsService } from '../../core/jobs/index.js';
 import { type ProgressDeps, WorkflowService, type WorkflowServiceDeps } from '../../core/workflows/index.js';
 import type { Emulators } from './emulators.js';
 import type { TenantRecord } from '../../core/model/index.js';
-import { consume, createSystem, runAllGroups, type TestSystem } from './system.js';
+import { consume, createSystem, runSystem, type TestSystem } from './system.js';
 
 /** A test system with workflows wired over its table and queues (the real adapters, the emulators). */
 export interface WorkflowSystem {
@@ -63,11 +63,9 @@ export async function runWorkflowSystem(
   const ws = await createWorkflowSystem(em, tenants);
   const tenant = await ws.sys.w.tenants.require('demo');
   const consumer = consume(em.sqs, tenant.queueUrl);
-  const ingest = ws.sys.startIngest();
-  const dispatch = runAllGroups(ws.sys.w.dispatch);
+  const running = runSystem(ws.sys);
   const stop = async () => {
-    await dispatch.stop();
-    await ingest.stop();
+    await running.stop();
     await consumer.stop();
   };
   return { ...ws, tenant, consumer, stop };

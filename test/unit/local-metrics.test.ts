@@ -79,7 +79,7 @@ describe('the local dashboard counters', () => {
 });
 
 describe('the local dashboard per tenant', () => {
-  it('adds up what dispatch reports per tenant (delivered, held, deferred), keeps a lateness p95, and shows a pause seen lately', () => {
+  it('adds up what dispatch reports per tenant (delivered, held, deferred), keeps lateness p50/p95/p99, and shows a pause seen lately', () => {
     const metrics = new LocalMetrics(new RequestCounter());
     const t = metrics.telemetry();
     t.tenantMetrics!('alpha', { JobsDispatched: 3, DeliveryFailures: 0, JobsHeld: 0, DeliveriesDeferred: 4 }, { LatenessMs: [5, 9, 100] });
@@ -90,8 +90,26 @@ describe('the local dashboard per tenant', () => {
     const snap = metrics.snapshot();
     expect(snap.submitsThrottled).toBe(2);
     expect(snap.tenants).toEqual({
-      alpha: { delivered: 5, held: 0, deferred: 5, failedSends: 1, latenessP95Ms: 100, paused: false },
-      beta: { delivered: 0, held: 7, deferred: 0, failedSends: 0, latenessP95Ms: null, paused: true },
+      alpha: {
+        delivered: 5,
+        held: 0,
+        deferred: 5,
+        failedSends: 1,
+        latenessP50Ms: 8,
+        latenessP95Ms: 100,
+        latenessP99Ms: 100,
+        paused: false,
+      },
+      beta: {
+        delivered: 0,
+        held: 7,
+        deferred: 0,
+        failedSends: 0,
+        latenessP50Ms: null,
+        latenessP95Ms: null,
+        latenessP99Ms: null,
+        paused: true,
+      },
     });
   });
 

@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { fanOut, MemorySpanSink } from '../../adapters/memorySpans.js';
 import { OtlpHttpSpanSink, otlpRequest } from '../../adapters/otlpSpans.js';
-import { jobSpan, jobTrace, SPAN_KIND, type SpanRecord, spanIdOfTraceparent, submitSpans } from '../../core/model/index.js';
+import {
+  jobLogFields,
+  jobSpan,
+  jobTrace,
+  SPAN_KIND,
+  type SpanRecord,
+  spanIdOfTraceparent,
+  submitSpans,
+  workflowTrace,
+} from '../../core/model/index.js';
 import { waterfall } from '../../client/cli/commands/jobs.js';
 
 /**
@@ -61,6 +70,17 @@ describe('spans built', () => {
     );
     expect(derived).toMatchObject({ traceId: jobTrace('j').traceId, parentSpanId: jobTrace('j').spanId, spanId: 'abcdefabcdefabcd' });
     expect(spanIdOfTraceparent(`00-${TRACE}-abcdefabcdefabcd-01`)).toBe('abcdefabcdefabcd');
+  });
+
+  it('a workflow’s derived trace is its own (not a job’s of the same id), stable, sampled; log lines name a job’s trace', () => {
+    const wf = workflowTrace('wf1.t.1.abc.def');
+    expect(wf).toEqual(workflowTrace('wf1.t.1.abc.def'));
+    expect(wf.flags).toBe(1);
+    expect(wf.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(wf.traceId).not.toBe(jobTrace('wf1.t.1.abc.def').traceId);
+    expect(wf.traceId).not.toBe(workflowTrace('wf1.t.1.abc.deg').traceId);
+    expect(jobLogFields({ jobId: 'j', trace: SUBMIT })).toEqual({ jobId: 'j', traceId: TRACE });
+    expect(jobLogFields({ jobId: 'j' })).toEqual({ jobId: 'j', traceId: jobTrace('j').traceId });
   });
 });
 
