@@ -7,13 +7,19 @@ import {
   UpdateItemCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
-import type { PendingCancel, ScheduleRecord, ScheduleStore } from '../core/recurring/index.js';
+import type { OccurrenceAudits, PendingCancel, ScheduleRecord, ScheduleStore } from '../core/recurring/index.js';
 import { isConditionFailure, payloadAttribute, payloadOf, rethrow } from './dynamoJobStore.js';
 
 type Item = Record<string, AttributeValue>;
 
 /** Partition of a tenant's schedule items: one per tenant, read by the list (a query). */
 export const schedulePk = (tenant: string) => `sched#${tenant}`;
+
+/**
+ * The never-fired check's items (core/recurring/audit.ts), one partition: `sk = tenants` (string
+ * set `t`: the tenants with schedules) and `sk = audit` (`through`: the last check's window end).
+ */
+const AUDIT_PK = 'schedaudit';
 
 /** What the item's `doc` attribute holds: the record without its key, revision, watermark and payload. */
 type Doc = Omit<ScheduleRecord, 'tenant' | 'name' | 'rev' | 'throughMs' | 'payload'>;
@@ -23,7 +29,7 @@ type Doc = Omit<ScheduleRecord, 'tenant' | 'name' | 'rev' | 'throughMs' | 'paylo
  * `rev` (conditions), `through` (the watermark, moved by firings without touching the rest),
  * `doc` (the definition as JSON) and the payload (as job rows store it).
  */
-export class DynamoScheduleStore implements ScheduleStore {
+export class DynamoScheduleStore implements ScheduleStore, OccurrenceAudits {
   constructor(
     private readonly tableName: string,
     private readonly client: DynamoDBClient = new DynamoDBClient({}),
@@ -113,6 +119,53 @@ export class DynamoScheduleStore implements ScheduleStore {
         }),
       );
       return { records: (res.Items ?? []).map(recordOf), more: res.LastEvaluatedKey !== undefined };
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
+  async noteScheduleTenant(tenant: string): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: AUDIT_PK }, sk: { S: 'tenants' } },
+          UpdateExpression: 'ADD t :t',
+          ExpressionAttributeValues: { ':t': { SS: [tenant] } },
+        }),
+      );
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+
+  async scheduleTenants(): Promise<string[]> {
+    const item = await this.#auditItem('tenants');
+    return [...(item?.t?.SS ?? [])].sort();
+  }
+
+  async auditedThrough(): Promise<number | undefined> {
+    const through = (await this.#auditItem('audit'))?.through?.N;
+    return through === undefined ? undefined : Number(through);
+  }
+
+  async markAudited(throughMs: number): Promise<void> {
+    // Never back: a check that ran long must not undo a later one's mark.
+    await this.#conditional(
+      new UpdateItemCommand({
+        TableName: this.tableName,
+        Key: { pk: { S: AUDIT_PK }, sk: { S: 'audit' } },
+        UpdateExpression: 'SET through = :t',
+        ConditionExpression: 'attribute_not_exists(through) OR through < :t',
+        ExpressionAttributeValues: { ':t': { N: String(throughMs) } },
+      }),
+    );
+  }
+
+  async #auditItem(sk: string): Promise<Item | undefined> {
+    try {
+      const res = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: AUDIT_PK }, sk: { S: sk } } }));
+      return res.Item;
     } catch (err) {
       rethrow(err);
     }

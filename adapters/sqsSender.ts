@@ -5,7 +5,11 @@ import { type OutgoingMessage, type QueueSender, type SendFailure, ThrottledErro
 export class SqsSender implements QueueSender {
   constructor(private readonly client: SQSClient = new SQSClient({})) {}
 
-  async sendBatch(queueUrl: string, messages: readonly OutgoingMessage[]): Promise<SendFailure[]> {
+  async sendBatch(
+    queueUrl: string,
+    messages: readonly OutgoingMessage[],
+    onSent?: (id: string, messageId: string) => void,
+  ): Promise<SendFailure[]> {
     if (messages.length === 0) return [];
     try {
       const res = await this.client.send(
@@ -25,6 +29,7 @@ export class SqsSender implements QueueSender {
           })),
         }),
       );
+      if (onSent) for (const s of res.Successful ?? []) if (s.Id && s.MessageId) onSent(s.Id, s.MessageId);
       return (res.Failed ?? []).map((f) => ({
         id: f.Id ?? '',
         retryable: !f.SenderFault,

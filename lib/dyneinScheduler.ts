@@ -281,6 +281,8 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
   readonly stateMachines: readonly sfn.StateMachine[];
   /** The EventBridge rule of each cell, by cell. */
   readonly tickRules: readonly events.Rule[];
+  /** Runs the never-fired check of the recurring schedules' occurrences every 5 minutes (docs/tracing.md#never-fired). */
+  readonly occurrenceAuditRule: events.Rule;
   readonly functions: Readonly<Record<FunctionName, lambda.Function>>;
   /**
    * Serves every tenant's registration custom resource (`Custom::DyneinTenantRegistration`, its
@@ -364,6 +366,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     this.stateMachines = cellTicks.map((c) => c.stateMachine);
     this.tickRules = cellTicks.map((c) => c.rule);
     ({ stateMachine: this.stateMachine, rule: this.tickRule } = cellTicks[0]!);
+    this.occurrenceAuditRule = this.#buildOccurrenceAudit();
 
     const { submit, dispatch, dlq } = this.functions;
     this.attributes = {
@@ -716,6 +719,28 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
    */
   metricHeldAfterResume(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.#metric('HeldAfterResumeMs', 'dispatch', { statistic: 'Maximum', ...props });
+  }
+
+  /**
+   * Occurrences of recurring schedules not delivered 5 minutes after their time (the never-fired
+   * check, every 5 minutes; docs/tracing.md#never-fired): `Sum` per 5 minutes, 0 when none.
+   */
+  metricMissedOccurrences(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
+    return this.#metric('MissedOccurrences', 'schedules', { statistic: 'Sum', period: Duration.minutes(5), ...props });
+  }
+
+  /** The schedules function runs the never-fired check every 5 minutes, with the input `{"audit": "occurrences"}`. */
+  #buildOccurrenceAudit(): events.Rule {
+    return new events.Rule(this, 'OccurrenceAudit', {
+      description: 'Dynein: checks that every recurring-schedule occurrence due 5 minutes ago or earlier was delivered',
+      schedule: events.Schedule.rate(Duration.minutes(5)),
+      targets: [
+        new targets.LambdaFunction(this.functions.schedules, {
+          event: events.RuleTargetInput.fromObject({ audit: 'occurrences' }),
+          retryAttempts: 2,
+        }),
+      ],
+    });
   }
 
   /**

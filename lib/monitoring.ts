@@ -52,6 +52,7 @@ export interface MonitoredScheduler {
   metricDispatchers(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricParkedJobs(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
   metricHeldAfterResume(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
+  metricMissedOccurrences(props?: cloudwatch.MetricOptions): cloudwatch.Metric;
 }
 
 export interface SchedulerMonitoringProps {
@@ -167,6 +168,11 @@ export class SchedulerMonitoring extends Construct {
         title: 'Held rows not read back (tenant may send)',
         left: [s.metricHeldAfterResume({ label: 'longest wait of a first held row (ms)' })],
         leftAnnotations: [{ value: props.heldAfterResumeAlarmThreshold.toMilliseconds(), label: 'alarm' }],
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Recurring occurrences never fired (checked every 5 minutes)',
+        left: [s.metricMissedOccurrences({ label: 'missed occurrences' })],
         width: 12,
       }),
     );
@@ -314,6 +320,13 @@ export class SchedulerMonitoring extends Construct {
       }),
       threshold: 0,
       evaluationPeriods: props.workflowChildrenWaitingAlarmMinutes,
+    });
+    this.#alarm('MissedOccurrences', {
+      alarmDescription:
+        "A recurring schedule's occurrence was not delivered 5 minutes after its time (the never-fired check). The schedules log group names each one, its reason (not-materialised: its clock did not fire; not-delivered, missing, dead), its job and its trace (docs/operating.md, \"Missed occurrences\").",
+      metric: s.metricMissedOccurrences(),
+      threshold: 0,
+      evaluationPeriods: 1,
     });
     this.#alarm('HeldAfterResume', {
       alarmDescription: `A tenant that may send (not paused, registered) has had the same first job in a hold lane for more than ${props.heldAfterResumeAlarmThreshold.toHumanString()}: its held jobs are not being read back. The dispatch log group names the tenants (docs/operating.md, "Held jobs not read back").`,

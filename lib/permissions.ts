@@ -219,7 +219,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     SEND_TO_TENANT_QUEUES,
   ],
   schedules: [
-    // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete.
+    // Definitions (pk sched#<tenant>), their first occurrences and the cancels of update/pause/delete;
+    // the never-fired check: its items (pk schedaudit) and each occurrence's row (GetItem).
     { on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Query'] },
     ID_KEY,
     // The clocks: the schedules of this deployment's group only (EventBridge Scheduler names them `d-<hash>` at run time).

@@ -28,6 +28,7 @@ import {
   statusHandler,
   outcomesHandler,
   submitHandler,
+  occurrenceAuditHandler,
   tickHandler,
 } from '../lambdas/runtime/handlers.js';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
@@ -173,6 +174,24 @@ const ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
   }),
 );
 
+// The never-fired check (docs/tracing.md#never-fired), as the rule runs it on AWS: its counts and
+// warnings go to the dashboard.
+const audit = occurrenceAuditHandler(
+  {
+    auditOccurrences: async () => {
+      const report = await w.auditOccurrences();
+      metrics.occurrencesAudited(report);
+      return report;
+    },
+  },
+  t,
+);
+const auditTimer =
+  settings.auditEveryMs > 0
+    ? setInterval(() => void audit().catch((err: unknown) => t.error('the never-fired check failed', err)), settings.auditEveryMs)
+    : undefined;
+auditTimer?.unref();
+
 // The port taken (DYNEIN_PORT=0 takes any free one): local.json names it.
 const apiPort = (api.address() as AddressInfo).port;
 if (process.send) process.send({ type: 'ready', pid: process.pid, port: apiPort });
@@ -180,6 +199,7 @@ console.log(`dynein compute: ready (pid ${process.pid})`);
 
 const stop = async () => {
   for (const tick of ticks) tick.stop();
+  clearInterval(auditTimer);
   await eventSource.stop();
   api.close();
   // Rows sent just before the stop get their delivered markers within a second (the release

@@ -22,6 +22,9 @@ export const DASHBOARD_HTML = `<!doctype html>
 <h2>Busiest concurrency keys</h2>
 <p class="muted">The ten busiest keys dispatch steps reported (docs/flow-control.md), most waiting first: jobs started, asks for a slot refused (all slots held), jobs waiting at the latest step, p95 of the waits past the due time of jobs that waited.</p>
 <table id="keys"></table>
+<h2>Recurring occurrences never fired</h2>
+<p class="muted" id="missed-what">The never-fired check (docs/tracing.md) looks every 5 minutes for schedule occurrences not delivered 5 minutes after their time.</p>
+<table id="missed"></table>
 <h2>AWS requests per job delivered</h2>
 <p class="muted" id="req-what"></p>
 <table id="req"></table>
@@ -45,6 +48,9 @@ async function refresh() {
     document.getElementById('throttled').textContent = fmt(m.submitsThrottled);
     document.getElementById('tenants').innerHTML = '<tr><th>tenant</th><th>delivered</th><th>held</th><th>deferred</th><th>lateness p50 / p95 / p99 ms</th><th>state</th></tr>' + (Object.entries(m.tenants).map(([k, t]) => '<tr><td>' + k + '</td><td>' + fmt(t.delivered) + '</td><td>' + fmt(t.held) + '</td><td>' + fmt(t.deferred) + '</td><td>' + [t.latenessP50Ms, t.latenessP95Ms, t.latenessP99Ms].map((v) => v ?? '-').join(' / ') + '</td><td>' + (t.paused ? '<b>paused</b>' : 'running') + '</td></tr>').join('') || '<tr><td class="muted" colspan="6">no tenant dispatched yet</td></tr>');
     document.getElementById('keys').innerHTML = '<tr><th>tenant</th><th>key</th><th>started</th><th>asks refused</th><th>waiting</th><th>wait p95 ms</th></tr>' + ((m.keys ?? []).map((k) => '<tr><td>' + esc(k.tenant) + '</td><td class="mono">' + esc(k.key) + '</td><td>' + fmt(k.started) + '</td><td>' + fmt(k.refused) + '</td><td>' + fmt(k.waiting) + '</td><td>' + (k.waitP95Ms ?? '-') + '</td></tr>').join('') || '<tr><td class="muted" colspan="6">no job with a concurrency key dispatched yet</td></tr>');
+    const a = m.missedOccurrences ?? { runs: 0, missed: 0, recent: [] };
+    document.getElementById('missed-what').textContent = 'The never-fired check looks every 5 minutes for schedule occurrences not delivered 5 minutes after their time: ' + fmt(a.runs) + ' checks' + (a.lastRunAt ? ', the latest at ' + a.lastRunAt : '') + ', ' + fmt(a.missed) + ' missed.';
+    document.getElementById('missed').innerHTML = '<tr><th>tenant</th><th>schedule</th><th>occurrence</th><th>reason</th><th>job</th></tr>' + (a.recent.map((x) => '<tr><td>' + esc(x.tenant) + '</td><td>' + esc(x.schedule) + '</td><td>' + esc(x.occurrenceAt) + '</td><td><b>' + esc(x.reason) + '</b></td><td class="mono">' + esc(x.jobId) + '</td></tr>').join('') || '<tr><td class="muted" colspan="5">none missed</td></tr>');
     document.getElementById('req-what').textContent = 'Each figure: ' + m.requestsPerJobCounts + ' Jobs delivered so far: ' + fmt(j.delivered) + '.';
     document.getElementById('req').innerHTML = '<tr><th>operation</th><th>per job delivered</th><th class="muted">requests in all</th></tr>' + (Object.entries(m.requestsPerJob).map(([k, v]) => '<tr><td>' + k + '</td><td>' + v + '</td><td class="muted">' + fmt(m.requests[k]) + '</td></tr>').join('') || '<tr><td class="muted" colspan="3">no job delivered yet</td></tr>');
   } catch (e) { document.getElementById('since').textContent = 'compute unreachable (restarting?)'; }

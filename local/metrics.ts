@@ -1,4 +1,5 @@
 import type { RequestCounter } from '../adapters/requestCounter.js';
+import type { AuditReport } from '../core/recurring/index.js';
 import type { Telemetry } from '../lambdas/runtime/handlers.js';
 
 /** Upper bounds (ms) of the lateness histogram's buckets; the last bucket is open. */
@@ -25,6 +26,18 @@ function percentiles(values: readonly number[], fractions: readonly number[]): (
   const sorted = [...values].sort((a, b) => a - b);
   return fractions.map((f) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * f))]! : null));
 }
+/** Missed occurrences the dashboard lists (the newest). */
+const MISSED_SHOWN = 20;
+
+/** A missed occurrence as `GET /local/metrics` shows it. */
+interface MissedShown {
+  readonly tenant: string;
+  readonly schedule: string;
+  readonly occurrenceAt: string;
+  readonly reason: string;
+  readonly jobId: string;
+  readonly traceId: string;
+}
 /** Cancelled job ids kept for de-duplication (beyond this, further cancels are not counted). */
 const MAX_TRACKED_CANCELS = 1_000_000;
 
@@ -48,7 +61,26 @@ export class LocalMetrics {
   /** Per concurrency key a dispatch step counted among its busiest: totals, the latest step's waiting, the latest waits. */
   readonly #keys = new Map<string, { tenant: string; key: string; started: number; refused: number; waiting: number; waits: number[] }>();
 
+  /** The never-fired check: checks run, occurrences missed in all, the latest missed ones (newest first). */
+  #audits = { runs: 0, lastRunAt: undefined as string | undefined, missed: 0, recent: [] as MissedShown[] };
+
   constructor(private readonly requests: RequestCounter) {}
+
+  /** A never-fired check's report (docs/tracing.md#never-fired): what the dashboard shows of it. */
+  occurrencesAudited(report: AuditReport): void {
+    this.#audits.runs++;
+    this.#audits.lastRunAt = new Date().toISOString();
+    this.#audits.missed += report.missed.length;
+    const shown = report.missed.map((m) => ({
+      tenant: m.tenant,
+      schedule: m.schedule,
+      occurrenceAt: new Date(m.dueMs).toISOString(),
+      reason: m.reason,
+      jobId: m.jobId,
+      traceId: m.traceId,
+    }));
+    this.#audits.recent = [...shown.reverse(), ...this.#audits.recent].slice(0, MISSED_SHOWN);
+  }
 
   /** The {@link Telemetry} handlers report to; errors go to stderr. */
   telemetry(): Telemetry {
@@ -138,6 +170,8 @@ export class LocalMetrics {
        * has had the same first job in a hold lane (ms; 0: none). Near 0 while held jobs drain.
        */
       heldAfterResumeMs: this.#heldAfterResumeMs,
+      /** The never-fired check (docs/tracing.md#never-fired): runs, occurrences missed in all, the latest missed. */
+      missedOccurrences: { ...this.#audits, recent: [...this.#audits.recent] },
       /** Refused by a tenant's maxSubmitsPerSecond (429 Throttled), all tenants. */
       submitsThrottled: c('SubmitsThrottled'),
       /**

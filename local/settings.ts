@@ -19,6 +19,8 @@ export interface LocalSettings {
   /** How long each tick execution runs and how often one starts (as on AWS: 90 s every 60 s). */
   readonly tickRunMs: number;
   readonly tickEveryMs: number;
+  /** The never-fired check's period (the rule's 5 minutes on AWS); 0: off. */
+  readonly auditEveryMs: number;
   /** Cells (`DYNEIN_CELLS`): compute runs one tick loop per cell, as each cell has its own state machine on AWS. */
   readonly cells: number;
   /** Whether the inbound event source runs (an event source mapping's `Enabled`; `DYNEIN_INGEST_ENABLED`). */
@@ -108,6 +110,7 @@ export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettin
     leaseMs: int('DYNEIN_LEASE_MS', undefined, 2_000, 900_000),
     tickRunMs: int('DYNEIN_TICK_RUN_MS', 90_000, 5_000, 240_000)!,
     tickEveryMs: int('DYNEIN_TICK_EVERY_MS', 60_000, 1_000, 600_000)!,
+    auditEveryMs: int('DYNEIN_AUDIT_EVERY_MS', 300_000, 0, 3_600_000)!,
     cells,
     ingestEnabled: bool('DYNEIN_INGEST_ENABLED', true),
     keepSpans: bool('DYNEIN_SPANS', true),

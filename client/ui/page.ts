@@ -38,6 +38,7 @@ export const PAGE_HTML = `<!doctype html>
  .msg{margin:.5rem 0;padding:.4rem .6rem;border-radius:4px} .msg:empty{display:none}
  .msg.err{background:#fbe4e2;color:#8c1d18} .msg.ok{background:#e6f4ea;color:#1e6b34} .msg.info{background:#eef2f7;color:#334}
  dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem .8rem;margin:.4rem 0} dt{color:var(--m);font-size:.8rem} dd{margin:0;word-break:break-all}
+ .wf{display:grid;grid-template-columns:9rem 1fr 4.5rem;gap:.15rem .4rem;align-items:center;margin:.4rem 0;font-size:.85em} .wf .track{position:relative;height:.8rem;background:var(--b)} .wf .span{position:absolute;top:0;bottom:0;min-width:2px;background:var(--a)}
  ol.timeline{list-style:none;padding:0;margin:.4rem 0;border-left:2px solid var(--b)} ol.timeline li{padding:.15rem 0 .35rem .7rem;position:relative}
  ol.timeline li::before{content:"";position:absolute;left:-6px;top:.5rem;width:10px;height:10px;border-radius:50%;background:var(--a)}
  .panel{margin-top:.8rem;padding-top:.6rem;border-top:1px solid var(--b)} .panel[hidden]{display:none}
@@ -121,6 +122,7 @@ export const PAGE_HTML = `<!doctype html>
   <div class="msg" id="detail-msg"></div>
   <dl id="detail-fields"></dl>
   <div id="detail-timeline"></div>
+  <div id="detail-trace"></div>
   <div class="bar"><button type="button" class="danger" id="cancel">Cancel job</button></div>
  </section></aside>
 </main>

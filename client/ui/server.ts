@@ -132,10 +132,13 @@ export async function startUiServer(opts: UiServerOptions): Promise<UiServer> {
       };
       return json(res, 200, config);
     }
-    if (!url.pathname.startsWith('/api/')) return json(res, 404, { error: { code: 'NotFound', message: `no page ${url.pathname}` } });
+    const traced = /^\/traces\/([0-9a-f]{32})$/.exec(url.pathname);
+    if (!url.pathname.startsWith('/api/') && !traced)
+      return json(res, 404, { error: { code: 'NotFound', message: `no page ${url.pathname}` } });
 
     if (req.headers[UI_HEADER] !== '1')
       return json(res, 403, { error: { code: 'Forbidden', message: `API calls through the job browser need the ${UI_HEADER} header` } });
+    if (traced) return serveTrace(res, headers, base, traced[1]!, opts.local);
     const path = url.pathname.slice('/api'.length);
     const m = API_PATH.exec(path);
     if (!m || !API_METHODS.has(method))
@@ -226,6 +229,21 @@ async function serveAppScript(res: ServerResponse, headers: Record<string, strin
   }
   res.writeHead(200, { ...headers, 'content-type': 'text/javascript; charset=utf-8' });
   res.end(script);
+}
+
+/**
+ * A trace's spans (`traces/<traceId>`, the job panel's waterfall: docs/tracing.md): the local
+ * stack's memory of them (`GET /local/traces/<traceId>`, unsigned, local only). A deployment on
+ * AWS keeps none: its spans are in the tracing tool they were exported to (404 `NotKept`).
+ */
+async function serveTrace(res: ServerResponse, headers: Record<string, string>, base: URL, traceId: string, local: boolean): Promise<void> {
+  if (!local)
+    return json(res, 404, {
+      error: { code: 'NotKept', message: 'a deployment on AWS keeps no spans: they are in the tracing tool they are exported to' },
+    });
+  const reply = await fetch(new URL(`local/traces/${traceId}`, base), { signal: AbortSignal.timeout(10_000) });
+  res.writeHead(reply.status, { ...headers, 'content-type': 'application/json' });
+  res.end(await reply.text());
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

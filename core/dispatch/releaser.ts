@@ -624,13 +624,15 @@ export class Releaser {
         if (this.signal?.aborted) return;
         let failed: Set<string>;
         const called = clock.now();
+        const messageIds = this.deps.spans ? new Map<string, string>() : undefined;
         try {
-          failed = new Set((await sender.sendBatch(record.queueUrl, batch)).map((f) => f.id));
+          const onSent = messageIds && ((id: string, messageId: string) => void messageIds.set(id, messageId));
+          failed = new Set((await sender.sendBatch(record.queueUrl, batch, onSent)).map((f) => f.id));
           outcome.slowest = Math.max(outcome.slowest ?? 0, clock.now() - called);
         } catch {
           failed = new Set(batch.map((m) => m.id));
         }
-        if (this.deps.spans) this.#spans(record.queueUrl, batch, byId, failed, called);
+        if (messageIds) this.#spans(record.queueUrl, batch, byId, failed, messageIds, called);
         if (this.signal?.aborted) {
           // Stopped while the send was in flight: record what it delivered all the same.
           this.#markers.writeOnce(batch.filter((m) => !failed.has(m.id)).map((m) => ({ row: byId.get(m.id)!.row, leaseUntil: 0 })));
@@ -651,6 +653,7 @@ export class Releaser {
     batch: readonly OutgoingMessage[],
     byId: ReadonlyMap<string, Held>,
     failed: ReadonlySet<string>,
+    messageIds: ReadonlyMap<string, string>,
     startMs: number,
   ): void {
     const endMs = this.deps.clock.now();
@@ -667,6 +670,7 @@ export class Releaser {
           'messaging.system': 'aws_sqs',
           'messaging.operation': 'publish',
           'messaging.destination.name': queue,
+          ...(messageIds.has(m.id) ? { 'messaging.message.id': messageIds.get(m.id)! } : {}),
           'dynein.lateness_ms': endMs - row.dueMs,
         },
         spanIdOfTraceparent(m.attributes!.traceparent!),

@@ -306,7 +306,15 @@ export interface SendFailure {
 
 /** Sends to SQS queues. One call is at most 10 messages and 256 KiB (callers pack). */
 export interface QueueSender {
-  sendBatch(queueUrl: string, messages: readonly OutgoingMessage[]): Promise<SendFailure[]>;
+  /**
+   * One `SendMessageBatch`; answers the entries that failed. `onSent` hears each entry SQS
+   * accepted, with the message id it gave (a dispatch span's `messaging.message.id`).
+   */
+  sendBatch(
+    queueUrl: string,
+    messages: readonly OutgoingMessage[],
+    onSent?: (id: string, messageId: string) => void,
+  ): Promise<SendFailure[]>;
 }
 
 /** Wall clock, injectable for tests. */

@@ -16,6 +16,20 @@ export interface ScheduleStore {
   listSchedules(tenant: string, limit: number, afterName?: string): Promise<{ records: ScheduleRecord[]; more: boolean }>;
 }
 
+/**
+ * What the never-fired check keeps (core/recurring/audit.ts): the tenants that have schedules (a
+ * tenant is noted by each change of one of its schedules; never forgotten: a tenant whose
+ * schedules are gone costs one empty read a check), and how far the last check got.
+ */
+export interface OccurrenceAudits {
+  noteScheduleTenant(tenant: string): Promise<void>;
+  scheduleTenants(): Promise<string[]>;
+  /** The end of the last check's window (epoch ms); undefined before the first. */
+  auditedThrough(): Promise<number | undefined>;
+  /** Moves it to `throughMs`, never back. */
+  markAudited(throughMs: number): Promise<void>;
+}
+
 /** Names a schedule's clock. */
 export interface ScheduleRef {
   readonly tenant: string;

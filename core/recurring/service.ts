@@ -32,7 +32,7 @@ import {
   type ScheduleRecord,
   type ScheduleReply,
 } from './model.js';
-import type { ScheduleStore, ScheduleTrigger } from './ports.js';
+import type { OccurrenceAudits, ScheduleStore, ScheduleTrigger } from './ports.js';
 
 export interface SchedulesDeps {
   readonly store: JobStore;
@@ -44,6 +44,8 @@ export interface SchedulesDeps {
   readonly settings: SchedulerSettings;
   /** Where the occurrences' `dynein.schedule.fire` and `dynein.ingest` spans go (docs/tracing.md). Absent: none. */
   readonly spans?: SpanSink;
+  /** The never-fired check's list of tenants with schedules: each change notes its tenant. Absent: not noted. */
+  readonly audits?: Pick<OccurrenceAudits, 'noteScheduleTenant'>;
 }
 
 /** How long a change spends catching up a schedule that is behind before it answers 503 `CatchingUp` (the function's timeout is 20 s). */
@@ -230,6 +232,8 @@ export class SchedulesService {
       // Over the marker at its revision; over nothing when the finished delete removed the item.
       const expectedRev = stored?.deleting && !marker ? undefined : stored?.rev;
       if (!(await this.deps.schedules.putSchedule(record, expectedRev))) continue;
+      // Before its first occurrence can be due: the never-fired check then knows the tenant.
+      if (!record.deleting) await this.deps.audits?.noteScheduleTenant(tenant);
       const settled = await settlePending(this.#recurring, record);
       if (!record.deleting) await this.#sync(settled);
       return { record: settled, created: change.created };

@@ -26,6 +26,8 @@ export interface SendOptions {
   /** Backoff between rounds of retries (full jitter). @default { baseMs: 25, capMs: 250 } */
   readonly backoff?: { readonly baseMs: number; readonly capMs: number };
   readonly random?: () => number;
+  /** Hears each message SQS accepted: the jobs it carries and its message id. */
+  readonly onSent?: (jobs: readonly number[], messageId: string) => void;
 }
 
 /**
@@ -77,7 +79,8 @@ export async function sendParcels(
       [...byUrl].flatMap(([url, messages]) =>
         packBatches(messages).map(async (batch) => {
           try {
-            for (const f of await sender.sendBatch(url, batch)) fail(Number(f.id), f.retryable, f.message);
+            const onSent = opts.onSent && ((id: string, messageId: string) => opts.onSent!(current[Number(id)]!.jobs, messageId));
+            for (const f of await sender.sendBatch(url, batch, onSent)) fail(Number(f.id), f.retryable, f.message);
           } catch (err) {
             for (const m of batch) fail(Number(m.id), true, (err as Error)?.message ?? String(err));
           }

@@ -311,8 +311,13 @@ export class Submitter {
     const { leaders, followers } = this.#matchKeys(tenant.name, jobs, planned, outcomes, now);
     await this.#claimKeys(leaders, jobs, planned, outcomes, now);
     const sends = new Map<number, { spanId: string; startMs: number }>();
-    const problems = await sendParcels(this.deps.sender, this.#parcels(tenant, planned, held, sends), this.deps.send);
-    this.#directSpans(tenant, planned, problems, sends);
+    // The message id SQS gave each job's message (its dispatch span's `messaging.message.id`).
+    const messageIds = new Map<number, string>();
+    const send = this.deps.spans
+      ? { ...this.deps.send, onSent: (jobs: readonly number[], id: string) => jobs.forEach((j) => messageIds.set(j, id)) }
+      : this.deps.send;
+    const problems = await sendParcels(this.deps.sender, this.#parcels(tenant, planned, held, sends), send);
+    this.#directSpans(tenant, planned, problems, sends, messageIds);
     await this.#settleRecords(planned, problems);
     planned.forEach((p, i) => {
       if (p) outcomes[i] = outcomeOf(tenant.name, p, problems.get(i));
@@ -422,6 +427,7 @@ export class Submitter {
     planned: readonly (Planned | undefined)[],
     problems: ReadonlyMap<number, SendProblem>,
     sends: ReadonlyMap<number, { spanId: string; startMs: number }>,
+    messageIds: ReadonlyMap<number, string>,
   ): void {
     const { spans, clock } = this.deps;
     if (!spans) return;
@@ -436,6 +442,7 @@ export class Submitter {
         'messaging.system': 'aws_sqs',
         'messaging.operation': 'publish',
         'messaging.destination.name': queue,
+        ...(messageIds.has(i) ? { 'messaging.message.id': messageIds.get(i)! } : {}),
         'dynein.lateness_ms': Math.max(0, endMs - p.dueMs),
       };
       const span = jobSpan('dynein.dispatch', SPAN_KIND.producer, job, at, attributes, send.spanId);

@@ -129,8 +129,14 @@ export async function sendMoved(
   if (routes.length === 0) return;
   const startMs = deps.clock.now();
   const traces = routes.map((r) => tracesOf(r.job, deps.spans !== undefined));
-  const sends = new Map<number, { spanId: string; startMs: number }>();
-  const problems = await sendParcels(deps.sender, parcels(deps, tenant, routes, traces, held, sends));
+  const sends = new Map<number, { spanId: string; startMs: number; messageId?: string }>();
+  const onSent = (jobs: readonly number[], messageId: string) => {
+    for (const j of jobs) {
+      const send = sends.get(j);
+      if (send) send.messageId = messageId;
+    }
+  };
+  const problems = await sendParcels(deps.sender, parcels(deps, tenant, routes, traces, held, sends), deps.spans ? { onSent } : {});
   if (deps.spans) recordSpans(deps.spans, tenant, routes, traces, problems, sends, { startMs, endMs: deps.clock.now() });
   if (problems.size === 0) return;
   const [first] = problems.values();
@@ -199,7 +205,7 @@ function recordSpans(
   routes: readonly Route[],
   traces: readonly JobTraces[],
   problems: ReadonlyMap<number, unknown>,
-  sends: ReadonlyMap<number, { spanId: string; startMs: number }>,
+  sends: ReadonlyMap<number, { readonly spanId: string; readonly startMs: number; readonly messageId?: string }>,
   at: { readonly startMs: number; readonly endMs: number },
 ): void {
   const queue = tenant.queueUrl.slice(tenant.queueUrl.lastIndexOf('/') + 1);
@@ -230,6 +236,7 @@ function recordSpans(
       'messaging.system': 'aws_sqs',
       'messaging.operation': 'publish',
       'messaging.destination.name': queue,
+      ...(send.messageId !== undefined ? { 'messaging.message.id': send.messageId } : {}),
       'dynein.workflow_id': spec.workflowId,
       'dynein.lateness_ms': Math.max(0, at.endMs - r.dueMs),
     };
@@ -252,7 +259,7 @@ function parcels(
   routes: readonly Route[],
   traces: readonly JobTraces[],
   held: boolean,
-  sends: Map<number, { spanId: string; startMs: number }>,
+  sends: Map<number, { spanId: string; startMs: number; messageId?: string }>,
 ): Parcel[] {
   const out: Parcel[] = [];
   const inbound: InboundJob[] = [];

@@ -1,8 +1,8 @@
-import { parseTraceparent } from '../../core/model/index.js';
+import { isoMs, parseTraceparent } from '../../core/model/index.js';
 import type { APIGatewayProxyEventV2, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { INGEST_RETRY_SECONDS, INGEST_TIMEOUT_SECONDS, QUEUE_SETTINGS } from '../../adapters/resources.js';
 import { ingestMessage, type IngestOutcome, MalformedInboundError, recordDeadLetters } from '../../core/ingest/index.js';
-import { materialiseFiring, parseFiring } from '../../core/recurring/index.js';
+import { type AuditReport, materialiseFiring, parseFiring } from '../../core/recurring/index.js';
 import { type IngestedMessage, type PassMessage, parsePass, passBody, runPass, settleIngested } from '../../core/operations/index.js';
 import { TenantAdmin } from '../../core/tenants/index.js';
 import { limiter } from '../../core/util/index.js';
@@ -295,6 +295,50 @@ export function bulkCancelHandler(w: Wiring, t: Telemetry = silentTelemetry) {
       },
       unexpected,
     );
+  };
+}
+
+/** Log lines one check writes at most (one per missed occurrence): the metric counts them all. */
+const MISSED_LINES = 20;
+
+/** What the never-fired check answers (the rule ignores it; the local stack and tests read it). */
+export interface OccurrenceAuditResult {
+  readonly from: string;
+  readonly through: string;
+  readonly schedules: number;
+  readonly occurrences: number;
+  readonly missed: number;
+}
+
+/**
+ * The never-fired check (docs/tracing.md#never-fired), run every 5 minutes by a rule: the
+ * `MissedOccurrences` count (the alarm's metric: 0 when none), per tenant for those with misses,
+ * and a warning per missed occurrence naming it, its job and its trace.
+ */
+export function occurrenceAuditHandler(w: Pick<Wiring, 'auditOccurrences'>, t: Telemetry = silentTelemetry) {
+  return async (): Promise<OccurrenceAuditResult> => {
+    const report: AuditReport = await w.auditOccurrences();
+    t.count('MissedOccurrences', report.missed.length);
+    t.count('OccurrencesChecked', report.occurrences);
+    const byTenant = new Map<string, number>();
+    for (const m of report.missed) byTenant.set(m.tenant, (byTenant.get(m.tenant) ?? 0) + 1);
+    for (const [tenant, missed] of byTenant) t.tenantMetrics?.(tenant, { MissedOccurrences: missed }, {});
+    for (const m of report.missed.slice(0, MISSED_LINES))
+      t.warn?.('schedule occurrence never fired', {
+        tenant: m.tenant,
+        schedule: m.schedule,
+        occurrenceAt: isoMs(m.dueMs),
+        reason: m.reason,
+        jobId: m.jobId,
+        traceId: m.traceId,
+      });
+    return {
+      from: isoMs(report.fromMs),
+      through: isoMs(report.throughMs),
+      schedules: report.schedules,
+      occurrences: report.occurrences,
+      missed: report.missed.length,
+    };
   };
 }
 

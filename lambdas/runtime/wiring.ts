@@ -9,7 +9,7 @@ import { DynamoDeadLetterEdits } from '../../adapters/dynamoDeadLetterEdits.js';
 import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
 import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { EventBridgeTrigger } from '../../adapters/eventBridgeTrigger.js';
-import { type RecurringDeps, SchedulesService } from '../../core/recurring/index.js';
+import { type AuditReport, auditOccurrences, type RecurringDeps, SchedulesService } from '../../core/recurring/index.js';
 import { DynamoIdempotencyStore } from '../../adapters/dynamoIdempotencyStore.js';
 import { DynamoHistoryStore } from '../../adapters/dynamoHistoryStore.js';
 import { DynamoJobStore } from '../../adapters/dynamoJobStore.js';
@@ -55,6 +55,8 @@ export interface Wiring {
   readonly recurring: RecurringDeps;
   /** The recurring-schedule API (only where the scheduler's clock is configured: the schedules function). */
   readonly schedules?: SchedulesService;
+  /** The never-fired check of the recurring schedules' occurrences (core/recurring/audit.ts; the schedules function). */
+  readonly auditOccurrences: () => Promise<AuditReport>;
   /** The tenants' dead-letter queues: peek, redrive, delete (the dlq function). */
   readonly deadLetters: DeadLetterService;
   /** The tenant registry through its cache (the admin function checks the tenant exists). */
@@ -134,6 +136,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         clock,
         settings,
         ...(spans ? { spans } : {}),
+        audits: scheduleStore,
       })
     : undefined;
   // Workflows (docs/workflows.md): their jobs' status, cancel and outcomes go through the same
@@ -193,6 +196,15 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       jobs,
       ...(spans ? { spans } : {}),
     }),
+    auditOccurrences: () =>
+      auditOccurrences({
+        schedules: scheduleStore,
+        audits: scheduleStore,
+        rows: store,
+        codec,
+        clock,
+        paused: async (tenant) => (await controls.get(tenant)).paused,
+      }),
     submitter: new Submitter({
       settings,
       codec,

@@ -14,9 +14,9 @@ const TENANTS = ['alpha', 'beta'];
 /**
  * InboundBacklog, InboundDlqNotEmpty, LatenessP99, TickFailures, DispatchErrors, DispatchThrottles,
  * SchedulerDlqNotEmpty, SchedulerFiringsFailed, SchedulerFiringErrors, ParkedJobs, ControlReadFailures,
- * HeldAfterResume, WorkflowChildrenWaiting.
+ * HeldAfterResume, WorkflowChildrenWaiting, MissedOccurrences.
  */
-const SCHEDULER_ALARMS = 13;
+const SCHEDULER_ALARMS = 14;
 
 let stack: Stack;
 let scheduler: DyneinScheduler;
@@ -221,6 +221,30 @@ describe('alarms', () => {
       expect(() => new DyneinScheduler(new Stack(app, `Bad${bad.toSeconds()}`), 'Dynein', { heldAfterResumeAlarmThreshold: bad })).toThrow(
         /heldAfterResumeAlarmThreshold must be from 1 minute to 1 day/,
       );
+  });
+
+  it('MissedOccurrences: the never-fired check every 5 minutes (a rule running the schedules function), its Sum above 0 alarms, on the dashboard', () => {
+    const missed = alarms().filter(([id]) => id.includes('MissedOccurrences'));
+    expect(missed).toHaveLength(1);
+    expect(missed[0]![1].Properties).toMatchObject({
+      MetricName: 'MissedOccurrences',
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 0,
+      EvaluationPeriods: 1,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+    expect(missed[0]![1].Properties.Dimensions).toEqual([{ Name: 'service', Value: 'dynein-schedules' }]);
+    expect(dashboardLines(t).lines.some((l) => l.name === 'MissedOccurrences' && l.stat === 'Sum')).toBe(true);
+    const rule = resourcesOf(t, 'AWS::Events::Rule').find(([id]) => id.includes('OccurrenceAudit'));
+    expect(rule?.[1].Properties.ScheduleExpression).toBe('rate(5 minutes)');
+    const [target] = rule![1].Properties.Targets as { Arn: Json; Input: string }[];
+    expect(render(target!.Arn)).toBe(getAtt(scheduler.functions.schedules, 'Arn'));
+    expect(JSON.parse(target!.Input)).toEqual({ audit: 'occurrences' });
+    // EventBridge may invoke the schedules function, from this rule only.
+    const invokes = resourcesOf(t, 'AWS::Lambda::Permission').filter(([, p]) => p.Properties.Principal === 'events.amazonaws.com');
+    expect(invokes.map(([, p]) => render(p.Properties.SourceArn))).toEqual([getAtt(scheduler.occurrenceAuditRule, 'Arn')]);
   });
 
   it('WorkflowChildrenWaiting: the workflows function’s WorkflowCarryOnFailures (Sum) above 0 for 5 minutes in a row; the minutes are a prop, checked', () => {

@@ -732,6 +732,53 @@ describe('the job browser in Chromium', () => {
     }
   });
 
+  it('draws the job’s trace as a waterfall from the local stack’s spans: its own and its workflow’s, not a sibling’s', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const span = (name: string, startMs: number, endMs: number, attributes: Record<string, string | number>) => ({
+      traceId,
+      spanId: `${name.length}`.padStart(16, 'a'),
+      name,
+      kind: 1,
+      startMs: T0 + startMs,
+      endMs: T0 + endMs,
+      attributes,
+    });
+    stub.traces.set(traceId, [
+      span('dynein.dispatch', 5_000, 5_003, { 'dynein.job_id': 'alpha-job-901', 'dynein.lateness_ms': 21 }),
+      span('dynein.submit', 0, 4, { 'dynein.workflow_id': 'wf1.alpha.1.x' }),
+      span('dynein.ingest', 31, 43, { 'dynein.job_id': 'alpha-job-901' }),
+      span('dynein.dispatch', 6_000, 6_002, { 'dynein.job_id': 'alpha-job-902' }),
+    ]);
+    stub.jobs.push(stubJob('alpha', 901, 'QUEUED', { traceId }), stubJob('alpha', 903, 'QUEUED', { traceId: 'f'.repeat(32) }));
+    try {
+      await page.click('nav button[data-tab=jobs]');
+      await page.type('#open input[name=jobId]', 'alpha-job-901');
+      await page.click('#open button[type=submit]');
+      await page.waitForSelector('#detail-trace .wf');
+      const cells = await page.$$eval('#detail-trace .wf > span', (ss) => ss.map((x) => x.textContent));
+      expect(cells).toEqual(['dynein.submit', '4 ms', 'dynein.ingest', '12 ms', 'dynein.dispatch', '3 ms · late 21 ms']);
+      expect(await page.$eval('#detail-trace .mono', (e) => e.textContent)).toBe(traceId);
+      // The bars sit on one axis: the dispatch 5 s in, near the right end.
+      const lefts = await page.$$eval('#detail-trace .wf .span', (bars) =>
+        bars.map((b) => Number.parseFloat(b.getAttribute('style')!.slice(5))),
+      );
+      expect(lefts[0]).toBe(0);
+      expect(lefts[2]).toBeGreaterThan(99);
+      expect(stub.requests.some((r) => r.url === `/local/traces/${traceId}`)).toBe(true);
+
+      // A trace none of whose spans is kept: its id, and why there is no waterfall.
+      await page.$eval('#open input[name=jobId]', (e) => ((e as HTMLInputElement).value = ''));
+      await page.type('#open input[name=jobId]', 'alpha-job-903');
+      await page.click('#open button[type=submit]');
+      await waitText('#detail-trace', /No span of this trace is kept/);
+    } finally {
+      stub.jobs.splice(-2, 2);
+      stub.traces.clear();
+      await page.$eval('#open input[name=jobId]', (e) => ((e as HTMLInputElement).value = ''));
+      await page.click('#detail-close');
+    }
+  });
+
   it('opens only at the URL with the run’s token, and the page calls the API below it', async () => {
     const bare = await browser.newPage();
     try {

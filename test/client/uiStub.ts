@@ -19,6 +19,7 @@ export interface StubJob {
   concurrencyKey?: string;
   concurrencyLimit?: number;
   cancelRequested?: true;
+  traceId?: string;
   timeline?: { at: string; event: string; [k: string]: unknown }[];
 }
 
@@ -46,6 +47,8 @@ export interface UiStub {
   readonly failDeletes: Set<string>;
   /** Workflows as `GET .../workflows/{workflowId}` answers them, by id. */
   readonly workflows: Map<string, object>;
+  /** Spans as the local stack's `GET /local/traces/<traceId>` answers them, by trace id. */
+  readonly traces: Map<string, object[]>;
   close(): Promise<void>;
 }
 
@@ -71,7 +74,10 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
   const failDeletes = new Set<string>();
   const workflows = new Map<string, object>();
   const operations = new Map<string, object>();
+  const traces = new Map<string, object[]>();
   const stub = await startSignedStub(async ({ method, path, params, raw, reply, error }) => {
+    const traced = /^\/local\/traces\/([0-9a-f]{32})$/.exec(path);
+    if (traced && method === 'GET') return reply(200, { spans: traces.get(traced[1]!) ?? [] });
     const m = /^\/v1\/tenants\/([^/]+)\/(jobs|schedules|dlq|workflows|operations)(?:\/([^/]+))?$/.exec(path);
     if (!m) return reply(404, { message: 'Not Found' });
     const [, tenantEnc, kind, rest] = m;
@@ -220,5 +226,5 @@ export async function startUiStub(opts: { listing?: boolean; dlq?: boolean } = {
     }
     return reply(404, { message: 'Not Found' });
   });
-  return { endpoint: stub.endpoint, jobs, dlq, redriven, failDeletes, workflows, requests: stub.requests, close: stub.close };
+  return { endpoint: stub.endpoint, jobs, dlq, redriven, failDeletes, workflows, traces, requests: stub.requests, close: stub.close };
 }

@@ -29,7 +29,7 @@ import {
 } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
 import { firingBody, type ScheduleStore } from '../../core/recurring/ports.js';
-import { ingestHandler, schedulesHandler } from '../../lambdas/runtime/handlers.js';
+import { ingestHandler, occurrenceAuditHandler, schedulesHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
 import { wire, type Wiring } from '../../lambdas/runtime/wiring.js';
 import { sqsQueueUrlResolver, startLocalScheduler, type LocalScheduler } from '../../local/scheduler/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -775,5 +775,57 @@ describe('reading schedules', () => {
     expect((await call('DELETE', '/v1/tenants/other/schedules/private')).status).toBe(404);
     expect((await call('POST', '/v1/tenants/other/schedules/private/pause')).status).toBe(404);
     expect((await call('GET', '/v1/tenants/acme/schedules/private')).status).toBe(200);
+  });
+});
+
+describe('the never-fired check', () => {
+  it('names each occurrence not delivered 5 minutes after its time: written and unsent, or never written (the clock stopped); a delivered or cancelled one passes', async () => {
+    // rate(1 minute) from T0 (xx:00:30): the PUT writes the occurrences up to T0 + 8 minutes.
+    expect((await call('PUT', '/v1/tenants/acme/schedules/beat', { expression: 'rate(1 minute)', payload: { n: 1 } })).status).toBe(201);
+    const r = await record('acme', 'beat');
+    expect(r.throughMs).toBe(T0 + 8 * 60_000);
+    // The PUT noted the tenant for the check.
+    expect(await schedules.scheduleTenants()).toEqual(['acme']);
+    const at = (m: number) => T0 + m * 60_000;
+    // The occurrence at +6 minutes was delivered, the one at +7 cancelled; +8 stays scheduled
+    // (no dispatcher runs here), +9 and +10 were never written (no firing came).
+    const six = occurrenceJob(w, r, at(6));
+    expect(
+      await w.store.markDelivered([{ ...six, dueMs: at(6), tenant: 'acme', expiresAtMs: at(60 * 24), schedule: 'beat' }], at(6)),
+    ).toEqual([]);
+    const seven = occurrenceJob(w, r, at(7));
+    expect(await w.store.cancel({ ...seven, dueMs: at(7) }, 'acme', at(60 * 24))).toBe('cancelled');
+
+    // 15 minutes on, the first check covers (T0 + 5 min, T0 + 10 min].
+    now = T0 + 15 * 60_000;
+    const counts: Record<string, number> = {};
+    const perTenant: Record<string, number> = {};
+    const warnings: Record<string, unknown>[] = [];
+    const t: Telemetry = {
+      count: (name, n) => void (counts[name] = (counts[name] ?? 0) + n),
+      values() {},
+      error: (message, err) => {
+        throw new Error(`${message}: ${String(err)}`);
+      },
+      warn: (_message, fields) => void warnings.push(fields),
+      tenantMetrics: (tenant, c) => void (perTenant[tenant] = (perTenant[tenant] ?? 0) + (c.MissedOccurrences ?? 0)),
+    };
+    const result = await occurrenceAuditHandler(w, t)();
+    expect(result).toMatchObject({ schedules: 1, occurrences: 5, missed: 3 });
+    expect(counts).toMatchObject({ MissedOccurrences: 3, OccurrencesChecked: 5 });
+    expect(perTenant).toEqual({ acme: 3 });
+    expect(warnings.map((f) => [f.occurrenceAt, f.reason])).toEqual([
+      [new Date(at(8)).toISOString(), 'not-delivered'],
+      [new Date(at(9)).toISOString(), 'not-materialised'],
+      [new Date(at(10)).toISOString(), 'not-materialised'],
+    ]);
+    const eight = occurrenceJob(w, r, at(8)).jobId;
+    expect(warnings[0]).toMatchObject({ tenant: 'acme', schedule: 'beat', jobId: eight, traceId: jobTrace(eight).traceId });
+
+    // The next check right after has nothing new to judge; a paused schedule is not checked.
+    expect(await occurrenceAuditHandler(w, t)()).toMatchObject({ occurrences: 0, missed: 0 });
+    expect((await call('POST', '/v1/tenants/acme/schedules/beat/pause')).status).toBe(200);
+    now += 10 * 60_000;
+    expect(await occurrenceAuditHandler(w, t)()).toMatchObject({ schedules: 0, missed: 0 });
   });
 });

@@ -76,7 +76,7 @@ async function delivered(jobId: string) {
   const d = queue.deliveries.find((x) => x.jobId === jobId)!;
   const m = TRACEPARENT.exec(d.attributes.traceparent ?? '');
   expect(m, `traceparent of ${jobId}: ${d.attributes.traceparent}`).not.toBeNull();
-  return { traceId: m![1]!, parentSpan: m![2]!, flags: m![3]!, tracestate: d.attributes.tracestate };
+  return { traceId: m![1]!, parentSpan: m![2]!, flags: m![3]!, tracestate: d.attributes.tracestate, messageId: d.messageId };
 }
 
 describe('trace context', () => {
@@ -170,6 +170,8 @@ describe('span export over OTLP/HTTP JSON', () => {
     expect(ingestSpan).toMatchObject({ traceId: TRACE_2, parentSpanId: submitSpan!.spanId, kind: 5 });
     expect(dispatchSpan).toMatchObject({ traceId: TRACE_2, parentSpanId: submitSpan!.spanId, spanId: parent, kind: 4 });
     expect(receiver.attribute(dispatchSpan!, 'messaging.system')).toBe('aws_sqs');
+    // The message id SQS gave the send: the same the worker receives.
+    expect(receiver.attribute(dispatchSpan!, 'messaging.message.id')).toBe((await delivered(job.jobId)).messageId);
     expect(receiver.attribute(dispatchSpan!, 'messaging.destination.name')).toBe(sys.tenants.alpha!.url.split('/').pop());
     expect(receiver.attribute(dispatchSpan!, 'dynein.tenant')).toBe('alpha');
     const lateness = Number(receiver.attribute(dispatchSpan!, 'dynein.lateness_ms'));
@@ -203,6 +205,7 @@ describe('span export over OTLP/HTTP JSON', () => {
     const directParent = (await delivered(direct!.jobId)).parentSpan;
     const [directDispatch] = await spansOf(direct!.jobId, 'dynein.dispatch');
     expect(directDispatch).toMatchObject({ spanId: directParent, parentSpanId: submits[0]!.spanId });
+    expect(receiver.attribute(directDispatch!, 'messaging.message.id')).toBe((await delivered(direct!.jobId)).messageId);
     expect(await spansOf(direct!.jobId, 'dynein.ingest', 0)).toEqual([]); // never through the table
     const laterParent = (await delivered(later!.jobId)).parentSpan;
     const [laterDispatch] = await spansOf(later!.jobId, 'dynein.dispatch');
@@ -314,6 +317,7 @@ describe('workflows', () => {
     expect(load.traceId).toBe(TRACE_3);
     const [loadDispatch] = await spansOf(jobs.load!, 'dynein.dispatch');
     expect(loadDispatch).toMatchObject({ spanId: load.parentSpan, parentSpanId: release!.spanId });
+    expect(receiver.attribute(loadDispatch!, 'messaging.message.id')).toBe(load.messageId);
 
     const [later] = await spansOf(jobs.report!, 'dynein.workflow.release');
     expect(receiver.attribute(later!, 'dynein.path')).toBe('table');

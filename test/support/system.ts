@@ -93,6 +93,8 @@ export interface Delivery {
   readonly body: string;
   /** The message attributes' string values. */
   readonly attributes: Readonly<Record<string, string | undefined>>;
+  /** The message id SQS gave it. */
+  readonly messageId: string;
 }
 
 /** Drains a queue until stopped, recording every delivery (duplicates included). */
@@ -122,6 +124,7 @@ export function consume(
           deliveries.push({
             ...body,
             receivedAt,
+            messageId: m.MessageId ?? '',
             firstReceiveAt: Number(m.Attributes?.ApproximateFirstReceiveTimestamp ?? 0),
             attributeRunAt: m.MessageAttributes?.runAt?.StringValue,
             body: m.Body ?? '',

@@ -37,6 +37,8 @@ export interface JobStatus {
   /** Absent for a workflow job still waiting for its parents. */
   readonly runAt?: string;
   readonly state: string;
+  /** Its trace (docs/tracing.md): the job panel draws the local stack's spans of it. */
+  readonly traceId?: string;
   readonly deliveredAt?: string;
   /** A keyed job through the table (docs/flow-control.md "Concurrency by key"). */
   readonly concurrencyKey?: string;

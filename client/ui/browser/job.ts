@@ -4,6 +4,7 @@ import type { JobStatus, TimelineEvent } from './apiTypes.js';
 import { shortHash } from './deadLetterReplies.js';
 import { $, asText, el, showMessage, stateBadge } from './dom.js';
 import { state } from './state.js';
+import { fetchTrace, spansOfJob, waterfall } from './trace.js';
 
 /** Opens `jobId` in the detail panel (a row's click, or Open a job by id) and marks its row. */
 export function openJob(jobId: string): Promise<void> {
@@ -37,6 +38,14 @@ export async function loadJob(): Promise<void> {
   fields.replaceChildren(...(job ? fieldRows(job) : []));
   $('#detail-timeline').replaceChildren(...timeline(job?.timeline ?? []));
   showCancel(job);
+  await showTrace(jobId, job?.traceId);
+}
+
+/** The job's waterfall under its timeline (the local stack's spans of its trace), or nothing without a trace id. */
+async function showTrace(jobId: string, traceId: string | undefined): Promise<void> {
+  const spans = traceId ? await fetchTrace(traceId) : undefined;
+  if (jobId !== state.selected) return;
+  $('#detail-trace').replaceChildren(...(traceId ? waterfall(traceId, spans && spansOfJob(spans, jobId)) : []));
 }
 
 /**
