@@ -363,6 +363,10 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
       values[':ck'] = { S: filter.concurrencyKey };
       conditions.push('ck = :ck');
     }
+    if (filter.debounceKey !== undefined) {
+      values[':dk'] = { S: filter.debounceKey };
+      conditions.push('dkey = :dk');
+    }
     let page: QueryCommandOutput;
     try {
       page = await this.client.send(

@@ -32,6 +32,8 @@ export interface JobFilter {
    * checks it: 400 `ValidationError` otherwise). Each listed keyed job shows `concurrencyKey` and `concurrencyLimit`.
    */
   readonly concurrencyKey?: string;
+  /** Jobs submitted with this debounce key (`debounce.key`; docs/flow-control.md#debounce), pending or past. */
+  readonly debounceKey?: string;
   /** @default 'asc' */
   readonly order?: 'asc' | 'desc';
   /**

@@ -723,7 +723,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
 
   /**
    * Occurrences of recurring schedules not delivered 5 minutes after their time (the never-fired
-   * check, every 5 minutes; docs/tracing.md#never-fired): `Sum` per 5 minutes, 0 when none.
+   * check, every 5 minutes; docs/tracing.md#never-fired): `Sum` per 5 minutes; no data point when none.
    */
   metricMissedOccurrences(props?: cloudwatch.MetricOptions): cloudwatch.Metric {
     return this.#metric('MissedOccurrences', 'schedules', { statistic: 'Sum', period: Duration.minutes(5), ...props });

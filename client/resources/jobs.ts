@@ -153,6 +153,7 @@ export function listJobs(api: ApiTransport, tenant: string, filter: ListJobsOpti
   if (filter.schedule !== undefined) query.push(`schedule=${enc(filter.schedule)}`);
   if (filter.tag !== undefined) query.push(`tag=${enc(filter.tag)}`);
   if (filter.concurrencyKey !== undefined) query.push(`concurrencyKey=${enc(filter.concurrencyKey)}`);
+  if (filter.debounceKey !== undefined) query.push(`debounceKey=${enc(filter.debounceKey)}`);
   if (filter.order !== undefined) query.push(`order=${enc(filter.order)}`);
   if (filter.workflow !== undefined) query.push(`workflow=${enc(filter.workflow)}`);
   if (filter.limit !== undefined) query.push(`limit=${wholeNumber('limit', filter.limit, 1, 1000)}`);

@@ -70,6 +70,8 @@ export interface ListFilter {
   readonly tag?: string;
   /** Only items with this concurrency key (`ck`). */
   readonly concurrencyKey?: string;
+  /** Only debounced items of this key (`dkey`). */
+  readonly debounceKey?: string;
 }
 
 export interface ListedPage {
@@ -148,7 +150,7 @@ export const LIST_MAX_LIMIT = 1000;
 const READ_CONCURRENCY = 16;
 /** Largest Limit of one Query. */
 const MAX_CHUNK = 1000;
-const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'tag', 'concurrencyKey', 'order', 'limit', 'cursor']);
+const PARAMS = new Set(['state', 'from', 'to', 'schedule', 'tag', 'concurrencyKey', 'debounceKey', 'order', 'limit', 'cursor']);
 
 /** The parsed query of a listing. */
 export interface JobFilter {
@@ -160,6 +162,8 @@ export interface JobFilter {
   readonly tag?: string;
   /** Only jobs submitted with this concurrency key. */
   readonly concurrencyKey?: string;
+  /** Only jobs submitted with this debounce key (docs/flow-control.md#debounce). */
+  readonly debounceKey?: string;
   readonly desc: boolean;
 }
 
@@ -227,6 +231,7 @@ export class JobLister {
         ...(filter.schedule ? { schedule: filter.schedule } : {}),
         ...(filter.tag !== undefined ? { tag: filter.tag } : {}),
         ...(filter.concurrencyKey !== undefined ? { concurrencyKey: filter.concurrencyKey } : {}),
+        ...(filter.debounceKey !== undefined ? { debounceKey: filter.debounceKey } : {}),
       },
       limit,
       now,
@@ -375,6 +380,7 @@ export class JobLister {
     if (tag !== undefined && (tag.length === 0 || tag.length > MAX_TAG_LENGTH))
       throw new ValidationError(`tag must be 1 to ${MAX_TAG_LENGTH} characters, got ${JSON.stringify(cutText(tag, 70))}`);
     const concurrencyKey = concurrencyKeyOf(query.concurrencyKey);
+    const debounceKey = concurrencyKeyOf(query.debounceKey, 'debounceKey');
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw new ValidationError(`order ${JSON.stringify(order)} must be asc or desc`);
     const limit = listLimit(query.limit);
@@ -387,6 +393,7 @@ export class JobLister {
         ...(schedule !== undefined ? { schedule } : {}),
         ...(tag !== undefined ? { tag } : {}),
         ...(concurrencyKey !== undefined ? { concurrencyKey } : {}),
+        ...(debounceKey !== undefined ? { debounceKey } : {}),
       },
       limit,
     };
@@ -399,7 +406,7 @@ export class JobLister {
   /** The sort key a cursor carries, if this deployment issued it for this tenant and these filters. */
   #readCursor(tenant: string, canonical: string, cursor: string): string {
     const bad = new ValidationError(
-      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule, tag, concurrencyKey and order',
+      'cursor is not one this API issued for this tenant and these filters: pass nextCursor from the previous page unchanged, with the same state, from, to, schedule, tag, concurrencyKey, debounceKey and order',
     );
     const m = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
     if (!m) throw bad;
@@ -476,6 +483,7 @@ function canonicalFilter(f: JobFilter): string {
     f.desc ? 'desc' : 'asc',
     ...(f.tag !== undefined ? [`tag:${f.tag}`] : []),
     ...(f.concurrencyKey !== undefined ? [`key:${f.concurrencyKey}`] : []),
+    ...(f.debounceKey !== undefined ? [`debounce:${f.debounceKey}`] : []),
   ].join('\n');
 }
 

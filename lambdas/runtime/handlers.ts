@@ -312,7 +312,7 @@ export interface OccurrenceAuditResult {
 
 /**
  * The never-fired check (docs/tracing.md#never-fired), run every 5 minutes by a rule: the
- * `MissedOccurrences` count (the alarm's metric: 0 when none), per tenant for those with misses,
+ * `MissedOccurrences` count (the alarm's metric; published only when above 0), per tenant for those with misses,
  * and a warning per missed occurrence naming it, its job and its trace.
  */
 export function occurrenceAuditHandler(w: Pick<Wiring, 'auditOccurrences'>, t: Telemetry = silentTelemetry) {

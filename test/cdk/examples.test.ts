@@ -75,6 +75,27 @@ describe('examples/cdk-two-stacks.ts', () => {
   });
 });
 
+describe('examples/cdk-tracing.ts', () => {
+  it('synthesizes with cdk-nag: the functions that record spans export to the collector layer, the others not', async () => {
+    const dir = await synth('cdk-tracing.ts');
+    expect(JSON.parse(readFileSync(join(dir, 'validation-report.json'), 'utf8'))).toMatchObject({ pluginReports: [] });
+    const template = JSON.parse(templateOf(dir, 'TracedScheduler')) as {
+      Resources: Record<
+        string,
+        { Type: string; Properties: { Environment?: { Variables?: Record<string, unknown> }; Layers?: unknown[] } }
+      >;
+    };
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+    const traced = functions.filter((f) => f.Properties.Environment?.Variables?.DYNEIN_OTLP_ENDPOINT === 'http://localhost:4318');
+    expect(traced).toHaveLength(6);
+    for (const f of traced) {
+      expect(f.Properties.Layers).toEqual(['arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1']);
+      expect(f.Properties.Environment!.Variables!.OPENTELEMETRY_COLLECTOR_CONFIG_URI).toBe('/opt/collector-config/config.yaml');
+    }
+    expect(functions.length).toBeGreaterThan(traced.length);
+  });
+});
+
 describe('examples/cdk-usage.ts', () => {
   it('synthesizes its two stacks with cdk-nag, neither depending on the other', async () => {
     const dir = await synth('cdk-usage.ts');

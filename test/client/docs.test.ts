@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The TypeScript examples of README.md and docs/client.md are excerpts of examples/*.ts, which the
+ * The TypeScript examples of README.md, docs/client.md and docs/tracing.md are excerpts of examples/*.ts, which the
  * type check covers (and CI compiles as a consumer of the packed tarball): each block must appear
  * in one of them, line for line (indentation aside).
  */
@@ -19,6 +19,7 @@ const found = (block: string[]) => examples.some((ex) => ex.some((_, i) => block
 describe.each([
   ['docs/client.md', 4],
   ['README.md', 4],
+  ['docs/tracing.md', 2],
 ])('%s', (file, atLeast) => {
   const doc = readFileSync(file, 'utf8');
   const blocks = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => lines(m[1]!));

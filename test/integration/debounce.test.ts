@@ -2,6 +2,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelHandler, listHandler, statusHandler, submitHandler, workflowsHandler } from '../../lambdas/runtime/handlers.js';
 import type { Emulators } from '../support/emulators.js';
+import { httpApiEvent } from '../support/lambdaEvents.js';
 import { consume, httpEvent, startRunningSystem, type Delivery, type RunningSystem, type TestSystem } from '../support/system.js';
 
 /**
@@ -127,6 +128,26 @@ describe('debounce', () => {
     expect(next.body.jobId).not.toBe(jobId);
     await queue.waitFor(() => deliveriesOf(next.body.jobId as string).length > 0, 20_000);
     expect((await status(jobId)).body.state).toBe('QUEUED');
+
+    // ?debounceKey= lists the key's jobs, delivered ones too (their markers keep the key), no other key's.
+    const other = await debounced('profile-8', '{"n":0}', 30);
+    const byKey = (key: string) =>
+      listHandler(sys.w)(
+        httpApiEvent({
+          method: 'GET',
+          path: '/v1/tenants/alpha/jobs',
+          pathParameters: { tenant: 'alpha' },
+          queryStringParameters: { debounceKey: key },
+        }),
+      );
+    const listedByKey = JSON.parse((await byKey('profile-7')).body) as { jobs: { jobId: string; debounceKey: string }[] };
+    expect(new Set(listedByKey.jobs.map((j) => j.jobId))).toEqual(new Set([jobId, next.body.jobId]));
+    expect(listedByKey.jobs.every((j) => j.debounceKey === 'profile-7')).toBe(true);
+    expect(JSON.parse((await byKey('profile-8')).body).jobs.map((j: { jobId: string }) => j.jobId)).toEqual([other.body.jobId]);
+    const bad = await byKey('');
+    expect([bad.statusCode, JSON.parse(bad.body).error.code]).toEqual([400, 'ValidationError']);
+    expect(JSON.parse(bad.body).error.message).toMatch(/debounceKey/);
+    expect((await cancel(other.body.jobId as string)).status).toBe(200);
   });
 
   it('never moves a job past its first submit plus maxWaitSeconds', async () => {

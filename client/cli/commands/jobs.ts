@@ -109,7 +109,7 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
     default: {
       brief: "list the tenant's jobs by state and time, one line each",
       usage:
-        '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--key <concurrencyKey>] [--order asc|desc] [--limit <n> | --all] [options]',
+        '--tenant <name> [--state <S>] [--from <time>] [--to <time>] [--schedule <name>] [--tag <tag>] [--key <concurrencyKey>] [--debounce-key <key>] [--order asc|desc] [--limit <n> | --all] [options]',
       summary:
         "List the tenant's jobs in runAt order, one line each (runAt, state, job id, schedule, delivered at, tags, key): one page\n" +
         'of --limit (default 100) and the command for the next one on stderr, or every page with --all.\n' +
@@ -130,6 +130,11 @@ export const jobCommands: Readonly<Record<string, Command | Group>> = {
           type: 'string',
           arg: '<concurrencyKey>',
           help: 'jobs submitted with this concurrency key only (combines with the other filters)',
+        },
+        'debounce-key': {
+          type: 'string',
+          arg: '<key>',
+          help: 'jobs submitted with this debounce key only (combines with the other filters)',
         },
         order: { type: 'string', arg: '<asc|desc>', help: 'soonest first (asc, the default) or latest first' },
         limit: { type: 'string', arg: '<n>', help: 'jobs per page, 1 to 1000 (default 100)' },
@@ -374,6 +379,7 @@ async function runJobs({ values, str, rest, target, tenant, io }: Ctx): Promise<
     ...optional('schedule', str('schedule')),
     ...optional('tag', str('tag')),
     ...optional('concurrencyKey', str('key')),
+    ...optional('debounceKey', str('debounce-key')),
     ...(order !== undefined ? { order: order as 'asc' | 'desc' } : {}),
     ...(limitText !== undefined ? { limit: Number(limitText) } : {}),
   };
@@ -440,7 +446,7 @@ function keyText(j: ListedJob): string {
 }
 
 /** The flag of each filter whose SDK name is not its flag's. */
-const FLAG_OF: Readonly<Record<string, string>> = { concurrencyKey: 'key' };
+const FLAG_OF: Readonly<Record<string, string>> = { concurrencyKey: 'key', debounceKey: 'debounce-key' };
 
 /** The `dynein jobs` command line of these filters (for the next page's hint). */
 function jobsCommandLine(tenant: string, f: Readonly<Record<string, string | number>>): string {
