@@ -455,7 +455,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
         resourceName: groupSchedules,
         arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
       }),
-      nagName: `arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/${groupSchedules}`,
+      nagName: `${nagArnPrefix(stack, 'scheduler')}:schedule/${groupSchedules}`,
     });
     this.#permissionTargets.set('schedulerRole', { arn: role.roleArn });
     this.#permissionTargets.set('schedulerDeadLetterQueue', { arn: deadLetterQueue.queueArn });
@@ -496,7 +496,7 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     for (const [target, pattern] of patterns) {
       this.#permissionTargets.set(target, {
         arn: Stack.of(this).formatArn({ service: 'sqs', resource: pattern, arnFormat: ArnFormat.NO_RESOURCE_NAME }),
-        nagName: `arn:<AWS::Partition>:sqs:<AWS::Region>:<AWS::AccountId>:${pattern}`,
+        nagName: `${nagArnPrefix(Stack.of(this), 'sqs')}:${pattern}`,
       });
     }
   }
@@ -1064,6 +1064,16 @@ function validateProps(id: string, props: DyneinSchedulerProps, prefix: string):
     );
   if (problems.length > 0) throw new Error(`invalid DyneinScheduler '${id}':\n- ${problems.join('\n- ')}`);
   return settings;
+}
+
+/**
+ * An ARN's `arn:partition:service:region:account` as cdk-nag prints it in a finding's id: a
+ * pseudo parameter as `<AWS::Region>`, a region or account the stack's `env` gives as itself.
+ */
+function nagArnPrefix(stack: Stack, service: string): string {
+  const region = Token.isUnresolved(stack.region) ? '<AWS::Region>' : stack.region;
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  return `arn:<AWS::Partition>:${service}:${region}:${account}`;
 }
 
 /** The functions that record spans export them to `tracing.otlpEndpoint` (docs/tracing.md#on-aws). */

@@ -323,7 +323,7 @@ export class SchedulerMonitoring extends Construct {
     });
     this.#alarm('MissedOccurrences', {
       alarmDescription:
-        "A recurring schedule's occurrence was not delivered 5 minutes after its time (the never-fired check). The schedules log group names each one, its reason (not-materialised: its clock did not fire; not-delivered, missing, dead), its job and its trace (docs/operating.md, \"Missed occurrences\").",
+        'A recurring schedule\'s occurrence was not delivered 5 minutes after its time (the never-fired check). The schedules log group names each one, its reason (not-materialised: its clock did not fire; not-delivered, missing, dead), its job and its trace (docs/operating.md, "Missed occurrences").',
       metric: s.metricMissedOccurrences(),
       threshold: 0,
       evaluationPeriods: 1,

@@ -190,7 +190,8 @@ interface JobTraces {
 
 function tracesOf(job: ReadyJob, recording: boolean): JobTraces {
   const workflow = job.spec.trace ?? workflowTrace(job.spec.workflowId);
-  const released = recording && job.releasedBy !== undefined;
+  // A child released by its parents' end carries their summary; a job of the submit has none.
+  const released = recording && job.parents !== undefined;
   return { workflow, carried: released ? { ...workflow, spanId: newSpanId() } : workflow };
 }
 
@@ -214,7 +215,7 @@ function recordSpans(
     const { spec, releasedBy } = r.job;
     const { workflow, carried } = traces[i]!;
     const job = { jobId: spec.key.jobId, tenant: tenant.name };
-    if (releasedBy !== undefined && carried !== workflow) {
+    if (carried !== workflow) {
       const release = jobSpan(
         'dynein.workflow.release',
         SPAN_KIND.internal,
@@ -223,7 +224,8 @@ function recordSpans(
         {
           'dynein.workflow_id': spec.workflowId,
           'dynein.workflow.job_key': spec.jobKey,
-          'dynein.workflow.released_by': spec.parents[releasedBy] ?? '',
+          // The parent whose end released it (a child of one parent: that one).
+          'dynein.workflow.released_by': spec.parents[releasedBy ?? 0] ?? '',
           'dynein.path': r.direct ? 'queue' : 'table',
         },
         carried.spanId,

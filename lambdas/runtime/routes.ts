@@ -22,7 +22,7 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     method: 'GET',
     path: '/v1/tenants/{tenant}/jobs',
-    query: ['state', 'from', 'to', 'schedule', 'tag', 'concurrencyKey', 'order', 'limit', 'cursor', 'workflow'],
+    query: ['state', 'from', 'to', 'schedule', 'tag', 'concurrencyKey', 'debounceKey', 'order', 'limit', 'cursor', 'workflow'],
   },
   { method: 'GET', path: '/v1/tenants/{tenant}/jobs/{jobId}', query: [] },
   { method: 'DELETE', path: '/v1/tenants/{tenant}/jobs/{jobId}', query: [] },

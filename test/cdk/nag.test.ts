@@ -30,6 +30,8 @@ beforeAll(() => {
   // (the state machine logs ALL events there, so no acknowledgement of AwsSolutions-SF1).
   new DyneinStack(app, 'DyneinServerless', { description: 'Dynein Serverless (cdk-nag test)', demoTenant: true, tenants: ['billing'] });
   new DyneinStack(app, 'Verbose', { scheduler: { logLevel: 'INFO', dispatchReservedConcurrency: 18 } });
+  // A stack with its account and region given (its wildcard ARNs name them, not pseudo parameters).
+  new DyneinStack(app, 'Pinned', { env: { account: '123456789012', region: 'eu-west-1' }, tenants: ['billing'] });
   try {
     app.synth();
   } catch (err) {

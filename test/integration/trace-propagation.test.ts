@@ -284,7 +284,7 @@ describe('workflows', () => {
     const { workflowId, jobs } = await submitWorkflow(
       {
         jobs: [
-          { key: 'extract', payload: 1 },
+          { key: 'extract', payload: 1, delaySeconds: 0 },
           { key: 'load', payload: 2, after: ['extract'] },
           { key: 'report', payload: 3, after: ['extract'], delaySeconds: 8 },
         ],
@@ -333,7 +333,7 @@ describe('workflows', () => {
   it("without a traceparent share the trace the workflow's id derives; an unsampled one exports nothing", async () => {
     const own = await submitWorkflow({
       jobs: [
-        { key: 'a', payload: 1 },
+        { key: 'a', payload: 1, delaySeconds: 0 },
         { key: 'b', payload: 2, after: ['a'] },
       ],
     });
@@ -348,7 +348,7 @@ describe('workflows', () => {
     const unsampled = await submitWorkflow(
       {
         jobs: [
-          { key: 'a', payload: 1 },
+          { key: 'a', payload: 1, delaySeconds: 0 },
           { key: 'b', payload: 2, after: ['a'] },
         ],
       },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AlreadyQueuedError, NotCancellableError, type TenantRecord } from '../../core/model/index.js';
+import { AlreadyQueuedError, NotCancellableError, type TenantRecord, workflowTrace } from '../../core/model/index.js';
 import type { JobsService } from '../../core/jobs/index.js';
 import { stringifyWithRaw } from '../../core/util/index.js';
 import { jobEnded, type ProgressDeps, type WorkflowService } from '../../core/workflows/index.js';
@@ -47,13 +47,15 @@ const delivered = (ids: Iterable<string>) => {
 describe('a workflow job', () => {
   it('waiting: status WAITING without runAt; cancelled, never delivered; its "cancel" child cancelled, its "run" child released', async () => {
     const runAt = new Date(Date.now() + HOUR).toISOString();
-    const { ids } = await submit([
+    const { workflowId, ids } = await submit([
       { key: 'a', payload: null, runAt },
       { key: 'b', payload: null, after: ['a'] },
       { key: 'c', payload: 1, after: ['b'] },
       { key: 'd', payload: 2, after: ['b'], onParentFailure: 'run' },
     ]);
-    expect(await jobs.status('demo', ids.b!)).toEqual({ jobId: ids.b, tenant: 'demo', state: 'WAITING' });
+    // Its trace (docs/tracing.md): without a traceparent, the one its workflow's id derives.
+    const traceId = workflowTrace(workflowId).traceId;
+    expect(await jobs.status('demo', ids.b!)).toEqual({ jobId: ids.b, tenant: 'demo', state: 'WAITING', traceId });
     expect(await jobs.cancel('demo', ids.b!)).toEqual({ jobId: ids.b, state: 'CANCELLED' });
     expect(await jobs.cancel('demo', ids.b!)).toEqual({ jobId: ids.b, state: 'CANCELLED' }); // repeatable
     expect(await jobs.status('demo', ids.b!)).toMatchObject({ state: 'CANCELLED', message: 'cancelled (DELETE of the job)' });
@@ -160,9 +162,10 @@ describe('a workflow’s jobs listed (?workflow=)', () => {
     ]);
     const first = await service.listJobs('demo', { workflow: workflowId, limit: '2' });
     expect(first?.jobs.map((j) => j.jobId)).toEqual([ids.a, ids.b]);
-    expect(first?.jobs[1]).toEqual({ jobId: ids.b, tenant: 'demo', state: 'WAITING' });
+    const traceId = workflowTrace(workflowId).traceId;
+    expect(first?.jobs[1]).toEqual({ jobId: ids.b, tenant: 'demo', state: 'WAITING', traceId });
     const second = await service.listJobs('demo', { workflow: workflowId, limit: '2', cursor: first!.nextCursor! });
-    expect(second).toEqual({ jobs: [{ jobId: ids.c, tenant: 'demo', state: 'WAITING' }] });
+    expect(second).toEqual({ jobs: [{ jobId: ids.c, tenant: 'demo', state: 'WAITING', traceId }] });
     await expect(service.listJobs('demo', { workflow: workflowId, state: 'SCHEDULED' })).rejects.toThrow(/state does not go with workflow/);
     await expect(service.listJobs('demo', { workflow: workflowId, cursor: '1.AAAAAAAAAAAAAAAAAAAAAA' })).rejects.toThrow(
       /cursor is not one/,

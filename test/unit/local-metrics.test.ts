@@ -113,6 +113,41 @@ describe('the local dashboard per tenant', () => {
     });
   });
 
+  it('keeps the never-fired checks: runs, missed in all, the latest missed newest first (20 at most)', () => {
+    const metrics = new LocalMetrics(new RequestCounter());
+    expect(metrics.snapshot().missedOccurrences).toMatchObject({ runs: 0, missed: 0, recent: [] });
+    const missed = (i: number) => ({
+      tenant: 'alpha',
+      schedule: `s${i}`,
+      dueMs: Date.UTC(2030, 0, 1, 0, i),
+      jobId: `j${i}`,
+      traceId: 'a'.repeat(32),
+      reason: 'not-materialised' as const,
+    });
+    const report = (from: number, n: number) => ({
+      fromMs: 0,
+      throughMs: 1,
+      schedules: n,
+      occurrences: n,
+      missed: Array.from({ length: n }, (_, i) => missed(from + i)),
+    });
+    metrics.occurrencesAudited(report(0, 15));
+    metrics.occurrencesAudited(report(15, 0));
+    metrics.occurrencesAudited(report(15, 10));
+    const snap = metrics.snapshot().missedOccurrences;
+    expect([snap.runs, snap.missed, snap.recent.length]).toEqual([3, 25, 20]);
+    expect(snap.recent[0]).toEqual({
+      tenant: 'alpha',
+      schedule: 's24',
+      occurrenceAt: '2030-01-01T00:24:00.000Z',
+      reason: 'not-materialised',
+      jobId: 'j24',
+      traceId: 'a'.repeat(32),
+    });
+    expect(snap.recent.at(-1)!.schedule).toBe('s5');
+    expect(snap.lastRunAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+  });
+
   it("shows the latest dispatch step's HeldAfterResumeMs, apart from the lateness", () => {
     const metrics = new LocalMetrics(new RequestCounter());
     const t = metrics.telemetry();
