@@ -11,6 +11,10 @@ export interface Target {
   readonly met: boolean | undefined;
 }
 
+/** The tracing phase compares lateness only when the untraced runs kept up with the load (p95 at most this). */
+const TRACING_CARRIED_P95_MS = 1_000;
+const carried = (tr: { readonly latenessP95MsOff: number }) => tr.latenessP95MsOff <= TRACING_CARRIED_P95_MS;
+
 export function targets(r: BenchResult): Target[] {
   const t: Target[] = [];
   const l = r.lateness;
@@ -132,8 +136,17 @@ export function targets(r: BenchResult): Target[] {
     t.push({
       name: 'Tracing: the lateness load with every span exported over OTLP/HTTP, against none',
       target: 'tracedJobs = jobs, p95 within 10 ms of untraced, early 0, lost 0, the added cost stated',
-      value: `${tr.tracedJobs} of ${tr.jobs} traced, ${tr.spansPerJob} spans a job; p95 ${tr.latenessP95Ms} ms traced, ${tr.latenessP95MsOff} ms untraced; early ${tr.early}, lost ${tr.lost}; +$${tr.costPerMillionUsd.total} per million jobs (X-Ray $${tr.costPerMillionUsd.xray}, export time $${tr.costPerMillionUsd.lambdaExport})`,
-      met: tr.tracedJobs === tr.jobs && tr.jobs > 0 && tr.latenessP95Ms - tr.latenessP95MsOff <= 10 && tr.early === 0 && tr.lost === 0,
+      value:
+        `${tr.tracedJobs} of ${tr.jobs} traced, ${tr.spansPerJob} spans a job; p95 ${tr.latenessP95Ms} ms traced, ${tr.latenessP95MsOff} ms untraced; early ${tr.early}, lost ${tr.lost}; +$${tr.costPerMillionUsd.total} per million jobs (X-Ray $${tr.costPerMillionUsd.xray}, export time $${tr.costPerMillionUsd.lambdaExport})` +
+        (carried(tr) ? '' : `; not compared: untraced, the machine did not carry the load (p95 above ${TRACING_CARRIED_P95_MS} ms)`),
+      // The comparison means something only when the load was carried untraced: two backlogged runs are both late.
+      met:
+        tr.tracedJobs === tr.jobs &&
+        tr.jobs > 0 &&
+        carried(tr) &&
+        tr.latenessP95Ms - tr.latenessP95MsOff <= 10 &&
+        tr.early === 0 &&
+        tr.lost === 0,
     });
   const db = r.debounce;
   if (db)
