@@ -12,6 +12,7 @@ import {
   workflowTrace,
 } from '../../core/model/index.js';
 import { waterfall } from '../../client/cli/commands/jobs.js';
+import { jobSpans } from '../../client/traceSpans.js';
 
 /**
  * The scheduler's spans (docs/tracing.md): which are built for a request and a job (sampled
@@ -176,6 +177,21 @@ describe('the local stack’s spans', () => {
     expect(other.size).toBe(5);
     expect(memory.trace(TRACE).map((s) => s.spanId)).toEqual(['3'.repeat(16)]);
     expect(other.trace(TRACE).map((s) => s.startMs)).toEqual([97, 99]);
+  });
+
+  it('keeps a job’s own spans of a shared trace, and those about no one job', () => {
+    const shared = [
+      span({ name: 'dynein.submit', attributes: { 'dynein.workflow_id': 'wf1.t.1.a.b' } }),
+      span({ name: 'dynein.ingest', attributes: { 'dynein.job_id': 'j1' } }),
+      span({ name: 'dynein.ingest', attributes: { 'dynein.job_id': 'j2' } }),
+      span({ name: 'dynein.dispatch', attributes: { 'dynein.job_id': 'j1' } }),
+    ];
+    expect(jobSpans(shared, 'j1').map((s) => [s.name, s.attributes['dynein.job_id']])).toEqual([
+      ['dynein.submit', undefined],
+      ['dynein.ingest', 'j1'],
+      ['dynein.dispatch', 'j1'],
+    ]);
+    expect(jobSpans(shared, 'j9')).toHaveLength(1);
   });
 
   it('draws a waterfall: offset, bar, name, duration and what says most about each span', () => {

@@ -11,6 +11,7 @@ import { UsageError } from '../errors.js';
 import { HELP, JSON_OUT, TENANT, WHERE } from '../flags.js';
 import { progressLine } from '../progress.js';
 import { cancelJobsCommand, operationCommand } from './operations.js';
+import { jobSpans } from '../../traceSpans.js';
 
 export const jobCommands: Readonly<Record<string, Command | Group>> = {
   schedule: {
@@ -310,13 +311,15 @@ interface LocalSpan {
 async function showTrace(endpoint: string, reply: { jobId: string; traceId?: string }, json: boolean, io: Ctx['io']): Promise<number> {
   if (reply.traceId === undefined)
     throw new UsageError(`${reply.jobId} has no stored trace (a job sent straight to its queue): its message's traceparent carries it`);
-  let spans: LocalSpan[] | undefined;
+  let all: LocalSpan[] | undefined;
   try {
     const res = await fetch(`${endpoint.replace(/\/+$/, '')}/local/traces/${reply.traceId}`);
-    if (res.ok) spans = ((await res.json()) as { spans: LocalSpan[] }).spans;
+    if (res.ok) all = ((await res.json()) as { spans: LocalSpan[] }).spans;
   } catch {
-    spans = undefined;
+    all = undefined;
   }
+  // A batch's or a workflow's jobs share a trace: this job's spans, and those of no job (the workflow's submit).
+  const spans = all && jobSpans(all, reply.jobId);
   if (json) {
     io.out(JSON.stringify({ jobId: reply.jobId, traceId: reply.traceId, ...(spans ? { spans } : {}) }));
     return 0;
@@ -331,6 +334,8 @@ async function showTrace(endpoint: string, reply: { jobId: string; traceId?: str
     return 0;
   }
   for (const line of waterfall(spans)) io.out(`  ${line}`);
+  const others = all!.length - spans.length;
+  if (others > 0) io.out(`  (${others} span(s) of other jobs of this trace left out: its batch's or workflow's)`);
   return 0;
 }
 

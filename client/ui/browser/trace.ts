@@ -5,6 +5,7 @@
  * spans around it. A deployment on AWS keeps none: the panel names the trace id to look up in the
  * team's tracing tool.
  */
+import { jobSpans } from '../../traceSpans.js';
 import { el } from './dom.js';
 
 /** A span as the local stack keeps it (core/model's SpanRecord). */
@@ -35,12 +36,7 @@ export async function fetchTrace(traceId: string): Promise<ShownSpan[] | undefin
  * start order; a span of another job of the same trace (a workflow's sibling) is left out.
  */
 export function spansOfJob(spans: readonly ShownSpan[], jobId: string): ShownSpan[] {
-  return spans
-    .filter((s) => {
-      const job = s.attributes['dynein.job_id'];
-      return job === undefined || job === jobId;
-    })
-    .sort((a, b) => a.startMs - b.startMs);
+  return jobSpans(spans, jobId).sort((a, b) => a.startMs - b.startMs);
 }
 
 /** The waterfall: a heading with the trace id, then per span its name, a bar on the common axis and its duration. */
