@@ -17,6 +17,8 @@ import {
   DEFAULT_PRIORITY,
   type DueKey,
   type DuePage,
+  type GroupRest,
+  type GroupResting,
   type HeldPage,
   type HeldPointer,
   type JobRow,
@@ -192,6 +194,23 @@ export function rethrow(err: unknown): never {
   throw err;
 }
 
+/** A group's rest in its lease item (core/model/ports.ts, `GroupRest`): epoch, pending since, wake-up time. */
+const REST = { epoch: 'restEpoch', pendingAt: 'restPendingAt', wakeAt: 'restWakeAt' } as const;
+
+/** Latest due time a sort key can hold (13 digits). */
+const MAX_DUE_MS = 9_999_999_999_999;
+
+function restOf(item: Item | undefined): GroupRest | undefined {
+  const epoch = item?.[REST.epoch]?.S;
+  if (epoch === undefined) return undefined;
+  const wakeAtMs = Number(item?.[REST.wakeAt]?.N);
+  return {
+    epoch,
+    pendingAtMs: Number(item?.[REST.pendingAt]?.N ?? 0),
+    ...(item?.[REST.wakeAt]?.N !== undefined && Number.isFinite(wakeAtMs) ? { wakeAtMs } : {}),
+  };
+}
+
 function marksOf(item: Item | undefined): ShardMarks {
   const out: ShardMarks = {};
   for (const [k, v] of Object.entries(item?.marks?.M ?? {})) {
@@ -206,7 +225,7 @@ function marksOf(item: Item | undefined): ShardMarks {
  * The {@link JobStore} on DynamoDB. Every state change is one conditional write whose condition
  * is explained beside it; nothing reads and then writes.
  */
-export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
+export class DynamoJobStore implements JobStore, GroupResting, TenantStore, ListingStore {
   readonly stats: StoreStats = { itemsRead: 0 };
 
   constructor(
@@ -814,9 +833,93 @@ export class DynamoJobStore implements JobStore, TenantStore, ListingStore {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return { held: true, marks: marksOf(res.Attributes) };
+      const rest = restOf(res.Attributes);
+      return { held: true, marks: marksOf(res.Attributes), ...(rest ? { rest } : {}) };
     } catch (err) {
       if (isConditionFailure(err)) return { held: false, marks: {} };
+      rethrow(err);
+    }
+  }
+
+  async readRest(group: number): Promise<GroupRest | undefined> {
+    const res = await this.client
+      .send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: keys.groupLease(group),
+          ConsistentRead: true,
+          ProjectionExpression: `${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}`,
+        }),
+      )
+      .catch(rethrow);
+    return restOf(res.Item);
+  }
+
+  async wakeBy(group: number, dueMs: number): Promise<boolean> {
+    return this.#restUpdate({
+      Key: keys.groupLease(group),
+      UpdateExpression: `SET ${REST.wakeAt} = :due`,
+      ConditionExpression: `attribute_exists(${REST.epoch}) AND (attribute_not_exists(${REST.wakeAt}) OR ${REST.wakeAt} > :due)`,
+      ExpressionAttributeValues: { ':due': { N: String(dueMs) } },
+    });
+  }
+
+  async intendRest(group: number, owner: string, epoch: string, nowMs: number): Promise<boolean> {
+    return this.#restUpdate({
+      Key: keys.groupLease(group),
+      UpdateExpression: `SET ${REST.epoch} = :epoch, ${REST.pendingAt} = :now REMOVE ${REST.wakeAt}`,
+      ConditionExpression: '#owner = :owner',
+      ExpressionAttributeNames: { '#owner': 'owner' },
+      ExpressionAttributeValues: { ':owner': { S: owner }, ':epoch': { S: epoch }, ':now': { N: String(nowMs) } },
+    });
+  }
+
+  async rest(group: number, owner: string, epoch: string, wakeAtMs: number): Promise<boolean> {
+    return this.#restUpdate({
+      Key: keys.groupLease(group),
+      UpdateExpression: `SET ${REST.wakeAt} = :at`,
+      ConditionExpression: `#owner = :owner AND ${REST.epoch} = :epoch AND attribute_not_exists(${REST.wakeAt})`,
+      ExpressionAttributeNames: { '#owner': 'owner' },
+      ExpressionAttributeValues: { ':owner': { S: owner }, ':epoch': { S: epoch }, ':at': { N: String(wakeAtMs) } },
+    });
+  }
+
+  async wake(group: number, owner: string): Promise<void> {
+    await this.#restUpdate({
+      Key: keys.groupLease(group),
+      UpdateExpression: `REMOVE ${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}`,
+      ConditionExpression: '#owner = :owner',
+      ExpressionAttributeNames: { '#owner': 'owner' },
+      ExpressionAttributeValues: { ':owner': { S: owner } },
+    });
+  }
+
+  async firstDue(shard: number, fromMs: number | undefined): Promise<number | undefined> {
+    let first: number | undefined;
+    await this.dueRange(
+      shard,
+      {
+        after: fromMs === undefined ? undefined : positionBefore(fromMs),
+        through: positionThrough(MAX_DUE_MS),
+        limit: 1,
+        consistent: true,
+        projection: 'sk',
+      },
+      (_item, key) => {
+        // An item that is not a row (none is kept there) counts as due at once: waking early is harmless.
+        first = key?.dueMs ?? 0;
+      },
+    );
+    return first;
+  }
+
+  /** One conditional update of a group's lease item: false when its condition failed. */
+  async #restUpdate(input: Omit<ConstructorParameters<typeof UpdateItemCommand>[0], 'TableName'>): Promise<boolean> {
+    try {
+      await this.client.send(new UpdateItemCommand({ TableName: this.tableName, ...input }));
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
       rethrow(err);
     }
   }

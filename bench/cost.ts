@@ -144,7 +144,6 @@ export const DEFAULT_TICK: TickModel = {
  * due-range read.
  */
 export const BUSY_LOOK_RRU_PER_SHARD = 1 + 0.5;
-export const IDLE_LOOK_RRU_PER_SHARD = 1 + 0.5 + 1;
 
 /** AWS prices a month as 730 hours. */
 export const MONTH_SECONDS = 730 * 3600;
@@ -159,7 +158,8 @@ export function dispatchersAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK): 
  * The fixed monthly cost of an idle deployment: the tick's executions (EventBridge → Step
  * Functions Express, ~90 s each, every minute, each plan sampling one shard per group), its idle
  * dispatch steps (every idle wait plus the step itself, per dispatcher: one at idle unless
- * packing is off; each a Lambda invocation writing its groups' leases and querying its shards)
+ * packing is off; each a Lambda invocation writing its groups' leases; its groups at rest, it
+ * reads no shard)
  * and the ingest event source's idle long polls.
  */
 export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES): Cost {
@@ -184,7 +184,8 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
       ),
     dynamodb:
       dollars(prices.dynamodbWrite, steps * (t.groups / dispatchers)) +
-      dollars(prices.dynamodbRead, steps * (t.shards / dispatchers) * IDLE_LOOK_RRU_PER_SHARD + executions * t.groups * 1.5),
+      // At rest (docs/design-dispatch.md#rest) an idle step reads no shard; the tick's plan samples one per group.
+      dollars(prices.dynamodbRead, executions * t.groups * 1.5),
     sqs: dollars(prices.sqsRequest, t.ingestIdlePollers * (MONTH_SECONDS / 20)),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);

@@ -97,6 +97,9 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
       actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
       leadingKeys: ['db#', 'dg#', 'l#', ...SHARD_DIGITS],
     },
+    // A debounced job's row wakes its shard group if it rests (docs/design-dispatch.md, "Rest"):
+    // reads the group's lease item (lease#<group>) and brings its wake-up forward.
+    { sid: 'WakesRestingGroups', on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['lease#'] },
     ID_KEY,
     // Jobs due beyond the lookahead go to ingest through the inbound queue.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },

@@ -7,6 +7,7 @@ import {
   type JobRequest,
   type JobWrites,
   type RowKey,
+  type RowWakes,
   type SchedulerSettings,
   tombstoneExpiresAtMs,
 } from '../model/index.js';
@@ -17,6 +18,8 @@ export interface DebounceDeps {
   readonly debounces: Debounces;
   /** The job rows: debounced rows are written by submit itself (its reply names the new due time). */
   readonly rows: Pick<JobWrites, 'putJob' | 'putLatePointer'>;
+  /** Wakes the group of each row written if it rests (docs/design-dispatch.md, "Rest"). */
+  readonly wakes: Pick<RowWakes, 'written'>;
   readonly codec: JobIdCodec;
   readonly clock: Clock;
   readonly settings: SchedulerSettings;
@@ -193,6 +196,7 @@ async function putRow(
     });
     if (created !== 'created') continue;
     if (isLateRow(due, deps.clock.now(), deps.settings)) await deps.rows.putLatePointer({ shard, dueMs: due, jobId });
+    await deps.wakes.written(shard, due);
     return due;
   }
   throw new Error(`job ${jobId}: no free millisecond near ${isoMs(dueMs)} for its row`);

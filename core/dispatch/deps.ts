@@ -3,6 +3,7 @@ import { AdaptiveLimit } from './adaptiveLimit.js';
 import type {
   Clock,
   GroupLeases,
+  GroupResting,
   KeySlots,
   LanePointers,
   QueueSender,
@@ -52,7 +53,17 @@ export interface DispatchDeps {
   readonly debounces?: Pick<Debounces, 'claim' | 'dropAcquired'>;
   /** Where the `dynein.dispatch` spans go, one per job sent (docs/tracing.md). Absent: none are built. */
   readonly spans?: SpanSink;
+  /**
+   * Rests of shard groups (docs/design-dispatch.md, "Rest"): a group with nothing due soon is not
+   * read until it is. Absent: groups never rest (the simulation).
+   */
+  readonly resting?: GroupResting;
+  /** Per group, this process's knowledge of an intent to rest it (kept across steps, see core/dispatch/rest.ts). */
+  readonly restIntents?: RestIntents;
 }
+
+/** Per group, the intent to rest it this process wrote or first saw, and when (its clock; core/dispatch/rest.ts). */
+export type RestIntents = Map<number, { readonly epoch: string; readonly sinceMs: number }>;
 
 /** Acquires and sends in flight across a process's dispatch rounds (docs/tenant-controls.md, "Fair share under saturation"). */
 export interface DispatchFlow {

@@ -1,4 +1,4 @@
-/** Dispatch: the tick's plan, the dispatch loop and its rounds (reading shards, acquiring, releasing on time), fair share and delivery limits. */
+/** Dispatch: the tick's plan, the dispatch loop and its rounds (reading shards, acquiring, releasing on time), fair share, delivery limits and the groups' rests. */
 export * from './acquirer.js';
 export * from './adaptiveLimit.js';
 export * from './deps.js';
@@ -7,6 +7,7 @@ export * from './parked.js';
 export * from './plan.js';
 export * from './releaser.js';
 export * from './releaseStats.js';
+export * from './rest.js';
 export * from './roundReport.js';
 export * from './round.js';
 export * from './tenantTally.js';

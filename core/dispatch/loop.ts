@@ -1,6 +1,7 @@
 import { sleep } from '../util/index.js';
-import { type ShardMarks, shardsOfGroup } from '../model/index.js';
+import { type GroupRest, type ShardMarks, shardsOfGroup } from '../model/index.js';
 import { dispatchRound, emptyRoundReport, type DispatchDeps, type RoundOptions, type RoundReport } from './round.js';
+import { planRests, settleRests } from './rest.js';
 import type { KeyDispatch } from './keyTally.js';
 import type { TenantDispatch } from './tenantTally.js';
 
@@ -106,9 +107,11 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   if (start >= input.untilMs - END_MARGIN_MS) {
     return { ...emptyReport(), ...pass, groups: wanted, lostGroup: false, done: true, lateness: summarize([]) };
   }
+  /** The marks the lease items held when the step began: kept for the groups its round does not read (at rest). */
+  let kept: ShardMarks = {};
   /**
    * Takes or renews the leases of `groups`, storing `marks` (each group its own shards'); returns
-   * the groups now held and the marks their lease items hold.
+   * the groups now held, the marks their lease items hold, and their rests.
    */
   const takeLeases = async (groups: readonly number[], marks?: ShardMarks) => {
     const now = clock.now();
@@ -120,24 +123,35 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
           input.ownerStartMs,
           now,
           now + GROUP_LEASE_MS,
-          marks && pick(marks, shardsOfGroup(g, settings)),
+          marks && pick({ ...kept, ...marks }, shardsOfGroup(g, settings)),
         ),
       ),
     );
+    const rests = new Map<number, GroupRest>();
+    groups.forEach((g, i) => res[i]!.held && res[i]!.rest && rests.set(g, res[i]!.rest!));
     return {
       held: groups.filter((_, i) => res[i]!.held),
       marks: Object.assign({}, ...res.filter((r) => r.held).map((r) => r.marks)) as ShardMarks,
+      rests,
     };
   };
   const taken = await takeLeases(wanted);
+  kept = taken.marks;
   let held = taken.held;
   if (held.length === 0) {
     return { ...emptyReport(), ...pass, groups: [], lostGroup: true, done: true, lateness: summarize([]) };
   }
   const lostAtStart = held.length < wanted.length;
+  const rests = planRests(deps, held, taken.rests, clock.now());
+  if (rests.awake.length === 0) {
+    // Every group at rest: nothing to read until the first wakes (or a writer wakes it).
+    const done = clock.now() >= input.untilMs - END_MARGIN_MS;
+    return { ...emptyReport(), idle: true, ...pass, groups: held, lostGroup: lostAtStart, done, lateness: summarize([]) };
+  }
   const { latenessMs, byTenant, byKey, ...report } = await dispatchRound(deps, {
-    shards: held.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
+    shards: rests.awake.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
     marks: taken.marks,
+    confirmRest: rests.confirming.length > 0,
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),
     acquireConcurrency: ACQUIRE_CONCURRENCY_PER_GROUP * held.length,
     ...opts.limits,
@@ -154,6 +168,12 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   // this one read. A round that read nothing has nothing to keep (an idle step writes nothing more).
   if (!report.lostGroup && held.length > 0 && report.itemsRead > 0 && !opts.signal?.aborted) {
     held = (await takeLeases(held, report.marks).catch(() => ({ held }))).held;
+  }
+  if (!report.lostGroup && !opts.signal?.aborted) {
+    const stillHeld = { ...rests, awake: rests.awake.filter((g) => held.includes(g)) };
+    await settleRests(deps, input.owner, stillHeld, taken.rests, report).catch((err: unknown) =>
+      deps.log?.('dispatch could not settle its groups’ rests', { error: (err as Error).message }),
+    );
   }
   if (byTenant && byTenant.tenants.size > 0) opts.onTenants?.(byTenant.tenants);
   if (byKey && byKey.size > 0) opts.onKeys?.(byKey.busiest());

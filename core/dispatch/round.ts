@@ -251,9 +251,17 @@ class DispatchRound implements RoundRows {
     const busy = (await settleAll(this.#lanes.map((l) => this.#reader.probe(l, t0)))).some(Boolean);
     if (busy) return false;
     const { held, spilled, unheld } = this.report;
-    if (held + spilled + unheld === 0 || this.#holds.flushing) return true;
+    const confirm = this.options.confirmRest === true;
+    if (!confirm && (held + spilled + unheld === 0 || this.#holds.flushing)) return this.#restable();
+    if (confirm) await this.#holds.written();
     for (const l of this.#lanes) await this.#holds.read(l, t0, true);
-    return !this.#lanes.some((l) => this.#holds.hasWork(l));
+    return !this.#lanes.some((l) => this.#holds.hasWork(l)) && this.#restable();
+  }
+
+  /** Idle: notes whether its groups may rest (no held or parked rows of its shards known); true. */
+  #restable(): true {
+    this.report.restable = this.tracker.parked.size === 0 && this.#lanes.every((l) => l.holds.size === 0);
+    return true;
   }
 
   /** Whatever ended the round: rows still held are abandoned (sent again once their lease ends), and the report completed. */

@@ -36,6 +36,11 @@ export interface RoundOptions {
   readonly signal?: AbortSignal;
   /** Called as rows are sent, with their lateness (metrics that stay current during a long round). */
   readonly onSent?: (latenessMs: readonly number[]) => void;
+  /**
+   * Before ending idle, scan every hold lane afresh (core/dispatch/rest.ts): the round's
+   * `restable` then stands on reads begun after its groups' intent to rest had stood long enough.
+   */
+  readonly confirmRest?: boolean;
 }
 
 export interface RoundReport extends ReleaseStats {
@@ -61,6 +66,11 @@ export interface RoundReport extends ReleaseStats {
   errors: number;
   /** The round ended because nothing was due within the lookahead. */
   idle: boolean;
+  /**
+   * The round may let its groups rest (docs/design-dispatch.md, "Rest"): idle, with no row of a
+   * paused or unregistered tenant in its hold lanes or held back.
+   */
+  restable: boolean;
   /** The round ended because another execution took over the group. */
   lostGroup: boolean;
   /** Rows still held at the end (abandoned: dispatched again when their lease expires). */
@@ -106,6 +116,7 @@ export function emptyRoundReport(): RoundReport {
     throttled: 0,
     errors: 0,
     idle: false,
+    restable: false,
     lostGroup: false,
     abandoned: 0,
     marks: {},

@@ -8,6 +8,7 @@ import {
   type JobWrites,
   type KeySlots,
   parseInboundJobs,
+  type RowWakes,
   type SchedulerSettings,
   SPAN_KIND,
   type SpanSink,
@@ -33,6 +34,8 @@ export interface IngestDeps {
   readonly keySlots?: Pick<KeySlots, 'setLimit'>;
   /** Where the `dynein.ingest` spans go, one per job written (docs/tracing.md). Absent: none are built. */
   readonly spans?: SpanSink;
+  /** Wakes the group of each row written if it rests (docs/design-dispatch.md, "Rest"). */
+  readonly wakes: Pick<RowWakes, 'written'>;
 }
 
 /** What became of one inbound message: the outcome of each job written, and the first failure. */
@@ -156,10 +159,15 @@ export async function ingestJob(deps: IngestDeps, job: InboundJob & { readonly s
       if (existing?.kind === 'CANCELLED') return 'cancelled';
     }
   }
+  // Its group awake by its due time: before the write too, so that an ingest dying between the
+  // write and the check after it (its message then comes back) costs no lateness.
+  await deps.wakes.written(job.shard, job.dueMs);
   const outcome = (await deps.store.putJob(job)) === 'created' ? 'created' : 'duplicate';
   // Dispatchers read each shard incrementally; a row due this soon after its write may lie
   // behind a read position already, so it is also noted in the shard's late lane (which rounds
   // read whole). Also on a duplicate: an earlier attempt may have died between the two writes.
   if (isLateRow(job.dueMs, deps.clock.now(), deps.settings)) await deps.store.putLatePointer(key);
+  // The check that counts: after the write (also on a duplicate, for the same reason).
+  await deps.wakes.written(job.shard, job.dueMs);
   return outcome;
 }

@@ -272,9 +272,47 @@ export interface GroupLeases {
     nowMs: number,
     untilMs: number,
     marks?: ShardMarks,
-  ): Promise<{ held: boolean; marks: ShardMarks }>;
+  ): Promise<{ held: boolean; marks: ShardMarks; rest?: GroupRest }>;
   /** The marks in a group's lease item (empty when none), read with a query. */
   groupMarks(group: number): Promise<ShardMarks>;
+}
+
+/**
+ * A shard group at rest, or about to be (docs/design-dispatch.md, "Rest"): kept in the group's
+ * lease item. A dispatcher whose round found nothing to do writes its intent (a new `epoch`,
+ * pending); a later round that again finds nothing, at least {@link REST_NOTICE_MS} after, turns it
+ * into a rest until `wakeAtMs` (the first row of the group's shards). Meanwhile every writer of a
+ * row brings `wakeAtMs` forward to the row's due time.
+ */
+export interface GroupRest {
+  readonly epoch: string;
+  /** When the intent was written (the dispatcher's clock, epoch ms). */
+  readonly pendingAtMs: number;
+  /** At rest until then (epoch ms); absent while the intent is pending. */
+  readonly wakeAtMs?: number;
+}
+
+/** What a writer of rows needs of the groups' rests: see where they stand, and wake them. */
+export interface GroupWakes {
+  /** The group's rest as the table holds it now (a strongly consistent read); undefined: awake. */
+  readRest(group: number): Promise<GroupRest | undefined>;
+  /**
+   * Brings a resting (or pending) group's wake-up forward to `dueMs`: true when it did; false when
+   * the group is awake or wakes by then already.
+   */
+  wakeBy(group: number, dueMs: number): Promise<boolean>;
+}
+
+/** What a dispatcher needs to rest its groups (the writers' side, {@link GroupWakes}, besides). */
+export interface GroupResting extends GroupWakes {
+  /** `owner` (holding the group's lease) intends to rest it: `epoch`, pending since `nowMs`. False: the lease is not its. */
+  intendRest(group: number, owner: string, epoch: string, nowMs: number): Promise<boolean>;
+  /** The pending intent `epoch` becomes a rest until `wakeAtMs`, unless a writer brought it forward or the lease moved (false). */
+  rest(group: number, owner: string, epoch: string, wakeAtMs: number): Promise<boolean>;
+  /** The group is awake again (its rest removed), while `owner` holds its lease. */
+  wake(group: number, owner: string): Promise<void>;
+  /** Due time of the first item of `shard` at or after `fromMs` (its start without), whatever its state; undefined: none. */
+  firstDue(shard: number, fromMs: number | undefined): Promise<number | undefined>;
 }
 
 /**

@@ -46,6 +46,8 @@ export interface SchedulesDeps {
   readonly spans?: SpanSink;
   /** The never-fired check's list of tenants with schedules: each change notes its tenant. Absent: not noted. */
   readonly audits?: Pick<OccurrenceAudits, 'noteScheduleTenant'>;
+  /** Wakes the group of each occurrence's row if it rests (docs/design-dispatch.md, "Rest"). */
+  readonly wakes: RecurringDeps['wakes'];
 }
 
 /** How long a change spends catching up a schedule that is behind before it answers 503 `CatchingUp` (the function's timeout is 20 s). */
@@ -75,6 +77,7 @@ export class SchedulesService {
       clock: deps.clock,
       settings: deps.settings,
       schedules: deps.schedules,
+      wakes: deps.wakes,
       ...(deps.spans ? { spans: deps.spans } : {}),
     };
   }

@@ -19,7 +19,7 @@ import { SubmitRateLimiter, Submitter } from '../../core/submit/index.js';
 import { HISTORY_STATES, JobLister, JobsService, OutcomesService } from '../../core/jobs/index.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispatch/index.js';
-import { type Clock, ConfigError, JobIdCodec, type QueueSender, type SpanSink, systemClock } from '../../core/model/index.js';
+import { type Clock, ConfigError, JobIdCodec, type QueueSender, RowWakes, type SpanSink, systemClock } from '../../core/model/index.js';
 import { OtlpHttpSpanSink } from '../../adapters/otlpSpans.js';
 import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
 import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
@@ -117,6 +117,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const sender = new SqsSender(sqs);
   const { settings } = config;
   const history = new DynamoHistoryStore(config.tableName, dynamo);
+  // Every writer of rows wakes their groups if they rest (docs/design-dispatch.md, "Rest").
+  const wakes = new RowWakes(store, settings);
   const scheduleStore = new DynamoScheduleStore(config.tableName, dynamo);
   // Tenant controls (pause, limits, weight): one store, one 5 s cache for submit, cancel and dispatch.
   const controlsStore = new DynamoControlsStore(config.tableName, dynamo);
@@ -132,6 +134,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
           () => clock.now(),
         ),
         tenants,
+        wakes,
         codec,
         clock,
         settings,
@@ -221,7 +224,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         counters: new DynamoRateCounterStore(config.tableName, dynamo),
         clock,
       }),
-      debounce: { debounces, rows: store },
+      debounce: { debounces, rows: store, wakes },
       ...(spans ? { spans } : {}),
     }),
     jobs,
@@ -237,11 +240,11 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
     }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),
-    ingest: { store, codec, clock, settings, keySlots, ...(spans ? { spans } : {}) },
+    ingest: { store, codec, clock, settings, keySlots, wakes, ...(spans ? { spans } : {}) },
     operations,
     operationsService: new OperationsService({ ...operations, tenants, sender, inboundQueueUrl: config.inboundQueueUrl }),
     sender,
-    recurring: { store, codec, clock, settings, schedules: scheduleStore, ...(spans ? { spans } : {}) },
+    recurring: { store, codec, clock, settings, schedules: scheduleStore, wakes, ...(spans ? { spans } : {}) },
     ...(schedules ? { schedules } : {}),
     tenants,
     controlsStore,
@@ -265,6 +268,8 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       parked: new ParkedTenants(),
       controls,
       holdScans: new Map(),
+      resting: store,
+      restIntents: new Map(),
       flow: new ProcessFlow(() => clock.now()),
       keySlots,
       debounces,

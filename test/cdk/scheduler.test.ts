@@ -540,8 +540,9 @@ describe('functions', () => {
     const s = main.scheduler;
     const getItem = (f: IConstruct) => roleActions(f).get('dynamodb:GetItem');
     // Registry and controls items, idempotency records; debounced jobs' pointers, generations and
-    // rows (a digit first: the bare shard number) and late pointers (docs/flow-control.md#debounce).
-    expect(getItem(s.functions.submit)).toEqual([...DIGITS, 'db#*', 'dg#*', 'idem#*', 'l#*', 'tenant#*']);
+    // rows (a digit first: the bare shard number) and late pointers (docs/flow-control.md#debounce);
+    // the shard groups' lease items, whose rest a debounced row may end (docs/design-dispatch.md#rest).
+    expect(getItem(s.functions.submit)).toEqual([...DIGITS, 'db#*', 'dg#*', 'idem#*', 'l#*', 'lease#*', 'tenant#*']);
     expect(roleActions(s.functions.dispatch).get('dynamodb:DeleteItem')).toEqual(DIGITS);
     // Ingest reads job rows (a bulk cancel's passes look one up again), whose partition is the bare
     // shard number: no prefix; its other reads (cancel records, definitions) are under that grant.
@@ -572,7 +573,14 @@ describe('functions', () => {
   });
 
   it('submit updates submit-rate counters and debounced jobs only: its UpdateItem is limited to their leading keys', () => {
-    expect(roleActions(main.scheduler.functions.submit).get('dynamodb:UpdateItem')).toEqual([...DIGITS, 'db#*', 'dg#*', 'l#*', 'rate#*']);
+    expect(roleActions(main.scheduler.functions.submit).get('dynamodb:UpdateItem')).toEqual([
+      ...DIGITS,
+      'db#*',
+      'dg#*',
+      'l#*',
+      'lease#*',
+      'rate#*',
+    ]);
   });
 
   it.each(FUNCTIONS)('%s: its role grants only what its flow needs, on the scheduler resources only', (n) => {

@@ -1163,6 +1163,7 @@ describe('every route, every bad input', () => {
         store: sys.w.store,
         schedules: new DynamoScheduleStore(sys.tableName, em.dynamo),
         trigger,
+        wakes: sys.w.ingest.wakes,
         tenants: sys.w.tenants,
         codec: sys.w.codec,
         clock: sys.w.dispatch.clock,

@@ -51,6 +51,7 @@ function dyingSubmitter(sys: TestSystem, killAfter: number, moved: { done: boole
         putJob: (orig, ...a) => count(() => orig(...a)),
         putLatePointer: (orig, ...a) => count(() => orig(...a)),
       }),
+      wakes: deps.debounce!.wakes,
     },
   });
 }

@@ -91,6 +91,7 @@ async function newSystem(store?: (s: JobStore) => JobStore, scheduleStore: Sched
       store: wrapped,
       schedules: scheduleStore,
       trigger: new EventBridgeTrigger(base.scheduler!, client, clock.now),
+      wakes: wiring.ingest.wakes,
       tenants: new TenantRegistry(wiring.store, { clock }),
       codec: wiring.codec,
       clock,

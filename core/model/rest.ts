@@ -1,0 +1,76 @@
+/**
+ * Shard groups at rest (docs/design-dispatch.md, "Rest"): a group whose shards hold nothing due
+ * soon is not read until its first row is; every writer of a row makes sure the row's group is
+ * awake by the row's due time. This is the writers' side; the dispatcher's is in
+ * core/dispatch/rest.ts.
+ */
+import type { GroupRest, GroupWakes } from './ports.js';
+import type { SchedulerSettings } from './config.js';
+
+/**
+ * How long a writer of rows may trust what it last read of a group's rest, and how long a
+ * dispatcher's intent to rest a group stands before its confirming reads begin: a row written on
+ * the strength of a read older than the intent was written before those reads, so they see it.
+ */
+export const REST_NOTICE_MS = 1_000;
+
+/** The group a shard belongs to. */
+export const groupOfShard = (shard: number, settings: Pick<SchedulerSettings, 'groupCount'>): number => shard % settings.groupCount;
+
+/**
+ * The writers' side: after a row is written (acknowledged), {@link RowWakes.written} brings its
+ * group's wake-up forward to the row's due time when the group rests (or is about to). What it
+ * read of a group is trusted for less than {@link REST_NOTICE_MS} (measured from before the read
+ * was sent, on a monotonic clock), so at steady load a writer reads each group's rest about once
+ * a second and writes nothing more.
+ *
+ * @example
+ * await store.putJob(row);
+ * await wakes.written(row.shard, row.dueMs);
+ */
+export class RowWakes {
+  readonly #known = new Map<number, { readonly rest: GroupRest | undefined; readonly readAt: number }>();
+  readonly #reading = new Map<number, { readonly rest: Promise<GroupRest | undefined>; readonly readAt: number }>();
+
+  constructor(
+    private readonly groups: GroupWakes,
+    private readonly settings: Pick<SchedulerSettings, 'groupCount'>,
+    private readonly monotonic: () => number = () => performance.now(),
+  ) {}
+
+  /** A row due at `dueMs` was written to `shard`: its group will be awake by then. */
+  async written(shard: number, dueMs: number): Promise<void> {
+    const group = groupOfShard(shard, this.settings);
+    const rest = await this.#rest(group);
+    if (rest === undefined || (rest.wakeAtMs !== undefined && rest.wakeAtMs <= dueMs)) return;
+    await this.groups.wakeBy(group, dueMs);
+    // Whatever it did (brought forward, or another writer got there first), read again next time.
+    this.#known.delete(group);
+  }
+
+  /**
+   * The group's rest as a read sent less than the notice before this call found it (the row was
+   * written before the call): the last one, one in flight, or a new one.
+   */
+  async #rest(group: number): Promise<GroupRest | undefined> {
+    const calledAt = this.monotonic();
+    const fresh = (r: { readonly readAt: number } | undefined) => r !== undefined && calledAt - r.readAt < REST_NOTICE_MS;
+    const known = this.#known.get(group);
+    if (fresh(known)) return known!.rest;
+    const inFlight = this.#reading.get(group);
+    if (fresh(inFlight)) return inFlight!.rest;
+    const readAt = this.monotonic();
+    const rest = this.groups.readRest(group).then((r) => {
+      const last = this.#known.get(group);
+      if (!last || last.readAt < readAt) this.#known.set(group, { rest: r, readAt });
+      return r;
+    });
+    const reading = { rest, readAt };
+    this.#reading.set(group, reading);
+    void rest.then(
+      () => this.#reading.get(group) === reading && this.#reading.delete(group),
+      () => this.#reading.get(group) === reading && this.#reading.delete(group),
+    );
+    return rest;
+  }
+}

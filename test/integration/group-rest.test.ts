@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dispatchStep } from '../../core/dispatch/loop.js';
+import { ingestJob } from '../../core/ingest/ingest.js';
+import { REST_NOTICE_MS, RowWakes, shardsOfGroup } from '../../core/model/index.js';
+import { startEmulators, type Emulators } from '../support/emulators.js';
+import { sleepMs } from '../support/faults.js';
+import { consume, createSystem, runSystem, submitJobs, type TestSystem } from '../support/system.js';
+
+/**
+ * Shard groups at rest (docs/design-dispatch.md, "Rest"): a group with nothing due soon is not
+ * read (its steps renew the lease and nothing more) until its first row is due, or a writer of a
+ * row due sooner wakes it. Never early, never late for it; and a writer that trusted an older
+ * read of the group while its rest was being decided wrote its row before the reads that decide.
+ */
+let em: Emulators;
+beforeAll(async () => {
+  em = await startEmulators();
+});
+afterAll(async () => em?.stop());
+
+const settings = { shardCount: 8, groupCount: 2, lookaheadMs: 3_000, leaseMs: 6_000 };
+
+async function untilResting(sys: TestSystem, timeoutMs: number): Promise<Map<number, number>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const rests = await Promise.all([0, 1].map((g) => sys.w.store.readRest(g)));
+    if (rests.every((r) => r?.wakeAtMs !== undefined)) return new Map(rests.map((r, g) => [g, r!.wakeAtMs!]));
+    if (Date.now() > end) throw new Error(`groups not at rest after ${timeoutMs} ms: ${JSON.stringify(rests)}`);
+    await sleepMs(200);
+  }
+}
+
+describe.concurrent('shard groups at rest', () => {
+  it('an idle system reads no shard; a row stored before the rest wakes its group on time, and jobs submitted into the rest are delivered on time, none early', async () => {
+    const sys = await createSystem(em, { settings });
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const running = runSystem(sys);
+    try {
+      // Stored before the groups rest, due after they do: its group rests until it.
+      const [later] = await submitJobs(sys, 'demo', [{ payload: 'later', runAt: new Date(Date.now() + 25_000).toISOString() }]);
+      const laterDue = Date.parse(later!.runAt);
+      const laterGroup = sys.w.codec.parse(later!.jobId).shard % settings.groupCount;
+      const wakeAt = await untilResting(sys, 20_000);
+      expect(wakeAt.get(laterGroup)).toBe(laterDue);
+      expect(wakeAt.get(1 - laterGroup)).toBeGreaterThan(laterDue); // nothing stored: no row to wake for
+
+      // At rest: dispatch renews its leases and reads nothing.
+      const before = sys.w.store.stats.itemsRead;
+      await sleepMs(2_500);
+      expect(sys.w.store.stats.itemsRead).toBe(before);
+
+      // Jobs submitted into the rest, due 4 to 8 s out: ingest wakes the groups for them.
+      const soon = await submitJobs(
+        sys,
+        'demo',
+        Array.from({ length: 10 }, (_, i) => ({ payload: i, runAt: new Date(Date.now() + 4_000 + i * 400).toISOString() })),
+      );
+      await consumer.waitFor((d) => soon.every((j) => d.some((x) => x.jobId === j.jobId)), 20_000);
+      await consumer.waitFor((d) => d.some((x) => x.jobId === later!.jobId), 30_000);
+      for (const j of [...soon, later!]) {
+        const d = consumer.deliveries.find((x) => x.jobId === j.jobId)!;
+        expect(d.firstReceiveAt, `${j.jobId} early`).toBeGreaterThanOrEqual(Date.parse(j.runAt));
+        expect(d.firstReceiveAt - Date.parse(j.runAt), `${j.jobId} late`).toBeLessThan(2_000);
+      }
+      expect(consumer.deliveries.length).toBe(11);
+    } finally {
+      await running.stop();
+      await consumer.stop();
+    }
+  });
+
+  it('a writer that trusted a read from before the intent to rest wrote its row before the reads that decide: the rest ends at it', async () => {
+    const one = { shardCount: 4, groupCount: 1, lookaheadMs: 3_000, leaseMs: 6_000 };
+    const sys = await createSystem(em, { settings: one });
+    const t0 = Date.now();
+    const step = () => dispatchStep(sys.w.dispatch, { groups: [0], owner: 'exec-a', ownerStartMs: t0, untilMs: t0 + 120_000 });
+    // The writer reads the group awake, and trusts that for the notice.
+    let reads = 0;
+    const writer = new RowWakes({ readRest: (g) => (reads++, sys.w.store.readRest(g)), wakeBy: (g, d) => sys.w.store.wakeBy(g, d) }, one);
+    await writer.written(0, t0 + 3_600_000);
+    // An idle step: the intent to rest is written.
+    expect((await step()).idle).toBe(true);
+    const intent = await sys.w.store.readRest(0);
+    expect(intent).toMatchObject({ epoch: expect.any(String) });
+    expect(intent!.wakeAtMs).toBeUndefined();
+    // Within the notice, a row due in 20 s: the writer does not look again (it read the group awake).
+    const dueMs = Date.now() + 20_000;
+    const shard = shardsOfGroup(0, one)[2]!;
+    const jobId = sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random: 'rest000000000000' });
+    expect(await ingestJob({ ...sys.w.ingest, wakes: writer }, { jobId, tenant: 'demo', shard, dueMs, payload: '"r"' })).toBe('created');
+    expect(reads).toBe(1);
+    expect((await sys.w.store.readRest(0))!.wakeAtMs).toBeUndefined();
+    // Before the notice has passed, a step does not decide.
+    expect((await step()).idle).toBe(true);
+    expect((await sys.w.store.readRest(0))!.wakeAtMs).toBeUndefined();
+    // Once it has, the deciding step's reads find the row: the group rests until it.
+    await sleepMs(REST_NOTICE_MS + 50);
+    expect((await step()).idle).toBe(true);
+    expect(await sys.w.store.readRest(0)).toMatchObject({ epoch: intent!.epoch, wakeAtMs: dueMs });
+    // At rest, a step reads nothing.
+    const read = sys.w.store.stats.itemsRead;
+    const asleep = await step();
+    expect(asleep).toMatchObject({ idle: true, queries: 0, itemsRead: 0 });
+    expect(sys.w.store.stats.itemsRead).toBe(read);
+    // A row due sooner, by a writer that looks: the wake-up comes forward to it.
+    const sooner = Date.now() + 10_000;
+    const soonerId = sys.w.codec.encode({ tenant: 'demo', shard, dueMs: sooner, path: 't', random: 'rest000000000001' });
+    await ingestJob(sys.w.ingest, { jobId: soonerId, tenant: 'demo', shard, dueMs: sooner, payload: '"s"' });
+    expect((await sys.w.store.readRest(0))!.wakeAtMs).toBe(sooner);
+    // A step within the lookahead of it wakes the group: its round reads, and (finding work) ends the rest.
+    await sleepMs(sooner - one.lookaheadMs - Date.now() + 50);
+    const woken = await step();
+    expect(woken.queries).toBeGreaterThan(0);
+  });
+});
