@@ -856,7 +856,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
   }
 
   async wakeBy(group: number, dueMs: number): Promise<boolean> {
-    return this.#restUpdate({
+    return this.restUpdate({
       Key: keys.groupLease(group),
       UpdateExpression: `SET ${REST.wakeAt} = :due`,
       ConditionExpression: `attribute_exists(${REST.epoch}) AND (attribute_not_exists(${REST.wakeAt}) OR ${REST.wakeAt} > :due)`,
@@ -865,7 +865,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
   }
 
   async intendRest(group: number, owner: string, epoch: string, nowMs: number): Promise<boolean> {
-    return this.#restUpdate({
+    return this.restUpdate({
       Key: keys.groupLease(group),
       UpdateExpression: `SET ${REST.epoch} = :epoch, ${REST.pendingAt} = :now REMOVE ${REST.wakeAt}`,
       ConditionExpression: '#owner = :owner',
@@ -875,7 +875,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
   }
 
   async rest(group: number, owner: string, epoch: string, wakeAtMs: number): Promise<boolean> {
-    return this.#restUpdate({
+    return this.restUpdate({
       Key: keys.groupLease(group),
       UpdateExpression: `SET ${REST.wakeAt} = :at`,
       ConditionExpression: `#owner = :owner AND ${REST.epoch} = :epoch AND attribute_not_exists(${REST.wakeAt})`,
@@ -885,7 +885,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
   }
 
   async wake(group: number, owner: string): Promise<void> {
-    await this.#restUpdate({
+    await this.restUpdate({
       Key: keys.groupLease(group),
       UpdateExpression: `REMOVE ${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}`,
       ConditionExpression: '#owner = :owner',
@@ -913,8 +913,8 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
     return first;
   }
 
-  /** One conditional update of a group's lease item: false when its condition failed. */
-  async #restUpdate(input: Omit<ConstructorParameters<typeof UpdateItemCommand>[0], 'TableName'>): Promise<boolean> {
+  /** One conditional update of a group's lease item: false when its condition failed (TypeScript-private, as `dueRange`). */
+  private async restUpdate(input: Omit<ConstructorParameters<typeof UpdateItemCommand>[0], 'TableName'>): Promise<boolean> {
     try {
       await this.client.send(new UpdateItemCommand({ TableName: this.tableName, ...input }));
       return true;

@@ -44,6 +44,8 @@ const MAX_TRIES = 8;
 const UNFINISHED_POINTER_MS = 60_000;
 /** How far a row's due time moves off when its millisecond already holds a row of the job (two replaces in one ms). */
 const SAME_MS_OFFSETS = [0, 1, -1, 2, -2, 3, -3];
+/** A first row's group is woken this much before the row's due time: its millisecond may move ({@link SAME_MS_OFFSETS}). */
+const EARLY_WAKE_MS = 10;
 /** A pointer outlives any pending job's generation: replaced when its job has ended, not expired. */
 const POINTER_TTL_MS = 400 * 86_400_000;
 
@@ -78,12 +80,12 @@ export async function submitDebounced(
       if (moved) return moved;
       continue;
     }
-    let jobId: string;
-    if (pointer && !gen && now - pointer.atMs < UNFINISHED_POINTER_MS) jobId = pointer.jobId;
-    else {
-      jobId = newJobId(deps, tenant, now + debounce.periodMs);
-      if (!(await debounces.setPointer(tenant, debounce.key, jobId, pointer?.jobId, now, now + POINTER_TTL_MS))) continue;
-    }
+    const unfinished = pointer !== undefined && !gen && now - pointer.atMs < UNFINISHED_POINTER_MS;
+    const jobId = unfinished ? pointer.jobId : newJobId(deps, tenant, now + debounce.periodMs);
+    // The row's group awake by its due time before the race for the key (the look after the
+    // write then goes by what this one found, without a call between the key's writes).
+    await deps.wakes.written(deps.codec.parse(jobId).shard, dueOf(now, debounce.periodMs, undefined, notBeforeMs) - EARLY_WAKE_MS);
+    if (!unfinished && !(await debounces.setPointer(tenant, debounce.key, jobId, pointer?.jobId, now, now + POINTER_TTL_MS))) continue;
     const started = await start(deps, tenant, jobId, job, notBeforeMs, trace);
     if (started) return started;
   }
@@ -145,6 +147,7 @@ async function replace(
     ver,
     job,
     trace,
+    gen.dueMs,
   );
   const row: RowKey = { shard: gen.shard, dueMs, jobId: gen.jobId };
   if (!(await debounces.move(gen.jobId, gen.ver, { ver, dueMs }, tombstoneExpiresAtMs(dueMs, now, settings)))) {
@@ -167,7 +170,10 @@ function dueOf(now: number, periodMs: number, capMs: number | undefined, notBefo
  * Writes the job's row of version `ver` at `dueMs`, or at a millisecond beside it when a row of
  * the job is there already (two replaces in the same millisecond, or a row a crash left): answers
  * the due time written. A row due soon is noted in its shard's late lane before the generation
- * names it, as ingest does.
+ * names it, as ingest does; its group is made awake by then (docs/design-dispatch.md#rest) unless
+ * a row of the job due no later (`coveredByMs`: the version it replaces, in the same shard until
+ * the move) already holds it so: every rest decided while that row is there ends by its due time,
+ * and one decided after it is gone saw this row. No call then widens the race with other submits.
  */
 async function putRow(
   deps: DebounceDeps,
@@ -179,6 +185,7 @@ async function putRow(
   ver: string,
   job: JobRequest,
   trace: TraceContext | undefined,
+  coveredByMs = Number.POSITIVE_INFINITY,
 ): Promise<number> {
   for (const offset of SAME_MS_OFFSETS) {
     const due = dueMs + offset;
@@ -196,7 +203,7 @@ async function putRow(
     });
     if (created !== 'created') continue;
     if (isLateRow(due, deps.clock.now(), deps.settings)) await deps.rows.putLatePointer({ shard, dueMs: due, jobId });
-    await deps.wakes.written(shard, due);
+    if (due < coveredByMs) await deps.wakes.written(shard, due);
     return due;
   }
   throw new Error(`job ${jobId}: no free millisecond near ${isoMs(dueMs)} for its row`);

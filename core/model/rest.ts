@@ -43,9 +43,12 @@ export class RowWakes {
     const group = groupOfShard(shard, this.settings);
     const rest = await this.#rest(group);
     if (rest === undefined || (rest.wakeAtMs !== undefined && rest.wakeAtMs <= dueMs)) return;
+    const sentAt = this.monotonic();
     await this.groups.wakeBy(group, dueMs);
-    // Whatever it did (brought forward, or another writer got there first), read again next time.
-    this.#known.delete(group);
+    // Whatever it did (brought forward, or found the group waking by then or awake), the group
+    // wakes by `dueMs` as of this call, as a read sent now would have found.
+    const last = this.#known.get(group);
+    if (!last || last.readAt <= sentAt) this.#known.set(group, { rest: { ...rest, wakeAtMs: dueMs }, readAt: sentAt });
   }
 
   /**
