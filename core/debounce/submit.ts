@@ -152,6 +152,15 @@ async function replace(
   const row: RowKey = { shard: gen.shard, dueMs, jobId: gen.jobId };
   if (!(await debounces.move(gen.jobId, gen.ver, { ver, dueMs }, tombstoneExpiresAtMs(dueMs, now, settings)))) {
     await debounces.deleteRow(row, ver).catch(() => undefined);
+    // Another submit replaced the job after this one read it, and it is still pending: the two
+    // overlapped, so this one counts as taking effect just before the other's move, which replaced
+    // it in turn (the job keeps the other's payload, as if this one had come first); the reply
+    // names the job's due time now. Without this, a burst of concurrent submits of a key moves
+    // the job one submit per round, and the last ones run out of tries.
+    const after = await debounces.generation(gen.jobId);
+    if (after?.state === 'OPEN' && after.ver !== gen.ver) {
+      return { jobId: gen.jobId, tenant: gen.tenant, runAt: isoMs(after.dueMs), state: 'SCHEDULED', debounced: true };
+    }
     return undefined;
   }
   // The old version is never sent now (the dispatcher claims the version the generation names);
