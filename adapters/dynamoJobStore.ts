@@ -195,7 +195,7 @@ export function rethrow(err: unknown): never {
 }
 
 /** A group's rest in its lease item (core/model/ports.ts, `GroupRest`): epoch, pending since, wake-up time. */
-const REST = { epoch: 'restEpoch', pendingAt: 'restPendingAt', wakeAt: 'restWakeAt' } as const;
+const REST = { epoch: 'restEpoch', pendingAt: 'restPendingAt', wakeAt: 'restWakeAt', since: 'restSince' } as const;
 
 /** Latest due time a sort key can hold (13 digits). */
 const MAX_DUE_MS = 9_999_999_999_999;
@@ -204,10 +204,12 @@ function restOf(item: Item | undefined): GroupRest | undefined {
   const epoch = item?.[REST.epoch]?.S;
   if (epoch === undefined) return undefined;
   const wakeAtMs = Number(item?.[REST.wakeAt]?.N);
+  const restingSinceMs = Number(item?.[REST.since]?.N);
   return {
     epoch,
     pendingAtMs: Number(item?.[REST.pendingAt]?.N ?? 0),
     ...(item?.[REST.wakeAt]?.N !== undefined && Number.isFinite(wakeAtMs) ? { wakeAtMs } : {}),
+    ...(item?.[REST.since]?.N !== undefined && Number.isFinite(restingSinceMs) ? { restingSinceMs } : {}),
   };
 }
 
@@ -848,7 +850,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
           TableName: this.tableName,
           Key: keys.groupLease(group),
           ConsistentRead: true,
-          ProjectionExpression: `${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}`,
+          ProjectionExpression: `${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}, ${REST.since}`,
         }),
       )
       .catch(rethrow);
@@ -867,27 +869,32 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
   async intendRest(group: number, owner: string, epoch: string, nowMs: number): Promise<boolean> {
     return this.restUpdate({
       Key: keys.groupLease(group),
-      UpdateExpression: `SET ${REST.epoch} = :epoch, ${REST.pendingAt} = :now REMOVE ${REST.wakeAt}`,
+      UpdateExpression: `SET ${REST.epoch} = :epoch, ${REST.pendingAt} = :now REMOVE ${REST.wakeAt}, ${REST.since}`,
       ConditionExpression: '#owner = :owner',
       ExpressionAttributeNames: { '#owner': 'owner' },
       ExpressionAttributeValues: { ':owner': { S: owner }, ':epoch': { S: epoch }, ':now': { N: String(nowMs) } },
     });
   }
 
-  async rest(group: number, owner: string, epoch: string, wakeAtMs: number): Promise<boolean> {
+  async rest(group: number, owner: string, epoch: string, wakeAtMs: number, nowMs: number): Promise<boolean> {
     return this.restUpdate({
       Key: keys.groupLease(group),
-      UpdateExpression: `SET ${REST.wakeAt} = :at`,
+      UpdateExpression: `SET ${REST.wakeAt} = :at, ${REST.since} = :now`,
       ConditionExpression: `#owner = :owner AND ${REST.epoch} = :epoch AND attribute_not_exists(${REST.wakeAt})`,
       ExpressionAttributeNames: { '#owner': 'owner' },
-      ExpressionAttributeValues: { ':owner': { S: owner }, ':epoch': { S: epoch }, ':at': { N: String(wakeAtMs) } },
+      ExpressionAttributeValues: {
+        ':owner': { S: owner },
+        ':epoch': { S: epoch },
+        ':at': { N: String(wakeAtMs) },
+        ':now': { N: String(nowMs) },
+      },
     });
   }
 
   async wake(group: number, owner: string): Promise<void> {
     await this.restUpdate({
       Key: keys.groupLease(group),
-      UpdateExpression: `REMOVE ${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}`,
+      UpdateExpression: `REMOVE ${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}, ${REST.since}`,
       ConditionExpression: '#owner = :owner',
       ExpressionAttributeNames: { '#owner': 'owner' },
       ExpressionAttributeValues: { ':owner': { S: owner } },
@@ -896,7 +903,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
 
   async firstDue(shard: number, fromMs: number | undefined): Promise<number | undefined> {
     let first: number | undefined;
-    await this.dueRange(
+    const row = this.dueRange(
       shard,
       {
         after: fromMs === undefined ? undefined : positionBefore(fromMs),
@@ -907,9 +914,27 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
       },
       (_item, key) => {
         // An item that is not a row (none is kept there) counts as due at once: waking early is harmless.
-        first = key?.dueMs ?? 0;
+        first = Math.min(first ?? Number.POSITIVE_INFINITY, key?.dueMs ?? 0);
       },
     );
+    // The late lane too, strongly consistent (rounds read it eventually consistent, every look): a
+    // row behind the read position is there only.
+    const late = this.client
+      .send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': { S: `l#${shard}` } },
+          ProjectionExpression: 'sk',
+          ConsistentRead: true,
+          Limit: 1,
+        }),
+      )
+      .catch(rethrow);
+    const [, page] = await Promise.all([row, late]);
+    this.stats.itemsRead += page.ScannedCount ?? 0;
+    const pointer = page.Items?.[0];
+    if (pointer) first = Math.min(first ?? Number.POSITIVE_INFINITY, parseSortKey(pointer.sk?.S ?? '')?.dueMs ?? 0);
     return first;
   }
 

@@ -39,7 +39,9 @@ export function planRests(
   const plan: RestPlan = { asleep: [], awake: [], confirming: [] };
   for (const g of groups) {
     const rest = deps.resting ? rests.get(g) : undefined;
-    if (rest?.wakeAtMs !== undefined && nowMs < rest.wakeAtMs - deps.settings.lookaheadMs) {
+    // Only a decided rest is slept through: a pending intent a writer woke (its wake-up set, the
+    // rest never decided) may have missed a row written between the round and the intent.
+    if (rest?.restingSinceMs !== undefined && rest.wakeAtMs !== undefined && nowMs < rest.wakeAtMs - deps.settings.lookaheadMs) {
       plan.asleep.push(g);
       continue;
     }
@@ -78,7 +80,7 @@ export async function settleRests(
       }
       if (rest && plan.confirming.includes(g)) {
         const wakeAt = await firstDueOfGroup(deps, g, report.marks);
-        await resting.rest(g, owner, rest.epoch, wakeAt ?? NO_ROW_MS);
+        await resting.rest(g, owner, rest.epoch, wakeAt ?? NO_ROW_MS, clock.now());
         restIntents?.delete(g);
         return;
       }

@@ -288,8 +288,13 @@ export interface GroupRest {
   readonly epoch: string;
   /** When the intent was written (the dispatcher's clock, epoch ms). */
   readonly pendingAtMs: number;
-  /** At rest until then (epoch ms); absent while the intent is pending. */
+  /**
+   * Wake by then (epoch ms): set when the rest is decided, and brought forward by writers, who
+   * also set it on a pending intent (which can then never be decided). Absent while pending.
+   */
   readonly wakeAtMs?: number;
+  /** When the rest was decided (the dispatcher's clock); absent while pending: only a decided rest is slept through. */
+  readonly restingSinceMs?: number;
 }
 
 /** What a writer of rows needs of the groups' rests: see where they stand, and wake them. */
@@ -307,11 +312,15 @@ export interface GroupWakes {
 export interface GroupResting extends GroupWakes {
   /** `owner` (holding the group's lease) intends to rest it: `epoch`, pending since `nowMs`. False: the lease is not its. */
   intendRest(group: number, owner: string, epoch: string, nowMs: number): Promise<boolean>;
-  /** The pending intent `epoch` becomes a rest until `wakeAtMs`, unless a writer brought it forward or the lease moved (false). */
-  rest(group: number, owner: string, epoch: string, wakeAtMs: number): Promise<boolean>;
+  /** The pending intent `epoch` becomes a rest until `wakeAtMs` (decided at `nowMs`), unless a writer set a wake-up first or the lease moved (false). */
+  rest(group: number, owner: string, epoch: string, wakeAtMs: number, nowMs: number): Promise<boolean>;
   /** The group is awake again (its rest removed), while `owner` holds its lease. */
   wake(group: number, owner: string): Promise<void>;
-  /** Due time of the first item of `shard` at or after `fromMs` (its start without), whatever its state; undefined: none. */
+  /**
+   * Due time of the first item of `shard` at or after `fromMs` (its start without), whatever its
+   * state, or of the first pointer of its late lane if that is sooner (strongly consistent reads);
+   * undefined: none.
+   */
   firstDue(shard: number, fromMs: number | undefined): Promise<number | undefined>;
 }
 

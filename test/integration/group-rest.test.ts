@@ -112,4 +112,37 @@ describe.concurrent('shard groups at rest', () => {
     const woken = await step();
     expect(woken.queries).toBeGreaterThan(0);
   });
+
+  it('a pending intent a writer woke is not slept through: a row written between the round and the intent is still found', async () => {
+    const one = { shardCount: 4, groupCount: 1, lookaheadMs: 3_000, leaseMs: 6_000 };
+    const sys = await createSystem(em, { settings: one });
+    const t0 = Date.now();
+    const owner = 'exec-b';
+    const step = () => dispatchStep(sys.w.dispatch, { groups: [0], owner, ownerStartMs: t0, untilMs: t0 + 120_000 });
+    expect((await step()).idle).toBe(true); // the lease taken, an intent written
+    await sys.w.store.wake(0, owner); // as if that step's round had just read: awake again
+    // A writer that read the group awake writes row A (due in 20 s) and does not look again...
+    const trusting = new RowWakes(sys.w.store, one);
+    await trusting.written(0, t0 + 3_600_000);
+    const shard = shardsOfGroup(0, one)[1]!;
+    const row = (dueMs: number, random: string) => ({
+      jobId: sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random }),
+      tenant: 'demo',
+      shard,
+      dueMs,
+      payload: '"x"',
+    });
+    const a = row(Date.now() + 20_000, 'restA00000000000');
+    await ingestJob({ ...sys.w.ingest, wakes: trusting }, a);
+    // ...then the step that read before it writes its intent, and a writer of row B (due in 60 s) wakes it for B.
+    expect(await sys.w.store.intendRest(0, owner, 'e-late', Date.now())).toBe(true);
+    const b = row(Date.now() + 60_000, 'restB00000000000');
+    await ingestJob({ ...sys.w.ingest, wakes: new RowWakes(sys.w.store, one) }, b);
+    expect(await sys.w.store.readRest(0)).toMatchObject({ epoch: 'e-late', wakeAtMs: b.dueMs });
+    // Not a decided rest: the next step reads (and, idle, intends anew); the rest it then decides ends at A.
+    expect((await step()).queries).toBeGreaterThan(0);
+    await sleepMs(REST_NOTICE_MS + 50);
+    await step();
+    expect(await sys.w.store.readRest(0)).toMatchObject({ wakeAtMs: a.dueMs, restingSinceMs: expect.any(Number) });
+  });
 });
