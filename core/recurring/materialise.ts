@@ -28,7 +28,14 @@ export interface RecurringDeps extends Omit<IngestDeps, 'store'> {
   /** Ingest's writes for the occurrences, and cancels for those a change retires. */
   readonly store: IngestDeps['store'] & Pick<JobLookups, 'cancel'>;
   readonly schedules: ScheduleStore;
+  /**
+   * Most occurrences one pass writes or cancels (tests lower it to cross the pass boundary with
+   * fewer rows; internal, not a setting). @default {@link MAX_OCCURRENCES_PER_PASS}
+   */
+  readonly maxOccurrencesPerPass?: number;
 }
+
+const passSize = (deps: Pick<RecurringDeps, 'maxOccurrencesPerPass'>) => deps.maxOccurrencesPerPass ?? MAX_OCCURRENCES_PER_PASS;
 
 /** The period of the coarse clock: a schedule that runs more often gets a `rate(5 minutes)` clock. */
 export const COARSE_CLOCK_MS = 5 * 60_000;
@@ -140,7 +147,8 @@ export async function catchUp(
 
 /** One pass: the revision's occurrences after its watermark up to `horizon`, at most {@link MAX_OCCURRENCES_PER_PASS}; `through` is where the watermark may go. */
 async function writePass(deps: RecurringDeps, record: ScheduleRecord, horizon: number): Promise<{ created: number; through: number }> {
-  const runs = occurrencesOf(record, record.throughMs + 1, MAX_OCCURRENCES_PER_PASS, horizon === END_OF_TIME ? undefined : horizon + 1);
+  const max = passSize(deps);
+  const runs = occurrencesOf(record, record.throughMs + 1, max, horizon === END_OF_TIME ? undefined : horizon + 1);
   const limit = limiter(WRITE_CONCURRENCY);
   const startMs = deps.clock.now();
   const jobs = runs.map((dueMs) => ({ ...occurrenceJob(deps, record, dueMs), dueMs }));
@@ -150,7 +158,7 @@ async function writePass(deps: RecurringDeps, record: ScheduleRecord, horizon: n
     ),
   );
   if (deps.spans) fireSpans(deps.spans, record, jobs, outcomes, { startMs, endMs: deps.clock.now() });
-  const through = runs.length === MAX_OCCURRENCES_PER_PASS ? runs[runs.length - 1]! : horizon;
+  const through = runs.length === max ? runs[runs.length - 1]! : horizon;
   return { created: outcomes.filter((o) => o === 'created').length, through };
 }
 
@@ -217,8 +225,9 @@ async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p:
   const { store, settings } = deps;
   let after = p.fromMs + 1;
   let taken = Number.NEGATIVE_INFINITY;
+  const max = passSize(deps);
   for (;;) {
-    const runs = occurrencesOf(p, after, MAX_OCCURRENCES_PER_PASS, p.throughMs + 1);
+    const runs = occurrencesOf(p, after, max, p.throughMs + 1);
     await Promise.all(
       runs.map((dueMs) =>
         limit(async () => {
@@ -239,7 +248,7 @@ async function cancelOccurrences(deps: RecurringDeps, record: ScheduleRecord, p:
         }),
       ),
     );
-    if (runs.length < MAX_OCCURRENCES_PER_PASS) return taken;
+    if (runs.length < max) return taken;
     after = runs[runs.length - 1]! + 1;
   }
 }

@@ -48,6 +48,8 @@ export interface SchedulesDeps {
   readonly audits?: Pick<OccurrenceAudits, 'noteScheduleTenant'>;
   /** Wakes the group of each occurrence's row if it rests (docs/design-dispatch.md, "Rest"). */
   readonly wakes: RecurringDeps['wakes'];
+  /** Internal (tests): see {@link RecurringDeps.maxOccurrencesPerPass}. */
+  readonly maxOccurrencesPerPass?: number;
 }
 
 /** How long a change spends catching up a schedule that is behind before it answers 503 `CatchingUp` (the function's timeout is 20 s). */
@@ -79,6 +81,7 @@ export class SchedulesService {
       schedules: deps.schedules,
       wakes: deps.wakes,
       ...(deps.spans ? { spans: deps.spans } : {}),
+      ...(deps.maxOccurrencesPerPass !== undefined ? { maxOccurrencesPerPass: deps.maxOccurrencesPerPass } : {}),
     };
   }
 

@@ -19,14 +19,7 @@ import { DynamoScheduleStore } from '../../adapters/dynamoScheduleStore.js';
 import { resolveSettings } from '../../core/model/config.js';
 import { jobTrace, type SpanRecord } from '../../core/model/index.js';
 import type { JobStore } from '../../core/model/ports.js';
-import {
-  COARSE_CLOCK_MS,
-  MATERIALISE_AHEAD_MS,
-  MAX_OCCURRENCES_PER_PASS,
-  materialise,
-  materialiseFiring,
-  occurrenceJob,
-} from '../../core/recurring/materialise.js';
+import { COARSE_CLOCK_MS, MATERIALISE_AHEAD_MS, materialise, materialiseFiring, occurrenceJob } from '../../core/recurring/materialise.js';
 import type { ScheduleRecord } from '../../core/recurring/model.js';
 import { firingBody, type ScheduleStore } from '../../core/recurring/ports.js';
 import { ingestHandler, occurrenceAuditHandler, schedulesHandler, type Telemetry } from '../../lambdas/runtime/handlers.js';
@@ -78,10 +71,18 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function newSystem(store?: (s: JobStore) => JobStore, scheduleStore: ScheduleStore = schedules): Promise<Wiring> {
+/**
+ * A system over the same table; `store` wraps its job store, `scheduleStore` replaces its schedule
+ * store, `maxOccurrencesPerPass` lowers the size of a catch-up pass (default 1,000).
+ */
+async function newSystem(
+  store?: (s: JobStore) => JobStore,
+  scheduleStore: ScheduleStore = schedules,
+  maxOccurrencesPerPass?: number,
+): Promise<Wiring> {
   const wiring = await wire(base, { dynamo: emu.dynamo, sqs: emu.sqs, scheduler: client, clock, idKey: Buffer.alloc(32, 7) });
-  if (!store) return wiring;
-  const wrapped = store(wiring.store);
+  if (!store && maxOccurrencesPerPass === undefined) return wiring;
+  const wrapped = store ? store(wiring.store) : wiring.store;
   const { SchedulesService } = await import('../../core/recurring/service.js');
   const { TenantRegistry } = await import('../../core/tenants/registry.js');
   const { EventBridgeTrigger } = await import('../../adapters/eventBridgeTrigger.js');
@@ -96,6 +97,7 @@ async function newSystem(store?: (s: JobStore) => JobStore, scheduleStore: Sched
       codec: wiring.codec,
       clock,
       settings: base.settings,
+      ...(maxOccurrencesPerPass !== undefined ? { maxOccurrencesPerPass } : {}),
     }),
   };
 }
@@ -596,25 +598,36 @@ describe('changing a schedule', () => {
 
 describe('every occurrence once, whatever the change', () => {
   const MINUTE = 60_000;
+  // A catch-up pass writes at most MAX_OCCURRENCES_PER_PASS (1,000) occurrences; these tests lower
+  // it to PASS through the service's internal option, so that crossing the pass boundary takes 80
+  // rows rather than 1,100 (each pass of 1,000 took ~4 s of CPU per test here). The code path is
+  // the same: only the constant the loop compares with differs.
+  const PASS = 50;
+  let behind: Wiring;
+  beforeEach(async () => {
+    behind = await newSystem(undefined, schedules, PASS);
+  });
 
-  // 1,100 occurrences up to the cut-off, all but the first few overdue: a rate(1 minute) schedule
-  // whose firings stopped for most of a day (the watermark stayed at creation + 8 minutes, the
-  // first 9 occurrences). The other 1,091 take two passes of at most 1,000: a full one, then one
-  // that goes on from its watermark. A third pass would go on from the second's the same way (one
-  // loop), and each pass of 1,000 adds ~4 s to each of these tests (5,000 took 24 s).
-  const BEHIND = MAX_OCCURRENCES_PER_PASS + 100;
+  // PASS + 30 occurrences up to the cut-off, all but the first few overdue: a rate(1 minute)
+  // schedule whose firings stopped (the watermark stayed at creation + 8 minutes, the first 9
+  // occurrences). The other PASS + 21 take two passes of at most PASS: a full one, then one that
+  // goes on from its watermark. A third pass would go on from the second's the same way (one loop).
+  const BEHIND = PASS + 30;
   it.each([
     ['pause', BEHIND, 'POST', '/pause', undefined],
     ['replace', BEHIND, 'PUT', '', { expression: 'rate(1 minute)', payload: 'v2' }],
     ['delete', BEHIND, 'DELETE', '', undefined],
   ] as const)(
-    'a %s of a schedule %i occurrences behind writes every one of them once first, none after the cut-off',
+    'a %s of a schedule %i occurrences behind (passes of 50) writes every one of them once first, none after the cut-off',
     async (_change, count, method, suffix, body) => {
       const path = '/v1/tenants/acme/schedules/far';
-      expect((await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' })).status).toBe(201);
+      expect((await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' }, undefined, behind)).status).toBe(201);
+      const created = await record('acme', 'far');
+      // More than a full pass after the watermark: the change needs a second pass.
+      expect(count - 1 - (created.throughMs - T0) / MINUTE).toBeGreaterThan(PASS);
       now = T0 + (count - 1) * MINUTE + 1_000;
       const cutOff = now + base.settings.lookaheadMs;
-      expect((await call(method, `${path}${suffix}`, body)).status).toBe(200);
+      expect((await call(method, `${path}${suffix}`, body, undefined, behind)).status).toBe(200);
       const live = await liveOccurrences('acme', 'far');
       const kept = [...live.keys()].filter((t) => t <= cutOff).sort((a, b) => a - b);
       expect(kept).toHaveLength(count);
@@ -628,15 +641,15 @@ describe('every occurrence once, whatever the change', () => {
         for (const t of after) expect(live.get(t)).toEqual([{ payload: '"v2"' }]);
       }
     },
-    300_000,
+    60_000,
   );
 
   it('a change that runs out of time catching up answers 503 CatchingUp, applies nothing, and the repeated call goes on from there', async () => {
     const path = '/v1/tenants/acme/schedules/slow';
-    await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' });
+    await call('PUT', path, { expression: 'rate(1 minute)', payload: 'v1' }, undefined, behind);
     const v1 = await record('acme', 'slow');
-    // 1,100 occurrences up to the cut-off, 1,091 after the watermark: two passes (1,000 and 91).
-    now = T0 + 1_099 * MINUTE + 1_000;
+    // BEHIND occurrences up to the cut-off, PASS + 21 after the watermark: two passes (PASS and 21).
+    now = T0 + (BEHIND - 1) * MINUTE + 1_000;
     // Each pass takes 11 s on this clock: the 10 s budget ends after the first of two passes.
     let slow = true;
     const slowStore: ScheduleStore = {
@@ -650,13 +663,13 @@ describe('every occurrence once, whatever the change', () => {
       deleteSchedule: (...args) => schedules.deleteSchedule(...args),
       listSchedules: (...args) => schedules.listSchedules(...args),
     };
-    const slowSystem = await newSystem((s) => s, slowStore);
+    const slowSystem = await newSystem((s) => s, slowStore, PASS);
     const first = await call('POST', `${path}/pause`, undefined, undefined, slowSystem);
     expect(first.status).toBe(503);
     expect(first.json.error.code).toBe('CatchingUp');
     const between = await record('acme', 'slow');
-    // One pass of 1,000 written, the watermark on the last of them; the change not written.
-    const lastWritten = T0 + (Math.floor((v1.throughMs - T0) / MINUTE) + 1_000) * MINUTE;
+    // One pass of PASS written, the watermark on the last of them; the change not written.
+    const lastWritten = T0 + (Math.floor((v1.throughMs - T0) / MINUTE) + PASS) * MINUTE;
     expect(between).toMatchObject({ rev: v1.rev, state: 'ENABLED', throughMs: lastWritten, pending: [] });
     expect(first.json.error.message).toContain(new Date(lastWritten).toISOString());
     slow = false;
@@ -667,7 +680,7 @@ describe('every occurrence once, whatever the change', () => {
     const expected = Array.from({ length: Math.floor((cutOff - T0) / MINUTE) + 1 }, (_, k) => T0 + k * MINUTE);
     expect([...live.keys()].sort((a, b) => a - b)).toEqual(expected);
     for (const t of expected) expect(live.get(t)).toHaveLength(1);
-  }, 300_000);
+  }, 60_000);
 });
 
 describe('one job per occurrence across pause and resume, disable and enable, delete and re-create', () => {
