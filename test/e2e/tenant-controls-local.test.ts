@@ -10,7 +10,7 @@ import { consume } from '../support/system.js';
 type Stack = Awaited<ReturnType<typeof startLocalStack>>;
 const running: Stack[] = [];
 afterAll(async () => {
-  for (const s of running) await s.stop();
+  await Promise.all(running.map((s) => s.stop()));
 });
 
 async function cli(dataDir: string, ...args: string[]) {
@@ -20,7 +20,8 @@ async function cli(dataDir: string, ...args: string[]) {
   return { code, out, err };
 }
 
-describe('the operator key of the local stack', () => {
+// The two tests run at once, each on its own stack (their own processes and data directories).
+describe.concurrent('the operator key of the local stack', () => {
   it('calls the admin routes (tenant keys get 403), and stays the same, with the pause, across a restart', async () => {
     const first = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta' });
     running.push(first);
@@ -62,7 +63,7 @@ describe('the operator key of the local stack', () => {
   }, 150_000);
 });
 
-describe('a paused tenant on the local stack', () => {
+describe.concurrent('a paused tenant on the local stack', () => {
   it('holds its jobs through a SIGKILL of compute while the other tenant is served; resume delivers each once, never early', async () => {
     const stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta', DYNEIN_LOOKAHEAD_MS: '1000', DYNEIN_LEASE_MS: '3000' });
     running.push(stack);
