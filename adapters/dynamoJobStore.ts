@@ -19,6 +19,7 @@ import {
   type DuePage,
   type GroupRest,
   type GroupResting,
+  type WakeBy,
   type HeldPage,
   type HeldPointer,
   type JobRow,
@@ -195,7 +196,7 @@ export function rethrow(err: unknown): never {
 }
 
 /** A group's rest in its lease item (core/model/ports.ts, `GroupRest`): epoch, pending since, wake-up time. */
-const REST = { epoch: 'restEpoch', pendingAt: 'restPendingAt', wakeAt: 'restWakeAt', since: 'restSince' } as const;
+const REST = { epoch: 'restEpoch', pendingAt: 'restPendingAt', wakeAt: 'restWakeAt', since: 'restSince', asleep: 'restAsleep' } as const;
 
 /** Latest due time a sort key can hold (13 digits). */
 const MAX_DUE_MS = 9_999_999_999_999;
@@ -205,11 +206,13 @@ function restOf(item: Item | undefined): GroupRest | undefined {
   if (epoch === undefined) return undefined;
   const wakeAtMs = Number(item?.[REST.wakeAt]?.N);
   const restingSinceMs = Number(item?.[REST.since]?.N);
+  const asleepSinceMs = Number(item?.[REST.asleep]?.N);
   return {
     epoch,
     pendingAtMs: Number(item?.[REST.pendingAt]?.N ?? 0),
     ...(item?.[REST.wakeAt]?.N !== undefined && Number.isFinite(wakeAtMs) ? { wakeAtMs } : {}),
     ...(item?.[REST.since]?.N !== undefined && Number.isFinite(restingSinceMs) ? { restingSinceMs } : {}),
+    ...(item?.[REST.asleep]?.N !== undefined && Number.isFinite(asleepSinceMs) ? { asleepSinceMs } : {}),
   };
 }
 
@@ -821,7 +824,8 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: keys.groupLease(group),
-          UpdateExpression: `SET #owner = :owner, ownerStart = :start, leaseUntil = :until${marks ? ', marks = :marks' : ''}`,
+          // A group taken is not asleep (a dispatcher runs for it): writers need not start one.
+          UpdateExpression: `SET #owner = :owner, ownerStart = :start, leaseUntil = :until${marks ? ', marks = :marks' : ''} REMOVE ${REST.asleep}`,
           // Free, expired, ours already, or held by an older execution (the newer one takes over).
           ConditionExpression: 'attribute_not_exists(pk) OR leaseUntil < :now OR #owner = :owner OR ownerStart < :start',
           ExpressionAttributeNames: { '#owner': 'owner' },
@@ -850,26 +854,59 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
           TableName: this.tableName,
           Key: keys.groupLease(group),
           ConsistentRead: true,
-          ProjectionExpression: `${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}, ${REST.since}`,
+          ProjectionExpression: `${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}, ${REST.since}, ${REST.asleep}`,
         }),
       )
       .catch(rethrow);
     return restOf(res.Item);
   }
 
-  async wakeBy(group: number, dueMs: number): Promise<boolean> {
+  async wakeBy(group: number, dueMs: number): Promise<WakeBy> {
+    try {
+      const res = await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: keys.groupLease(group),
+          UpdateExpression: `SET ${REST.wakeAt} = :due`,
+          ConditionExpression: `attribute_exists(${REST.epoch}) AND (attribute_not_exists(${REST.wakeAt}) OR ${REST.wakeAt} > :due)`,
+          ExpressionAttributeValues: { ':due': { N: String(dueMs) } },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { moved: true, asleep: res.Attributes?.[REST.asleep] !== undefined };
+    } catch (err) {
+      if (isConditionFailure(err)) return { moved: false, asleep: false };
+      rethrow(err);
+    }
+  }
+
+  async rouse(group: number): Promise<boolean> {
     return this.restUpdate({
       Key: keys.groupLease(group),
-      UpdateExpression: `SET ${REST.wakeAt} = :due`,
-      ConditionExpression: `attribute_exists(${REST.epoch}) AND (attribute_not_exists(${REST.wakeAt}) OR ${REST.wakeAt} > :due)`,
-      ExpressionAttributeValues: { ':due': { N: String(dueMs) } },
+      UpdateExpression: `REMOVE ${REST.asleep}`,
+      ConditionExpression: `attribute_exists(${REST.asleep})`,
+    });
+  }
+
+  async sleep(group: number, owner: string, epoch: string, wakeAtMs: number, nowMs: number): Promise<boolean> {
+    return this.restUpdate({
+      Key: keys.groupLease(group),
+      UpdateExpression: `SET ${REST.asleep} = :now, leaseUntil = :now`,
+      ConditionExpression: `#owner = :owner AND ${REST.epoch} = :epoch AND ${REST.wakeAt} = :at AND attribute_exists(${REST.since})`,
+      ExpressionAttributeNames: { '#owner': 'owner' },
+      ExpressionAttributeValues: {
+        ':owner': { S: owner },
+        ':epoch': { S: epoch },
+        ':at': { N: String(wakeAtMs) },
+        ':now': { N: String(nowMs) },
+      },
     });
   }
 
   async intendRest(group: number, owner: string, epoch: string, nowMs: number): Promise<boolean> {
     return this.restUpdate({
       Key: keys.groupLease(group),
-      UpdateExpression: `SET ${REST.epoch} = :epoch, ${REST.pendingAt} = :now REMOVE ${REST.wakeAt}, ${REST.since}`,
+      UpdateExpression: `SET ${REST.epoch} = :epoch, ${REST.pendingAt} = :now REMOVE ${REST.wakeAt}, ${REST.since}, ${REST.asleep}`,
       ConditionExpression: '#owner = :owner',
       ExpressionAttributeNames: { '#owner': 'owner' },
       ExpressionAttributeValues: { ':owner': { S: owner }, ':epoch': { S: epoch }, ':now': { N: String(nowMs) } },
@@ -894,7 +931,7 @@ export class DynamoJobStore implements JobStore, GroupResting, TenantStore, List
   async wake(group: number, owner: string): Promise<void> {
     await this.restUpdate({
       Key: keys.groupLease(group),
-      UpdateExpression: `REMOVE ${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}, ${REST.since}`,
+      UpdateExpression: `REMOVE ${REST.epoch}, ${REST.pendingAt}, ${REST.wakeAt}, ${REST.since}, ${REST.asleep}`,
       ConditionExpression: '#owner = :owner',
       ExpressionAttributeNames: { '#owner': 'owner' },
       ExpressionAttributeValues: { ':owner': { S: owner } },

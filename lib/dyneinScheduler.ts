@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Fn, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -358,12 +358,13 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
       logLevel,
       clock.firingPolicy,
     ));
-    this.#grantPermissions();
-    this.#connectInbound(props);
-    ({ httpApi: this.httpApi, stage: this.stage } = this.#buildApi(props, retention));
     // One tick state machine and rule per cell; cell 0's keep the ids of a deployment before cells.
     const cellTicks = this.#buildTicks(props, retention, logLevel);
     this.stateMachines = cellTicks.map((c) => c.stateMachine);
+    this.#letGroupsSleep();
+    this.#grantPermissions();
+    this.#connectInbound(props);
+    ({ httpApi: this.httpApi, stage: this.stage } = this.#buildApi(props, retention));
     this.tickRules = cellTicks.map((c) => c.rule);
     ({ stateMachine: this.stateMachine, rule: this.tickRule } = cellTicks[0]!);
     this.occurrenceAuditRule = this.#buildOccurrenceAudit();
@@ -565,6 +566,19 @@ export class DyneinScheduler extends Construct implements IDyneinScheduler {
     schedules.node.addDependency(this.scheduleGroup, firingPolicy);
     if (props.tracing) addTracing(props.tracing, [submit, ingest, dispatch, schedules, workflows, cancel]);
     return { functions: { submit, ingest, tick, dispatch, cancel, status, schedules, dlq, admin, workflows }, registrationFunction };
+  }
+
+  /**
+   * Idle shard groups sleep (docs/design-dispatch.md, "Sleep"): dispatch lets them, and every
+   * writer of rows (submit's debounced jobs, ingest, the schedules' first occurrences) may start
+   * a cell's tick when it writes a row due soon into a sleeping group.
+   */
+  #letGroupsSleep(): void {
+    const arns = this.stateMachines.map((m) => m.stateMachineArn);
+    this.#permissionTargets.set('tickStateMachines', { arn: arns });
+    const { submit, ingest, schedules, dispatch } = this.functions;
+    for (const writer of [submit, ingest, schedules]) writer.addEnvironment('DYNEIN_TICK_STATE_MACHINES', Fn.join(',', arns));
+    dispatch.addEnvironment('DYNEIN_GROUPS_SLEEP', 'true');
   }
 
   /** Every function's role policy, from its row of the permission table (lib/permissions.ts). */

@@ -40,7 +40,9 @@ export type PermissionTarget =
   /** EventBridge Scheduler's execution role (the `firing` holder's role). */
   | 'schedulerRole'
   /** Where EventBridge Scheduler puts firings it could not deliver. */
-  | 'schedulerDeadLetterQueue';
+  | 'schedulerDeadLetterQueue'
+  /** The tick state machine of every cell. */
+  | 'tickStateMachines';
 
 /** One statement of a holder's policy. */
 export interface Permission {
@@ -65,6 +67,11 @@ export interface Permission {
 const SHARD_DIGITS = ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'];
 
 const ID_KEY: Permission = { on: 'jobIdKey', actions: ['secretsmanager:GetSecretValue'] };
+/**
+ * A writer of a row due soon into a sleeping shard group starts its cell's tick at once
+ * (docs/design-dispatch.md, "Sleep"), as the every-minute rule does.
+ */
+const STARTS_SLEEPING_DISPATCH: Permission = { sid: 'StartsSleepingDispatch', on: 'tickStateMachines', actions: ['states:StartExecution'] };
 const SEND_TO_TENANT_QUEUES: Permission = {
   sid: 'SendToTenantQueues',
   on: 'tenantQueues',
@@ -100,6 +107,7 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     // A debounced job's row wakes its shard group if it rests (docs/design-dispatch.md, "Rest"):
     // reads the group's lease item (lease#<group>) and brings its wake-up forward.
     { sid: 'WakesRestingGroups', on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['lease#'] },
+    STARTS_SLEEPING_DISPATCH,
     ID_KEY,
     // Jobs due beyond the lookahead go to ingest through the inbound queue.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
@@ -125,6 +133,7 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     },
     // A bulk cancel's pass that ran out of time is sent on.
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
+    STARTS_SLEEPING_DISPATCH,
   ],
   status: [
     // One key lookup; Query: the listing reads the shards' sort-key ranges (docs/listing.md), and a
@@ -209,8 +218,12 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     { on: 'inboundQueue', actions: ['sqs:SendMessage'] },
     SEND_TO_TENANT_QUEUES,
   ],
-  // The tick samples the rows coming due to size its plan (keys only, read-only).
-  tick: [{ on: 'table', actions: ['dynamodb:Query'] }],
+  // The tick samples the rows coming due to size its plan (keys only, read-only), and reads its
+  // groups' lease items (lease#<group>): a group asleep past the run gets no dispatcher.
+  tick: [
+    { on: 'table', actions: ['dynamodb:Query'] },
+    { sid: 'ReadsGroupRests', on: 'table', actions: ['dynamodb:GetItem'], leadingKeys: ['lease#'] },
+  ],
   dispatch: [
     // Reads due rows, pointers and group marks (Query), rows, tenants and controls (GetItem);
     // acquires and renews (UpdateItem); marks delivered and writes pointers (BatchWriteItem); takes
@@ -236,6 +249,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
     },
     // CreateSchedule/UpdateSchedule pass the execution role, to EventBridge Scheduler and nothing else.
     { sid: 'PassSchedulerRole', on: 'schedulerRole', actions: ['iam:PassRole'], passedToService: 'scheduler.amazonaws.com' },
+    // A schedule's first occurrences are rows: one due soon into a sleeping group starts its tick.
+    STARTS_SLEEPING_DISPATCH,
   ],
   admin: [
     // Tenant controls (pk tenant#<name>, sk controls) and the registration it checks: read and
@@ -258,7 +273,8 @@ export const PERMISSIONS: Readonly<Record<PermissionHolder, readonly Permission[
 
 /** A target's ARN, and for a pattern, how cdk-nag names it (`AwsSolutions-IAM5[Resource::<nagName>]`). */
 export interface PermissionResource {
-  readonly arn: string;
+  /** Its ARN, or the ARNs of a target of several resources (one per cell). */
+  readonly arn: string | readonly string[];
   /** Set on wildcard resources only. */
   readonly nagName?: string;
 }
@@ -275,7 +291,7 @@ export function permissionStatements(holder: PermissionHolder, resources: Permis
       new iam.PolicyStatement({
         sid: p.sid,
         actions: [...p.actions],
-        resources: targetsOf(p).map((t) => resources(t).arn),
+        resources: targetsOf(p).flatMap((t) => resources(t).arn),
         conditions: {
           ...(p.leadingKeys ? { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': p.leadingKeys.map((k) => `${k}*`) } } : {}),
           ...(p.passedToService ? { StringEquals: { 'iam:PassedToService': p.passedToService } } : {}),

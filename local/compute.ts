@@ -49,6 +49,9 @@ let config: LambdaConfig;
 try {
   settings = localSettings();
   config = readConfig(process.env, { inboundQueue: true });
+  // A writer starts a sleeping group's tick for a row due within WAKE_WINDOW_MS (sized for AWS's
+  // every-minute rule); a rarer local tick would come too late for rows due after it: no sleep then.
+  if (settings.tickEveryMs > 60_000) config = { ...config, groupsSleep: false };
 } catch (err) {
   console.error(`dynein compute: ${(err as Error).message}`);
   process.exit(EXIT_CONFIG);
@@ -78,9 +81,12 @@ const exporter = config.otlpEndpoint
     })
   : undefined;
 const sinks = [spans, exporter].filter((s) => s !== undefined);
+// A writer of a row due soon into a sleeping group starts its cell's tick (docs/design-dispatch.md#sleep).
+let ticks: ReturnType<typeof startLocalTick>[] = [];
 const w = await wire(config, {
   dynamo,
   sqs,
+  starter: { start: async (cell) => ticks[cell]?.startNow() },
   ...(sinks.length > 0 ? { spans: sinks.length === 1 ? sinks[0]! : fanOut(sinks) } : {}),
   ...(scheduler ? { scheduler } : {}),
   log: (message, fields) => console.error(`dynein dispatch: ${message} ${JSON.stringify(fields ?? {})}`),
@@ -163,7 +169,7 @@ const eventSource = !settings.ingestEnabled
 const dispatch = dispatchHandler(w, t);
 // One tick loop per cell (DYNEIN_CELLS), as each cell has its own state machine and rule on AWS.
 const plan = tickHandler({ store: planStore, settings: config.settings, clock: w.dispatch.clock }, t);
-const ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
+ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
   startLocalTick({
     cell,
     runMs: settings.tickRunMs,

@@ -84,6 +84,8 @@ const computeEnv: Record<string, string | undefined> = {
   DYNEIN_INBOUND_QUEUE_ARN: svc.scheduler.targetArn,
   DYNEIN_TENANT_QUEUE_URL: svc.tenantQueues.queueUrl,
   DYNEIN_TENANT_DLQ_URL: svc.tenantQueues.dlqUrl,
+  // Idle shard groups sleep, as on AWS (docs/design-dispatch.md#sleep); a writer starts the tick.
+  DYNEIN_GROUPS_SLEEP: process.env.DYNEIN_GROUPS_SLEEP ?? 'true',
 };
 /** The API's port: DYNEIN_PORT, or the one the first compute took when it is 0. */
 let apiPort = settings.port;

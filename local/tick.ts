@@ -25,8 +25,10 @@ export interface LocalTickOptions {
  * The tick as EventBridge and Step Functions run it on AWS: the very state machine definition
  * the CDK stack deploys, in aws-local-stepfunctions, its tasks bound to the in-process handlers.
  * An execution starts at once and then every `everyMs`; each runs `runMs`, so they overlap.
+ * `startNow()` starts one more at once, as `StartExecution` does on AWS (a writer of a row due
+ * soon into a sleeping group: docs/design-dispatch.md#sleep).
  */
-export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
+export function startLocalTick(opts: LocalTickOptions): { stop(): void; startNow(): void } {
   const machine = new StateMachine(
     JSON.parse(
       renderTickDefinition(tickDefinition({ runMs: opts.runMs, timeoutSeconds: Math.ceil(opts.runMs / 1000) + 60 }), ARNS, opts.cell ?? 0),
@@ -63,6 +65,9 @@ export function startLocalTick(opts: LocalTickOptions): { stop(): void } {
   start();
   const timer = setInterval(start, opts.everyMs);
   return {
+    startNow() {
+      if (!stopped) start();
+    },
     stop() {
       stopped = true;
       clearInterval(timer);

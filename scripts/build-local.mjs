@@ -4,7 +4,8 @@
 // deps (powertools, middy) are inlined; dynalite, fauxqs, aws-local-stepfunctions and @aws-sdk/*
 // stay imports, resolved from the consumer's node_modules (optional peer dependencies, installed
 // with `npm install -D` only by those who run the local stack). The bare packages the bundles
-// import are written to dist/local/peers.json, which `dynein local` checks before it starts.
+// import are written to dist/local/peers.json, which `dynein local` checks before it starts (those
+// imported dynamically only on AWS's paths are not among them).
 // `--outdir=DIR` (inside the repository, so that the bundles resolve its node_modules) writes them
 // there instead: the system tests run the local stack from such a copy (test/support/testBuild.ts).
 import { builtinModules } from 'node:module';
@@ -60,7 +61,9 @@ const packageOf = (spec) =>
 const imported = new Set(
   Object.values(result.metafile.outputs)
     .flatMap((o) => o.imports)
-    .filter((i) => i.external && !builtins.has(i.path))
+    // A dynamic import loads only on a path the local stack never takes (the Step Functions starter:
+    // the local tick starts in process): not a package the local stack needs.
+    .filter((i) => i.external && i.kind !== 'dynamic-import' && !builtins.has(i.path))
     .map((i) => packageOf(i.path)),
 );
 const peers = [...imported].filter((p) => !(p in (pkg.dependencies ?? {}))).sort();

@@ -60,6 +60,12 @@ export interface DispatchDeps {
   readonly resting?: GroupResting;
   /** Per group, this process's knowledge of an intent to rest it (kept across steps, see core/dispatch/rest.ts). */
   readonly restIntents?: RestIntents;
+  /**
+   * Groups at rest past their execution's end sleep: the step gives their leases up and its
+   * dispatcher ends (docs/design-dispatch.md, "Sleep"). Only where every writer of rows can start
+   * a dispatcher (core/model/rest.ts). @default false
+   */
+  readonly groupsSleep?: boolean;
 }
 
 /** Per group, the intent to rest it this process wrote or first saw, and when (its clock; core/dispatch/rest.ts). */

@@ -1,7 +1,7 @@
 import { sleep } from '../util/index.js';
 import { type GroupRest, type ShardMarks, shardsOfGroup } from '../model/index.js';
 import { dispatchRound, emptyRoundReport, type DispatchDeps, type RoundOptions, type RoundReport } from './round.js';
-import { planRests, settleRests } from './rest.js';
+import { planRests, settleRests, sleepGroups } from './rest.js';
 import type { KeyDispatch } from './keyTally.js';
 import type { TenantDispatch } from './tenantTally.js';
 
@@ -40,6 +40,8 @@ export interface DispatchStepResult extends Omit<RoundReport, 'latenessMs' | 'by
   readonly idleWaitSeconds: number;
   /** Lateness summary of the rows sent. */
   readonly lateness: { count: number; p50Ms: number; p95Ms: number; p99Ms: number; maxMs: number };
+  /** Groups this step let sleep (docs/design-dispatch.md, "Sleep"): dropped from `groups`. */
+  readonly slept?: readonly number[];
 }
 
 /** How long a group lease lasts without renewal. */
@@ -143,11 +145,7 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   }
   const lostAtStart = held.length < wanted.length;
   const rests = planRests(deps, held, taken.rests, clock.now());
-  if (rests.awake.length === 0) {
-    // Every group at rest: nothing to read until the first wakes (or a writer wakes it).
-    const done = clock.now() >= input.untilMs - END_MARGIN_MS;
-    return { ...emptyReport(), idle: true, ...pass, groups: held, lostGroup: lostAtStart, done, lateness: summarize([]) };
-  }
+  if (rests.awake.length === 0) return restingStep(deps, input, held, taken.rests, { ...pass, lostGroup: lostAtStart });
   const { latenessMs, byTenant, byKey, ...report } = await dispatchRound(deps, {
     shards: rests.awake.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
     marks: taken.marks,
@@ -180,6 +178,26 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   const lostGroup = lostAtStart || report.lostGroup;
   const done = held.length === 0 || clock.now() >= input.untilMs - END_MARGIN_MS;
   return { ...report, ...pass, groups: held, lostGroup, done, lateness: summarize(latenessMs) };
+}
+
+/**
+ * A step whose groups all rest: nothing to read until the first wakes (or a writer wakes it).
+ * Those resting past the execution's end sleep; when all do, the dispatcher ends.
+ */
+async function restingStep(
+  deps: DispatchDeps,
+  input: DispatchStepInput,
+  held: readonly number[],
+  rests: ReadonlyMap<number, GroupRest>,
+  pass: Pick<DispatchStepResult, 'group' | 'owner' | 'ownerStartMs' | 'untilMs' | 'idleWaitSeconds' | 'lostGroup'>,
+): Promise<DispatchStepResult> {
+  const slept = await sleepGroups(deps, input.owner, input.untilMs, held, rests).catch((err: unknown) => {
+    deps.log?.('dispatch could not let its groups sleep', { error: (err as Error).message });
+    return [] as number[];
+  });
+  const groups = held.filter((g) => !slept.includes(g));
+  const done = groups.length === 0 || deps.clock.now() >= input.untilMs - END_MARGIN_MS;
+  return { ...emptyReport(), idle: true, ...pass, groups, done, lateness: summarize([]), ...(slept.length > 0 ? { slept } : {}) };
 }
 
 /**

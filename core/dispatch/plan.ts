@@ -1,4 +1,4 @@
-import { type GroupLeases, groupsOfCell, type SchedulerSettings, shardsOfGroup } from '../model/index.js';
+import { type GroupLeases, type GroupWakes, groupsOfCell, type SchedulerSettings, shardsOfGroup } from '../model/index.js';
 
 /**
  * How a tick execution splits the shard groups among its dispatchers (Map iterations).
@@ -30,15 +30,20 @@ export interface DispatchPlan {
   /** Rows read by the sample. */
   readonly sampledRows: number;
   /** Why the plan is what it is (for the log). */
-  readonly reason: 'packing off' | 'sampled' | 'sample cut short' | 'sample failed';
+  readonly reason: 'packing off' | 'sampled' | 'sample cut short' | 'sample failed' | 'asleep';
+  /** Groups of the cell left out: asleep past the run (docs/design-dispatch.md, "Sleep"). */
+  readonly asleep: number[];
 }
 
 /** Width of the buckets the peak rate is taken over. */
 export const PLAN_BUCKET_MS = 5_000;
 
 export interface PlanDeps {
-  /** `groupMarks` (when given) says where each sampled shard's unfinished rows start. */
-  readonly store: Pick<GroupLeases, 'dueTimes'> & Partial<Pick<GroupLeases, 'groupMarks'>>;
+  /**
+   * `groupMarks` (when given) says where each sampled shard's unfinished rows start; `readRest`
+   * (when given) which groups sleep past the run.
+   */
+  readonly store: Pick<GroupLeases, 'dueTimes'> & Partial<Pick<GroupLeases, 'groupMarks'> & Pick<GroupWakes, 'readRest'>>;
   readonly settings: SchedulerSettings;
   readonly log?: (message: string, fields?: Record<string, unknown>) => void;
 }
@@ -52,14 +57,17 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
   const cells = settings.cells ?? 1;
   if (!Number.isInteger(cell) || cell < 0 || cell >= cells)
     throw new RangeError(`cell must be an integer from 0 to ${cells - 1}, got ${cell}`);
-  const ofCell = groupsOfCell(cell, { groupCount: settings.groupCount, cells });
+  const asleep = await asleepPast(deps, groupsOfCell(cell, { groupCount: settings.groupCount, cells }), untilMs);
+  const ofCell = groupsOfCell(cell, { groupCount: settings.groupCount, cells }).filter((g) => !asleep.includes(g));
   const groups = ofCell.length;
   const perGroup = (reason: DispatchPlan['reason'], peakRowsPerSecond: number, sampledRows: number): DispatchPlan => ({
     dispatchers: packGroups(groups, groups, ofCell),
     peakRowsPerSecond,
     sampledRows,
     reason,
+    asleep,
   });
+  if (groups === 0) return perGroup('asleep', 0, 0);
   if (settings.dispatcherRowsPerSecond === 0) return perGroup('packing off', 0, 0);
 
   const horizon = untilMs + settings.lookaheadMs;
@@ -94,7 +102,22 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
   const peakInSample = Math.max(0, ...buckets.values());
   const peakRowsPerSecond = (peakInSample * scale * 1000) / PLAN_BUCKET_MS;
   const count = Math.min(groups, Math.max(1, Math.ceil(peakRowsPerSecond / settings.dispatcherRowsPerSecond)));
-  return { dispatchers: packGroups(groups, count, ofCell), peakRowsPerSecond, sampledRows, reason: 'sampled' };
+  return { dispatchers: packGroups(groups, count, ofCell), peakRowsPerSecond, sampledRows, reason: 'sampled', asleep };
+}
+
+/**
+ * The groups that sleep past the run (their wake-up, less the lookahead, after `untilMs`): no
+ * dispatcher this execution; a later one plans for the wake-up, a writer of a row due sooner
+ * starts one. One strongly consistent read of each lease item; a read that fails plans the group.
+ */
+async function asleepPast(deps: PlanDeps, groups: readonly number[], untilMs: number): Promise<number[]> {
+  const readRest = deps.store.readRest?.bind(deps.store);
+  if (!readRest) return [];
+  const rests = await Promise.all(groups.map((g) => readRest(g).catch(() => undefined)));
+  return groups.filter((_, i) => {
+    const rest = rests[i];
+    return rest?.asleepSinceMs !== undefined && rest.wakeAtMs !== undefined && rest.wakeAtMs - deps.settings.lookaheadMs > untilMs;
+  });
 }
 
 /**

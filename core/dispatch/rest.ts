@@ -101,3 +101,30 @@ async function firstDueOfGroup(
   const defined = dues.filter((d): d is number => d !== undefined);
   return defined.length > 0 ? Math.min(...defined) : undefined;
 }
+
+/**
+ * Every group of the step at rest: those whose wake-up (less the lookahead) is past the
+ * execution's end sleep (docs/design-dispatch.md, "Sleep"): their leases given up, no dispatcher
+ * runs for them until the tick plans one for the wake-up, or a writer of a row due sooner starts
+ * one. Each is a conditional write on the rest the step read: a writer that moved the wake-up
+ * since keeps its group awake. Returns the groups that sleep.
+ */
+export async function sleepGroups(
+  deps: Pick<DispatchDeps, 'settings' | 'resting' | 'groupsSleep' | 'clock'>,
+  owner: string,
+  untilMs: number,
+  groups: readonly number[],
+  rests: ReadonlyMap<number, GroupRest>,
+): Promise<number[]> {
+  const { resting, settings, clock } = deps;
+  if (!resting || !deps.groupsSleep) return [];
+  const slept = await Promise.all(
+    groups.map(async (g) => {
+      const rest = rests.get(g);
+      if (rest?.wakeAtMs === undefined || rest.restingSinceMs === undefined || rest.wakeAtMs - settings.lookaheadMs <= untilMs)
+        return false;
+      return resting.sleep(g, owner, rest.epoch, rest.wakeAtMs, clock.now());
+    }),
+  );
+  return groups.filter((_, i) => slept[i]);
+}

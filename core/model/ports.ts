@@ -295,6 +295,20 @@ export interface GroupRest {
   readonly wakeAtMs?: number;
   /** When the rest was decided (the dispatcher's clock); absent while pending: only a decided rest is slept through. */
   readonly restingSinceMs?: number;
+  /**
+   * When its dispatcher let it sleep (a decided rest past its execution's end; its lease given up):
+   * no dispatcher runs for it until the tick plans one for its wake-up, or a writer of a row due
+   * sooner starts one (docs/design-dispatch.md, "Sleep").
+   */
+  readonly asleepSinceMs?: number;
+}
+
+/** What a writer's {@link GroupWakes.wakeBy} found and did. */
+export interface WakeBy {
+  /** The wake-up was brought forward to the row's due time. */
+  readonly moved: boolean;
+  /** The group sleeps (no dispatcher runs for it): see {@link GroupWakes.rouse}. */
+  readonly asleep: boolean;
 }
 
 /** What a writer of rows needs of the groups' rests: see where they stand, and wake them. */
@@ -302,10 +316,24 @@ export interface GroupWakes {
   /** The group's rest as the table holds it now (a strongly consistent read); undefined: awake. */
   readRest(group: number): Promise<GroupRest | undefined>;
   /**
-   * Brings a resting (or pending) group's wake-up forward to `dueMs`: true when it did; false when
-   * the group is awake or wakes by then already.
+   * Brings a resting (or pending) group's wake-up forward to `dueMs`: `moved` when it did (not
+   * when the group is awake or wakes by then already), and whether the group sleeps.
    */
-  wakeBy(group: number, dueMs: number): Promise<boolean>;
+  wakeBy(group: number, dueMs: number): Promise<WakeBy>;
+  /**
+   * Ends a sleeping group's sleep (it rests on, for a dispatcher to take): true when this call
+   * ended it, false when it was not asleep (another writer ended it, or it woke). The one that
+   * ends it starts a dispatcher ({@link DispatchStarter}).
+   */
+  rouse(group: number): Promise<boolean>;
+}
+
+/**
+ * Starts a tick execution of a cell now (on AWS, `StartExecution` of its state machine): what a
+ * writer does when it wrote a row due soon into a sleeping group (docs/design-dispatch.md, "Sleep").
+ */
+export interface DispatchStarter {
+  start(cell: number): Promise<void>;
 }
 
 /** What a dispatcher needs to rest its groups (the writers' side, {@link GroupWakes}, besides). */
@@ -316,6 +344,12 @@ export interface GroupResting extends GroupWakes {
   rest(group: number, owner: string, epoch: string, wakeAtMs: number, nowMs: number): Promise<boolean>;
   /** The group is awake again (its rest removed), while `owner` holds its lease. */
   wake(group: number, owner: string): Promise<void>;
+  /**
+   * `owner` lets the group sleep: its decided rest `epoch` stands with the wake-up `wakeAtMs` it
+   * read (no writer moved it since), and its lease is given up (expires at `nowMs`). False: any of
+   * that changed.
+   */
+  sleep(group: number, owner: string, epoch: string, wakeAtMs: number, nowMs: number): Promise<boolean>;
   /**
    * Due time of the first item of `shard` at or after `fromMs` (its start without), whatever its
    * state, or of the first pointer of its late lane if that is sooner (strongly consistent reads);

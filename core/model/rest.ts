@@ -4,7 +4,7 @@
  * awake by the row's due time. This is the writers' side; the dispatcher's is in
  * core/dispatch/rest.ts.
  */
-import type { GroupRest, GroupWakes } from './ports.js';
+import type { DispatchStarter, GroupRest, GroupWakes } from './ports.js';
 import type { SchedulerSettings } from './config.js';
 
 /**
@@ -13,6 +13,13 @@ import type { SchedulerSettings } from './config.js';
  * the strength of a read older than the intent was written before those reads, so they see it.
  */
 export const REST_NOTICE_MS = 1_000;
+
+/**
+ * A row due this soon (less the lookahead) in a sleeping group is too soon for the tick's next
+ * execution (the rule fires once a minute, up to a few seconds late): its writer starts one at
+ * once. A row due later is the tick's to plan for (docs/design-dispatch.md, "Sleep").
+ */
+export const WAKE_WINDOW_MS = 75_000;
 
 /** The group a shard belongs to. */
 export const groupOfShard = (shard: number, settings: Pick<SchedulerSettings, 'groupCount'>): number => shard % settings.groupCount;
@@ -32,10 +39,20 @@ export class RowWakes {
   readonly #known = new Map<number, { readonly rest: GroupRest | undefined; readonly readAt: number }>();
   readonly #reading = new Map<number, { readonly rest: Promise<GroupRest | undefined>; readonly readAt: number }>();
 
+  /**
+   * `starter` starts a dispatcher for a sleeping group (without one, groups never sleep: a
+   * dispatcher only lets them sleep when writers can start one); `now` is the wall clock the due
+   * times are on; `monotonic` times the trust in reads.
+   */
   constructor(
     private readonly groups: GroupWakes,
-    private readonly settings: Pick<SchedulerSettings, 'groupCount'>,
+    private readonly settings: Pick<SchedulerSettings, 'groupCount'> & Partial<Pick<SchedulerSettings, 'cells' | 'lookaheadMs'>>,
     private readonly monotonic: () => number = () => performance.now(),
+    private readonly sleepers?: {
+      readonly starter: DispatchStarter;
+      readonly now: () => number;
+      readonly log?: (message: string, fields?: Record<string, unknown>) => void;
+    },
   ) {}
 
   /** A row due at `dueMs` was written to `shard`: its group will be awake by then. */
@@ -44,11 +61,33 @@ export class RowWakes {
     const rest = await this.#rest(group);
     if (rest === undefined || (rest.wakeAtMs !== undefined && rest.wakeAtMs <= dueMs)) return;
     const sentAt = this.monotonic();
-    await this.groups.wakeBy(group, dueMs);
+    const woken = await this.groups.wakeBy(group, dueMs);
+    if (woken.asleep) await this.#rouse(group, dueMs);
     // Whatever it did (brought forward, or found the group waking by then or awake), the group
     // wakes by `dueMs` as of this call, as a read sent now would have found.
     const last = this.#known.get(group);
     if (!last || last.readAt <= sentAt) this.#known.set(group, { rest: { ...rest, wakeAtMs: dueMs }, readAt: sentAt });
+  }
+
+  /**
+   * The group sleeps, its wake-up now `dueMs`: too soon for the tick, this writer ends the sleep
+   * and starts a dispatcher (only the writer that ends it: one start for a burst of rows). A start
+   * that fails (after the starter's own retries) is logged, not thrown: the group no longer
+   * sleeping, the tick's next execution (within a minute) plans a dispatcher for it.
+   */
+  async #rouse(group: number, dueMs: number): Promise<void> {
+    const sleepers = this.sleepers;
+    if (!sleepers) return;
+    if (dueMs - (this.settings.lookaheadMs ?? 0) - sleepers.now() >= WAKE_WINDOW_MS) return;
+    if (!(await this.groups.rouse(group))) return;
+    const cell = group % (this.settings.cells ?? 1);
+    await sleepers.starter.start(cell).catch((err: unknown) =>
+      sleepers.log?.('could not start a dispatcher for a sleeping group: the next tick plans one', {
+        group,
+        cell,
+        error: (err as Error).message,
+      }),
+    );
   }
 
   /**

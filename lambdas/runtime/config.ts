@@ -23,6 +23,13 @@ export interface LambdaConfig {
   readonly tenantQueues?: TenantQueueUrls;
   /** Where the scheduler's spans are exported over OTLP/HTTP (docs/tracing.md); absent: none are built. */
   readonly otlpEndpoint?: string;
+  /**
+   * Dispatch lets idle groups sleep (docs/design-dispatch.md, "Sleep"): set where every writer of
+   * rows can start a dispatcher ({@link LambdaConfig.tickStateMachines}). @default false
+   */
+  readonly groupsSleep?: boolean;
+  /** The tick state machine of each cell, by cell: a writer of a row due soon into a sleeping group starts one. */
+  readonly tickStateMachines?: readonly string[];
 }
 
 /** Where the schedules function keeps each schedule's clock (EventBridge Scheduler). */
@@ -50,6 +57,8 @@ export interface SchedulerClockConfig {
  * | `DYNEIN_SCHEDULE_GROUP`, `DYNEIN_SCHEDULER_ROLE_ARN`, `DYNEIN_INBOUND_QUEUE_ARN` | the recurring schedules' clock: EventBridge Scheduler group, execution role, target (the schedules function) |
  * | `DYNEIN_SCHEDULER_DLQ_ARN`, `DYNEIN_SCHEDULER_ENDPOINT` | the firings' dead-letter queue; the local Scheduler stand-in's endpoint |
  * | `DYNEIN_OTLP_ENDPOINT` | an OTLP/HTTP endpoint (`http(s)://host:port`): the scheduler's spans are POSTed to its `/v1/traces` (docs/tracing.md) |
+ * | `DYNEIN_GROUPS_SLEEP` | `true`: dispatch lets idle groups sleep (every writer has `DYNEIN_TICK_STATE_MACHINES`); default `false` |
+ * | `DYNEIN_TICK_STATE_MACHINES` | the tick state machine ARN of each cell, comma-separated, by cell (the writers of rows) |
  * | `DYNEIN_TENANT_QUEUE_URL`, `DYNEIN_TENANT_DLQ_URL` | the tenant queue and DLQ URLs, `{tenant}` for the name (both or neither): registrations naming others are refused |
  */
 export function readConfig(
@@ -123,6 +132,19 @@ export function readConfig(
   const otlpEndpoint = str('DYNEIN_OTLP_ENDPOINT', false);
   if (otlpEndpoint !== undefined && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(otlpEndpoint))
     problems.push(`DYNEIN_OTLP_ENDPOINT must be an http(s) URL like http://127.0.0.1:4318, got '${otlpEndpoint}'`);
+  const sleepText = str('DYNEIN_GROUPS_SLEEP', false);
+  if (sleepText !== undefined && sleepText !== 'true' && sleepText !== 'false')
+    problems.push(`DYNEIN_GROUPS_SLEEP must be true or false, got '${sleepText}'`);
+  const machines = str('DYNEIN_TICK_STATE_MACHINES', false)
+    ?.split(',')
+    .map((a) => a.trim());
+  const badMachine = machines?.find((a) => !/^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$/.test(a));
+  if (badMachine !== undefined)
+    problems.push(
+      `DYNEIN_TICK_STATE_MACHINES must list state machine ARNs (arn:aws:states:<region>:<account>:stateMachine:<name>), got '${badMachine}'`,
+    );
+  if (machines && settings && machines.length !== settings.cells)
+    problems.push(`DYNEIN_TICK_STATE_MACHINES must name one state machine per cell (${settings.cells}), got ${machines.length}`);
   if (problems.length > 0 || !settings) throw new ConfigError(`invalid Lambda configuration:\n- ${problems.join('\n- ')}`);
   return {
     tableName,
@@ -135,5 +157,7 @@ export function readConfig(
     ...(scheduler ? { scheduler } : {}),
     ...(tenantQueues ? { tenantQueues } : {}),
     ...(otlpEndpoint !== undefined ? { otlpEndpoint } : {}),
+    ...(sleepText === 'true' ? { groupsSleep: true } : {}),
+    ...(machines ? { tickStateMachines: machines } : {}),
   };
 }

@@ -19,7 +19,16 @@ import { SubmitRateLimiter, Submitter } from '../../core/submit/index.js';
 import { HISTORY_STATES, JobLister, JobsService, OutcomesService } from '../../core/jobs/index.js';
 import { SqsSender } from '../../adapters/sqsSender.js';
 import { type DispatchDeps, ParkedTenants, ProcessFlow } from '../../core/dispatch/index.js';
-import { type Clock, ConfigError, JobIdCodec, type QueueSender, RowWakes, type SpanSink, systemClock } from '../../core/model/index.js';
+import {
+  type Clock,
+  ConfigError,
+  type DispatchStarter,
+  JobIdCodec,
+  type QueueSender,
+  RowWakes,
+  type SpanSink,
+  systemClock,
+} from '../../core/model/index.js';
 import { OtlpHttpSpanSink } from '../../adapters/otlpSpans.js';
 import { type OperationDeps, OperationsService } from '../../core/operations/index.js';
 import { DynamoOperationStore } from '../../adapters/dynamoOperationStore.js';
@@ -36,6 +45,7 @@ import {
 } from '../../core/workflows/index.js';
 import { DynamoWaitingChildren } from '../../adapters/dynamoWaitingChildren.js';
 import { DynamoWorkflowStore } from '../../adapters/dynamoWorkflowStore.js';
+import { StepFunctionsStarter } from '../../adapters/sfnDispatchStarter.js';
 import type { LambdaConfig } from './config.js';
 
 /** Everything a handler needs, built once per Lambda instance (clients at module load). */
@@ -89,6 +99,8 @@ export interface WiringOptions {
   readonly log?: DispatchDeps['log'];
   /** Where the spans go (the local stack's memory and exporter); default: an OTLP exporter when `config.otlpEndpoint` is set. */
   readonly spans?: SpanSink;
+  /** Starts a cell's tick (the local stack's, in process); default: Step Functions when `config.tickStateMachines` is set. */
+  readonly starter?: DispatchStarter;
 }
 
 /** Builds the core over the AWS adapters. Reads the id key from Secrets Manager when configured so. */
@@ -117,8 +129,19 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
   const sender = new SqsSender(sqs);
   const { settings } = config;
   const history = new DynamoHistoryStore(config.tableName, dynamo);
-  // Every writer of rows wakes their groups if they rest (docs/design-dispatch.md, "Rest").
-  const wakes = new RowWakes(store, settings);
+  // Every writer of rows wakes their groups if they rest (docs/design-dispatch.md, "Rest"), and
+  // starts a dispatcher for a sleeping one ("Sleep").
+  const starter = opts.starter ?? (config.tickStateMachines ? new StepFunctionsStarter(config.tickStateMachines) : undefined);
+  const wakes = new RowWakes(
+    store,
+    settings,
+    undefined,
+    starter && {
+      starter,
+      now: () => clock.now(),
+      log: (message, fields) => console.error(JSON.stringify({ level: 'ERROR', message, ...fields })),
+    },
+  );
   const scheduleStore = new DynamoScheduleStore(config.tableName, dynamo);
   // Tenant controls (pause, limits, weight): one store, one 5 s cache for submit, cancel and dispatch.
   const controlsStore = new DynamoControlsStore(config.tableName, dynamo);
@@ -270,6 +293,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       holdScans: new Map(),
       resting: store,
       restIntents: new Map(),
+      ...(config.groupsSleep ? { groupsSleep: true } : {}),
       flow: new ProcessFlow(() => clock.now()),
       keySlots,
       debounces,

@@ -39,8 +39,8 @@ function roleOf(s: DyneinScheduler, holder: PermissionHolder): iam.IRole {
   return (holder === 'register' ? s.registrationFunction : s.functions[holder]).role!;
 }
 
-/** A target as the template renders its ARN. */
-function rendered(s: DyneinScheduler, target: PermissionTarget): string {
+/** A target as the template renders its ARN (its ARNs: one per cell). */
+function rendered(s: DyneinScheduler, target: PermissionTarget): string | string[] {
   const arn = (service: string, resource: string) =>
     `arn:{Ref:AWS::Partition}:${service}:{Ref:AWS::Region}:{Ref:AWS::AccountId}:${resource}`;
   switch (target) {
@@ -60,6 +60,8 @@ function rendered(s: DyneinScheduler, target: PermissionTarget): string {
       return getAtt(s.schedulerRole, 'Arn');
     case 'schedulerDeadLetterQueue':
       return getAtt(s.schedulerDeadLetterQueue, 'Arn');
+    case 'tickStateMachines':
+      return s.stateMachines.map((m) => ref(m));
   }
 }
 
@@ -76,7 +78,7 @@ const shape = (st: Statement) => ({
 const expected = (s: DyneinScheduler, p: Permission) => ({
   sid: p.sid,
   actions: [...p.actions],
-  resources: (typeof p.on === 'string' ? [p.on] : p.on).map((t) => rendered(s, t)),
+  resources: (typeof p.on === 'string' ? [p.on] : p.on).flatMap((t) => rendered(s, t)),
   leadingKeys: p.leadingKeys?.map((k) => `${k}*`).sort(),
   passedTo: p.passedToService === undefined ? undefined : [p.passedToService],
 });

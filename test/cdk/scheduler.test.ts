@@ -318,6 +318,8 @@ describe('functions', () => {
         'dynamodb:UpdateItem',
         'secretsmanager:GetSecretValue',
         'sqs:SendMessage',
+        // A debounced row due soon into a sleeping group starts its cell's tick (docs/design-dispatch.md#sleep).
+        'states:StartExecution',
       ],
       allowed: [],
     },
@@ -337,6 +339,8 @@ describe('functions', () => {
         'sqs:ReceiveMessage',
         'sqs:DeleteMessage',
         'sqs:SendMessage',
+        // A row due soon into a sleeping group starts its cell's tick.
+        'states:StartExecution',
       ],
       // The SQS event source's grant (Lambda polls with the function's role).
       allowed: ['sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
@@ -372,8 +376,9 @@ describe('functions', () => {
       ],
       allowed: [],
     },
-    // Samples the rows coming due (keys-only Query) to pack groups into dispatchers: reads, never writes.
-    tick: { required: ['dynamodb:Query'], allowed: [] },
+    // Samples the rows coming due (keys-only Query) to pack groups into dispatchers, and reads the
+    // groups' lease items (GetItem, lease# only: its own test): reads, never writes.
+    tick: { required: ['dynamodb:Query', 'dynamodb:GetItem'], allowed: [] },
     // Query the due range and pointers, CAS acquire and lease renewals, delivered markers and
     // pointers in batches; sends to tenant queues; never the id key, never a single put or delete.
     // DeleteItem: a debounced job's replaced row, deleted unsent (rows only: its own test).
@@ -403,6 +408,8 @@ describe('functions', () => {
         'scheduler:DeleteSchedule',
         'scheduler:GetSchedule',
         'iam:PassRole',
+        // A first occurrence due soon into a sleeping group starts its cell's tick.
+        'states:StartExecution',
       ],
       allowed: [],
     },
@@ -453,6 +460,7 @@ describe('functions', () => {
       'dynamodb:UpdateItem',
       'secretsmanager:GetSecretValue',
       'sqs:SendMessage',
+      'states:StartExecution',
     ],
     ingest: [
       'dynamodb:BatchWriteItem',
@@ -467,6 +475,7 @@ describe('functions', () => {
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
       'sqs:SendMessage',
+      'states:StartExecution',
     ],
     status: ['dynamodb:GetItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'],
     cancel: [
@@ -488,7 +497,7 @@ describe('functions', () => {
       'secretsmanager:GetSecretValue',
       'sqs:SendMessage',
     ],
-    tick: ['dynamodb:Query'],
+    tick: ['dynamodb:GetItem', 'dynamodb:Query'],
     dispatch: [
       'dynamodb:BatchWriteItem',
       'dynamodb:DeleteItem',
@@ -509,6 +518,7 @@ describe('functions', () => {
       'scheduler:GetSchedule',
       'scheduler:UpdateSchedule',
       'secretsmanager:GetSecretValue',
+      'states:StartExecution',
     ],
     dlq: [
       'dynamodb:BatchWriteItem',
@@ -617,12 +627,13 @@ describe('functions', () => {
       if (a.startsWith('scheduler:'))
         return [`arn:{Ref:AWS::Partition}:scheduler:{Ref:AWS::Region}:{Ref:AWS::AccountId}:schedule/${s.scheduleGroupName}/*`];
       if (a === 'iam:PassRole') return [getAtt(s.schedulerRole, 'Arn')];
+      if (a === 'states:StartExecution') return s.stateMachines.map((m) => ref(m)).sort();
       throw new Error(`unexpected ${a}`);
     };
     for (const [a, resources] of granted) expect([...resources].sort(), `${n}: ${a}`).toEqual(expectedResources(a));
   });
 
-  it('the DESIGN.md examples hold: status reads only, tick only queries the table, dispatch has no key, submit sends to inbound', () => {
+  it('the DESIGN.md examples hold: status reads only, tick only reads the table, dispatch has no key, submit sends to inbound', () => {
     const s = main.scheduler;
     const grantsOf = (n: FunctionName) =>
       allowed(roleStatements(mainT, /^\{GetAtt:(.+)\.Arn\}$/.exec(render(resource(mainT, idOf(s.functions[n])).Properties.Role))![1]!));
@@ -631,8 +642,13 @@ describe('functions', () => {
     expect([...status.keys()].filter((a) => a.startsWith('dynamodb:')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
     expect([...status.get('dynamodb:GetItem')!]).toEqual([getAtt(s.table, 'Arn')]);
     expect([...status.get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
-    expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:'))).toEqual(['dynamodb:Query']);
+    expect([...grantsOf('tick').keys()].filter((a) => !a.startsWith('logs:')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
     expect([...grantsOf('tick').get('dynamodb:Query')!]).toEqual([getAtt(s.table, 'Arn')]);
+    // Its GetItem reads the shard groups' lease items only (whether they sleep).
+    expect(roleActions(s.functions.tick).get('dynamodb:GetItem')).toEqual(['lease#*']);
+    // The writers that may start a sleeping cell's tick may start those state machines and nothing else.
+    for (const n of ['submit', 'ingest', 'schedules'] as const)
+      expect([...(grantsOf(n).get('states:StartExecution') ?? [])].sort(), n).toEqual(s.stateMachines.map((m) => ref(m)).sort());
     expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
     expect([...grantsOf('dispatch').keys()].filter((a) => a.startsWith('sqs:'))).toEqual(['sqs:SendMessage']);
     expect([...(grantsOf('submit').get('sqs:SendMessage') ?? [])]).toContain(getAtt(s.inboundQueue, 'Arn'));

@@ -75,6 +75,8 @@ describe('backlog independence', () => {
       intendRest: (g, owner, epoch, now) => s.intendRest(g, owner, epoch, now),
       rest: (g, owner, epoch, at, now) => s.rest(g, owner, epoch, at, now),
       wake: (g, owner) => s.wake(g, owner),
+      sleep: (g, owner, epoch, at, now) => s.sleep(g, owner, epoch, at, now),
+      rouse: (g) => s.rouse(g),
       firstDue: async (shard, fromMs) => {
         const first = await s.firstDue(shard, fromMs);
         firsts.push(first);

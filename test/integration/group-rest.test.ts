@@ -76,7 +76,14 @@ describe.concurrent('shard groups at rest', () => {
     const step = () => dispatchStep(sys.w.dispatch, { groups: [0], owner: 'exec-a', ownerStartMs: t0, untilMs: t0 + 120_000 });
     // The writer reads the group awake, and trusts that for the notice.
     let reads = 0;
-    const writer = new RowWakes({ readRest: (g) => (reads++, sys.w.store.readRest(g)), wakeBy: (g, d) => sys.w.store.wakeBy(g, d) }, one);
+    const writer = new RowWakes(
+      {
+        readRest: (g) => (reads++, sys.w.store.readRest(g)),
+        wakeBy: (g, d) => sys.w.store.wakeBy(g, d),
+        rouse: (g) => sys.w.store.rouse(g),
+      },
+      one,
+    );
     await writer.written(0, t0 + 3_600_000);
     // An idle step: the intent to rest is written.
     expect((await step()).idle).toBe(true);
