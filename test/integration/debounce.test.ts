@@ -56,8 +56,12 @@ async function debounceItems(): Promise<number> {
   return res.Count ?? 0;
 }
 
-describe('debounce', () => {
-  it('refuses bad input with a 400 naming the field, and writes nothing', async () => {
+// The tests share one system and one consumer, each with its own keys and jobs. Three run at once:
+// the maxWait, burst and DELETE tests, whose submits must each come before the job's cut-off (its
+// due time, 2-3 s after the submit before); the others, alone.
+describe.concurrent('debounce', () => {
+  // Alone: it counts every debounce item in the table before and after.
+  it('refuses bad input with a 400 naming the field, and writes nothing', { concurrent: false }, async () => {
     const before = await debounceItems();
     const cases: [string, RegExp][] = [
       ['{"payload":1,"debounce":{"key":"k","periodSeconds":5},"delaySeconds":3}', /leave out delaySeconds/],
@@ -89,6 +93,19 @@ describe('debounce', () => {
     );
     expect(wf.status).toBeGreaterThanOrEqual(400);
     expect(await debounceItems()).toBe(before);
+  });
+
+  it('never moves a job past its first submit plus maxWaitSeconds', async () => {
+    const first = await debounced('capped', '{"n":0}', 3, ',"maxWaitSeconds":4');
+    const cap = Date.parse(first.body.runAt as string) - 3_000 + 4_000;
+    await sleep(1_500);
+    const second = await debounced('capped', '{"n":1}', 3);
+    expect(second.status).toBe(200);
+    expect(Date.parse(second.body.runAt as string)).toBeLessThanOrEqual(cap);
+    expect(Date.parse(second.body.runAt as string)).toBeGreaterThan(cap - 100);
+    const jobId = first.body.jobId as string;
+    await queue.waitFor(() => deliveriesOf(jobId).length > 0, 20_000);
+    expect(deliveriesOf(jobId)[0]!.payload).toEqual({ n: 1 });
   });
 
   it('collapses a burst of submits into one job, delivered once with the last payload, never before its last runAt', async () => {
@@ -150,37 +167,6 @@ describe('debounce', () => {
     expect((await cancel(other.body.jobId as string)).status).toBe(200);
   });
 
-  it('never moves a job past its first submit plus maxWaitSeconds', async () => {
-    const first = await debounced('capped', '{"n":0}', 3, ',"maxWaitSeconds":4');
-    const cap = Date.parse(first.body.runAt as string) - 3_000 + 4_000;
-    await sleep(1_500);
-    const second = await debounced('capped', '{"n":1}', 3);
-    expect(second.status).toBe(200);
-    expect(Date.parse(second.body.runAt as string)).toBeLessThanOrEqual(cap);
-    expect(Date.parse(second.body.runAt as string)).toBeGreaterThan(cap - 100);
-    const jobId = first.body.jobId as string;
-    await queue.waitFor(() => deliveriesOf(jobId).length > 0, 20_000);
-    expect(deliveriesOf(jobId)[0]!.payload).toEqual({ n: 1 });
-  });
-
-  it('collapses concurrent first submits into one job, delivered once', async () => {
-    // Thirty at once: the replaces that lose a round count as coming just before the winner's, so
-    // none runs out of tries (500) however many arrive together.
-    const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => debounced('race', `{"n":${i}}`, 2)));
-    expect(replies.filter((r) => r.status !== 200 && r.status !== 201)).toEqual([]);
-    expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
-    const ids = new Set(replies.map((r) => r.body.jobId));
-    expect(ids.size).toBe(1);
-    const [jobId] = [...ids] as string[];
-    await queue.waitFor(() => deliveriesOf(jobId!).length > 0, 20_000);
-    await sleep(1_500);
-    expect(deliveriesOf(jobId!)).toHaveLength(1);
-    // One of the payloads sent, never before the latest runAt any reply named.
-    const [got] = deliveriesOf(jobId!);
-    expect((got!.payload as { n: number }).n).toBeGreaterThanOrEqual(0);
-    expect(got!.firstReceiveAt).toBeGreaterThanOrEqual(Math.max(...replies.map((r) => Date.parse(r.body.runAt as string))));
-  });
-
   it('cancels a pending job through DELETE: never delivered, and the next submit starts another', async () => {
     const a = await debounced('to-cancel', '{"n":0}', 2);
     await debounced('to-cancel', '{"n":1}', 2);
@@ -200,7 +186,9 @@ describe('debounce', () => {
     expect((await cancel(again.body.jobId as string)).status).toBe(409);
   });
 
-  it('bulk cancel by debounceKey cancels the pending job of that key only, counted once', async () => {
+  // Alone: its passes read every shard of the table at once, which held other submits up for
+  // seconds (a burst's next submit came after the job's cut-off).
+  it('bulk cancel by debounceKey cancels the pending job of that key only, counted once', { concurrent: false }, async () => {
     const mine = await debounced('bulk-a', '{"n":0}', 4);
     await debounced('bulk-a', '{"n":1}', 4);
     const other = await debounced('bulk-b', '{"n":0}', 3);
@@ -221,5 +209,25 @@ describe('debounce', () => {
     await queue.waitFor(() => deliveriesOf(other.body.jobId as string).length > 0, 20_000);
     await sleep(2_000);
     expect(deliveriesOf(mine.body.jobId as string)).toHaveLength(0);
+  });
+
+  // Last, alone: its thirty submits at once held other submits up for seconds (a burst's next
+  // submit came after the job's cut-off).
+  it('collapses concurrent first submits into one job, delivered once', { concurrent: false }, async () => {
+    // Thirty at once: the replaces that lose a round count as coming just before the winner's, so
+    // none runs out of tries (500) however many arrive together.
+    const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => debounced('race', `{"n":${i}}`, 2)));
+    expect(replies.filter((r) => r.status !== 200 && r.status !== 201)).toEqual([]);
+    expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
+    const ids = new Set(replies.map((r) => r.body.jobId));
+    expect(ids.size).toBe(1);
+    const [jobId] = [...ids] as string[];
+    await queue.waitFor(() => deliveriesOf(jobId!).length > 0, 20_000);
+    await sleep(1_500);
+    expect(deliveriesOf(jobId!)).toHaveLength(1);
+    // One of the payloads sent, never before the latest runAt any reply named.
+    const [got] = deliveriesOf(jobId!);
+    expect((got!.payload as { n: number }).n).toBeGreaterThanOrEqual(0);
+    expect(got!.firstReceiveAt).toBeGreaterThanOrEqual(Math.max(...replies.map((r) => Date.parse(r.body.runAt as string))));
   });
 });
