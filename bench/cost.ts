@@ -114,6 +114,8 @@ export interface TickModel {
   readonly tickSeconds: number;
   /** Step Functions Express bills at least 64 MB. @default 64 */
   readonly stepFunctionsMemoryMb: number;
+  /** Billed duration of an execution whose groups all sleep (the plan alone, no dispatcher). @default 0.3 */
+  readonly sleepingExecutionSeconds: number;
   /** Lambda's SQS event source polls the inbound queue with this many long-polls (20 s) while idle. @default 5 */
   readonly ingestIdlePollers: number;
 }
@@ -132,6 +134,7 @@ export const DEFAULT_TICK: TickModel = {
   tickMemoryMb: 256,
   tickSeconds: 0.01,
   stepFunctionsMemoryMb: 64,
+  sleepingExecutionSeconds: 0.3,
   ingestIdlePollers: 5,
 };
 
@@ -155,14 +158,14 @@ export function dispatchersAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK): 
 }
 
 /**
- * The fixed monthly cost of an idle deployment: the tick's executions (EventBridge → Step
- * Functions Express, ~90 s each, every minute, each plan sampling one shard per group), its idle
- * dispatch steps (every idle wait plus the step itself, per dispatcher: one at idle unless
+ * The fixed monthly cost of a deployment whose dispatchers stay up with nothing to send (groups at
+ * rest, not asleep: a steady trickle of jobs, or sleep off): the tick's executions (EventBridge →
+ * Step Functions Express, ~90 s each, every minute, each plan sampling one shard per group), its
+ * idle dispatch steps (every idle wait plus the step itself, per dispatcher: one at idle unless
  * packing is off; each a Lambda invocation writing its groups' leases; its groups at rest, it
- * reads no shard)
- * and the ingest event source's idle long polls.
+ * reads no shard) and the ingest event source's idle long polls.
  */
-export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES): Cost {
+export function restingMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES): Cost {
   const executions = MONTH_SECONDS / t.executionEverySeconds;
   const dispatchers = dispatchersAt(0, t);
   // Per dispatcher, one step every (wait + step) seconds, plus the older execution's last step,
@@ -186,6 +189,31 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
       dollars(prices.dynamodbWrite, steps * (t.groups / dispatchers)) +
       // At rest (docs/design-dispatch.md#rest) an idle step reads no shard; the tick's plan samples one per group.
       dollars(prices.dynamodbRead, executions * t.groups * 1.5),
+    sqs: dollars(prices.sqsRequest, t.ingestIdlePollers * (MONTH_SECONDS / 20)),
+  };
+  const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
+  return { totalUsd: round(totalUsd, 2), byServiceUsd: Object.fromEntries(Object.entries(byServiceUsd).map(([k, v]) => [k, round(v, 2)])) };
+}
+
+/**
+ * The fixed monthly cost of an idle deployment: its groups asleep (docs/design-dispatch.md#sleep),
+ * each minute's execution runs the plan only (the tick Lambda reads each group's lease item,
+ * strongly consistent, and plans no dispatcher), and the ingest event source's idle long polls.
+ */
+export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable = PRICES): Cost {
+  const executions = MONTH_SECONDS / t.executionEverySeconds;
+  const byServiceUsd = {
+    eventBridge: dollars(prices.eventBridgeScheduledRule, executions),
+    stepFunctions:
+      dollars(prices.stepFunctionsExpressRequest, executions) +
+      dollars(
+        prices.stepFunctionsExpressGbSecond,
+        ((executions * Math.ceil(t.sleepingExecutionSeconds * 10)) / 10) * (Math.max(64, t.stepFunctionsMemoryMb) / 1024),
+      ),
+    lambda:
+      dollars(prices.lambdaRequest, executions) + dollars(prices.lambdaArmGbSecond, executions * t.tickSeconds * (t.tickMemoryMb / 1024)),
+    // One strongly consistent GetItem of a small item per group: 1 RRU each.
+    dynamodb: dollars(prices.dynamodbRead, executions * t.groups),
     sqs: dollars(prices.sqsRequest, t.ingestIdlePollers * (MONTH_SECONDS / 20)),
   };
   const totalUsd = Object.values(byServiceUsd).reduce((a, b) => a + b, 0);
@@ -226,7 +254,10 @@ export function busyFraction(jobsPerSecond: number, dispatchers: number, lookahe
   return 1 - Math.exp(-(jobsPerSecond / dispatchers) * lookaheadSeconds);
 }
 
-/** Fixed monthly cost at a steady `jobsPerSec`: idle polling plus the busy dispatchers the tick plans. */
+/**
+ * Fixed monthly cost at a steady `jobsPerSec`: the dispatchers the tick plans, awake all month (at a
+ * steady load nothing sleeps), resting between rows and busy while rows come due.
+ */
 export function fixedMonthlyCostAt(
   jobsPerSec: number,
   t: TickModel = DEFAULT_TICK,
@@ -235,7 +266,7 @@ export function fixedMonthlyCostAt(
 ): number {
   const d = dispatchersAt(jobsPerSec, t);
   return (
-    idleMonthlyCost({ ...t, shards }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, d, 5), t, prices, d, shards).totalUsd
+    restingMonthlyCost({ ...t, shards }, prices).totalUsd + busyMonthlyCost(busyFraction(jobsPerSec, d, 5), t, prices, d, shards).totalUsd
   );
 }
 
@@ -442,7 +473,8 @@ export function steadyLoadCost(
   const t = m.tick;
   const perJob = costPerMillion(u, pp);
   const dispatchers = dispatchersAt(m.jobsPerSec, t);
-  const idle = idleMonthlyCost(t, pp);
+  // At a steady load nothing sleeps: the dispatchers rest between rows.
+  const idle = restingMonthlyCost(t, pp);
   const busy = busyMonthlyCost(busyFraction(m.jobsPerSec, dispatchers, 5), t, pp, dispatchers, t.shards);
   const jobsPerMonth = m.jobsPerSec * MONTH_SECONDS;
   const perMillion = (monthly: number) => (monthly / jobsPerMonth) * 1e6;

@@ -570,6 +570,22 @@ export function markdown(r: BenchResult): string {
     );
   }
 
+  if (r.idle) {
+    const i = r.idle;
+    const calls = Object.entries(i.requestsPerMinute)
+      .map(([op, n]) => `${op} ${n}`)
+      .join(', ');
+    const services = Object.entries(i.byServiceUsd)
+      .map(([k, v]) => `${k} ${usd(v)}`)
+      .join(', ');
+    lines.push(
+      `## Idle (phase 21: the local stack left alone with 2 tenants, a schedule 6 h away and ${i.rows.toLocaleString('en-US')} jobs due next week)`,
+      '',
+      `Its groups asleep ${i.settleS} s after the last job was stored; then, over ${i.windowS} s: ${i.executions} tick executions (${i.executionsAsleep} planned no dispatcher); calls a minute: ${calls || 'none'}. As a month at list prices: **${usd(i.monthlyUsd)}** (target ≤ $1.00; ${services}). Not included: the job id secret, alarms and dashboard (docs/constructs.md, "Idle cost").`,
+      '',
+    );
+  }
+
   if (r.noisyNeighbour || r.pause || r.rateLimit) {
     lines.push(
       '## Tenant controls (local stack, controls through the operator API and a 5 s cache)',

@@ -130,6 +130,12 @@ const countedCancel: typeof cancel = async (event) => {
   return result;
 };
 
+/**
+ * What AWS would bill beside the SDK calls (`GET /local/metrics`, `invocations`; the benchmark's
+ * idle phase prices them): tick executions (Step Functions Express), those that planned no
+ * dispatcher (every group asleep: docs/design-dispatch.md#sleep), and the dispatch steps (Lambda).
+ */
+const invocations = { tickExecutions: 0, tickExecutionsAsleep: 0, dispatchSteps: 0 };
 const keys = Object.fromEntries(settings.tenants.map((name) => [name, secrets.tenants[name]!]));
 const api = await startApiServer({
   port: settings.port,
@@ -146,7 +152,12 @@ const api = await startApiServer({
     admin: adminHandler(w, t),
     workflows: workflowsHandler(w, t),
   },
-  metrics: () => ({ ...metrics.snapshot(), reads: reads(), ...(faults ? { faults: faults.snapshot() } : {}) }),
+  metrics: () => ({
+    ...metrics.snapshot(),
+    reads: reads(),
+    invocations: { ...invocations },
+    ...(faults ? { faults: faults.snapshot() } : {}),
+  }),
   trace: (traceId) => spans?.trace(traceId) ?? [],
 }).catch((err: NodeJS.ErrnoException) => {
   if (err.code !== 'EADDRINUSE') throw err;
@@ -166,9 +177,19 @@ const eventSource = !settings.ingestEnabled
       maxBatchingWindowMs: INGEST_BATCHING_WINDOW_MS,
       onError: (err) => t.error('inbound event source', err),
     });
-const dispatch = dispatchHandler(w, t);
+const dispatchStep = dispatchHandler(w, t);
 // One tick loop per cell (DYNEIN_CELLS), as each cell has its own state machine and rule on AWS.
-const plan = tickHandler({ store: planStore, settings: config.settings, clock: w.dispatch.clock }, t);
+const planRun = tickHandler({ store: planStore, settings: config.settings, clock: w.dispatch.clock }, t);
+const plan: typeof planRun = async (input) => {
+  invocations.tickExecutions++;
+  const p = await planRun(input);
+  if (p.items.length === 0) invocations.tickExecutionsAsleep++;
+  return p;
+};
+const dispatch: typeof dispatchStep = async (input, context) => {
+  invocations.dispatchSteps++;
+  return dispatchStep(input, context);
+};
 ticks = Array.from({ length: config.settings.cells }, (_, cell) =>
   startLocalTick({
     cell,
