@@ -45,7 +45,9 @@ describe('the inbound queue across a SIGKILL of the whole stack', () => {
     const first = await startLocalStack({ DYNEIN_TENANTS: 'alpha', DYNEIN_INGEST_ENABLED: 'false' });
     stacks.push(first);
     const local = await first.waitForLocalJson();
-    const runAt = new Date(Date.now() + 20_000).toISOString();
+    // Due 14 s out: well past the second stack's start and its ingest of them (the journal restored
+    // 3-6 s after this, on a loaded machine), so they go through the table and are sent at their time.
+    const runAt = new Date(Date.now() + 14_000).toISOString();
     const jobs = Array.from({ length: 60 }, (_, i) => ({ payload: { i }, runAt }));
     const ids: string[] = [];
     for (let i = 0; i < jobs.length; i += 20) {
