@@ -5,9 +5,14 @@
  * (no dispatch step for 20 s), every AWS call compute makes over `minutes` is recorded (the SDK
  * request counter, plus the tick executions and dispatch steps, which are Step Functions and
  * Lambda on AWS) and priced at the list prices of bench/prices.ts, as a month of the same.
+ *
+ * Then `wake`: into the sleeping deployment, at once, `wakeJobs` jobs due 1 to 30 s ahead (a writer
+ * starts the tick) and `farJobs` due `farMinutes` ahead (the tick's minute rule plans them after
+ * the deployment fell asleep again): each job's lateness (received − runAt), early and lost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { signedFetch, startLocalStack, type LocalJson } from '../test/support/localStack.js';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { localSqs, signedFetch, startLocalStack, type LocalJson } from '../test/support/localStack.js';
 import { DEFAULT_TICK, MONTH_SECONDS } from './cost.js';
 import { dollars, PRICES } from './prices.js';
 
@@ -18,6 +23,24 @@ export interface IdleShape {
   readonly rows: number;
   /** The measured window, minutes. */
   readonly minutes: number;
+  /** Jobs due 1 to 30 s after their submit into the sleeping deployment. */
+  readonly wakeJobs: number;
+  /** Jobs due `farMinutes` after their submit (none: 0). */
+  readonly farJobs: number;
+  readonly farMinutes: number;
+}
+
+/** Lateness of jobs submitted into a sleeping deployment (received − runAt). */
+export interface WakeFigures {
+  readonly jobs: number;
+  readonly p50Ms: number;
+  readonly p95Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  /** Received before their runAt. */
+  readonly early: number;
+  /** Not received a minute after the last runAt. */
+  readonly lost: number;
 }
 
 export interface IdleResult {
@@ -33,6 +56,10 @@ export interface IdleResult {
   /** Tick executions in the window that planned no dispatcher (every group asleep), of all. */
   readonly executionsAsleep: number;
   readonly executions: number;
+  /** Jobs due 1 to 30 s after their submit into the sleeping deployment (targets: p95 ≤ 100 ms, early 0, lost 0). */
+  wake?: WakeFigures;
+  /** Jobs due `farMinutes` after their submit into the sleeping deployment. */
+  wakeFar?: WakeFigures & { readonly aheadMinutes: number };
 }
 
 interface Metrics {
@@ -87,7 +114,9 @@ export async function runIdle(shape: IdleShape, progress: (m: string) => void = 
     await sleep(shape.minutes * 60_000);
     const after = await metricsOf(local);
     const minutes = (Date.now() - t0) / 60_000;
-    return price(before, after, minutes, shape.rows, settleS);
+    const result: IdleResult = price(before, after, minutes, shape.rows, settleS);
+    progress(`idle: ${result.monthlyUsd} USD a month; now jobs into the sleeping deployment`);
+    return { ...result, ...(await runWake(local, shape)) };
   } finally {
     await stack.stop();
   }
@@ -147,4 +176,77 @@ export function price(before: Metrics, after: Metrics, minutes: number, rows: nu
     executionsAsleep: asleep,
     executions,
   };
+}
+
+/** Submits jobs into the sleeping deployment (its tenant `beta`: no job of its own yet) and receives them. */
+async function runWake(local: LocalJson, shape: IdleShape): Promise<Pick<IdleResult, 'wake' | 'wakeFar'>> {
+  const keys = local.tenants.beta!;
+  const sqs = localSqs(local);
+  const received = new Map<string, number>();
+  const abort = new AbortController();
+  const receiving = (async () => {
+    while (!abort.signal.aborted) {
+      const res = await sqs
+        .send(new ReceiveMessageCommand({ QueueUrl: keys.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }), {
+          abortSignal: abort.signal,
+        })
+        .catch(() => ({ Messages: [] }));
+      const at = Date.now();
+      const messages = res.Messages ?? [];
+      for (const m of messages) {
+        const id = (JSON.parse(m.Body ?? '{}') as { jobId?: string }).jobId;
+        if (id && !received.has(id)) received.set(id, at);
+      }
+      if (messages.length > 0)
+        await sqs
+          .send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: keys.queueUrl,
+              Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+            }),
+          )
+          .catch(() => undefined);
+    }
+  })();
+  const submit = async (runAts: readonly number[]) => {
+    const out: { jobId: string; runAtMs: number }[] = [];
+    for (let i = 0; i < runAts.length; i += 100) {
+      const jobs = runAts.slice(i, i + 100).map((at) => ({ payload: { wake: true }, runAt: new Date(at).toISOString() }));
+      const res = await signedFetch(local.endpoint, keys, 'POST', '/v1/tenants/beta/jobs/batch', JSON.stringify({ jobs }));
+      if (res.status !== 200) throw new Error(`wake: the batch answered ${res.status}: ${JSON.stringify(res.json)}`);
+      for (const r of res.json.results as { jobId: string; runAt: string }[]) out.push({ jobId: r.jobId, runAtMs: Date.parse(r.runAt) });
+    }
+    return out;
+  };
+  try {
+    const now = Date.now();
+    // Whole milliseconds apart, spread over 1 to 30 s, and (far) over 10 s from `farMinutes` on.
+    const soon = Array.from({ length: shape.wakeJobs }, (_, i) => now + 1_000 + Math.round((29_000 * i) / Math.max(1, shape.wakeJobs - 1)));
+    const farAt = now + shape.farMinutes * 60_000;
+    const far = Array.from({ length: shape.farJobs }, (_, i) => farAt + Math.round((10_000 * i) / Math.max(1, shape.farJobs)));
+    const [soonJobs, farJobs] = [await submit(soon), await submit(far)];
+    const figures = async (jobs: readonly { jobId: string; runAtMs: number }[]): Promise<WakeFigures> => {
+      const lastDue = Math.max(0, ...jobs.map((j) => j.runAtMs));
+      while (Date.now() < lastDue + 60_000 && jobs.some((j) => !received.has(j.jobId))) await sleep(200);
+      const late = jobs.filter((j) => received.has(j.jobId)).map((j) => received.get(j.jobId)! - j.runAtMs);
+      const sorted = [...late].sort((a, b) => a - b);
+      const at = (p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!);
+      return {
+        jobs: jobs.length,
+        p50Ms: at(0.5),
+        p95Ms: at(0.95),
+        p99Ms: at(0.99),
+        maxMs: sorted.at(-1) ?? 0,
+        early: late.filter((l) => l < 0).length,
+        lost: jobs.length - late.length,
+      };
+    };
+    const wake = await figures(soonJobs);
+    const wakeFar = farJobs.length > 0 ? { ...(await figures(farJobs)), aheadMinutes: shape.farMinutes } : undefined;
+    return { wake, ...(wakeFar ? { wakeFar } : {}) };
+  } finally {
+    abort.abort();
+    await receiving;
+    sqs.destroy();
+  }
 }

@@ -584,6 +584,13 @@ export function markdown(r: BenchResult): string {
       `Its groups asleep ${i.settleS} s after the last job was stored; then, over ${i.windowS} s: ${i.executions} tick executions (${i.executionsAsleep} planned no dispatcher); calls a minute: ${calls || 'none'}. As a month at list prices: **${usd(i.monthlyUsd)}** (target ≤ $1.00; ${services}). Not included: the job id secret, alarms and dashboard (docs/constructs.md, "Idle cost").`,
       '',
     );
+    const wake = (w: NonNullable<typeof i.wake>) =>
+      `p50 ${w.p50Ms} ms, p95 ${w.p95Ms} ms, p99 ${w.p99Ms} ms, max ${w.maxMs} ms; early ${w.early}, lost ${w.lost}`;
+    if (i.wake)
+      lines.push(
+        `Wake: ${i.wake.jobs} jobs submitted at once into the sleeping deployment, due 1 to 30 s ahead, received after their runAt ${wake(i.wake)} (targets: p95 ≤ 100 ms, early 0, lost 0).${i.wakeFar ? ` ${i.wakeFar.jobs} due ${i.wakeFar.aheadMinutes} minutes after their submit (the deployment asleep again meanwhile): ${wake(i.wakeFar)}.` : ''}`,
+        '',
+      );
   }
 
   if (r.noisyNeighbour || r.pause || r.rateLimit) {

@@ -285,7 +285,7 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 
 const smokeSizes: BenchResult['sizes'] = {
   description:
-    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults, 100 jobs over 10 concurrency keys of limit 2 worked 50 ms each, 20 debounce keys × 5 submits with a 3 s period, the local stack idle 30 s with 200 jobs due next week); its figures are not measurements',
+    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults, 100 jobs over 10 concurrency keys of limit 2 worked 50 ms each, 20 debounce keys × 5 submits with a 3 s period, the local stack idle 30 s with 200 jobs due next week, then 20 jobs due 1–30 s ahead); its figures are not measurements',
   lateness: { rate: 50, durationMs: 10_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
   peerDurationMs: 5_000,
   burst: 300,
@@ -301,7 +301,7 @@ const smokeSizes: BenchResult['sizes'] = {
   bulkCancel: { jobs: 300, dueInMs: 6_000 },
   flowControl: { keys: 10, limit: 2, jobs: 100, workMs: 50 },
   debounce: { keys: 20, submits: 5, periodSeconds: 3 },
-  idle: { rows: 200, minutes: 0.5 },
+  idle: { rows: 200, minutes: 0.5, wakeJobs: 20, farJobs: 0, farMinutes: 0 },
   tracing: { load: { rate: 20, durationMs: 5_000, minAheadMs: 5_500, maxAheadMs: 7_000 }, repeats: 1 },
   tenantControls: {
     noisyNeighbour: {
@@ -324,7 +324,7 @@ const sizes: BenchResult['sizes'] = smoke
   : quick
     ? {
         description:
-          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000), 1,000 jobs over 50 concurrency keys of limit 2 worked 200 ms each (full: 5,000 over 200 keys), 200 debounce keys × 20 submits with a 15 s period (full: 1,000 × 20, 30 s), the local stack idle 2 minutes with 2,000 jobs due next week (full: 5 minutes, 10,000)',
+          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000), 1,000 jobs over 50 concurrency keys of limit 2 worked 200 ms each (full: 5,000 over 200 keys), 200 debounce keys × 20 submits with a 15 s period (full: 1,000 × 20, 30 s), the local stack idle 2 minutes with 2,000 jobs due next week, then 100 jobs due 1–30 s ahead and 20 due 2 minutes ahead (full: 5 minutes, 10,000; 300 and 50 due 10 minutes ahead)',
         lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
         peerDurationMs: 15_000,
         burst: 1_500,
@@ -342,7 +342,7 @@ const sizes: BenchResult['sizes'] = smoke
         // A round of 200 submits takes 1–3 s here: the period leaves room for a busy machine (at 5 s, a
         // round slowed past it, jobs fell due between submits and their dispatch slowed the next rounds).
         debounce: { keys: 200, submits: 20, periodSeconds: 15 },
-        idle: { rows: 2_000, minutes: 2 },
+        idle: { rows: 2_000, minutes: 2, wakeJobs: 100, farJobs: 20, farMinutes: 2 },
         tracing: { load: { rate: 100, durationMs: 20_000, minAheadMs: 5_500, maxAheadMs: 8_000 }, repeats: 1 },
         tenantControls: {
           noisyNeighbour: {
@@ -361,7 +361,7 @@ const sizes: BenchResult['sizes'] = smoke
       }
     : {
         description:
-          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota, 20,000 tagged jobs cancelled by their tag, 5,000 jobs due at once over 200 concurrency keys of limit 2 worked 200 ms each, 1,000 debounce keys × 20 submits with a 30 s period, the local stack idle for 5 minutes with 10,000 jobs due next week',
+          'steady load 100 jobs/s for 60 s due 5.5–60 s ahead, burst 10,000 against a ceiling of 5,000 rows, 5 interleaved repeats after a warm-up, backlog 200,000 rows (5 repeats with and without), recovery 100,000 overdue rows against the median of 3 bursts of 10,000 with 20 jobs/s falling due, 1,000 jobs per submit mode, 7 import runs per bundle, 200 recurring schedules (cron and rate, 5 zones, 2 tenants) counted over 5 minutes, noisy neighbour B 10 jobs/s for 30 s alone, then beside tenant A’s flood due over the same window at 1.5× the rate dispatch sends here (measured on 6,000 of A’s jobs due at once), 10,000 jobs held by a pause, 2,000 jobs due at once for a tenant limited to 50 deliveries/s, 5,000 jobs submitted over 60 s with 5 % of every DynamoDB and SQS call failing (10 % of one tenant’s jobs cancelled, the other tenant paused for 30 s, a rate(1 minute) schedule), the scale simulation over 15 s virtual windows for 1, 2 and 4 cells and 4 cells at the default table quota, 20,000 tagged jobs cancelled by their tag, 5,000 jobs due at once over 200 concurrency keys of limit 2 worked 200 ms each, 1,000 debounce keys × 20 submits with a 30 s period, the local stack idle for 5 minutes with 10,000 jobs due next week, then 300 jobs submitted into it due 1–30 s ahead and 50 due 10 minutes ahead',
         lateness: { rate: 100, durationMs: 60_000, minAheadMs: 5_500, maxAheadMs: 60_000 },
         peerDurationMs: 60_000,
         burst: 10_000,
@@ -382,7 +382,8 @@ const sizes: BenchResult['sizes'] = smoke
         // The size: 1,000 keys × 20 submits; a round of 1,000 submits about 6 s at 165 submits/s.
         debounce: { keys: 1_000, submits: 20, periodSeconds: 30 },
         // The size: 10,000 rows due next week, at least 5 minutes measured.
-        idle: { rows: 10_000, minutes: 5 },
+        // The wake: jobs due 1 to 30 s after an idle submit, and 10 minutes after.
+        idle: { rows: 10_000, minutes: 5, wakeJobs: 300, farJobs: 50, farMinutes: 10 },
         tracing: { load: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 }, repeats: 3 },
         tenantControls: {
           noisyNeighbour: {

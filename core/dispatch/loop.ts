@@ -147,7 +147,10 @@ export async function dispatchStep(deps: DispatchDeps, input: DispatchStepInput,
   const rests = planRests(deps, held, taken.rests, clock.now());
   if (rests.awake.length === 0) return restingStep(deps, input, held, taken.rests, { ...pass, lostGroup: lostAtStart });
   const { latenessMs, byTenant, byKey, ...report } = await dispatchRound(deps, {
-    shards: rests.awake.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
+    // Every group held, those at rest too: a round runs until its execution's end, and one that
+    // read only the awake groups would pass the others' wake-ups meanwhile (a resting group's rest
+    // stands: its rows are read, and sent when due, like any other).
+    shards: held.flatMap((g) => shardsOfGroup(g, settings)).sort((a, b) => a - b),
     marks: taken.marks,
     confirmRest: rests.confirming.length > 0,
     deadlineMs: Math.min(input.untilMs, start + MAX_STEP_MS, opts.deadlineMs ?? Number.POSITIVE_INFINITY),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatchStep } from '../../core/dispatch/loop.js';
+import { dispatchLoop, dispatchStep } from '../../core/dispatch/loop.js';
 import { ingestJob } from '../../core/ingest/ingest.js';
 import { REST_NOTICE_MS, RowWakes, shardsOfGroup } from '../../core/model/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
@@ -151,5 +151,48 @@ describe.concurrent('shard groups at rest', () => {
     await sleepMs(REST_NOTICE_MS + 50);
     await step();
     expect(await sys.w.store.readRest(0)).toMatchObject({ wakeAtMs: a.dueMs, restingSinceMs: expect.any(Number) });
+  });
+
+  it('a step whose round runs for one group reads the resting others too: a row due in a group at rest goes out on time while its neighbour is busy', async () => {
+    const sys = await createSystem(em, { settings });
+    const consumer = consume(em.sqs, sys.tenants.demo!.url);
+    const t0 = Date.now();
+    const stop = new AbortController();
+    // One dispatcher over both groups (as the tick packs them at low load).
+    const loop = dispatchLoop(sys.w.dispatch, {
+      groups: [0, 1],
+      owner: 'packed',
+      ownerStartMs: t0,
+      untilMs: t0 + 60_000,
+      signal: stop.signal,
+    });
+    try {
+      await untilResting(sys, 20_000);
+      const row = (group: number, dueMs: number, random: string) => {
+        const shard = shardsOfGroup(group, settings)[0]!;
+        return {
+          jobId: sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random }),
+          tenant: 'demo',
+          shard,
+          dueMs,
+          payload: '"x"',
+        };
+      };
+      const now = Date.now();
+      // Group 0 busy from 4 s on (a row a second for 10 s); group 1 one row due at 9 s, its rest
+      // (decided) brought forward to it: asleep when group 0's round begins, due while it runs.
+      const busy = Array.from({ length: 10 }, (_, i) => row(0, now + 4_000 + i * 1_000, `busyRow${String(i).padStart(9, '0')}`));
+      const quiet = row(1, now + 9_000, 'quietRow00000000');
+      for (const r of [...busy, quiet]) await ingestJob({ ...sys.w.ingest, wakes: new RowWakes(sys.w.store, settings) }, r);
+      await consumer.waitFor((d) => d.some((x) => x.jobId === quiet.jobId), 20_000);
+      const d = consumer.deliveries.find((x) => x.jobId === quiet.jobId);
+      expect(d, "the resting group's row").toBeDefined();
+      expect(d!.firstReceiveAt).toBeGreaterThanOrEqual(quiet.dueMs);
+      expect(d!.firstReceiveAt - quiet.dueMs).toBeLessThan(2_000);
+    } finally {
+      stop.abort();
+      await loop;
+      await consumer.stop();
+    }
   });
 });
