@@ -55,13 +55,7 @@ beforeAll(async () => {
         '`apt-get update && apt-get install -y chromium` (Debian/Ubuntu; .ci/run does this), or set DYNEIN_CHROMIUM to its path.',
     );
   // billing keeps job history (docs/history.md): its delivered jobs show their outcomes and timelines.
-  // A 2 s lookahead: jobs go through the table when due 4-5 s out (7-8 s at the default 5 s).
-  stack = await startLocalStack({
-    DYNEIN_TENANTS: 'alpha,beta,billing',
-    DYNEIN_HISTORY: 'billing',
-    DYNEIN_TICK_RUN_MS: '90000',
-    DYNEIN_LOOKAHEAD_MS: '2000',
-  });
+  stack = await startLocalStack({ DYNEIN_TENANTS: 'alpha,beta,billing', DYNEIN_HISTORY: 'billing', DYNEIN_TICK_RUN_MS: '90000' });
   local = await stack.waitForLocalJson();
   cli = spawn(process.execPath, ['bin/dynein.js', 'ui', '--port', '0', '--data-dir', stack.dataDir, '--tenant', 'alpha'], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -114,7 +108,7 @@ const clientOf = (tenant: string) =>
  */
 async function billingMorning(): Promise<string> {
   const billing = clientOf('billing');
-  const soon = new Date(Date.now() + 4_000); // past the 2 s lookahead: through the table, with a delivered marker
+  const soon = new Date(Date.now() + 6_000); // past the 5 s lookahead: through the table, with a delivered marker
   const delivered = await Promise.all(
     [
       { task: 'send-invoice', invoiceId: 'INV-1041' },
@@ -185,8 +179,7 @@ const schedule = async (tenant: string, runAt: string) => {
   return res.json.jobId as string;
 };
 
-// The first three at once (each its own tenant's jobs, or alpha's dead letters), then the dashboard alone.
-describe.concurrent('dynein ui against the local stack', () => {
+describe('dynein ui against the local stack', () => {
   it('opens a job by id, shows it and cancels it, signed with the tenant key from local.json', async () => {
     const runAt = new Date(Date.now() + 120_000).toISOString();
     const jobId = await schedule('alpha', runAt);
@@ -281,6 +274,55 @@ describe.concurrent('dynein ui against the local stack', () => {
     }
   });
 
+  it('the local dashboard shows dispatches as they happen, cancels once per job, and says what requests per job count', async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${local.endpoint}/`);
+      await page.waitForFunction(() => /\d/.test(document.querySelector('#updated')?.textContent ?? ''));
+      const card = (label: string) =>
+        page.evaluate((l) => {
+          for (const c of Array.from(document.querySelectorAll('.card'))) {
+            const text = c.textContent ?? '';
+            if (text.startsWith(l)) return Number(text.slice(l.length).replace(/[^\d]/g, ''));
+          }
+          return NaN;
+        }, label);
+      const before = await card('dispatched');
+      // Due past the lookahead: through the table, sent by a dispatch step that then runs on for its
+      // whole execution (DYNEIN_TICK_RUN_MS, 90 s): the card must not wait for the step to end.
+      // Jobs keep falling due every second for 30 s after them, so the round stays busy (it ends
+      // only once nothing is due within the lookahead).
+      const dueAt = Date.now() + 8_000;
+      await Promise.all([
+        ...Array.from({ length: 10 }, () => schedule('alpha', new Date(dueAt).toISOString())),
+        ...Array.from({ length: 30 }, (_, i) => schedule('beta', new Date(dueAt + 1_000 * (i + 1)).toISOString())),
+      ]);
+      const cancelled = await schedule('alpha', new Date(Date.now() + 120_000).toISOString());
+      for (let i = 0; i < 2; i++)
+        expect((await signedFetch(local.endpoint, local.tenants.alpha!, 'DELETE', `/v1/tenants/alpha/jobs/${cancelled}`)).status).toBe(200);
+      await page.waitForFunction(
+        (n) => {
+          for (const c of Array.from(document.querySelectorAll('.card')))
+            if ((c.textContent ?? '').startsWith('dispatched')) return Number((c.textContent ?? '').replace(/[^\d]/g, '')) >= n;
+          return false;
+        },
+        { timeout: LOADED, polling: 100 },
+        before + 10,
+      );
+      // Within a few seconds of the due time, while the step is still sending the stream.
+      expect(Date.now() - dueAt).toBeLessThan(5_000);
+      expect(await card('cancelled jobs')).toBeGreaterThanOrEqual(1);
+      const metrics = (await (await fetch(`${local.endpoint}/local/metrics`)).json()) as {
+        jobs: { cancelled: number; cancelRequests: number };
+      };
+      expect(metrics.jobs.cancelRequests - metrics.jobs.cancelled).toBeGreaterThanOrEqual(1); // the repeat is a request, not a job
+      expect(await page.$eval('#req-what', (e) => e.textContent)).toMatch(/divided by the jobs delivered to their queues/);
+      expect(await page.$eval('#cancels', (e) => e.textContent)).toMatch(/cancel requests? answered 200/);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('shows a tenant’s real jobs and a retried job’s timeline: the picture of the README (DYNEIN_SCREENSHOT=1)', async () => {
     const retried = await billingMorning();
     const status = await clientOf('billing').get('billing', retried);
@@ -324,62 +366,4 @@ describe.concurrent('dynein ui against the local stack', () => {
       await page.close();
     }
   }, 90_000);
-
-  // Last, alone: it counts the stack's dispatches (its own ten must show within 5 s of their due
-  // time), which another test's jobs would add to; and its jobs would stay in alpha's queue, which
-  // the dead letters test reads.
-  it(
-    'the local dashboard shows dispatches as they happen, cancels once per job, and says what requests per job count',
-    { concurrent: false },
-    async () => {
-      const page = await browser.newPage();
-      try {
-        await page.goto(`${local.endpoint}/`);
-        await page.waitForFunction(() => /\d/.test(document.querySelector('#updated')?.textContent ?? ''));
-        const card = (label: string) =>
-          page.evaluate((l) => {
-            for (const c of Array.from(document.querySelectorAll('.card'))) {
-              const text = c.textContent ?? '';
-              if (text.startsWith(l)) return Number(text.slice(l.length).replace(/[^\d]/g, ''));
-            }
-            return NaN;
-          }, label);
-        const before = await card('dispatched');
-        // Due past the lookahead: through the table, sent by a dispatch step that then runs on for its
-        // whole execution (DYNEIN_TICK_RUN_MS, 90 s): the card must not wait for the step to end.
-        // Jobs keep falling due every second for 30 s after them, so the round stays busy (it ends
-        // only once nothing is due within the lookahead).
-        const dueAt = Date.now() + 5_000;
-        await Promise.all([
-          ...Array.from({ length: 10 }, () => schedule('alpha', new Date(dueAt).toISOString())),
-          ...Array.from({ length: 30 }, (_, i) => schedule('beta', new Date(dueAt + 1_000 * (i + 1)).toISOString())),
-        ]);
-        const cancelled = await schedule('alpha', new Date(Date.now() + 120_000).toISOString());
-        for (let i = 0; i < 2; i++)
-          expect((await signedFetch(local.endpoint, local.tenants.alpha!, 'DELETE', `/v1/tenants/alpha/jobs/${cancelled}`)).status).toBe(
-            200,
-          );
-        await page.waitForFunction(
-          (n) => {
-            for (const c of Array.from(document.querySelectorAll('.card')))
-              if ((c.textContent ?? '').startsWith('dispatched')) return Number((c.textContent ?? '').replace(/[^\d]/g, '')) >= n;
-            return false;
-          },
-          { timeout: LOADED, polling: 100 },
-          before + 10,
-        );
-        // Within a few seconds of the due time, while the step is still sending the stream.
-        expect(Date.now() - dueAt).toBeLessThan(5_000);
-        expect(await card('cancelled jobs')).toBeGreaterThanOrEqual(1);
-        const metrics = (await (await fetch(`${local.endpoint}/local/metrics`)).json()) as {
-          jobs: { cancelled: number; cancelRequests: number };
-        };
-        expect(metrics.jobs.cancelRequests - metrics.jobs.cancelled).toBeGreaterThanOrEqual(1); // the repeat is a request, not a job
-        expect(await page.$eval('#req-what', (e) => e.textContent)).toMatch(/divided by the jobs delivered to their queues/);
-        expect(await page.$eval('#cancels', (e) => e.textContent)).toMatch(/cancel requests? answered 200/);
-      } finally {
-        await page.close();
-      }
-    },
-  );
 });
