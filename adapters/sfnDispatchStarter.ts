@@ -26,7 +26,11 @@ export class StepFunctionsStarter implements DispatchStarter {
       client: new SFNClient({ maxAttempts: 5, ...(this.endpoint ? { endpoint: this.endpoint } : {}) }),
       command: StartExecutionCommand,
     }));
-    const { client, command } = await this.#client;
+    // A load that failed is tried again at the next start.
+    const { client, command } = await this.#client.catch((err: unknown) => {
+      this.#client = undefined;
+      throw err;
+    });
     // The name is the group leases' owner: unique, and telling why it started.
     await client.send(new command({ stateMachineArn: arn, name: `wake-${Date.now()}-${randomBytes(4).toString('hex')}`, input: '{}' }));
   }

@@ -57,8 +57,9 @@ export async function planDispatchers(deps: PlanDeps, nowMs: number, untilMs: nu
   const cells = settings.cells ?? 1;
   if (!Number.isInteger(cell) || cell < 0 || cell >= cells)
     throw new RangeError(`cell must be an integer from 0 to ${cells - 1}, got ${cell}`);
-  const asleep = await asleepPast(deps, groupsOfCell(cell, { groupCount: settings.groupCount, cells }), untilMs);
-  const ofCell = groupsOfCell(cell, { groupCount: settings.groupCount, cells }).filter((g) => !asleep.includes(g));
+  const cellGroups = groupsOfCell(cell, { groupCount: settings.groupCount, cells });
+  const asleep = await asleepPast(deps, cellGroups, untilMs);
+  const ofCell = cellGroups.filter((g) => !asleep.includes(g));
   const groups = ofCell.length;
   const perGroup = (reason: DispatchPlan['reason'], peakRowsPerSecond: number, sampledRows: number): DispatchPlan => ({
     dispatchers: packGroups(groups, groups, ofCell),
