@@ -157,6 +157,17 @@ export function dispatchersAt(jobsPerSec: number, t: TickModel = DEFAULT_TICK): 
   return Math.min(t.groups, Math.max(1, Math.ceil(jobsPerSec / t.dispatcherRowsPerSecond)));
 }
 
+/** Step Functions Express: `executions` of `seconds` each (billed in 100 ms steps, at least 64 MB). */
+function expressCost(executions: number, seconds: number, t: TickModel, prices: PriceTable): number {
+  return (
+    dollars(prices.stepFunctionsExpressRequest, executions) +
+    dollars(
+      prices.stepFunctionsExpressGbSecond,
+      ((executions * Math.ceil(seconds * 10)) / 10) * (Math.max(64, t.stepFunctionsMemoryMb) / 1024),
+    )
+  );
+}
+
 /**
  * The fixed monthly cost of a deployment whose dispatchers stay up with nothing to send (groups at
  * rest, not asleep: a steady trickle of jobs, or sleep off): the tick's executions (EventBridge →
@@ -173,12 +184,7 @@ export function restingMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTab
   const steps = dispatchers * (MONTH_SECONDS / (t.idleWaitSeconds + t.idleStepSeconds) + executions);
   const byServiceUsd = {
     eventBridge: dollars(prices.eventBridgeScheduledRule, executions),
-    stepFunctions:
-      dollars(prices.stepFunctionsExpressRequest, executions) +
-      dollars(
-        prices.stepFunctionsExpressGbSecond,
-        ((executions * Math.ceil(t.executionRunSeconds * 10)) / 10) * (Math.max(64, t.stepFunctionsMemoryMb) / 1024),
-      ),
+    stepFunctions: expressCost(executions, t.executionRunSeconds, t, prices),
     lambda:
       dollars(prices.lambdaRequest, steps + executions) +
       dollars(
@@ -204,12 +210,7 @@ export function idleMonthlyCost(t: TickModel = DEFAULT_TICK, prices: PriceTable 
   const executions = MONTH_SECONDS / t.executionEverySeconds;
   const byServiceUsd = {
     eventBridge: dollars(prices.eventBridgeScheduledRule, executions),
-    stepFunctions:
-      dollars(prices.stepFunctionsExpressRequest, executions) +
-      dollars(
-        prices.stepFunctionsExpressGbSecond,
-        ((executions * Math.ceil(t.sleepingExecutionSeconds * 10)) / 10) * (Math.max(64, t.stepFunctionsMemoryMb) / 1024),
-      ),
+    stepFunctions: expressCost(executions, t.sleepingExecutionSeconds, t, prices),
     lambda:
       dollars(prices.lambdaRequest, executions) + dollars(prices.lambdaArmGbSecond, executions * t.tickSeconds * (t.tickMemoryMb / 1024)),
     // One strongly consistent GetItem of a small item per group: 1 RRU each.
