@@ -4,7 +4,7 @@ import { ingestJob } from '../../core/ingest/ingest.js';
 import { REST_NOTICE_MS, RowWakes, shardsOfGroup } from '../../core/model/index.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
 import { sleepMs } from '../support/faults.js';
-import { consume, createSystem, runSystem, submitJobs, type TestSystem } from '../support/system.js';
+import { consume, createSystem, rowInGroup, runSystem, submitJobs, type TestSystem } from '../support/system.js';
 
 /**
  * Shard groups at rest (docs/design-dispatch.md, "Rest"): a group with nothing due soon is not
@@ -168,16 +168,7 @@ describe.concurrent('shard groups at rest', () => {
     });
     try {
       await untilResting(sys, 20_000);
-      const row = (group: number, dueMs: number, random: string) => {
-        const shard = shardsOfGroup(group, settings)[0]!;
-        return {
-          jobId: sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random }),
-          tenant: 'demo',
-          shard,
-          dueMs,
-          payload: '"x"',
-        };
-      };
+      const row = (group: number, dueMs: number, random: string) => rowInGroup(sys, settings, group, dueMs, random);
       const now = Date.now();
       // Group 0 busy from 4 s on (a row a second for 10 s); group 1 one row due at 9 s, its rest
       // (decided) brought forward to it: asleep when group 0's round begins, due while it runs.

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchLoop, type DispatchDeps } from '../../core/dispatch/index.js';
 import { ingestJob } from '../../core/ingest/ingest.js';
-import { type DispatchStarter, RowWakes, shardsOfGroup, WAKE_WINDOW_MS } from '../../core/model/index.js';
+import { type DispatchStarter, RowWakes, WAKE_WINDOW_MS } from '../../core/model/index.js';
 import { tickHandler, type TickPlan } from '../../lambdas/runtime/handlers.js';
 import { startEmulators, type Emulators } from '../support/emulators.js';
-import { consume, createSystem, type TestSystem } from '../support/system.js';
+import { consume, createSystem, rowInGroup, type TestSystem } from '../support/system.js';
 
 /**
  * Sleep (docs/design-dispatch.md, "Sleep"): groups at rest past their execution's end give their
@@ -38,17 +38,7 @@ function ticker(sys: TestSystem, deps: DispatchDeps, runMs: number) {
   return { execute, settled: () => Promise.all(running) };
 }
 
-/** A job row for `ingestJob` in a shard of `group`, due at `dueMs`. */
-function row(sys: TestSystem, group: number, dueMs: number, random: string) {
-  const shard = shardsOfGroup(group, settings)[0]!;
-  return {
-    jobId: sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random }),
-    tenant: 'demo',
-    shard,
-    dueMs,
-    payload: `"${random}"`,
-  };
-}
+const row = (sys: TestSystem, group: number, dueMs: number, random: string) => rowInGroup(sys, settings, group, dueMs, random);
 
 describe.concurrent('shard groups asleep', () => {
   it('an idle dispatcher lets its groups sleep and ends; the tick plans none until a wake-up is within its run; a row due soon starts one at once, once, on time', async () => {

@@ -7,7 +7,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEventV2, SQSEvent } from 'aws-lambda';
-import { resolveSettings, type SchedulerSettings } from '../../core/model/config.js';
+import { resolveSettings, type SchedulerSettings, shardsOfGroup } from '../../core/model/config.js';
 import { dispatchLoop } from '../../core/dispatch/loop.js';
 import type { Clock } from '../../core/model/ports.js';
 import type { LambdaConfig } from '../../lambdas/runtime/config.js';
@@ -297,4 +297,22 @@ export async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]
     if (!res.Messages?.length) return all;
     all.push(...res.Messages);
   }
+}
+
+/** A job row for `ingestJob` in the first shard of `group` (tenant `demo`), due at `dueMs`; its payload the JSON text of `random`. */
+export function rowInGroup(
+  sys: TestSystem,
+  settings: Pick<SchedulerSettings, 'shardCount' | 'groupCount'>,
+  group: number,
+  dueMs: number,
+  random: string,
+) {
+  const shard = shardsOfGroup(group, settings)[0]!;
+  return {
+    jobId: sys.w.codec.encode({ tenant: 'demo', shard, dueMs, path: 't', random }),
+    tenant: 'demo',
+    shard,
+    dueMs,
+    payload: `"${random}"`,
+  };
 }
