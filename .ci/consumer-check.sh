@@ -8,7 +8,8 @@
 #       npm install -D command it prints) and the client quickstart example run against it.
 #   (b) CDK: the tarball + aws-cdk-lib + constructs + typescript; every example compiled with tsc
 #       (nodenext, strict, skipLibCheck false); each examples/cdk-*.ts app run with plain node
-#       must synthesize templates, without esbuild in node_modules.
+#       must synthesize templates (cdk-nag AwsSolutions runs in each: a finding fails it), without
+#       esbuild in node_modules; their templates hold what .ci/consumers/examples-check.mjs asks.
 #   (c) the examples type-checked once more with moduleResolution bundler (their own files).
 #   (d) CommonJS and ESM: require() and import of every entry point (in the project of (e)).
 #   (e) the project `cdk init app --language typescript` generates, with the constructs added:
@@ -257,6 +258,8 @@ for app in "${apps[@]}"; do
   step "CDK project: node $app (synth)"
   synth "$app"
 done
+step "CDK project: what the examples' templates must hold (.ci/consumers/examples-check.mjs)"
+node "$repo"/.ci/consumers/examples-check.mjs "$cdk/cdk.out" "$(node -v)"
 
 # (c) bundler resolution -------------------------------------------------------------------------
 # skipLibCheck true here (it costs a third of this whole check otherwise): the declaration files

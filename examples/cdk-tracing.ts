@@ -1,7 +1,7 @@
 /**
- * docs/tracing.md's CDK example as a runnable app (test/cdk/examples.test.ts synthesizes it with
- * cdk-nag; test/client/docs.test.ts checks the page's blocks appear here line for line): the
- * scheduler exporting its spans to the ADOT collector layer.
+ * docs/tracing.md's CDK example as a runnable app (CI synthesizes it from the packed tarball with
+ * cdk-nag: .ci/consumers/examples-check.mjs; test/client/docs.test.ts checks the page's blocks
+ * appear here line for line): the scheduler exporting its spans to the ADOT collector layer.
  *
  *   node --import tsx examples/cdk-tracing.ts
  */

@@ -21,7 +21,12 @@ function inCheckedFile(): boolean {
   return CHECKED_FILES.some((dir) => dir.test(file));
 }
 
-const check = checkReplies(globalThis.fetch.bind(globalThis), {
+// A worker runs many files in turn (vitest.config.ts: `isolate: false`), each running this file
+// anew: every file wraps the fetch the process started with, not the previous file's wrapper.
+const UNCHECKED_FETCH = Symbol.for('dynein.tests.uncheckedFetch');
+const holder = globalThis as typeof globalThis & { [UNCHECKED_FETCH]?: typeof fetch };
+const unchecked = (holder[UNCHECKED_FETCH] ??= globalThis.fetch.bind(globalThis));
+const check = checkReplies(unchecked, {
   select: (url, reply) => inCheckedFile() && isLocalStackReply(url, reply),
 });
 globalThis.fetch = check.fetch;

@@ -13,7 +13,6 @@ const LONGEST_FIRST = [
   'test/client/ui-local.test.ts',
   'test/integration/cells.test.ts',
   'test/e2e/local-stack.test.ts',
-  'test/cdk/examples.test.ts',
   'test/unit/schedule-oracle.test.ts',
   'test/integration/concurrency-keys.test.ts',
   'test/e2e/faults-local.test.ts',
