@@ -1,8 +1,8 @@
 /**
- * The order test files start in. Two workers take files in turn; a long file that starts last
+ * The order test files start in. Three workers take files in turn; a long file that starts last
  * makes the run that much longer. Vitest starts the files that took longest last time first, but a
  * fresh clone (CI) has no such record and starts the largest files first, which are not the long
- * ones. The files below are the longest (wall time in CI's fresh-clone run, 2 cores, 2026-11-28): they start
+ * ones. The files below are the longest (wall time in CI's fresh-clone run, 2 cores, three workers, 2026-11-28): they start
  * first, in this order, then the rest in Vitest's own order.
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
@@ -10,22 +10,22 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const LONGEST_FIRST = [
   'test/e2e/recurring.test.ts',
   'test/integration/tick-definition.test.ts',
-  'test/client/ui-local.test.ts',
   'test/integration/cells.test.ts',
-  'test/e2e/local-stack.test.ts',
-  'test/unit/schedule-oracle.test.ts',
-  'test/integration/concurrency-keys.test.ts',
-  'test/e2e/faults-local.test.ts',
   'test/client/cli.test.ts',
-  'test/e2e/tenant-controls-local.test.ts',
+  'test/client/ui-local.test.ts',
+  'test/e2e/local-stack.test.ts',
   'test/e2e/lifecycle.test.ts',
-  'test/client/schedules-e2e.test.ts',
+  'test/integration/concurrency-keys.test.ts',
   'test/integration/group-rest.test.ts',
-  'test/client/bulk-cancel-cli.test.ts',
-  'test/integration/cancel.test.ts',
+  'test/e2e/tenant-controls-local.test.ts',
+  'test/e2e/faults-local.test.ts',
+  'test/client/schedules-e2e.test.ts',
   'test/integration/held-jobs.test.ts',
+  'test/client/bulk-cancel-cli.test.ts',
+  'test/integration/key-wait-lease.test.ts',
+  'test/unit/schedule-oracle.test.ts',
+  'test/integration/trace-propagation.test.ts',
   'test/integration/listing.test.ts',
-  'test/integration/outage-drain.test.ts',
 ];
 
 export class LongestFirst extends BaseSequencer {
