@@ -285,11 +285,11 @@ if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phas
 
 const smokeSizes: BenchResult['sizes'] = {
   description:
-    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 2 pairs, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults, 100 jobs over 10 concurrency keys of limit 2 worked 50 ms each, 20 debounce keys × 5 submits with a 3 s period, the local stack idle 30 s with 200 jobs due next week, then 20 jobs due 1–30 s ahead); its figures are not measurements',
+    'smoke: every phase at a token size (the scale simulation 1 cell over 3 s virtual windows, steady load 10 s, burst 300 in 1 pair, backlog 2,000 rows, recovery 500 rows, 100 jobs per submit mode, 10 recurring schedules over 8 s, noisy neighbour 3 s beside 600 jobs, 100 paused jobs, 100 jobs limited to 50/s, 200 jobs under 5 % AWS faults, 100 jobs over 10 concurrency keys of limit 2 worked 50 ms each, 20 debounce keys × 5 submits with a 3 s period, the local stack idle 30 s with 200 jobs due next week, then 20 jobs due 1–30 s ahead); its figures are not measurements',
   lateness: { rate: 50, durationMs: 10_000, minAheadMs: 5_500, maxAheadMs: 7_000 },
   peerDurationMs: 5_000,
   burst: 300,
-  repeats: 2,
+  repeats: 1,
   stageCpuJobs: 300,
   backlogRows: 2_000,
   recovery: { overdueRows: 500, emptyRows: 300, freshPerSec: 5 },

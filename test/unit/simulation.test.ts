@@ -94,8 +94,8 @@ describe('simulation: a run of the real dispatch code', () => {
   });
 
   it('names the table quota as the binding limit when the offered rate is past it', async () => {
-    // 4,000 jobs/s is 12,000 WRU/s: past a quota of 5,000 WRU/s, far within the dispatchers' CPU.
-    const r = await simulate({ ...awsConfig(measured, 1, 4_000, 4_000, 5_000), drainMs: 3_000 });
+    // 2,000 jobs/s is 6,000 WRU/s: past a quota of 2,500 WRU/s, far within the dispatchers' CPU.
+    const r = await simulate({ ...awsConfig(measured, 1, 2_000, 4_000, 2_500), drainMs: 3_000 });
     expect(r.pass).toBe(false);
     expect(r.binding).toBe('table WRU quota');
     expect(r.early).toBe(0);
