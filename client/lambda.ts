@@ -347,7 +347,12 @@ class RecordReports<P> {
     if (!reporter) return this.#noClient(job, workflow);
     const { now, random } = this;
     const report = (outcome: OutcomeReport['outcome'], extra: { error?: string; result?: unknown }) =>
-      outcomeReport(job.jobId, outcome, { attempts, receivedAt, endedAt: now() }, { ...extra, concurrencyKey: job.concurrencyKey });
+      outcomeReport(
+        job.jobId,
+        outcome,
+        { attempts, receivedAt, endedAt: now() },
+        { ...extra, concurrencyKey: job.concurrencyKey, traceparent: job.traceparent },
+      );
     if (workflow === undefined)
       return { workflow: false, send: async (outcome, extra) => void (await reporter.report(job.tenant, report(outcome, extra))) };
     return {

@@ -61,6 +61,11 @@ export interface OutcomeReport {
    * key's slot, `FAILED` renews its lease.
    */
   readonly concurrencyKey?: string;
+  /**
+   * The delivered message's `traceparent`: the scheduler records the receive and the outcome as
+   * spans of the job's trace, under its dispatch span (docs/tracing.md#the-receive-and-the-outcome).
+   */
+  readonly traceparent?: string;
 }
 
 /**
@@ -71,7 +76,12 @@ export function outcomeReport(
   jobId: string,
   outcome: OutcomeReport['outcome'],
   delivery: { readonly attempts: number; readonly receivedAt: number; readonly endedAt: number },
-  extra: { readonly error?: string; readonly result?: unknown; readonly concurrencyKey?: string | undefined } = {},
+  extra: {
+    readonly error?: string;
+    readonly result?: unknown;
+    readonly concurrencyKey?: string | undefined;
+    readonly traceparent?: string | undefined;
+  } = {},
 ): OutcomeReport {
   return {
     jobId,
@@ -82,6 +92,7 @@ export function outcomeReport(
     ...(extra.error !== undefined ? { error: extra.error } : {}),
     ...(extra.result !== undefined ? { result: extra.result } : {}),
     ...(extra.concurrencyKey !== undefined ? { concurrencyKey: extra.concurrencyKey } : {}),
+    ...(extra.traceparent !== undefined ? { traceparent: extra.traceparent } : {}),
   };
 }
 

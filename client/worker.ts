@@ -632,7 +632,7 @@ export class Worker<P = unknown> {
     extra: { error?: string; result?: unknown },
   ): OutcomeReport {
     const delivery = { attempts, receivedAt, endedAt: this.#o.now() };
-    return outcomeReport(job.jobId, outcome, delivery, { ...extra, concurrencyKey: job.concurrencyKey });
+    return outcomeReport(job.jobId, outcome, delivery, { ...extra, concurrencyKey: job.concurrencyKey, traceparent: job.traceparent });
   }
 
   /** Renews the visibility every `heartbeatMs` while the handler runs; aborts the handler if the message is lost. */

@@ -1,14 +1,18 @@
 import {
   ApiError,
   type Clock,
+  deliverySpans,
   InvalidJobIdError,
   isoMs,
   type JobIdCodec,
   type JobLookups,
   parseJsonBody,
+  parseTraceparent,
   type RowKey,
+  type SpanSink,
   type StoredRow,
   type TenantRecord,
+  type TraceContext,
   ValidationError,
 } from '../model/index.js';
 import { cutText, type JsonPath, limiter, RawJson } from '../util/index.js';
@@ -304,6 +308,8 @@ export interface HistoryDeps {
   readonly keySlots?: KeyedDeps['keySlots'];
   /** The tenants' `keyLeaseSeconds`. */
   readonly controls?: KeyedDeps['controls'];
+  /** Where the reported deliveries' `dynein.receive` and `dynein.outcome` spans go (docs/tracing.md). Absent: none are built. */
+  readonly spans?: SpanSink;
 }
 
 /** `POST /v1/tenants/{tenant}/jobs/outcomes`: records a batch of outcomes, answering per entry. */
@@ -336,6 +342,8 @@ export class OutcomesService {
     const byKey = new Map<string, Group>();
     // Keyed jobs' ends (their slots), by entry index; a tenant without history stores nothing else of them.
     const keyed = new Map<number, KeyedEnd>();
+    // The entries whose delivered message's trace context came with them, by entry index (their spans).
+    const traced = new Map<number, { record: OutcomeRecord; message: TraceContext }>();
     entries.forEach((entry, i) => {
       try {
         const workflow = this.#isWorkflowJob(entry);
@@ -344,7 +352,9 @@ export class OutcomesService {
         if (record.historyTtlMs === undefined && !workflow && ck === undefined) throw new HistoryOffError(tenant);
         const keepMs = workflow ? Math.max(record.historyTtlMs ?? 0, this.deps.workflows!.retentionMs) : (record.historyTtlMs ?? 0);
         const r = this.#record(tenant, entry, now, now + keepMs, workflow ? MAX_WORKFLOW_RESULT_BYTES : MAX_RESULT_BYTES);
+        const message = messageTrace(entry);
         results.push({ jobId: r.jobId, state: r.outcome });
+        if (message) traced.set(i, { record: r, message });
         if (ck !== undefined) keyed.set(i, { jobId: r.jobId, key: ck, action: r.outcome === 'FAILED' ? 'extend' : 'release' });
         if (record.historyTtlMs === undefined && !workflow) return; // only its slot changes
         const key = `${r.shard}/${r.dueMs}/${r.jobId}`;
@@ -398,7 +408,19 @@ export class OutcomesService {
       results,
     );
     await this.#settleKeys(tenant, keyed, results);
+    this.#recordSpans(traced, results, now);
     return { results };
+  }
+
+  /** The `dynein.receive` and `dynein.outcome` spans of the entries taken (answered with their state). */
+  #recordSpans(traced: ReadonlyMap<number, { record: OutcomeRecord; message: TraceContext }>, results: OutcomeResult[], startMs: number) {
+    const { spans } = this.deps;
+    if (!spans) return;
+    const reported = { startMs, endMs: this.deps.clock.now() };
+    for (const [i, { record, message }] of traced) {
+      if (!('state' in results[i]!)) continue;
+      for (const span of deliverySpans(record, message, reported)) spans.record(span);
+    }
   }
 
   /**
@@ -559,6 +581,23 @@ export class OutcomesService {
       expiresAtMs,
     };
   }
+}
+
+/**
+ * An entry's `traceparent` (the delivered message's, which the Worker and the Lambda wrapper
+ * send), or undefined without one.
+ *
+ * @throws ValidationError when it is there and not a W3C `traceparent`
+ */
+function messageTrace(entry: unknown): TraceContext | undefined {
+  const header = (entry as { traceparent?: unknown }).traceparent;
+  if (header === undefined) return undefined;
+  const trace = typeof header === 'string' ? parseTraceparent(header) : undefined;
+  if (!trace)
+    throw new ValidationError(
+      `traceparent must be the delivered message's W3C traceparent (00-<32 hex digits>-<16 hex digits>-<2 hex digits>), got ${JSON.stringify(header)}`,
+    );
+  return trace;
 }
 
 /** Where the results sit in a report: kept as their JSON text (any nesting a result's 1 KB allows). */

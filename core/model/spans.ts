@@ -5,7 +5,14 @@ import { jobTrace, newSpanId, sampled, type TraceContext } from './traceContext.
  * holding payload text. A {@link SpanSink} takes them (the OTLP/HTTP exporter, the local stack's
  * memory); without one nothing is built.
  */
-export type SpanName = 'dynein.submit' | 'dynein.ingest' | 'dynein.dispatch' | 'dynein.schedule.fire' | 'dynein.workflow.release';
+export type SpanName =
+  | 'dynein.submit'
+  | 'dynein.ingest'
+  | 'dynein.dispatch'
+  | 'dynein.schedule.fire'
+  | 'dynein.workflow.release'
+  | 'dynein.receive'
+  | 'dynein.outcome';
 
 /** OpenTelemetry's span kinds, as OTLP numbers them. */
 export const SPAN_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
@@ -112,4 +119,62 @@ export function jobSpan(
     endMs: at.endMs,
     attributes: { 'dynein.job_id': job.jobId, 'dynein.tenant': job.tenant, ...attributes },
   };
+}
+
+/** A delivery a worker reported the outcome of (`POST .../jobs/outcomes`), as the spans of its trace take it. */
+export interface ReportedDelivery {
+  readonly jobId: string;
+  readonly tenant: string;
+  readonly dueMs: number;
+  /** The receive count. */
+  readonly attempt: number;
+  readonly receivedAtMs: number;
+  readonly durationMs: number;
+  readonly outcome: string;
+  readonly error?: string;
+}
+
+/**
+ * The spans of a reported delivery (docs/tracing.md#the-receive-and-the-outcome), in the trace
+ * of the delivered message's `traceparent` (`message`): `dynein.receive`, the worker's handling
+ * from its receive for the handler's duration, under the dispatch span the message names; and
+ * `dynein.outcome`, the report's arrival at the scheduler (`reported`), under it. None when the
+ * trace is not sampled.
+ */
+export function deliverySpans(
+  delivery: ReportedDelivery,
+  message: TraceContext,
+  reported: { readonly startMs: number; readonly endMs: number },
+): SpanRecord[] {
+  if (!sampled(message)) return [];
+  const job = { 'dynein.job_id': delivery.jobId, 'dynein.tenant': delivery.tenant };
+  const receive: SpanRecord = {
+    traceId: message.traceId,
+    spanId: newSpanId(),
+    parentSpanId: message.spanId,
+    name: 'dynein.receive',
+    kind: SPAN_KIND.consumer,
+    startMs: delivery.receivedAtMs,
+    endMs: delivery.receivedAtMs + delivery.durationMs,
+    attributes: {
+      ...job,
+      'messaging.system': 'aws_sqs',
+      'messaging.operation': 'process',
+      'dynein.attempt': delivery.attempt,
+      'dynein.lateness_ms': delivery.receivedAtMs - delivery.dueMs,
+      'dynein.outcome': delivery.outcome,
+    },
+    ...(delivery.outcome === 'FAILED' || delivery.outcome === 'DEAD' ? { error: delivery.error ?? delivery.outcome } : {}),
+  };
+  const outcome: SpanRecord = {
+    traceId: message.traceId,
+    spanId: newSpanId(),
+    parentSpanId: receive.spanId,
+    name: 'dynein.outcome',
+    kind: SPAN_KIND.server,
+    startMs: reported.startMs,
+    endMs: reported.endMs,
+    attributes: { ...job, 'dynein.outcome': delivery.outcome },
+  };
+  return [receive, outcome];
 }

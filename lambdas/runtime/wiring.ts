@@ -260,6 +260,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
       workflows: workflowOutcomes({ ...progress, rows: store, retentionMs: WORKFLOW_OUTCOME_RETENTION_MS }),
       keySlots,
       controls,
+      ...(spans ? { spans } : {}),
     }),
     // History states read outcome records (h#<shard>) for tenants with history on (docs/history.md).
     lister: new JobLister({ store, codec, tenants, clock, settings, states: HISTORY_STATES }),

@@ -7,7 +7,7 @@ import { waitUntil, runCli } from './support.js';
  * History end to end on the local stack (DYNEIN_HISTORY): a Worker with a client reports outcomes
  * through the local API, `GET` shows the timeline and `dynein show` prints it; a tenant without
  * history gets no timeline and its worker reports nothing. `dynein show --trace` prints the
- * spans the local stack kept of a job.
+ * spans the local stack kept of a job, its worker's reported receive and outcome among them.
  */
 let stack: Awaited<ReturnType<typeof startLocalStack>>;
 let local: LocalJson;
@@ -98,33 +98,43 @@ describe('job history on the local stack', () => {
     expect(listed.stdout).toContain('SUCCEEDED');
   }, 60_000);
 
-  it('dynein show --trace prints the waterfall of the spans the local stack kept of the job (docs/tracing.md)', async () => {
-    const beta = clientOf('beta');
-    const job = await beta.schedule('beta', { payload: { n: 'traced' }, delaySeconds: 3 });
+  it('dynein show --trace prints the waterfall of the spans the local stack kept of the job, the receive and outcome its worker reported too (docs/tracing.md)', async () => {
+    const alpha = clientOf('alpha');
+    const job = await alpha.schedule('alpha', { payload: { n: 'traced' }, delaySeconds: 3 });
     const done = new Set<string>();
     await runWorker(
-      'beta',
-      beta,
+      'alpha',
+      alpha,
       (jobId) => done.add(jobId),
       () => done.has(job.jobId),
     );
-    const { traceId } = await beta.get('beta', job.jobId);
+    const { traceId } = await alpha.get('alpha', job.jobId);
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
 
-    const shown = await dynein(['show', '--tenant', 'beta', '--trace', job.jobId]);
+    const names = ['dynein.submit', 'dynein.ingest', 'dynein.dispatch', 'dynein.receive', 'dynein.outcome'];
+    const shown = await dynein(['show', '--tenant', 'alpha', '--trace', job.jobId]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain(`traceId  ${traceId}`);
     const lines = shown.stdout.split('\n').filter((l) => l.includes('|'));
-    expect(lines.map((l) => /dynein\.\w+/.exec(l)?.[0])).toEqual(['dynein.submit', 'dynein.ingest', 'dynein.dispatch']);
-    expect(lines[2]).toMatch(/lateness \d+ ms {2}to \S*t-beta$/);
+    expect(lines.map((l) => /dynein\.\w+/.exec(l)?.[0])).toEqual(names);
+    expect(lines[2]).toMatch(/lateness \d+ ms {2}to \S*t-alpha$/);
+    // The worker's handling (its receive, late by the queue's hand-over) and the report's arrival.
+    expect(lines[3]).toMatch(/dynein\.receive .* lateness \d+ ms {2}SUCCEEDED$/);
+    expect(lines[4]).toMatch(/dynein\.outcome .* SUCCEEDED$/);
 
-    const json = JSON.parse((await dynein(['show', '--tenant', 'beta', '--trace', '--json', job.jobId])).stdout);
+    const json = JSON.parse((await dynein(['show', '--tenant', 'alpha', '--trace', '--json', job.jobId])).stdout);
     expect(json.traceId).toBe(traceId);
-    expect(json.spans.map((s: { name: string }) => s.name)).toEqual(['dynein.submit', 'dynein.ingest', 'dynein.dispatch']);
-    expect(new Set(json.spans.map((s: { traceId: string }) => s.traceId))).toEqual(new Set([traceId]));
+    type Span = { name: string; traceId: string; spanId: string; parentSpanId?: string; attributes: Record<string, unknown> };
+    const spans = json.spans as Span[];
+    expect(spans.map((s) => s.name)).toEqual(names);
+    expect(new Set(spans.map((s) => s.traceId))).toEqual(new Set([traceId]));
+    // The receive hangs under the dispatch span (the delivered message's parent), the outcome under the receive.
+    const [, , dispatch, receive, outcome] = spans as [Span, Span, Span, Span, Span];
+    expect(receive).toMatchObject({ parentSpanId: dispatch.spanId, attributes: { 'dynein.attempt': 1, 'dynein.job_id': job.jobId } });
+    expect(outcome).toMatchObject({ parentSpanId: receive.spanId, attributes: { 'dynein.outcome': 'SUCCEEDED' } });
     // The same, unsigned, from the local stack: and nothing for a trace it never saw.
     const raw = (await (await fetch(`${local.endpoint}/local/traces/${traceId}`)).json()) as { spans: unknown[] };
-    expect(raw.spans).toHaveLength(3);
+    expect(raw.spans).toHaveLength(5);
     expect(await (await fetch(`${local.endpoint}/local/traces/${'1'.repeat(32)}`)).json()).toEqual({ spans: [] });
   }, 60_000);
 

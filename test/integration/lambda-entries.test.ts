@@ -114,10 +114,17 @@ describe('Lambda entry files', () => {
     const consumer = consume(em.sqs, sys.tenants.demo!.url);
     await new Promise((r) => setTimeout(r, Date.parse(runAt) - 1_000 + 50 - Date.now()));
     const results = await Promise.all(plan.items.map(({ shards: _, ...step }) => dispatch(step, context(6_000))));
-    expect(results.reduce((n, r) => n + r.sent, 0)).toBe(1);
     // Each result is the next step's input, as the state machine passes it on.
     for (const [i, r] of results.entries())
       expect(r).toMatchObject({ groups: plan.items[i]!.groups, owner: 'exec-1', untilMs: plan.items[i]!.untilMs, done: false });
+    let sent = results.reduce((n, r) => n + r.sent, 0);
+    // On a loaded machine a step may end before the job is due: the next ones run, as the state
+    // machine runs them, until it is sent.
+    for (let next = results, i = 0; sent === 0 && i < 5; i++) {
+      next = await Promise.all(next.map((r) => dispatch(r, context(6_000))));
+      sent += next.reduce((n, r) => n + r.sent, 0);
+    }
+    expect(sent).toBe(1);
     await consumer.waitFor((d) => d.length >= 1, 5_000);
     await consumer.stop();
     expect(consumer.deliveries.map((d) => [d.jobId, d.payload])).toEqual([[job.jobId, { hello: 'world' }]]);

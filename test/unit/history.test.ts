@@ -10,6 +10,7 @@ import {
 } from '../../core/jobs/history.js';
 import { JobIdCodec } from '../../core/model/jobId.js';
 import type { StoredRow } from '../../core/model/ports.js';
+import type { SpanRecord } from '../../core/model/spans.js';
 import { TenantRegistry } from '../../core/tenants/registry.js';
 import { deliveryMessage } from '../../core/model/messages.js';
 import { localSettings } from '../../local/settings.js';
@@ -239,5 +240,78 @@ describe('outcome error', () => {
     expect(kept).toBe('e'.repeat(MAX_ERROR_CHARS - 1));
     expect(/\p{Surrogate}/u.test(kept)).toBe(false);
     expect(Buffer.from(kept, 'utf8').toString('utf8')).toBe(kept);
+  });
+});
+
+describe('a reported delivery in its trace (docs/tracing.md#the-receive-and-the-outcome)', () => {
+  const now = 2_000_000_000_000;
+  const codec = new JobIdCodec(Buffer.alloc(32, 7));
+  const jobId = codec.encode({ tenant: 't', shard: 0, dueMs: now - 1_000, path: 't', random: 'AAAAAAAAAAAAAAAA' });
+  const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const DISPATCH_SPAN = '00f067aa0ba902b7';
+  function service(spans: SpanRecord[]) {
+    const history: HistoryStore = { putOutcomes: async () => [], getOutcome: async () => undefined, getFailedAttempts: async () => [] };
+    const delivered: StoredRow = { state: 'QUEUED', tenant: 't', leaseUntil: 0, deliveredAtMs: now - 900 };
+    const tenants = new TenantRegistry({
+      getTenant: async (name: string) => (name === 't' ? { name, queueUrl: 'q', dlqUrl: 'd', historyTtlMs: 86_400_000 } : undefined),
+    } as never);
+    const sink = { record: (s: SpanRecord) => void spans.push(s), flush: async () => {} };
+    return new OutcomesService({
+      history,
+      rows: { getRow: async () => delivered },
+      codec,
+      tenants,
+      clock: { now: () => now },
+      spans: sink,
+    });
+  }
+  const entry = (extra: Record<string, unknown>) => ({
+    jobId,
+    outcome: 'DEAD',
+    attempts: 3,
+    receivedAt: new Date(now - 500).toISOString(),
+    durationMs: 40,
+    error: 'boom',
+    ...extra,
+  });
+
+  it("records the worker's receive under the message's dispatch span, and the report's arrival under it", async () => {
+    const spans: SpanRecord[] = [];
+    const body = JSON.stringify({ outcomes: [entry({ traceparent: `00-${TRACE}-${DISPATCH_SPAN}-01` })] });
+    expect((await service(spans).report('t', body)).results).toEqual([{ jobId, state: 'DEAD' }]);
+    const [receive, outcome] = spans;
+    expect(spans).toHaveLength(2);
+    expect(receive).toMatchObject({
+      traceId: TRACE,
+      parentSpanId: DISPATCH_SPAN,
+      name: 'dynein.receive',
+      startMs: now - 500,
+      endMs: now - 460,
+      error: 'boom',
+      attributes: {
+        'dynein.job_id': jobId,
+        'dynein.tenant': 't',
+        'dynein.attempt': 3,
+        'dynein.lateness_ms': 500,
+        'dynein.outcome': 'DEAD',
+      },
+    });
+    expect(outcome).toMatchObject({ traceId: TRACE, parentSpanId: receive!.spanId, name: 'dynein.outcome', startMs: now, endMs: now });
+  });
+
+  it('records nothing for an unsampled trace or a report without a traceparent; refuses a malformed one, naming it', async () => {
+    const spans: SpanRecord[] = [];
+    const unsampled = entry({ traceparent: `00-${TRACE}-${DISPATCH_SPAN}-00` });
+    const bad = entry({ traceparent: 'not-a-traceparent' });
+    const reply = await service(spans).report('t', JSON.stringify({ outcomes: [unsampled, entry({}), bad] }));
+    expect(reply.results.slice(0, 2)).toEqual([
+      { jobId, state: 'DEAD' },
+      { jobId, state: 'DEAD' },
+    ]);
+    expect(reply.results[2]).toMatchObject({
+      jobId,
+      error: { code: 'ValidationError', message: expect.stringMatching(/^traceparent must be/) },
+    });
+    expect(spans).toEqual([]);
   });
 });
