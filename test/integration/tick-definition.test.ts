@@ -313,7 +313,9 @@ describe.concurrent('tick state machine definition', () => {
     // The execution's output is the plan (the Map keeps it: ResultPath null): its dispatchers, owned by this execution.
     expect(output.items.map((i) => [i.groups, i.owner])).toEqual(dispatchers.map((g) => [g, name]));
     expect(output.items.reduce((n, i) => n + i.shards, 0)).toBe(SETTINGS.shardCount);
-    expect(Math.abs(output.items[0]!.ownerStartMs - started)).toBeLessThan(1_000);
+    // The execution's start (its context's start time), not some other time: within seconds of the
+    // start call on a loaded machine (1,025 ms seen with three test files at once, 2026-11-28).
+    expect(Math.abs(output.items[0]!.ownerStartMs - started)).toBeLessThan(5_000);
     // Every step ran for this execution, each dispatcher's loop ended with done, and the execution ended near untilMs.
     expect(new Set(steps.map((s) => s.input.owner))).toEqual(new Set([name]));
     for (const last of lastSteps(steps, name, output)) expect(last?.result.done).toBe(true);
