@@ -41,6 +41,20 @@ export interface WakeFigures {
   readonly early: number;
   /** Not received a minute after the last runAt. */
   readonly lost: number;
+  /**
+   * The same by path: `direct`, the jobs due within the lookahead, which submit sends straight to
+   * their queue with SQS's whole-second delay, rounded up (so up to a second late by design:
+   * docs/api.md); `table`, the others, which a dispatcher sends at their millisecond.
+   */
+  readonly byPath?: { readonly direct: PathFigures; readonly table: PathFigures };
+}
+
+/** Lateness of one path's jobs. */
+export interface PathFigures {
+  readonly jobs: number;
+  readonly p50Ms: number;
+  readonly p95Ms: number;
+  readonly maxMs: number;
 }
 
 export interface IdleResult {
@@ -209,12 +223,13 @@ async function runWake(local: LocalJson, shape: IdleShape): Promise<Pick<IdleRes
     }
   })();
   const submit = async (runAts: readonly number[]) => {
-    const out: { jobId: string; runAtMs: number }[] = [];
+    const out: { jobId: string; runAtMs: number; direct: boolean }[] = [];
     for (let i = 0; i < runAts.length; i += 100) {
       const jobs = runAts.slice(i, i + 100).map((at) => ({ payload: { wake: true }, runAt: new Date(at).toISOString() }));
       const res = await signedFetch(local.endpoint, keys, 'POST', '/v1/tenants/beta/jobs/batch', JSON.stringify({ jobs }));
       if (res.status !== 200) throw new Error(`wake: the batch answered ${res.status}: ${JSON.stringify(res.json)}`);
-      for (const r of res.json.results as { jobId: string; runAt: string }[]) out.push({ jobId: r.jobId, runAtMs: Date.parse(r.runAt) });
+      for (const r of res.json.results as { jobId: string; runAt: string; state: string }[])
+        out.push({ jobId: r.jobId, runAtMs: Date.parse(r.runAt), direct: r.state === 'QUEUED' });
     }
     return out;
   };
@@ -225,20 +240,27 @@ async function runWake(local: LocalJson, shape: IdleShape): Promise<Pick<IdleRes
     const farAt = now + shape.farMinutes * 60_000;
     const far = Array.from({ length: shape.farJobs }, (_, i) => farAt + Math.round((10_000 * i) / Math.max(1, shape.farJobs)));
     const [soonJobs, farJobs] = [await submit(soon), await submit(far)];
-    const figures = async (jobs: readonly { jobId: string; runAtMs: number }[]): Promise<WakeFigures> => {
-      const lastDue = Math.max(0, ...jobs.map((j) => j.runAtMs));
-      while (Date.now() < lastDue + 60_000 && jobs.some((j) => !received.has(j.jobId))) await sleep(200);
-      const late = jobs.filter((j) => received.has(j.jobId)).map((j) => received.get(j.jobId)! - j.runAtMs);
+    type Submitted = { jobId: string; runAtMs: number; direct: boolean };
+    const lateness = (jobs: readonly Submitted[]) => jobs.filter((j) => received.has(j.jobId)).map((j) => received.get(j.jobId)! - j.runAtMs);
+    const percentiles = (late: readonly number[]) => {
       const sorted = [...late].sort((a, b) => a - b);
       const at = (p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!);
+      return { p50Ms: at(0.5), p95Ms: at(0.95), p99Ms: at(0.99), maxMs: sorted.at(-1) ?? 0 };
+    };
+    const path = (jobs: readonly Submitted[]): PathFigures => {
+      const { p50Ms, p95Ms, maxMs } = percentiles(lateness(jobs));
+      return { jobs: jobs.length, p50Ms, p95Ms, maxMs };
+    };
+    const figures = async (jobs: readonly Submitted[]): Promise<WakeFigures> => {
+      const lastDue = Math.max(0, ...jobs.map((j) => j.runAtMs));
+      while (Date.now() < lastDue + 60_000 && jobs.some((j) => !received.has(j.jobId))) await sleep(200);
+      const late = lateness(jobs);
       return {
         jobs: jobs.length,
-        p50Ms: at(0.5),
-        p95Ms: at(0.95),
-        p99Ms: at(0.99),
-        maxMs: sorted.at(-1) ?? 0,
+        ...percentiles(late),
         early: late.filter((l) => l < 0).length,
         lost: jobs.length - late.length,
+        byPath: { direct: path(jobs.filter((j) => j.direct)), table: path(jobs.filter((j) => !j.direct)) },
       };
     };
     const wake = await figures(soonJobs);

@@ -63,6 +63,8 @@ export interface Summary {
   p50Ms: number;
   p95Ms: number;
   p99Ms: number;
+  /** The 99.9th percentile (with fewer than 1,000 values, nearest rank: the maximum or near it). */
+  p999Ms: number;
   maxMs: number;
   meanMs: number;
   minMs: number;
@@ -78,6 +80,7 @@ export function summarize(values: readonly number[]): Summary {
     p50Ms: at(50),
     p95Ms: at(95),
     p99Ms: at(99),
+    p999Ms: at(99.9),
     maxMs: s.length ? s[s.length - 1]! : 0,
     meanMs: Math.round(mean),
     minMs: s.length ? s[0]! : 0,

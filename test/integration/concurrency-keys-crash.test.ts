@@ -81,7 +81,9 @@ describe('concurrency by key and crashes', () => {
     let overLimit = 0;
     const url = sys.tenants.demo!.url;
     const work: Promise<void>[] = [];
-    for (const until = Date.now() + 30_000; got.size < replies.length && Date.now() < until;) {
+    // Up to a minute: six jobs a key go out two at a time, each slot freed by a report; a CI run
+    // with three test files at once had 6 of 12 still waiting at 30 s (2026-11-28).
+    for (const until = Date.now() + 60_000; got.size < replies.length && Date.now() < until;) {
       const res = await em.sqs.send(
         new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'] }),
       );
