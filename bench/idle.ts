@@ -241,7 +241,8 @@ async function runWake(local: LocalJson, shape: IdleShape): Promise<Pick<IdleRes
     const far = Array.from({ length: shape.farJobs }, (_, i) => farAt + Math.round((10_000 * i) / Math.max(1, shape.farJobs)));
     const [soonJobs, farJobs] = [await submit(soon), await submit(far)];
     type Submitted = { jobId: string; runAtMs: number; direct: boolean };
-    const lateness = (jobs: readonly Submitted[]) => jobs.filter((j) => received.has(j.jobId)).map((j) => received.get(j.jobId)! - j.runAtMs);
+    const lateness = (jobs: readonly Submitted[]) =>
+      jobs.filter((j) => received.has(j.jobId)).map((j) => received.get(j.jobId)! - j.runAtMs);
     const percentiles = (late: readonly number[]) => {
       const sorted = [...late].sort((a, b) => a - b);
       const at = (p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!);
