@@ -54,7 +54,9 @@ const report = (tenant: string, jobId: string, outcome: string) =>
     `/v1/tenants/${tenant}/jobs/outcomes`,
     { tenant },
     {
-      outcomes: [{ jobId, outcome, attempts: 1, receivedAt: new Date(Date.now() - 50).toISOString(), durationMs: 20 }],
+      // Received 50 ms ago and ended now: after any stop request made before the report (a run that
+      // ended 30 ms ago could end before a request a fast machine made 20 ms ago).
+      outcomes: [{ jobId, outcome, attempts: 1, receivedAt: new Date(Date.now() - 50).toISOString(), durationMs: 50 }],
     },
   );
 
