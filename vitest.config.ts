@@ -37,12 +37,12 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Two cores, three files at once: much of the test time is waiting on timers (jobs falling
-    // due), and with the system files sharing their workers the suite takes about 650 CPU-seconds
-    // in 620 s with two files at once. Three ran it in 452 s beside CI's static checks, consumer
-    // checks and benchmark smoke run, the whole CI run in 534 s (2026-11-28; before the workers
-    // were shared a third file starved the files that wait on due times).
-    maxWorkers: 3,
+    // Two cores, two files at once. Three ran the suite in about 466 s against about 620 s, but in
+    // 5 CI runs of 6 (2026-11-28) one timing-sensitive test failed each time, a different one each
+    // run (a tick's start over 1 s, a keyed crash's recovery, a rest's 1 s notice, a stop request
+    // within 30 ms of its report, ingest redelivered twice): each was made robust where the test
+    // was wrong, but the rate says the suite's timing tests are not yet made for that contention.
+    maxWorkers: 2,
     // The longest files start first, with or without a record of the last run (a fresh clone).
     sequence: { sequencer: LongestFirst },
     projects: [

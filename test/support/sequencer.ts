@@ -1,5 +1,5 @@
 /**
- * The order test files start in. Three workers take files in turn; a long file that starts last
+ * The order test files start in. The workers take files in turn; a long file that starts last
  * makes the run that much longer. Vitest starts the files that took longest last time first, but a
  * fresh clone (CI) has no such record and starts the largest files first, which are not the long
  * ones. The files below are the longest (wall time in CI's fresh-clone run, 2 cores, three workers, 2026-11-28): they start
