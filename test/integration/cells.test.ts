@@ -267,13 +267,16 @@ describe('cells', () => {
     const hotEnd = Math.max(...hotConsumer.deliveries.map((d) => d.firstReceiveAt));
     const duringDrain = coolConsumer.deliveries.filter((d) => cool.get(d.jobId)! < hotEnd);
     expect(duringDrain.length).toBeGreaterThanOrEqual(50);
-    // In-process on a shared 2-core machine the drain takes CPU from the cool cell's dispatcher
-    // (on AWS each is its own Lambda): behind the backlog they would wait for the drain's end (at
-    // least drainMs - 9 s, and drainMs - 3 s for the first); beside it, within a quarter of the
-    // drain (no tighter than the tenth of a 6,000-row drain it had: that drain is under 2.5 times as
-    // long on the same machine) and at most 5 s (2.5 s seen on a machine at half its usual speed,
-    // 2026-11-26), none early.
-    const bound = Math.min(5_000, Math.max(2_000, drainMs / 4));
+    // Behind the backlog they would wait for the drain's end: a lateness of at least drainMs - 9 s
+    // (drainMs - 3 s for the first), all arriving with the hot cell's last rows. Beside it, those
+    // that fell due during the drain arrive while the hot cell still drains. The lateness bound is
+    // relative to the drain, not absolute: in-process on a shared 2-core machine the drain takes CPU
+    // from the cool cell's dispatcher (on AWS each is its own Lambda), and a CI machine running
+    // static checks beside the tests saw a p99 of 7.3 s once (2026-11-28); the lateness targets are
+    // the bench's (docs/performance.md), not this test's.
+    const beforeHotEnd = duringDrain.filter((d) => d.firstReceiveAt < hotEnd).length;
+    expect(beforeHotEnd).toBeGreaterThanOrEqual(0.9 * duringDrain.length);
+    const bound = Math.max(3_000, drainMs / 2);
     const duringLateness = duringDrain.map((d) => d.firstReceiveAt - cool.get(d.jobId)!);
     expect(percentile(duringLateness, 99)).toBeLessThan(bound);
     expect(percentile(lateness, 99)).toBeLessThan(bound);
