@@ -12,16 +12,12 @@ const PURE = ['test/unit/**/*.test.ts', 'test/cdk/**/*.test.ts', 'test/package/*
 /**
  * System files that change their process for good (environment variables the Lambda entry points
  * or the SDK's default credentials read, a module replaced with `vi.mock`): each in a fresh process.
- * Also concurrency-keys-crash: in a worker warm from other files it failed 2 CI runs in 4 (one
- * key's six jobs never sent after the crash, 2026-11-28), never in a fresh process (nor locally
- * under load): a race the warm timing opens, under investigation (#26).
  */
 const ISOLATED = [
   'test/integration/lambda-entries.test.ts',
   'test/integration/sfn-starter.test.ts',
   'test/client/client.test.ts',
   'test/client/lambda.test.ts',
-  'test/integration/concurrency-keys-crash.test.ts',
 ];
 
 /** What the system files share: the reply check and the bundles of the local stack and the CLI. */

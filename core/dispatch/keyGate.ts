@@ -118,18 +118,32 @@ export class KeyGate<G extends Gated> {
     await Promise.all(
       [...byKey].map(async ([id, rows]) => {
         rows.sort((a, b) => (before(a, b) ? -1 : 1));
-        // Rows of a key that already waits queue behind it: due order holds within the round.
+        // Rows of a key that already waits queue behind it: due order holds within the round. A
+        // row the refusal names as a holder (its take written before: a dispatcher that died
+        // before the send) takes its slot again now rather than wait for it.
         let i = 0;
+        let full: KeyFull | undefined;
         if (!this.#waits.waits(id))
-          for (; i < rows.length && (await this.#waits.take(this, rows[i]!)) === true; i++) {
-            this.#waits.took(rows[i]!);
-            out.push(rows[i]!);
-            this.deps.tally?.().started(rows[i]!.row.tenant, rows[i]!.row.concurrency!.key);
+          for (; i < rows.length; i++) {
+            const got = await this.#waits.take(this, rows[i]!);
+            if (got !== true) {
+              full = got;
+              break;
+            }
+            this.#passed(rows[i]!, out);
           }
-        for (const h of rows.slice(i)) this.#waits.wait(this, h);
+        for (const h of rows.slice(i))
+          if (full && h !== rows[i] && full.holders.has(h.row.jobId) && (await this.#waits.take(this, h)) === true) this.#passed(h, out);
+          else this.#waits.wait(this, h);
       }),
     );
     return out;
+  }
+
+  #passed(h: G, out: G[]): void {
+    this.#waits.took(h);
+    out.push(h);
+    this.deps.tally?.().started(h.row.tenant, h.row.concurrency!.key);
   }
 
   /** Forgets a waiting row (its lease was lost, or the round let it go). */
@@ -202,17 +216,25 @@ class KeyWaits<G extends Gated = Gated> {
     return out;
   }
 
-  /** Takes the entries `which` out of `w` (their gates' counts with them): their rows. */
-  #remove(w: Waiting<G>, which: (e: Entry<G>) => boolean): G[] {
+  /** Takes the entries `which` out of `w` (their gates' counts with them). */
+  #extract(w: Waiting<G>, which: (e: Entry<G>) => boolean): Entry<G>[] {
     const kept: Entry<G>[] = [];
-    const out: G[] = [];
+    const out: Entry<G>[] = [];
     for (let e = w.rows.pop(); e; e = w.rows.pop())
       if (which(e)) {
-        e.h.waiting = false;
         e.gate.size--;
-        out.push(e.h);
+        out.push(e);
       } else kept.push(e);
     for (const e of kept) w.rows.push(e);
+    return out;
+  }
+
+  /** Takes the entries `which` out of `w` (their gates' counts with them): their rows. */
+  #remove(w: Waiting<G>, which: (e: Entry<G>) => boolean): G[] {
+    const out = this.#extract(w, which).map((e) => {
+      e.h.waiting = false;
+      return e.h;
+    });
     if (w.rows.size === 0 && !w.probing) this.#forget(w);
     return out;
   }
@@ -243,6 +265,7 @@ class KeyWaits<G extends Gated = Gated> {
     const refusedAt = w.refusedAt; // the refusal before this ask (its own next rows' refusals come after the slots freed)
     const admitted = new Map<KeyGate<G>, G[]>();
     const all: G[] = [];
+    let holders: ReadonlyMap<string, number> | undefined;
     try {
       for (let e = w.rows.pop(); e; e = w.rows.pop()) {
         e.gate.size--;
@@ -259,12 +282,33 @@ class KeyWaits<G extends Gated = Gated> {
         if (got !== true) {
           w.refusedAt = this.deps.clock.now();
           e.gate.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
+          holders = got.holders;
           break;
         }
         e.gate.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - e.h.row.dueMs));
         e.h.waiting = false;
         admitted.set(e.gate, [...(admitted.get(e.gate) ?? []), e.h]);
         all.push(e.h);
+      }
+      // A waiting row that holds one of the slots already (its take written by a dispatcher
+      // that died before the send, or by a round that let the row go) takes it again at once:
+      // behind the key's earlier rows it would wait for its own slot until that slot's lease ends.
+      const holding = holders ? this.#extract(w, (x) => holders!.has(x.h.row.jobId)) : [];
+      for (const e of holding) {
+        let got: true | KeyFull = { holders: new Map(), limit: 0 };
+        try {
+          if (!e.gate.stopped) got = await this.take(e.gate, e.h);
+        } finally {
+          if (got !== true && !e.gate.stopped) {
+            w.rows.push(e);
+            e.gate.size++;
+          }
+        }
+        if (got !== true) continue;
+        e.gate.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - e.h.row.dueMs));
+        e.h.waiting = false;
+        admitted.set(e.gate, [...(admitted.get(e.gate) ?? []), e.h]);
+        this.took(e.h); // (no slot freed for it: nothing to learn of the key's hold time)
       }
     } catch (err) {
       this.deps.log?.('key slot take failed', { tenant: w.tenant, error: (err as Error).message });

@@ -120,6 +120,32 @@ describe('KeyGate', () => {
     g.stop();
   });
 
+  it('a row that holds its slot already (taken by a dispatcher that died before the send) passes, though earlier rows of its key wait', async () => {
+    const slots = new MemorySlots();
+    // Both slots of key k are held by x and y: a dispatcher took them, then died before sending.
+    const k = slots.key('t', 'k', 2);
+    k.holders.set('x', Date.now() + 900_000).set('y', Date.now() + 900_000);
+    const { g, admitted } = gate(slots);
+    // A fresh round re-acquires the rows once their leases end: z, due first, gets no slot; x and
+    // y hold theirs (their takes succeed, held by their job ids), and do not wait behind z.
+    const passed = await g.pass([row('z', 1, 'k', undefined, 2), row('x', 2, 'k', undefined, 2), row('y', 3, 'k', undefined, 2)]);
+    expect(passed.map((h) => h.row.jobId)).toEqual(['x', 'y']);
+    expect(g.size).toBe(1);
+    // The same when the key waits already: the next ask's refusal names the holders, and a
+    // waiting row among them takes its slot at once.
+    const w = await g.pass([row('w', 4, 'k', undefined, 2)]);
+    expect(w).toEqual([]);
+    k.holders.set('w', Date.now() + 900_000); // (w's take, written by the dead dispatcher)
+    k.holders.delete('x');
+    k.holders.delete('y');
+    k.holders.set('v', Date.now() + 900_000);
+    await g.pass([row('v', 5, 'k', undefined, 2)]);
+    await until(() => admitted.length === 2);
+    expect(admitted.map((h) => h.row.jobId).sort()).toEqual(['v', 'w']);
+    expect(g.size).toBe(1); // z still waits: both slots are held
+    g.stop();
+  });
+
   it('asks less often the longer a key waits, and forgets a dropped row', async () => {
     const slots = new MemorySlots();
     const { g, admitted } = gate(slots);
