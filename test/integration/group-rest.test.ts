@@ -74,7 +74,9 @@ describe.concurrent('shard groups at rest', () => {
     const sys = await createSystem(em, { settings: one });
     const t0 = Date.now();
     const step = () => dispatchStep(sys.w.dispatch, { groups: [0], owner: 'exec-a', ownerStartMs: t0, untilMs: t0 + 120_000 });
-    // The writer reads the group awake, and trusts that for the notice.
+    // The writer reads the group awake, and trusts that for the notice. (Its monotonic clock
+    // stands still here: on a loaded machine the steps below may take longer than the notice, and
+    // the writer would look again; the case is a writer whose trust has not run out.)
     let reads = 0;
     const writer = new RowWakes(
       {
@@ -83,10 +85,12 @@ describe.concurrent('shard groups at rest', () => {
         rouse: (g) => sys.w.store.rouse(g),
       },
       one,
+      () => 0,
     );
     await writer.written(0, t0 + 3_600_000);
     // An idle step: the intent to rest is written.
     expect((await step()).idle).toBe(true);
+    const intendedBy = Date.now();
     const intent = await sys.w.store.readRest(0);
     expect(intent).toMatchObject({ epoch: expect.any(String) });
     expect(intent!.wakeAtMs).toBeUndefined();
@@ -97,9 +101,11 @@ describe.concurrent('shard groups at rest', () => {
     expect(await ingestJob({ ...sys.w.ingest, wakes: writer }, { jobId, tenant: 'demo', shard, dueMs, payload: '"r"' })).toBe('created');
     expect(reads).toBe(1);
     expect((await sys.w.store.readRest(0))!.wakeAtMs).toBeUndefined();
-    // Before the notice has passed, a step does not decide.
+    // Before the notice has passed, a step does not decide. (Checked when this step starts
+    // within the notice of the intent: on a loaded machine it may not, and then it decides.)
+    const early = Date.now() - intendedBy < REST_NOTICE_MS - 100;
     expect((await step()).idle).toBe(true);
-    expect((await sys.w.store.readRest(0))!.wakeAtMs).toBeUndefined();
+    if (early) expect((await sys.w.store.readRest(0))!.wakeAtMs).toBeUndefined();
     // Once it has, the deciding step's reads find the row: the group rests until it.
     await sleepMs(REST_NOTICE_MS + 50);
     expect((await step()).idle).toBe(true);
