@@ -21,6 +21,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand, type Message, type SQSClie
 import { RequestCounter } from '../adapters/requestCounter.js';
 import { OutcomeReporter, outcomeReport } from '../client/outcomes.js';
 import type { KeyFull, KeySlots } from '../core/model/index.js';
+import type { KeyedFigures } from './sim/engine.js';
 import { outcomesHandler, statusHandler } from '../lambdas/runtime/handlers.js';
 import type { Emulators } from '../test/support/emulators.js';
 import { createSystem, httpEvent, runAllGroups, submitJobs, waitForEmptyQueue, type TestSystem } from '../test/support/system.js';
@@ -83,6 +84,14 @@ export interface FlowControlResult {
   requestsWhileRunning: { byOperation: Record<string, number>; dynamodbPerSec: number; dynamodbPerJob: number };
   /** CPU used while the jobs ran, as a share of one core: dynalite, fauxqs, this process (dispatchers, route, worker). */
   cpuShareWhileRunning: { dynalite?: number; fauxqs?: number; bench: number };
+  /**
+   * The same load on the simulated AWS deployment (bench/sim: one cell at its defaults, the real
+   * dispatch code against the simulated table's key items, the worker's receive and report as
+   * bench/sim/run.ts `AWS_WORKER`), where the emulators' requests per second do not bind; and the
+   * ratio a slot's hand-over allows at best (its medians: the report, the next take, the renewal,
+   * the send and the receive, with no wait for the ask).
+   */
+  simulatedAws?: KeyedFigures & { lost: number; early: number; duplicates: number; handoffFloorMs: number; ratioBound: number };
 }
 
 /** One delivery of a job to the worker, times in ms since the epoch. */

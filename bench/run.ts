@@ -92,7 +92,7 @@ import { runListing, type ListingResult } from './listing.js';
 import { PRICE_REGION, PRICES, PRICES_CHECKED } from './prices.js';
 import { markdown, targets, type Target } from './report.js';
 import { FULL_SCALE, QUICK_SCALE, runScaleSimulation, type ScaleShape, type ScaleSimulationResult } from './sim/phase.js';
-import { measuredOf, type ScaleRow } from './sim/run.js';
+import { measuredFrom, measuredOf, simulateFlowControl, type ScaleRow } from './sim/run.js';
 import { runRequests, type RequestsResult, type ServiceFigures } from './requests.js';
 import { load, machineInfo, progress, realisticPayload, startRemoteEmulators, type LoadShape, type MachineInfo } from './support.js';
 
@@ -503,7 +503,11 @@ if (
     r.history = await phase('history', () => runHistory(em, sizes.history));
     r.workflows = await phase('workflows', () => runWorkflows(em, sizes.workflows));
     r.bulkCancel = await phase('bulkCancel', () => runBulkCancel(em, sizes.bulkCancel));
-    r.flowControl = await phase('flowControl', () => runFlowControl(em, sizes.flowControl));
+    r.flowControl = await phase('flowControl', async () => {
+      const measured = await runFlowControl(em, sizes.flowControl);
+      // The same load on the simulated AWS deployment (no emulator: seconds of CPU, nothing shared).
+      return { ...measured, simulatedAws: await simulateFlowControl(measuredFrom(), sizes.flowControl) };
+    });
     r.debounce = await phase('debounce', () => runDebounce(em, sizes.debounce));
   } finally {
     await em.stop();

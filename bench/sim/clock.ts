@@ -23,6 +23,7 @@ const real = {
   setInterval: globalThis.setInterval,
   clearInterval: globalThis.clearInterval,
   setImmediate: globalThis.setImmediate,
+  random: Math.random,
 };
 
 interface Timer {
@@ -82,9 +83,14 @@ export class VirtualTime {
     return new Promise((resolve) => this.at(this.#now + Math.max(0, ms), resolve));
   }
 
-  install(): void {
+  /**
+   * Installs the virtual timers; with `random`, `Math.random` draws from it too while installed
+   * (the dispatch code's jitter, such as the key gate's asks: a run is then the same for a seed).
+   */
+  install(random?: () => number): void {
     if (this.#installed) return;
     this.#installed = true;
+    if (random) Math.random = random;
     const g = globalThis as unknown as Record<string, unknown>;
     g.setTimeout = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) =>
       new VirtualHandle(this.at(this.#now + Math.max(0, Number(ms) || 0), () => fn(...args)));
@@ -105,6 +111,7 @@ export class VirtualTime {
   uninstall(): void {
     if (!this.#installed) return;
     this.#installed = false;
+    Math.random = real.random;
     Object.assign(globalThis, {
       setTimeout: real.setTimeout,
       clearTimeout: real.clearTimeout,

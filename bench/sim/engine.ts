@@ -17,12 +17,14 @@ import { seededRandom, VirtualTime } from './clock.js';
 import {
   Cpu,
   SimJobStore,
+  SimKeySlots,
   SimNetwork,
   SimSender,
   SimTable,
   SimThrottle,
   type CallModel,
   type CpuModel,
+  type Latency,
   type TableLimits,
   type ThrottleKind,
 } from './store.js';
@@ -62,6 +64,8 @@ export interface SimConfig {
     readonly dueStartMs: number;
     readonly minAheadMs: number;
     readonly maxAheadMs: number;
+    /** All due within `windowMs` (a burst): not extended by a lookahead as a steady load is. */
+    readonly burst?: boolean;
   };
   /**
    * Other tenants' loads beside `load` (which is tenant `demo`'s), each due over its own window:
@@ -70,6 +74,12 @@ export interface SimConfig {
    * `load`'s window: the run goes on until the last one's plus `drainMs`.
    */
   readonly tenants?: readonly TenantLoad[];
+  /**
+   * Concurrency keys on `load`'s jobs (docs/flow-control.md): its k-th job has the key
+   * `k-<k % keys>`, limit `limit`; every dispatcher has the key slots (`keySlots`), and a worker
+   * runs each job its first send delivers, then reports its outcome, which frees the slot.
+   */
+  readonly keyed?: KeyedLoad;
   /** How long after the last due time the run goes on (to send what is late). */
   readonly drainMs: number;
   /**
@@ -78,6 +88,46 @@ export interface SimConfig {
    */
   readonly warmupMs: number;
   readonly seed: number;
+}
+
+/**
+ * The worker side of a keyed load: a job is received `receive` after its send was acknowledged
+ * (SQS, a long-polling worker), runs `workMs`, and its slot is freed `report` after the work ended
+ * (the message deleted, the outcome sent through API Gateway to the outcomes function, its
+ * UpdateItem of the key's item: the last is charged to the table).
+ */
+export interface KeyedLoad {
+  readonly keys: number;
+  readonly limit: number;
+  readonly workMs: number;
+  readonly receive: Latency;
+  readonly report: Latency;
+}
+
+/** What the keyed load's worker saw (SimResult.keyed). */
+export interface KeyedFigures {
+  readonly keys: number;
+  readonly keyLimit: number;
+  readonly workMs: number;
+  /** The most runs of one key that overlapped (the limit must hold). */
+  readonly maxConcurrentPerKey: number;
+  /** Jobs whose work ended. */
+  readonly finished: number;
+  /** From the first due time until the first run started, and until the last work ended, ms. */
+  readonly firstStartMs: number;
+  readonly drainMs: number;
+  /** Runs started in each second from the first due time. */
+  readonly startsPerSec: readonly number[];
+  readonly jobsPerSec: number;
+  /** keys × limit ÷ the work time. */
+  readonly idealJobsPerSec: number;
+  readonly throughputRatio: number;
+  /** Slots still held at the run's end (0: every outcome freed its slot). */
+  readonly slotsHeldAtEnd: number;
+  /** The key items' requests: takes (granted or refused), releases, evictions. */
+  readonly requests: { readonly take: number; readonly release: number; readonly evict: number };
+  /** A slot between two jobs of its key: a run's end until the next run of its key starts, p50 / p95 ms. */
+  readonly handoff: { readonly p50Ms: number; readonly p95Ms: number };
 }
 
 /** One more tenant's load: jobs due at `ratePerSec` from `dueStartMs` for `windowMs`, each written `minAheadMs`–`maxAheadMs` before. */
@@ -131,6 +181,8 @@ export interface SimResult {
   };
   /** The table's work: queries, items they read, item writes by kind (acquire, renew, marker...). */
   readonly table: { readonly queries: number; readonly itemsRead: number; readonly writes: Readonly<Record<string, number>> };
+  /** With `keyed`: what its worker saw. */
+  readonly keyed?: KeyedFigures;
   /** The limit that stopped the run, when it failed; else undefined. */
   readonly binding?: string;
   readonly pass: boolean;
@@ -165,7 +217,7 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   // ---- the load: jobs by due time, written ahead ----
   // The load goes on for a lookahead past the measurement window, so that the window's work (rows
   // are acquired up to the read-ahead before they are due) is all the steady load's.
-  const loadMs = load.windowMs + (cfg.mode === 'aws' ? settings.lookaheadMs : 0);
+  const loadMs = load.windowMs + (cfg.mode === 'aws' && !load.burst ? settings.lookaheadMs : 0);
   const loads: TenantLoad[] = [{ tenant: 'demo', ...load, windowMs: loadMs }, ...(cfg.tenants ?? [])];
   const counts = loads.map((l) => Math.max(1, Math.round((l.ratePerSec * l.windowMs) / 1000)));
   const n = counts.reduce((a, b) => a + b, 0);
@@ -189,12 +241,56 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   const firstSent = new Float64Array(n).fill(NaN);
   const firstAck = new Float64Array(n).fill(NaN);
   const jobId = (i: number) => `j1.${tenantOf(i)}.${shard[i]}.${due[i]}.t.${i.toString(36).padStart(16, '0')}.${'A'.repeat(22)}`;
+  // ---- the keyed load's worker (cfg.keyed) ----
+  const keyed = cfg.keyed;
+  const keyOf = (i: number) => `k-${i % keyed!.keys}`;
+  const running = new Map<string, number>();
+  /** Per key, the ends of its runs whose slot no later run has taken yet (oldest first). */
+  const endsOf = new Map<string, number[]>();
+  const handoffs: number[] = [];
+  let maxConcurrentPerKey = 0;
+  let firstStart = Infinity;
+  /** Runs started per second from the first due time (where the drain's time goes). */
+  const startsPerSec: number[] = [];
+  let finished = 0;
+  let lastEnd = 0;
+  const work = (i: number, ackAt: number) => {
+    const k = keyed!;
+    const key = keyOf(i);
+    vt.at(ackAt + net.latency(k.receive), () => {
+      const at = vt.now();
+      firstStart = Math.min(firstStart, at);
+      const sec = Math.max(0, Math.floor((at - (T0 + load.dueStartMs)) / 1000));
+      startsPerSec[sec] = (startsPerSec[sec] ?? 0) + 1;
+      const n = (running.get(key) ?? 0) + 1;
+      running.set(key, n);
+      maxConcurrentPerKey = Math.max(maxConcurrentPerKey, n);
+      const ended = endsOf.get(key)?.shift();
+      if (ended !== undefined) handoffs.push(at - ended);
+      vt.at(at + k.workMs, () => {
+        running.set(key, running.get(key)! - 1);
+        endsOf.set(key, [...(endsOf.get(key) ?? []), vt.now()]);
+        lastEnd = Math.max(lastEnd, vt.now());
+        finished++;
+        const free = () => {
+          try {
+            table.keyRelease(tenantOf(i), key, jobId(i));
+          } catch (err) {
+            if (!(err instanceof SimThrottle)) throw err;
+            vt.at(vt.now() + 100, free);
+          }
+        };
+        vt.at(vt.now() + net.latency(k.report), free);
+      });
+    });
+  };
   const recordSend = (id: string, sentAt: number, ackAt: number) => {
     const i = parseInt(id.split('.')[5]!, 36);
     sends[i]!++;
     if (Number.isNaN(firstSent[i]!)) {
       firstSent[i] = sentAt;
       firstAck[i] = ackAt;
+      if (keyed && owner[i] === 0) work(i, ackAt);
     }
   };
 
@@ -214,6 +310,7 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     ...(cfg.mode === 'local' ? { flow: localFlow } : { flow: new ProcessFlow(() => vt.now()) }),
     store: new SimJobStore(table, net, cpu, cfg.cpu),
     sender: new SimSender(net, cpu, cfg.cpu, recordSend),
+    ...(keyed ? { keySlots: new SimKeySlots(table, net, cpu, cfg.cpu) } : {}),
     tenants: new TenantRegistry(
       { getTenant: async (name) => ({ name, queueUrl: `sqs/${name}`, dlqUrl: `sqs/${name}-dlq` }), putTenant: async () => {} },
       { clock: vt },
@@ -302,7 +399,14 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   const retry: number[] = [];
   const put = (i: number) => {
     try {
-      table.putJob({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i), tenant: tenantOf(i), payload: '{"n":1}' });
+      table.putJob({
+        shard: shard[i]!,
+        dueMs: due[i]!,
+        jobId: jobId(i),
+        tenant: tenantOf(i),
+        payload: '{"n":1}',
+        ...(keyed && owner[i] === 0 ? { concurrency: { key: keyOf(i), limit: keyed.limit } } : {}),
+      });
       if (isLateRow(due[i]!, vt.now(), settings)) table.putLatePointer({ shard: shard[i]!, dueMs: due[i]!, jobId: jobId(i) });
     } catch (err) {
       if (!(err instanceof SimThrottle)) throw err;
@@ -318,7 +422,8 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
   };
   vt.at(T0, ingest);
 
-  vt.install();
+  // The code's own jitter (Math.random) from a second seeded source: the same run for the same seed.
+  vt.install(seededRandom(cfg.seed + 0x5eed));
   let reached: number;
   try {
     reached = await vt.run(endAt);
@@ -406,6 +511,29 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
     itemsReadPerJob: +(table.counters.itemsRead / Math.max(1, delivered)).toFixed(3),
     lastMarkerMs: Math.max(0, table.counters.lastMarkerAt - (T0 + cfg.tick.firstAtMs)),
   };
+  const keyedFigures = (k: KeyedLoad): KeyedFigures => {
+    const drainMs = Math.max(1, lastEnd - (T0 + load.dueStartMs));
+    const jobsPerSec = Math.round((finished * 1000) / drainMs);
+    const idealJobsPerSec = Math.round((k.keys * k.limit * 1000) / k.workMs);
+    const w = table.counters.writes;
+    const h = percentiles(handoffs);
+    return {
+      keys: k.keys,
+      keyLimit: k.limit,
+      workMs: k.workMs,
+      maxConcurrentPerKey,
+      finished,
+      firstStartMs: Math.round(firstStart - (T0 + load.dueStartMs)),
+      drainMs: Math.round(drainMs),
+      startsPerSec: Array.from(startsPerSec, (x) => x ?? 0),
+      jobsPerSec,
+      idealJobsPerSec,
+      throughputRatio: +(jobsPerSec / idealJobsPerSec).toFixed(3),
+      slotsHeldAtEnd: table.keyHolders(),
+      requests: { take: w.keyTake ?? 0, release: w.keyRelease ?? 0, evict: w.keyEvict ?? 0 },
+      handoff: { p50Ms: h.p50Ms, p95Ms: h.p95Ms },
+    };
+  };
   return {
     jobs: n,
     delivered,
@@ -421,6 +549,7 @@ export async function simulate(cfg: SimConfig): Promise<SimResult> {
       itemsRead: table.counters.itemsRead,
       writes: Object.fromEntries(Object.entries(table.counters.writes).sort(([a], [b]) => a.localeCompare(b))),
     },
+    ...(keyed ? { keyed: keyedFigures(keyed) } : {}),
     ...(pass ? {} : { binding: bindingOf(counters) }),
     pass,
     virtualMs: reached - T0,

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULTS } from '../../core/model/config.js';
-import { simulate, type SimConfig, type SimResult } from './engine.js';
+import { simulate, type KeyedFigures, type KeyedLoad, type SimConfig, type SimResult } from './engine.js';
 import { AWS_TABLE_LIMITS, NO_TABLE_LIMITS, type CallModel, type CpuModel } from './store.js';
 
 /** The measured figures the models take from a committed full benchmark run. */
@@ -259,5 +259,53 @@ export async function searchCapacity(
     tableWruQuota: opts.tableWru ?? AWS_TABLE_LIMITS.tableWru,
     runs,
     ...(hi ? { failedAt: hi.rate } : {}),
+  };
+}
+
+/**
+ * A keyed job's worker on AWS (estimates, not measured here): received about 20 ms after its send
+ * was acknowledged (a worker long-polling its queue), and its slot freed about 45 ms after its
+ * work ended (DeleteMessage, then the outcome through API Gateway to a warm outcomes function and
+ * its UpdateItem of the key's item).
+ */
+export const AWS_WORKER: Pick<KeyedLoad, 'receive' | 'report'> = {
+  receive: { medianMs: 20, sigma: 0.5 },
+  report: { medianMs: 45, sigma: 0.4 },
+};
+
+export interface KeyedShape {
+  readonly keys: number;
+  readonly limit: number;
+  readonly jobs: number;
+  readonly workMs: number;
+}
+
+/**
+ * Concurrency by key on the simulated AWS deployment (one cell, its defaults): the benchmark's
+ * flowControl phase (`jobs` jobs due the same millisecond over `keys` keys of limit `limit`, each
+ * worked `workMs`), its dispatchers the real ones (core/dispatch: the key gate's takes and asks)
+ * against the simulated table's key items, the worker as {@link AWS_WORKER}.
+ */
+export async function simulateFlowControl(
+  m: Measured,
+  shape: KeyedShape,
+): Promise<KeyedFigures & { lost: number; early: number; duplicates: number; handoffFloorMs: number; ratioBound: number }> {
+  const idealMs = (shape.jobs / (shape.keys * shape.limit)) * shape.workMs;
+  const base = awsConfig(m, 1, shape.jobs * 1000, 1);
+  const run = await simulate({
+    ...base,
+    load: { ...base.load, ratePerSec: shape.jobs * 1000, windowMs: 1, burst: true },
+    keyed: { keys: shape.keys, limit: shape.limit, workMs: shape.workMs, ...AWS_WORKER },
+    drainMs: Math.max(30_000, 20 * idealMs),
+  });
+  // A slot's hand-over at best: the report, the next take and the renewal (writes), the send, the receive.
+  const handoffFloorMs = AWS_WORKER.report.medianMs + 2 * AWS_CALLS.write.medianMs + AWS_CALLS.send.medianMs + AWS_WORKER.receive.medianMs;
+  return {
+    ...run.keyed!,
+    lost: run.lost,
+    early: run.early,
+    duplicates: run.duplicates,
+    handoffFloorMs,
+    ratioBound: +(shape.workMs / (shape.workMs + handoffFloorMs)).toFixed(3),
   };
 }

@@ -16,6 +16,10 @@
  * CPU has done the work of the calls before it), then a network latency drawn from the model; on
  * the local stack's model the table is one serial server (dynalite is one Node process) with a
  * service time per operation.
+ *
+ * Concurrency keys (docs/flow-control.md): the table keeps one item per key (its limit and its
+ * holders, each with its slot's lease), with adapters/dynamoKeySlots.ts's conditions, and
+ * {@link SimKeySlots} is a client's view of them (core/model/ports.ts `KeySlots`).
  */
 import { ThrottledError } from '../../core/model/errors.js';
 import { sortKey } from '../../core/model/jobId.js';
@@ -30,6 +34,8 @@ import type {
   HeldPointer,
   JobRow,
   JobStore,
+  KeyFull,
+  KeySlots,
   OutgoingMessage,
   QueueSender,
   RowKey,
@@ -100,6 +106,7 @@ interface Item {
   tenant: string;
   payload?: string;
   priority?: number;
+  concurrency?: { readonly key: string; readonly limit: number };
   deliveredAtMs?: number;
   expiresAtMs?: number;
 }
@@ -250,6 +257,7 @@ export class SimTable {
       tenant: row.tenant,
       payload: row.payload,
       ...(row.priority !== undefined && row.priority !== 5 ? { priority: row.priority } : {}),
+      ...(row.concurrency ? { concurrency: row.concurrency } : {}),
     });
     return 'created';
   }
@@ -381,6 +389,7 @@ export class SimTable {
       payload: it.payload ?? 'null',
       leaseUntil,
       ...(it.priority !== undefined ? { priority: it.priority } : {}),
+      ...(it.concurrency ? { concurrency: it.concurrency } : {}),
     };
   }
 
@@ -430,6 +439,74 @@ export class SimTable {
       ...(it.expiresAtMs !== undefined ? { expiresAtMs: it.expiresAtMs } : {}),
       ...(it.priority !== undefined ? { priority: it.priority } : {}),
     };
+  }
+
+  // ---- concurrency keys: one item per key, its limit and its holders (adapters/dynamoKeySlots.ts) ----
+
+  readonly #keys = new Map<string, { limit: number; limitAtMs: number; holders: Map<string, number> }>();
+
+  #key(tenant: string, key: string, limit: number) {
+    const pk = `k#${tenant}#${key}`;
+    let k = this.#keys.get(pk);
+    if (!k) this.#keys.set(pk, (k = { limit, limitAtMs: 0, holders: new Map() }));
+    return { pk, k };
+  }
+
+  /** A slot for `jobId` (also when it holds one already), or who holds them: one conditional write, the item returned on failure. */
+  keyTake(tenant: string, key: string, jobId: string, untilMs: number, limit: number): true | KeyFull {
+    const { pk, k } = this.#key(tenant, key, limit);
+    this.chargeWrite(pk, 1, 'keyTake');
+    if (!k.holders.has(jobId) && k.holders.size >= k.limit) return { holders: new Map(k.holders), limit: k.limit };
+    k.holders.set(jobId, untilMs);
+    return true;
+  }
+
+  keyEvict(tenant: string, key: string, holders: ReadonlyMap<string, number>): number {
+    const { pk, k } = this.#key(tenant, key, 1);
+    this.chargeWrite(pk, 1, 'keyEvict');
+    let n = 0;
+    for (const [jobId, until] of holders)
+      if (k.holders.get(jobId) === until) {
+        k.holders.delete(jobId);
+        n++;
+      }
+    return n;
+  }
+
+  keyRelease(tenant: string, key: string, jobId: string): void {
+    const { pk, k } = this.#key(tenant, key, 1);
+    this.chargeWrite(pk, 1, 'keyRelease');
+    k.holders.delete(jobId);
+  }
+
+  keyExtend(tenant: string, key: string, jobId: string, untilMs: number): boolean {
+    const { pk, k } = this.#key(tenant, key, 1);
+    this.chargeWrite(pk, 1, 'keyExtend');
+    if (!k.holders.has(jobId)) return false;
+    k.holders.set(jobId, untilMs);
+    return true;
+  }
+
+  keyHolds(tenant: string, key: string, jobId: string): boolean {
+    const { pk, k } = this.#key(tenant, key, 1);
+    this.chargeRead(pk, 200, true);
+    return k.holders.has(jobId);
+  }
+
+  keySetLimit(tenant: string, key: string, limit: number, atMs: number): void {
+    const { pk, k } = this.#key(tenant, key, limit);
+    this.chargeWrite(pk, 1, 'keyLimit');
+    if (atMs >= k.limitAtMs) {
+      k.limit = limit;
+      k.limitAtMs = atMs;
+    }
+  }
+
+  /** The slots held now, over every key (none once every job's outcome freed its slot). */
+  keyHolders(): number {
+    let n = 0;
+    for (const { holders } of this.#keys.values()) n += holders.size;
+    return n;
   }
 
   takeGroupLease(group: number, owner: string, ownerStartMs: number, nowMs: number, untilMs: number, marks?: ShardMarks) {
@@ -711,7 +788,7 @@ export class SimJobStore implements JobStore {
     );
   }
 
-  /** The simulation's rows carry no concurrency key: there is never a keyed row waiting for its slot. */
+  /** The simulation cancels nothing: no keyed row waiting for its slot is ever cancelled. */
   cancelWaiting(): Promise<boolean> {
     return Promise.resolve(false);
   }
@@ -740,6 +817,46 @@ export class SimJobStore implements JobStore {
 
   groupMarks(group: number): Promise<ShardMarks> {
     return this.net.call(this.cpu, this.costs.callUs, this.net.calls.query, this.#srv('query'), () => this.table.groupMarks(group));
+  }
+}
+
+/** A client's view of the table's key items (core/model/ports.ts `KeySlots`): each call one request. */
+export class SimKeySlots implements KeySlots {
+  constructor(
+    private readonly table: SimTable,
+    private readonly net: SimNetwork,
+    private readonly cpu: Cpu,
+    private readonly costs: CpuModel,
+  ) {}
+
+  #write<T>(op: () => T): Promise<T> {
+    return this.net.call(this.cpu, this.costs.callUs, this.net.calls.write, this.net.calls.server?.writeUs ?? 0, op);
+  }
+
+  setLimit(tenant: string, key: string, limit: number, atMs: number): Promise<void> {
+    return this.#write(() => this.table.keySetLimit(tenant, key, limit, atMs));
+  }
+
+  take(tenant: string, key: string, jobId: string, untilMs: number, limit: number): Promise<true | KeyFull> {
+    return this.#write(() => this.table.keyTake(tenant, key, jobId, untilMs, limit));
+  }
+
+  evict(tenant: string, key: string, holders: ReadonlyMap<string, number>): Promise<number> {
+    return this.#write(() => this.table.keyEvict(tenant, key, holders));
+  }
+
+  release(tenant: string, key: string, jobId: string): Promise<void> {
+    return this.#write(() => this.table.keyRelease(tenant, key, jobId));
+  }
+
+  extend(tenant: string, key: string, jobId: string, untilMs: number): Promise<boolean> {
+    return this.#write(() => this.table.keyExtend(tenant, key, jobId, untilMs));
+  }
+
+  holds(tenant: string, key: string, jobId: string): Promise<boolean> {
+    return this.net.call(this.cpu, this.costs.callUs, this.net.calls.query, this.net.calls.server?.queryUs ?? 0, () =>
+      this.table.keyHolds(tenant, key, jobId),
+    );
   }
 }
 
