@@ -68,11 +68,6 @@ interface Waiting<G extends Gated> {
   readonly since: number;
   /** The latest refused ask (a slot that then frees freed after it). */
   refusedAt: number;
-  /**
-   * When the oldest holder the latest refusal named took its slot (its lease's end less the key
-   * lease): whichever dispatcher took it. Undefined before a refusal.
-   */
-  oldestHeldFrom?: number;
   timer?: NodeJS.Timeout;
   probing: boolean;
 }
@@ -139,7 +134,7 @@ export class KeyGate<G extends Gated> {
           }
         for (const h of rows.slice(i))
           if (full && h !== rows[i] && full.holders.has(h.row.jobId) && (await this.#waits.take(this, h)) === true) this.#passed(h, out);
-          else this.#waits.wait(this, h, full);
+          else this.#waits.wait(this, h);
       }),
     );
     return out;
@@ -182,8 +177,7 @@ class KeyWaits<G extends Gated = Gated> {
     return this.#waiting.has(id);
   }
 
-  /** `h` waits for a slot of its key; `full` is what its refused take said (absent: it did not ask). */
-  wait(gate: KeyGate<G>, h: G, full?: KeyFull): void {
+  wait(gate: KeyGate<G>, h: G): void {
     const c = h.row.concurrency!;
     const id = keyId(h.row.tenant, c.key);
     let w = this.#waiting.get(id);
@@ -200,7 +194,6 @@ class KeyWaits<G extends Gated = Gated> {
       };
       this.#waiting.set(id, w);
     }
-    if (full) this.refused(w, full);
     h.waiting = true;
     w.rows.push({ h, gate });
     gate.size++;
@@ -258,23 +251,11 @@ class KeyWaits<G extends Gated = Gated> {
     const held = this.#heldMs.get(id);
     if (held === undefined) return Math.min(MAX_PROBE_MS, FIRST_PROBE_MS * PROBE_GROWTH ** w.attempt);
     if (w.attempt === 0) {
-      const oldest = w.oldestHeldFrom ?? this.#takenAt.get(id)?.[0] ?? w.since;
+      const oldest = this.#takenAt.get(id)?.[0] ?? w.since;
       return Math.min(MAX_LEARNT_PROBE_MS, Math.max(FIRST_PROBE_MS, oldest + held - this.deps.clock.now()));
     }
     const cap = Math.min(MAX_LEARNT_PROBE_MS, Math.max(MAX_PROBE_MS, held / 2));
-    // The refusal named who holds the slots and since when (takes of other dispatchers too): the
-    // next ask goes when the oldest of them should free, while that is still ahead.
-    const due = w.oldestHeldFrom !== undefined ? w.oldestHeldFrom + held - this.deps.clock.now() : 0;
-    if (due >= FIRST_PROBE_MS) return Math.min(cap, due);
     return Math.min(cap, Math.max(FIRST_PROBE_MS, held / 8) * PROBE_GROWTH ** (w.attempt - 1));
-  }
-
-  /** Notes what a refused take said of `w`'s key: when its oldest holder took its slot. */
-  refused(w: Waiting<G>, full: KeyFull): void {
-    const leaseMs = (this.deps.keyLeaseSeconds(w.tenant) ?? DEFAULT_KEY_LEASE_SECONDS) * 1000;
-    let oldest = Infinity;
-    for (const until of full.holders.values()) oldest = Math.min(oldest, until - leaseMs);
-    w.oldestHeldFrom = Number.isFinite(oldest) ? oldest : undefined;
   }
 
   /** The first waiting row asks for a slot; while it gets one, the next asks too. */
@@ -302,7 +283,6 @@ class KeyWaits<G extends Gated = Gated> {
           w.refusedAt = this.deps.clock.now();
           e.gate.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
           holders = got.holders;
-          this.refused(w, got);
           break;
         }
         e.gate.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - e.h.row.dueMs));
@@ -335,10 +315,7 @@ class KeyWaits<G extends Gated = Gated> {
     } finally {
       w.probing = false;
     }
-    if (all.length > 0) {
-      this.#learn(w, all, refusedAt);
-      w.oldestHeldFrom = undefined; // the slots turned over: the next refusal says who holds them now
-    }
+    if (all.length > 0) this.#learn(w, all, refusedAt);
     w.attempt = all.length > 0 ? 0 : w.attempt + 1;
     for (const [gate, rows] of admitted) if (!gate.stopped) gate.admit(rows);
     if (w.rows.size === 0) this.#forget(w);

@@ -35,14 +35,29 @@ async function call(sys: TestSystem, method: string, path: string, body?: string
 const startCancel = (sys: TestSystem, body: object | string) =>
   call(sys, 'POST', '/v1/tenants/demo/jobs/cancel', typeof body === 'string' ? body : JSON.stringify(body));
 
-/** Polls the operation until DONE (and, when given, until `until` holds of it). */
-async function done(sys: TestSystem, operationId: string, until: (op: Record<string, any>) => boolean = () => true) {
-  const deadline = Date.now() + 60_000;
+/**
+ * Polls the operation until DONE (and, when given, until `until` holds of it). Up to 100 s: ingest
+ * settles jobs still inbound as it stores them, and a message it failed on comes back after 5 s,
+ * then 30 s (a CI run with three test files at once saw an operation at 45 of 50 matched for 60 s,
+ * 2026-11-28). On a timeout, `ids` (the jobs it should match) are shown with their states.
+ */
+async function done(
+  sys: TestSystem,
+  operationId: string,
+  until: (op: Record<string, any>) => boolean = () => true,
+  ids: readonly string[] = [],
+) {
+  const deadline = Date.now() + 100_000;
   for (;;) {
     const op = await call(sys, 'GET', `/v1/tenants/demo/operations/${operationId}`);
     expect(op.status).toBe(200);
     if (op.body.state === 'DONE' && until(op.body)) return op.body;
-    if (Date.now() > deadline) throw new Error(`operation not done in 60 s: ${JSON.stringify(op.body)}`);
+    if (Date.now() > deadline) {
+      const byState = new Map<string, string[]>();
+      (await states(sys, ids)).forEach((state, i) => byState.set(state, [...(byState.get(state) ?? []), ids[i]!]));
+      const seen = [...byState].map(([state, of]) => `${state} ${of.length}${state === 'CANCELLED' ? '' : `: ${of.join(' ')}`}`).join('; ');
+      throw new Error(`operation not done in 100 s: ${JSON.stringify(op.body)}; its jobs: ${seen}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -247,7 +262,12 @@ describe.concurrent('bulk cancel', () => {
       );
       // The jobs may still be in the inbound queue when the passes read the table (DONE): ingest
       // settles them as it writes them, and the counts grow to the 50.
-      const op = await done(sys, (await startCancel(sys, { tag: 'stop' })).body.operationId, (o) => o.matched === 50);
+      const op = await done(
+        sys,
+        (await startCancel(sys, { tag: 'stop' })).body.operationId,
+        (o) => o.matched === 50,
+        cancelled.map((r) => r.jobId),
+      );
       expect(op.cancelled + op.alreadyQueued).toBe(50);
       await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= 50 + op.alreadyQueued, 40_000);
       await new Promise((r) => setTimeout(r, 1_000));
@@ -260,7 +280,7 @@ describe.concurrent('bulk cancel', () => {
       await consumer.stop();
       await ingest.stop();
     }
-  });
+  }, 180_000);
 
   it('a pass that dies part-way is retried from its saved progress and counts each job once', async () => {
     const sys = await createSystem(em, { settings: { shardCount: 4, groupCount: 2 } });
