@@ -68,6 +68,11 @@ interface Waiting<G extends Gated> {
   readonly since: number;
   /** The latest refused ask (a slot that then frees freed after it). */
   refusedAt: number;
+  /**
+   * Who held the key's slots at the latest refusal, each with when it took its slot (its lease's
+   * end less the key lease): whichever dispatcher took it.
+   */
+  holders?: Map<string, number>;
   timer?: NodeJS.Timeout;
   probing: boolean;
 }
@@ -134,7 +139,7 @@ export class KeyGate<G extends Gated> {
           }
         for (const h of rows.slice(i))
           if (full && h !== rows[i] && full.holders.has(h.row.jobId) && (await this.#waits.take(this, h)) === true) this.#passed(h, out);
-          else this.#waits.wait(this, h);
+          else this.#waits.wait(this, h, full);
       }),
     );
     return out;
@@ -177,7 +182,8 @@ class KeyWaits<G extends Gated = Gated> {
     return this.#waiting.has(id);
   }
 
-  wait(gate: KeyGate<G>, h: G): void {
+  /** `h` waits for a slot of its key; `full` is what its refused take said (absent: it did not ask). */
+  wait(gate: KeyGate<G>, h: G, full?: KeyFull): void {
     const c = h.row.concurrency!;
     const id = keyId(h.row.tenant, c.key);
     let w = this.#waiting.get(id);
@@ -194,6 +200,7 @@ class KeyWaits<G extends Gated = Gated> {
       };
       this.#waiting.set(id, w);
     }
+    if (full) this.#refused(w, full);
     h.waiting = true;
     w.rows.push({ h, gate });
     gate.size++;
@@ -250,12 +257,46 @@ class KeyWaits<G extends Gated = Gated> {
     const id = keyId(w.tenant, w.key);
     const held = this.#heldMs.get(id);
     if (held === undefined) return Math.min(MAX_PROBE_MS, FIRST_PROBE_MS * PROBE_GROWTH ** w.attempt);
+    // The oldest holder the latest refusal named (another dispatcher's take too), else the oldest
+    // take seen here, else the wait's start.
+    const named = w.holders && w.holders.size > 0 ? Math.min(...w.holders.values()) : undefined;
     if (w.attempt === 0) {
-      const oldest = this.#takenAt.get(id)?.[0] ?? w.since;
+      const oldest = named ?? this.#takenAt.get(id)?.[0] ?? w.since;
       return Math.min(MAX_LEARNT_PROBE_MS, Math.max(FIRST_PROBE_MS, oldest + held - this.deps.clock.now()));
     }
     const cap = Math.min(MAX_LEARNT_PROBE_MS, Math.max(MAX_PROBE_MS, held / 2));
+    // Refused: the next ask when the oldest holder should free, while that is still ahead.
+    const ahead = named !== undefined ? named + held - this.deps.clock.now() : 0;
+    if (ahead >= FIRST_PROBE_MS) return Math.min(cap, ahead);
     return Math.min(cap, Math.max(FIRST_PROBE_MS, held / 8) * PROBE_GROWTH ** (w.attempt - 1));
+  }
+
+  /**
+   * What a refused take said of `w`'s key: who holds its slots, since when. A holder gone since the
+   * refusal before, its slot taken by a new one, held it about from its take to the new one's (the
+   * new holder asked for it meanwhile): learnt as the key's hold time, from every dispatcher's takes,
+   * not only this one's.
+   */
+  #refused(w: Waiting<G>, full: KeyFull): void {
+    const leaseMs = (this.deps.keyLeaseSeconds(w.tenant) ?? DEFAULT_KEY_LEASE_SECONDS) * 1000;
+    const now = new Map([...full.holders].map(([jobId, until]) => [jobId, until - leaseMs] as const));
+    const before = w.holders;
+    w.holders = now;
+    if (!before) return;
+    // Only holders taken about while this key waited here: a take time read from a lease end is
+    // wrong for a lease of another length (a tenant's setting changed since) or one a heartbeat
+    // moved, and the older the take, the further off a hold time learnt from it.
+    const gone = [...before].filter(([j, t]) => !now.has(j) && t >= w.since - MAX_LEARNT_PROBE_MS).map(([, t]) => t);
+    const came = [...now].filter(([j]) => !before.has(j)).map(([, t]) => t);
+    gone.sort((a, b) => a - b);
+    came.sort((a, b) => a - b);
+    const id = keyId(w.tenant, w.key);
+    for (let i = 0; i < Math.min(gone.length, came.length); i++) {
+      const seen = came[i]! - gone[i]!;
+      if (seen <= 0) continue;
+      const held = this.#heldMs.get(id);
+      this.#heldMs.set(id, held === undefined ? seen : held + LEARNT_WEIGHT * (seen - held));
+    }
   }
 
   /** The first waiting row asks for a slot; while it gets one, the next asks too. */
@@ -283,6 +324,7 @@ class KeyWaits<G extends Gated = Gated> {
           w.refusedAt = this.deps.clock.now();
           e.gate.deps.tally?.().refused(w.tenant, w.key, w.rows.size);
           holders = got.holders;
+          this.#refused(w, got);
           break;
         }
         e.gate.deps.tally?.().started(w.tenant, w.key, Math.max(0, this.deps.clock.now() - e.h.row.dueMs));
