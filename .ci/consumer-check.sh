@@ -15,13 +15,15 @@
 #   (e) the project `cdk init app --language typescript` generates, with the constructs added:
 #       its own `npm test` (Jest, CommonJS) and `npx cdk synth`, its configuration unchanged.
 #   (f) publint and @arethetypeswrong/cli on the tarball.
-# Runs from .ci/run beside the tests (the quickstart once they ended), or alone: `npm run check:package`. KEEP_SCRATCH=1 keeps the
-# scratch directory for a look afterwards; TARBALL=<file> checks that tarball instead of building
-# and packing one; ALSO_NODE=<bin directory of another Node> runs every step that depends on the
-# Node version (imports, the CLI, `dynein local` with the quickstart, the CommonJS and ESM checks,
-# the cdk init project's Jest test, which synthesizes the stack) on that Node too, at once, in the
-# same scratch projects (.ci/run: Node 24, and Node 22 as ALSO_NODE). Installs, type checks and
-# the package linters do not depend on it and run once.
+# Runs from .ci/run beside the tests (the quickstart once they ended), or alone:
+# `npm run check:package`. KEEP_SCRATCH=1 keeps the scratch directory for a look afterwards;
+# TARBALL=<file> checks that tarball instead of building and packing one; ALSO_NODE=<bin
+# directory of another Node> runs every step that depends on the Node version (imports, the CLI,
+# `dynein local` with the quickstart, the CommonJS and ESM checks, the cdk init project's Jest
+# test, which synthesizes the stack) on that Node too, at once, in the same scratch projects
+# (.ci/run: Node 24, and Node 22 as ALSO_NODE). Installs, type checks and the package linters do
+# not depend on it and run once. DYNEIN_CI_TESTS_ENDED=<file> (.ci/run): the quickstart waits for
+# that file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
