@@ -1,7 +1,7 @@
 /**
- * `npm run bench` (about 27 minutes, 7 of them recurring schedules) and `npm run bench -- --quick`
- * (about 7.5 minutes): every performance and cost claim as a number, measured side by side in one
- * run on this machine.
+ * `npm run bench` (56 minutes and `npm run bench -- --quick` 22 minutes on 2026-11-28, on a slow
+ * machine: docs/performance.md): every performance and cost claim as a number, measured side by
+ * side in one run on this machine.
  *
  *   1. lateness through the local stack (`npm start`) under a steady signed load
  *   6. the same load on BullMQ delayed jobs (when redis-server is installed), right after
