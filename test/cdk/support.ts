@@ -11,9 +11,16 @@ import { ensureLambdaBundles } from '../../scripts/bundle-lambdas.mjs';
 // The constructs deploy dist/lambdas/<name>; test workers share one build (the script locks).
 await ensureLambdaBundles({ quiet: true });
 
-/** An app for a construct test (the functions use the pre-built bundles: no bundling at synth). */
+/**
+ * An app for a construct test (the functions use the pre-built bundles: no bundling at synth).
+ * Without the CDK's built-in CloudFormation validation on each synth: it only warns (its errors
+ * are downgraded unless a flag says otherwise), and starting its WebAssembly validator in every
+ * test file cost about 3 CPU-seconds, then ~0.5 s a synth. The templates are validated where that
+ * is the test: the offline validator's own test (tableCapacity.test.ts) and CI's
+ * `npm run validate:templates` over what `npm run synth` wrote.
+ */
 export function fastApp(context: Record<string, unknown> = {}, props: Omit<AppProps, 'context'> = {}): App {
-  return new App({ ...props, context });
+  return new App({ builtinCloudFormationValidation: false, ...props, context });
 }
 
 /** The logical id of a construct's CloudFormation resource (its default child for an L2). */
