@@ -25,7 +25,19 @@ describe('lease safety', () => {
     await waitForEmptyQueue(em.sqs, sys.inboundUrl);
 
     // Round A: every acquire succeeds in DynamoDB, but its reply reaches A only after the lease
-    // has run out (as SDK retries under throttling would make it).
+    // has run out and round B has re-acquired the row (as SDK retries under throttling would
+    // make it). Waiting for B's acquire, not for a time, keeps the order on a starved machine:
+    // a reply that came back before B took the row would let A renew its lease and send, rightly.
+    const reacquired = new Map<string, () => void>();
+    const reacquiredBy = new Map<string, Promise<void>>();
+    const byB = (jobId: string): Promise<void> => {
+      let p = reacquiredBy.get(jobId);
+      if (!p) {
+        p = new Promise<void>((r) => reacquired.set(jobId, r));
+        reacquiredBy.set(jobId, p);
+      }
+      return p;
+    };
     let firstAcquire: () => void = () => {};
     const acquiredOnce = new Promise<void>((r) => (firstAcquire = r));
     const slow: DispatchDeps = {
@@ -34,7 +46,8 @@ describe('lease safety', () => {
         acquire: async (orig, key, now, lease) => {
           const row = await orig(key, now, lease);
           firstAcquire();
-          await sleepMs(settings.leaseMs + 700);
+          // (bounded, so that a B that never came would fail the checks below, not hang)
+          if (row) await Promise.race([byB(key.jobId), sleepMs(30_000)]);
           return row;
         },
       }),
@@ -45,7 +58,20 @@ describe('lease safety', () => {
     await acquiredOnce;
     // Round B, healthy, starts once A holds rows: it re-acquires them when A's leases expire.
     const other = await sys.another();
-    const roundsB = runAllGroups(other.dispatch, { owner: 'b' });
+    const watched: DispatchDeps = {
+      ...other.dispatch,
+      store: inProcess(other.dispatch.store, new SimProcess(), {
+        acquire: async (orig, key, now, lease) => {
+          const row = await orig(key, now, lease);
+          if (row) {
+            void byB(key.jobId);
+            reacquired.get(key.jobId)!();
+          }
+          return row;
+        },
+      }),
+    };
+    const roundsB = runAllGroups(watched, { owner: 'b' });
 
     const a = await roundA;
     await consumer.waitFor((d) => new Set(d.map((x) => x.jobId)).size >= replies.length, 15_000);
@@ -62,5 +88,5 @@ describe('lease safety', () => {
     expect(a.sent).toBe(0);
     expect(a.leaseLost).toBe(a.acquired);
     expect(consumer.deliveries.filter((d) => d.firstReceiveAt < Date.parse(d.runAt))).toEqual([]);
-  }, 60_000);
+  }, 90_000);
 });
