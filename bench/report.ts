@@ -299,12 +299,14 @@ export function targets(r: BenchResult): Target[] {
         });
     }
     const largest = sc.reduce((a, b) => (b.cells > a.cells ? b : a));
-    t.push({
-      name: 'Simulated sustained rate at the largest size (scaleSimulation)',
-      target: '≥ 20,000 jobs/s',
-      value: `${largest.jobsPerSec.toLocaleString('en-US')} jobs/s at ${largest.cells} cells (p95 ${largest.p95Ms} ms; stopped by ${largest.binding})`,
-      met: largest.jobsPerSec >= 20_000,
-    });
+    // The full run's sizes (a quick run simulates 1 and 2 cells only: docs/performance.md).
+    if (largest.cells >= 4)
+      t.push({
+        name: 'Simulated sustained rate at the largest size (scaleSimulation)',
+        target: '≥ 20,000 jobs/s',
+        value: `${largest.jobsPerSec.toLocaleString('en-US')} jobs/s at ${largest.cells} cells (p95 ${largest.p95Ms} ms; stopped by ${largest.binding})`,
+        met: largest.jobsPerSec >= 20_000,
+      });
   }
   return t;
 }

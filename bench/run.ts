@@ -1,7 +1,7 @@
 /**
- * `npm run bench` (56 minutes and `npm run bench -- --quick` 22 minutes on 2026-11-28, on a slow
- * machine: docs/performance.md): every performance and cost claim as a number, measured side by
- * side in one run on this machine.
+ * `npm run bench` (56 minutes on 2026-11-28, on a slow machine: docs/performance.md): every
+ * performance and cost claim as a number, measured side by side in one run on this machine.
+ * `--quick` (under 5 minutes) runs the core's phases at a smaller size ({@link QUICK_PHASES}).
  *
  *   1. lateness through the local stack (`npm start`) under a steady signed load
  *   6. the same load on BullMQ delayed jobs (when redis-server is installed), right after
@@ -35,7 +35,7 @@
  *      (bench/idle.ts, docs/design-dispatch.md#sleep)
  *
  * Writes bench/results/latest.json and latest.md (and <mode>.json/.md). Options:
- * `--quick`; `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel,flowControl,debounce,tracing,idle` for a subset
+ * `--quick` (the phases of {@link QUICK_PHASES}; any other at its quick size with `--only`); `--smoke` (CI: every phase at a token size, to prove it runs; writes latest.* only); `--only=lateness,bullmq,dispatch,backlog,recovery,requests,bundles,recurring,listing,history,noisyNeighbour,pause,rateLimit,faults,scaleSimulation,workflows,bulkCancel,flowControl,debounce,tracing,idle` for a subset
  * (e.g. `npm run bench -- --only=recurring`): a subset writes latest.json/.md only, so that the
  * <mode> files keep the last complete run.
  */
@@ -120,6 +120,13 @@ const PHASES = [
   'idle',
 ] as const;
 type Phase = (typeof PHASES)[number];
+/**
+ * What `--quick` runs unless `--only` says otherwise: the core's figures (lateness, dispatch
+ * against the storage ceiling, the backlog ratio, requests and dollars per job, the bundles, the
+ * scale simulation) in at most 5 minutes. Every other phase runs in the full run, or at its quick
+ * size with `--quick --only=<phase>`.
+ */
+const QUICK_PHASES: readonly Phase[] = ['lateness', 'dispatch', 'backlog', 'requests', 'bundles', 'scaleSimulation'];
 
 export interface BenchResult {
   mode: 'full' | 'quick' | 'smoke';
@@ -279,7 +286,7 @@ const smoke = args.includes('--smoke');
 const quick = smoke || args.includes('--quick');
 const mode: BenchResult['mode'] = smoke ? 'smoke' : quick ? 'quick' : 'full';
 const onlyArg = args.find((a) => a.startsWith('--only='));
-const only = new Set<Phase>(onlyArg ? (onlyArg.slice('--only='.length).split(',') as Phase[]) : PHASES);
+const only = new Set<Phase>(onlyArg ? (onlyArg.slice('--only='.length).split(',') as Phase[]) : quick && !smoke ? QUICK_PHASES : PHASES);
 for (const p of only) if (!PHASES.includes(p)) throw new Error(`unknown phase '${p}': use ${PHASES.join(', ')}`);
 if (only.has('backlog')) only.add('dispatch'); // the backlog ratio is over phase 2's rate
 
@@ -324,12 +331,12 @@ const sizes: BenchResult['sizes'] = smoke
   : quick
     ? {
         description:
-          'steady load 30 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 7 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 7 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1, 2 and 4 cells, two bisection steps (full: 15 s, three steps, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000), 1,000 jobs over 50 concurrency keys of limit 2 worked 200 ms each (full: 5,000 over 200 keys), 200 debounce keys × 20 submits with a 15 s period (full: 1,000 × 20, 30 s), the local stack idle 2 minutes with 2,000 jobs due next week, then 100 jobs due 1–30 s ahead and 20 due 2 minutes ahead (full: 5 minutes, 10,000; 300 and 50 due 10 minutes ahead)',
-        lateness: { rate: 100, durationMs: 30_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
+          'lateness, dispatch, backlog, requests, bundles and the scale simulation (every other phase with --quick --only=<phase>, at the size given here): steady load 20 s due 5.5–8 s ahead (full: 60 s, 5.5–60 s), BullMQ the same for 15 s (full: 60 s), burst 1,500 against a ceiling of 1,500 rows, 3 interleaved pairs after a warm-up (full: 10,000 and 5,000, 5 pairs), backlog 20,000 rows (full: 200,000), 3 pairs with and without (full: 5), recovery 5,000 overdue rows against the median of 3 bursts of 1,500 (full: 100,000 against 10,000), 200 jobs per submit mode (full: 1,000), 2 import runs per bundle (full: 7), recurring 40 schedules counted over 15 s (full: 200 over 5 minutes), noisy neighbour B 10 jobs/s for 8 s beside A’s flood due at 1.5× the rate dispatch sends of 3,000 jobs due at once (full: 30 s, 6,000), 1,000 paused jobs (full: 10,000), 500 jobs due at once for a tenant limited to 50/s (full: 2,000), the listing index measured over 500 jobs (full: 5,000), 1,500 jobs over 30 s under 5 % AWS faults with cancels, a 15 s pause and a recurring schedule (full: 5,000 over 60 s, a 30 s pause), the scale simulation over 5 s virtual windows for 1 and 2 cells, two bisection steps (full: 15 s, three steps, 1, 2 and 4 cells, and 4 cells at the default table quota), 2,000 tagged jobs cancelled by tag (full: 20,000), 1,000 jobs over 50 concurrency keys of limit 2 worked 200 ms each (full: 5,000 over 200 keys), 200 debounce keys × 20 submits with a 15 s period (full: 1,000 × 20, 30 s), the local stack idle 2 minutes with 2,000 jobs due next week, then 100 jobs due 1–30 s ahead and 20 due 2 minutes ahead (full: 5 minutes, 10,000; 300 and 50 due 10 minutes ahead)',
+        lateness: { rate: 100, durationMs: 20_000, minAheadMs: 5_500, maxAheadMs: 8_000 },
         peerDurationMs: 15_000,
         burst: 1_500,
-        repeats: 7,
-        stageCpuJobs: 2_000,
+        repeats: 3,
+        stageCpuJobs: 1_000,
         backlogRows: 20_000,
         recovery: { overdueRows: 5_000, emptyRows: 1_500, freshPerSec: 10 },
         requestJobs: 200,
@@ -685,7 +692,7 @@ const dir = new URL('./results/', import.meta.url);
 mkdirSync(dir, { recursive: true });
 const json = `${JSON.stringify(r, null, 2)}\n`;
 const md = `${markdown(r)}\n`;
-const subset = smoke || PHASES.some((p) => !only.has(p));
+const subset = smoke || (mode === 'quick' ? QUICK_PHASES : PHASES).some((p) => !only.has(p));
 for (const name of subset ? ['latest'] : ['latest', r.mode]) {
   writeFileSync(new URL(`${name}.json`, dir), json);
   writeFileSync(new URL(`${name}.md`, dir), md);

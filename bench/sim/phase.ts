@@ -22,7 +22,7 @@ export interface ScaleShape {
 }
 
 export const QUICK_SCALE: ScaleShape = {
-  cells: [1, 2, 4],
+  cells: [1, 2],
   windowMs: 5_000,
   steps: 2,
   tableWru: 1_000_000,
