@@ -37,6 +37,7 @@ import { startApiServer } from './apiServer.js';
 import { FaultInjector } from './faults.js';
 import { LocalMetrics } from './metrics.js';
 import { INGEST_BATCHING_WINDOW_MS } from '../adapters/resources.js';
+import { withoutSdkLogger } from '../adapters/sdkClients.js';
 import { EXIT_CONFIG, localSettings, type LocalSecrets, type LocalSettings } from './settings.js';
 import { startSqsEventSource } from './sqsEventSource.js';
 import { startLocalTick } from './tick.js';
@@ -62,12 +63,12 @@ const counter = new RequestCounter();
 // DYNEIN_FAULTS (a test facility): a share of every call to the emulators fails as AWS's do.
 const faults = settings.faults ? new FaultInjector(settings.faults) : undefined;
 const client = <C extends Parameters<RequestCounter['attach']>[0]>(c: C): C => counter.attach(faults ? faults.attach(c) : c);
-const dynamo = client(new DynamoDBClient({ endpoint: config.dynamodbEndpoint, region: settings.region, credentials }));
-const sqs = client(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials }));
+const dynamo = client(withoutSdkLogger(new DynamoDBClient({ endpoint: config.dynamodbEndpoint, region: settings.region, credentials })));
+const sqs = client(withoutSdkLogger(new SQSClient({ endpoint: config.sqsEndpoint, region: settings.region, credentials })));
 const metrics = new LocalMetrics(counter);
 const t = metrics.telemetry();
 const scheduler = config.scheduler?.endpoint
-  ? client(new SchedulerClient({ endpoint: config.scheduler.endpoint, region: settings.region, credentials }))
+  ? client(withoutSdkLogger(new SchedulerClient({ endpoint: config.scheduler.endpoint, region: settings.region, credentials })))
   : undefined;
 // The last 10,000 spans (`GET /local/traces/<traceId>`, `dynein show --trace`), and an OTLP
 // receiver's when DYNEIN_OTLP_ENDPOINT names one (docs/tracing.md).

@@ -22,6 +22,7 @@ import { FaultInjector } from './faults.js';
 import { restoreInboundJournal } from './inboundJournal.js';
 import { startLocalScheduler, sqsQueueUrlResolver } from './scheduler/index.js';
 import { stopRequests } from './stopRequests.js';
+import { withoutSdkLogger } from '../adapters/sdkClients.js';
 import {
   INBOUND_QUEUE,
   localSettings,
@@ -81,8 +82,8 @@ const sqsServer = await startFauxqs({
 await alignFauxqsCharset();
 const dynamodbEndpoint = `http://127.0.0.1:${tablePort}`;
 const sqsEndpoint = `http://127.0.0.1:${sqsServer.port}`;
-const dynamo = new DynamoDBClient({ endpoint: dynamodbEndpoint, region: settings.region, credentials });
-const sqs = new SQSClient({ endpoint: sqsEndpoint, region: settings.region, credentials });
+const dynamo = withoutSdkLogger(new DynamoDBClient({ endpoint: dynamodbEndpoint, region: settings.region, credentials }));
+const sqs = withoutSdkLogger(new SQSClient({ endpoint: sqsEndpoint, region: settings.region, credentials }));
 
 try {
   await dynamo.send(new CreateTableCommand(createTableInput(TABLE_NAME)));
@@ -162,7 +163,7 @@ const scheduler = await startLocalScheduler({
   missedOccurrences: 'fire',
   log: (m) => console.error(`dynein scheduler: ${m}`),
 });
-const schedulerClient = new SchedulerClient({ endpoint: scheduler.endpoint, region: settings.region, credentials });
+const schedulerClient = withoutSdkLogger(new SchedulerClient({ endpoint: scheduler.endpoint, region: settings.region, credentials }));
 try {
   await schedulerClient.send(new CreateScheduleGroupCommand({ Name: SCHEDULE_GROUP }));
 } catch (err) {

@@ -4,6 +4,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
 import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { SqsDeadLetters } from '../../adapters/sqsDeadLetters.js';
+import { withoutSdkLogger } from '../../adapters/sdkClients.js';
 import { DeadLetterService } from '../../core/deadLetters/index.js';
 import { DynamoDeadLetterEdits } from '../../adapters/dynamoDeadLetterEdits.js';
 import { DynamoControlsStore } from '../../adapters/dynamoControlsStore.js';
@@ -105,8 +106,8 @@ export interface WiringOptions {
 
 /** Builds the core over the AWS adapters. Reads the id key from Secrets Manager when configured so. */
 export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Promise<Wiring> {
-  const dynamo = opts.dynamo ?? new DynamoDBClient(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {});
-  const sqs = opts.sqs ?? new SQSClient(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {});
+  const dynamo = opts.dynamo ?? withoutSdkLogger(new DynamoDBClient(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}));
+  const sqs = opts.sqs ?? withoutSdkLogger(new SQSClient(config.sqsEndpoint ? { endpoint: config.sqsEndpoint } : {}));
   const clock = opts.clock ?? systemClock;
   const store = new DynamoJobStore(config.tableName, dynamo);
   const spans =
@@ -153,7 +154,7 @@ export async function wire(config: LambdaConfig, opts: WiringOptions = {}): Prom
         schedules: scheduleStore,
         trigger: new EventBridgeTrigger(
           clockConfig,
-          opts.scheduler ?? new SchedulerClient(clockConfig.endpoint ? { endpoint: clockConfig.endpoint } : {}),
+          opts.scheduler ?? withoutSdkLogger(new SchedulerClient(clockConfig.endpoint ? { endpoint: clockConfig.endpoint } : {})),
           () => clock.now(),
         ),
         tenants,

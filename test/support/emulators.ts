@@ -7,6 +7,7 @@ import dynalite from 'dynalite';
 import { startFauxqs, type FauxqsServer } from 'fauxqs';
 import { RequestCounter } from '../../adapters/requestCounter.js';
 import { createTableInput } from '../../adapters/tableSchema.js';
+import { withoutSdkLogger } from '../../adapters/sdkClients.js';
 import { alignFauxqsCharset } from '../../local/fauxqsCharset.js';
 
 const region = 'us-east-1';
@@ -88,8 +89,8 @@ function trackRequests(server: Server): { idle(maxWaitMs: number): Promise<void>
 export function emulatorsAt(dynamoEndpoint: string, sqsEndpoint: string, stopServers: () => Promise<void>): Emulators {
   const counter = new RequestCounter();
   const newClients = (c: RequestCounter = counter) => ({
-    dynamo: c.attach(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 })),
-    sqs: c.attach(new SQSClient({ endpoint: sqsEndpoint, region, credentials, maxAttempts: 3 })),
+    dynamo: c.attach(withoutSdkLogger(new DynamoDBClient({ endpoint: dynamoEndpoint, region, credentials, maxAttempts: 3 }))),
+    sqs: c.attach(withoutSdkLogger(new SQSClient({ endpoint: sqsEndpoint, region, credentials, maxAttempts: 3 }))),
   });
   const { dynamo, sqs } = newClients();
   const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
