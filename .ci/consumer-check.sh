@@ -123,6 +123,47 @@ unwanted+=$(grep -E '\.ts$' <<<"$contents" | grep -vE '\.d\.ts$' || true)
 [[ -z $unwanted ]] || fail "the tarball holds files the whitelist should keep out: $unwanted"
 echo "tarball: $(du -h "$tarball" | cut -f1) packed, $(wc -l <<<"$contents") files"
 
+# (e), (d) and (f) run beside (a), (b) and (c), in a subshell with its own log: the two chains
+# share nothing but the tarball, and one chain of steps one after another leaves a core idle
+# once the tests beside CI end (2026-11-28: the consumer checks ended 117 s after them).
+(
+# (e) the project `cdk init app --language typescript` generates ---------------------------------
+step "cdk init project: cdk init app --language typescript (the aws-cdk CLI of package.json), npm install, then the tarball"
+init=$scratch/init/hello
+mkdir -p "$init" && cd "$init"
+"$repo"/node_modules/.bin/cdk init app --language typescript --generate-only >"$scratch/cdk-init.log" 2>&1 ||
+  fail "cdk init failed: $(cat "$scratch/cdk-init.log")"
+generated=$(cat jest.config.js tsconfig.json | sha256sum)
+install
+install "$tarball"
+cp "$repo"/.ci/consumers/hello-stack.ts lib/hello-stack.ts
+cp "$repo"/.ci/consumers/hello.test.ts test/hello.test.ts
+[[ $(cat jest.config.js tsconfig.json | sha256sum) == "$generated" && $(node -p 'require("./package.json").type') == undefined ]] ||
+  fail "the cdk init project's configuration changed"
+
+# (d) CommonJS and ESM: in the cdk init project, a CommonJS one (no "type") with the tarball and
+# aws-cdk-lib installed as a team installs them.
+step "CommonJS and ESM (in the cdk init project): require() and import of every entry point; the client loads neither Powertools nor the CDK"
+cp "$repo"/.ci/consumers/check.cjs "$repo"/.ci/consumers/check.mjs .
+cjs_and_esm() { node check.cjs && node check.mjs; }
+on_each_node cjs_and_esm
+step "cdk init project: npm test (Jest 30, CommonJS, @swc/jest)"
+on_each_node npm test --silent
+# On this Node only: its Jest test above synthesized the stack on each Node already; this is the
+# aws-cdk CLI running the generated app, as a team deploys it.
+step "cdk init project: npx cdk synth"
+npx --no-install cdk synth --quiet
+[[ -f cdk.out/HelloStack.template.json ]] || fail "cdk synth wrote no cdk.out/HelloStack.template.json"
+
+# (f) package linters ----------------------------------------------------------------------------
+step "publint --strict and @arethetypeswrong/cli on the tarball"
+cd "$scratch"
+"$repo"/node_modules/.bin/publint --strict "$tarball"
+# ./openapi.yaml is a document, not a module: there are no types to resolve for it.
+"$repo"/node_modules/.bin/attw "$tarball" --profile node16 --exclude-entrypoints ./openapi.yaml
+) >"$scratch/init.log" 2>&1 &
+init_pid=$!
+
 # (a) client only -------------------------------------------------------------------------------
 step "client-only project: npm install the tarball"
 client=$scratch/client
@@ -279,40 +320,12 @@ cat >tsconfig.bundler.json <<'EOF'
 EOF
 npx --no-install tsc -p tsconfig.bundler.json
 
-# (e) the project `cdk init app --language typescript` generates ---------------------------------
-step "cdk init project: cdk init app --language typescript (the aws-cdk CLI of package.json), npm install, then the tarball"
-init=$scratch/init/hello
-mkdir -p "$init" && cd "$init"
-"$repo"/node_modules/.bin/cdk init app --language typescript --generate-only >"$scratch/cdk-init.log" 2>&1 ||
-  fail "cdk init failed: $(cat "$scratch/cdk-init.log")"
-generated=$(cat jest.config.js tsconfig.json | sha256sum)
-install
-install "$tarball"
-cp "$repo"/.ci/consumers/hello-stack.ts lib/hello-stack.ts
-cp "$repo"/.ci/consumers/hello.test.ts test/hello.test.ts
-[[ $(cat jest.config.js tsconfig.json | sha256sum) == "$generated" && $(node -p 'require("./package.json").type') == undefined ]] ||
-  fail "the cdk init project's configuration changed"
-
-# (d) CommonJS and ESM: in the cdk init project, a CommonJS one (no "type") with the tarball and
-# aws-cdk-lib installed as a team installs them.
-step "CommonJS and ESM (in the cdk init project): require() and import of every entry point; the client loads neither Powertools nor the CDK"
-cp "$repo"/.ci/consumers/check.cjs "$repo"/.ci/consumers/check.mjs .
-cjs_and_esm() { node check.cjs && node check.mjs; }
-on_each_node cjs_and_esm
-step "cdk init project: npm test (Jest 30, CommonJS, @swc/jest)"
-on_each_node npm test --silent
-# On this Node only: its Jest test above synthesized the stack on each Node already; this is the
-# aws-cdk CLI running the generated app, as a team deploys it.
-step "cdk init project: npx cdk synth"
-npx --no-install cdk synth --quiet
-[[ -f cdk.out/HelloStack.template.json ]] || fail "cdk synth wrote no cdk.out/HelloStack.template.json"
-
-# (f) package linters ----------------------------------------------------------------------------
-step "publint --strict and @arethetypeswrong/cli on the tarball"
-cd "$scratch"
-"$repo"/node_modules/.bin/publint --strict "$tarball"
-# ./openapi.yaml is a document, not a module: there are no types to resolve for it.
-"$repo"/node_modules/.bin/attw "$tarball" --profile node16 --exclude-entrypoints ./openapi.yaml
+# The cdk init project and the package linters, run beside the steps above.
+init_rc=0
+wait "$init_pid" || init_rc=$?
+echo "== consumer: (beside the steps above) the cdk init project, CommonJS and ESM, the package linters:"
+sed 's/^/   /' "$scratch/init.log"
+((init_rc == 0)) || fail "the cdk init project, the CommonJS and ESM checks or the package linters failed (exit $init_rc: above)"
 
 # (a, last) the quickstart -------------------------------------------------------------------------
 # A local stack serving a client with deadlines: under .ci/run (DYNEIN_CI_TESTS_ENDED names the
